@@ -1,0 +1,38 @@
+# wincni developer entry points. `make demo` and `make test` create .venv on first use.
+SHELL := /bin/bash
+VENV  := .venv
+VPY   := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+# The first Python >= 3.10 on PATH (override with `make PYTHON=/path/to/python3 ...`).
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 python; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
+	&& { echo $$p; break; }; done)
+
+.PHONY: demo test bench dist clean venv
+
+$(STAMP): setup.cfg pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m plugins.demo
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
+
+bench: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py
+
+dist: $(STAMP)
+	$(VPY) -m pip install -q -e '.[build]'
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --distpath dist --workpath build/pyinstaller specs/wincni.spec
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

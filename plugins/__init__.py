@@ -1,0 +1,1 @@
+"""wincni: Windows CNI plugins for Kubernetes over HNS."""

@@ -1,0 +1,216 @@
+"""Network configuration: decoding, Go-style case-insensitive keys, and schema validation.
+
+jsonschema is imported only when a plugin validates (never for VERSION or a rejected env),
+because it alone costs 60-80 ms of start-up on every pod.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from . import version as ver
+from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
+
+# The spec's network name pattern.
+_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+
+
+def decode(stdin: bytes) -> dict:
+    """stdin -> config object; not JSON (or not an object) is code 6."""
+    try:
+        doc = json.loads(stdin)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CniError(DECODE_FAILURE, f"error unmarshall network config: {exc}",
+                       "the network configuration on stdin must be a JSON object") from exc
+    if not isinstance(doc, dict):
+        raise CniError(DECODE_FAILURE, "error unmarshall network config: not a JSON object",
+                       f"got {type(doc).__name__}")
+    return doc
+
+
+def check_name(conf: Mapping[str, Any]) -> str:
+    name = conf.get("name")
+    if not name:
+        raise CniError(INVALID_CONFIG, "missing network name",
+                       'set "name" to the network name (for win-bridge/win-overlay: the HNS network)')
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise CniError(INVALID_CONFIG, "invalid characters found in network name",
+                       f"name {name!r} must match {_NAME.pattern}")
+    return name
+
+
+def cni_version(conf: Mapping[str, Any]) -> str:
+    """The config's cniVersion (absent means 0.1.0); unsupported is code 1."""
+    version = conf.get("cniVersion")
+    if version is None or version == "":
+        return ver.IMPLICIT
+    if not isinstance(version, str) or version not in ver.SUPPORTED:
+        raise CniError(INCOMPATIBLE_VERSION, "incompatible CNI versions",
+                       f'config is "{version}", plugin supports {ver.supported_list()}')
+    return version
+
+
+def get_ci(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """Go encoding/json lookup: the exact key first, else the first case-insensitive match."""
+    if key in doc:
+        return doc[key]
+    low = key.lower()
+    for k, v in doc.items():
+        if k.lower() == low:
+            return v
+    return default
+
+
+# ---------------------------------------------------------------- validation
+
+def validate(doc: Any, schema: dict) -> None:
+    """Validate against a JSON Schema; the first (most specific) error becomes code 7."""
+    import jsonschema  # lazy: see module docstring
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema, format_checker=_format_checker(validator_cls))
+    errors = sorted(validator.iter_errors(doc), key=_error_rank)
+    if errors:
+        raise invalid_field(errors[0])
+
+
+def _error_rank(error: Any) -> tuple:
+    # Deepest path first: "ipam.ranges[0][0].subnet" beats "ipam".
+    return (-len(error.absolute_path), str(error.message))
+
+
+def json_path(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(config)"
+
+
+def invalid_field(error: Any) -> CniError:
+    path = json_path(error.absolute_path)
+    hint = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if error.validator == "format":
+        msg = f"{path}: {json.dumps(error.instance)} is not a valid {_FORMAT_NAMES.get(error.validator_value, error.validator_value)}"
+    elif error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        msg = f"{path}: missing required field {missing!r}"
+    elif error.validator == "additionalProperties":
+        msg = f"{path}: {error.message}"
+    else:
+        msg = f"{path}: {json.dumps(error.instance)[:120]} is invalid: {error.message}"
+    return CniError(INVALID_CONFIG, msg, hint or "")
+
+
+_FORMAT_NAMES = {"cidr": "CIDR", "ip": "IP address", "ipv4": "IPv4 address", "mac-prefix": "MAC prefix"}
+
+
+def _format_checker(validator_cls: Any) -> Any:
+    import ipaddress
+
+    checker = validator_cls.FORMAT_CHECKER
+
+    @checker.checks("cidr", raises=ValueError)
+    def _cidr(value: Any) -> bool:
+        if not isinstance(value, str):
+            return True
+        if "/" not in value:
+            raise ValueError("missing /prefix")
+        ipaddress.ip_interface(value)
+        return True
+
+    @checker.checks("ip", raises=ValueError)
+    def _ip(value: Any) -> bool:
+        if not isinstance(value, str):
+            return True
+        ipaddress.ip_address(value)
+        return True
+
+    return checker
+
+
+# ---------------------------------------------------------------- runtimeConfig
+
+@dataclass(frozen=True)
+class PortMapping:
+    host_port: int
+    container_port: int
+    protocol: str = "tcp"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeDNS:
+    servers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """The well-known runtimeConfig capabilities (CONVENTIONS.md) this suite reads."""
+    port_mappings: tuple[PortMapping, ...] = ()
+    dns: RuntimeDNS = field(default_factory=RuntimeDNS)
+    ips: tuple[str, ...] = ()
+    ip_ranges: tuple[Any, ...] = ()
+    mac: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> "RuntimeConfig":
+        rc = get_ci(conf, "runtimeConfig") or {}
+        if not isinstance(rc, dict):
+            raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {json.dumps(rc)[:80]}")
+        pms = []
+        for i, pm in enumerate(rc.get("portMappings") or []):
+            try:
+                pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
+                                       protocol=str(pm.get("protocol") or "tcp"), host_ip=str(pm.get("hostIP") or "")))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}]: {json.dumps(pm)[:120]} is invalid",
+                               "each entry needs integer hostPort and containerPort") from exc
+        dns = rc.get("dns") or {}
+        if not isinstance(dns, dict):
+            raise CniError(INVALID_CONFIG, "runtimeConfig.dns: must be an object")
+        return cls(
+            port_mappings=tuple(pms),
+            dns=RuntimeDNS(servers=tuple(_str_list(dns, "servers")), searches=tuple(_str_list(dns, "searches")),
+                           options=tuple(_str_list(dns, "options"))),
+            ips=tuple(str(x) for x in rc.get("ips") or []),
+            ip_ranges=tuple(rc.get("ipRanges") or []),
+            mac=str(rc.get("mac") or ""),
+            raw=rc,
+        )
+
+
+def _str_list(doc: Mapping[str, Any], key: str) -> list[str]:
+    value = doc.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CniError(INVALID_CONFIG, f"runtimeConfig.dns.{key}: must be a list of strings")
+    return [v for v in value if v]
+
+
+# ---------------------------------------------------------------- GC
+
+def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """``cni.dev/valid-attachments`` as {(containerID, ifname)}; absent is an empty set (release all)."""
+    raw = conf.get("cni.dev/valid-attachments")
+    if raw is None:
+        return set()
+    if not isinstance(raw, list):
+        raise CniError(INVALID_CONFIG, "cni.dev/valid-attachments: must be a list of {containerID, ifname}")
+    out = set()
+    for i, att in enumerate(raw):
+        if not isinstance(att, dict) or not isinstance(att.get("containerID"), str) or not isinstance(att.get("ifname"), str):
+            raise CniError(INVALID_CONFIG, f"cni.dev/valid-attachments[{i}]: needs string containerID and ifname",
+                           json.dumps(att)[:120])
+        out.add((att["containerID"], att["ifname"]))
+    return out
+
+
+def iter_policies(conf: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(name, value) of each ``policies`` entry, keys read like Go (Name/name, Value/value)."""
+    for entry in get_ci(conf, "policies") or []:
+        if isinstance(entry, dict):
+            yield get_ci(entry, "name", ""), get_ci(entry, "value")

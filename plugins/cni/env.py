@@ -1,0 +1,82 @@
+"""The CNI_* environment, checked once and handed to the plugin as a typed value."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .errors import INVALID_ENV, CniError
+
+COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS")
+
+# Which variables each command cannot do without (CNI_PATH is optional: we may need no delegate).
+_REQUIRED = {
+    "ADD": ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"),
+    "CHECK": ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"),
+    "DEL": ("CNI_CONTAINERID", "CNI_IFNAME"),
+    "GC": (),
+    "STATUS": (),
+    "VERSION": (),
+}
+
+# Every file name later built from a container ID relies on this pattern (spec + libcni).
+_CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+_BAD_IFNAME = re.compile(r"[/:\s]")
+
+
+@dataclass(frozen=True)
+class CmdArgs:
+    command: str
+    container_id: str = ""
+    netns: str = ""
+    ifname: str = ""
+    args: str = ""
+    path: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+
+def path_separator(platform: str) -> str:
+    return ";" if platform == "win32" else ":"
+
+
+def split_path(value: str, platform: str) -> tuple[str, ...]:
+    return tuple(p for p in value.split(path_separator(platform)) if p)
+
+
+def parse_env(env: Mapping[str, str], platform: str) -> CmdArgs:
+    """Validate the environment for its command; raise code 4 naming what is wrong."""
+    command = env.get("CNI_COMMAND", "")
+    if command not in COMMANDS:
+        raise CniError(INVALID_ENV, f"unknown CNI_COMMAND: {command}",
+                       "expected one of " + ", ".join(COMMANDS))
+    missing = [k for k in _REQUIRED[command] if not env.get(k)]
+    if missing:
+        raise CniError(INVALID_ENV, f"required env variables [{','.join(missing)}] missing",
+                       f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]))
+    container_id = env.get("CNI_CONTAINERID", "")
+    if container_id and not _CONTAINER_ID.match(container_id):
+        raise CniError(INVALID_ENV, "invalid characters in containerID", container_id)
+    ifname = env.get("CNI_IFNAME", "")
+    if command in ("ADD", "CHECK", "DEL") or ifname:
+        check_ifname(ifname)
+    return CmdArgs(
+        command=command,
+        container_id=container_id,
+        netns=env.get("CNI_NETNS", ""),
+        ifname=ifname,
+        args=env.get("CNI_ARGS", ""),
+        path=split_path(env.get("CNI_PATH", ""), platform),
+        env=env,
+    )
+
+
+def check_ifname(ifname: str) -> None:
+    if not ifname:
+        raise CniError(INVALID_ENV, "interface name is empty", "set CNI_IFNAME, e.g. eth0")
+    if len(ifname) > 15:
+        raise CniError(INVALID_ENV, "interface name is too long",
+                       "interface name should be less than 16 characters")
+    if ifname in (".", ".."):
+        raise CniError(INVALID_ENV, "interface name is . or ..", ifname)
+    if _BAD_IFNAME.search(ifname):
+        raise CniError(INVALID_ENV, "interface name contains / or : or whitespace characters", ifname)

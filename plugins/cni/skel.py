@@ -1,0 +1,176 @@
+"""Command dispatch: the one place a CNI invocation is checked, routed, and printed.
+
+``run`` validates in the order that is cheapest first (env, stdin, JSON, name, version) and
+imports the plugin's handler module only when a real command needs it, so VERSION and
+rejected input never pay for jsonschema, netaddr or libhns.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TextIO
+
+from . import log
+from . import version as ver
+from .config import check_name, cni_version, decode
+from .env import CmdArgs, parse_env
+from .errors import INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
+from .result import Result
+
+WINCNI_VERSION = "0.1.0"
+
+# The lowest config version that allows each command (spec 0.4.0 CHECK, 1.1.0 GC/STATUS).
+_MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
+_HANDLER = {"ADD": "add", "DEL": "delete", "CHECK": "check", "GC": "gc", "STATUS": "status"}
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    name: str
+    handlers: str  # dotted module holding add/delete/check/gc/status(req)
+    description: str
+
+
+@dataclass
+class Request:
+    """Everything a handler may read; nothing below it touches os.environ or sys.stdin."""
+    cmd: CmdArgs
+    stdin: bytes
+    conf: dict
+    cni_version: str
+    platform: str = sys.platform
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def command(self) -> str:
+        return self.cmd.command
+
+    @property
+    def container_id(self) -> str:
+        return self.cmd.container_id
+
+    @property
+    def netns(self) -> str:
+        return self.cmd.netns
+
+    @property
+    def ifname(self) -> str:
+        return self.cmd.ifname
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self.cmd.env
+
+    @property
+    def cni_args(self) -> dict[str, str]:
+        if "args" not in self._cache:
+            from .cniargs import parse_cni_args
+            self._cache["args"] = parse_cni_args(self.cmd.args)
+        return self._cache["args"]
+
+    @property
+    def runtime_config(self):
+        if "rc" not in self._cache:
+            from .config import RuntimeConfig
+            self._cache["rc"] = RuntimeConfig.from_conf(self.conf)
+        return self._cache["rc"]
+
+    @property
+    def prev_result(self) -> Result | None:
+        prev = self.conf.get("prevResult")
+        return Result.from_dict(prev, self.cni_version) if prev else None
+
+    def exec_plugin(self, name: str, command: str | None = None, stdin: bytes | None = None) -> dict | None:
+        """Run another plugin (IPAM, delegate) from CNI_PATH with this request's environment."""
+        from .invoke import exec_plugin
+        return exec_plugin(name, command or self.command, self.stdin if stdin is None else stdin,
+                           self.env, self.cmd.path, self.cni_version, self.platform)
+
+
+def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
+        stderr: TextIO | None = None, platform: str = sys.platform) -> int:
+    """Execute one CNI command; returns the process exit status (0 ok, 1 CNI error)."""
+    stderr = stderr if stderr is not None else sys.stderr
+    log.configure(spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"))
+    command = env.get("CNI_COMMAND")
+    if not command:
+        stderr.write(f"{spec.name} {WINCNI_VERSION}: {spec.description}\n"
+                     f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n")
+        return 0
+    started = time.perf_counter()
+    reply_version = ver.LATEST
+    try:
+        if command == "VERSION":
+            _write(stdout, _version_doc(_read(stdin)))
+            return 0
+        cmd = parse_env(env, platform)
+        data = _read(stdin)
+        conf = decode(data)
+        version = cni_version(conf)
+        reply_version = version
+        check_name(conf)
+        minimum = _MIN_VERSION.get(command)
+        if minimum and not ver.at_least(version, minimum):
+            raise CniError(INCOMPATIBLE_VERSION, f"config version does not allow {command}",
+                           f'cniVersion "{version}" is older than {minimum}, the first version with {command}')
+        log.configure(spec.name, log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
+                      command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
+        log.event("start", cniVersion=version, network=conf.get("name"))
+        handlers = importlib.import_module(spec.handlers)
+        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
+        result = getattr(handlers, _HANDLER[command])(req)
+        if command == "ADD":
+            doc = result if isinstance(result, dict) else result.to_dict(version)
+            _write(stdout, doc)
+        log.event("done", ms=round((time.perf_counter() - started) * 1000, 1))
+        return 0
+    except CniError as err:
+        log.event("error", code=err.code, msg=err.msg, details=err.details,
+                  ms=round((time.perf_counter() - started) * 1000, 1))
+        _write(stdout, err.to_dict(reply_version))
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback on stdout
+        tb = traceback.format_exc()
+        one_line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        log.event("crash", error=one_line, traceback=tb)
+        try:
+            stderr.write(tb)
+        except (OSError, ValueError):
+            pass
+        _write(stdout, CniError(INTERNAL, one_line, "internal error; the traceback is in the plugin's stderr log").to_dict(reply_version))
+        return 1
+
+
+def _read(stdin: Any) -> bytes:
+    try:
+        data = stdin.read()
+    except (OSError, ValueError) as exc:
+        raise CniError(IO_FAILURE, f"error reading from stdin: {exc}") from exc
+    return data.encode() if isinstance(data, str) else data
+
+
+def _version_doc(data: bytes) -> dict:
+    version = ver.LATEST
+    try:
+        doc = json.loads(data) if data.strip() else {}
+        if isinstance(doc, dict) and isinstance(doc.get("cniVersion"), str) and doc["cniVersion"]:
+            version = doc["cniVersion"]
+    except ValueError:
+        pass
+    return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
+
+
+def _write(stdout: TextIO, doc: dict) -> None:
+    stdout.write(json.dumps(doc, indent=4) + "\n")
+    stdout.flush()
+
+
+def console_entry(spec: PluginSpec) -> None:
+    """What a console script / ``python -m`` / frozen exe calls: real env, stdin, stdout."""
+    import os
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    sys.exit(run(spec, os.environ, stdin, sys.stdout))
