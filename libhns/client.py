@@ -1,0 +1,378 @@
+"""``HnsClient``: the HNS operations the plugins call, each with as few raw calls as HNS allows.
+
+Every pod ADD/DEL pays for each raw call (an RPC into HNS on Windows, a file read or a locked
+write on the simulator), so lookups go through filtered queries — never enumerate-all then
+filter — and nothing is re-queried that the caller does not need. Handles are always closed
+(try/finally). "Not found" on a getter is None; every other failure is a ``libhns.errors``
+exception. The client never knows which backend it talks to.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, fields
+from typing import Any, Mapping, TypeVar
+
+from libhns import errors
+from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
+                            HostComputeNetwork, HnsObject, same_id)
+from libhns.raw import RawHns
+
+T = TypeVar("T", bound=HnsObject)
+
+SCHEMA_V2 = {"Major": 2, "Minor": 0}
+#: HostComputeQuery asking for V2 documents, without a filter.
+QUERY_V2 = json.dumps({"SchemaVersion": SCHEMA_V2}, separators=(",", ":"))
+_COMPACT = (",", ":")
+
+
+def host_compute_query(filter: Mapping[str, Any] | None = None) -> str:
+    """A HostComputeQuery; ``Filter`` is JSON *inside a string*, keys are V1 field names."""
+    q: dict[str, Any] = {"SchemaVersion": SCHEMA_V2}
+    if filter:
+        q["Filter"] = json.dumps(dict(filter), separators=_COMPACT)
+    return json.dumps(q, separators=_COMPACT)
+
+
+def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | None = None) -> bool:
+    return version >= lo and (hi is None or version <= hi)
+
+
+@dataclass(frozen=True)
+class Features:
+    """HNS capabilities by version range (hcsshim hcnsupport.go, §5). Gate on these, never the OS build."""
+
+    api_v1: bool
+    v2_api: bool
+    acl: bool
+    remote_subnet: bool
+    host_route: bool
+    dsr: bool
+    slash32_endpoint_prefixes: bool
+    acl_protocol_252: bool
+    vxlan_port: bool
+    dual_stack: bool
+    l4_proxy: bool
+    session_affinity: bool
+    set_policy: bool
+    l4_wfp_proxy: bool
+    tier_acl: bool
+    network_acl: bool
+    nested_ipset: bool
+    disable_host_port: bool
+    modify_loadbalancer: bool
+    accelnet: bool
+
+    @classmethod
+    def for_version(cls, version: tuple[int, int]) -> "Features":
+        v = version
+        x = 1 << 31  # "to MaxInt" upper bound for a major version's minors
+        return cls(
+            api_v1=True,
+            v2_api=_in(v, (9, 2)),
+            acl=_in(v, (7, 2)),
+            remote_subnet=_in(v, (9, 2)),
+            host_route=_in(v, (9, 2)),
+            dsr=_in(v, (9, 3), (9, x)) or _in(v, (10, 2)),
+            slash32_endpoint_prefixes=_in(v, (9, 3), (9, x)) or _in(v, (10, 4)),
+            acl_protocol_252=_in(v, (11, 0)),
+            vxlan_port=_in(v, (10, 3)),
+            dual_stack=_in(v, (11, 10)),
+            l4_proxy=(_in(v, (9, 5), (9, x)) or _in(v, (10, 5), (10, x))
+                      or _in(v, (11, 11), (11, x)) or _in(v, (12, 1), (12, x)) or _in(v, (13, 1))),
+            session_affinity=_in(v, (12, 0)),
+            set_policy=_in(v, (13, 0)),
+            l4_wfp_proxy=_in(v, (13, 2)),
+            tier_acl=_in(v, (14, 0)),
+            network_acl=_in(v, (15, 0)),
+            nested_ipset=_in(v, (15, 0)),
+            disable_host_port=_in(v, (15, 1)),
+            modify_loadbalancer=_in(v, (15, 4)),
+            accelnet=_in(v, (15, 4)),
+        )
+
+    def as_dict(self) -> dict[str, bool]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _guid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value.strip().strip("{}"))
+    except (ValueError, AttributeError):
+        raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,
+                                  errors.error_record(errors.E_INVALIDARG,
+                                                      f"{value!r} is not a GUID.")) from None
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text) if text and text.strip() else None
+
+
+class HnsClient:
+    """High-level HNS operations over any ``RawHns`` backend."""
+
+    def __init__(self, raw: RawHns) -> None:
+        self.raw = raw
+        self._version: tuple[int, int] | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "HnsClient":
+        """The backend ``LIBHNS_BACKEND`` selects (imported lazily: the simulator is not cheap)."""
+        from libhns.backend import open_backend
+
+        return cls(open_backend(env))
+
+    # --- version -----------------------------------------------------------------------------
+    def version(self) -> tuple[int, int]:
+        """(Major, Minor) from ``GET /globals/version`` — HNS's only version source; cached."""
+        if self._version is None:
+            out = self._v1("GET", "/globals/version")
+            self._version = (int(out.get("Major", 0)), int(out.get("Minor", 0)))
+        return self._version
+
+    def features(self) -> Features:
+        return Features.for_version(self.version())
+
+    # --- V2 plumbing -------------------------------------------------------------------------
+    def _enumerate(self, kind: str, filter: Mapping[str, Any] | None = None) -> list[str]:
+        ids = _parse(self.raw.hcn_enumerate(kind, host_compute_query(filter)))
+        return [str(i) for i in ids or ()]
+
+    def _query(self, kind: str, id_: str, cls: type[T], query: str = QUERY_V2) -> T | None:
+        """Open + Query + Close; None when the object does not exist (any not-found code)."""
+        try:
+            handle = self.raw.hcn_open(kind, _guid(id_))
+        except errors.NotFound:
+            return None
+        try:
+            return cls.from_json(self.raw.hcn_query(kind, handle, query))
+        except errors.NotFound:
+            return None
+        finally:
+            self.raw.hcn_close(kind, handle)
+
+    def _by_filter(self, kind: str, filter: Mapping[str, Any], cls: type[T]) -> T | None:
+        for id_ in self._enumerate(kind, filter):
+            found = self._query(kind, id_, cls)
+            if found is not None:
+                return found
+        return None
+
+    def _list(self, kind: str, cls: type[T], filter: Mapping[str, Any] | None = None) -> list[T]:
+        out = []
+        for id_ in self._enumerate(kind, filter):
+            found = self._query(kind, id_, cls)
+            if found is not None:  # deleted between enumerate and open
+                out.append(found)
+        return out
+
+    def _create(self, kind: str, settings: Mapping[str, Any], cls: type[T]) -> T:
+        """Create (GUID_NULL: HNS assigns the ID) + Query + Close."""
+        handle = self.raw.hcn_create(kind, None, json.dumps(dict(settings), separators=_COMPACT))
+        try:
+            return cls.from_json(self.raw.hcn_query(kind, handle, QUERY_V2))
+        finally:
+            self.raw.hcn_close(kind, handle)
+
+    def _delete(self, kind: str, id_: str, missing_ok: bool) -> bool:
+        try:
+            self.raw.hcn_delete(kind, _guid(id_))
+            return True
+        except errors.NotFound:
+            if missing_ok:
+                return False
+            raise
+
+    def _modify(self, kind: str, id_: str, request: Mapping[str, Any]) -> None:
+        handle = self.raw.hcn_open(kind, _guid(id_))
+        try:
+            self.raw.hcn_modify(kind, handle, json.dumps(dict(request), separators=_COMPACT))
+        finally:
+            self.raw.hcn_close(kind, handle)
+
+    # --- V2 networks -------------------------------------------------------------------------
+    def get_network_by_name(self, name: str) -> HostComputeNetwork | None:
+        """HcnEnumerateNetworks{Name} then Open+Query+Close of the match."""
+        return self._by_filter("Network", {"Name": name}, HostComputeNetwork)
+
+    def get_network(self, id_: str) -> HostComputeNetwork | None:
+        return self._query("Network", id_, HostComputeNetwork)
+
+    def list_networks(self) -> list[HostComputeNetwork]:
+        return self._list("Network", HostComputeNetwork)
+
+    def create_network(self, settings: Mapping[str, Any]) -> HostComputeNetwork:
+        doc = {"SchemaVersion": SCHEMA_V2, **settings}
+        return self._create("Network", doc, HostComputeNetwork)
+
+    def delete_network(self, id_: str, *, missing_ok: bool = False) -> bool:
+        return self._delete("Network", id_, missing_ok)
+
+    def modify_network(self, id_: str, request: Mapping[str, Any]) -> None:
+        """Open + Modify + Close (e.g. add a HostRoute or RemoteSubnetRoute policy)."""
+        self._modify("Network", id_, request)
+
+    # --- V2 endpoints ------------------------------------------------------------------------
+    def get_endpoint_by_name(self, name: str) -> HostComputeEndpoint | None:
+        return self._by_filter("Endpoint", {"Name": name}, HostComputeEndpoint)
+
+    def get_endpoint(self, id_: str) -> HostComputeEndpoint | None:
+        return self._query("Endpoint", id_, HostComputeEndpoint)
+
+    def list_endpoints(self, network_id: str | None = None) -> list[HostComputeEndpoint]:
+        """Endpoints, of one network through the ``VirtualNetwork`` filter when given."""
+        filt = {"VirtualNetwork": network_id.strip("{}").upper()} if network_id else None
+        return self._list("Endpoint", HostComputeEndpoint, filt)
+
+    def create_endpoint(self, network_id: str, settings: Mapping[str, Any]) -> HostComputeEndpoint:
+        """OpenNetwork, CreateEndpoint, QueryEndpointProperties, close both.
+
+        ``HostComputeNetwork`` and ``SchemaVersion`` are filled in when the settings lack them.
+        """
+        doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": network_id.strip("{}").upper(),
+               **settings}
+        net = self.raw.hcn_open("Network", _guid(network_id))
+        try:
+            ep = self.raw.hcn_create("Endpoint", None, json.dumps(doc, separators=_COMPACT),
+                                     network=net)
+            try:
+                return HostComputeEndpoint.from_json(self.raw.hcn_query("Endpoint", ep, QUERY_V2))
+            finally:
+                self.raw.hcn_close("Endpoint", ep)
+        finally:
+            self.raw.hcn_close("Network", net)
+
+    def delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
+        """HcnDeleteEndpoint; False when already gone and ``missing_ok``."""
+        return self._delete("Endpoint", id_, missing_ok)
+
+    # --- V2 namespaces -----------------------------------------------------------------------
+    def get_namespace(self, id_: str) -> HostComputeNamespace | None:
+        return self._query("Namespace", id_, HostComputeNamespace)
+
+    def list_namespaces(self) -> list[HostComputeNamespace]:
+        return self._list("Namespace", HostComputeNamespace)
+
+    def create_namespace(self, settings: Mapping[str, Any] | None = None) -> HostComputeNamespace:
+        return self._create("Namespace", {"SchemaVersion": SCHEMA_V2, **(settings or {})},
+                            HostComputeNamespace)
+
+    def delete_namespace(self, id_: str, *, missing_ok: bool = False) -> bool:
+        return self._delete("Namespace", id_, missing_ok)
+
+    def namespace_add_endpoint(self, namespace_id: str, endpoint_id: str) -> None:
+        """Open + Modify{Endpoint, Add} + Close; no re-query."""
+        self._modify("Namespace", namespace_id, _namespace_request("Add", endpoint_id))
+
+    def namespace_remove_endpoint(self, namespace_id: str, endpoint_id: str) -> None:
+        """Open + Modify{Endpoint, Remove} + Close; no re-query."""
+        self._modify("Namespace", namespace_id, _namespace_request("Remove", endpoint_id))
+
+    # --- V1 ----------------------------------------------------------------------------------
+    def _v1(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """One HNSCall; ``Success: false`` becomes the matching ``HnsError`` subclass."""
+        request = "" if body is None else json.dumps(dict(body), separators=_COMPACT)
+        envelope = _parse(self.raw.hns_call(method, path, request)) or {}
+        if not isinstance(envelope, dict):
+            raise errors.from_v1_error(f"HNSCall {method} {path}", "Malformed response.")
+        if not envelope.get("Success", False):
+            raise errors.from_v1_error(f"HNSCall {method} {path}", str(envelope.get("Error") or ""))
+        return envelope.get("Output")
+
+    def _v1_get(self, path: str, cls: type[T]) -> T | None:
+        try:
+            out = self._v1("GET", path)
+        except errors.NotFound:
+            return None
+        return cls.from_json(out) if out else None
+
+    def v1_list_networks(self) -> list[HNSNetwork]:
+        return [HNSNetwork.from_json(n) for n in self._v1("GET", "/networks/") or ()]
+
+    def v1_get_network_by_name(self, name: str) -> HNSNetwork | None:
+        """One ``GET /networks/`` and pick: V1 has no filter."""
+        return next((n for n in self.v1_list_networks() if n.name == name), None)
+
+    def v1_get_network(self, id_: str) -> HNSNetwork | None:
+        return self._v1_get(f"/networks/{id_}", HNSNetwork)
+
+    def v1_create_network(self, doc: Mapping[str, Any]) -> HNSNetwork:
+        return HNSNetwork.from_json(self._v1("POST", "/networks/", doc))
+
+    def v1_delete_network(self, id_: str) -> None:
+        self._v1("DELETE", f"/networks/{id_}")
+
+    def v1_list_endpoints(self, network_id: str | None = None) -> list[HNSEndpoint]:
+        """One ``GET /endpoints/``, filtered here by ``VirtualNetwork`` when given."""
+        eps = [HNSEndpoint.from_json(e) for e in self._v1("GET", "/endpoints/") or ()]
+        return [e for e in eps if network_id is None or same_id(e.virtual_network, network_id)]
+
+    def v1_get_endpoint_by_name(self, name: str) -> HNSEndpoint | None:
+        return next((e for e in self.v1_list_endpoints() if e.name == name), None)
+
+    def v1_get_endpoint(self, id_: str) -> HNSEndpoint | None:
+        return self._v1_get(f"/endpoints/{id_}", HNSEndpoint)
+
+    def v1_create_endpoint(self, doc: Mapping[str, Any]) -> HNSEndpoint:
+        return HNSEndpoint.from_json(self._v1("POST", "/endpoints/", doc))
+
+    def v1_delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
+        try:
+            self._v1("DELETE", f"/endpoints/{id_}")
+            return True
+        except errors.NotFound:
+            if missing_ok:
+                return False
+            raise
+
+    def v1_host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
+        """``POST /endpoints/<id>/attach`` as the host (compartment 1 = host default), like cbr0_ep."""
+        self._v1("POST", f"/endpoints/{endpoint_id}/attach",
+                 {"SystemType": "Host", "CompartmentId": compartment_id})
+
+    def v1_container_detach(self, container_id: str, endpoint_id: str) -> None:
+        """``POST /endpoints/<id>/detach`` for a container sharing the endpoint."""
+        self._v1("POST", f"/endpoints/{endpoint_id}/detach",
+                 {"ContainerId": container_id, "SystemType": "Container"})
+
+    def v1_hot_attach(self, container_id: str, endpoint_id: str,
+                      endpoint: HNSEndpoint | None = None) -> bool:
+        """Attach to a running container through HCS; False (no HCS call) when already attached.
+
+        Pass ``endpoint`` when you have it: it saves the ``GET /endpoints/<id>``.
+        """
+        ep = endpoint if endpoint is not None else self.v1_get_endpoint(endpoint_id)
+        if ep is None:
+            raise errors.from_v1_error(f"HNSCall GET /endpoints/{endpoint_id}", "Element not found.")
+        if ep.has_container(container_id):
+            return False
+        self._hcs_network_request(container_id, "Add", endpoint_id)
+        return True
+
+    def v1_hot_detach(self, container_id: str, endpoint_id: str,
+                      endpoint: HNSEndpoint | None = None) -> bool:
+        """Detach through HCS. With ``endpoint`` not listing the container: no call, False;
+        without it: the HCS call straight away (its not-found / not-attached errors surface)."""
+        if endpoint is not None and not endpoint.has_container(container_id):
+            return False
+        self._hcs_network_request(container_id, "Remove", endpoint_id)
+        return True
+
+    def _hcs_network_request(self, container_id: str, request_type: str, endpoint_id: str) -> None:
+        handle = self.raw.hcs_open_compute_system(container_id)
+        try:
+            self.raw.hcs_modify_compute_system(handle, json.dumps(
+                {"ResourceType": "Network", "RequestType": request_type,
+                 "Settings": endpoint_id.strip("{}").upper()}, separators=_COMPACT))
+        finally:
+            self.raw.hcs_close_compute_system(handle)
+
+    def v1_list_namespaces(self) -> list[dict[str, Any]]:
+        """V1 namespaces (``GET /namespaces/``) as plain documents."""
+        return list(self._v1("GET", "/namespaces/") or ())
+
+
+def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:
+    return {"ResourceType": "Endpoint", "RequestType": action,
+            "Settings": {"EndpointId": endpoint_id.strip("{}").upper()}}
+

@@ -1,0 +1,479 @@
+"""``hnsctl``: look at and shape HNS from the command line, on real HNS and the simulator alike.
+
+It plays ``Get-HnsNetwork``/``Get-HnsEndpoint`` for people, and flanneld/``start.ps1`` for the
+demo (``network create`` builds the same documents they send). Output goes to the ``stdout``
+given to ``main``; failures are one line on ``stderr`` and a non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import sys
+from typing import Any, Callable, Mapping, NoReturn, Sequence, TextIO
+
+from libhns import errors
+from libhns.client import HnsClient
+from libhns.objects import HnsObject
+
+NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private",
+                 "Internal")
+
+
+class UsageError(Exception):
+    """Bad arguments: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table",
+                   help="table (default) or json documents")
+    p.add_argument("--v1", action="store_true", help="the V1 (HNSCall) view")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="hnsctl", description="Inspect and manage HNS networks, endpoints "
+                     "and namespaces (real HNS or the simulator, per LIBHNS_BACKEND).")
+    sub = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("version", help="HNS version and supported features")
+    _output_options(p)
+    p = sub.add_parser("dump", help="every network, endpoint and namespace")
+    _output_options(p)
+
+    net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True,
+                                                                    parser_class=_Parser)
+    p = net.add_parser("list")
+    _output_options(p)
+    for action in ("show", "delete"):
+        p = net.add_parser(action)
+        p.add_argument("network", help="name or ID")
+        _output_options(p)
+    p = net.add_parser("create", help="create a network as flanneld/start.ps1 would")
+    p.add_argument("name")
+    p.add_argument("--type", default="L2Bridge", type=_network_type,
+                   help="L2Bridge (default), Overlay, NAT, L2Tunnel, …")
+    p.add_argument("--subnet", type=_cidr, help="address prefix, e.g. 10.244.1.0/24")
+    p.add_argument("--gateway", type=_ip, help="default gateway (default: first address)")
+    p.add_argument("--vsid", type=int, help="overlay VSID / VNI (default 4096 on Overlay)")
+    p.add_argument("--adapter", help="host network adapter, e.g. Ethernet")
+    p.add_argument("--management-ip", type=_ip,
+                   help="ProviderAddress to report (honoured by the simulator; real HNS "
+                        "takes it from the adapter)")
+    p.add_argument("--vxlan-port", type=int, help="VxlanPort network policy (HNS >= 10.3)")
+    _output_options(p)
+
+    ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True,
+                                                                     parser_class=_Parser)
+    p = ep.add_parser("list")
+    p.add_argument("--network", help="only this network's (name or ID)")
+    _output_options(p)
+    for action in ("show", "delete"):
+        p = ep.add_parser(action)
+        p.add_argument("endpoint", help="name or ID")
+        _output_options(p)
+    p = ep.add_parser("create")
+    p.add_argument("name")
+    p.add_argument("--network", required=True, help="name or ID")
+    p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
+    p.add_argument("--mac", help="MAC address (default: HNS assigns one)")
+    p.add_argument("--host", action="store_true",
+                   help="attach to the host compartment (1), as flanneld does for cbr0_ep")
+    _output_options(p)
+
+    ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
+        dest="action", required=True, parser_class=_Parser)
+    for action in ("list", "create"):
+        _output_options(ns.add_parser(action))
+    for action in ("show", "delete"):
+        p = ns.add_parser(action)
+        p.add_argument("namespace", help="ID")
+        _output_options(p)
+    for action in ("attach", "detach"):
+        p = ns.add_parser(action, help=f"{action} an endpoint")
+        p.add_argument("namespace", help="ID")
+        p.add_argument("endpoint", help="name or ID")
+        _output_options(p)
+
+    ct = sub.add_parser("container", help="running containers for V1 hot attach "
+                        "(only on the simulator)").add_subparsers(
+        dest="action", required=True, parser_class=_Parser)
+    _output_options(ct.add_parser("list"))
+    for action in ("create", "delete"):
+        p = ct.add_parser(action)
+        p.add_argument("container", help="container ID")
+        _output_options(p)
+    return parser
+
+
+def _network_type(text: str) -> str:
+    for t in NETWORK_TYPES:
+        if t.casefold() == text.casefold():
+            return t
+    raise argparse.ArgumentTypeError(f"unknown network type {text!r} "
+                                     f"(one of {', '.join(NETWORK_TYPES)})")
+
+
+def _cidr(text: str) -> str:
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a CIDR prefix: {text!r}") from None
+
+
+def _ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+
+
+def _is_guid(text: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(text.strip("{}"))
+        return True
+    except ValueError:
+        return False
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+def network_document(args: argparse.Namespace) -> dict[str, Any]:
+    """The V2 network flanneld (vxlan) / start.ps1 would send for these arguments."""
+    doc: dict[str, Any] = {"Name": args.name, "Type": args.type, "Policies": []}
+    if args.adapter:
+        doc["Policies"].append({"Type": "NetAdapterName",
+                                "Settings": {"NetworkAdapterName": args.adapter}})
+    if args.management_ip:
+        doc["Policies"].append({"Type": "ProviderAddress",
+                                "Settings": {"ProviderAddress": args.management_ip}})
+    if args.vxlan_port is not None:
+        doc["Policies"].append({"Type": "VxlanPort", "Settings": {"Port": args.vxlan_port}})
+    if args.subnet:
+        net = ipaddress.ip_network(args.subnet)
+        gateway = args.gateway or str(next(net.hosts()))
+        if ipaddress.ip_address(gateway) not in net:
+            raise UsageError(f"hnsctl: gateway {gateway} is not in {net}")
+        subnet: dict[str, Any] = {"IpAddressPrefix": str(net), "Routes": [
+            {"NextHop": gateway, "DestinationPrefix": "::/0" if net.version == 6 else "0.0.0.0/0"}]}
+        vsid = args.vsid if args.vsid is not None else (4096 if args.type == "Overlay" else None)
+        if vsid is not None:
+            subnet["Policies"] = [{"Type": "VSID", "Settings": {"IsolationId": vsid}}]
+        doc["Ipams"] = [{"Type": "Static", "Subnets": [subnet]}]
+    elif args.gateway or args.vsid is not None:
+        raise UsageError("hnsctl: --gateway and --vsid need --subnet")
+    if args.type == "Overlay":
+        doc["Flags"] = 8  # EnableNonPersistent, as flanneld sets it
+    return doc
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+def _doc(obj: HnsObject | Mapping[str, Any]) -> Any:
+    return obj.to_json() if isinstance(obj, HnsObject) else obj
+
+
+def _json(out: TextIO, value: Any) -> None:
+    out.write(json.dumps(value, indent=2) + "\n")
+
+
+def _table(out: TextIO, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for r in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+
+
+def _show(out: TextIO, args: argparse.Namespace, obj: HnsObject | Mapping[str, Any]) -> None:
+    doc = _doc(obj)
+    if args.output == "json":
+        _json(out, doc)
+        return
+    for k, v in doc.items():
+        out.write(f"{k}: {v if isinstance(v, (str, int, float)) else json.dumps(v)}\n")
+
+
+def _network_rows(nets: Sequence[Any]) -> list[list[Any]]:
+    return [[n.id, n.name, n.network_type, ",".join(s.prefix for s in n.subnets),
+             n.management_ip or ""] for n in nets]
+
+
+def _endpoint_rows(eps: Sequence[Any], names: Mapping[str, str]) -> list[list[Any]]:
+    return [[e.id, e.name, names.get((e.network_id or "").upper(), e.network_id),
+             ",".join(e.ip_addresses), e.mac or "", e.namespace_id or ""] for e in eps]
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+class _Ctl:
+    def __init__(self, client: HnsClient, out: TextIO, env: Mapping[str, str]) -> None:
+        self.c, self.out, self.env = client, out, env
+
+    def _network(self, ref: str, v1: bool = False) -> Any:
+        if v1:
+            net = self.c.v1_get_network(ref) if _is_guid(ref) else self.c.v1_get_network_by_name(ref)
+        else:
+            net = self.c.get_network(ref) if _is_guid(ref) else self.c.get_network_by_name(ref)
+        if net is None:
+            raise errors.NotFound("hnsctl", None, None, f"network {ref!r} not found")
+        return net
+
+    def _endpoint(self, ref: str, v1: bool = False) -> Any:
+        if v1:
+            ep = self.c.v1_get_endpoint(ref) if _is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
+        else:
+            ep = self.c.get_endpoint(ref) if _is_guid(ref) else self.c.get_endpoint_by_name(ref)
+        if ep is None:
+            raise errors.NotFound("hnsctl", None, None, f"endpoint {ref!r} not found")
+        return ep
+
+    def _namespace(self, ref: str, v1: bool = False) -> Any:
+        if v1:
+            ns = next((n for n in self.c.v1_list_namespaces()
+                       if str(n.get("ID", "")).upper() == ref.strip("{}").upper()), None)
+        else:
+            ns = self.c.get_namespace(ref) if _is_guid(ref) else None
+        if ns is None:
+            raise errors.NotFound("hnsctl", None, None, f"namespace {ref!r} not found")
+        return ns
+
+    def version(self, a: argparse.Namespace) -> None:
+        major, minor = self.c.version()
+        feats = self.c.features().as_dict()
+        if a.output == "json":
+            _json(self.out, {"Major": major, "Minor": minor, "Features": feats})
+        else:
+            self.out.write(f"HNS {major}.{minor}\n")
+            _table(self.out, ["FEATURE", "SUPPORTED"], [[k, "yes" if v else "no"]
+                                                        for k, v in feats.items()])
+
+    def dump(self, a: argparse.Namespace) -> None:
+        if a.v1:
+            nets: list[Any] = self.c.v1_list_networks()
+            eps: list[Any] = self.c.v1_list_endpoints()
+            nss: list[Any] = self.c.v1_list_namespaces()
+        else:
+            nets, eps, nss = (self.c.list_networks(), self.c.list_endpoints(),
+                              self.c.list_namespaces())
+        if a.output == "json":
+            _json(self.out, {"networks": [_doc(n) for n in nets],
+                             "endpoints": [_doc(e) for e in eps],
+                             "namespaces": [_doc(n) for n in nss]})
+            return
+        self.out.write("NETWORKS\n")
+        _table(self.out, ["ID", "NAME", "TYPE", "SUBNETS", "MANAGEMENT-IP"], _network_rows(nets))
+        self.out.write("\nENDPOINTS\n")
+        self._endpoint_table(eps, nets)
+        self.out.write("\nNAMESPACES\n")
+        self._namespace_table(nss)
+
+    def _endpoint_table(self, eps: Sequence[Any], nets: Sequence[Any] | None = None) -> None:
+        names = {(n.id or "").upper(): n.name for n in nets or ()}
+        _table(self.out, ["ID", "NAME", "NETWORK", "IP", "MAC", "NAMESPACE"],
+               _endpoint_rows(eps, names))
+
+    def _namespace_table(self, nss: Sequence[Any]) -> None:
+        rows = []
+        for n in nss:
+            if isinstance(n, HnsObject):
+                rows.append([n.id, n.compartment_id, n.type, ",".join(n.endpoint_ids)])
+            else:
+                rows.append([n.get("ID"), n.get("CompartmentId"), "",
+                             ",".join(str((r.get("Data") or {}).get("Id", ""))
+                                      for r in n.get("ResourceList") or ())])
+        _table(self.out, ["ID", "COMPARTMENT", "TYPE", "ENDPOINTS"], rows)
+
+    # network
+    def network_list(self, a: argparse.Namespace) -> None:
+        nets = self.c.v1_list_networks() if a.v1 else self.c.list_networks()
+        if a.output == "json":
+            _json(self.out, [_doc(n) for n in nets])
+        else:
+            _table(self.out, ["ID", "NAME", "TYPE", "SUBNETS", "MANAGEMENT-IP"], _network_rows(nets))
+
+    def network_show(self, a: argparse.Namespace) -> None:
+        _show(self.out, a, self._network(a.network, a.v1))
+
+    def network_create(self, a: argparse.Namespace) -> None:
+        doc = network_document(a)
+        if a.v1:
+            from libhns.policies import to_v1
+
+            sub = doc.get("Ipams", [{}])[0].get("Subnets", [None])[0]
+            v1: dict[str, Any] = {"Name": doc["Name"], "Type": doc["Type"].lower(),
+                                  "Policies": [to_v1(p) for p in doc["Policies"]
+                                               if p["Type"] not in ("NetAdapterName",
+                                                                    "ProviderAddress")]}
+            if a.adapter:
+                v1["NetworkAdapterName"] = a.adapter
+            if a.management_ip:
+                v1["ManagementIP"] = a.management_ip
+            if sub:
+                v1["Subnets"] = [{"AddressPrefix": sub["IpAddressPrefix"],
+                                  "GatewayAddress": sub["Routes"][0]["NextHop"],
+                                  "Policies": [to_v1(p) for p in sub.get("Policies", [])]}]
+            net: Any = self.c.v1_create_network(v1)
+        else:
+            net = self.c.create_network(doc)
+        _show(self.out, a, net)
+
+    def network_delete(self, a: argparse.Namespace) -> None:
+        net = self._network(a.network, a.v1)
+        if a.v1:
+            self.c.v1_delete_network(net.id)
+        else:
+            self.c.delete_network(net.id)
+        self.out.write(f"deleted network {net.name} ({net.id})\n")
+
+    # endpoint
+    def endpoint_list(self, a: argparse.Namespace) -> None:
+        net = self._network(a.network, a.v1) if a.network else None
+        if a.v1:
+            eps: list[Any] = self.c.v1_list_endpoints(net.id if net else None)
+            nets: list[Any] = self.c.v1_list_networks() if a.output == "table" else []
+        else:
+            eps = self.c.list_endpoints(net.id if net else None)
+            nets = ([net] if net else self.c.list_networks()) if a.output == "table" else []
+        if a.output == "json":
+            _json(self.out, [_doc(e) for e in eps])
+        else:
+            self._endpoint_table(eps, nets)
+
+    def endpoint_show(self, a: argparse.Namespace) -> None:
+        _show(self.out, a, self._endpoint(a.endpoint, a.v1))
+
+    def endpoint_create(self, a: argparse.Namespace) -> None:
+        net = self._network(a.network, a.v1)
+        if a.v1:
+            doc: dict[str, Any] = {"Name": a.name, "VirtualNetwork": net.id}
+            if a.ip:
+                doc["IPAddress"] = a.ip
+            if a.mac:
+                doc["MacAddress"] = a.mac
+            ep: Any = self.c.v1_create_endpoint(doc)
+        else:
+            settings: dict[str, Any] = {"Name": a.name}
+            if a.ip:
+                settings["IpConfigurations"] = [{"IpAddress": a.ip}]
+            if a.mac:
+                settings["MacAddress"] = a.mac
+            ep = self.c.create_endpoint(net.id, settings)
+        if a.host:
+            try:
+                self.c.v1_host_attach(ep.id, 1)
+            except errors.HnsError:
+                (self.c.v1_delete_endpoint if a.v1 else self.c.delete_endpoint)(ep.id)
+                raise
+            ep = self.c.v1_get_endpoint(ep.id) if a.v1 else self.c.get_endpoint(ep.id)
+        _show(self.out, a, ep)
+
+    def endpoint_delete(self, a: argparse.Namespace) -> None:
+        ep = self._endpoint(a.endpoint, a.v1)
+        if a.v1:
+            self.c.v1_delete_endpoint(ep.id)
+        else:
+            self.c.delete_endpoint(ep.id)
+        self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
+
+    # namespace
+    def namespace_list(self, a: argparse.Namespace) -> None:
+        nss: list[Any] = self.c.v1_list_namespaces() if a.v1 else self.c.list_namespaces()
+        if a.output == "json":
+            _json(self.out, [_doc(n) for n in nss])
+        else:
+            self._namespace_table(nss)
+
+    def namespace_show(self, a: argparse.Namespace) -> None:
+        _show(self.out, a, self._namespace(a.namespace, a.v1))
+
+    def namespace_create(self, a: argparse.Namespace) -> None:
+        ns = self.c.create_namespace()
+        if a.output == "json":
+            _json(self.out, ns.to_json())
+        else:
+            self.out.write(f"{ns.id}\n")
+
+    def namespace_delete(self, a: argparse.Namespace) -> None:
+        self.c.delete_namespace(a.namespace)
+        self.out.write(f"deleted namespace {a.namespace}\n")
+
+    def namespace_attach(self, a: argparse.Namespace) -> None:
+        ep = self._endpoint(a.endpoint)
+        self.c.namespace_add_endpoint(a.namespace, ep.id)
+        self.out.write(f"attached endpoint {ep.name} to namespace {a.namespace}\n")
+
+    def namespace_detach(self, a: argparse.Namespace) -> None:
+        ep = self._endpoint(a.endpoint)
+        self.c.namespace_remove_endpoint(a.namespace, ep.id)
+        self.out.write(f"detached endpoint {ep.name} from namespace {a.namespace}\n")
+
+    # container (simulator only)
+    def _simulator(self) -> Any:
+        from libhns.backend import default_backend
+
+        name = (self.env.get("LIBHNS_BACKEND") or "").strip().lower() or default_backend()
+        if name != "sim":
+            raise UsageError("hnsctl: container commands work only on the simulator "
+                             "(LIBHNS_BACKEND=sim)")
+        from libhns.sim import Simulator
+
+        return Simulator.from_env(self.env)
+
+    def container_list(self, a: argparse.Namespace) -> None:
+        conts = self._simulator().containers()
+        if a.output == "json":
+            _json(self.out, conts)
+        else:
+            _table(self.out, ["ID", "STATE", "ENDPOINTS"],
+                   [[c["Id"], c.get("State"), ",".join(c.get("Endpoints") or ())] for c in conts])
+
+    def container_create(self, a: argparse.Namespace) -> None:
+        self._simulator().register_container(a.container)
+        self.out.write(f"created container {a.container}\n")
+
+    def container_delete(self, a: argparse.Namespace) -> None:
+        self._simulator().remove_container(a.container)
+        self.out.write(f"deleted container {a.container}\n")
+
+
+def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str],
+         client_factory: Callable[[Mapping[str, str]], HnsClient] = HnsClient.from_env) -> int:
+    """Run one command; 0 on success, 1 for an HNS failure, 2 for bad arguments."""
+    try:
+        args = build_parser().parse_args(list(argv))
+    except UsageError as exc:
+        stderr.write(f"{exc}\n")
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    try:
+        ctl = _Ctl(client_factory(env), stdout, env)
+        handler = getattr(ctl, args.group if args.group in ("version", "dump")
+                          else f"{args.group}_{args.action}")
+        handler(args)
+    except UsageError as exc:
+        stderr.write(f"{exc}\n")
+        return 2
+    except errors.HnsError as exc:
+        stderr.write(f"hnsctl: {exc}\n")
+        return 1
+    except (ValueError, OSError) as exc:
+        stderr.write(f"hnsctl: {exc}\n")
+        return 1
+    return 0
+
+
+def entry() -> None:
+    """Console script ``hnsctl``."""
+    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+
+
+if __name__ == "__main__":
+    entry()

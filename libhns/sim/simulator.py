@@ -1,0 +1,495 @@
+"""``Simulator``: the RawHns surface over the JSON store — HCN calls, HNSCall paths, HCS calls.
+
+Each call loads the state (a snapshot for reads, a locked transaction for changes), applies
+``state.HnsState``'s rules and answers as HNS would: documents as JSON strings, failures as
+``HnsError`` built from the real HRESULT and ErrorRecord (V2, HCS) or as a ``Success:false``
+envelope (HNSCall). Handles are in-process objects that remember only the kind and the ID, so a
+query always sees the latest state, including other processes' changes.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from libhns import errors
+from libhns.policies import get_ci
+from libhns.raw import hcn_function
+from libhns.sim import state as S
+from libhns.sim import views
+from libhns.sim.faults import Fault, parse_faults
+from libhns.sim.store import Store, default_state_dir
+from libhns.sim.validate import E_INVALIDARG, Reject, parse_document
+
+#: HNS version of a Windows Server 2022 node (the goldens' seed HNS reports the same).
+DEFAULT_VERSION = (13, 2)
+#: HCN's V2 API appeared with HNS 9.2; below that computenetwork.dll does not exist.
+_V2_MIN_VERSION = (9, 2)
+ERROR_MOD_NOT_FOUND = 0x8007007E
+E_HANDLE = 0x80070006
+_COMPACT = (",", ":")  # HNS answers compact JSON
+
+_GUID = r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?"
+
+
+@dataclass
+class SimHandle:
+    """An open HCN object (or, with kind "ComputeSystem", an HCS container)."""
+
+    kind: str
+    id: str
+    serial: int = 0
+    closed: bool = False
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """'13.2' -> (13, 2)."""
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
+    if not m:
+        raise ValueError(f"LIBHNS_SIM_VERSION must look like 13.2, not {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+class Simulator:
+    """HNS on disk: implements ``libhns.raw.RawHns`` plus a few simulator-only helpers."""
+
+    def __init__(self, directory: Path | str, *, version: tuple[int, int] = DEFAULT_VERSION,
+                 faults: str | tuple[Fault, ...] = (),
+                 management_ip: str = S.DEFAULT_MANAGEMENT_IP) -> None:
+        self.store = Store(directory)
+        self.version = version
+        self.faults = parse_faults(faults) if isinstance(faults, str) else tuple(faults)
+        self.management_ip = management_ip
+        self._open: set[int] = set()
+        self._serial = 0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "Simulator":
+        """From ``LIBHNS_SIM_DIR`` (default: per-user state dir), ``LIBHNS_SIM_VERSION``,
+        ``LIBHNS_SIM_FAULTS``."""
+        directory = env.get("LIBHNS_SIM_DIR") or default_state_dir(env)
+        version = parse_version(env["LIBHNS_SIM_VERSION"]) if env.get("LIBHNS_SIM_VERSION") \
+            else DEFAULT_VERSION
+        return cls(directory, version=version, faults=env.get("LIBHNS_SIM_FAULTS", ""))
+
+    @property
+    def directory(self) -> Path:
+        return self.store.directory
+
+    @property
+    def open_handles(self) -> int:
+        """How many handles this instance returned and nobody closed yet (tests check for leaks)."""
+        return len(self._open)
+
+    # --- plumbing --------------------------------------------------------------------------------
+    def _fault(self, function: str, method: str | None = None, path: str | None = None) -> int | None:
+        """The HRESULT a configured fault imposes on this call, if any (counts ``#N`` calls)."""
+        hit: int | None = None
+        counted: dict[str, int] = {}
+        for f in self.faults:
+            if not f.matches(function, method, path):
+                continue
+            if f.nth is None:
+                hit = hit if hit is not None else f.hresult
+                continue
+            if f.target not in counted:
+                counted[f.target] = self.store.bump_counter(f.target)
+            if counted[f.target] == f.nth and hit is None:
+                hit = f.hresult
+        return hit
+
+    def _error(self, call: str, hresult: int, message: str | None = None) -> errors.HnsError:
+        return errors.from_hresult(call, hresult, errors.error_record(hresult, message))
+
+    def _run(self, call: str, fn: Callable[[], Any], *, v2: bool = True) -> Any:
+        """Faults, the V2 availability check, and Reject -> HnsError for one HCN/HCS call."""
+        hr = self._fault(call)
+        if hr is not None:
+            raise self._error(call, hr)
+        if v2 and self.version < _V2_MIN_VERSION:
+            raise self._error(call, ERROR_MOD_NOT_FOUND,
+                              "computenetwork.dll is not available before HNS 9.2.")
+        try:
+            return fn()
+        except Reject as r:
+            raise self._error(call, r.hresult, r.message) from None
+
+    def _read(self) -> S.HnsState:
+        return S.HnsState(self.store.snapshot(), self.management_ip)
+
+    def _write(self, change: Callable[[S.HnsState], Any]) -> Any:
+        with self.store.transaction() as data:
+            return change(S.HnsState(data, self.management_ip))
+
+    def _handle(self, kind: str, id_: str) -> SimHandle:
+        self._serial += 1
+        h = SimHandle(kind, id_, self._serial)
+        self._open.add(h.serial)
+        return h
+
+    def _live(self, handle: Any, kind: str) -> SimHandle:
+        if not isinstance(handle, SimHandle) or handle.closed or handle.kind != kind:
+            raise Reject(E_HANDLE, "The handle is invalid.")
+        return handle
+
+    # --- HCN -------------------------------------------------------------------------------------
+    def hcn_enumerate(self, kind: str, query: str) -> str:
+        def run() -> str:
+            doc = parse_document(query, allow_empty=True)
+            filt = P_get(doc, "Filter")
+            if isinstance(filt, str) and filt.strip():
+                filt = parse_document(filt)
+            elif not isinstance(filt, Mapping):
+                filt = {}
+            return json.dumps(self._read().enumerate(kind, filt), separators=_COMPACT)
+        return self._run(hcn_function("Enumerate", kind), run)
+
+    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str,
+                   network: Any | None = None) -> SimHandle:
+        fixed = None if id is None or id.int == 0 else str(id).upper()
+
+        def run() -> SimHandle:
+            doc = parse_document(settings)
+            if kind == "Endpoint":
+                net = self._live(network, "Network")
+                rec = self._write(lambda st: self._create_endpoint(st, net.id, doc, fixed))
+            elif kind == "Network":
+                rec = self._write(lambda st: self._create_network(st, doc, fixed))
+            elif kind == "Namespace":
+                rec = self._write(lambda st: st.create_namespace(doc, fixed))
+            else:
+                rec = self._write(lambda st: st.create_loadbalancer(doc, fixed))
+            return self._handle(kind, rec["doc"]["ID"])
+        return self._run(hcn_function("Create", kind), run)
+
+    @staticmethod
+    def _is_v1_doc(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
+        """HcnCreate* also takes V1-schema JSON (no SchemaVersion, V1 field names)."""
+        sv = P_get(doc, "SchemaVersion")
+        if isinstance(sv, Mapping) and int(P_get(sv, "Major") or 0) >= 2:
+            return False
+        return any(P_get(doc, k) is not None for k in v1_keys)
+
+    def _create_network(self, st: S.HnsState, doc: dict[str, Any], fixed: str | None) -> Any:
+        if self._is_v1_doc(doc, ("Subnets", "NetworkAdapterName", "DNSServerList", "ManagementIP")):
+            v2, mgmt, extra = views.network_from_v1(doc)
+            return st.create_network(v2, fixed, management_ip=mgmt, v1extra=extra)
+        return st.create_network(doc, fixed)
+
+    def _create_endpoint(self, st: S.HnsState, network_id: str, doc: dict[str, Any],
+                         fixed: str | None) -> Any:
+        if self._is_v1_doc(doc, ("VirtualNetwork", "IPAddress", "VirtualNetworkName",
+                                 "DNSServerList", "GatewayAddress")):
+            v2, extra = views.endpoint_from_v1(doc, network_id)
+            return st.create_endpoint(network_id, v2, fixed, v1extra=extra)
+        return st.create_endpoint(network_id, doc, fixed)
+
+    def hcn_open(self, kind: str, id: uuid.UUID) -> SimHandle:
+        def run() -> SimHandle:
+            st = self._read()
+            rec = st.get(kind, str(id), S.ERROR_NOT_FOUND)
+            return self._handle(kind, rec["doc"]["ID"])
+        return self._run(hcn_function("Open", kind), run)
+
+    def hcn_modify(self, kind: str, handle: Any, settings: str) -> None:
+        def run() -> None:
+            h = self._live(handle, kind)
+            doc = parse_document(settings)
+
+            def change(st: S.HnsState) -> None:
+                rec = st.get(kind, h.id)
+                if kind == "Network":
+                    st.modify_network(rec, doc)
+                elif kind == "Endpoint":
+                    st.modify_endpoint(rec, doc)
+                elif kind == "Namespace":
+                    st.modify_namespace(rec, doc)
+                else:
+                    rec["doc"].update({k: v for k, v in doc.items() if k.casefold() != "id"})
+            self._write(change)
+        return self._run(hcn_function("Modify", kind), run)
+
+    def hcn_query(self, kind: str, handle: Any, query: str) -> str:
+        def run() -> str:
+            h = self._live(handle, kind)
+            q = parse_document(query, allow_empty=True)
+            st = self._read()
+            rec = st.get(kind, h.id)
+            sv = P_get(q, "SchemaVersion")
+            if isinstance(sv, Mapping) and int(P_get(sv, "Major") or 2) == 1:
+                return json.dumps(self._v1_view(st, kind, rec), separators=_COMPACT)
+            return json.dumps(self._v2_view(kind, rec), separators=_COMPACT)
+        return self._run(hcn_function("Query", kind), run)
+
+    @staticmethod
+    def _v2_view(kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
+        if kind == "Endpoint":
+            return {**rec["doc"], "State": views.endpoint_state(rec)}
+        return rec["doc"]
+
+    @staticmethod
+    def _v1_view(st: S.HnsState, kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
+        if kind == "Network":
+            return st.v1_network(rec)
+        if kind == "Endpoint":
+            return st.v1_endpoint(rec)
+        if kind == "Namespace":
+            return views.namespace_v1(rec)
+        return rec["doc"]
+
+    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+        def change(st: S.HnsState) -> None:
+            if kind == "Network":
+                st.delete_network(str(id))
+            elif kind == "Endpoint":
+                st.delete_endpoint(str(id))
+            elif kind == "Namespace":
+                st.delete_namespace(str(id))
+            else:
+                st.table(kind).pop(st.get(kind, str(id))["doc"]["ID"])
+        return self._run(hcn_function("Delete", kind), lambda: self._write(change))
+
+    def hcn_close(self, kind: str, handle: Any) -> None:
+        if isinstance(handle, SimHandle) and not handle.closed:
+            handle.closed = True
+            self._open.discard(handle.serial)
+
+    # --- HCS -------------------------------------------------------------------------------------
+    def _hcs_error(self, call: str, hresult: int, message: str | None = None) -> errors.HnsError:
+        text = message or errors.hresult_message(hresult) or "Unknown error."
+        signed = hresult - (1 << 32) if hresult & 0x80000000 else hresult
+        record = json.dumps({"Error": signed, "ErrorMessage": text}, separators=_COMPACT)
+        return errors.from_hresult(call, hresult, record)
+
+    def _run_hcs(self, call: str, fn: Callable[[], Any]) -> Any:
+        hr = self._fault(call)
+        if hr is not None:
+            raise self._hcs_error(call, hr)
+        try:
+            return fn()
+        except Reject as r:
+            raise self._hcs_error(call, r.hresult, r.message) from None
+
+    def hcs_open_compute_system(self, id: str) -> SimHandle:
+        def run() -> SimHandle:
+            cont = self._read().container(id)
+            return self._handle("ComputeSystem", cont["Id"])
+        return self._run_hcs("HcsOpenComputeSystem", run)
+
+    def hcs_modify_compute_system(self, handle: Any, configuration: str) -> None:
+        def run() -> None:
+            h = self._live(handle, "ComputeSystem")
+            doc = parse_document(configuration, code=E_INVALIDARG)
+            if str(P_get(doc, "ResourceType") or "").casefold() != "network":
+                raise Reject(E_INVALIDARG, "Only ResourceType Network is simulated.")
+            action = str(P_get(doc, "RequestType") or "").casefold()
+            if action not in ("add", "remove"):
+                raise Reject(E_INVALIDARG, f"Unsupported RequestType {P_get(doc, 'RequestType')!r}.")
+
+            def change(st: S.HnsState) -> None:
+                st.container(h.id)
+                ep = st.get("Endpoint", str(P_get(doc, "Settings") or ""))
+                if action == "add":
+                    st.container_attach(ep, h.id)
+                else:
+                    st.container_detach(ep, h.id)
+            self._write(change)
+        return self._run_hcs("HcsModifyComputeSystem", run)
+
+    def hcs_close_compute_system(self, handle: Any) -> None:
+        self.hcn_close("ComputeSystem", handle)
+
+    # --- HNSCall (V1) ----------------------------------------------------------------------------
+    def hns_call(self, method: str, path: str, request: str) -> str:
+        hr = self._fault("HNSCall", method, path)
+        if hr is not None:
+            return _envelope_error(hr)
+        try:
+            output = self._v1_dispatch(method.upper(), path, request)
+        except Reject as r:
+            return _envelope_error(r.hresult, r.message)
+        body: dict[str, Any] = {"Success": True}
+        if output is not None:
+            body["Output"] = output
+        return json.dumps(body, separators=_COMPACT)
+
+    def _v1_dispatch(self, method: str, path: str, request: str) -> Any:
+        parts = [p for p in path.split("?")[0].split("/") if p]
+        if not parts:
+            raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+        coll, rest = parts[0].casefold(), parts[1:]
+        if rest and not re.fullmatch(_GUID, rest[0]) and coll != "globals":
+            raise Reject(S.ERROR_NOT_FOUND)
+        def body(allow_empty: bool = False) -> dict[str, Any]:
+            return parse_document(request, allow_empty=allow_empty, code=E_INVALIDARG)
+
+        if coll == "globals" and rest == ["version"] and method == "GET":
+            return {"Major": self.version[0], "Minor": self.version[1]}
+        if coll == "networks":
+            return self._v1_networks(method, rest, body)
+        if coll == "endpoints":
+            return self._v1_endpoints(method, rest, body)
+        if coll == "namespaces":
+            return self._v1_namespaces(method, rest, body)
+        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+
+    def _v1_networks(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
+        if method == "GET" and not rest:
+            st = self._read()
+            return [st.v1_network(r) for r in st.table("Network").values()]
+        if method == "GET" and len(rest) == 1:
+            st = self._read()
+            return st.v1_network(st.get("Network", rest[0], S.ERROR_NOT_FOUND))
+        if method == "POST" and not rest:
+            doc = body()
+
+            def create(st: S.HnsState) -> Any:
+                v2, mgmt, extra = views.network_from_v1(doc)
+                return st.v1_network(st.create_network(v2, management_ip=mgmt, v1extra=extra))
+            return self._write(create)
+        if method == "POST" and len(rest) == 1:
+            doc = body()
+
+            def update(st: S.HnsState) -> Any:
+                rec = st.get("Network", rest[0], S.ERROR_NOT_FOUND)
+                if P_get(doc, "Extensions") is not None:
+                    rec.setdefault("v1extra", {})["Extensions"] = P_get(doc, "Extensions")
+                return st.v1_network(rec)
+            return self._write(update)
+        if method == "DELETE" and len(rest) == 1:
+            return self._write(lambda st: st.v1_network(st.delete_network(rest[0])))
+        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+
+    def _v1_endpoints(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
+        if method == "GET" and not rest:
+            st = self._read()
+            return [st.v1_endpoint(r) for r in st.table("Endpoint").values()]
+        if method == "GET" and len(rest) == 1:
+            st = self._read()
+            return st.v1_endpoint(st.get("Endpoint", rest[0], S.ERROR_NOT_FOUND))
+        if method == "POST" and not rest:
+            doc = body()
+
+            def create(st: S.HnsState) -> Any:
+                net_id = P_get(doc, "VirtualNetwork")
+                if not net_id and P_get(doc, "VirtualNetworkName"):
+                    ids = st.enumerate("Network", {"Name": P_get(doc, "VirtualNetworkName")})
+                    net_id = ids[0] if ids else None
+                if not net_id:
+                    raise Reject(S.HCN_E_NETWORK_NOT_FOUND)
+                net = st.get("Network", net_id)
+                v2, extra = views.endpoint_from_v1(doc, net["doc"]["ID"])
+                return st.v1_endpoint(st.create_endpoint(net["doc"]["ID"], v2, v1extra=extra))
+            return self._write(create)
+        if method == "POST" and len(rest) == 1:
+            doc = body()
+
+            def update(st: S.HnsState) -> Any:
+                rec = st.get("Endpoint", rest[0], S.ERROR_NOT_FOUND)
+                if P_get(doc, "Policies") is not None:
+                    v2, _ = views.endpoint_from_v1({"Policies": P_get(doc, "Policies")}, "")
+                    rec["doc"]["Policies"] = v2["Policies"]
+                return st.v1_endpoint(rec)
+            return self._write(update)
+        if method == "POST" and len(rest) == 2 and rest[1].casefold() in ("attach", "detach"):
+            doc = body()
+            return self._write(lambda st: self._v1_attach(st, rest[0], rest[1].casefold(), doc))
+        if method == "DELETE" and len(rest) == 1:
+            return self._write(lambda st: st.v1_endpoint(st.delete_endpoint(rest[0])))
+        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+
+    @staticmethod
+    def _v1_attach(st: S.HnsState, ep_id: str, action: str, doc: Mapping[str, Any]) -> None:
+        """EndpointAttachDetachRequest: Host (CompartmentId) or Container (ContainerId)."""
+        rec = st.get("Endpoint", ep_id, S.ERROR_NOT_FOUND)
+        system = str(P_get(doc, "SystemType") or "").casefold()
+        if system == "host":
+            if action == "attach":
+                st.host_attach(rec, int(P_get(doc, "CompartmentId") or 1))
+            else:
+                st.host_detach(rec)
+        elif system == "container":
+            cid = P_get(doc, "ContainerId")
+            if not cid:
+                raise Reject(E_INVALIDARG, "ContainerId is required for SystemType Container.")
+            if action == "attach":
+                st.container_attach(rec, str(cid))
+            else:
+                st.container_detach(rec, str(cid))
+        else:
+            raise Reject(E_INVALIDARG, f"Unsupported SystemType {P_get(doc, 'SystemType')!r}.")
+        return None
+
+    def _v1_namespaces(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
+        if method == "GET" and not rest:
+            st = self._read()
+            return [views.namespace_v1(r) for r in st.table("Namespace").values()]
+        if method == "GET" and len(rest) == 1:
+            return views.namespace_v1(self._read().get("Namespace", rest[0]))
+        if method == "POST" and not rest:
+            doc = body(allow_empty=True)
+            is_default = bool(P_get(doc, "IsDefault"))
+            return self._write(lambda st: views.namespace_v1(
+                st.create_namespace({}, is_default=is_default)))
+        if method == "POST" and len(rest) == 2 and rest[1].casefold() in ("addresource",
+                                                                           "removeresource"):
+            doc = body()
+            if str(P_get(doc, "Type") or "").casefold() != "endpoint":
+                raise Reject(E_INVALIDARG, "Only Endpoint resources are simulated.")
+            ep_id = str(P_get(P_get(doc, "Data") or {}, "Id") or "")
+
+            def change(st: S.HnsState) -> Any:
+                ns, ep = st.get("Namespace", rest[0]), st.get("Endpoint", ep_id)
+                if rest[1].casefold() == "addresource":
+                    st.namespace_add_endpoint(ns, ep)
+                else:
+                    st.namespace_remove_endpoint(ns, ep)
+                return views.namespace_v1(ns)
+            return self._write(change)
+        if method == "DELETE" and len(rest) == 1:
+            return self._write(lambda st: views.namespace_v1(st.delete_namespace(rest[0])))
+        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+
+    # --- simulator-only helpers (tests, hnsctl) -------------------------------------------------
+    def register_container(self, container_id: str) -> None:
+        """Make ``container_id`` a running compute system, so HcsOpenComputeSystem finds it."""
+        def change(st: S.HnsState) -> None:
+            table = st.data.setdefault("containers", {})
+            if container_id.casefold() in table:
+                raise Reject(0xC037010F)
+            table[container_id.casefold()] = {"Id": container_id, "State": "Running",
+                                              "Endpoints": []}
+        self._run_hcs("RegisterContainer", lambda: self._write(change))
+
+    def remove_container(self, container_id: str) -> None:
+        """Stop a compute system: its endpoints lose it from SharedContainers."""
+        def change(st: S.HnsState) -> None:
+            cont = st.container(container_id)
+            for ep_id in cont.get("Endpoints") or ():
+                rec = st.table("Endpoint").get(ep_id)
+                if rec is not None:
+                    rec["shared"] = [c for c in rec.get("shared") or ()
+                                     if c.casefold() != container_id.casefold()]
+            del st.data["containers"][container_id.casefold()]
+        self._run_hcs("RemoveContainer", lambda: self._write(change))
+
+    def containers(self) -> list[dict[str, Any]]:
+        return list(self.store.snapshot().get("containers", {}).values())
+
+    def reset_fault_counters(self) -> None:
+        self.store.reset_counters()
+
+
+def P_get(doc: Any, key: str) -> Any:  # noqa: N802 — short alias used throughout this module
+    return get_ci(doc, key) if isinstance(doc, Mapping) else None
+
+
+def _envelope_error(hresult: int, message: str | None = None) -> str:
+    """V1 reports the condition's sentence ("Element not found."); details stay out, as in HNS."""
+    text = errors.hresult_message(hresult) or message or f"HRESULT 0x{hresult:08X}"
+    return json.dumps({"Success": False, "Error": text, "ErrorCode": hresult & 0xFFFFFFFF},
+                      separators=_COMPACT)
+

@@ -1,0 +1,148 @@
+"""What HNS refuses in a document, as ``Reject(hresult)``: policies of the wrong schema or an
+unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of the simulator."""
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any, Iterator, Mapping
+
+from libhns import policies as P
+
+HCN_E_INVALID_NETWORK = 0x803B000A
+HCN_E_INVALID_NETWORK_TYPE = 0x803B000B
+HCN_E_INVALID_ENDPOINT = 0x803B000C
+HCN_E_INVALID_POLICY = 0x803B000D
+HCN_E_INVALID_POLICY_TYPE = 0x803B000E
+HCN_E_INVALID_JSON = 0x803B001B
+HCN_E_INVALID_PREFIX = 0x803B0030
+E_INVALIDARG = 0x80070057
+
+#: V2 policy types that mean nothing without Settings.
+_NEEDS_SETTINGS = {"PortMapping", "SDNRoute", "ProviderAddress", "ACL", "QOS", "PortName",
+                   "EncapOverhead", "L4Proxy", "L4WFPPROXY", "TierAcl", "RemoteSubnetRoute",
+                   "NetAdapterName", "SourceMacAddress", "VxlanPort", "SetPolicy", "VSID", "VLAN",
+                   "DrMacAddress", "InterfaceConstraint", "VSwitchExtension", "LayerConstraint",
+                   "NetworkACL"}
+#: Settings keys each V2 type cannot do without.
+_REQUIRED_KEYS = {"ProviderAddress": ("ProviderAddress",), "SDNRoute": ("DestinationPrefix",),
+                  "PortMapping": ("InternalPort",), "VSID": ("IsolationId",),
+                  "VLAN": ("IsolationId",), "NetAdapterName": ("NetworkAdapterName",),
+                  "RemoteSubnetRoute": ("DestinationPrefix", "ProviderAddress"),
+                  "VxlanPort": ("Port",)}
+#: V1 keys that, inside V2 Settings, betray a V1 document pasted into a V2 one.
+_V1_KEYS_IN_SETTINGS = {"OutBoundNAT": ("ExceptionList",), "VSID": ("VSID",)}
+
+NETWORK_TYPES = ("NAT", "ICS", "Transparent", "L2Bridge", "L2Tunnel", "Overlay", "Private",
+                 "Internal", "Mirrored", "Infiniband", "ConstrainedICS")
+
+
+class Reject(Exception):
+    """A refusal with the HRESULT HNS gives; ``message`` overrides the table's sentence."""
+
+    def __init__(self, hresult: int, message: str | None = None) -> None:
+        super().__init__(f"0x{hresult:08X}" + (f": {message}" if message else ""))
+        self.hresult = hresult
+        self.message = message
+
+
+def parse_document(text: str, *, allow_empty: bool = False,
+                   code: int = HCN_E_INVALID_JSON) -> dict[str, Any]:
+    """A JSON object from a request string, or Reject(code)."""
+    if not text or not text.strip():
+        if allow_empty:
+            return {}
+        raise Reject(code, "The request document is empty.")
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise Reject(code, f"The JSON document is invalid: {exc}.") from None
+    if not isinstance(doc, dict):
+        raise Reject(code, "The JSON document must be an object.")
+    return doc
+
+
+def _typed(policies: Any, where: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """(policy, Type) for each entry of a Policies list; a missing list is empty."""
+    if policies is None:
+        return
+    if not isinstance(policies, list):
+        raise Reject(HCN_E_INVALID_POLICY, f"{where} Policies must be a list.")
+    for p in policies:
+        t = P.policy_type(p) if isinstance(p, Mapping) else None
+        if t is None:
+            raise Reject(HCN_E_INVALID_POLICY, f"{where} policy without a Type: {p!r}.")
+        yield p, t
+
+
+def check_v2_policies(policies: Any, known: frozenset[str], where: str) -> list[dict[str, Any]]:
+    """Validate V2 policies (``{Type, Settings}``); returns them with canonical type names."""
+    out = []
+    for p, t in _typed(policies, where):
+        if P.canonical_type(t, P.V1_ONLY_TYPES) and not P.canonical_type(t, known):
+            raise Reject(HCN_E_INVALID_POLICY,
+                         f"{where} policy type {t!r} is a V1 policy; V2 documents need its V2 form.")
+        canon = P.canonical_type(t, known)
+        if canon is None:
+            raise Reject(HCN_E_INVALID_POLICY_TYPE, f"Unknown {where} policy type {t!r}.")
+        flat = [k for k in p if k.casefold() not in ("type", "settings")]
+        if flat:
+            raise Reject(HCN_E_INVALID_POLICY,
+                         f"{canon} policy has V1-style keys {flat} outside Settings.")
+        settings = P.get_ci(p, "Settings")
+        if settings is None and canon in _NEEDS_SETTINGS:
+            raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy needs Settings.")
+        if settings is not None and not isinstance(settings, Mapping):
+            raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy Settings must be an object.")
+        settings = dict(settings or {})
+        for key in _REQUIRED_KEYS.get(canon, ()):
+            if P.get_ci(settings, key) in (None, ""):
+                raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy needs Settings.{key}.")
+        for key in _V1_KEYS_IN_SETTINGS.get(canon, ()):
+            if P.get_ci(settings, key) is not None:
+                raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy has the V1 key {key}.")
+        has_settings = any(k.casefold() == "settings" for k in p)
+        out.append({"Type": canon, "Settings": settings} if has_settings else {"Type": canon})
+    return out
+
+
+def check_v1_policies(policies: Any, where: str) -> list[dict[str, Any]]:
+    """Validate V1 policies (flat keys); a ``Settings`` wrapper or a V2-only type is refused."""
+    out = []
+    for p, t in _typed(policies, where):
+        if any(k.casefold() == "settings" for k in p) or P.canonical_type(t, P.V2_ONLY_TYPES):
+            raise Reject(HCN_E_INVALID_POLICY,
+                         f"{where} policy {t!r} is in the V2 form; V1 documents need flat keys.")
+        canon = P.canonical_type(t, P.KNOWN_V1_TYPES)
+        if canon is None:
+            raise Reject(HCN_E_INVALID_POLICY_TYPE, f"Unknown {where} policy type {t!r}.")
+        if canon == "PA" and not P.get_ci(p, "PA"):
+            raise Reject(HCN_E_INVALID_POLICY, "PA policy needs PA.")
+        if canon == "ROUTE" and not P.get_ci(p, "DestinationPrefix"):
+            raise Reject(HCN_E_INVALID_POLICY, "ROUTE policy needs DestinationPrefix.")
+        if canon == "NAT" and P.get_ci(p, "InternalPort") is None:
+            raise Reject(HCN_E_INVALID_POLICY, "NAT policy needs InternalPort.")
+        if canon == "NAT" and P.get_ci(p, "Protocol") is not None:
+            try:
+                P.protocol_number(P.get_ci(p, "Protocol"))
+            except ValueError:
+                raise Reject(HCN_E_INVALID_POLICY, f"NAT policy protocol {P.get_ci(p, 'Protocol')!r}.") from None
+        out.append({"Type": canon, **{k: v for k, v in p.items() if k.casefold() != "type"}})
+    return out
+
+
+def check_prefix(prefix: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(str(prefix), strict=False)
+    except ValueError:
+        raise Reject(HCN_E_INVALID_PREFIX, f"Invalid address prefix {prefix!r}.") from None
+
+
+def network_type(value: Any) -> str:
+    """Canonical NetworkMode; a missing type is NAT (enum 0)."""
+    if value is None or value == "":
+        return "NAT"
+    if isinstance(value, str):
+        for t in NETWORK_TYPES:
+            if t.casefold() == value.casefold():
+                return t
+    raise Reject(HCN_E_INVALID_NETWORK_TYPE, f"Invalid network type {value!r}.")

@@ -1,0 +1,117 @@
+"""``hnsctl`` run as a process against the simulator, as a user (or the demo) runs it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CONSOLE = REPO / ".venv" / "bin" / "hnsctl"
+
+
+@pytest.fixture
+def hnsctl(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBHNS_")}
+    env.update({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns"),
+                "PYTHONPATH": str(REPO)})
+
+    def run(*args: str, ok: bool = True, extra_env: dict | None = None):
+        proc = subprocess.run([sys.executable, "-m", "libhns.hnsctl", *args], cwd=tmp_path,
+                              env={**env, **(extra_env or {})}, capture_output=True, text=True,
+                              timeout=30)
+        if ok:
+            assert proc.returncode == 0, proc.stderr
+        return proc
+    run.env = env  # type: ignore[attr-defined]
+    return run
+
+
+def test_flannel_style_setup_and_dump(hnsctl):
+    out = hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24",
+                 "--adapter", "Ethernet", "--management-ip", "192.168.1.10", "--vsid", "4097",
+                 "--vxlan-port", "4789", "-o", "json")
+    net = json.loads(out.stdout)
+    assert net["Type"] == "Overlay" and net["Flags"] == 8
+    assert {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}} in net["Policies"]
+    assert {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}} in net["Policies"]
+    subnet = net["Ipams"][0]["Subnets"][0]
+    assert subnet["Policies"] == [{"Type": "VSID", "Settings": {"IsolationId": 4097}}]
+    assert subnet["Routes"] == [{"NextHop": "10.244.2.1", "DestinationPrefix": "0.0.0.0/0"}]
+
+    hnsctl("network", "create", "cbr0", "--type", "l2bridge", "--subnet", "10.244.1.0/24",
+           "--gateway", "10.244.1.1", "--adapter", "Ethernet")
+    ep = json.loads(hnsctl("endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip",
+                           "10.244.1.2", "--host", "-o", "json").stdout)
+    assert ep["IpConfigurations"] == [{"IpAddress": "10.244.1.2", "PrefixLength": 24}]
+    v1 = json.loads(hnsctl("endpoint", "show", "cbr0_ep", "--v1", "-o", "json").stdout)
+    assert v1["State"] == 2 and v1["VirtualNetworkName"] == "cbr0"
+
+    ns_id = hnsctl("namespace", "create").stdout.strip()
+    hnsctl("endpoint", "create", "pod", "--network", "vxlan0")
+    hnsctl("namespace", "attach", ns_id, "pod")
+
+    dump = json.loads(hnsctl("dump", "-o", "json").stdout)
+    assert sorted(dump) == ["endpoints", "namespaces", "networks"]
+    assert sorted(n["Name"] for n in dump["networks"]) == ["cbr0", "vxlan0"]
+    assert sorted(e["Name"] for e in dump["endpoints"]) == ["cbr0_ep", "pod"]
+    [ns] = dump["namespaces"]
+    assert ns["ID"] == ns_id and ns["Resources"][0]["Type"] == "Endpoint"
+
+    table = hnsctl("network", "list").stdout
+    assert table.splitlines()[0].split() == ["ID", "NAME", "TYPE", "SUBNETS", "MANAGEMENT-IP"]
+    assert "192.168.1.10" in table
+    v1nets = json.loads(hnsctl("network", "list", "--v1", "-o", "json").stdout)
+    assert sorted(n["Type"] for n in v1nets) == ["l2bridge", "overlay"]
+    assert "pod" in hnsctl("endpoint", "list", "--network", "vxlan0").stdout
+    assert "cbr0_ep" not in hnsctl("endpoint", "list", "--network", "vxlan0").stdout
+
+
+def test_errors_are_one_line_without_traceback(hnsctl):
+    hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
+    hnsctl("endpoint", "create", "e", "--network", "cbr0")
+    cases = [
+        (("network", "delete", "cbr0"), 1, "HCN_E_ENTITY_HAS_REFERENCES"),
+        (("network", "create", "cbr0", "--subnet", "10.9.0.0/24"), 1, "0x803B0010"),
+        (("endpoint", "create", "x", "--network", "cbr0", "--ip", "10.9.9.9"), 1, "0x803B002F"),
+        (("network", "show", "nope"), 1, "not found"),
+        (("network", "create", "x", "--type", "Bogus"), 2, "unknown network type"),
+        (("network", "create", "x", "--subnet", "300.0.0.0/8"), 2, "not a CIDR"),
+        (("frobnicate",), 2, "invalid choice"),
+        (("container", "list"), 2, "only on the simulator"),
+    ]
+    for args, code, text in cases:
+        extra = {"LIBHNS_BACKEND": "hcn"} if args[0] == "container" else None
+        proc = hnsctl(*args, ok=False, extra_env=extra)
+        assert proc.returncode == code, (args, proc.stderr)
+        assert text in proc.stderr, (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_faults_reach_hnsctl(hnsctl):
+    proc = hnsctl("network", "create", "x", ok=False,
+                  extra_env={"LIBHNS_SIM_FAULTS": "HcnCreateNetwork=0x80070005"})
+    assert proc.returncode == 1 and "E_ACCESSDENIED" in proc.stderr
+
+
+def test_containers_and_version(hnsctl):
+    hnsctl("container", "create", "abc")
+    assert "abc" in hnsctl("container", "list").stdout
+    assert json.loads(hnsctl("container", "list", "-o", "json").stdout)[0]["Id"] == "abc"
+    hnsctl("container", "delete", "abc")
+    assert hnsctl("container", "delete", "abc", ok=False).returncode == 1
+    ver = json.loads(hnsctl("version", "-o", "json", extra_env={"LIBHNS_SIM_VERSION": "11.10"}).stdout)
+    assert (ver["Major"], ver["Minor"]) == (11, 10) and ver["Features"]["dual_stack"] is True
+    assert hnsctl("version").stdout.startswith("HNS 13.2")
+
+
+@pytest.mark.skipif(not CONSOLE.exists(), reason="console script not installed (run make venv)")
+def test_console_script(hnsctl, tmp_path):
+    proc = subprocess.run([str(CONSOLE), "dump", "-o", "json"], env=hnsctl.env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"networks": [], "endpoints": [], "namespaces": []}
