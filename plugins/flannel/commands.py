@@ -1,0 +1,161 @@
+"""flannel ADD / DEL / CHECK / GC / STATUS: build or recall the delegate config, then run the delegate.
+
+ADD saves the delegate config before the delegate runs, so the DEL a runtime sends after a failed
+ADD still reaches the delegate. DEL and CHECK use only the saved config: they work while flanneld
+is down and after subnet.env changed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from plugins.cni import log
+from plugins.cni.config import valid_attachments
+from plugins.cni.errors import (INTERNAL, INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, TRY_AGAIN_LATER,
+                                UNKNOWN_CONTAINER, CniError)
+from plugins.cni.skel import Request
+
+from . import delegate, netconf, subnet_env
+from .config import FlannelConf, sandbox_id
+from .store import Attachment, Store
+from .subnet_env import LeaseError, Problem
+
+# A missing subnet.env is flanneld not having its lease *yet*: retry. Otherwise ADD reports what
+# is wrong with the file, and STATUS says the plugin cannot serve ADD until someone fixes it.
+_LEASE_CODES = {
+    "ADD": {Problem.MISSING: TRY_AGAIN_LATER, Problem.UNREADABLE: IO_FAILURE, Problem.MALFORMED: INVALID_CONFIG},
+    "STATUS": {Problem.MISSING: TRY_AGAIN_LATER, Problem.UNREADABLE: NOT_AVAILABLE, Problem.MALFORMED: NOT_AVAILABLE},
+}
+_LEASE_FIX = {
+    Problem.MISSING: "flanneld writes it once it holds this node's lease: check that the flanneld service "
+                     "(or the kube-flannel pod) runs on this node and read its log",
+    Problem.UNREADABLE: "flannel needs to read the file flanneld writes: check its permissions, "
+                        'or set "subnetFile" to where flanneld writes it',
+    Problem.MALFORMED: "Check the flannel pod log for this node: flanneld writes FLANNEL_NETWORK, "
+                       "FLANNEL_SUBNET, FLANNEL_MTU and FLANNEL_IPMASQ",
+}
+_VALID_ATTACHMENTS = "cni.dev/valid-attachments"
+
+
+def add(req: Request) -> dict[str, Any]:
+    conf = _conf(req)
+    doc = _current_delegate(conf, req.command)
+    data = delegate.encode(doc)
+    Store(conf.data_dir).save(_key(req), data, _owner(req))
+    log.event("delegate", child=doc["type"], conf=doc)
+    result = req.exec_plugin(doc["type"], "ADD", data)
+    if result is None:
+        raise CniError(INTERNAL, f"delegate plugin {doc['type']} printed no result for ADD",
+                       "a CNI plugin must print its result on stdout")
+    return result
+
+
+def delete(req: Request) -> None:
+    store = Store(_conf(req).data_dir)
+    key = _key(req)
+    data = store.load(key)
+    if data is None:
+        return  # never added, or already deleted: DEL succeeds
+    req.exec_plugin(_saved(data, store.path(key))["type"], "DEL", data)
+    store.release(key, _owner(req))
+
+
+def check(req: Request) -> None:
+    store = Store(_conf(req).data_dir)
+    key = _key(req)
+    data = store.load(key)
+    if data is None:
+        raise CniError(UNKNOWN_CONTAINER, f"no saved delegate config for sandbox {key}",
+                       f"{store.path(key)} is missing: this attachment was never added by flannel, or was deleted")
+    doc = _saved(data, store.path(key))
+    # The delegate checks against the runtime's prevResult, so it must read it in the runtime's version.
+    doc["cniVersion"] = req.cni_version
+    if "prevResult" in req.conf:
+        doc["prevResult"] = req.conf["prevResult"]
+    req.exec_plugin(doc["type"], "CHECK", delegate.encode(doc))
+
+
+def gc(req: Request) -> None:
+    """Forward GC to every delegate type this network uses, then drop saved configs of dead attachments.
+
+    Saved configs are pruned only after every delegate's GC succeeded, so a failed GC is retried
+    with the same knowledge of which delegates are in use.
+    """
+    conf = _conf(req)
+    valid = {Attachment(cid, ifname) for cid, ifname in valid_attachments(req.conf)}
+    store = Store(conf.data_dir)
+    mine: dict[str, dict[str, Any]] = {}
+    for key in store.keys():
+        try:
+            doc = _saved(store.load(key) or b"", store.path(key))
+        except CniError as err:
+            log.warning(f"GC leaves {store.path(key)} alone: {err}")
+            continue
+        if doc.get("name") == conf.name:  # dataDir may be shared with other flannel networks
+            mine[key] = doc
+    for doc in _gc_delegates(conf, list(mine.values())):
+        doc["cniVersion"] = req.cni_version
+        if _VALID_ATTACHMENTS in req.conf:
+            doc[_VALID_ATTACHMENTS] = req.conf[_VALID_ATTACHMENTS]
+        req.exec_plugin(doc["type"], "GC", delegate.encode(doc))
+    for key in mine:
+        if store.prune(key, valid):
+            log.event("gc", removed=store.path(key))
+
+
+def status(req: Request) -> None:
+    doc = _current_delegate(_conf(req), req.command)
+    req.exec_plugin(doc["type"], "STATUS", delegate.encode(doc))
+
+
+# ---------------------------------------------------------------- helpers
+
+def _conf(req: Request) -> FlannelConf:
+    return FlannelConf.from_conf(req.conf, req.platform, os.getcwd())
+
+
+def _key(req: Request) -> str:
+    return sandbox_id(req.container_id, req.netns)
+
+
+def _owner(req: Request) -> Attachment:
+    return Attachment(req.container_id, req.ifname)
+
+
+def _current_delegate(conf: FlannelConf, command: str) -> dict[str, Any]:
+    """The delegate config from today's lease and net-conf.json (ADD, STATUS, GC)."""
+    try:
+        lease = subnet_env.load(conf.subnet_file)
+    except LeaseError as err:
+        raise CniError(_LEASE_CODES.get(command, _LEASE_CODES["ADD"])[err.problem],
+                       f"failed to load flannel 'subnet.env' file: {err.reason}", _LEASE_FIX[err.problem]) from err
+    return delegate.build(conf, lease, netconf.load(conf.net_conf))
+
+
+def _gc_delegates(conf: FlannelConf, saved: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One config per delegate type in use: today's, plus a saved one for each other type.
+
+    Today's config is best effort: GC must still clean up while flanneld is down or misconfigured.
+    """
+    by_type: dict[str, dict[str, Any]] = {}
+    try:
+        current = _current_delegate(conf, "GC")
+        by_type[current["type"]] = current
+    except CniError as err:
+        log.warning(f"GC uses saved delegate configs only: {err}")
+    for doc in saved:
+        by_type.setdefault(doc["type"], doc)
+    # runtimeConfig and prevResult describe one pod, not the network being collected.
+    return [{k: v for k, v in doc.items() if k not in ("runtimeConfig", "prevResult")} for doc in by_type.values()]
+
+
+def _saved(data: bytes, path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):
+        raise CniError(INVALID_CONFIG, f'failed to parse netconf: {path} is not a delegate config with a string "type"',
+                       f"delete {path} if its pod is gone (its HNS endpoint may then need removing with hnsctl)")
+    return doc

@@ -1,0 +1,77 @@
+"""flannel's own config keys, their node defaults, and the sandbox ID that keys saved state."""
+from __future__ import annotations
+
+import json
+import ntpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from plugins.cni.config import get_ci, validate
+from plugins.cni.errors import INVALID_ENV, CniError
+
+SUBNET_FILE = "/run/flannel/subnet.env"
+DATA_DIR = "/var/lib/cni/flannel"
+NET_CONF = "/etc/kube-flannel/net-conf.json"
+
+# Keys flannel reads, in the spelling the schema and error paths use (lookups are case-insensitive like Go).
+_KEYS = ("subnetFile", "dataDir", "netConf", "delegate", "runtimeConfig", "ipam")
+_SANDBOX_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+_SCHEMA: dict[str, Any] = {}
+
+
+def node_path(posix: str, platform: str, cwd: str) -> str:
+    """A Unix-style default as the Go plugin opens it: on Windows, rooted at the current drive."""
+    if platform != "win32":
+        return posix
+    return ntpath.splitdrive(cwd)[0] + posix.replace("/", "\\")
+
+
+@dataclass(frozen=True)
+class FlannelConf:
+    name: str
+    cni_version: str  # as written; "" when absent (the delegate then gets 0.2.0, like the reference)
+    subnet_file: str
+    data_dir: str
+    net_conf: str
+    delegate: Mapping[str, Any]
+    runtime_config: Mapping[str, Any] | None
+    ipam: Mapping[str, Any]  # extra host-local keys (dataDir, routes…); type and subnet come from the lease
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str) -> "FlannelConf":
+        found = {k: get_ci(conf, k) for k in _KEYS}
+        validate({k: v for k, v in found.items() if v is not None}, _schema())
+        return cls(
+            name=conf["name"],
+            cni_version=conf.get("cniVersion") or "",
+            subnet_file=found["subnetFile"] or node_path(SUBNET_FILE, platform, cwd),
+            data_dir=found["dataDir"] or node_path(DATA_DIR, platform, cwd),
+            net_conf=found["netConf"] or node_path(NET_CONF, platform, cwd),
+            delegate=found["delegate"] or {},
+            runtime_config=found["runtimeConfig"],
+            ipam=found["ipam"] or {},
+        )
+
+
+def sandbox_id(container_id: str, netns: str) -> str:
+    """The reference's scratch key: dockershim app containers (``container:<id>``) share their sandbox's.
+
+    Any ``x:<id>`` netns is split the same way so a file saved by the Go plugin is found by ours;
+    the result becomes a file name, so it must look like a container ID.
+    """
+    key = container_id
+    if netns and netns != "none":
+        _, sep, rest = netns.partition(":")
+        key = rest if sep else container_id
+    if not _SANDBOX_ID.fullmatch(key):  # not .match: "$" allows a trailing \n
+        raise CniError(INVALID_ENV, f"invalid sandbox ID {key!r} in CNI_NETNS {netns!r}",
+                       "CNI_NETNS must be a namespace GUID, 'none', or 'container:<sandbox container ID>'")
+    return key
+
+
+def _schema() -> dict[str, Any]:
+    if not _SCHEMA:
+        _SCHEMA.update(json.loads(Path(__file__).with_name("schema.json").read_text(encoding="utf-8")))
+    return _SCHEMA

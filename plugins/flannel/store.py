@@ -1,0 +1,146 @@
+"""Saved delegate configs: ``dataDir/<sandboxID>``, byte-compatible with the reference plugin.
+
+The file holds exactly the delegate config (the reference's DEL feeds it to the delegate as-is),
+so a node can switch between the Go plugin and this one with pods running. Who uses a file is
+kept beside it: one empty marker per attachment in ``dataDir/.attachments/``, named
+``<sandboxID>@<containerID>@<ifname, %-quoted>``. A sidecar rather than a key inside the JSON
+because delegates with strict schemas would reject an unknown key, and files the Go plugin wrote
+have none anyway. Marker files rather than one index file because creating or removing a file is
+atomic without a lock, and dockershim attaches several containers (pause + app containers with
+``CNI_NETNS=container:<sandbox>``) to one sandbox: the config is kept until the last one is gone.
+Dot-names never collide with saved configs: a container ID cannot start with a dot.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+from urllib.parse import quote, unquote
+
+from plugins.cni.errors import IO_FAILURE, CniError
+
+MARKERS = ".attachments"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    container_id: str
+    ifname: str
+
+
+class Store:
+    def __init__(self, data_dir: str) -> None:
+        self.dir = data_dir
+        self._markers = os.path.join(data_dir, MARKERS)
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.dir, key)
+
+    def save(self, key: str, data: bytes, owner: Attachment) -> None:
+        """Write the config (0600, fsync, atomic rename), then record ``owner`` as one of its users."""
+        with _io("save the delegate config as", self.path(key)):
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            os.makedirs(self._markers, mode=0o700, exist_ok=True)
+            _atomic_write(self.path(key), data)
+            os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
+
+    def load(self, key: str) -> bytes | None:
+        try:
+            with _io("read the saved delegate config", self.path(key)), open(self.path(key), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def keys(self) -> list[str]:
+        """Saved configs, ours and the Go plugin's (every regular file whose name is not a dot-name)."""
+        try:
+            with _io("list", self.dir):
+                names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if not n.startswith(".") and os.path.isfile(self.path(n)))
+
+    def owners(self, key: str) -> set[Attachment]:
+        """Recorded users of ``key``; empty for a file the Go plugin wrote."""
+        try:
+            with _io("list", self._markers):
+                names = os.listdir(self._markers)
+        except FileNotFoundError:
+            return set()
+        out = set()
+        for name in names:
+            parts = name.split("@")
+            if len(parts) == 3 and parts[0] == key:
+                out.add(Attachment(parts[1], unquote(parts[2])))
+        return out
+
+    def release(self, key: str, owner: Attachment) -> None:
+        """``owner`` is gone (its delegate DEL succeeded): drop the config once nobody else uses it."""
+        _remove(self._marker(key, owner))
+        if not self.owners(key):
+            _remove(self.path(key))
+
+    def prune(self, key: str, valid: set[Attachment]) -> bool:
+        """GC: keep ``key`` only for valid attachments; True when the config was removed.
+
+        A file without markers (written by the Go plugin) is keyed by its sandbox ID, which is the
+        pod's container ID for every runtime that does GC, so it is kept when that ID is valid.
+        """
+        owners = self.owners(key)
+        live = owners & valid if owners else {a for a in valid if a.container_id == key}
+        for stale in owners - live:
+            _remove(self._marker(key, stale))
+        if live:
+            return False
+        _remove(self.path(key))
+        return True
+
+    def _marker(self, key: str, owner: Attachment) -> str:
+        # quote(): an ifname may hold characters Windows forbids in file names, or '@'.
+        return os.path.join(self._markers, f"{key}@{owner.container_id}@{quote(owner.ifname, safe='')}")
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Readers see the old file or the whole new one, never a torn write, even across a crash."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+    if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself durable
+        dfd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _remove(path: str) -> None:
+    try:
+        with _io("remove", path):
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+@contextmanager
+def _io(action: str, path: str) -> Iterator[None]:
+    """OS errors become code 5 naming the file; FileNotFoundError passes through for callers to decide."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CniError(IO_FAILURE, f"cannot {action} {path}: {exc.strerror or exc}",
+                       'flannel keeps delegate configs in "dataDir": it must be a directory this plugin can write') from exc

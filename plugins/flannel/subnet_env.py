@@ -1,0 +1,124 @@
+"""flanneld's ``subnet.env``: the node lease, read exactly like the reference plugin.
+
+Exact-case keys, the value after the first ``=`` taken verbatim (no trimming, no quotes), CRLF
+tolerated, a repeated key overrides (network lists accumulate without duplicates). Anything
+malformed raises ``LeaseError`` and never anything else, so a bad file can't crash the plugin.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+_MAX_MTU = 2**32 - 1  # strconv.ParseUint(v, 10, 32)
+
+
+class Problem(Enum):
+    """Why the lease is unusable: each maps to a different CNI code per command."""
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+    MALFORMED = "malformed"
+
+
+class LeaseError(Exception):
+    def __init__(self, problem: Problem, path: str, reason: str) -> None:
+        super().__init__(reason)
+        self.problem = problem
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What flanneld granted this node; the MTU is required by the file format though Windows ignores it."""
+    networks: tuple[Network, ...]  # FLANNEL_NETWORK (cluster CIDRs)
+    subnet: Network | None  # FLANNEL_SUBNET (this node's pod subnet)
+    ipv6_networks: tuple[Network, ...]
+    ipv6_subnet: Network | None
+    mtu: int
+    ipmasq: bool
+
+    @property
+    def first_ipv4_network(self) -> ipaddress.IPv4Network | None:
+        return next((n for n in self.networks if isinstance(n, ipaddress.IPv4Network)), None)
+
+
+def load(path: str) -> Lease:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError as exc:
+        raise LeaseError(Problem.MISSING, path, f"{path} does not exist") from exc
+    except OSError as exc:
+        raise LeaseError(Problem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
+    # utf-8-sig: a file saved by Notepad starts with a BOM that would hide the first key.
+    return parse(raw.decode("utf-8-sig", errors="replace"), path)
+
+
+def parse(text: str, path: str) -> Lease:
+    found: dict[str, object] = {}
+    nets: dict[str, list[Network]] = {"FLANNEL_NETWORK": [], "FLANNEL_IPV6_NETWORK": []}
+    for number, line in enumerate(text.split("\n"), start=1):
+        key, sep, value = line.removesuffix("\r").partition("=")
+        if not sep:
+            continue
+        try:
+            _apply(key, value, found, nets)
+        except ValueError as exc:
+            raise LeaseError(Problem.MALFORMED, path, f"{path} line {number}: {key}: {exc}") from None
+    missing = _missing(found)
+    if missing:
+        raise LeaseError(Problem.MALFORMED, path, f"{path} is missing {', '.join(missing)}")
+    return Lease(
+        networks=tuple(nets["FLANNEL_NETWORK"]),
+        subnet=found.get("FLANNEL_SUBNET"),  # type: ignore[arg-type]
+        ipv6_networks=tuple(nets["FLANNEL_IPV6_NETWORK"]),
+        ipv6_subnet=found.get("FLANNEL_IPV6_SUBNET"),  # type: ignore[arg-type]
+        mtu=found["FLANNEL_MTU"],  # type: ignore[arg-type]
+        ipmasq=found["FLANNEL_IPMASQ"],  # type: ignore[arg-type]
+    )
+
+
+def _apply(key: str, value: str, found: dict[str, object], nets: dict[str, list[Network]]) -> None:
+    if key in nets:
+        for cidr in value.split(","):
+            net = _cidr(cidr)
+            if net not in nets[key]:
+                nets[key].append(net)
+        found[key] = True
+    elif key in ("FLANNEL_SUBNET", "FLANNEL_IPV6_SUBNET"):
+        found[key] = _cidr(value)
+    elif key == "FLANNEL_MTU":
+        found[key] = _mtu(value)
+    elif key == "FLANNEL_IPMASQ":
+        found[key] = value == "true"
+
+
+def _missing(found: dict[str, object]) -> list[str]:
+    """The reference's list: a v4 or v6 network, a v4 or v6 subnet, the MTU, the masquerade flag."""
+    out: list[str] = []
+    for pair in (("FLANNEL_NETWORK", "FLANNEL_IPV6_NETWORK"), ("FLANNEL_SUBNET", "FLANNEL_IPV6_SUBNET")):
+        if not any(k in found for k in pair):
+            out.extend(pair)
+    return out + [k for k in ("FLANNEL_MTU", "FLANNEL_IPMASQ") if k not in found]
+
+
+def _cidr(value: str) -> Network:
+    """Go's net.ParseCIDR, returning the network: ``10.1.17.1/24`` -> ``10.1.17.0/24``."""
+    addr, sep, prefix = value.partition("/")
+    try:
+        # Python would also take a netmask, a bare address or a zone; Go takes none of them.
+        if not sep or not (prefix.isascii() and prefix.isdigit()) or "%" in addr:
+            raise ValueError(value)
+        return ipaddress.ip_interface(value).network
+    except ValueError:
+        raise ValueError(f"invalid CIDR address: {value}") from None
+
+
+def _mtu(value: str) -> int:
+    if value.isascii() and value.isdigit() and int(value) <= _MAX_MTU:
+        return int(value)
+    raise ValueError(f'"{value}" is not an MTU (a decimal number up to {_MAX_MTU})')

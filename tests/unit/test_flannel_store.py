@@ -1,0 +1,126 @@
+"""Saved delegate configs: the reference's file, written safely, plus who uses it (for DEL and GC)."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from plugins.cni.errors import IO_FAILURE, CniError
+from plugins.flannel.store import MARKERS, Attachment, Store
+
+PAUSE, APP = Attachment("pause1", "eth0"), Attachment("app1", "eth0")
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(str(tmp_path / "var" / "lib" / "cni" / "flannel"))
+
+
+def test_save_writes_exactly_the_config_private_and_nothing_else(store):
+    store.save("pause1", b'{"type":"win-bridge"}', PAUSE)
+    with open(store.path("pause1"), "rb") as f:
+        assert f.read() == b'{"type":"win-bridge"}'
+    assert stat.S_IMODE(os.stat(store.path("pause1")).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(store.dir).st_mode) == 0o700
+    assert sorted(os.listdir(store.dir)) == [MARKERS, "pause1"]  # no temp file left behind
+    assert store.keys() == ["pause1"] and store.owners("pause1") == {PAUSE}
+
+
+def test_a_second_save_replaces_the_content(store):
+    store.save("pause1", b"old", PAUSE)
+    store.save("pause1", b"new", APP)
+    assert store.load("pause1") == b"new" and store.owners("pause1") == {PAUSE, APP}
+
+
+def test_load_of_an_unknown_sandbox_is_none(store):
+    assert store.load("nope") is None and store.keys() == [] and store.owners("nope") == set()
+
+
+def test_the_config_outlives_all_but_its_last_attachment(store):
+    """dockershim: the pause container and its app containers share one saved config."""
+    store.save("pause1", b"{}", PAUSE)
+    store.save("pause1", b"{}", APP)
+    store.release("pause1", APP)
+    assert store.load("pause1") == b"{}" and store.owners("pause1") == {PAUSE}
+    store.release("pause1", PAUSE)
+    assert store.load("pause1") is None and store.owners("pause1") == set()
+
+
+def test_a_file_the_go_plugin_wrote_is_released_by_its_del(store):
+    os.makedirs(store.dir)
+    with open(store.path("pause1"), "wb") as f:
+        f.write(b"{}")
+    store.release("pause1", PAUSE)
+    assert store.load("pause1") is None
+
+
+def test_owners_of_one_sandbox_are_not_confused_with_anothers(store):
+    store.save("pause1", b"{}", PAUSE)
+    store.save("pause10", b"{}", Attachment("pause10", "eth0"))
+    store.release("pause1", PAUSE)
+    assert store.keys() == ["pause10"]
+
+
+def test_interface_names_with_awkward_characters_round_trip(store):
+    odd = Attachment("c1", "e@th*0%?<")
+    store.save("c1", b"{}", odd)
+    assert store.owners("c1") == {odd}
+    store.release("c1", odd)
+    assert store.keys() == []
+
+
+def test_keys_skip_dot_names_and_directories(store):
+    store.save("c1", b"{}", Attachment("c1", "eth0"))
+    os.makedirs(os.path.join(store.dir, "somedir"))
+    open(os.path.join(store.dir, ".c2.123.tmp"), "wb").close()
+    assert store.keys() == ["c1"]
+
+
+def test_prune_keeps_valid_attachments_and_drops_the_rest(store):
+    store.save("pause1", b"{}", PAUSE)
+    store.save("pause1", b"{}", APP)
+    assert store.prune("pause1", {APP}) is False
+    assert store.owners("pause1") == {APP}
+    assert store.prune("pause1", {Attachment("app1", "eth1")}) is True  # same container, other interface
+    assert store.load("pause1") is None and store.owners("pause1") == set()
+
+
+def test_prune_of_a_go_written_file_goes_by_its_sandbox_id(store):
+    os.makedirs(store.dir)
+    for key in ("c1", "c2"):
+        with open(store.path(key), "wb") as f:
+            f.write(b"{}")
+    assert store.prune("c1", {Attachment("c1", "eth0")}) is False
+    assert store.prune("c2", {Attachment("c1", "eth0")}) is True
+    assert store.keys() == ["c1"]
+
+
+def test_an_empty_valid_list_releases_everything(store):
+    store.save("c1", b"{}", Attachment("c1", "eth0"))
+    assert store.prune("c1", set()) is True and store.keys() == []
+
+
+def test_a_failed_write_leaves_the_old_config_and_no_temp_file(store, monkeypatch):
+    store.save("c1", b"old", Attachment("c1", "eth0"))
+
+    def broken_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(CniError) as err:
+        store.save("c1", b"new", Attachment("c1", "eth0"))
+    assert err.value.code == IO_FAILURE and err.value.msg == f"cannot save the delegate config as {store.path('c1')}: No space left on device"
+    assert store.load("c1") == b"old"
+    assert sorted(os.listdir(store.dir)) == [MARKERS, "c1"]
+
+
+def test_an_unusable_data_dir_is_an_io_error_naming_it(tmp_path):
+    (tmp_path / "flannel").write_text("a file, not a directory")
+    store = Store(str(tmp_path / "flannel"))
+    with pytest.raises(CniError) as err:
+        store.save("c1", b"{}", Attachment("c1", "eth0"))
+    assert err.value.code == IO_FAILURE and str(tmp_path / "flannel") in err.value.msg and "dataDir" in err.value.details
+    with pytest.raises(CniError) as err:
+        store.load("c1")
+    assert err.value.code == IO_FAILURE
