@@ -1,0 +1,52 @@
+"""What makes win-bridge win-bridge: L2Bridge/L2Tunnel networks, the .2 gateway, ipMasqNetwork."""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import os
+from typing import Any
+
+from plugins.winnet import policies as pol
+from plugins.winnet.documents import Address, bridge_gateway
+from plugins.winnet.lifecycle import Flavor
+from plugins.winnet.netconf import NetConf
+
+
+class BridgeFlavor(Flavor):
+    def gateway(self, address: str, network: Any) -> str:
+        return bridge_gateway(address)
+
+    def ipam_conf(self, conf: dict) -> dict:
+        """Keep host-local from handing out .2: win-bridge makes it every pod's gateway, and on a
+        flannel host-gw node flanneld's cbr0_ep endpoint owns it. Only IPv4 ranges with no
+        rangeStart of their own are touched, so an explicit range always wins."""
+        ipam = conf.get("ipam")
+        if not isinstance(ipam, dict) or ipam.get("type") != "host-local":
+            return conf
+        out = copy.deepcopy(conf)
+        _start_after_gateway(out["ipam"])
+        for rset in out["ipam"].get("ranges") or []:
+            for rng in rset if isinstance(rset, list) else []:
+                if isinstance(rng, dict):
+                    _start_after_gateway(rng)
+        return out
+
+    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
+                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
+        return pol.add_outbound_nat_exception(policies, conf.ip_masq_network, schema)
+
+
+def _start_after_gateway(rng: dict) -> None:
+    subnet = rng.get("subnet")
+    if not isinstance(subnet, str) or rng.get("rangeStart"):
+        return
+    try:
+        net = ipaddress.ip_network(subnet, strict=False)
+    except ValueError:
+        return  # host-local reports the bad subnet with its own wording
+    if net.version == 4 and net.num_addresses >= 8:
+        rng["rangeStart"] = str(net.network_address + 3)
+
+
+FLAVOR = BridgeFlavor(plugin="win-bridge", network_types=("L2Bridge", "L2Tunnel"),
+                      schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))

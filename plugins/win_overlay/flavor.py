@@ -1,0 +1,54 @@
+"""What makes win-overlay win-overlay: Overlay (VXLAN) networks, the network's gateway, MACs
+derived from the pod IP, the provider-address policy, and VXLAN sanity for Linux flannel."""
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Any
+
+from plugins.winnet import policies as pol
+from plugins.winnet.documents import Address, overlay_mac
+from plugins.winnet.lifecycle import Flavor
+from plugins.winnet.netconf import NetConf
+
+DEFAULT_MAC_PREFIX = "0E-2A"
+FLANNEL_VNI_MIN = 4096
+FLANNEL_VXLAN_PORT = 4789
+
+
+class OverlayFlavor(Flavor):
+    def gateway(self, address: str, network: Any) -> str:
+        ip = ipaddress.ip_interface(address).ip
+        subnets = network.subnets
+        for s in subnets:
+            if ip in ipaddress.ip_network(s.prefix, strict=False) and s.gateway:
+                return s.gateway
+        return subnets[0].gateway or "" if subnets else ""
+
+    def mac(self, conf: NetConf, addresses: tuple[Address, ...]) -> str:
+        v4 = next((a for a in addresses if a.version == 4), None)
+        return overlay_mac(conf.endpoint_mac_prefix or DEFAULT_MAC_PREFIX, v4.ip) if v4 else ""
+
+    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
+                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
+        out = pol.add_provider_address(policies, network.management_ip or "", schema)
+        if conf.ip_masq and network.subnets:
+            out = pol.add_outbound_nat_exception(out, network.subnets[0].prefix, schema)
+        return out
+
+    def network_problems(self, network: Any) -> list[str]:
+        """VXLAN settings Linux flannel peers cannot talk to (Windows needs VNI >= 4096, port 4789)."""
+        problems = []
+        vsid = network.vsid
+        if vsid is not None and vsid < FLANNEL_VNI_MIN:
+            problems.append(f"overlay network {network.name} has VSID (VNI) {vsid}; flannel on Windows needs a VNI "
+                            f">= {FLANNEL_VNI_MIN} (set \"VNI\": 4096 in net-conf.json and recreate the network)")
+        port = network.vxlan_port
+        if port is not None and port != FLANNEL_VXLAN_PORT:
+            problems.append(f"overlay network {network.name} uses VXLAN UDP port {port}; Linux flannel peers use "
+                            f"{FLANNEL_VXLAN_PORT} (set \"Port\": 4789 in net-conf.json)")
+        return problems
+
+
+FLAVOR = OverlayFlavor(plugin="win-overlay", network_types=("Overlay",), ipv6=False,
+                       schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))

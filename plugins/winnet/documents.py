@@ -1,0 +1,114 @@
+"""Pure translation: an endpoint plan -> the HNS V1 / HCN V2 endpoint document -> the CNI result."""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from plugins.cni.result import DNS, IPConfig, Interface, Result, Route
+
+from .netconf import DnsSettings
+
+SCHEMA_V2 = {"Major": 2, "Minor": 0}
+
+
+@dataclass(frozen=True)
+class Address:
+    """One pod address as IPAM gave it, with the gateway the endpoint routes through."""
+    interface: str  # "10.244.4.3/24"
+    gateway: str
+
+    @property
+    def ip(self) -> str:
+        return str(ipaddress.ip_interface(self.interface).ip)
+
+    @property
+    def version(self) -> int:
+        return ipaddress.ip_interface(self.interface).version
+
+    @property
+    def default_route(self) -> str:
+        return "0.0.0.0/0" if self.version == 4 else "::/0"
+
+
+@dataclass(frozen=True)
+class EndpointPlan:
+    name: str
+    network_id: str
+    addresses: tuple[Address, ...]
+    dns: DnsSettings
+    policies: tuple[dict, ...] = ()
+    mac: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def v2_document(plan: EndpointPlan) -> dict:
+    """HcnCreateEndpoint settings: every address (dual-stack) and one default route per family."""
+    doc: dict[str, Any] = {"SchemaVersion": dict(SCHEMA_V2), "Name": plan.name, "HostComputeNetwork": plan.network_id}
+    if plan.mac:
+        doc["MacAddress"] = plan.mac
+    dns = _v2_dns(plan.dns)
+    if dns:
+        doc["Dns"] = dns
+    if plan.addresses:
+        doc["IpConfigurations"] = [{"IpAddress": a.ip} for a in plan.addresses]
+        doc["Routes"] = [{"NextHop": a.gateway, "DestinationPrefix": a.default_route} for a in plan.addresses if a.gateway]
+    if plan.policies:
+        doc["Policies"] = [dict(p) for p in plan.policies]
+    return doc
+
+
+def _v2_dns(dns: DnsSettings) -> dict:
+    out: dict[str, Any] = {}
+    if dns.domain:
+        out["Domain"] = dns.domain
+    if dns.search:
+        out["Search"] = list(dns.search)
+    if dns.nameservers:
+        out["ServerList"] = list(dns.nameservers)
+    if dns.options:
+        out["Options"] = list(dns.options)
+    return out
+
+
+def v1_document(plan: EndpointPlan) -> dict:
+    """POST /endpoints/ body. V1 carries one IPv4 address; DNS lists are comma strings."""
+    doc: dict[str, Any] = {"Name": plan.name, "VirtualNetwork": plan.network_id}
+    if plan.dns.nameservers:
+        doc["DNSServerList"] = ",".join(plan.dns.nameservers)
+    if plan.dns.search:
+        doc["DNSSuffix"] = ",".join(plan.dns.search)
+    v4 = next((a for a in plan.addresses if a.version == 4), None)
+    if v4 is not None:
+        if v4.gateway:
+            doc["GatewayAddress"] = v4.gateway
+        doc["IPAddress"] = v4.ip
+    if plan.mac:
+        doc["MacAddress"] = plan.mac
+    if plan.policies:
+        doc["Policies"] = [dict(p) for p in plan.policies]
+    return doc
+
+
+def build_result(name: str, mac: str, sandbox: str, addresses: Sequence[Address], dns: DnsSettings,
+                 cni_version: str) -> Result:
+    """The CNI result for an endpoint: one interface, its addresses, the default routes it has."""
+    return Result(
+        cni_version=cni_version,
+        interfaces=[Interface(name=name, mac=mac or "", sandbox=sandbox)],
+        ips=[IPConfig(address=a.interface, gateway=a.gateway, interface=0) for a in addresses],
+        routes=[Route(dst=a.default_route, gw=a.gateway) for a in addresses if a.gateway],
+        dns=DNS(nameservers=list(dns.nameservers), domain=dns.domain, search=list(dns.search),
+                options=list(dns.options)),
+    )
+
+
+def bridge_gateway(interface: str) -> str:
+    """win-bridge's gateway: the subnet's second address (.2, ::2), where flanneld's cbr0_ep lives."""
+    net = ipaddress.ip_interface(interface).network
+    return str(net.network_address + 2)
+
+
+def overlay_mac(prefix: str, ipv4: str) -> str:
+    """win-overlay's MAC: the prefix then the four IPv4 bytes (10.244.1.5 -> 0E-2A-0a-f4-01-05)."""
+    return prefix + "".join(f"-{b:02x}" for b in ipaddress.IPv4Address(ipv4).packed)

@@ -1,0 +1,179 @@
+"""The two ways to drive HNS for a pod endpoint — HCN (V2) and HNSCall (V1) — behind one shape.
+
+The lifecycle asks these adapters for networks and endpoints and to attach, release and list
+them; it never branches on the API itself. Everything goes through ``libhns.client.HnsClient``.
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Protocol
+
+from libhns import errors as hns_errors
+from libhns.objects import same_id
+
+from .documents import Address, EndpointPlan, v1_document, v2_document
+from .netconf import DnsSettings
+
+
+class EndpointApi(Protocol):
+    schema: str  # "v1" | "v2": the policy schema this API takes
+
+    def network(self, name: str) -> Any | None: ...
+    def endpoint(self, name: str) -> Any | None: ...
+    def create(self, plan: EndpointPlan) -> Any: ...
+    def attach(self, ep: Any) -> None: ...
+    def is_attached(self, ep: Any) -> bool: ...
+    def release(self, ep: Any) -> None: ...
+    def delete(self, ep: Any) -> None: ...
+    def endpoints_of(self, network: Any) -> list[Any]: ...
+    def dns(self, ep: Any) -> DnsSettings: ...
+
+
+def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
+    """An existing endpoint's addresses with their prefix and gateway (for retries and CHECK)."""
+    out = []
+    for ip in ep.ip_addresses:
+        addr = ipaddress.ip_address(ip)
+        prefix = _prefix_for(ep, network, addr)
+        gateway = _gateway_for(ep, addr.version)
+        out.append(Address(interface=f"{ip}/{prefix}", gateway=gateway))
+    return tuple(out)
+
+
+def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
+    for subnet in network.subnets:
+        net = ipaddress.ip_network(subnet.prefix, strict=False)
+        if addr in net:
+            return net.prefixlen
+    if addr.version == 4 and getattr(ep, "prefix_length", None):
+        return int(ep.prefix_length)
+    return 32 if addr.version == 4 else 128
+
+
+def _gateway_for(ep: Any, version: int) -> str:
+    routes = getattr(ep, "routes", None)
+    if routes is not None:  # V2: default route per family
+        want = "0.0.0.0/0" if version == 4 else "::/0"
+        for r in routes:
+            if str(r.get("DestinationPrefix")) == want:
+                return str(r.get("NextHop") or "")
+        return ""
+    return (ep.gateway_address if version == 4 else ep.gateway_address_v6) or ""
+
+
+class HcnApi:
+    """HCN: every pod sandbox has its own HostComputeNamespace (CNI_NETNS is its GUID)."""
+    schema = "v2"
+
+    def __init__(self, client: Any, netns: str) -> None:
+        self.client = client
+        self.netns = netns
+
+    def network(self, name: str) -> Any | None:
+        return self.client.get_network_by_name(name)
+
+    def endpoint(self, name: str) -> Any | None:
+        return self.client.get_endpoint_by_name(name)
+
+    def create(self, plan: EndpointPlan) -> Any:
+        return self.client.create_endpoint(plan.network_id, v2_document(plan))
+
+    def attach(self, ep: Any) -> None:
+        self.client.namespace_add_endpoint(self.netns, ep.id)
+
+    def is_attached(self, ep: Any) -> bool:
+        return same_id(ep.namespace_id, self.netns)
+
+    def release(self, ep: Any) -> None:
+        """Detach from whatever namespace holds it (gone is fine), then delete."""
+        namespace = ep.namespace_id or self.netns
+        if namespace:
+            try:
+                self.client.namespace_remove_endpoint(namespace, ep.id)
+            except hns_errors.HnsError as err:
+                if not _ignorable_detach(err):
+                    raise
+        self.delete(ep)
+
+    def delete(self, ep: Any) -> None:
+        try:
+            self.client.delete_endpoint(ep.id)
+        except hns_errors.NotFound:
+            pass
+
+    def endpoints_of(self, network: Any) -> list[Any]:
+        return self.client.list_endpoints(network.id)
+
+    def dns(self, ep: Any) -> DnsSettings:
+        d = ep.dns or {}
+        return DnsSettings(nameservers=tuple(d.get("ServerList") or ()), domain=d.get("Domain") or "",
+                           search=tuple(d.get("Search") or ()), options=tuple(d.get("Options") or ()))
+
+
+def _ignorable_detach(err: Exception) -> bool:
+    # Already gone, or never attached: the goal of a detach is reached.
+    return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
+
+
+class HnsV1Api:
+    """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
+    (CNI_NETNS=container:<pause id>) share it."""
+    schema = "v1"
+
+    def __init__(self, client: Any, container_id: str, netns: str) -> None:
+        self.client = client
+        self.container_id = container_id
+        self.netns = netns
+
+    @property
+    def shared(self) -> bool:
+        return self.netns.startswith("container:")
+
+    def network(self, name: str) -> Any | None:
+        return self.client.v1_get_network_by_name(name)
+
+    def endpoint(self, name: str) -> Any | None:
+        return self.client.v1_get_endpoint_by_name(name)
+
+    def create(self, plan: EndpointPlan) -> Any:
+        return self.client.v1_create_endpoint(v1_document(plan))
+
+    def attach(self, ep: Any) -> None:
+        try:
+            self.client.v1_hot_attach(self.container_id, ep.id, endpoint=ep)
+        except hns_errors.NotFound:
+            # An app container that HCS does not know (already gone or not yet a compute system)
+            # shares the pause container's endpoint anyway, as in the reference.
+            if not self.shared:
+                raise
+
+    def is_attached(self, ep: Any) -> bool:
+        return any(c.lower() == self.container_id.lower() for c in ep.shared_containers or ())
+
+    def release(self, ep: Any) -> None:
+        """App container: detach it and keep the shared endpoint. Pause (or unknown netns): detach and delete."""
+        if self.shared:
+            try:
+                self.client.v1_container_detach(self.container_id, ep.id)
+            except hns_errors.HnsError:
+                pass  # best effort, like the reference: the pause container's DEL removes the endpoint
+            return
+        if self.is_attached(ep):
+            try:
+                self.client.v1_hot_detach(self.container_id, ep.id)
+            except hns_errors.HnsError:
+                pass  # the container may already be gone; the endpoint must go regardless
+        self.delete(ep)
+
+    def delete(self, ep: Any) -> None:
+        try:
+            self.client.v1_delete_endpoint(ep.id)
+        except hns_errors.NotFound:
+            pass
+
+    def endpoints_of(self, network: Any) -> list[Any]:
+        return self.client.v1_list_endpoints(network.id)
+
+    def dns(self, ep: Any) -> DnsSettings:
+        split = lambda s: tuple(x for x in (s or "").split(",") if x)  # noqa: E731
+        return DnsSettings(nameservers=split(ep.dns_server_list), search=split(ep.dns_suffix))

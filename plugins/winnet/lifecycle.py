@@ -1,0 +1,343 @@
+"""ADD / DEL / CHECK / GC / STATUS for an HNS pod endpoint — the imperative shell.
+
+Pure parts (config model, policies, documents, results) live beside this module; here is only
+the order of I/O and the promise that an ADD failing halfway leaves nothing behind: each step
+that succeeded registers its undo, and a failure runs them in reverse (the IP is released
+exactly once, the endpoint deleted) before the error reaches the runtime.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from plugins.cni import log
+from plugins.cni.config import valid_attachments, validate
+from plugins.cni.errors import (INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError)
+from plugins.cni.result import Result
+from plugins.cni.skel import Request
+
+from . import policies as pol
+from .documents import Address, EndpointPlan, build_result
+from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
+from .netconf import NetConf, canonicalize, choose_api, endpoint_name, is_namespace_guid, merged_dns
+
+#: Plugin-specific CNI error codes (100+ per the spec).
+HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
+CHECK_MISMATCH = 101     # CHECK found the endpoint differing from what ADD set up
+
+_MANAGER_STOPPED = 0x803B0020
+
+
+@contextlib.contextmanager
+def hns_step(what: str) -> Iterator[None]:
+    """Turn a libhns error into a CNI error that says which step failed and why."""
+    from libhns.errors import HnsError
+    try:
+        yield
+    except HnsError as err:
+        code = TRY_AGAIN_LATER if getattr(err, "hresult", None) == _MANAGER_STOPPED else HNS_FAILURE
+        raise CniError(code, f"{what}: {err}") from err
+
+
+@dataclass
+class Flavor:
+    """What differs between win-bridge and win-overlay; the defaults are win-bridge-neutral."""
+    plugin: str
+    network_types: tuple[str, ...]
+    schema_path: str
+    ipv6: bool = True
+    _schema: dict | None = field(default=None, repr=False)
+
+    def schema(self) -> dict:
+        if self._schema is None:
+            with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as f:
+                base = json.load(f)
+            with open(self.schema_path, encoding="utf-8") as f:
+                extra = json.load(f)
+            base["properties"].update(extra.get("properties", {}))
+            self._schema = base
+        return self._schema
+
+    def ipam_conf(self, conf: dict) -> dict:
+        """The config handed to the IPAM plugin (same for ADD, DEL, CHECK, GC, STATUS)."""
+        return conf
+
+    def gateway(self, address: str, network: Any) -> str:
+        raise NotImplementedError
+
+    def mac(self, conf: NetConf, addresses: tuple[Address, ...]) -> str:
+        return ""
+
+    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
+                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
+        return policies
+
+    def network_problems(self, network: Any) -> list[str]:
+        return []
+
+
+class Lifecycle:
+    def __init__(self, flavor: Flavor) -> None:
+        self.flavor = flavor
+
+    # ------------------------------------------------------------------ shared steps
+    def load(self, req: Request) -> tuple[dict, NetConf]:
+        conf = canonicalize(req.conf)
+        validate(conf, self.flavor.schema())
+        return conf, NetConf.from_conf(conf)
+
+    def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:
+        from libhns.client import HnsClient
+        api_version = choose_api(conf.api_version, req.netns)
+        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=req.netns)
+        with hns_step("cannot reach HNS"):
+            client = HnsClient.from_env(req.env)
+        if api_version == 2:
+            if need_netns and not is_namespace_guid(req.netns):
+                raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
+                               "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
+            return HcnApi(client, req.netns)
+        return HnsV1Api(client, req.container_id, req.netns)
+
+    def network(self, api: EndpointApi, conf: NetConf, missing_code: int) -> Any:
+        with hns_step(f"error while getting network {conf.name}"):
+            network = api.network(conf.name)
+        if network is None:
+            raise CniError(missing_code, f"network {conf.name} not found: is flanneld running on this node?",
+                           f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) created")
+        if not any(network.is_type(t) for t in self.flavor.network_types):
+            raise CniError(INVALID_CONFIG, f"network {conf.name} is of unexpected type: {network.network_type}",
+                           f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}")
+        return network
+
+    def ipam_stdin(self, req: Request, conf: dict) -> bytes:
+        return json.dumps(self.flavor.ipam_conf(conf)).encode()
+
+    def run_ipam(self, req: Request, conf: dict, netconf: NetConf, command: str) -> dict | None:
+        ipam_type = netconf.ipam.get("type") if isinstance(netconf.ipam, dict) else None
+        if not ipam_type:
+            return None
+        return req.exec_plugin(ipam_type, command, self.ipam_stdin(req, conf))
+
+    def policies(self, netconf: NetConf, req: Request, network: Any, addresses: tuple[Address, ...],
+                 api: EndpointApi, dsr_supported: Callable[[], bool]) -> list[dict]:
+        schema = api.schema
+        out = pol.fit_user_policies(netconf.policies, netconf.policy_sources, schema)
+        out = self.flavor.automatic_policies(out, netconf, network, addresses, schema)
+        out = pol.add_port_mappings(out, req.runtime_config.port_mappings, schema)
+        if netconf.loopback_dsr and addresses:
+            if dsr_supported():
+                for a in addresses:
+                    out = pol.add_loopback_dsr(out, a.ip, schema)
+            else:
+                log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
+        return out
+
+    # ------------------------------------------------------------------ ADD
+    def add(self, req: Request) -> Result:
+        conf, netconf = self.load(req)
+        api = self.api(netconf, req, need_netns=True)
+        network = self.network(api, netconf, TRY_AGAIN_LATER)
+        for problem in self.flavor.network_problems(network):
+            log.warning(problem)
+        name = endpoint_name(req.container_id, req.netns, netconf.name)
+        with hns_step(f"error while looking up HNS endpoint {name}"):
+            existing = api.endpoint(name)
+            if existing is not None and not _same(existing.network_id, network.id):
+                log.warning(f"endpoint {name} belongs to another network; replacing it")
+                api.release(existing)
+                existing = None
+        if isinstance(api, HnsV1Api) and api.shared:
+            if existing is None:
+                raise CniError(TRY_AGAIN_LATER, f"failed to find HNSEndpoint {name}: the pause container's endpoint does not exist",
+                               "the sandbox (pause) container must be set up before containers that share its network")
+            with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
+                api.attach(existing)
+            return self.result_of(existing, network, api, req)
+        if existing is not None:
+            # A retry of an ADD that succeeded (or half-succeeded): same answer, no second IP or endpoint.
+            if not api.is_attached(existing):
+                with hns_step(f"failed to attach HNS endpoint {name}"):
+                    api.attach(existing)
+            log.event("add-retry", endpoint=name)
+            return self.result_of(existing, network, api, req)
+        return self.create(req, conf, netconf, api, network, name)
+
+    def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str) -> Result:
+        undo: list[tuple[str, Callable[[], Any]]] = []
+        try:
+            ipam = self.run_ipam(req, conf, netconf, "ADD")
+            if ipam is not None:
+                undo.append(("release the IP", lambda: self.run_ipam(req, conf, netconf, "DEL")))
+            addresses = self.addresses(ipam, network, api, req)
+            features = _Features(api)
+            if any(a.version == 6 for a in addresses) and api.schema == "v2" and not features.get("dual_stack"):
+                raise CniError(INVALID_CONFIG, "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
+                               "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)")
+            policies = self.policies(netconf, req, network, addresses, api, lambda: features.get("dsr"))
+            plan = EndpointPlan(name=name, network_id=network.id, addresses=addresses,
+                                dns=merged_dns(netconf.dns, req.runtime_config.dns), policies=tuple(policies),
+                                mac=self.flavor.mac(netconf, addresses))
+            with hns_step(f"error while creating HNS endpoint {name}"):
+                ep = api.create(plan)
+            undo.append(("delete the endpoint", lambda: api.delete(ep)))
+            with hns_step(f"failed to attach HNS endpoint {name} to {req.netns or req.container_id}"):
+                api.attach(ep)
+            undo.append(("detach the endpoint", lambda: api.release(ep)))
+            if not addresses:  # no IPAM: HNS chose the address
+                return self.result_of(ep, network, api, req)
+            return build_result(name, ep.mac or plan.mac, req.netns, addresses, plan.dns, req.cni_version)
+        except BaseException:
+            for what, step in reversed(undo):
+                try:
+                    step()
+                except Exception as err:  # noqa: BLE001 - report, keep undoing
+                    log.warning(f"rollback: could not {what}: {err}")
+            raise
+
+    def addresses(self, ipam: dict | None, network: Any, api: EndpointApi, req: Request) -> tuple[Address, ...]:
+        if ipam is None:
+            return ()
+        result = Result.from_dict(ipam, req.cni_version)
+        if not result.ips:
+            raise CniError(INVALID_CONFIG, "IPAM plugin return is missing IP config",
+                           "the IPAM plugin returned no addresses; check its range configuration")
+        ips = result.ips
+        if any(ip.family == 6 for ip in ips) and not self.flavor.ipv6:
+            raise CniError(INVALID_CONFIG, f"{self.flavor.plugin} does not support IPv6 (IPAM returned "
+                           f"{', '.join(ip.address for ip in ips if ip.family == 6)})",
+                           "Windows overlay networking has no dual-stack: give this network an IPv4-only IPAM range")
+        if api.schema == "v1":
+            ips = [ip for ip in ips if ip.family == 4][:1]
+            if not ips:
+                raise CniError(INVALID_CONFIG, "HNS V1 endpoints need an IPv4 address; IPAM returned none",
+                               "use apiVersion 2 for IPv6")
+        return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network)) for ip in ips)
+
+    def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
+        return build_result(ep.name, ep.mac or "", req.netns, addresses_of(ep, network), api.dns(ep), req.cni_version)
+
+    # ------------------------------------------------------------------ DEL
+    def delete(self, req: Request) -> None:
+        """Both halves are always attempted; gone is success; the first failure is reported."""
+        conf, netconf = self.load(req)
+        failures: list[CniError] = []
+        try:
+            self.run_ipam(req, conf, netconf, "DEL")
+        except CniError as err:
+            failures.append(err)
+        try:
+            api = self.api(netconf, req, need_netns=False)
+            name = endpoint_name(req.container_id, req.netns, netconf.name)
+            with hns_step(f"failed to remove HNS endpoint {name}"):
+                ep = api.endpoint(name)
+                if ep is not None:
+                    api.release(ep)
+        except CniError as err:
+            failures.append(err)
+        if failures:
+            first = failures[0]
+            if len(failures) > 1:
+                first.details = "; ".join(filter(None, [first.details] + [str(f) for f in failures[1:]]))
+            raise first
+
+    # ------------------------------------------------------------------ CHECK
+    def check(self, req: Request) -> None:
+        conf, netconf = self.load(req)
+        api = self.api(netconf, req, need_netns=True)
+        network = self.network(api, netconf, NOT_AVAILABLE)
+        name = endpoint_name(req.container_id, req.netns, netconf.name)
+        with hns_step(f"error while looking up HNS endpoint {name}"):
+            ep = api.endpoint(name)
+        if ep is None:
+            raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} does not exist", "the pod's network is gone; recreate the pod")
+        problems = []
+        if not _same(ep.network_id, network.id):
+            problems.append(f"it is on network {ep.network_id}, not {netconf.name} ({network.id})")
+        if not api.is_attached(ep):
+            problems.append(f"it is not attached to {req.netns if api.schema == 'v2' else 'container ' + req.container_id}")
+        prev = req.prev_result
+        have = set(ep.ip_addresses)
+        if prev is not None:
+            lost = [ip.address for ip in prev.ips if ip.address.split("/")[0] not in have]
+            if lost:
+                problems.append(f"it lacks the address(es) {', '.join(lost)} of prevResult (has {', '.join(sorted(have)) or 'none'})")
+        addresses = addresses_of(ep, network)
+        features = _Features(api)
+        wanted = self.policies(netconf, req, network, addresses, api, lambda: features.get("dsr"))
+        missing = pol.missing_policies(wanted, ep.policies or [])
+        if missing:
+            problems.append("it lacks the policies " + ", ".join(json.dumps(p, sort_keys=True) for p in missing))
+        if problems:
+            raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} differs from its configuration: " + "; ".join(problems))
+        self.run_ipam(req, conf, netconf, "CHECK")
+
+    # ------------------------------------------------------------------ GC
+    def gc(self, req: Request) -> None:
+        """Remove this network's <sandbox>_<network> endpoints of sandboxes the runtime no longer knows."""
+        conf, netconf = self.load(req)
+        keep = {cid for cid, _ in valid_attachments(conf)}
+        api = self.api(netconf, req, need_netns=False)
+        suffix = "_" + netconf.name
+        failures = []
+        with hns_step(f"error while listing endpoints of network {netconf.name}"):
+            network = api.network(netconf.name)
+            endpoints = api.endpoints_of(network) if network is not None else []
+        for ep in endpoints:
+            ep_name = ep.name or ""
+            if not ep_name.endswith(suffix) or ep_name[: -len(suffix)] in keep or not ep_name[: -len(suffix)]:
+                continue
+            try:
+                with hns_step(f"GC: failed to remove stale endpoint {ep_name}"):
+                    _release_stale(api, ep)
+                log.event("gc-endpoint", endpoint=ep_name)
+            except CniError as err:
+                failures.append(err)
+        self.run_ipam(req, conf, netconf, "GC")
+        if failures:
+            raise failures[0]
+
+    # ------------------------------------------------------------------ STATUS
+    def status(self, req: Request) -> None:
+        conf, netconf = self.load(req)
+        api = self.api(netconf, req, need_netns=False)
+        network = self.network(api, netconf, NOT_AVAILABLE)
+        problems = self.flavor.network_problems(network)
+        if problems:
+            raise CniError(NOT_AVAILABLE, problems[0], "; ".join(problems[1:]))
+        self.run_ipam(req, conf, netconf, "STATUS")
+
+
+def _release_stale(api: EndpointApi, ep: Any) -> None:
+    """GC has no CNI_NETNS: detach from whatever holds the endpoint, then delete it."""
+    if isinstance(api, HcnApi):
+        HcnApi(api.client, ep.namespace_id or "").release(ep)
+        return
+    for container in list(ep.shared_containers or ()):
+        try:
+            api.client.v1_hot_detach(container, ep.id)
+        except Exception as err:  # noqa: BLE001 - the container is usually gone already
+            log.event("gc-detach-failed", container=container, error=str(err))
+    api.delete(ep)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    from libhns.objects import same_id
+    return same_id(a, b)
+
+
+class _Features:
+    """HNS features, read (one GET /globals/version) only if a decision needs them."""
+
+    def __init__(self, api: EndpointApi) -> None:
+        self._api = api
+        self._features: Any = None
+
+    def get(self, name: str) -> bool:
+        if self._features is None:
+            with hns_step("error while reading the HNS version"):
+                self._features = self._api.client.features()
+        return bool(getattr(self._features, name))

@@ -1,0 +1,136 @@
+"""The win-bridge / win-overlay network configuration as a typed value.
+
+Keys are read the way the Go reference reads them (encoding/json: exact key first, else a
+case-insensitive match), then validated against the plugin's JSON Schema, so a config written
+for the Go plugin or for Microsoft's sdnbridge keeps working unchanged.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from plugins.cni.config import get_ci
+
+# Canonical spelling of every top-level key we read; anything else is passed through untouched.
+_TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
+             "loopbackDSR", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
+             "AdditionalArgs", "prevResult", "logFile")
+_DNS_KEYS = ("nameservers", "domain", "search", "options")
+_GUID = re.compile(r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
+
+ENDPOINT_POLICY = "endpointpolicy"
+
+
+def canonicalize(conf: Mapping[str, Any]) -> dict:
+    """Rename Go-case-insensitive keys to their canonical spelling (pure; input untouched)."""
+    out = dict(conf)
+    for key in _TOP_KEYS:
+        if key in out:
+            continue
+        for k in list(out):
+            if k.lower() == key.lower():
+                out[key] = out.pop(k)
+                break
+    if isinstance(out.get("dns"), dict):
+        out["dns"] = {_canon(k, _DNS_KEYS): v for k, v in out["dns"].items()}
+    for list_key in ("policies", "AdditionalArgs"):
+        if isinstance(out.get(list_key), list):
+            out[list_key] = [{_canon(k, ("name", "value")): v for k, v in p.items()} if isinstance(p, dict) else p
+                             for p in out[list_key]]
+    return out
+
+
+def _canon(key: str, known: tuple[str, ...]) -> str:
+    for k in known:
+        if key.lower() == k.lower():
+            return k
+    return key
+
+
+@dataclass(frozen=True)
+class DnsSettings:
+    nameservers: tuple[str, ...] = ()
+    domain: str = ""
+    search: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NetConf:
+    name: str
+    api_version: int | None  # None: choose from CNI_NETNS
+    policies: tuple[Any, ...]  # user endpoint policy values, in config order (policies, then AdditionalArgs)
+    policy_sources: tuple[str, ...]  # where each came from, for error messages: "policies[2].value"
+    dns: DnsSettings
+    loopback_dsr: bool = False
+    ip_masq: bool = False
+    ip_masq_network: str = ""
+    endpoint_mac_prefix: str = ""
+    ipam: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> "NetConf":
+        """Build from a canonicalized, schema-validated config."""
+        values, sources = [], []
+        for key in ("policies", "AdditionalArgs"):
+            for i, entry in enumerate(conf.get(key) or []):
+                if str(entry.get("name", "")).lower() == ENDPOINT_POLICY:
+                    values.append(entry.get("value"))
+                    sources.append(f"{key}[{i}].value")
+        dns = conf.get("dns") or {}
+        api = conf.get("apiVersion")
+        return cls(
+            name=conf["name"],
+            api_version=int(api) if api else None,
+            policies=tuple(values),
+            policy_sources=tuple(sources),
+            dns=DnsSettings(
+                nameservers=tuple(x for x in dns.get("nameservers") or () if x),
+                domain=dns.get("domain") or "",
+                search=tuple(x for x in dns.get("search") or () if x),
+                options=tuple(x for x in dns.get("options") or () if x),
+            ),
+            loopback_dsr=bool(conf.get("loopbackDSR")),
+            ip_masq=bool(conf.get("ipMasq")),
+            ip_masq_network=conf.get("ipMasqNetwork") or "",
+            endpoint_mac_prefix=conf.get("endpointMacPrefix") or "",
+            ipam=conf.get("ipam") or {},
+        )
+
+
+def is_namespace_guid(netns: str) -> bool:
+    return bool(_GUID.match(netns or ""))
+
+
+def choose_api(api_version: int | None, netns: str) -> int:
+    """2 = HCN, 1 = HNSCall. Unset: containerd hands us a namespace GUID (HCN); dockershim
+    hands us 'none' or 'container:<id>' (HNSCall). This spares containerd users the
+    reference's 'failed to find HNSEndpoint' when they forget apiVersion: 2."""
+    if api_version in (1, 2):
+        return api_version
+    return 2 if is_namespace_guid(netns) else 1
+
+
+def sandbox_id(container_id: str, netns: str) -> str:
+    """dockershim app containers arrive with CNI_NETNS=container:<sandboxID>; they share its endpoint."""
+    if netns and netns != "none":
+        head, sep, tail = netns.partition(":")
+        if sep and tail:
+            return tail
+    return container_id
+
+
+def endpoint_name(container_id: str, netns: str, network: str) -> str:
+    return f"{sandbox_id(container_id, netns)}_{network}"
+
+
+def merged_dns(conf_dns: DnsSettings, runtime: Any) -> DnsSettings:
+    """Reference rule: runtime servers/searches replace the config's when non-empty; we also
+    honour runtime options (the reference drops them)."""
+    return DnsSettings(
+        nameservers=tuple(runtime.servers) or conf_dns.nameservers,
+        domain=conf_dns.domain,
+        search=tuple(runtime.searches) or conf_dns.search,
+        options=tuple(runtime.options) or conf_dns.options,
+    )
