@@ -21,7 +21,7 @@ $(STAMP): setup.cfg pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m plugins.demo
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest

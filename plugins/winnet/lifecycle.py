@@ -189,7 +189,7 @@ class Lifecycle:
             undo.append(("detach the endpoint", lambda: api.release(ep)))
             if not addresses:  # no IPAM: HNS chose the address
                 return self.result_of(ep, network, api, req)
-            return build_result(name, ep.mac or plan.mac, req.netns, addresses, plan.dns, req.cni_version)
+            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, plan.dns, req.cni_version)
         except BaseException:
             for what, step in reversed(undo):
                 try:
@@ -218,7 +218,7 @@ class Lifecycle:
         return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network)) for ip in ips)
 
     def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
-        return build_result(ep.name, ep.mac or "", req.netns, addresses_of(ep, network), api.dns(ep), req.cni_version)
+        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), api.dns(ep), req.cni_version)
 
     # ------------------------------------------------------------------ DEL
     def delete(self, req: Request) -> None:
@@ -322,6 +322,11 @@ def _release_stale(api: EndpointApi, ep: Any) -> None:
         except Exception as err:  # noqa: BLE001 - the container is usually gone already
             log.event("gc-detach-failed", container=container, error=str(err))
     api.delete(ep)
+
+
+def _sandbox(netns: str) -> str:
+    """The result's interface sandbox: the namespace (or container:<id>); dockershim's 'none' names nothing."""
+    return "" if netns in ("", "none") else netns
 
 
 def _same(a: str | None, b: str | None) -> bool:

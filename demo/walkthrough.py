@@ -1,0 +1,231 @@
+"""`make demo`: a Windows node's pod network lifecycle, end to end, on the HNS simulator.
+
+Everything runs as the kubelet would run it — separate processes, config on stdin, CNI_* in the
+environment — in a throw-away directory: hnsctl plays flanneld (it creates the HNS network and
+the host endpoint), then flannel delegates to win-bridge / win-overlay, which call host-local.
+Exits non-zero at the first step that does not do what it should.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+POD_SUBNET = "10.244.4.0/24"
+
+
+class DemoFailed(Exception):
+    pass
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def heading(text: str) -> None:
+    say()
+    say("=" * 78)
+    say(text)
+    say("=" * 78)
+
+
+class Node:
+    """One simulated Windows node: its HNS state, flannel files and CNI bin dir."""
+
+    def __init__(self, root: Path, network: str, backend: str) -> None:
+        self.root = root / network
+        self.root.mkdir()
+        self.network = network
+        self.backend = backend
+        self.env = {**os.environ, "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(self.root / "hns"),
+                    "CNI_PATH": str(BIN), "CNI_IFNAME": "eth0",
+                    "WINCNI_LOG_FILE": str(self.root / "wincni.log")}
+        self.conf = self.root / "cni.conf"
+
+    def run(self, argv: list[str], stdin: bytes = b"", env: dict | None = None, show: str = "") -> subprocess.CompletedProcess:
+        if show:
+            say(f"\n$ {show}")
+        return subprocess.run(argv, input=stdin, env=env or self.env, capture_output=True, timeout=120)
+
+    def hnsctl(self, *args: str, quiet: bool = False) -> str:
+        proc = self.run([str(BIN / "hnsctl"), *args], show="" if quiet else "hnsctl " + " ".join(args))
+        if proc.returncode != 0:
+            raise DemoFailed(f"hnsctl {' '.join(args)} failed: {proc.stderr.decode().strip()}")
+        out = proc.stdout.decode()
+        if not quiet:
+            say(out.rstrip())
+        return out
+
+    def write(self, name: str, content: bytes, show: bool = True) -> Path:
+        path = self.root / name
+        path.write_bytes(content)
+        if show:
+            say(f"\n--- {path.name} ({path}) ---")
+            say(content.decode().replace("\r\n", "\n").rstrip())
+        return path
+
+    def setup(self, subnet_env: bytes, net_conf: dict, cni_conf: dict) -> None:
+        self.write("subnet.env", subnet_env)
+        self.write("net-conf.json", json.dumps(net_conf, indent=2).encode())
+        cni_conf.update(subnetFile=str(self.root / "subnet.env"), dataDir=str(self.root / "flannel"),
+                        netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.root / "ipam")})
+        self.write("cni.conf", json.dumps(cni_conf, indent=2).encode())
+
+    def cni(self, command: str, container: str, netns: str, prev: dict | None = None, expect: int = 0,
+            extra: dict | None = None) -> dict | None:
+        conf = json.loads(self.conf.read_text())
+        if prev is not None:
+            conf["prevResult"] = prev
+        conf.update(extra or {})
+        env = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": container, "CNI_NETNS": netns}
+        shown = f"CNI_COMMAND={command} CNI_CONTAINERID={container} CNI_NETNS={netns or '(empty)'} flannel < cni.conf"
+        if prev is not None:
+            shown += " (+ prevResult)"
+        proc = self.run([str(BIN / "flannel")], json.dumps(conf).encode(), env, show=shown)
+        out = proc.stdout.decode().strip()
+        doc = json.loads(out) if out else None
+        for line in proc.stderr.decode().splitlines():
+            say(f"  stderr: {line}")
+        if proc.returncode != expect:
+            raise DemoFailed(f"flannel {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}")
+        say(f"  exit {proc.returncode}" + ("" if doc else ", no output (success)"))
+        if doc:
+            say("  " + json.dumps(doc, indent=2).replace("\n", "\n  "))
+        return doc
+
+    def endpoints(self) -> list[dict]:
+        self.hnsctl("endpoint", "list")
+        return json.loads(self.hnsctl("endpoint", "list", "-o", "json", quiet=True))
+
+    def ip_files(self) -> list[str]:
+        store = self.root / "ipam" / self.network
+        return sorted(p.name for p in store.iterdir() if p.name[0].isdigit()) if store.exists() else []
+
+
+def expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise DemoFailed(what)
+    say(f"  ok: {what}")
+
+
+def pod_names(endpoints: list[dict]) -> set[str]:
+    return {e["Name"] for e in endpoints if not e["Name"].endswith("_ep")}
+
+
+def lifecycle(node: Node) -> None:
+    # --- dockershim-style pod: HNS V1, pause container + an app container sharing its endpoint
+    heading(f"[{node.network}] pod A, dockershim style: CNI_NETNS=none for the pause container (HNS V1)")
+    pause, app = "pauseA" + uuid.uuid4().hex[:8], "appA" + uuid.uuid4().hex[:8]
+    say("The runtime starts the pause container (an HCS compute system) before calling CNI:")
+    node.hnsctl("container", "create", pause)
+    result = node.cni("ADD", pause, "none")
+    say("\nThe app container joins the pause container's network (CNI_NETNS=container:<pause>):")
+    shared = node.cni("ADD", app, f"container:{pause}")
+    eps = node.endpoints()
+    expect(pod_names(eps) == {f"{pause}_{node.network}"}, "one endpoint, named <pause id>_<network>, shared by both containers")
+    expect(shared["ips"] == result["ips"], "the app container got the pause container's address")
+    expect(len(node.ip_files()) == 1, "host-local holds exactly one address")
+    node.cni("CHECK", pause, "none", prev=result)
+    node.cni("DEL", app, f"container:{pause}", prev=shared)
+    expect(pod_names(node.endpoints()) == {f"{pause}_{node.network}"}, "the app container's DEL keeps the shared endpoint")
+    node.cni("DEL", pause, "none", prev=result)
+    expect(not pod_names(node.endpoints()), "the pause container's DEL removed the endpoint")
+    expect(not node.ip_files(), "and released the address")
+    node.cni("DEL", pause, "none", prev=result)
+    say("  ok: a second DEL succeeds (DEL is idempotent)")
+
+    # --- containerd-style pod: HCN V2, namespace GUID; same config, API chosen from CNI_NETNS
+    heading(f"[{node.network}] pod B, containerd style: CNI_NETNS=<HostComputeNamespace GUID> (HCN V2)")
+    say("The same cni.conf (no apiVersion): wincni sees a namespace GUID and uses HCN, translating")
+    say("the V1-shaped policies to their V2 form instead of letting HNS reject them (0x803B000D).")
+    netns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    say(f"\n(containerd created HostComputeNamespace {netns})")
+    pod = "podB" + uuid.uuid4().hex[:8]
+    result = node.cni("ADD", pod, netns)
+    retry = node.cni("ADD", pod, netns)
+    expect(retry == result, "a retried ADD returns the same result (no second address or endpoint)")
+    eps = node.endpoints()
+    mine = [e for e in eps if e["Name"] == f"{pod}_{node.network}"]
+    expect(len(mine) == 1 and mine[0].get("HostComputeNamespace", "").upper() == netns.upper(),
+           "the endpoint is attached to the pod's namespace")
+    policies = json.loads(node.hnsctl("endpoint", "show", f"{pod}_{node.network}", "-o", "json", quiet=True)).get("Policies", [])
+    say("\nThe endpoint's HCN policies (the V1-shaped config translated; automatic ones appended unless already covered):")
+    for p in policies:
+        say("  " + json.dumps(p))
+    expect(all("Settings" in p for p in policies), "every policy HNS received is in the V2 schema")
+    node.cni("CHECK", pod, netns, prev=result)
+    say("\nGC with an empty cni.dev/valid-attachments list: the runtime knows no pods, so pod B is stale.")
+    node.cni("GC", "", "", extra={"cniVersion": "1.1.0", "cni.dev/valid-attachments": []})
+    expect(not pod_names(node.endpoints()), "GC removed the stale endpoint")
+    expect(not node.ip_files(), "and its address")
+    node.cni("DEL", pod, netns, prev=result)
+    say("  ok: DEL after GC still succeeds")
+    node.cni("STATUS", "", "", extra={"cniVersion": "1.1.0"})
+    say("  ok: STATUS reports the network ready")
+
+
+def main() -> int:
+    if not (BIN / "flannel").exists():
+        say(f"error: {BIN / 'flannel'} not found; run `make demo` (it installs the console scripts)")
+        return 1
+    root = Path(tempfile.mkdtemp(prefix="wincni-demo-"))
+    try:
+        heading("wincni demo: flannel -> win-bridge / win-overlay -> host-local on the HNS simulator")
+        say(f"work dir: {root}")
+        say("Executables: " + ", ".join(str(BIN / n) for n in ("flannel", "win-bridge", "win-overlay", "host-local", "hnsctl")))
+        subnet_env = (FIXTURES / "subnet.env").read_bytes() if (FIXTURES / "subnet.env").exists() else (
+            b"FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n")
+
+        heading("node 1: flannel host-gw -> HNS L2Bridge network cbr0 (win-bridge)")
+        bridge = Node(root, "cbr0", "host-gw")
+        say("flanneld creates the L2Bridge network and the bridge's host endpoint cbr0_ep at .2:")
+        bridge.hnsctl("network", "create", "cbr0", "--type", "L2Bridge", "--subnet", POD_SUBNET, "--gateway", "10.244.4.1",
+                      "--adapter", "Ethernet")
+        bridge.hnsctl("endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host")
+        bridge.setup(subnet_env, {"Network": "10.244.0.0/16", "Backend": {"name": "cbr0", "type": "host-gw"}}, {
+            "cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+            "capabilities": {"portMappings": True, "dns": True},
+            "delegate": {"type": "win-bridge", "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                         "policies": [
+                             {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]}},
+                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
+                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.127.130.36/32", "NeedEncap": True}}]}})
+        lifecycle(bridge)
+
+        heading("node 2: flannel vxlan -> HNS Overlay network vxlan0, VNI 4096, UDP 4789 (win-overlay)")
+        overlay = Node(root, "vxlan0", "vxlan")
+        say("flanneld creates the Overlay network (HNS adds the ProviderAddress = management IP):")
+        overlay.hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", POD_SUBNET, "--gateway", "10.244.4.1",
+                       "--vsid", "4096", "--adapter", "Ethernet", "--management-ip", "10.127.130.36")
+        overlay.setup(subnet_env, {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}}, {
+            "cniVersion": "1.0.0", "name": "vxlan0", "type": "flannel",
+            "capabilities": {"portMappings": True, "dns": True},
+            "delegate": {"dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                         "Policies": [
+                             {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}},
+                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}})
+        say("\n(the delegate has no \"type\": flannel picks win-overlay from net-conf.json's vxlan backend)")
+        lifecycle(overlay)
+
+        heading("done: every step did what it should")
+        if "--keep" in sys.argv:
+            say(f"state and debug logs (wincni.log, JSON lines) kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            say("(run `python demo/walkthrough.py --keep` to keep the state and the JSON-lines debug logs)")
+        return 0
+    except DemoFailed as err:
+        say(f"\nDEMO FAILED: {err}")
+        say(f"(state and debug logs kept for inspection in {root})")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
