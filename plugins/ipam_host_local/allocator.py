@@ -1,0 +1,148 @@
+"""Address allocation: pure logic over a store interface (the disk store, or a fake in tests).
+
+The caller holds the store's lock for the whole ADD, so every range set of a dual-stack ADD is
+decided under one lock (the reference locks per set).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol, Sequence
+
+from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
+from plugins.cni.result import IPConfig
+
+from .ranges import IPAddress, Range, RangeSet
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds an address: (container ID, ifname); ifname "" is a legacy id-only reservation."""
+    container_id: str
+    ifname: str = ""
+
+    @property
+    def legacy(self) -> bool:
+        return not self.ifname
+
+    def content(self) -> bytes:
+        """The reservation file's bytes, CRLF on every OS like the reference."""
+        return f"{self.container_id.strip()}\r\n{self.ifname}".encode()
+
+    @classmethod
+    def parse(cls, data: bytes) -> "Owner | None":
+        """A reservation file's owner; None when the content is not one we could ever match."""
+        try:
+            text = data.decode().strip()
+        except UnicodeDecodeError:
+            return None
+        cid, sep, ifname = text.partition("\r\n")
+        if text.split() != ([cid, ifname] if sep else [cid]):  # no whitespace inside either field
+            return None
+        return cls(cid, ifname)
+
+
+class Store(Protocol):
+    def reserve(self, owner: Owner, ip: IPAddress, range_id: int) -> bool:
+        """Claim ``ip`` atomically; False when someone holds it."""
+
+    def release(self, ip: IPAddress) -> None:
+        """Drop one reservation (used to roll back a partly failed ADD)."""
+
+    def last_reserved(self, range_id: int) -> IPAddress | None:
+        """The address last handed out for this range set, for round-robin."""
+
+    def owned_by(self, owner: Owner) -> list[IPAddress]:
+        """Addresses reserved to exactly this (container ID, ifname)."""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    ip: IPAddress
+    range: Range
+
+    def ip_config(self) -> IPConfig:
+        gw = self.range.gateway
+        return IPConfig(address=f"{self.ip}/{self.range.subnet.prefixlen}", gateway=str(gw) if gw else "")
+
+
+def candidates(rset: RangeSet, last: IPAddress | None) -> Iterator[tuple[Range, IPAddress]]:
+    """Round-robin order: after ``last`` (tried last itself), else from the first RangeStart.
+
+    Gateways are skipped; the walk wraps across ranges and stops where it began.
+    """
+    ranges = rset.ranges
+    idx, cur = 0, None
+    if last is not None:
+        for i, r in enumerate(ranges):
+            if r.contains(last):
+                idx, cur = i, last
+                break
+    start = None
+    while True:
+        r = ranges[idx]
+        if cur is None:
+            cur = r.range_start
+        elif cur == r.range_end:
+            idx = (idx + 1) % len(ranges)
+            r = ranges[idx]
+            cur = r.range_start
+        else:
+            cur = cur + 1
+        if start is None:
+            start = cur
+        elif cur == start:
+            return
+        if cur != r.gateway:
+            yield r, cur
+
+
+def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
+             requested: IPAddress | None = None) -> Allocation:
+    """One address from ``rset`` for ``owner`` (Allocator.Get)."""
+    if requested is not None:
+        r = rset.range_for(requested)
+        if r is None:
+            raise CniError(INVALID_CONFIG, f"{requested} not in range set {rset}",
+                           "request an address inside the configured ranges")
+        if requested == r.gateway:
+            raise CniError(INVALID_CONFIG, f"requested ip {requested} is subnet's gateway",
+                           "the gateway is never assigned to a container")
+        if not store.reserve(owner, requested, range_id):
+            raise CniError(TRY_AGAIN_LATER, f"requested IP address {requested} is not available in range set {rset}",
+                           "another container holds it; retry after it is released")
+        return Allocation(requested, r)
+    for held in store.owned_by(owner):
+        if rset.contains(held):
+            raise CniError(TRY_AGAIN_LATER,
+                           f"{held} has been allocated to {owner.container_id}, duplicate allocation is not allowed",
+                           f"DEL container {owner.container_id} ifname {owner.ifname} before adding it again")
+    for r, ip in candidates(rset, store.last_reserved(range_id)):
+        if store.reserve(owner, ip, range_id):
+            return Allocation(ip, r)
+    raise CniError(TRY_AGAIN_LATER, f"no IP addresses available in range set: {rset}",
+                   "the range is exhausted; addresses free up as pods are deleted (or widen the range)")
+
+
+def allocate_all(range_sets: Sequence[RangeSet], store: Store, owner: Owner,
+                 requested: Sequence[IPAddress] = ()) -> list[Allocation]:
+    """One address per range set, honouring requested IPs; all or nothing (cmdAdd)."""
+    pending = dict.fromkeys(requested)
+    done: list[Allocation] = []
+    try:
+        for idx, rset in enumerate(range_sets):
+            want = next((ip for ip in pending if rset.contains(ip)), None)
+            pending.pop(want, None)
+            try:
+                done.append(allocate(rset, store, idx, owner, want))
+            except CniError as err:
+                raise CniError(err.code, f"failed to allocate for range {idx}: {err.msg}", err.details) from err
+        if pending:
+            raise CniError(INVALID_CONFIG, "failed to allocate all requested IPs: " + " ".join(map(str, pending)),
+                           "each requested IP must lie in a configured range set, one per set")
+    except Exception:
+        # Only what this ADD reserved (an earlier ADD's addresses stay; the reference releases
+        # all), and on any failure, an I/O error in a later set included.
+        for a in done:
+            store.release(a.ip)
+        raise
+    return done

@@ -1,0 +1,131 @@
+"""ADD, DEL, CHECK, GC and STATUS of host-local. Each command holds the store lock once."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from plugins.cni import log
+from plugins.cni.config import valid_attachments
+from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, UNKNOWN_CONTAINER, CniError
+from plugins.cni.result import DNS, Result
+from plugins.cni.skel import Request
+
+from . import config, resolvconf
+from .allocator import Owner, allocate_all
+from .ranges import parse_ip
+from .store import DiskStore, open_store
+
+
+def add(req: Request) -> Result:
+    cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
+    dns = _dns(cfg.resolv_conf)
+    owner = Owner(req.container_id, req.ifname)
+    with _store(cfg.directory, req.platform) as store:
+        allocations = allocate_all(cfg.range_sets, store, owner, cfg.requested)
+    log.event("allocated", ips=[str(a.ip) for a in allocations])
+    return Result(cni_version=req.cni_version, ips=[a.ip_config() for a in allocations],
+                  routes=list(cfg.routes), dns=dns)
+
+
+def delete(req: Request) -> None:
+    """Release the container's addresses; unknown containers and missing stores are success."""
+    cfg = config.load_location(req.conf, req.platform)
+    if not os.path.isdir(cfg.directory):
+        return
+    with _store(cfg.directory, req.platform) as store:
+        released = store.release_owner(Owner(req.container_id, req.ifname))
+    log.event("released", ips=[str(ip) for ip in released])
+
+
+def check(req: Request) -> None:
+    """The container still holds an address, and every address of prevResult that lies in our
+    ranges is still reserved to it."""
+    cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
+    owner = Owner(req.container_id, req.ifname)
+    with _store(cfg.directory, req.platform) as store:
+        held = store.find(owner)
+        if not held:
+            store.rescan()  # a miss is rare and decisive: confirm it against the files
+            held = store.find(owner)
+    if not held:
+        raise CniError(UNKNOWN_CONTAINER, f"host-local: Failed to find address added by container {req.container_id}",
+                       f"no reservation for ifname {req.ifname} in {cfg.directory}")
+    prev = req.prev_result
+    expected = [parse_ip(ip.address.split("/")[0]) for ip in (prev.ips if prev else [])]
+    missing = [str(ip) for ip in expected
+               if ip not in held and any(s.contains(ip) for s in cfg.range_sets)]
+    if missing:
+        raise CniError(UNKNOWN_CONTAINER,
+                       f"host-local: addresses {', '.join(missing)} are no longer reserved to container {req.container_id}",
+                       f"it holds {', '.join(map(str, held))} in {cfg.directory}; delete and re-add the container")
+
+
+def gc(req: Request) -> None:
+    """Release every reservation whose (container ID, ifname) is not a valid attachment.
+
+    Legacy id-only reservations stay while any attachment of that container is valid.
+    """
+    cfg = config.load_location(req.conf, req.platform)
+    if "cni.dev/valid-attachments" not in req.conf:
+        # Absent is not "nothing is valid": refusing to guess keeps a broken runtime from wiping the node.
+        log.warning("GC without cni.dev/valid-attachments: nothing released")
+        return
+    valid = valid_attachments(req.conf)
+    valid_ids = {cid for cid, _ in valid}
+    if not os.path.isdir(cfg.directory):
+        return
+    with _store(cfg.directory, req.platform) as store:
+        store.rescan()  # GC is rare and must see every file, whatever wrote it
+        stale = [ip for ip, owner in store.allocations() if not _still_valid(owner, valid, valid_ids)]
+        for ip in stale:
+            store.release(ip)
+    log.event("gc", released=[str(ip) for ip in stale], valid_attachments=len(valid))
+
+
+def status(req: Request) -> None:
+    """Code 50 when ADD cannot succeed: the store is unusable or a range set is exhausted."""
+    cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
+    try:
+        with _store(cfg.directory, req.platform) as store:
+            taken = [ip for ip, _ in store.allocations()]
+    except CniError as exc:
+        raise CniError(NOT_AVAILABLE, exc.msg, exc.details) from exc
+    if not os.access(cfg.directory, os.W_OK):
+        raise CniError(NOT_AVAILABLE, f"host-local: cannot use data directory {cfg.directory}: not writable",
+                       "ipam.dataDir must be a writable local directory")
+    for rset in cfg.range_sets:
+        used = sum(1 for ip in taken if rset.contains(ip) and all(ip != r.gateway for r in rset.ranges))
+        if used >= rset.size():
+            raise CniError(NOT_AVAILABLE, f"no IP addresses available in range set: {rset}",
+                           f"all {rset.size()} addresses are reserved; delete pods or widen the range")
+
+
+def _still_valid(owner: Owner | None, valid: set[tuple[str, str]], valid_ids: set[str]) -> bool:
+    if owner is None:
+        return False
+    if owner.legacy:
+        return owner.container_id in valid_ids
+    return (owner.container_id, owner.ifname) in valid
+
+
+def _dns(path: str) -> DNS:
+    if not path:
+        return DNS()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return resolvconf.parse(f.read())
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"ipam.resolvConf: cannot read {path}: {exc.strerror or exc}",
+                       "point ipam.resolvConf at a readable resolv.conf-style file, or remove it") from exc
+
+
+@contextmanager
+def _store(directory: str, platform: str) -> Iterator[DiskStore]:
+    """open_store with I/O failures as CNI code 5 naming the directory (never a traceback)."""
+    try:
+        with open_store(directory, platform) as store:
+            yield store
+    except OSError as exc:
+        raise CniError(IO_FAILURE, f"host-local: cannot use data directory {directory}: {exc.strerror or exc}",
+                       "ipam.dataDir must be a writable local directory") from exc

@@ -1,0 +1,164 @@
+"""The reservation index: (container ID, ifname) -> addresses, so DEL need not read every file.
+
+File ``<dir>/.wincni-index``: a header line ``wincni-host-local-index 1 <dir mtime ns> <crc32>``
+then one line per reservation file, ``<ip> <id> <ifname>`` (``<ip> <id>`` for a legacy id-only
+file, ``<ip> ?`` for content nobody can match). The Go plugin ignores it: its name is not an IP
+and its content never equals ``id\\r\\nifname``.
+
+Trust rules, all O(1) besides reading the file itself:
+- the header's directory mtime must equal the directory's now. Creating or deleting a
+  reservation (ours, the Go plugin's, an operator's) changes it; rewriting the index in place
+  does not, which is why the index is rewritten in place and never renamed over;
+- the crc must match, so a write torn by a crash is noticed.
+A directory change in the same clock tick as the recorded mtime would be invisible, so ``save``
+holds on (under the store lock) until the file-system clock has moved past it: free with
+fine-grained timestamps, about half a tick (2-8 ms) with coarse ones; on a file system whose
+clock does not move within ``_SETTLE_S`` (FAT's 2 s) the index is saved as stale, i.e. every
+call rebuilds, which is slow but never wrong.
+Anything else means "rebuild from the files". Lookups are byte searches, not a parse: at
+10,000 reservations the file is ~0.8 MB and a lookup costs well under a millisecond.
+"""
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from typing import Iterable
+
+from .allocator import Owner
+
+INDEX_NAME = ".wincni-index"
+_MAGIC = b"wincni-host-local-index 1"
+_UNKNOWN = b"?"
+_SETTLE_S = 0.05
+O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no CRLF translation on our own writes
+
+
+class Index:
+    def __init__(self, body: bytes = b"") -> None:
+        # A leading newline means every line, the first included, starts after b"\n".
+        self._body = b"\n" + body
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[str, Owner | None]]) -> "Index":
+        return cls(b"".join(_line(ip, owner) for ip, owner in items))
+
+    def add(self, ip: str, owner: Owner | None) -> None:
+        self.remove(ip)  # a stale line for a file someone else deleted
+        self._body += _line(ip, owner)
+
+    def remove(self, ip: str) -> None:
+        pos = self._body.find(b"\n" + ip.encode() + b" ")
+        if pos >= 0:
+            end = self._body.find(b"\n", pos + 1)
+            self._body = self._body[:pos] + self._body[end:]
+
+    def owned_by(self, owner: Owner) -> list[str]:
+        """Addresses whose line names exactly this owner (legacy: id-only lines)."""
+        needle = b" " + _owner_bytes(owner) + b"\n"
+        found, pos = [], self._body.find(needle)
+        while pos >= 0:
+            start = self._body.rfind(b"\n", 0, pos) + 1
+            ip = self._body[start:pos]
+            if b" " not in ip:  # the match began right after the address field
+                found.append(ip.decode())
+            pos = self._body.find(needle, pos + 1)
+        return found
+
+    def items(self) -> list[tuple[str, Owner | None]]:
+        out = []
+        for line in self._body[1:].splitlines():
+            ip, _, rest = line.partition(b" ")
+            out.append((ip.decode(), _parse_owner(rest)))
+        return out
+
+    def __len__(self) -> int:
+        return self._body.count(b"\n") - 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Index) and sorted(self.items(), key=_key) == sorted(other.items(), key=_key)
+
+    def encode(self, dir_mtime_ns: int) -> bytes:
+        body = self._body[1:]
+        return b"%s %d %08x\n%s" % (_MAGIC, dir_mtime_ns, zlib.crc32(body), body)
+
+
+def decode(data: bytes, dir_mtime_ns: int) -> Index | None:
+    """The index in ``data`` if it is whole and current for that directory mtime, else None."""
+    header, sep, body = data.partition(b"\n")
+    parts = header.split(b" ")
+    if not sep or len(parts) != 4 or b" ".join(parts[:2]) != _MAGIC:
+        return None
+    try:
+        mtime, crc = int(parts[2]), int(parts[3], 16)
+    except ValueError:
+        return None
+    if mtime != dir_mtime_ns or crc != zlib.crc32(body):
+        return None
+    return Index(body)
+
+
+def load(directory: str) -> Index | None:
+    try:
+        with open(os.path.join(directory, INDEX_NAME), "rb") as f:
+            data = f.read()
+        return decode(data, os.stat(directory).st_mtime_ns)
+    except OSError:
+        return None
+
+
+def save(directory: str, index: Index) -> None:
+    """Rewrite in place; the directory mtime is read after the file exists, so creating the
+    index the first time does not make it stale."""
+    path = os.path.join(directory, INDEX_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+        _write(fd, index.encode(mtime))
+        if not _clock_passed(fd, path, mtime):
+            _write(fd, index.encode(-1))
+    finally:
+        os.close(fd)
+
+
+def _write(fd: int, data: bytes) -> None:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _clock_passed(fd: int, path: str, mtime: int) -> bool:
+    """True once a file touched now gets a later timestamp than ``mtime`` (see module doc)."""
+    deadline = time.monotonic() + _SETTLE_S
+    while os.fstat(fd).st_mtime_ns <= mtime:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+        try:
+            os.utime(path)
+        except OSError:
+            return False
+    return True
+
+
+def _owner_bytes(owner: Owner) -> bytes:
+    cid = owner.container_id.strip().encode()
+    return cid if owner.legacy else cid + b" " + owner.ifname.encode()
+
+
+def _line(ip: str, owner: Owner | None) -> bytes:
+    return ip.encode() + b" " + (_owner_bytes(owner) if owner else _UNKNOWN) + b"\n"
+
+
+def _parse_owner(rest: bytes) -> Owner | None:
+    if rest == _UNKNOWN:
+        return None
+    cid, _, ifname = rest.decode().partition(" ")
+    return Owner(cid, ifname)
+
+
+def _key(item: tuple[str, Owner | None]) -> tuple:
+    ip, owner = item
+    return (ip, owner.container_id, owner.ifname) if owner else (ip, "", "")

@@ -1,0 +1,179 @@
+"""host-local disk store, reservation index and lock: bytes on disk, staleness, crash healing."""
+from __future__ import annotations
+
+import ipaddress
+import multiprocessing
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from plugins.ipam_host_local import index as idx
+from plugins.ipam_host_local.allocator import Owner
+from plugins.ipam_host_local.lock import FileLock
+from plugins.ipam_host_local.store import DiskStore, open_store
+
+ip = ipaddress.ip_address
+A, B = Owner("ctr-a", "eth0"), Owner("ctr-b", "eth0")
+
+
+def files(d) -> dict[str, bytes]:
+    return {n: open(os.path.join(d, n), "rb").read() for n in sorted(os.listdir(d))}
+
+
+def on_disk_index(d) -> idx.Index | None:
+    return idx.load(str(d))
+
+
+def scanned(d, platform="linux") -> idx.Index:
+    s = DiskStore(str(d), platform)
+    s.rescan()
+    return s.index
+
+
+def test_reserve_writes_reference_bytes(tmp_path):
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.reserve(A, ip("10.1.2.2"), 0)
+        assert not s.reserve(B, ip("10.1.2.2"), 0)
+        assert s.reserve(Owner("   dummy\n ", "eth0"), ip("10.1.2.3"), 1)
+    got = files(tmp_path)
+    assert got["10.1.2.2"] == b"ctr-a\r\neth0"
+    assert got["10.1.2.3"] == b"dummy\r\neth0"
+    assert got["last_reserved_ip.0"] == b"10.1.2.2" and got["last_reserved_ip.1"] == b"10.1.2.3"
+    assert got["lock"] == b""
+    assert on_disk_index(tmp_path) == scanned(tmp_path)
+
+
+@pytest.mark.parametrize("platform,name", [
+    ("win32", "2001_db8_1__2"),
+    pytest.param("linux", "2001:db8:1::2", marks=pytest.mark.skipif(sys.platform == "win32", reason="':' in a file name")),
+])
+def test_ipv6_names_escaped_on_windows_only(tmp_path, platform, name):
+    with open_store(str(tmp_path), platform) as s:
+        assert s.reserve(A, ip("2001:db8:1::2"), 1)
+    assert files(tmp_path)[name] == b"ctr-a\r\neth0"
+    assert files(tmp_path)["last_reserved_ip.1"] == b"2001:db8:1::2"  # content is never escaped
+    with open_store(str(tmp_path), platform) as s:
+        s.rescan()  # escaped names are found again (the reference's GetByID misses them)
+        assert s.owned_by(A) == [ip("2001:db8:1::2")]
+
+
+def test_release_owner_exact_then_legacy(tmp_path):
+    (tmp_path / "10.1.2.9").write_bytes(b"ctr-a")  # legacy id-only reservation
+    with open_store(str(tmp_path), "linux") as s:
+        s.reserve(Owner("ctr-a", "eth1"), ip("10.1.2.2"), 0)
+        assert s.release_owner(A) == [ip("10.1.2.9")]
+        assert s.release_owner(A) == []
+        assert s.release_owner(Owner("ctr-a", "eth1")) == [ip("10.1.2.2")]
+    assert set(files(tmp_path)) == {"lock", "last_reserved_ip.0", idx.INDEX_NAME}
+
+
+def test_foreign_writes_make_the_index_stale_and_it_heals(tmp_path):
+    with open_store(str(tmp_path), "linux") as s:
+        s.reserve(A, ip("10.1.2.2"), 0)
+    assert on_disk_index(tmp_path) is not None
+    (tmp_path / "10.1.2.3").write_bytes(b"ctr-b\r\neth0")  # the Go plugin, say
+    assert on_disk_index(tmp_path) is None
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.release_owner(B) == [ip("10.1.2.3")]
+    assert on_disk_index(tmp_path) == scanned(tmp_path)
+
+
+def test_index_lookup_verifies_files(tmp_path):
+    """A stale index that still looks current never releases another container's address."""
+    with open_store(str(tmp_path), "linux") as s:
+        s.reserve(A, ip("10.1.2.2"), 0)
+    stamp = os.stat(tmp_path).st_mtime_ns
+    (tmp_path / "10.1.2.2").write_bytes(b"ctr-b\r\neth0")  # rewritten in place: mtime unchanged
+    os.utime(tmp_path, ns=(stamp, stamp))
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.release_owner(A) == []
+    assert files(tmp_path)["10.1.2.2"] == b"ctr-b\r\neth0"
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: (d / idx.INDEX_NAME).unlink(),
+    lambda d: (d / idx.INDEX_NAME).write_bytes(b"garbage"),
+    lambda d: (d / idx.INDEX_NAME).write_bytes((d / idx.INDEX_NAME).read_bytes()[:-5]),  # torn write
+])
+def test_missing_or_corrupt_index_is_rebuilt(tmp_path, damage):
+    with open_store(str(tmp_path), "linux") as s:
+        s.reserve(A, ip("10.1.2.2"), 0)
+        s.reserve(B, ip("10.1.2.3"), 0)
+    stamp = os.stat(tmp_path).st_mtime_ns
+    damage(tmp_path)
+    os.utime(tmp_path, ns=(stamp, stamp))  # only the content betrays the damage
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.owned_by(B) == [ip("10.1.2.3")]
+    assert on_disk_index(tmp_path) == scanned(tmp_path)
+
+
+def test_crash_between_commit_and_index_heals(tmp_path):
+    with open_store(str(tmp_path), "linux") as s:
+        s.reserve(A, ip("10.1.2.2"), 0)
+    s = DiskStore(str(tmp_path), "linux")
+    s.reserve(B, ip("10.1.2.3"), 0)  # committed, but the process "dies" before flush
+    with open_store(str(tmp_path), "linux") as s2:
+        assert s2.owned_by(B) == [ip("10.1.2.3")]
+        assert not s2.reserve(A, ip("10.1.2.3"), 0)
+
+
+def test_unreadable_content_is_owned_by_nobody(tmp_path):
+    (tmp_path / "10.1.2.4").write_bytes(b"")  # a crash right after the O_EXCL create
+    (tmp_path / "10.1.2.5").write_bytes(b"a b\r\neth0")
+    (tmp_path / "not-an-ip").write_bytes(b"ctr-a\r\neth0")
+    (tmp_path / "10.01.2.6").write_bytes(b"ctr-a\r\neth0")  # not a name the reference writes
+    with open_store(str(tmp_path), "linux") as s:
+        assert sorted(s.allocations(), key=str) == [(ip("10.1.2.4"), None), (ip("10.1.2.5"), None)]
+        assert s.owned_by(A) == []
+
+
+def test_index_text_format_lookups():
+    index = idx.Index.of([("10.0.0.2", A), ("10.0.0.20", Owner("x", "eth0")), ("10.0.0.3", Owner("eth0")),
+                          ("10.0.0.4", None)])
+    assert index.owned_by(A) == ["10.0.0.2"]
+    assert index.owned_by(Owner("eth0")) == ["10.0.0.3"]  # not the ifname column of other lines
+    index.remove("10.0.0.2")
+    assert [i for i, _ in index.items()] == ["10.0.0.20", "10.0.0.3", "10.0.0.4"]
+    index.add("10.0.0.3", B)  # replaces, never duplicates
+    assert index.owned_by(B) == ["10.0.0.3"] and len(index) == 3
+    assert idx.decode(index.encode(7), 7) == index and idx.decode(index.encode(7), 8) is None
+
+
+def _hold(path: str, locked, release) -> None:
+    with FileLock(path):
+        locked.set()
+        release.wait(10)
+
+
+@pytest.mark.parametrize("as_dir", [False, True])
+def test_lock_excludes_other_processes(tmp_path, as_dir):
+    path = str(tmp_path) if as_dir else str(tmp_path / "f")
+    ctx = multiprocessing.get_context("spawn")
+    locked, release = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_hold, args=(path, locked, release))
+    p.start()
+    assert locked.wait(10)
+    lock = FileLock(path)
+    if as_dir:
+        assert lock.path == str(tmp_path / "lock")
+    started = time.monotonic()
+    threading.Timer(0.3, release.set).start()
+    with lock:
+        waited = time.monotonic() - started
+    p.join(10)
+    assert waited >= 0.25
+
+
+def test_index_saved_stale_when_the_clock_cannot_pass_the_directory_mtime(tmp_path):
+    """A file system whose timestamps are coarser than our wait (FAT: 2 s) gets a self-distrusting
+    index: every call rebuilds, slower but never wrong."""
+    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
+    assert idx.load(str(tmp_path)) is not None
+    future = time.time_ns() + 3_600 * 10**9
+    os.utime(tmp_path, ns=(future, future))  # a directory change the clock has not yet passed
+    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
+    assert (tmp_path / idx.INDEX_NAME).read_bytes().startswith(b"wincni-host-local-index 1 -1 ")
+    assert idx.load(str(tmp_path)) is None
