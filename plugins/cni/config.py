@@ -20,8 +20,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
 def decode(stdin: bytes) -> dict:
     """stdin -> config object; not JSON (or not an object) is code 6."""
     try:
-        doc = json.loads(stdin)
-    except (ValueError, UnicodeDecodeError) as exc:
+        doc = json.loads(stdin, parse_constant=_not_json)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise CniError(DECODE_FAILURE, f"error unmarshall network config: {exc}",
                        "the network configuration on stdin must be a JSON object") from exc
     if not isinstance(doc, dict):
@@ -30,12 +30,17 @@ def decode(stdin: bytes) -> dict:
     return doc
 
 
+def _not_json(token: str) -> None:
+    """NaN and Infinity are Python's extension, not JSON (Go rejects them); they would crash later."""
+    raise ValueError(f"invalid JSON token {token}")
+
+
 def check_name(conf: Mapping[str, Any]) -> str:
     name = conf.get("name")
     if not name:
         raise CniError(INVALID_CONFIG, "missing network name",
                        'set "name" to the network name (for win-bridge/win-overlay: the HNS network)')
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # not .match: "$" allows a trailing \n
         raise CniError(INVALID_CONFIG, "invalid characters found in network name",
                        f"name {name!r} must match {_NAME.pattern}")
     return name
@@ -163,7 +168,7 @@ class RuntimeConfig:
         if not isinstance(rc, dict):
             raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {json.dumps(rc)[:80]}")
         pms = []
-        for i, pm in enumerate(rc.get("portMappings") or []):
+        for i, pm in enumerate(_list(rc, "portMappings")):
             try:
                 pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
                                        protocol=str(pm.get("protocol") or "tcp"), host_ip=str(pm.get("hostIP") or "")))
@@ -177,11 +182,19 @@ class RuntimeConfig:
             port_mappings=tuple(pms),
             dns=RuntimeDNS(servers=tuple(_str_list(dns, "servers")), searches=tuple(_str_list(dns, "searches")),
                            options=tuple(_str_list(dns, "options"))),
-            ips=tuple(str(x) for x in rc.get("ips") or []),
-            ip_ranges=tuple(rc.get("ipRanges") or []),
+            ips=tuple(str(x) for x in _list(rc, "ips")),
+            ip_ranges=tuple(_list(rc, "ipRanges")),
             mac=str(rc.get("mac") or ""),
             raw=rc,
         )
+
+
+def _list(rc: Mapping[str, Any], key: str) -> list:
+    """A runtimeConfig list (absent is empty); anything else is code 7, not a crash later."""
+    value = rc.get(key) or []
+    if not isinstance(value, list):
+        raise CniError(INVALID_CONFIG, f"runtimeConfig.{key}: must be a list", f"got {json.dumps(value)[:80]}")
+    return value
 
 
 def _str_list(doc: Mapping[str, Any], key: str) -> list[str]:
@@ -193,11 +206,15 @@ def _str_list(doc: Mapping[str, Any], key: str) -> list[str]:
 
 # ---------------------------------------------------------------- GC
 
-def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """``cni.dev/valid-attachments`` as {(containerID, ifname)}; absent is an empty set (release all)."""
+def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
+    """``cni.dev/valid-attachments`` as {(containerID, ifname)}.
+
+    None when the key is absent: that is a malformed GC, not "nothing is valid", and callers
+    release nothing rather than wipe the node. An empty list is meaningful (release all).
+    """
     raw = conf.get("cni.dev/valid-attachments")
     if raw is None:
-        return set()
+        return None
     if not isinstance(raw, list):
         raise CniError(INVALID_CONFIG, "cni.dev/valid-attachments: must be a list of {containerID, ifname}")
     out = set()

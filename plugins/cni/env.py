@@ -54,7 +54,7 @@ def parse_env(env: Mapping[str, str], platform: str) -> CmdArgs:
         raise CniError(INVALID_ENV, f"required env variables [{','.join(missing)}] missing",
                        f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]))
     container_id = env.get("CNI_CONTAINERID", "")
-    if container_id and not _CONTAINER_ID.match(container_id):
+    if container_id and not _CONTAINER_ID.fullmatch(container_id):  # not .match: "$" allows a trailing \n
         raise CniError(INVALID_ENV, "invalid characters in containerID", container_id)
     ifname = env.get("CNI_IFNAME", "")
     if command in ("ADD", "CHECK", "DEL") or ifname:

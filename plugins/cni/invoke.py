@@ -49,7 +49,7 @@ def exec_plugin(name: str, command: str, stdin: bytes, env: Mapping[str, str], p
     if stderr_text:
         # Forward the child's diagnostics to ours so the runtime's log shows them.
         log.forward(stderr_text)
-    log.event("exec", plugin=name, command=command, path=exe, rc=proc.returncode, ms=ms,
+    log.event("exec", child=name, command=command, path=exe, rc=proc.returncode, ms=ms,
               stderr=stderr_text[-2000:] or None)
     out = proc.stdout.strip()
     if proc.returncode != 0:

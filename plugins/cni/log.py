@@ -9,7 +9,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, TextIO
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
 
 _state: dict[str, Any] = {"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"}
 
@@ -67,3 +68,15 @@ def event(kind: str, **fields: Any) -> None:
 def reset() -> None:
     """For in-process tests: forget configuration between runs."""
     _state.update({"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"})
+
+
+@contextmanager
+def scope() -> Iterator[None]:
+    """A fresh state for one command run in-process (tests, in-process delegation); the caller's
+    plugin name, log file and fields come back afterwards instead of leaking either way."""
+    saved = {**_state, "fields": dict(_state["fields"])}
+    reset()
+    try:
+        yield
+    finally:
+        _state.update(saved)

@@ -60,14 +60,11 @@ class DNS:
     def to_dict(self) -> dict:
         """Empty fields are omitted, never rendered as [""]; an empty DNS is {}."""
         doc: dict[str, Any] = {}
-        if self.nameservers:
-            doc["nameservers"] = list(self.nameservers)
-        if self.domain:
-            doc["domain"] = self.domain
-        if self.search:
-            doc["search"] = list(self.search)
-        if self.options:
-            doc["options"] = list(self.options)
+        for key, value in (("nameservers", self.nameservers), ("domain", self.domain),
+                           ("search", self.search), ("options", self.options)):
+            value = value if isinstance(value, str) else _strings(value)
+            if value:
+                doc[key] = value
         return doc
 
     @classmethod

@@ -94,6 +94,12 @@ class Request:
 def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         stderr: TextIO | None = None, platform: str = sys.platform) -> int:
     """Execute one CNI command; returns the process exit status (0 ok, 1 CNI error)."""
+    with log.scope():
+        return _run(spec, env, stdin, stdout, stderr, platform)
+
+
+def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
+         stderr: TextIO | None, platform: str) -> int:
     stderr = stderr if stderr is not None else sys.stderr
     log.configure(spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"))
     command = env.get("CNI_COMMAND")
@@ -122,6 +128,8 @@ def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         log.event("start", cniVersion=version, network=conf.get("name"))
         handlers = importlib.import_module(spec.handlers)
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
+        if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
+            return 0  # like the Go skel: a plugin without GC/STATUS has nothing to collect and is ready
         result = getattr(handlers, _HANDLER[command])(req)
         if command == "ADD":
             doc = result if isinstance(result, dict) else result.to_dict(version)
@@ -159,7 +167,7 @@ def _version_doc(data: bytes) -> dict:
         doc = json.loads(data) if data.strip() else {}
         if isinstance(doc, dict) and isinstance(doc.get("cniVersion"), str) and doc["cniVersion"]:
             version = doc["cniVersion"]
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 

@@ -83,7 +83,11 @@ def gc(req: Request) -> None:
     with the same knowledge of which delegates are in use.
     """
     conf = _conf(req)
-    valid = {Attachment(cid, ifname) for cid, ifname in valid_attachments(req.conf)}
+    attachments = valid_attachments(req.conf)
+    if attachments is None:
+        log.warning("GC without cni.dev/valid-attachments: nothing released")
+        return
+    valid = {Attachment(cid, ifname) for cid, ifname in attachments}
     store = Store(conf.data_dir)
     mine: dict[str, dict[str, Any]] = {}
     for key in store.keys():

@@ -67,11 +67,10 @@ def gc(req: Request) -> None:
     Legacy id-only reservations stay while any attachment of that container is valid.
     """
     cfg = config.load_location(req.conf, req.platform)
-    if "cni.dev/valid-attachments" not in req.conf:
-        # Absent is not "nothing is valid": refusing to guess keeps a broken runtime from wiping the node.
+    valid = valid_attachments(req.conf)
+    if valid is None:
         log.warning("GC without cni.dev/valid-attachments: nothing released")
         return
-    valid = valid_attachments(req.conf)
     valid_ids = {cid for cid, _ in valid}
     if not os.path.isdir(cfg.directory):
         return

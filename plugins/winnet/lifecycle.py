@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from plugins.cni import log
@@ -140,6 +140,10 @@ class Lifecycle:
     def add(self, req: Request) -> Result:
         conf, netconf = self.load(req)
         api = self.api(netconf, req, need_netns=True)
+        # Policies and port mappings that cannot be sent are config errors: report them before
+        # IPAM reserves an address (the full list is built again once the addresses are known).
+        pol.add_port_mappings(pol.fit_user_policies(netconf.policies, netconf.policy_sources, api.schema),
+                              req.runtime_config.port_mappings, api.schema)
         network = self.network(api, netconf, TRY_AGAIN_LATER)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
@@ -156,14 +160,14 @@ class Lifecycle:
                                "the sandbox (pause) container must be set up before containers that share its network")
             with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
                 api.attach(existing)
-            return self.result_of(existing, network, api, req)
+            return self.result_of(existing, network, api, req, netconf)
         if existing is not None:
             # A retry of an ADD that succeeded (or half-succeeded): same answer, no second IP or endpoint.
             if not api.is_attached(existing):
                 with hns_step(f"failed to attach HNS endpoint {name}"):
                     api.attach(existing)
             log.event("add-retry", endpoint=name)
-            return self.result_of(existing, network, api, req)
+            return self.result_of(existing, network, api, req, netconf)
         return self.create(req, conf, netconf, api, network, name)
 
     def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str) -> Result:
@@ -181,14 +185,16 @@ class Lifecycle:
             plan = EndpointPlan(name=name, network_id=network.id, addresses=addresses,
                                 dns=merged_dns(netconf.dns, req.runtime_config.dns), policies=tuple(policies),
                                 mac=self.flavor.mac(netconf, addresses))
+            created: list[Any] = []
+            undo.append(("delete the endpoint", lambda: _delete_created(api, created, name, network.id)))
             with hns_step(f"error while creating HNS endpoint {name}"):
-                ep = api.create(plan)
-            undo.append(("delete the endpoint", lambda: api.delete(ep)))
+                created.append(api.create(plan))
+            ep = created[0]
             with hns_step(f"failed to attach HNS endpoint {name} to {req.netns or req.container_id}"):
                 api.attach(ep)
             undo.append(("detach the endpoint", lambda: api.release(ep)))
             if not addresses:  # no IPAM: HNS chose the address
-                return self.result_of(ep, network, api, req)
+                return self.result_of(ep, network, api, req, netconf)
             return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, plan.dns, req.cni_version)
         except BaseException:
             for what, step in reversed(undo):
@@ -217,8 +223,12 @@ class Lifecycle:
                                "use apiVersion 2 for IPv6")
         return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network)) for ip in ips)
 
-    def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
-        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), api.dns(ep), req.cni_version)
+    def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request, netconf: NetConf) -> Result:
+        """The result for an existing endpoint (retry, shared container). A V1 endpoint cannot hold
+        the DNS domain and options, so those come from the config, as the first ADD's result did."""
+        have, want = api.dns(ep), merged_dns(netconf.dns, req.runtime_config.dns)
+        dns = replace(have, domain=have.domain or want.domain, options=have.options or want.options)
+        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), dns, req.cni_version)
 
     # ------------------------------------------------------------------ DEL
     def delete(self, req: Request) -> None:
@@ -279,7 +289,11 @@ class Lifecycle:
     def gc(self, req: Request) -> None:
         """Remove this network's <sandbox>_<network> endpoints of sandboxes the runtime no longer knows."""
         conf, netconf = self.load(req)
-        keep = {cid for cid, _ in valid_attachments(conf)}
+        attachments = valid_attachments(conf)
+        if attachments is None:
+            log.warning("GC without cni.dev/valid-attachments: nothing released")
+            return
+        keep = {cid for cid, _ in attachments}
         api = self.api(netconf, req, need_netns=False)
         suffix = "_" + netconf.name
         failures = []
@@ -322,6 +336,14 @@ def _release_stale(api: EndpointApi, ep: Any) -> None:
         except Exception as err:  # noqa: BLE001 - the container is usually gone already
             log.event("gc-detach-failed", container=container, error=str(err))
     api.delete(ep)
+
+
+def _delete_created(api: EndpointApi, created: list, name: str, network_id: str) -> None:
+    """Undo of the create step. HCN creation is Create + Query: when the Query fails the endpoint
+    exists but we never got it back, so look it up by name (ADD checked none existed before)."""
+    ep = created[0] if created else api.endpoint(name)
+    if ep is not None and _same(ep.network_id, network_id):
+        api.delete(ep)
 
 
 def _sandbox(netns: str) -> str:

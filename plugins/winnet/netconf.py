@@ -100,7 +100,7 @@ class NetConf:
 
 
 def is_namespace_guid(netns: str) -> bool:
-    return bool(_GUID.match(netns or ""))
+    return bool(_GUID.fullmatch(netns or ""))
 
 
 def choose_api(api_version: int | None, netns: str) -> int:

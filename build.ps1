@@ -1,0 +1,179 @@
+<#
+.SYNOPSIS
+    Build the wincni plugins for Windows (win-bridge, win-overlay, flannel, host-local, hnsctl)
+    as one-file executables in dist\, and optionally install them where the kubelet finds them.
+
+.DESCRIPTION
+    1. Finds Python >= 3.10 (-Python, else the py launcher, else python/python3 on PATH).
+    2. Creates .venv next to this script and installs the project with its build extra
+       (again only when setup.cfg or pyproject.toml changed since the last install).
+    3. Runs PyInstaller with specs\wincni.spec into dist\ (the same spec `make dist` uses).
+    4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\).
+    5. -Install copies dist\*.exe into -CniBinDir (needs an elevated shell).
+
+.PARAMETER Install
+    Copy the executables into -CniBinDir. Requires "Run as administrator".
+
+.PARAMETER CniBinDir
+    The CNI binary directory of the node (containerd's bin_dir / kubelet --cni-bin-dir).
+
+.PARAMETER Test
+    Also install the test extra and run pytest after the build.
+
+.PARAMETER Python
+    A python.exe (>= 3.10) to create .venv with, instead of searching for one.
+
+.EXAMPLE
+    .\build.ps1
+.EXAMPLE
+    .\build.ps1 -Install
+.EXAMPLE
+    .\build.ps1 -Test -Install -CniBinDir 'C:\opt\cni\bin'
+#>
+[CmdletBinding()]
+param(
+    [switch]$Install,
+    [string]$CniBinDir = 'C:\k\cni',
+    [switch]$Test,
+    [string]$Python = ''
+)
+
+Set-StrictMode -Version Latest
+$ErrorActionPreference = 'Stop'
+
+$Root = $PSScriptRoot
+$Commands = @('win-bridge', 'win-overlay', 'flannel', 'host-local', 'hnsctl')
+$VenvPython = Join-Path $Root '.venv\Scripts\python.exe'
+$Dist = Join-Path $Root 'dist'
+
+function Invoke-Native {
+    # Run a program and stop on a non-zero exit status. Native stderr (pip and PyInstaller log
+    # there) must not count as a PowerShell error, which Windows PowerShell 5.1 does under 'Stop'.
+    param([Parameter(Mandatory)][string]$Exe, [string[]]$Arguments = @())
+    $ErrorActionPreference = 'Continue'
+    & $Exe @Arguments
+    if ($LASTEXITCODE -ne 0) {
+        throw "'$Exe $($Arguments -join ' ')' failed with exit status $LASTEXITCODE"
+    }
+}
+
+function Test-Python {
+    # True when $Exe (with launcher arguments such as '-3.12') runs a Python >= 3.10.
+    param([string]$Exe, [string[]]$Prefix = @())
+    if (-not (Get-Command $Exe -ErrorAction SilentlyContinue)) { return $false }  # else $LASTEXITCODE is stale
+    $ErrorActionPreference = 'Continue'
+    try {
+        & $Exe @Prefix -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>$null | Out-Null
+        return ($LASTEXITCODE -eq 0)
+    } catch {
+        return $false
+    }
+}
+
+function Find-Python {
+    # Returns the program and its leading arguments, e.g. @('py', '-3.12') or @('C:\Python312\python.exe').
+    if ($Python) {
+        if (Test-Python $Python) { return , @($Python) }
+        throw "-Python '$Python' is not a runnable Python 3.10 or newer."
+    }
+    if (Get-Command py -CommandType Application -ErrorAction SilentlyContinue) {
+        foreach ($version in @('-3.13', '-3.12', '-3.11', '-3.10')) {
+            if (Test-Python 'py' @($version)) { return , @('py', $version) }
+        }
+    }
+    foreach ($name in @('python', 'python3')) {
+        # The Microsoft Store's python.exe alias fails this test, so it is skipped naturally.
+        foreach ($cmd in @(Get-Command $name -CommandType Application -All -ErrorAction SilentlyContinue)) {
+            if (Test-Python $cmd.Path) { return , @($cmd.Path) }
+        }
+    }
+    throw ('No Python 3.10 or newer found. Install one from https://www.python.org/downloads/windows/ ' +
+           '(tick "Add python.exe to PATH" or use the py launcher), or pass -Python C:\path\to\python.exe.')
+}
+
+function Test-Elevated {
+    $identity = [Security.Principal.WindowsIdentity]::GetCurrent()
+    $principal = New-Object Security.Principal.WindowsPrincipal($identity)
+    return $principal.IsInRole([Security.Principal.WindowsBuiltInRole]::Administrator)
+}
+
+function Initialize-Venv {
+    # .venv with the project installed in editable mode plus the extras this run needs.
+    if (-not (Test-Path $VenvPython)) {
+        $found = Find-Python
+        $launcherArgs = @($found | Select-Object -Skip 1)
+        Write-Host "Creating .venv with $($found -join ' ')"
+        Invoke-Native $found[0] ($launcherArgs + @('-m', 'venv', (Join-Path $Root '.venv')))
+    }
+    $extras = if ($Test) { 'build,test' } else { 'build' }
+    $stamp = Join-Path $Root ".venv\.installed-$($extras -replace ',', '-')"
+    $inputs = @('setup.cfg', 'pyproject.toml') | ForEach-Object { Get-Item (Join-Path $Root $_) }
+    $stale = -not (Test-Path $stamp)
+    if (-not $stale) {
+        $stampTime = (Get-Item $stamp).LastWriteTimeUtc
+        $stale = @($inputs | Where-Object { $_.LastWriteTimeUtc -gt $stampTime }).Count -gt 0
+    }
+    if ($stale) {
+        Write-Host "Installing wincni[$extras] into .venv"
+        Invoke-Native $VenvPython @('-m', 'pip', 'install', '--quiet', '--upgrade', 'pip')
+        Invoke-Native $VenvPython @('-m', 'pip', 'install', '--quiet', '-e', ".[$extras]")
+        Set-Content -Path $stamp -Value (Get-Date -Format o)
+    }
+}
+
+function Install-Executables {
+    if (-not (Test-Path $CniBinDir)) {
+        New-Item -ItemType Directory -Path $CniBinDir -Force | Out-Null
+    }
+    foreach ($name in $Commands) {
+        $source = Join-Path $Dist "$name.exe"
+        $target = Join-Path $CniBinDir "$name.exe"
+        # A plugin runs for well under a second per pod, so a locked file is usually free again soon.
+        for ($attempt = 1; ; $attempt++) {
+            try {
+                Copy-Item -Path $source -Destination $target -Force
+                break
+            } catch {
+                if ($attempt -ge 5) {
+                    throw "Could not replace $target (in use?): $($_.Exception.Message)"
+                }
+                Start-Sleep -Milliseconds 500
+            }
+        }
+        Write-Host "  $target"
+    }
+}
+
+if ($Install -and -not (Test-Elevated)) {
+    # Checked first so nobody waits for a build that cannot be installed.
+    throw "-Install writes to $CniBinDir and needs an elevated shell: start PowerShell with 'Run as administrator' (or build without -Install and copy dist\*.exe yourself)."
+}
+
+Push-Location $Root
+try {
+    Initialize-Venv
+
+    Write-Host 'Building dist\ with PyInstaller (specs\wincni.spec)'
+    Invoke-Native $VenvPython @('-m', 'PyInstaller', '--noconfirm', '--distpath', $Dist,
+                                '--workpath', (Join-Path $Root 'build\pyinstaller'),
+                                (Join-Path $Root 'specs\wincni.spec'))
+    $missing = @($Commands | Where-Object { -not (Test-Path (Join-Path $Dist "$_.exe")) })
+    if ($missing.Count -gt 0) {
+        throw "PyInstaller finished but dist\ lacks: $($missing -join ', ')"
+    }
+    Get-ChildItem $Dist -Filter '*.exe' |
+        ForEach-Object { Write-Host ('  {0,-16} {1,6:N1} MB' -f $_.Name, ($_.Length / 1MB)) }
+
+    if ($Test) {
+        Write-Host 'Running the tests'
+        Invoke-Native $VenvPython @('-m', 'pytest')
+    }
+
+    if ($Install) {
+        Write-Host "Installing into $CniBinDir"
+        Install-Executables
+        Write-Host "Done. Point the container runtime's CNI bin_dir (or kubelet --cni-bin-dir) at $CniBinDir."
+    }
+} finally {
+    Pop-Location
+}

@@ -1,0 +1,4 @@
+"""Frozen-executable entry for hnsctl (PyInstaller builds from a script file)."""
+from libhns.hnsctl import entry
+
+entry()
