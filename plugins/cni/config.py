@@ -71,7 +71,14 @@ def get_ci(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
 # ---------------------------------------------------------------- validation
 
 def validate(doc: Any, schema: dict) -> None:
-    """Validate against a JSON Schema; the first (most specific) error becomes code 7."""
+    """Validate against a JSON Schema; the first (most specific) error becomes code 7.
+
+    A valid config is recognised by ``quickschema`` without importing jsonschema; jsonschema
+    runs only to explain a rejection (or for keywords the quick checker does not know).
+    """
+    from .quickschema import is_valid
+    if is_valid(doc, schema):
+        return
     import jsonschema  # lazy: see module docstring
 
     validator_cls = jsonschema.validators.validator_for(schema)
