@@ -119,9 +119,18 @@ def _contains(have: Any, want: Any) -> bool:
         if not isinstance(have, dict):
             return False
         low = {str(k).lower(): v for k, v in have.items()}
-        return all(str(k).lower() in low and _contains(low[str(k).lower()], v) for k, v in want.items())
+        return all(str(k).lower() in low and (_same_protocol(low["protocol"], v) if str(k).lower() == "protocol"
+                                              else _contains(low[str(k).lower()], v)) for k, v in want.items())
     if isinstance(want, list):
         return isinstance(have, list) and len(have) == len(want) and all(_contains(h, w) for h, w in zip(have, want))
     if isinstance(want, str) and isinstance(have, str):
         return want.lower() == have.lower()
     return have == want
+
+
+def _same_protocol(have: Any, want: Any) -> bool:
+    """HNS stores a V1 NAT protocol given as "6" as "TCP": compare protocols by number."""
+    try:
+        return hp.protocol_number(have) == hp.protocol_number(want)
+    except ValueError:
+        return _contains(have, want)

@@ -1,0 +1,286 @@
+"""A simulated Windows node for the process-level win-bridge / win-overlay tests.
+
+``Node`` plays flanneld and the runtime: ``hnsctl`` (run in-process, it is only the setup tool)
+creates the HNS network, ``cbr0_ep``, namespaces and pause containers; the plugins themselves run
+as subprocesses exactly as the kubelet runs them (stdin = config, ``CNI_*`` env), with host-local
+found on ``CNI_PATH`` through a tiny wrapper that records every IPAM invocation. Every raw HNS call
+goes to ``LIBHNS_JOURNAL``, so a test can read the very documents HNS received.
+"""
+from __future__ import annotations
+
+import io
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from libhns import hnsctl
+from libhns.client import HnsClient
+from libhns.sim import Simulator
+
+VENV_BIN = Path(sys.executable).parent
+FIXTURES = Path("/work/shared/fixtures")
+GOLDENS = Path("/work/shared/reference/goldens")
+SUBNET = "10.244.4.0/24"
+MGMT_IP = "10.127.130.36"
+GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
+
+# host-local behind a recorder: one "<COMMAND> <containerID>" line per IPAM invocation.
+_IPAM_WRAPPER = """#!/bin/sh
+echo "$CNI_COMMAND $CNI_CONTAINERID" >> "{log}"
+exec "{real}"
+"""
+
+
+@dataclass
+class Run:
+    rc: int
+    out: Any
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    def failed(self, code: int, *words: str) -> dict:
+        """Assert a CNI error with ``code`` whose msg+details contain every word; return it."""
+        assert self.rc == 1, f"expected error {code}, got rc={self.rc} out={self.out} stderr={self.stderr}"
+        text = f"{self.out.get('msg', '')} {self.out.get('details', '')}"
+        assert self.out["code"] == code, self.out
+        for word in words:
+            assert word in text, f"{word!r} not in {text!r}"
+        return self.out
+
+
+class Node:
+    """One node's HNS state, IPAM store, CNI_PATH and journals, all under ``root``."""
+
+    def __init__(self, root: Path, plugin: str = "win-bridge", version: str | None = None) -> None:
+        self.root = root
+        self.plugin = plugin
+        self.bin = root / "bin"
+        self.bin.mkdir(parents=True)
+        self.ipam_dir = root / "ipam"
+        self.ipam_log = root / "ipam.log"
+        self.journal_path = root / "journal.jsonl"
+        wrapper = self.bin / "host-local"
+        wrapper.write_text(_IPAM_WRAPPER.format(log=self.ipam_log, real=VENV_BIN / "host-local"))
+        wrapper.chmod(0o755)
+        self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
+                    "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
+                    "LIBHNS_JOURNAL": str(self.journal_path)}
+        if version:
+            self.env["LIBHNS_SIM_VERSION"] = version
+        self.network = ""
+
+    # ------------------------------------------------------------------ flanneld / runtime side
+    def hnsctl(self, *args: str) -> Any:
+        """hnsctl in-process (it is the setup tool here, not under test); JSON output parsed."""
+        out, err = io.StringIO(), io.StringIO()
+        env = {k: v for k, v in self.env.items() if k != "LIBHNS_JOURNAL"}
+        rc = hnsctl.main(list(args), out, err, env)
+        assert rc == 0, f"hnsctl {' '.join(args)}: {err.getvalue()}"
+        return json.loads(out.getvalue()) if "json" in args else out.getvalue()
+
+    def bridge(self, name: str = "cbr0", host_endpoint: bool = True, ipv6_subnet: str = "") -> "Node":
+        """What flanneld host-gw does: the L2Bridge network and its host endpoint at .2
+        (with ``ipv6_subnet``, a dual-stack network as start.ps1 makes one; hnsctl takes one subnet)."""
+        self.network = name
+        args = ["network", "create", name, "--type", "L2Bridge", "--subnet", SUBNET, "--gateway", "10.244.4.1",
+                "--adapter", "Ethernet"]
+        if ipv6_subnet:
+            doc = hnsctl.network_document(hnsctl.build_parser().parse_args(args))
+            v6 = ipaddress.ip_network(ipv6_subnet)
+            doc["Ipams"][0]["Subnets"].append({"IpAddressPrefix": str(v6), "Routes": [
+                {"NextHop": str(v6.network_address + 1), "DestinationPrefix": "::/0"}]})
+            HnsClient.from_env({k: v for k, v in self.env.items() if k != "LIBHNS_JOURNAL"}).create_network(doc)
+        else:
+            self.hnsctl(*args)
+        if host_endpoint:
+            self.hnsctl("endpoint", "create", f"{name}_ep", "--network", name, "--ip", "10.244.4.2", "--host")
+        return self
+
+    def overlay(self, name: str = "vxlan0", vsid: int = 4096, *extra: str) -> "Node":
+        """What flanneld vxlan does: the Overlay network with the node's management IP."""
+        self.network = name
+        self.hnsctl("network", "create", name, "--type", "Overlay", "--subnet", SUBNET, "--gateway", "10.244.4.1",
+                    "--vsid", str(vsid), "--management-ip", MGMT_IP, *extra)
+        return self
+
+    def sandbox(self, api: str, cid: str) -> str:
+        """The runtime's sandbox before ADD: a namespace (containerd, 'v2') or a pause container
+        (dockershim, 'v1'); returns the CNI_NETNS to pass."""
+        if api == "v2":
+            return self.hnsctl("namespace", "create", "-o", "json")["ID"]
+        self.hnsctl("container", "create", cid)
+        return "none"
+
+    # ------------------------------------------------------------------ plugin runs
+    def conf(self, cni_version: str = "1.0.0", **extra: Any) -> dict:
+        doc = {"cniVersion": cni_version, "name": self.network, "type": self.plugin,
+               "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)}}
+        doc.update(extra)
+        return doc
+
+    def fixture(self, name: str) -> dict:
+        """A node fixture's delegate, completed the way flannel completes it (name, ipam)."""
+        doc = json.loads((FIXTURES / name).read_text())
+        delegate = dict(doc["delegate"])
+        delegate.update(cniVersion=doc["cniVersion"], name=doc["name"],
+                        ipam={"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)})
+        if doc.get("capabilities"):
+            delegate["capabilities"] = doc["capabilities"]
+        return delegate
+
+    def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
+            **env: str) -> Run:
+        full = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, **env}
+        stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
+        proc = subprocess.run([str(VENV_BIN / (plugin or self.plugin))], input=stdin, env=full,
+                              capture_output=True, timeout=120)
+        text = proc.stdout.decode()
+        return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
+
+    def add(self, conf: dict, cid: str, netns: str, **env: str) -> dict:
+        run = self.run("ADD", conf, cid, netns, **env)
+        assert run.ok, (run.out, run.stderr)
+        return run.out
+
+    def run_many(self, jobs: Iterable[tuple], workers: int = 20) -> list[Run]:
+        """(command, conf, cid, netns) tuples, all at once, like a node starting many pods."""
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda job: self.run(*job), jobs))
+
+    def fault_run(self, command: str, conf: dict, cid: str, netns: str, faults: str) -> Run:
+        Simulator.from_env(self.env).reset_fault_counters()
+        return self.run(command, conf, cid, netns, LIBHNS_SIM_FAULTS=faults)
+
+    # ------------------------------------------------------------------ what happened
+    def journal(self) -> list[dict]:
+        """Raw HNS calls since the last look (the journal is emptied)."""
+        if not self.journal_path.exists():
+            return []
+        calls = [json.loads(line) for line in self.journal_path.read_text().splitlines()]
+        self.journal_path.unlink()
+        return calls
+
+    def ipam_calls(self) -> list[str]:
+        """IPAM invocations since the last look, e.g. ['ADD pod1', 'DEL pod1']."""
+        if not self.ipam_log.exists():
+            return []
+        calls = self.ipam_log.read_text().split("\n")[:-1]
+        self.ipam_log.unlink()
+        return calls
+
+    def ip_files(self) -> dict[str, str]:
+        """host-local's reservations: address -> container ID."""
+        store = self.ipam_dir / self.network
+        if not store.exists():
+            return {}
+        return {p.name: p.read_bytes().split(b"\r\n")[0].decode() for p in store.iterdir() if _is_ip(p.name)}
+
+    def endpoints(self) -> dict[str, dict]:
+        """V1 view of every endpoint by name (SharedContainers, Namespace, Policies, IPAddress …)."""
+        return {e["Name"]: e for e in self.hnsctl("endpoint", "list", "--v1", "-o", "json")}
+
+    def endpoints_v2(self) -> dict[str, dict]:
+        return {e["Name"]: e for e in self.hnsctl("endpoint", "list", "-o", "json")}
+
+    def attachments(self) -> set[str]:
+        """Endpoint IDs attached anywhere: in a namespace or to a running container."""
+        dump = self.hnsctl("dump", "-o", "json")
+        out = {r["Data"]["Id"].upper() for ns in dump["namespaces"] for r in ns.get("Resources") or ()
+               if r.get("Type") == "Endpoint"}
+        out |= {e.upper() for c in self.hnsctl("container", "list", "-o", "json") for e in c["Endpoints"]}
+        return out
+
+    def fixture_lifecycle(self, fixture: str, api: str) -> tuple[dict, dict]:
+        """ADD a node fixture's delegate unchanged in an ``api`` sandbox, then DEL it and check
+        nothing is left; returns (the endpoint document HNS received, the ADD result)."""
+        conf = self.fixture(fixture)
+        netns = self.sandbox(api, "fixture")
+        result = self.add(conf, "fixture", netns)
+        [doc] = creates(self.journal())
+        assert self.run("DEL", conf, "fixture", netns).ok
+        self.assert_clean("fixture")
+        return doc, result
+
+    def assert_bad_inputs(self, rows: list[tuple[dict, str]]) -> None:
+        """Each (config change, field) ADD, run in parallel, is code 7 naming the field, and
+        neither IPAM nor HNS endpoint creation was asked for anything."""
+        netns = self.sandbox("v2", "bad")
+        runs = self.run_many(("ADD", self.conf(**change), f"bad{i}", netns) for i, (change, _) in enumerate(rows))
+        for (change, field), run in zip(rows, runs):
+            assert run.rc == 1 and run.out["code"] == 7 and field in run.out["msg"], (change, run.out)
+        assert self.ipam_calls() == []
+        assert not creates(self.journal())
+
+    def assert_clean(self, cid: str) -> None:
+        """Nothing of ``cid`` is left: no endpoint, no attachment, no address."""
+        name = f"{cid}_{self.network}"
+        eps = self.endpoints()
+        assert name not in eps, eps[name]
+        live = {e["ID"].upper() for e in eps.values()}
+        assert not self.attachments() - live, "an attachment points at a deleted endpoint"
+        assert cid not in self.ip_files().values(), self.ip_files()
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.replace("_", ":"))
+        return True
+    except ValueError:
+        return False
+
+
+def fixture_policies(name: str) -> list[dict]:
+    """The endpoint policy values of a fixture's delegate, whatever the key case."""
+    delegate = json.loads((FIXTURES / name).read_text())["delegate"]
+    entries = delegate.get("policies", delegate.get("Policies"))
+    return [e.get("value", e.get("Value")) for e in entries]
+
+
+def first_ip(result: dict) -> tuple[str, str]:
+    """(address without prefix, gateway) of a result in any CNI version."""
+    ip = result["ip4"] if "ip4" in result else result["ips"][0]
+    return (ip.get("ip") or ip["address"]).split("/")[0], ip["gateway"]
+
+
+def creates(calls: list[dict]) -> list[dict]:
+    """The endpoint documents HNS received (V2 HcnCreateEndpoint settings, V1 POST /endpoints/ bodies)."""
+    return [c["request"] for c in calls
+            if c["op"] == "HcnCreateEndpoint" or (c["op"] == "HNSCall" and c["method"] == "POST"
+                                                  and c["path"] == "/endpoints/")]
+
+
+def call_names(calls: list[dict], close: bool = False) -> list[str]:
+    """'HcnCreateEndpoint', 'HNSCall POST /endpoints/' …; GUIDs in paths become '*'."""
+    out = []
+    for c in calls:
+        if ("Close" in c["op"]) != close:
+            continue
+        out.append(f"HNSCall {c['method']} {GUID.sub('*', c['path'])}" if c["op"] == "HNSCall" else c["op"])
+    return out
+
+
+def fault_targets(calls: list[dict]) -> list[str]:
+    """One LIBHNS_SIM_FAULTS target per non-Close call, numbered so each fails exactly that call."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in call_names(calls):
+        target = "HNSCall:" + name[len("HNSCall "):] if name.startswith("HNSCall ") else name
+        seen[target] = seen.get(target, 0) + 1
+        out.append(f"{target}#{seen[target]}")
+    return out
+
+
+def golden_calls(name: str, step: int) -> list[str]:
+    """The reference's raw calls for one recorded step (Close calls left out)."""
+    doc = json.loads((GOLDENS / name).read_text())
+    return [c["fn"] for c in doc["steps"][step]["calls"] if "Close" not in c["fn"]]
