@@ -34,6 +34,14 @@ class PluginSpec:
     handlers: str  # dotted module holding add/delete/check/gc/status(req)
     description: str
 
+    def main(self, env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
+        """The plugin's in-process entry point (tests, in-process delegation)."""
+        return run(self, env, stdin, stdout)
+
+    def entry(self) -> None:
+        """The console script / ``python -m`` / frozen exe entry point."""
+        console_entry(self)
+
 
 @dataclass
 class Request:

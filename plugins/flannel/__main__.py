@@ -1,24 +1,10 @@
-"""``flannel`` / ``python -m plugins.flannel``: the meta plugin that turns flanneld's lease into a delegate config."""
-from __future__ import annotations
+"""flannel: the meta plugin that turns flanneld's lease into a delegate config. Run as ``flannel`` or ``python -m plugins.flannel``."""
+from plugins.cni.skel import PluginSpec
 
-from typing import Any, Mapping, TextIO
-
-from plugins.cni import skel
-
-SPEC = skel.PluginSpec(
-    name="flannel",
-    handlers="plugins.flannel.commands",
-    description="reads flanneld's subnet.env and delegates to win-bridge or win-overlay",
-)
-
-
-def main(env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
-    return skel.run(SPEC, env, stdin, stdout)
-
-
-def entry() -> None:
-    skel.console_entry(SPEC)
-
+SPEC = PluginSpec(name='flannel', handlers='plugins.flannel.commands',
+                  description="reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
+main = SPEC.main
+entry = SPEC.entry
 
 if __name__ == "__main__":
     entry()

@@ -1,21 +1,10 @@
-"""``host-local`` / ``python -m plugins.ipam_host_local``: the entry point, nothing else."""
-from __future__ import annotations
+"""host-local: IPAM from local ranges, stored on disk like the Go plugin. Run as ``host-local`` or ``python -m plugins.ipam_host_local``."""
+from plugins.cni.skel import PluginSpec
 
-from typing import Any, Mapping, TextIO
-
-from plugins.cni import skel
-
-SPEC = skel.PluginSpec(name="host-local", handlers="plugins.ipam_host_local.commands",
-                       description="host-local IPAM: addresses from local ranges, stored on disk")
-
-
-def main(env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
-    return skel.run(SPEC, env, stdin, stdout)
-
-
-def entry() -> None:
-    skel.console_entry(SPEC)
-
+SPEC = PluginSpec(name='host-local', handlers='plugins.ipam_host_local.commands',
+                  description='host-local IPAM: addresses from local ranges, stored on disk')
+main = SPEC.main
+entry = SPEC.entry
 
 if __name__ == "__main__":
     entry()

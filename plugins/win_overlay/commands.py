@@ -3,9 +3,4 @@ from plugins.winnet.lifecycle import Lifecycle
 
 from .flavor import FLAVOR
 
-_lifecycle = Lifecycle(FLAVOR)
-add = _lifecycle.add
-delete = _lifecycle.delete
-check = _lifecycle.check
-gc = _lifecycle.gc
-status = _lifecycle.status
+add, delete, check, gc, status = Lifecycle(FLAVOR).handlers()

@@ -83,6 +83,10 @@ class Lifecycle:
     def __init__(self, flavor: Flavor) -> None:
         self.flavor = flavor
 
+    def handlers(self) -> tuple[Callable[[Request], Any], ...]:
+        """add, delete, check, gc, status — what a plugin's commands module exports for skel."""
+        return self.add, self.delete, self.check, self.gc, self.status
+
     # ------------------------------------------------------------------ shared steps
     def load(self, req: Request) -> tuple[dict, NetConf]:
         conf = canonicalize(req.conf)
