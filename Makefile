@@ -31,7 +31,7 @@ bench: $(STAMP)
 
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis *.egg-info
