@@ -219,7 +219,7 @@ def main() -> int:
             say(f"state and debug logs (wincni.log, JSON lines) kept in {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
-            say("(run `python demo/walkthrough.py --keep` to keep the state and the JSON-lines debug logs)")
+            say("(run `.venv/bin/python demo/walkthrough.py --keep` to keep the state and the JSON-lines debug logs)")
         return 0
     except DemoFailed as err:
         say(f"\nDEMO FAILED: {err}")
