@@ -9,6 +9,7 @@ import ipaddress
 from typing import Any, Protocol
 
 from libhns import errors as hns_errors
+from plugins.cni import log
 from libhns.objects import same_id
 
 from .documents import Address, EndpointPlan, v1_document, v2_document
@@ -27,6 +28,8 @@ class EndpointApi(Protocol):
     def delete(self, ep: Any) -> None: ...
     def endpoints_of(self, network: Any) -> list[Any]: ...
     def dns(self, ep: Any) -> DnsSettings: ...
+    def release_stale(self, ep: Any) -> None: ...
+    def features(self) -> Any: ...
 
 
 def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
@@ -109,6 +112,13 @@ class HcnApi:
         return DnsSettings(nameservers=tuple(d.get("ServerList") or ()), domain=d.get("Domain") or "",
                            search=tuple(d.get("Search") or ()), options=tuple(d.get("Options") or ()))
 
+    def release_stale(self, ep: Any) -> None:
+        """GC has no CNI_NETNS: ``release`` already detaches from the namespace the endpoint names."""
+        self.release(ep)
+
+    def features(self) -> Any:
+        return self.client.features()
+
 
 def _ignorable_detach(err: Exception) -> bool:
     # Already gone, or never attached: the goal of a detach is reached.
@@ -177,3 +187,15 @@ class HnsV1Api:
     def dns(self, ep: Any) -> DnsSettings:
         split = lambda s: tuple(x for x in (s or "").split(",") if x)  # noqa: E731
         return DnsSettings(nameservers=split(ep.dns_server_list), search=split(ep.dns_suffix))
+
+    def release_stale(self, ep: Any) -> None:
+        """GC has no container to act for: detach every container still listed, then delete."""
+        for container in list(ep.shared_containers or ()):
+            try:
+                self.client.v1_hot_detach(container, ep.id)
+            except hns_errors.HnsError as err:  # the container is usually gone already
+                log.event("gc-detach-failed", container=container, error=str(err))
+        self.delete(ep)
+
+    def features(self) -> Any:
+        return self.client.features()

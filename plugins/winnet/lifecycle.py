@@ -310,7 +310,7 @@ class Lifecycle:
                 continue
             try:
                 with hns_step(f"GC: failed to remove stale endpoint {ep_name}"):
-                    _release_stale(api, ep)
+                    api.release_stale(ep)
                 log.event("gc-endpoint", endpoint=ep_name)
             except CniError as err:
                 failures.append(err)
@@ -327,19 +327,6 @@ class Lifecycle:
         if problems:
             raise CniError(NOT_AVAILABLE, problems[0], "; ".join(problems[1:]))
         self.run_ipam(req, conf, netconf, "STATUS")
-
-
-def _release_stale(api: EndpointApi, ep: Any) -> None:
-    """GC has no CNI_NETNS: detach from whatever holds the endpoint, then delete it."""
-    if isinstance(api, HcnApi):
-        HcnApi(api.client, ep.namespace_id or "").release(ep)
-        return
-    for container in list(ep.shared_containers or ()):
-        try:
-            api.client.v1_hot_detach(container, ep.id)
-        except Exception as err:  # noqa: BLE001 - the container is usually gone already
-            log.event("gc-detach-failed", container=container, error=str(err))
-    api.delete(ep)
 
 
 def _delete_created(api: EndpointApi, created: list, name: str, network_id: str) -> None:
@@ -370,5 +357,5 @@ class _Features:
     def get(self, name: str) -> bool:
         if self._features is None:
             with hns_step("error while reading the HNS version"):
-                self._features = self._api.client.features()
+                self._features = self._api.features()
         return bool(getattr(self._features, name))
