@@ -1,6 +1,6 @@
 """The PyInstaller executables speak the protocol and carry what is imported lazily (handlers, schemas).
 
-Runs against ``dist/`` (``make dist``, or ``build.ps1`` on Windows) or ``WINCNI_DIST``.
+Runs against the one-folder bundle ``dist/wincni/`` (``make dist``, or ``build.ps1`` on Windows) or ``WINCNI_DIST``.
 """
 import json
 import os
@@ -12,7 +12,7 @@ import pytest
 
 from plugins.cni import version as ver
 
-DIST = Path(os.environ.get("WINCNI_DIST") or Path(__file__).resolve().parents[2] / "dist")
+DIST = Path(os.environ.get("WINCNI_DIST") or Path(__file__).resolve().parents[2] / "dist" / "wincni")
 PLUGINS = ("win-bridge", "win-overlay", "flannel", "host-local")
 SUFFIX = ".exe" if sys.platform == "win32" else ""
 
