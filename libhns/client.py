@@ -114,6 +114,21 @@ class HnsClient:
     def __init__(self, raw: RawHns) -> None:
         self.raw = raw
         self._version: tuple[int, int] | None = None
+        # The last network found by name stays open (id, handle) for create_endpoint: a V2 ADD
+        # then opens its network once. create_endpoint or close() releases it.
+        self._kept: tuple[str, Any] | None = None
+
+    def close(self) -> None:
+        """Release the network handle kept open by get_network_by_name, if any."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self.raw.hcn_close("Network", kept[1])
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a handle HNS already dropped, or interpreter shutdown
+            pass
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "HnsClient":
@@ -192,8 +207,24 @@ class HnsClient:
 
     # --- V2 networks -------------------------------------------------------------------------
     def get_network_by_name(self, name: str) -> HostComputeNetwork | None:
-        """HcnEnumerateNetworks{Name} then Open+Query+Close of the match."""
-        return self._by_filter("Network", {"Name": name}, HostComputeNetwork)
+        """HcnEnumerateNetworks{Name} then Open+Query of the match, whose handle is kept for
+        create_endpoint (see ``close``)."""
+        for id_ in self._enumerate("Network", {"Name": name}):
+            try:
+                handle = self.raw.hcn_open("Network", _guid(id_))
+            except errors.NotFound:
+                continue
+            try:
+                found = HostComputeNetwork.from_json(self.raw.hcn_query("Network", handle, QUERY_V2))
+            except BaseException as exc:
+                self.raw.hcn_close("Network", handle)
+                if isinstance(exc, errors.NotFound):
+                    continue
+                raise
+            self.close()
+            self._kept = (found.id.upper(), handle)
+            return found
+        return None
 
     def get_network(self, id_: str) -> HostComputeNetwork | None:
         return self._query("Network", id_, HostComputeNetwork)
@@ -219,6 +250,10 @@ class HnsClient:
     def get_endpoint(self, id_: str) -> HostComputeEndpoint | None:
         return self._query("Endpoint", id_, HostComputeEndpoint)
 
+    def endpoint_ids_by_name(self, name: str) -> list[str]:
+        """HcnEnumerateEndpoints{Name} alone: the IDs, for a caller that needs nothing more."""
+        return self._enumerate("Endpoint", {"Name": name})
+
     def list_endpoints(self, network_id: str | None = None) -> list[HostComputeEndpoint]:
         """Endpoints, of one network through the ``VirtualNetwork`` filter when given."""
         filt = {"VirtualNetwork": network_id.strip("{}").upper()} if network_id else None
@@ -231,7 +266,11 @@ class HnsClient:
         """
         doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": network_id.strip("{}").upper(),
                **settings}
-        net = self.raw.hcn_open("Network", _guid(network_id))
+        kept, self._kept = self._kept, None
+        if kept is not None and kept[0] != network_id.strip("{}").upper():
+            self.raw.hcn_close("Network", kept[1])
+            kept = None
+        net = kept[1] if kept is not None else self.raw.hcn_open("Network", _guid(network_id))
         try:
             ep = self.raw.hcn_create("Endpoint", None, json.dumps(doc, separators=_COMPACT),
                                      network=net)

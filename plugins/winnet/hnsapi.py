@@ -13,7 +13,7 @@ from plugins.cni import log
 from libhns.objects import same_id
 
 from .documents import Address, EndpointPlan, v1_document, v2_document
-from .netconf import DnsSettings
+from .netconf import DnsSettings, is_namespace_guid
 
 
 class EndpointApi(Protocol):
@@ -21,6 +21,7 @@ class EndpointApi(Protocol):
 
     def network(self, name: str) -> Any | None: ...
     def endpoint(self, name: str) -> Any | None: ...
+    def endpoint_to_release(self, name: str) -> Any | None: ...
     def create(self, plan: EndpointPlan) -> Any: ...
     def attach(self, ep: Any) -> None: ...
     def is_attached(self, ep: Any) -> bool: ...
@@ -78,6 +79,14 @@ class HcnApi:
     def endpoint(self, name: str) -> Any | None:
         return self.client.get_endpoint_by_name(name)
 
+    def endpoint_to_release(self, name: str) -> Any | None:
+        """DEL: when CNI_NETNS names the namespace, the endpoint's ID is all ``release`` needs,
+        so its properties are not queried."""
+        if not is_namespace_guid(self.netns):
+            return self.endpoint(name)
+        ids = self.client.endpoint_ids_by_name(name)
+        return _Attached(ids[0], self.netns) if ids else None
+
     def create(self, plan: EndpointPlan) -> Any:
         return self.client.create_endpoint(plan.network_id, v2_document(plan))
 
@@ -120,6 +129,15 @@ class HcnApi:
         return self.client.features()
 
 
+class _Attached:
+    """An endpoint known only by ID and namespace (what a V2 DEL needs)."""
+    __slots__ = ("id", "namespace_id")
+
+    def __init__(self, id_: str, namespace_id: str) -> None:
+        self.id = id_
+        self.namespace_id = namespace_id
+
+
 def _ignorable_detach(err: Exception) -> bool:
     # Already gone, or never attached: the goal of a detach is reached.
     return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
@@ -141,6 +159,9 @@ class HnsV1Api:
 
     def network(self, name: str) -> Any | None:
         return self.client.v1_get_network_by_name(name)
+
+    def endpoint_to_release(self, name: str) -> Any | None:
+        return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)
 
     def endpoint(self, name: str) -> Any | None:
         return self.client.v1_get_endpoint_by_name(name)

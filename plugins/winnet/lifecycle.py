@@ -247,7 +247,7 @@ class Lifecycle:
             api = self.api(netconf, req, need_netns=False)
             name = endpoint_name(req.container_id, req.netns, netconf.name)
             with hns_step(f"failed to remove HNS endpoint {name}"):
-                ep = api.endpoint(name)
+                ep = api.endpoint_to_release(name)
                 if ep is not None:
                     api.release(ep)
         except CniError as err:

@@ -143,11 +143,23 @@ def test_get_network_by_name_uses_a_filter(client, rec, net):
     got = client.get_network_by_name("cbr0")
     assert got is not None and got.id == net.id
     calls = rec.take()
-    assert [c[0] for c in calls] == ["HcnEnumerateNetworks", "HcnOpenNetwork",
-                                     "HcnQueryNetworkProperties", "HcnCloseNetwork"]
+    assert [c[0] for c in calls] == ["HcnEnumerateNetworks", "HcnOpenNetwork", "HcnQueryNetworkProperties"]
     assert json.loads(calls[0][1]["Filter"]) == {"Name": "cbr0"}
     assert client.get_network_by_name("nope") is None
     assert rec.names() == ["HcnEnumerateNetworks"]
+    client.close()  # the handle kept for create_endpoint
+    assert rec.names() == ["HcnCloseNetwork"]
+
+
+def test_network_found_by_name_is_opened_once_for_create_endpoint(client, rec, sim, net):
+    """A V2 ADD: look the network up, create the endpoint on the same handle, close it once."""
+    client.get_network_by_name("cbr0")
+    client.create_endpoint(net.id, {"Name": "a"})
+    assert rec.names() == ["HcnEnumerateNetworks", "HcnOpenNetwork", "HcnQueryNetworkProperties",
+                           "HcnCreateEndpoint", "HcnQueryEndpointProperties", "HcnCloseEndpoint",
+                           "HcnCloseNetwork"]
+    client.close()
+    assert rec.names() == [] and sim.open_handles == 0
 
 
 def test_get_network_by_id(client, rec, net):
