@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Mapping
+
+TYPE_CHECKING = False  # typing costs more to import than a VERSION command
+if TYPE_CHECKING:
+    from typing import Mapping
 
 from .errors import INVALID_ENV, CniError
 
@@ -24,15 +26,31 @@ _CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
 _BAD_IFNAME = re.compile(r"[/:\s]")
 
 
-@dataclass(frozen=True)
 class CmdArgs:
-    command: str
-    container_id: str = ""
-    netns: str = ""
-    ifname: str = ""
-    args: str = ""
-    path: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """The checked CNI_* variables (a plain class: ``dataclasses`` is too slow to import here)."""
+    __slots__ = ("command", "container_id", "netns", "ifname", "args", "path", "env")
+
+    def __init__(self, command: str, container_id: str = "", netns: str = "", ifname: str = "",
+                 args: str = "", path: tuple[str, ...] = (), env: Mapping[str, str] | None = None) -> None:
+        self.command = command
+        self.container_id = container_id
+        self.netns = netns
+        self.ifname = ifname
+        self.args = args
+        self.path = path
+        self.env = {} if env is None else env
+
+    def _key(self) -> tuple:
+        return (self.command, self.container_id, self.netns, self.ifname, self.args, self.path)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CmdArgs) and self._key() == other._key()
+
+    def __hash__(self) -> int:  # env is a mapping: left out of equality and hash
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "CmdArgs(" + ", ".join(f"{k}={v!r}" for k, v in zip(self.__slots__, self._key())) + ")"
 
 
 def path_separator(platform: str) -> str:

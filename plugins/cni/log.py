@@ -9,8 +9,10 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator, TextIO
+
+TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time here
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 _state: dict[str, Any] = {"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"}
 
@@ -70,13 +72,15 @@ def reset() -> None:
     _state.update({"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"})
 
 
-@contextmanager
-def scope() -> Iterator[None]:
-    """A fresh state for one command run in-process (tests, in-process delegation); the caller's
-    plugin name, log file and fields come back afterwards instead of leaking either way."""
-    saved = {**_state, "fields": dict(_state["fields"])}
-    reset()
-    try:
-        yield
-    finally:
-        _state.update(saved)
+class scope:
+    """``with log.scope():`` a fresh state for one command run in-process (tests, in-process
+    delegation); the caller's plugin name, log file and fields come back afterwards instead of
+    leaking either way."""
+    __slots__ = ("saved",)
+
+    def __enter__(self) -> None:
+        self.saved = {**_state, "fields": dict(_state["fields"])}
+        reset()
+
+    def __exit__(self, *exc: object) -> None:
+        _state.update(self.saved)

@@ -6,20 +6,20 @@ rejected input never pay for jsonschema, netaddr or libhns.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Mapping, TextIO
 
 from . import log
 from . import version as ver
-from .config import check_name, cni_version, decode
-from .env import CmdArgs, parse_env
 from .errors import INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
-from .result import Result
+
+TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
+if TYPE_CHECKING:
+    from typing import Any, Mapping, TextIO
+
+    from .env import CmdArgs
+    from .result import Result
 
 WINCNI_VERSION = "0.1.0"
 
@@ -28,11 +28,18 @@ _MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
 _HANDLER = {"ADD": "add", "DEL": "delete", "CHECK": "check", "GC": "gc", "STATUS": "status"}
 
 
-@dataclass(frozen=True)
 class PluginSpec:
-    name: str
-    handlers: str  # dotted module holding add/delete/check/gc/status(req)
-    description: str
+    """A plugin: its name, the dotted module holding add/delete/check/gc/status(req), and its
+    one-line description (a plain class: ``dataclasses`` costs more to import than a VERSION)."""
+    __slots__ = ("name", "handlers", "description")
+
+    def __init__(self, name: str, handlers: str, description: str) -> None:
+        self.name = name
+        self.handlers = handlers
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"PluginSpec(name={self.name!r}, handlers={self.handlers!r})"
 
     def main(self, env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
         """The plugin's in-process entry point (tests, in-process delegation)."""
@@ -43,15 +50,18 @@ class PluginSpec:
         console_entry(self)
 
 
-@dataclass
 class Request:
     """Everything a handler may read; nothing below it touches os.environ or sys.stdin."""
-    cmd: CmdArgs
-    stdin: bytes
-    conf: dict
-    cni_version: str
-    platform: str = sys.platform
-    _cache: dict = field(default_factory=dict, repr=False)
+    __slots__ = ("cmd", "stdin", "conf", "cni_version", "platform", "_cache")
+
+    def __init__(self, cmd: CmdArgs, stdin: bytes, conf: dict, cni_version: str,
+                 platform: str = sys.platform) -> None:
+        self.cmd = cmd
+        self.stdin = stdin
+        self.conf = conf
+        self.cni_version = cni_version
+        self.platform = platform
+        self._cache: dict = {}
 
     @property
     def command(self) -> str:
@@ -89,6 +99,7 @@ class Request:
 
     @property
     def prev_result(self) -> Result | None:
+        from .result import Result
         prev = self.conf.get("prevResult")
         return Result.from_dict(prev, self.cni_version) if prev else None
 
@@ -121,6 +132,8 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         if command == "VERSION":
             _write(stdout, _version_doc(_read(stdin)))
             return 0
+        from .config import check_name, cni_version, decode
+        from .env import parse_env
         cmd = parse_env(env, platform)
         data = _read(stdin)
         conf = decode(data)
@@ -134,6 +147,7 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         log.configure(spec.name, log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
                       command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
         log.event("start", cniVersion=version, network=conf.get("name"))
+        import importlib
         handlers = importlib.import_module(spec.handlers)
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
         if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
@@ -150,6 +164,7 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         _write(stdout, err.to_dict(reply_version))
         return 1
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback on stdout
+        import traceback
         tb = traceback.format_exc()
         one_line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         log.event("crash", error=one_line, traceback=tb)

@@ -1,0 +1,76 @@
+"""The well-known runtimeConfig capabilities (CONVENTIONS.md), parsed on first use (see config.py)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .config import get_ci
+from .errors import INVALID_CONFIG, CniError
+
+
+@dataclass(frozen=True)
+class PortMapping:
+    host_port: int
+    container_port: int
+    protocol: str = "tcp"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeDNS:
+    servers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """The well-known runtimeConfig capabilities (CONVENTIONS.md) this suite reads."""
+    port_mappings: tuple[PortMapping, ...] = ()
+    dns: RuntimeDNS = field(default_factory=RuntimeDNS)
+    ips: tuple[str, ...] = ()
+    ip_ranges: tuple[Any, ...] = ()
+    mac: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> "RuntimeConfig":
+        rc = get_ci(conf, "runtimeConfig") or {}
+        if not isinstance(rc, dict):
+            raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {json.dumps(rc)[:80]}")
+        pms = []
+        for i, pm in enumerate(_list(rc, "portMappings")):
+            try:
+                pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
+                                       protocol=str(pm.get("protocol") or "tcp"), host_ip=str(pm.get("hostIP") or "")))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}]: {json.dumps(pm)[:120]} is invalid",
+                               "each entry needs integer hostPort and containerPort") from exc
+        dns = rc.get("dns") or {}
+        if not isinstance(dns, dict):
+            raise CniError(INVALID_CONFIG, "runtimeConfig.dns: must be an object")
+        return cls(
+            port_mappings=tuple(pms),
+            dns=RuntimeDNS(servers=tuple(_str_list(dns, "servers")), searches=tuple(_str_list(dns, "searches")),
+                           options=tuple(_str_list(dns, "options"))),
+            ips=tuple(str(x) for x in _list(rc, "ips")),
+            ip_ranges=tuple(_list(rc, "ipRanges")),
+            mac=str(rc.get("mac") or ""),
+            raw=rc,
+        )
+
+
+def _list(rc: Mapping[str, Any], key: str) -> list:
+    """A runtimeConfig list (absent is empty); anything else is code 7, not a crash later."""
+    value = rc.get(key) or []
+    if not isinstance(value, list):
+        raise CniError(INVALID_CONFIG, f"runtimeConfig.{key}: must be a list", f"got {json.dumps(value)[:80]}")
+    return value
+
+
+def _str_list(doc: Mapping[str, Any], key: str) -> list[str]:
+    value = doc.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CniError(INVALID_CONFIG, f"runtimeConfig.dns.{key}: must be a list of strings")
+    return [v for v in value if v]
