@@ -12,6 +12,7 @@ import time
 
 from . import log
 from . import version as ver
+from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
 from .errors import INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
 
 TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from .env import CmdArgs
     from .result import Result
 
-WINCNI_VERSION = "0.1.0"
 
 # The lowest config version that allows each command (spec 0.4.0 CHECK, 1.1.0 GC/STATUS).
 _MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
@@ -123,7 +123,8 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
     log.configure(spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"))
     command = env.get("CNI_COMMAND")
     if not command:
-        stderr.write(f"{spec.name} {WINCNI_VERSION}: {spec.description}\n"
+        from .buildinfo import describe  # reads .git in a checkout: only when asked
+        stderr.write(f"{spec.name} {describe()}: {spec.description}\n"
                      f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n")
         return 0
     started = time.perf_counter()
@@ -146,7 +147,10 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
                            f'cniVersion "{version}" is older than {minimum}, the first version with {command}')
         log.configure(spec.name, log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
                       command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
-        log.event("start", cniVersion=version, network=conf.get("name"))
+        if log.enabled():
+            from . import buildinfo
+            log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
+                      commit=buildinfo.commit() or None)
         import importlib
         handlers = importlib.import_module(spec.handlers)
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)

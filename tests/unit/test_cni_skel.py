@@ -164,3 +164,19 @@ def test_arbitrary_input_gives_one_json_answer_never_999(env, stdin):
     if run.rc:
         assert set(run.doc) <= {"cniVersion", "code", "msg", "details"} and run.doc["code"] != INTERNAL
     assert run.stdout == "" or run.stdout == json.dumps(run.doc, indent=4) + "\n"
+
+
+def test_about_text_names_version_and_checkout_commit(tmp_path):
+    """Run without CNI_COMMAND, a plugin says which build it is (version, commit read from .git)."""
+    from plugins.cni import buildinfo
+    err = io.StringIO()
+    assert skel.run(SPEC, {}, io.BytesIO(b""), io.StringIO(), err) == 0
+    assert f"fake {buildinfo.VERSION}" in err.getvalue()
+    git = tmp_path / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "packed-refs").write_text("# pack-refs\n" + "a" * 40 + " refs/heads/main\n")
+    assert buildinfo.checkout_commit(str(tmp_path)) == "a" * 40
+    (git / "refs" / "heads" / "main").write_text("b" * 40 + "\n")
+    assert buildinfo.checkout_commit(str(tmp_path)) == "b" * 40
+    assert buildinfo.checkout_commit(str(tmp_path / "nowhere")) == ""

@@ -22,7 +22,7 @@ print(json.dumps(sorted(set(sys.modules) - base)))
 """
 OS = {"os", "os.path", "stat", "_stat", "genericpath", "posixpath", "ntpath", "__future__"}
 CORE = {"plugins", "plugins.cni", "plugins.cni.skel", "plugins.cni.log", "plugins.cni.version",
-        "plugins.cni.errors", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__"}
+        "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__"}
 # Rejected input never reaches the handlers: env and config checks only.
 CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config"}
 HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib", "urllib.parse",
