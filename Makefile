@@ -26,8 +26,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
 
-bench: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py
+bench: dist
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'

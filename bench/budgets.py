@@ -1,0 +1,203 @@
+"""`make bench` budgets: the frozen one-folder bundle and the source side by side, every figure a
+ratio to numbers taken in the same run. One PASS/FAIL line per budget; exits 0 either way; all
+figures also in bench/results.json.
+
+    python bench/budgets.py [--reps N] [--dist dist/wincni]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(HERE))
+import host_local  # noqa: E402
+
+SUBNET_ENV = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
+POLICY = {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}
+
+
+def run(argv, env, stdin=b""):
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, env=env, capture_output=True, timeout=120)
+    ms = (time.perf_counter() - started) * 1000
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {proc.stdout.decode()} {proc.stderr.decode()}")
+    return ms, proc.stdout
+
+
+def median(samples):
+    return statistics.median(samples)
+
+
+def frozen_floor(reps: int, work: Path) -> float:
+    """An empty script built with the spec's options (one folder, stripped, archive): the least
+    any frozen Python start costs here."""
+    work.mkdir(parents=True)
+    script = work / "empty.py"
+    script.write_text("")
+    subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "ERROR", "--onedir",
+                    "--strip", "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
+                    "--specpath", str(work), str(script)], check=True, capture_output=True)
+    exe = str(work / "dist" / "empty" / "empty")
+    run([exe], {})
+    return median([run([exe], {})[0] for _ in range(reps)])
+
+
+class Node:
+    """One simulated node: an L2Bridge network, flannel's files, plugins from ``bindir``."""
+
+    def __init__(self, root: Path, bindir: Path, **extra: str) -> None:
+        self.root, self.bindir = root, bindir
+        root.mkdir(parents=True)
+        (root / "subnet.env").write_text(SUBNET_ENV)
+        self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns"),
+                    "CNI_PATH": str(bindir), "CNI_IFNAME": "eth0", **extra}
+        run([str(bindir / "hnsctl"), "network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24",
+             "--gateway", "10.244.4.1"], self.env)
+        self.n = 0
+
+    def namespace(self) -> str:
+        return json.loads(run([str(self.bindir / "hnsctl"), "namespace", "create", "-o", "json"], self.env)[1])["ID"]
+
+    def flannel_conf(self) -> bytes:
+        return json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+                           "subnetFile": str(self.root / "subnet.env"), "dataDir": str(self.root / "flannel"),
+                           "ipam": {"dataDir": str(self.root / "ipam")},
+                           "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [POLICY]}}).encode()
+
+    def bridge_conf(self, api: int) -> bytes:
+        return json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": api,
+                           "policies": [POLICY], "ipam": {"type": "host-local", "subnet": "10.244.4.0/24",
+                                                          "dataDir": str(self.root / "ipam")}}).encode()
+
+    def call(self, plugin: str, command: str, conf: bytes, cid: str, netns: str, **extra: str):
+        env = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, **extra}
+        return run([str(self.bindir / plugin)], env, conf)
+
+    def pod(self) -> tuple[str, str]:
+        self.n += 1
+        return f"pod{self.n}", self.namespace()
+
+
+def command_times(bindir: Path, reps: int, work: Path) -> dict:
+    """Medians (ms) of VERSION, a whole flannel V2 ADD chain, a win-bridge V2 DEL."""
+    version_env = {"CNI_COMMAND": "VERSION"}
+    run([str(bindir / "host-local")], version_env, b"{}")
+    out = {"VERSION": median([run([str(bindir / "host-local")], version_env, b"{}")[0] for _ in range(reps)])}
+    node = Node(work, bindir)
+    conf, adds = node.flannel_conf(), []
+    for _ in range(reps):
+        cid, netns = node.pod()
+        adds.append(node.call("flannel", "ADD", conf, cid, netns)[0])
+    out["flannel ADD chain"] = median(adds)
+    bconf, dels = node.bridge_conf(2), []
+    for _ in range(reps):
+        cid, netns = node.pod()
+        node.call("win-bridge", "ADD", bconf, cid, netns)
+        dels.append(node.call("win-bridge", "DEL", bconf, cid, netns)[0])
+    out["win-bridge DEL"] = median(dels)
+    return out
+
+
+def hns_calls(work: Path) -> dict:
+    """Raw HNS calls (not Close) of one win-bridge ADD and DEL per API, from LIBHNS_JOURNAL."""
+    out = {}
+    for api in (2, 1):
+        node = Node(work / f"v{api}", VENV_BIN)
+        cid = "pod1"
+        if api == 2:
+            netns = node.namespace()
+        else:
+            run([str(VENV_BIN / "hnsctl"), "container", "create", cid], node.env)
+            netns = "none"
+        for command in ("ADD", "DEL"):
+            journal = work / f"v{api}-{command}.jsonl"
+            node.call("win-bridge", command, node.bridge_conf(api), cid, netns, LIBHNS_JOURNAL=str(journal))
+            ops = [json.loads(line)["op"] for line in journal.read_text().splitlines()]
+            out[f"V{api} {command}"] = sum("Close" not in op for op in ops)
+    return out
+
+
+def concurrency(work: Path, pods: int) -> dict:
+    """50 flannel ADDs at once vs one after another (source plugins); duplicate IPs counted."""
+    result = {}
+    for mode in ("serial", "parallel"):
+        node = Node(work / mode, VENV_BIN)
+        conf = node.flannel_conf()
+        jobs = [node.pod() for _ in range(pods)]
+        started = time.perf_counter()
+        if mode == "serial":
+            outs = [node.call("flannel", "ADD", conf, c, n)[1] for c, n in jobs]
+        else:
+            with ThreadPoolExecutor(pods) as pool:
+                outs = [o[1] for o in pool.map(lambda j: node.call("flannel", "ADD", conf, *j), jobs)]
+        result[mode] = (time.perf_counter() - started) * 1000
+        ips = [json.loads(o)["ips"][0]["address"] for o in outs]
+        result[f"{mode} duplicate IPs"] = len(ips) - len(set(ips))
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--dist", default=str(REPO / "dist" / "wincni"))
+    args = ap.parse_args(argv)
+    dist = Path(args.dist)
+    res: dict = {}
+    lines = []
+
+    def budget(label: str, value: float, limit: float, unit: str = "x") -> None:
+        verdict = "PASS" if value <= limit else "FAIL"
+        lines.append(f"{verdict} {label}: {value:.2f}{unit} (budget <= {limit}{unit})")
+        print(lines[-1], flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="wincni-bench-") as tmp:
+        work = Path(tmp)
+        python_floor = median([run([sys.executable, "-I", "-S", "-c", "pass"], {})[0] for _ in range(args.reps)])
+        res["source floor (python -I -S -c pass) ms"] = python_floor
+        res["source"] = command_times(VENV_BIN, args.reps, work / "src")
+        if (dist / "host-local").exists() or (dist / "host-local.exe").exists():
+            floor = frozen_floor(args.reps, work / "floor")
+            res["frozen floor ms"] = floor
+            frozen = res["frozen"] = command_times(dist, args.reps, work / "frozen")
+            budget("frozen VERSION / frozen floor", frozen["VERSION"] / floor, 1.2)
+            budget("frozen flannel->win-bridge->host-local V2 ADD / frozen floor", frozen["flannel ADD chain"] / floor, 2.0)
+            budget("frozen win-bridge V2 DEL / frozen floor", frozen["win-bridge DEL"] / floor, 1.6)
+            for key in frozen:
+                over_f, over_s = frozen[key] - floor, res["source"][key] - python_floor
+                budget(f"frozen vs source, {key} (above each floor)", over_f / over_s, 1.25)
+        else:
+            print(f"(no bundle at {dist}: run `make dist` for the frozen budgets)")
+        cmd = host_local.ours_cmd()
+        empty, full = host_local.measure(cmd, args.reps, 0), host_local.measure(cmd, args.reps, host_local.POPULATION)
+        res["host-local ADD+DEL ms"] = {"empty": empty["add+del"], "10000": full["add+del"]}
+        budget("host-local ADD+DEL @10,000 / empty range", full["add+del"] / empty["add+del"], 1.5)
+        if os.path.exists(host_local.GO_DEFAULT):
+            go = host_local.measure([host_local.GO_DEFAULT], args.reps, 0)
+            res["host-local ADD+DEL ms"]["go empty"] = go["add+del"]
+            print(f"     (figure) Go host-local ADD+DEL, empty range: {go['add+del']:.1f} ms; ours {empty['add+del']:.1f} ms")
+        calls = res["raw HNS calls"] = hns_calls(work / "calls")
+        for key, limit in (("V2 ADD", 8), ("V2 DEL", 5), ("V1 ADD", 5), ("V1 DEL", 4)):
+            budget(f"raw HNS calls, {key}", calls[key], limit, unit="")
+        conc = res["50 flannel ADDs ms"] = concurrency(work / "conc", 50)
+        budget("50 concurrent flannel ADDs / 50 serial", conc["parallel"] / conc["serial"], 0.7)
+        budget("duplicate IPs among 50 concurrent ADDs", conc["parallel duplicate IPs"], 0, unit="")
+    res["budgets"] = lines
+    (HERE / "results.json").write_text(json.dumps(res, indent=2) + "\n")
+    print(f"results: {HERE / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
