@@ -1,18 +1,20 @@
 <#
 .SYNOPSIS
     Build the wincni plugins for Windows (win-bridge, win-overlay, flannel, host-local, hnsctl)
-    as one-file executables in dist\, and optionally install them where the kubelet finds them.
+    as one folder, dist\wincni\ (every <name>.exe beside one shared _internal\ folder), and
+    optionally install that folder where the kubelet finds the executables.
 
 .DESCRIPTION
     1. Finds Python >= 3.10 (-Python, else the py launcher, else python/python3 on PATH).
     2. Creates .venv next to this script and installs the project with its build extra
        (again only when setup.cfg or pyproject.toml changed since the last install).
-    3. Runs PyInstaller with specs\wincni.spec into dist\ (the same spec `make dist` uses).
-    4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\).
-    5. -Install copies dist\*.exe into -CniBinDir (needs an elevated shell).
+    3. Runs PyInstaller with specs\wincni.spec into dist\wincni\ (the same spec `make dist` uses).
+    4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\wincni\).
+    5. -Install copies the whole of dist\wincni\ (the .exe files and _internal\) into -CniBinDir
+       (needs an elevated shell); it stops, naming the file, when a running call holds one open.
 
 .PARAMETER Install
-    Copy the executables into -CniBinDir. Requires "Run as administrator".
+    Copy dist\wincni\ (executables and _internal\) into -CniBinDir. Requires "Run as administrator".
 
 .PARAMETER CniBinDir
     The CNI binary directory of the node (containerd's bin_dir / kubelet --cni-bin-dir).
@@ -45,6 +47,7 @@ $Root = $PSScriptRoot
 $Commands = @('win-bridge', 'win-overlay', 'flannel', 'host-local', 'hnsctl')
 $VenvPython = Join-Path $Root '.venv\Scripts\python.exe'
 $Dist = Join-Path $Root 'dist'
+$Bundle = Join-Path $Dist 'wincni'
 
 function Invoke-Native {
     # Run a program and stop on a non-zero exit status. Native stderr (pip and PyInstaller log
@@ -121,48 +124,64 @@ function Initialize-Venv {
     }
 }
 
-function Install-Executables {
+function Assert-NotLocked {
+    # A running plugin holds its .exe and the DLLs in _internal open; replacing only some files of
+    # the folder would mix two builds, so every target is checked before anything is copied.
+    param([string]$Path)
+    if (-not (Test-Path $Path)) { return }
+    try {
+        $stream = [System.IO.File]::Open($Path, 'Open', 'ReadWrite', 'None')
+        $stream.Close()
+    } catch {
+        throw "Cannot replace $Path because a running call holds it open (a plugin serving a pod, or hnsctl). Nothing was copied. Wait until no pods are being created or deleted on this node (or drain it), then run -Install again."
+    }
+}
+
+function Install-Bundle {
     if (-not (Test-Path $CniBinDir)) {
         New-Item -ItemType Directory -Path $CniBinDir -Force | Out-Null
     }
-    foreach ($name in $Commands) {
-        $source = Join-Path $Dist "$name.exe"
-        $target = Join-Path $CniBinDir "$name.exe"
-        # A plugin runs for well under a second per pod, so a locked file is usually free again soon.
-        for ($attempt = 1; ; $attempt++) {
-            try {
-                Copy-Item -Path $source -Destination $target -Force
-                break
-            } catch {
-                if ($attempt -ge 5) {
-                    throw "Could not replace $target (in use?): $($_.Exception.Message)"
-                }
-                Start-Sleep -Milliseconds 500
-            }
-        }
-        Write-Host "  $target"
+    $files = @(Get-ChildItem -Path $Bundle -Recurse -File)
+    foreach ($file in $files) {
+        Assert-NotLocked (Join-Path $CniBinDir $file.FullName.Substring($Bundle.Length + 1))
     }
+    foreach ($file in $files) {
+        $target = Join-Path $CniBinDir $file.FullName.Substring($Bundle.Length + 1)
+        $parent = Split-Path -Parent $target
+        if (-not (Test-Path $parent)) {
+            New-Item -ItemType Directory -Path $parent -Force | Out-Null
+        }
+        try {
+            Copy-Item -Path $file.FullName -Destination $target -Force
+        } catch {
+            throw "Could not replace $target (a call started meanwhile holds it open?): $($_.Exception.Message)"
+        }
+    }
+    foreach ($name in $Commands) {
+        Write-Host "  $(Join-Path $CniBinDir "$name.exe")"
+    }
+    Write-Host "  $(Join-Path $CniBinDir '_internal') ($($files.Count) files in all)"
 }
 
 if ($Install -and -not (Test-Elevated)) {
     # Checked first so nobody waits for a build that cannot be installed.
-    throw "-Install writes to $CniBinDir and needs an elevated shell: start PowerShell with 'Run as administrator' (or build without -Install and copy dist\*.exe yourself)."
+    throw "-Install writes to $CniBinDir and needs an elevated shell: start PowerShell with 'Run as administrator' (or build without -Install and copy the contents of dist\wincni\ yourself)."
 }
 
 Push-Location $Root
 try {
     Initialize-Venv
 
-    Write-Host 'Building dist\ with PyInstaller (specs\wincni.spec)'
+    Write-Host 'Building dist\wincni\ with PyInstaller (specs\wincni.spec)'
     Invoke-Native $VenvPython @('-m', 'PyInstaller', '--noconfirm', '--distpath', $Dist,
                                 '--workpath', (Join-Path $Root 'build\pyinstaller'),
                                 (Join-Path $Root 'specs\wincni.spec'))
-    $missing = @($Commands | Where-Object { -not (Test-Path (Join-Path $Dist "$_.exe")) })
+    $missing = @($Commands | Where-Object { -not (Test-Path (Join-Path $Bundle "$_.exe")) })
     if ($missing.Count -gt 0) {
-        throw "PyInstaller finished but dist\ lacks: $($missing -join ', ')"
+        throw "PyInstaller finished but dist\wincni\ lacks: $($missing -join ', ')"
     }
-    Get-ChildItem $Dist -Filter '*.exe' |
-        ForEach-Object { Write-Host ('  {0,-16} {1,6:N1} MB' -f $_.Name, ($_.Length / 1MB)) }
+    $bytes = (Get-ChildItem $Bundle -Recurse -File | Measure-Object -Property Length -Sum).Sum
+    Write-Host ('  dist\wincni\ {0:N1} MB' -f ($bytes / 1048576))
 
     if ($Test) {
         Write-Host 'Running the tests'
@@ -171,7 +190,7 @@ try {
 
     if ($Install) {
         Write-Host "Installing into $CniBinDir"
-        Install-Executables
+        Install-Bundle
         Write-Host "Done. Point the container runtime's CNI bin_dir (or kubelet --cni-bin-dir) at $CniBinDir."
     }
 } finally {
