@@ -41,12 +41,12 @@ def median(samples):
 
 
 def frozen_floor(reps: int, work: Path) -> float:
-    """An empty script built with the spec's options (one folder, stripped, archive): the least
+    """An empty script built with the spec's options (one folder, stripped, noarchive): the least
     any frozen Python start costs here."""
     work.mkdir(parents=True)
     script = work / "empty.py"
     script.write_text("")
-    subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "ERROR", "--onedir",
+    subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "ERROR", "--onedir", "--debug", "noarchive",
                     "--strip", "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
                     "--specpath", str(work), str(script)], check=True, capture_output=True)
     exe = str(work / "dist" / "empty" / "empty")
