@@ -11,7 +11,7 @@ from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
 from plugins.cni.config import get_ci
 
-from .facts import Facts
+from .facts import Facts, Problem
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _HNS_TYPES = {"win-bridge": ("L2Bridge", "L2Tunnel"), "win-overlay": ("Overlay",)}
@@ -29,9 +29,13 @@ def _skipped(id_: str, needs: str) -> Check:
     return Check(id_, WARN, f"not checked: {needs}", "fix the failure above first")
 
 
+def _failed(id_: str, problem: Problem) -> Check:
+    return Check(id_, FAIL, problem.message, problem.fix)
+
+
 def config(f: Facts) -> Check:
     if f.conf_problem:
-        return Check("config", FAIL, f.conf_problem.message, f.conf_problem.fix)
+        return _failed("config", f.conf_problem)
     if f.netconf is None:
         return Check("config", WARN, f"{f.conf_path}: flannel config valid; its delegate not checked (no subnet.env)",
                      "see the subnet-env check")
@@ -52,7 +56,7 @@ def plugins(f: Facts) -> Check:
 
 def hns_network(f: Facts) -> Check:
     if f.hns_problem:
-        return Check("hns-network", FAIL, f.hns_problem.message, f.hns_problem.fix)
+        return _failed("hns-network", f.hns_problem)
     if not f.name:
         return _skipped("hns-network", "the config names no network")
     if f.network is None:
@@ -73,7 +77,7 @@ def hns_network(f: Facts) -> Check:
 
 def subnet_env(f: Facts) -> Check:
     if f.lease_problem:
-        return Check("subnet-env", FAIL, f.lease_problem.message, f.lease_problem.fix)
+        return _failed("subnet-env", f.lease_problem)
     if f.lease is None:
         return Check("subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config")
     subnet = f.lease.subnet
@@ -90,6 +94,10 @@ def subnet_env(f: Facts) -> Check:
 def exceptions(f: Facts) -> Check:
     if f.netconf is None:
         return _skipped("exceptions", "no valid delegate config")
+    bad = [e for e in _exception_entries(f.policies) + routes(f.policies) if _net(e) is None]
+    if bad:
+        return Check("exceptions", FAIL, f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
+                     "HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12")
     excepted = excepted_set(f.policies)
     needed = list(_must_not_nat(f))
     missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
@@ -105,7 +113,8 @@ def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
     if f.lease is not None and f.lease.first_ipv4_network is not None:
         yield "FLANNEL_NETWORK", str(f.lease.first_ipv4_network)
     for prefix in routes(f.policies):
-        yield "ROUTE", prefix
+        if _net(prefix) is not None:
+            yield "ROUTE", prefix
     if f.delegate_type == "win-bridge" and f.network is not None and f.network.management_ip:
         yield "management IP", f.network.management_ip + "/32"
 
@@ -135,7 +144,7 @@ def net_conf(f: Facts) -> Check:
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
     if f.backend_problem:
-        return Check("net-conf", FAIL, f.backend_problem.message, f.backend_problem.fix)
+        return _failed("net-conf", f.backend_problem)
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
         return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
@@ -203,7 +212,7 @@ def hns_features(f: Facts) -> Check:
 
 def ipam_store(f: Facts) -> Check:
     if f.store_problem:
-        return Check("ipam-store", FAIL, f.store_problem.message, f.store_problem.fix)
+        return _failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
         return _skipped("ipam-store", "no host-local store or HNS network")
     suffix = f"_{f.name}"
@@ -219,25 +228,41 @@ def ipam_store(f: Facts) -> Check:
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:
-    """Destinations OutBoundNAT leaves alone: every ExceptionList (V1) / Settings.Exceptions (V2) entry."""
-    out = IPSet()
+    """Destinations OutBoundNAT leaves alone (entries that are not CIDRs excluded: the check names them)."""
+    return IPSet(n for n in map(_net, _exception_entries(policies)) if n is not None)
+
+
+def _exception_entries(policies: Iterable[Any]) -> list[Any]:
+    """Every ExceptionList (V1) / Settings.Exceptions (V2) entry of every OutBoundNAT policy."""
+    out: list[Any] = []
     for p in policies:
-        if str(get_ci(p, "Type") or "").lower() == "outboundnat":
-            entries = get_ci(p, "ExceptionList") or get_ci(get_ci(p, "Settings") or {}, "Exceptions") or ()
-            out |= IPSet(e for e in entries if isinstance(e, str))
+        if _kind(p) == "outboundnat":
+            entries = get_ci(p, "ExceptionList") or get_ci(_settings(p), "Exceptions") or []
+            out += entries if isinstance(entries, list) else [entries]
     return out
 
 
 def routes(policies: Iterable[Any]) -> list[str]:
     """ROUTE (V1) / SDNRoute (V2) destinations: the service CIDR and the management IP, by convention."""
-    out = []
-    for p in policies:
-        kind = str(get_ci(p, "Type") or "").lower()
-        if kind == "route":
-            out.append(get_ci(p, "DestinationPrefix"))
-        elif kind == "sdnroute":
-            out.append(get_ci(get_ci(p, "Settings") or {}, "DestinationPrefix"))
+    out = [get_ci(p, "DestinationPrefix") if _kind(p) == "route" else get_ci(_settings(p), "DestinationPrefix")
+           for p in policies if _kind(p) in ("route", "sdnroute")]
     return [str(r) for r in out if r]
+
+
+def _kind(policy: Any) -> str:
+    return str(get_ci(policy, "Type") or "").lower() if isinstance(policy, dict) else ""
+
+
+def _settings(policy: dict) -> dict:
+    settings = get_ci(policy, "Settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def _net(text: Any) -> IPNetwork | None:
+    try:
+        return IPNetwork(text) if isinstance(text, str) else None
+    except (AddrFormatError, ValueError, TypeError):
+        return None
 
 
 def _ip(text: str) -> Any:

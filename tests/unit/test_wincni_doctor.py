@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from libhns import hnsctl
 from libhns.objects import HostComputeNetwork
@@ -262,3 +264,25 @@ def test_checks_are_pure_functions_of_facts() -> None:
                   delegate_type="win-overlay")
     assert checks.source_vip(facts).status == "fail"
     assert checks.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
+
+
+def test_exception_entries_that_are_not_cidrs(bridge: SimNode) -> None:
+    bridge.delegate["policies"][0]["Value"]["ExceptionList"] = EXCEPTIONS + ["bogus", "10.0.0.0/33"]
+    failed(bridge.doctor("--reach", "10.0.0.1"), "exceptions", "bogus", "10.0.0.0/33")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                     max_leaves=12)
+
+
+@given(policies=st.lists(st.fixed_dictionaries({"Type": st.sampled_from(["OutBoundNAT", "ROUTE", "SDNRoute", "x"])},
+                                               optional={"ExceptionList": _JSON, "DestinationPrefix": _JSON,
+                                                         "Settings": _JSON}), max_size=4),
+       reach=st.text(max_size=20))
+def test_address_checks_never_raise(policies: list, reach: str) -> None:
+    """Whatever shape the policies take, the checks answer ok/warn/fail instead of raising."""
+    from plugins.flannel.subnet_env import parse
+    facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach or "x")
+    assert checks.exceptions(facts).status in ("ok", "fail")
+    assert checks.reach(facts).status in ("ok", "fail")
