@@ -120,7 +120,8 @@ def ensure_site(cache: Path) -> Path:
         return site
     shutil.rmtree(site, ignore_errors=True)
     common = [sys.executable, "-m", "pip", "install", "-q", "--target", str(site), "--platform", "win_amd64",
-              "--python-version", PY_TAG[0] + "." + PY_TAG[1:], "--only-binary=:all:", "--upgrade"]
+              "--python-version", PY_TAG[0] + "." + PY_TAG[1:], "--only-binary=:all:", "--upgrade",
+              "--disable-pip-version-check"]
     subprocess.run([*common, *reqs], check=True)
     subprocess.run([*common, "--no-deps", *WINDOWS_ONLY], check=True)
     stamp.write_text("\n".join(reqs))

@@ -57,6 +57,8 @@ class WineNode(Node):
         built = mingw(FAKEDLL / "hnsbridge.c", root / "hnsbridge.dll", "-shared", "-lws2_32", "-lole32")
         for name in DLLS:
             shutil.copy(built, system32 / name)
+        # Wine 8 has no bcryptprimitives.dll (Windows 10+ does); see the source's comment.
+        mingw(FAKEDLL / "bcryptprimitives.c", system32 / "bcryptprimitives.dll", "-shared", "-lbcrypt")
         self.trivial = mingw(FAKEDLL / "trivial.c", cni / "trivial.exe")
         self.server = hnsserver.Server(env={"LIBHNS_SIM_DIR": self.env["LIBHNS_SIM_DIR"]}).start()
         self.ipam_dir = self.drive_c / "var" / "lib" / "cni" / "networks"  # host-local's default on C:
