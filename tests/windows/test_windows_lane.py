@@ -81,6 +81,16 @@ def test_flannel_pod_lifecycle(cluster: WineNode, fixture: str, net_conf: str, n
     listed = {e["Name"] for e in node.hnsctl_exe("endpoint", "list")}
     assert f"{cid}_{network}" in listed
 
+    if api == "v1":  # dockershim's app container joins the pause container's endpoint
+        app, app_netns = f"{cid}-app", f"container:{cid}"
+        node.hnsctl("container", "create", app)
+        joined = node.run("ADD", conf, app, app_netns, plugin="flannel", **env)
+        assert joined.ok and first_ip(joined.out)[0] == ip, (joined.out, joined.stderr)
+        assert sorted(node.endpoints()[f"{cid}_{network}"]["SharedContainers"]) == sorted([cid, app])
+        assert node.run("DEL", conf, app, app_netns, plugin="flannel", **env).ok
+        assert node.endpoints()[f"{cid}_{network}"]["SharedContainers"] == [cid]
+        assert node.ip_files()[ip] == cid
+
     check = node.run("CHECK", {**conf, "prevResult": add.out}, cid, netns, plugin="flannel", **env)
     assert check.ok, (check.out, check.stderr)
 
