@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hcn_exports.h"
+
 #define NULL_FIELD 0xFFFFFFFFu
 #define MAX_FIELDS 8
 
@@ -209,13 +211,8 @@ static HRESULT forward(const char *name, const GUID *guid, void *handle, const w
         return forward("HcnCreate" #K, id, NULL, settings, NULL, NULL, NULL, record, handle);      \
     }
 
-HCN_KIND(Network, Networks)
-HCN_KIND(Endpoint, Endpoints)
-HCN_KIND(Namespace, Namespaces)
-HCN_KIND(LoadBalancer, LoadBalancers)
-HCN_CREATE(Network)
-HCN_CREATE(Namespace)
-HCN_CREATE(LoadBalancer)
+HCN_KINDS(HCN_KIND)
+HCN_CREATE_KINDS(HCN_CREATE)
 
 /* The network handle comes first. */
 EXPORT HcnCreateEndpoint(void *network, const GUID *id, PCWSTR settings, void **handle,

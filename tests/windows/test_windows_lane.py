@@ -50,8 +50,10 @@ LIFECYCLES = [  # (fixture, net-conf, network, sandbox API, extra env)
     ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "cbr0", "v2", {}),
     ("cni.conf.overlay-v1.json", "net-conf.vxlan.json", "vxlan0", "v1", {}),
     ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "vxlan0", "v2", {}),
-    # flannel exec'ing win-bridge.exe even where it could run its sibling in-process.
-    ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "cbr0", "v2", {"WINCNI_NO_INPROCESS": "1"}),
+    # flannel exec'ing win-bridge.exe even where it could run its sibling in-process, found in
+    # the second entry of a `;`-separated CNI_PATH.
+    ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "cbr0", "v2",
+     {"WINCNI_NO_INPROCESS": "1", "CNI_PATH": r"C:\opt\cni\bin;C:\k\cni"}),
 ]
 
 
