@@ -63,9 +63,10 @@ class Session:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.sim = Simulator.from_env(env)
         self._handles: dict[int, Any] = {}
+        self._next = 0x100  # never reused: a closed handle's number stays invalid
 
     def _keep(self, handle: Any) -> int:
-        number = len(self._handles) + 0x100
+        number, self._next = self._next, self._next + 1
         self._handles[number] = handle
         return number
 
