@@ -162,7 +162,7 @@ try {
         throw "PyInstaller finished but dist\ lacks: $($missing -join ', ')"
     }
     Get-ChildItem $Dist -Filter '*.exe' |
-        ForEach-Object { Write-Host ('  {0,-16} {1,6:N1} MB' -f $_.Name, ($_.Length / 1MB)) }
+        ForEach-Object { Write-Host ('  {0,-16} {1,6:N1} MB' -f $_.Name, ($_.Length / 1048576)) }
 
     if ($Test) {
         Write-Host 'Running the tests'
