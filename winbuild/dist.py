@@ -6,6 +6,7 @@ It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``.
 """
 from __future__ import annotations
 
+import ast
 import configparser
 import shutil
 import sys
@@ -18,8 +19,19 @@ ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
 SPEC = ROOT / "specs" / "wincni.spec"
 BUNDLE = "wincni"
-COMMANDS = ("win-bridge", "win-overlay", "flannel", "host-local", "hnsctl")
 EXTRAS = Path(__file__).resolve().parent / "release"  # INSTALL.txt and samples/
+
+
+def _spec_commands() -> tuple[str, ...]:
+    """The executables the spec builds, read from its ``COMMANDS`` literal: one list, not two."""
+    for node in ast.parse(SPEC.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMMANDS" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise RuntimeError(f"{SPEC} has no COMMANDS = (...) literal")
+
+
+COMMANDS = _spec_commands()
+PLUGINS = ("win-bridge", "win-overlay", "flannel", "host-local")  # the CNI plugins; the rest are CLIs
 
 
 def version() -> str:

@@ -16,7 +16,7 @@ import pytest
 from hnsnode import FIXTURES, first_ip
 from winenode import WineNode
 
-from winbuild.dist import COMMANDS
+from winbuild.dist import PLUGINS
 
 SUBNET_ENV = r"C:\run\flannel\subnet.env"
 NET_CONF = r"C:\etc\kube-flannel\net-conf.json"
@@ -35,7 +35,7 @@ def cluster(node: WineNode) -> WineNode:
 
 
 def test_version_of_every_exe_and_its_cost_over_the_wine_floor(node: WineNode, timings: dict) -> None:
-    for name in COMMANDS[:-1]:  # the plugins; hnsctl is a CLI
+    for name in PLUGINS:
         run = node.run("VERSION", {"cniVersion": "1.1.0"}, plugin=name)
         assert run.ok and "1.1.0" in run.out["supportedVersions"], (name, run.stderr)
     stdin = json.dumps({"cniVersion": "1.1.0"}).encode()
@@ -141,3 +141,42 @@ def test_bad_input_is_a_cni_error_not_a_traceback(cluster: WineNode, stdin: byte
     run.failed(code, word)
     assert "Traceback" not in run.stderr
     assert set(node.endpoints()) == before and "bad" not in node.ip_files().values()
+
+
+def test_doctor_reads_the_node_at_its_windows_default_paths(cluster: WineNode) -> None:
+    """wincni.exe doctor with no flags: C:\\k\\cni\\config\\, C:\\run\\flannel\\subnet.env, the HNS of
+    the fake DLLs. A pod is up, so the host-local store and HNS agree; then the lease is
+    moved out of the network's subnet and the doctor must fail naming it."""
+    node = cluster
+    node.network = "cbr0"
+    conf = json.loads((FIXTURES / "cni.conf.l2bridge-v2.json").read_text())
+    conf["cniVersion"] = "1.0.0"
+    config = node.path(r"C:\k\cni\config\cni.conf")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps(conf))
+    net_conf = node.path(NET_CONF)
+    net_conf.parent.mkdir(parents=True, exist_ok=True)
+    net_conf.write_bytes((FIXTURES / "net-conf.host-gw.json").read_bytes())
+    netns = node.sandbox("v2", "doc-pod")
+    add = node.run("ADD", conf, "doc-pod", netns, plugin="flannel")
+    assert add.ok, (add.out, add.stderr)
+
+    def doctor() -> tuple[int, dict]:
+        proc = node.wine(node.exe("wincni"), "doctor", "-o", "json")
+        assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+        return proc.returncode, {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+
+    rc, checks = doctor()
+    assert rc == 0 and checks["hns-network"]["status"] == "ok", checks
+    assert checks["config"]["status"] == checks["ipam-store"]["status"] == "ok", checks
+    lease = node.path(SUBNET_ENV)
+    healthy = lease.read_text()
+    try:
+        lease.write_text(healthy.replace("10.244.4.", "10.99.4."))
+        rc, checks = doctor()
+        assert rc == 1 and checks["subnet-env"]["status"] == "fail", checks
+        assert "10.99.4." in checks["subnet-env"]["message"], checks["subnet-env"]
+    finally:
+        lease.write_text(healthy)
+        assert node.run("DEL", conf, "doc-pod", netns, plugin="flannel").ok
+        node.assert_clean("doc-pod")
