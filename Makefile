@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench dist clean venv
+.PHONY: demo test bench dist dist-windows test-windows clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -34,6 +34,16 @@ dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
 
+# The Windows release zip, built on Linux: PyInstaller under a Windows CPython in Wine (winbuild/).
+# Installs Wine and mingw with apt when missing (as root), the rest into ~/.cache/wincni-windows.
+dist-windows: $(STAMP)
+	$(VPY) -m winbuild.dist
+
+# That zip run as Windows processes under Wine against the simulator (tests/windows; not in `make test`).
+test-windows: $(STAMP)
+	$(VPY) -m pip install -q -e '.[windows]'
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/windows
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) build dist dist-windows .pytest_cache .hypothesis *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -171,6 +171,19 @@ def lifecycle(node: Node) -> None:
     say("  ok: STATUS reports the network ready")
 
 
+def doctor(node: Node) -> None:
+    """The operator's view of the node the demo built: every check of `wincni doctor` must pass."""
+    heading(f"[{node.network}] wincni doctor: the Windows troubleshooting guide, checked in one command")
+    (node.root / "conf").mkdir()
+    shutil.copy(node.conf, node.root / "conf" / "10-flannel.conf")
+    node.write("SourceVip.json", json.dumps({"cniVersion": "0.2.0", "ip4": {"ip": "10.244.4.254/24"}}).encode(), show=False)
+    args = ["doctor", "--cni-conf", str(node.root / "conf"), "--cni-bin-dir", str(BIN),
+            "--source-vip", str(node.root / "SourceVip.json"), "--reach", "8.8.8.8"]
+    proc = node.run([str(BIN / "wincni"), *args], show="wincni " + " ".join(args))
+    say(proc.stdout.decode().rstrip())
+    expect(proc.returncode == 0, "wincni doctor finds nothing wrong with the node")
+
+
 def main() -> int:
     if not (BIN / "flannel").exists():
         say(f"error: {BIN / 'flannel'} not found; run `make demo` (it installs the console scripts)")
@@ -213,6 +226,7 @@ def main() -> int:
                              {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}})
         say("\n(the delegate has no \"type\": flannel picks win-overlay from net-conf.json's vxlan backend)")
         lifecycle(overlay)
+        doctor(overlay)
 
         heading("done: every step did what it should")
         if "--keep" in sys.argv:

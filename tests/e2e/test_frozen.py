@@ -60,3 +60,12 @@ def test_add_reaches_the_lazily_imported_handler(name, tmp_path):
 def test_hnsctl_runs():
     proc = run_exe("hnsctl", {}, args=("--help",))
     assert proc.returncode == 0 and b"usage: hnsctl" in proc.stdout
+
+
+def test_wincni_doctor_runs_every_check(tmp_path):
+    """The operator executable carries its checks and netaddr; on an empty node every check reports, none crashes."""
+    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
+    proc = run_exe("wincni", env, args=("doctor", "--cni-conf", str(tmp_path), "--cni-bin-dir", str(DIST), "-o", "json"))
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    checks = {c["id"]: c["status"] for c in json.loads(proc.stdout)["checks"]}
+    assert checks["config"] == "fail" and checks["hns-features"] == "ok"

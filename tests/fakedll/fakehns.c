@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "hcn_exports.h"
 #include <wchar.h>
 
 typedef int32_t HRESULT; /* 32 bits, as on Windows */
@@ -187,13 +189,8 @@ static HRESULT finish(wchar_t **out, wchar_t **record, void **handle) {
         return finish(NULL, record, handle);                                                       \
     }
 
-HCN_KIND(Network, Networks)
-HCN_KIND(Endpoint, Endpoints)
-HCN_KIND(Namespace, Namespaces)
-HCN_KIND(LoadBalancer, LoadBalancers)
-HCN_CREATE(Network)
-HCN_CREATE(Namespace)
-HCN_CREATE(LoadBalancer)
+HCN_KINDS(HCN_KIND)
+HCN_CREATE_KINDS(HCN_CREATE)
 
 /* The network handle comes first. */
 HRESULT HcnCreateEndpoint(void *network, const GUID *id, const wchar_t *settings, void **handle,

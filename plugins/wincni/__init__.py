@@ -1,0 +1,1 @@
+"""Operator tools (``wincni`` command): not a CNI plugin, never on a plugin's start-up path."""

@@ -1,0 +1,77 @@
+"""``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Mapping, NoReturn, Sequence, TextIO
+
+
+class UsageError(Exception):
+    """Bad arguments: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
+    p = _Parser(prog="wincni", description="Windows CNI operator tools")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
+    d.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
+    d.add_argument("--subnet-env", help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})")
+    d.add_argument("--net-conf", help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})")
+    d.add_argument("--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)")
+    d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
+    d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    return p
+
+
+def render_table(checks: list, out: TextIO) -> None:
+    width = max((len(c.id) for c in checks), default=0)
+    for c in checks:
+        out.write(f"{c.status.upper():<4}  {c.id:<{width}}  {c.message}\n")
+        if c.status != "ok" and c.fix:
+            out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
+    failed = sum(c.status == "fail" for c in checks)
+    warned = sum(c.status == "warn" for c in checks)
+    out.write(f"\n{len(checks)} checks: {failed} failed, {warned} warnings\n")
+
+
+def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str],
+         platform: str = sys.platform, cwd: str | None = None) -> int:
+    """0: no check failed (warnings allowed); 1: a check failed; 2: bad usage."""
+    from . import checks, facts
+    defaults = facts.default_paths(platform)
+    try:
+        args = build_parser(defaults).parse_args(list(argv))
+    except UsageError as exc:
+        stderr.write(f"{exc}\n")
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
+            "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
+            "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
+            "cni_bin_dir": args.cni_bin_dir, "reach": args.reach}
+    results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()))
+    if args.output == "json":
+        json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix} for c in results]},
+                  stdout, indent=2)
+        stdout.write("\n")
+    else:
+        render_table(results, stdout)
+    return 1 if any(c.status == "fail" for c in results) else 0
+
+
+def entry() -> None:
+    """Console script ``wincni``."""
+    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+
+
+if __name__ == "__main__":
+    entry()

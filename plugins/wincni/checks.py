@@ -1,0 +1,280 @@
+"""``wincni doctor``'s checks: each a pure function of ``Facts`` -> ``Check``, so tests feed facts directly.
+
+Address-space questions are ``netaddr.IPSet`` algebra (netaddr stays off every plugin's start-up path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
+
+from plugins.cni.config import get_ci
+
+from .facts import Facts, Problem
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+_HNS_TYPES = {"win-bridge": ("L2Bridge", "L2Tunnel"), "win-overlay": ("Overlay",)}
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    status: str
+    message: str
+    fix: str = ""
+
+
+def _skipped(id_: str, needs: str) -> Check:
+    return Check(id_, WARN, f"not checked: {needs}", "fix the failure above first")
+
+
+def _failed(id_: str, problem: Problem) -> Check:
+    return Check(id_, FAIL, problem.message, problem.fix)
+
+
+def config(f: Facts) -> Check:
+    if f.conf_problem:
+        return _failed("config", f.conf_problem)
+    if f.netconf is None:
+        return Check("config", WARN, f"{f.conf_path}: flannel config valid; its delegate not checked (no subnet.env)",
+                     "see the subnet-env check")
+    return Check("config", OK, f"{f.conf_path}: {f.plugin} config {f.name!r} is valid (delegate {f.delegate_type})")
+
+
+def plugins(f: Facts) -> Check:
+    if f.bin_files is None:
+        return Check("plugins", FAIL, f"CNI bin dir {f.bin_dir} cannot be read",
+                     "pass --cni-bin-dir, the kubelet's --cni-bin-dir (C:\\k\\cni by default)")
+    wanted = [p for p in (f.plugin, f.delegate_type, "host-local") if p]
+    missing = [p for p in dict.fromkeys(wanted) if p not in f.bin_files and f"{p}.exe" not in f.bin_files]
+    if missing:
+        return Check("plugins", FAIL, f"{', '.join(missing)} not found in {f.bin_dir}",
+                     f"copy {', '.join(m + '.exe' for m in missing)} from the wincni bundle into {f.bin_dir}")
+    return Check("plugins", OK, f"{', '.join(dict.fromkeys(wanted))} present in {f.bin_dir}")
+
+
+def hns_network(f: Facts) -> Check:
+    if f.hns_problem:
+        return _failed("hns-network", f.hns_problem)
+    if not f.name:
+        return _skipped("hns-network", "the config names no network")
+    if f.network is None:
+        return Check("hns-network", FAIL, f"no HNS network named {f.name!r} (Get-HnsNetwork)",
+                     "flanneld creates it at start; if its log says \"Waiting for the Network to be created\", "
+                     "check the Backend name in net-conf.json and the host adapter; or fix \"name\" in the CNI config")
+    types = _HNS_TYPES.get(f.delegate_type, ())
+    if types and not any(f.network.is_type(t) for t in types):
+        return Check("hns-network", FAIL, f"HNS network {f.name} is {f.network.network_type}; "
+                     f"{f.delegate_type} needs {' or '.join(types)}",
+                     f"use the delegate for {f.network.network_type} networks, or recreate the network")
+    mgmt = f.network.management_ip
+    if f.delegate_type == "win-overlay" and not mgmt:
+        return Check("hns-network", FAIL, f"overlay network {f.name} has no ProviderAddress (management IP)",
+                     "recreate it on the host adapter that carries the node IP (flanneld does this on restart)")
+    return Check("hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else ""))
+
+
+def subnet_env(f: Facts) -> Check:
+    if f.lease_problem:
+        return _failed("subnet-env", f.lease_problem)
+    if f.lease is None:
+        return Check("subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config")
+    subnet = f.lease.subnet
+    if f.network is None:
+        return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} (no HNS network to compare with)")
+    hns = IPSet(s.prefix for s in f.network.subnets)
+    if subnet is None or IPNetwork(str(subnet)) not in hns:
+        return Check("subnet-env", FAIL, f"FLANNEL_SUBNET={subnet} is not inside HNS network {f.name}'s subnets "
+                     f"({', '.join(s.prefix for s in f.network.subnets) or 'none'})",
+                     "the node got a new lease: stop flanneld, remove the HNS network and let flanneld recreate it")
+    return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
+
+
+def exceptions(f: Facts) -> Check:
+    if f.netconf is None:
+        return _skipped("exceptions", "no valid delegate config")
+    bad = [e for e in _exception_entries(f.policies) + routes(f.policies) if _net(e) is None]
+    if bad:
+        return Check("exceptions", FAIL, f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
+                     "HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12")
+    excepted = excepted_set(f.policies)
+    needed = list(_must_not_nat(f))
+    missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
+    if missing:
+        return Check("exceptions", FAIL, "OutBoundNAT ExceptionList misses " + ", ".join(f"{w} {c}" for w, c in missing)
+                     + ": pod traffic there is SNAT'ed to the node IP",
+                     f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in the CNI config")
+    return Check("exceptions", OK, "ExceptionList covers " + (", ".join(f"{w} {c}" for w, c in needed) or "nothing needed"))
+
+
+def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
+    """Cluster CIDR, ROUTE destinations (service CIDR, management IP), the bridge's management IP."""
+    if f.lease is not None and f.lease.first_ipv4_network is not None:
+        yield "FLANNEL_NETWORK", str(f.lease.first_ipv4_network)
+    for prefix in routes(f.policies):
+        if _net(prefix) is not None:
+            yield "ROUTE", prefix
+    if f.delegate_type == "win-bridge" and f.network is not None and f.network.management_ip:
+        yield "management IP", f.network.management_ip + "/32"
+
+
+def reach(f: Facts) -> Check | None:
+    if not f.reach:
+        return None
+    try:
+        ip = IPAddress(f.reach)
+    except (AddrFormatError, ValueError):
+        return Check("reach", FAIL, f"--reach {f.reach!r} is not an IP address", "pass an address such as 8.8.8.8")
+    if f.netconf is None:
+        return _skipped("reach", "no valid delegate config")
+    internal = IPSet(c for _, c in _must_not_nat(f))
+    if ip in excepted_set(f.policies):
+        if ip in internal:
+            return Check("reach", OK, f"traffic to {ip} keeps the pod IP (cluster-internal)")
+        return Check("reach", FAIL, f"traffic to {ip} is not SNAT'ed: it leaves with the pod IP, which nothing "
+                     "outside the cluster routes back", f"remove the entry covering {ip} from the ExceptionList")
+    if ip in internal:
+        return Check("reach", FAIL, f"traffic to {ip} (cluster-internal) is SNAT'ed to the node IP",
+                     f"add a range covering {ip} to the ExceptionList")
+    return Check("reach", OK, f"traffic to {ip} is SNAT'ed to the node IP (right for destinations outside the cluster)")
+
+
+def net_conf(f: Facts) -> Check:
+    from plugins.cni.errors import CniError
+    from plugins.flannel import netconf
+    if f.backend_problem:
+        return _failed("net-conf", f.backend_problem)
+    if f.backend is None:
+        status = WARN if f.plugin == "flannel" else OK
+        return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
+                     "pass --net-conf with flanneld's net-conf.json" if status == WARN else "")
+    try:
+        netconf.check(f.backend, f.name)
+        wanted = f.backend.delegate_type()
+    except CniError as err:
+        return Check("net-conf", FAIL, err.msg, err.details)
+    if f.delegate_type and wanted != f.delegate_type:
+        return Check("net-conf", FAIL, f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
+                     f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)')
+    return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
+
+
+def vxlan(f: Facts) -> Check | None:
+    if f.delegate_type != "win-overlay" or f.network is None or f.flavor is None:
+        return None
+    problems = f.flavor.network_problems(f.network)
+    if problems:
+        return Check("vxlan", FAIL, "; ".join(problems), "remove the network and restart flanneld after fixing net-conf.json")
+    return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: Linux flannel peers agree")
+
+
+def source_vip(f: Facts) -> Check:
+    if f.source_vip_problem:
+        return Check("source-vip", FAIL, f.source_vip_problem.message, f.source_vip_problem.fix or
+                     "delete it and restart kube-proxy")
+    if f.source_vip is None:
+        if f.delegate_type == "win-overlay":
+            return Check("source-vip", WARN, f"{f.source_vip_path} not found; kube-proxy (overlay) needs a source VIP",
+                         "kube-proxy creates it at start (--source-vip); check its log")
+        return Check("source-vip", OK, f"{f.source_vip_path} not present (only overlay kube-proxy uses it)")
+    if f.lease is None or f.lease.subnet is None:
+        return _skipped("source-vip", "no FLANNEL_SUBNET")
+    subnet = IPSet([str(f.lease.subnet)])
+    outside = [a for a in f.source_vip if _ip(a) not in subnet]
+    if outside or not f.source_vip:
+        return Check("source-vip", FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
+                     f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
+                     f"delete {f.source_vip_path} (and the sourceVip HNS endpoint) and restart kube-proxy")
+    return Check("source-vip", OK, f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}")
+
+
+def hns_features(f: Facts) -> Check:
+    if f.features is None:
+        return _skipped("hns-features", "HNS not reachable")
+    needs = []
+    if f.netconf is not None and f.netconf.loopback_dsr:
+        needs.append(("loopbackDSR", "dsr"))
+    dual = (f.lease is not None and f.lease.ipv6_subnet is not None) or (
+        f.network is not None and any(":" in s.prefix for s in f.network.subnets))
+    if dual:
+        needs.append(("dual-stack", "dual_stack"))
+    if (f.backend is not None and f.backend.type == "vxlan" and f.backend.port) or (
+            f.network is not None and f.network.vxlan_port is not None):
+        needs.append(("VXLAN port policy", "vxlan_port"))
+    lacking = [what for what, feature in needs if not getattr(f.features, feature)]
+    version = ".".join(map(str, f.hns_version or ()))
+    if lacking:
+        return Check("hns-features", FAIL, f"HNS {version} does not support {', '.join(lacking)}",
+                     "remove it from the config, or update Windows to a build whose HNS supports it")
+    return Check("hns-features", OK, f"HNS {version} supports " + (", ".join(w for w, _ in needs) or "everything the config uses"))
+
+
+def ipam_store(f: Facts) -> Check:
+    if f.store_problem:
+        return _failed("ipam-store", f.store_problem)
+    if f.reservations is None or f.network is None:
+        return _skipped("ipam-store", "no host-local store or HNS network")
+    suffix = f"_{f.name}"
+    pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
+    held = {cid for _, cid in f.reservations}
+    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations if cid not in pods]
+    stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
+    if stale:
+        return Check("ipam-store", WARN, "; ".join(stale),
+                     "the runtime's CNI GC removes them (containerd 2.x); by hand: "
+                     f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods")
+    return Check("ipam-store", OK, f"{len(f.reservations)} reservation(s) in {f.ipam_dir} match the HNS endpoints")
+
+
+def excepted_set(policies: Iterable[Any]) -> IPSet:
+    """Destinations OutBoundNAT leaves alone (entries that are not CIDRs excluded: the check names them)."""
+    return IPSet(n for n in map(_net, _exception_entries(policies)) if n is not None)
+
+
+def _exception_entries(policies: Iterable[Any]) -> list[Any]:
+    """Every ExceptionList (V1) / Settings.Exceptions (V2) entry of every OutBoundNAT policy."""
+    out: list[Any] = []
+    for p in policies:
+        if _kind(p) == "outboundnat":
+            entries = get_ci(p, "ExceptionList") or get_ci(_settings(p), "Exceptions") or []
+            out += entries if isinstance(entries, list) else [entries]
+    return out
+
+
+def routes(policies: Iterable[Any]) -> list[str]:
+    """ROUTE (V1) / SDNRoute (V2) destinations: the service CIDR and the management IP, by convention."""
+    out = [get_ci(p, "DestinationPrefix") if _kind(p) == "route" else get_ci(_settings(p), "DestinationPrefix")
+           for p in policies if _kind(p) in ("route", "sdnroute")]
+    return [str(r) for r in out if r]
+
+
+def _kind(policy: Any) -> str:
+    return str(get_ci(policy, "Type") or "").lower() if isinstance(policy, dict) else ""
+
+
+def _settings(policy: dict) -> dict:
+    settings = get_ci(policy, "Settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def _net(text: Any) -> IPNetwork | None:
+    try:
+        return IPNetwork(text) if isinstance(text, str) else None
+    except (AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _ip(text: str) -> Any:
+    try:
+        return IPAddress(text)
+    except (AddrFormatError, ValueError):
+        return IPAddress(0)
+
+
+ALL: tuple[Callable[[Facts], Check | None], ...] = (
+    config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features, ipam_store)
+
+
+def run(facts: Facts) -> list[Check]:
+    return [c for c in (check(facts) for check in ALL) if c is not None]

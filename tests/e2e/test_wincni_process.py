@@ -1,0 +1,33 @@
+"""``wincni doctor`` as an operator runs it: a process, against a node whose pods the plugins made."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from hnsnode import VENV_BIN, Node
+
+
+def doctor(node: Node, *args: str) -> tuple[int, dict]:
+    proc = subprocess.run([str(VENV_BIN / "wincni"), "doctor", "--cni-bin-dir", str(VENV_BIN),
+                           "--subnet-env", str(node.root / "none.env"), "--net-conf", str(node.root / "none.json"),
+                           "--source-vip", str(node.root / "none.vip"), "-o", "json", *args],
+                          env=node.env, capture_output=True, timeout=60)
+    assert proc.stderr == b""
+    return proc.returncode, {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+
+
+def test_win_bridge_node_with_pods_then_a_leaked_reservation(tmp_path) -> None:
+    node = Node(tmp_path).bridge()
+    conf = node.conf(policies=[{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}}])
+    (tmp_path / "10-bridge.conf").write_text(json.dumps(conf))
+    node.add(conf, "pod1", node.sandbox("v2", "pod1"))
+    rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
+    assert rc == 0 and {c["status"] for c in found.values()} == {"ok"}, found
+    assert "1 reservation" in found["ipam-store"]["message"]
+
+    node.hnsctl("endpoint", "delete", "pod1_cbr0")  # the endpoint vanished (HNS restart), the IP stayed
+    rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
+    assert rc == 0 and found["ipam-store"]["status"] == "warn" and "pod1" in found["ipam-store"]["message"]
+
+    rc, found = doctor(node, "--cni-conf", str(tmp_path / "missing.conf"))
+    assert rc == 1 and found["config"]["status"] == "fail" and "does not exist" in found["config"]["message"]

@@ -1,0 +1,288 @@
+"""``wincni doctor`` on simulated nodes: healthy passes; each misconfiguration fails its own check."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from libhns import hnsctl
+from libhns.objects import HostComputeNetwork
+from plugins.wincni import checks
+from plugins.wincni.__main__ import main
+from plugins.wincni.facts import Facts
+
+EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]
+LEASE = "FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
+
+
+class SimNode:
+    """A node's files + simulated HNS as flanneld and kube-proxy leave them (bridge: cbr0, overlay: vxlan0)."""
+
+    def __init__(self, root: Path, kind: str = "bridge", version: str = "") -> None:
+        self.root = root
+        self.kind = kind
+        self.name = "cbr0" if kind == "bridge" else "vxlan0"
+        self.env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns")}
+        if version:
+            self.env["LIBHNS_SIM_VERSION"] = version
+        (root / "bin").mkdir()
+        for plugin in ("flannel", "win-bridge", "win-overlay", "host-local"):
+            (root / "bin" / plugin).write_text("")
+        (root / "conf").mkdir()
+        (root / "subnet.env").write_text(LEASE)
+        backend = {"name": "cbr0", "type": "host-gw"} if kind == "bridge" else {"name": "vxlan0", "type": "vxlan",
+                                                                                "VNI": 4096, "Port": 4789}
+        self.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": backend})
+        self.write_json("SourceVip.json", {"ip4": {"ip": "10.244.4.9/24"}})
+        self.delegate = {"type": "win-bridge" if kind == "bridge" else "win-overlay", "policies": [
+            {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
+            {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}
+        self.conf = {"cniVersion": "1.0.0", "name": self.name, "type": "flannel", "delegate": self.delegate,
+                     "subnetFile": str(root / "subnet.env"), "netConf": str(root / "net-conf.json"),
+                     "ipam": {"dataDir": str(root / "ipam")}}
+
+    def write_json(self, name: str, doc: object) -> None:
+        (self.root / name).write_text(json.dumps(doc))
+
+    def hnsctl(self, *args: str) -> None:
+        err = io.StringIO()
+        assert hnsctl.main(list(args), io.StringIO(), err, self.env) == 0, err.getvalue()
+
+    def network(self, vsid: int = 4096) -> "SimNode":
+        base = ["network", "create", self.name, "--subnet", "10.244.4.0/24", "--gateway", "10.244.4.1"]
+        if self.kind == "bridge":
+            self.hnsctl(*base, "--type", "L2Bridge", "--adapter", "Ethernet")
+        else:
+            self.hnsctl(*base, "--type", "Overlay", "--vsid", str(vsid), "--management-ip", "10.127.130.36")
+        return self
+
+    def doctor(self, *args: str, expect: int | None = None) -> dict[str, dict]:
+        self.write_json("conf/10-flannel.conf", self.conf)
+        out, err = io.StringIO(), io.StringIO()
+        rc = main(["doctor", "--cni-conf", str(self.root / "conf"), "--cni-bin-dir", str(self.root / "bin"),
+                   "--source-vip", str(self.root / "SourceVip.json"), "-o", "json", *args],
+                  out, err, self.env, platform="linux", cwd=str(self.root))
+        assert err.getvalue() == ""
+        found = {c["id"]: c for c in json.loads(out.getvalue())["checks"]}
+        assert rc == (1 if any(c["status"] == "fail" for c in found.values()) else 0)
+        if expect is not None:
+            assert rc == expect, found
+        return found
+
+
+def failed(found: dict[str, dict], check_id: str, *words: str) -> dict:
+    """Assert that exactly ``check_id`` failed (nothing else) and its message + fix name every word."""
+    assert [k for k, c in found.items() if c["status"] == "fail"] == [check_id], found
+    text = found[check_id]["message"] + " " + found[check_id]["fix"]
+    for word in words:
+        assert word in text, text
+    assert found[check_id]["fix"]
+    return found[check_id]
+
+
+@pytest.fixture(params=["bridge", "overlay"])
+def node(request, tmp_path: Path) -> SimNode:
+    return SimNode(tmp_path, request.param).network()
+
+
+@pytest.fixture
+def bridge(tmp_path: Path) -> SimNode:
+    return SimNode(tmp_path, "bridge").network()
+
+
+@pytest.fixture
+def overlay(tmp_path: Path) -> SimNode:
+    return SimNode(tmp_path, "overlay").network()
+
+
+def test_healthy_node_passes_every_check(node: SimNode) -> None:
+    found = node.doctor("--reach", "8.8.8.8", expect=0)
+    assert {c["status"] for c in found.values()} == {"ok"}, found
+    expected = {"config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "source-vip",
+                "hns-features", "ipam-store"} | ({"vxlan"} if node.kind == "overlay" else set())
+    assert set(found) == expected
+
+
+def test_config_invalid_names_the_field(bridge: SimNode) -> None:
+    bridge.delegate["loopbackDSR"] = "yes"
+    failed(bridge.doctor(), "config", "loopbackDSR")
+
+
+def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
+    node = SimNode(tmp_path).network()
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(["doctor", "--cni-conf", str(tmp_path / "nowhere"), "--cni-bin-dir", str(tmp_path / "nobin"),
+               "--subnet-env", str(tmp_path / "none.env"), "--net-conf", str(tmp_path / "conf"),  # a directory
+               "--source-vip", str(tmp_path / "conf")], out, err, node.env, platform="linux", cwd=str(tmp_path))
+    assert rc == 1 and err.getvalue() == ""
+    text = out.getvalue()
+    for words in ("FAIL  config", "does not exist", "FAIL  plugins", "cannot read", "Traceback"):
+        assert (words in text) == (words != "Traceback"), text
+
+
+def test_plugins_missing_from_bin_dir(bridge: SimNode) -> None:
+    (bridge.root / "bin" / "host-local").unlink()
+    failed(bridge.doctor(), "plugins", "host-local")
+
+
+def test_hns_network_absent(bridge: SimNode) -> None:
+    bridge.hnsctl("network", "delete", "cbr0")
+    found = bridge.doctor()
+    failed(found, "hns-network", "'cbr0'", "Waiting for the Network to be created")
+    assert found["ipam-store"]["status"] == "warn"  # cannot be judged without the network
+
+
+def test_hns_network_of_the_wrong_type(bridge: SimNode) -> None:
+    bridge.delegate["type"] = "win-overlay"
+    bridge.write_json("net-conf.json", {"Backend": {"name": "cbr0", "type": "vxlan"}})
+    found = bridge.doctor()
+    assert found["hns-network"]["status"] == "fail" and "L2Bridge" in found["hns-network"]["message"]
+
+
+def test_overlay_without_management_ip() -> None:
+    """HNS fills ProviderAddress itself once the adapter has an IP; a network made too early lacks it."""
+    network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "Overlay", "Policies": []})
+    check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
+    assert check.status == "fail" and "ProviderAddress" in check.message and check.fix
+
+
+def test_subnet_env_absent(bridge: SimNode) -> None:
+    (bridge.root / "subnet.env").unlink()
+    found = bridge.doctor()
+    assert found["subnet-env"]["status"] == "fail" and "does not exist" in found["subnet-env"]["message"]
+    assert found["config"]["status"] == "warn"  # the delegate cannot be built without the lease
+
+
+def test_subnet_env_outside_the_hns_network(bridge: SimNode) -> None:
+    (bridge.root / "subnet.env").write_text(LEASE.replace("10.244.4.1/24", "10.244.9.1/24"))
+    bridge.write_json("SourceVip.json", {"ip4": {"ip": "10.244.9.9/24"}})  # kube-proxy already followed
+    failed(bridge.doctor(), "subnet-env", "10.244.9.0/24", "cbr0")
+
+
+def test_exceptions_miss_the_service_cidr(node: SimNode) -> None:
+    node.delegate["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16"]
+    failed(node.doctor(), "exceptions", "10.96.0.0/12")
+
+
+def test_exceptions_in_v2_shape_count(bridge: SimNode) -> None:
+    bridge.delegate["policies"][0]["Value"] = {"Type": "OutBoundNAT", "Settings": {"Exceptions": EXCEPTIONS}}
+    assert bridge.doctor(expect=0)["exceptions"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("ip, status, word", [
+    ("8.8.8.8", "ok", "is SNAT'ed"), ("10.96.0.10", "ok", "keeps the pod IP"),
+    ("10.127.130.1", "fail", "not SNAT'ed"), ("not-an-ip", "fail", "not an IP")])
+def test_reach(bridge: SimNode, ip: str, status: str, word: str) -> None:
+    found = bridge.doctor("--reach", ip)
+    assert found["reach"]["status"] == status and word in found["reach"]["message"], found["reach"]
+
+
+def test_reach_to_cluster_address_that_is_snated(bridge: SimNode) -> None:
+    bridge.delegate["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16", "10.127.130.0/24"]
+    found = bridge.doctor("--reach", "10.96.0.10")
+    assert found["reach"]["status"] == "fail" and "SNAT'ed to the node IP" in found["reach"]["message"]
+
+
+@pytest.mark.parametrize("backend, words", [
+    ({"name": "vxlan1", "type": "vxlan", "VNI": 4096}, ("vxlan1", "vxlan0")),
+    ({"name": "vxlan0", "type": "vxlan", "VNI": 4095}, ("4095", "4096")),
+    ({"name": "vxlan0", "type": "vxlan", "Port": 4790}, ("4790", "4789")),
+    ({"name": "vxlan0", "type": "host-gw"}, ("win-bridge", "win-overlay"))])
+def test_net_conf_disagrees(overlay: SimNode, backend: dict, words: tuple) -> None:
+    overlay.write_json("net-conf.json", {"Backend": backend})
+    failed(overlay.doctor(), "net-conf", *words)
+
+
+def test_overlay_vni_in_hns_below_4096(tmp_path: Path) -> None:
+    failed(SimNode(tmp_path, "overlay").network(vsid=4000).doctor(), "vxlan", "4000", "4096")
+
+
+def test_source_vip_from_an_old_subnet(node: SimNode) -> None:
+    node.write_json("SourceVip.json", {"cniVersion": "1.0.0", "ips": [{"address": "10.244.7.3/24"}]})
+    failed(node.doctor(), "source-vip", "10.244.7.3", "10.244.4.0/24", "restart kube-proxy")
+
+
+def test_source_vip_newer_result_shape_inside(bridge: SimNode) -> None:
+    bridge.write_json("SourceVip.json", {"cniVersion": "1.0.0", "ips": [{"address": "10.244.4.9/24"}]})
+    assert bridge.doctor(expect=0)["source-vip"]["status"] == "ok"
+
+
+def test_source_vip_not_json(bridge: SimNode) -> None:
+    (bridge.root / "SourceVip.json").write_text("{")
+    failed(bridge.doctor(), "source-vip", "not a CNI result")
+
+
+def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
+    node = SimNode(tmp_path, "bridge", version="9.2").network()
+    node.delegate["loopbackDSR"] = True
+    failed(node.doctor(), "hns-features", "9.2", "loopbackDSR")
+
+
+def test_hns_too_old_for_the_vxlan_port_policy(tmp_path: Path) -> None:
+    failed(SimNode(tmp_path, "overlay", version="10.2").network().doctor(), "hns-features", "VXLAN port")
+
+
+def test_store_and_endpoints_disagree_is_a_warning(bridge: SimNode) -> None:
+    store = bridge.root / "ipam" / "cbr0"
+    store.mkdir(parents=True)
+    (store / "10.244.4.77").write_bytes(b"ghostpod\r\neth0")
+    bridge.hnsctl("endpoint", "create", "lostpod_cbr0", "--network", "cbr0", "--ip", "10.244.4.8")
+    check = bridge.doctor(expect=0)["ipam-store"]
+    assert check["status"] == "warn"
+    for word in ("ghostpod", "10.244.4.77", "lostpod", "10.244.4.8", "GC"):
+        assert word in check["message"] + check["fix"]
+
+
+def test_table_output_puts_a_fix_under_each_failure(bridge: SimNode) -> None:
+    (bridge.root / "bin" / "host-local").unlink()
+    bridge.write_json("conf/10-flannel.conf", bridge.conf)
+    out = io.StringIO()
+    rc = main(["doctor", "--cni-conf", str(bridge.root / "conf"), "--cni-bin-dir", str(bridge.root / "bin"),
+               "--source-vip", str(bridge.root / "SourceVip.json")], out, io.StringIO(), bridge.env, platform="linux")
+    lines = out.getvalue().splitlines()
+    assert rc == 1
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
+    assert lines[at + 1].strip().startswith("fix: copy host-local")
+    assert lines[0].startswith("OK    config") and lines[-1] == "9 checks: 1 failed, 0 warnings"  # no --reach, no vxlan
+
+
+@pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err, {}) == 2
+    assert out.getvalue() == "" and err.getvalue().startswith("wincni")
+
+
+def test_checks_are_pure_functions_of_facts() -> None:
+    """No files or HNS: facts alone decide (here: an overlay node whose source VIP is not in the lease)."""
+    from plugins.flannel.subnet_env import parse
+    facts = Facts(lease=parse(LEASE, "subnet.env"), source_vip=("10.1.0.1",), source_vip_path="sv.json",
+                  delegate_type="win-overlay")
+    assert checks.source_vip(facts).status == "fail"
+    assert checks.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
+
+
+def test_exception_entries_that_are_not_cidrs(bridge: SimNode) -> None:
+    bridge.delegate["policies"][0]["Value"]["ExceptionList"] = EXCEPTIONS + ["bogus", "10.0.0.0/33"]
+    failed(bridge.doctor("--reach", "10.0.0.1"), "exceptions", "bogus", "10.0.0.0/33")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                     max_leaves=12)
+
+
+@given(policies=st.lists(st.fixed_dictionaries({"Type": st.sampled_from(["OutBoundNAT", "ROUTE", "SDNRoute", "x"])},
+                                               optional={"ExceptionList": _JSON, "DestinationPrefix": _JSON,
+                                                         "Settings": _JSON}), max_size=4),
+       reach=st.text(max_size=20))
+def test_address_checks_never_raise(policies: list, reach: str) -> None:
+    """Whatever shape the policies take, the checks answer ok/warn/fail instead of raising."""
+    from plugins.flannel.subnet_env import parse
+    facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach or "x")
+    assert checks.exceptions(facts).status in ("ok", "fail")
+    assert checks.reach(facts).status in ("ok", "fail")

@@ -1,0 +1,48 @@
+"""The Windows lane (``make test-windows``): the release zip run as Windows processes under Wine.
+
+Not part of ``make test`` (tests/conftest.py leaves this directory out); run with
+``pytest tests/windows`` after ``make dist-windows``. A missing Wine or zip is a failure, not a
+skip: this lane must never pass without having run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from winenode import ROOT, WineNode, toolchain
+
+
+@pytest.fixture(scope="session")
+def release_zip() -> Path:
+    zips = sorted((ROOT / "dist-windows").glob("wincni-*-windows-amd64.zip"))
+    if not zips:
+        pytest.fail("no dist-windows/wincni-*-windows-amd64.zip: run `make dist-windows` first")
+    return zips[-1]
+
+
+@pytest.fixture(scope="session")
+def node(tmp_path_factory: pytest.TempPathFactory, release_zip: Path) -> WineNode:
+    try:
+        toolchain.ensure_system()
+    except toolchain.ToolchainError as e:
+        pytest.fail(str(e))
+    wine_node = WineNode(tmp_path_factory.mktemp("wine-node"), release_zip)
+    yield wine_node
+    wine_node.close()
+
+
+_TIMINGS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def timings() -> dict[str, float]:
+    """Figures a test measured, printed at the end of the run."""
+    return _TIMINGS
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _TIMINGS:
+        terminalreporter.write_line(
+            f"Wine: median win-bridge.exe VERSION {_TIMINGS['version_s']:.2f} s, "
+            f"trivial Windows program {_TIMINGS['floor_s']:.2f} s (the Wine floor)")

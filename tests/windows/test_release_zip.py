@@ -1,0 +1,21 @@
+"""The release zip holds what goes into C:\\k\\cni: the bundle, the sample configs, INSTALL.txt."""
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+from winbuild.dist import COMMANDS
+
+
+def test_zip_holds_the_bundle_the_samples_and_install_notes(release_zip: Path) -> None:
+    with zipfile.ZipFile(release_zip) as zf:
+        names = zf.namelist()
+        top = {n.split("/")[0] for n in names}
+        assert top == {*(f"{c}.exe" for c in COMMANDS), "_internal", "samples", "INSTALL.txt"}, sorted(top)
+        samples = [n for n in names if n.startswith("samples/")]
+        assert sorted(samples) == ["samples/cni.conf.l2bridge.json", "samples/cni.conf.overlay.json"]
+        assert {json.loads(zf.read(n))["delegate"]["type"] for n in samples} == {"win-bridge", "win-overlay"}
+        # The Windows CPython and the plugins' JSON Schemas travel inside _internal.
+        assert "_internal/python313.dll" in names
+        assert any(n.startswith("_internal/plugins/") and n.endswith("schema.json") for n in names)

@@ -1,0 +1,109 @@
+"""A Windows node under Wine: the release zip in ``C:\\k\\cni``, fake HNS DLLs in system32.
+
+``WineNode`` is ``tests/e2e/hnsnode.Node`` with the plugins run as Windows processes: Wine runs
+the PyInstaller-built ``.exe`` files of the release zip with ``CNI_PATH=C:\\k\\cni`` and the
+current directory on drive C:, so every default path is the Windows one (``C:\\run\\flannel``,
+``C:\\var\\lib\\cni\\networks``). ``computenetwork.dll`` / ``vmcompute.dll`` are
+tests/fakedll/hnsbridge.c built with mingw, forwarding every call to ``hnsserver.Server`` in this
+process, which runs libhns.sim on the node's state directory — the one the Linux-side ``hnsctl``
+(``Node.hnsctl``) reads. Stdin, stdout and stderr of each Wine process are pipes (Windows CPython
+fails to start on a file or /dev/null handle).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+FAKEDLL = ROOT / "tests" / "fakedll"
+for extra in (ROOT, ROOT / "tests" / "e2e", FAKEDLL):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+import hnsserver  # noqa: E402
+from hnsnode import Node, Run  # noqa: E402
+
+from winbuild import toolchain  # noqa: E402
+
+CNI_DIR = r"C:\k\cni"
+DLLS = ("computenetwork.dll", "vmcompute.dll")
+
+
+def mingw(source: Path, target: Path, *flags: str) -> Path:
+    """Compile a tests/fakedll source into a Windows binary."""
+    subprocess.run([toolchain.MINGW_CC, "-O1", "-Wall", "-Werror", "-s", "-o", str(target), str(source), *flags],
+                   check=True, capture_output=True, text=True)
+    return target
+
+
+class WineNode(Node):
+    """One Wine prefix = one Windows node; HNS is the simulator behind the fake DLLs."""
+
+    def __init__(self, root: Path, release_zip: Path) -> None:
+        super().__init__(root)
+        self.prefix = toolchain.ensure_prefix(root / "prefix")
+        self.drive_c = self.prefix / "drive_c"
+        cni = self.drive_c / "k" / "cni"
+        with zipfile.ZipFile(release_zip) as zf:
+            zf.extractall(cni)
+        system32 = self.drive_c / "windows" / "system32"
+        built = mingw(FAKEDLL / "hnsbridge.c", root / "hnsbridge.dll", "-shared", "-lws2_32", "-lole32")
+        for name in DLLS:
+            shutil.copy(built, system32 / name)
+        # Wine 8 has no bcryptprimitives.dll (Windows 10+ does); see the source's comment.
+        mingw(FAKEDLL / "bcryptprimitives.c", system32 / "bcryptprimitives.dll", "-shared", "-lbcrypt")
+        self.trivial = mingw(FAKEDLL / "trivial.c", cni / "trivial.exe")
+        self.server = hnsserver.Server(env={"LIBHNS_SIM_DIR": self.env["LIBHNS_SIM_DIR"]}).start()
+        self.ipam_dir = self.drive_c / "var" / "lib" / "cni" / "networks"  # host-local's default on C:
+        self.win_env = toolchain.wine_env(self.prefix, FAKEHNS_PORT=str(self.server.port), CNI_PATH=CNI_DIR,
+                                          CNI_IFNAME="eth0")
+        for name in ("LIBHNS_BACKEND", "LIBHNS_SIM_DIR", "LIBHNS_SIM_FAULTS", "LIBHNS_JOURNAL"):
+            self.win_env.pop(name, None)  # the exes use their Windows default: the DLLs
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        subprocess.run([str(toolchain.WINE.parent / "wineserver"), "-k"], env=self.win_env,
+                       capture_output=True, check=False)
+
+    def path(self, windows: str) -> Path:
+        """The Linux path of a ``C:\\...`` path in this prefix."""
+        drive, _, rest = windows.partition(":")
+        assert drive.upper() == "C", windows
+        return self.drive_c.joinpath(*[p for p in rest.split("\\") if p])
+
+    def wine(self, program: str, *args: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess:
+        """Run a Windows program (``C:\\...``) from ``C:\\k``, all three standard handles piped."""
+        return subprocess.run([str(toolchain.WINE), program, *args], input=stdin, capture_output=True,
+                              cwd=self.drive_c / "k", env={**self.win_env, **env}, timeout=300)
+
+    def exe(self, name: str) -> str:
+        return f"{CNI_DIR}\\{name}.exe"
+
+    def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
+            **env: str) -> Run:
+        stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
+        proc = self.wine(self.exe(plugin or self.plugin), stdin=stdin, CNI_COMMAND=command, CNI_CONTAINERID=cid,
+                         CNI_NETNS=netns, **env)
+        text = proc.stdout.decode()
+        return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
+
+    def hnsctl_exe(self, *args: str) -> Any:
+        """hnsctl.exe (through the fake DLLs), JSON output parsed."""
+        proc = self.wine(self.exe("hnsctl"), *args, "-o", "json")
+        assert proc.returncode == 0, proc.stderr.decode()
+        return json.loads(proc.stdout)
+
+    def timed(self, program: str, stdin: bytes = b"", **env: str) -> float:
+        start = time.perf_counter()
+        proc = self.wine(program, stdin=stdin, **env)
+        elapsed = time.perf_counter() - start
+        assert proc.returncode == 0, proc.stderr.decode()
+        return elapsed

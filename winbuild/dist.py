@@ -1,0 +1,86 @@
+"""``make dist-windows``: build specs/wincni.spec under Wine and pack the Windows release zip.
+
+The zip holds what goes into ``C:\\k\\cni``: the one-folder bundle (``<name>.exe`` beside
+``_internal\\``), ``samples\\`` with the two documented ``cni.conf`` files and ``INSTALL.txt``.
+It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``.
+"""
+from __future__ import annotations
+
+import ast
+import configparser
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+from winbuild import toolchain
+
+ROOT = toolchain.ROOT
+OUT = ROOT / "dist-windows"
+SPEC = ROOT / "specs" / "wincni.spec"
+BUNDLE = "wincni"
+EXTRAS = Path(__file__).resolve().parent / "release"  # INSTALL.txt and samples/
+
+
+def _spec_commands() -> tuple[str, ...]:
+    """The executables the spec builds, read from its ``COMMANDS`` literal: one list, not two."""
+    for node in ast.parse(SPEC.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMMANDS" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise RuntimeError(f"{SPEC} has no COMMANDS = (...) literal")
+
+
+COMMANDS = _spec_commands()
+PLUGINS = ("win-bridge", "win-overlay", "flannel", "host-local")  # the CNI plugins; the rest are CLIs
+
+
+def version() -> str:
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    return cfg["metadata"]["version"]
+
+
+def zip_name() -> Path:
+    return OUT / f"wincni-{version()}-windows-amd64.zip"
+
+
+def build(python: Path, prefix: Path) -> Path:
+    """Run PyInstaller (Windows CPython under Wine) on the project's spec; returns the bundle folder."""
+    dist, work = OUT / "build" / "dist", OUT / "build" / "work"
+    shutil.rmtree(dist, ignore_errors=True)
+    toolchain.run_wine(prefix, [str(python), "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
+                                "--distpath", toolchain.winpath(dist), "--workpath", toolchain.winpath(work),
+                                toolchain.winpath(SPEC)], cwd=ROOT, check=True)
+    bundle = dist / BUNDLE
+    missing = [c for c in COMMANDS if not (bundle / f"{c}.exe").is_file()]
+    if missing:
+        raise toolchain.ToolchainError(f"PyInstaller finished but {bundle} lacks: {', '.join(missing)}")
+    return bundle
+
+
+def pack(bundle: Path, target: Path) -> Path:
+    """The release zip: the bundle's contents at the top, plus INSTALL.txt and samples/."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for base in (bundle, EXTRAS):
+            for path in sorted(base.rglob("*")):
+                if path.is_file():
+                    zf.write(path, path.relative_to(base).as_posix())
+    tmp.replace(target)
+    return target
+
+
+def main() -> int:
+    try:
+        python, prefix = toolchain.ensure_all()
+        target = pack(build(python, prefix), zip_name())
+    except toolchain.ToolchainError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{target.relative_to(ROOT)}: {target.stat().st_size / 2**20:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
