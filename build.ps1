@@ -1,6 +1,6 @@
 <#
 .SYNOPSIS
-    Build the wincni plugins for Windows (win-bridge, win-overlay, flannel, host-local, hnsctl)
+    Build the wincni plugins for Windows (win-bridge, win-overlay, flannel, host-local, hnsctl, wincni)
     as one folder, dist\wincni\ (every <name>.exe beside one shared _internal\ folder), and
     optionally install that folder where the kubelet finds the executables.
 
@@ -44,7 +44,7 @@ Set-StrictMode -Version Latest
 $ErrorActionPreference = 'Stop'
 
 $Root = $PSScriptRoot
-$Commands = @('win-bridge', 'win-overlay', 'flannel', 'host-local', 'hnsctl')
+$Commands = @('win-bridge', 'win-overlay', 'flannel', 'host-local', 'hnsctl', 'wincni')
 $VenvPython = Join-Path $Root '.venv\Scripts\python.exe'
 $Dist = Join-Path $Root 'dist'
 $Bundle = Join-Path $Dist 'wincni'
