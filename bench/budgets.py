@@ -47,7 +47,7 @@ def frozen_floor(reps: int, work: Path) -> float:
     script = work / "empty.py"
     script.write_text("")
     subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "ERROR", "--onedir", "--debug", "noarchive",
-                    "--strip", "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
+                    "--strip", "--additional-hooks-dir", str(REPO / "specs" / "hooks"), "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
                     "--specpath", str(work), str(script)], check=True, capture_output=True)
     exe = str(work / "dist" / "empty" / "empty")
     run([exe], {})

@@ -1,0 +1,1 @@
+"""Stands in for PyInstaller's run-time hooks of inspect, pkgutil and multiprocessing (see specs/wincni.spec)."""
