@@ -81,13 +81,53 @@ def validate(doc: Any, schema: dict) -> None:
     from .quickschema import is_valid
     if is_valid(doc, schema):
         return
+    errors = _schema_errors(doc, schema)
+    if errors:
+        raise invalid_field(errors[0])
+
+
+#: Commands that tear down: a runtime retries them until they succeed, and the pod hangs in
+#: Terminating (its IP and endpoint taken) while they fail.
+TEARDOWN = ("DEL", "GC")
+
+
+def validate_for(command: str, doc: dict, schema: dict, identifies: tuple[str, ...]) -> dict:
+    """``validate`` for ADD/CHECK/STATUS; for DEL and GC, only what teardown cannot do without.
+
+    Operators edit a node's config while pods run, so a DEL may carry a config that no longer
+    validates. Errors inside the top-level keys in ``identifies`` (those that locate the endpoint
+    or the IPAM store) stay code 7; any other error is a warning naming the field, and its
+    top-level key is left out of the returned copy, so the model built from it holds only what
+    validated (defaults stand in for the rest).
+    """
+    if command not in TEARDOWN:
+        validate(doc, schema)
+        return doc
+    from .quickschema import is_valid
+    if is_valid(doc, schema):
+        return doc
+    out = dict(doc)
+    for error in _schema_errors(doc, schema):
+        path = list(error.absolute_path)
+        keys = [path[0]] if path else ([k for k in error.validator_value if k not in doc]
+                                       if error.validator == "required" else [])
+        problem = invalid_field(error)
+        if not keys or any(k in identifies for k in keys):
+            problem.details = f"{command} needs it to find what to tear down" + (f"; {problem.details}" if problem.details else "")
+            raise problem
+        from . import log
+        log.warning(f"{command} ignores {problem.msg} (teardown does not need it)", field=json_path(path))
+        for key in keys:
+            out.pop(key, None)
+    return out
+
+
+def _schema_errors(doc: Any, schema: dict) -> list:
     import jsonschema  # lazy: see module docstring
 
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema, format_checker=_format_checker(validator_cls))
-    errors = sorted(validator.iter_errors(doc), key=_error_rank)
-    if errors:
-        raise invalid_field(errors[0])
+    return sorted(validator.iter_errors(doc), key=_error_rank)
 
 
 def _error_rank(error: Any) -> tuple:

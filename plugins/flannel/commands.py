@@ -116,7 +116,7 @@ def status(req: Request) -> None:
 # ---------------------------------------------------------------- helpers
 
 def _conf(req: Request) -> FlannelConf:
-    return FlannelConf.from_conf(req.conf, req.platform, os.getcwd())
+    return FlannelConf.from_conf(req.conf, req.platform, os.getcwd(), req.command)
 
 
 def _key(req: Request) -> str:

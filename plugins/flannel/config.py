@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci, validate
+from plugins.cni.config import get_ci, validate_for
 from plugins.cni.errors import INVALID_ENV, CniError
 
 SUBNET_FILE = "/run/flannel/subnet.env"
@@ -40,9 +40,11 @@ class FlannelConf:
     ipam: Mapping[str, Any]  # extra host-local keys (dataDir, routes…); type and subnet come from the lease
 
     @classmethod
-    def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str) -> "FlannelConf":
-        found = {k: get_ci(conf, k) for k in _KEYS}
-        validate({k: v for k, v in found.items() if v is not None}, _schema())
+    def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str, command: str = "ADD") -> "FlannelConf":
+        """DEL and GC need only ``dataDir``: the saved delegate configs (and the name, checked by skel)."""
+        found = validate_for(command, {k: v for k in _KEYS if (v := get_ci(conf, k)) is not None}, _schema(),
+                             ("dataDir",))
+        found = {k: found.get(k) for k in _KEYS}
         return cls(
             name=conf["name"],
             cni_version=conf.get("cniVersion") or "",

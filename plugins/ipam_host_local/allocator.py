@@ -97,8 +97,17 @@ def candidates(rset: RangeSet, last: IPAddress | None) -> Iterator[tuple[Range, 
 
 
 def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
-             requested: IPAddress | None = None) -> Allocation:
-    """One address from ``rset`` for ``owner`` (Allocator.Get)."""
+             requested: IPAddress | None = None, held: Sequence[IPAddress] = ()) -> Allocation:
+    """One address from ``rset`` for ``owner`` (Allocator.Get).
+
+    ``held`` are the addresses already reserved to exactly this (container ID, ifname): an ADD
+    retried after the first one was killed or timed out past its reservation. That address is
+    this attachment's; it is handed back (the Go plugin refuses with "duplicate allocation",
+    which leaves it reserved for nothing and the pod unable to start).
+    """
+    mine = next((ip for ip in held if rset.contains(ip) and requested in (None, ip)), None)
+    if mine is not None:
+        return Allocation(mine, rset.range_for(mine))
     if requested is not None:
         r = rset.range_for(requested)
         if r is None:
@@ -111,11 +120,6 @@ def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
             raise CniError(TRY_AGAIN_LATER, f"requested IP address {requested} is not available in range set {rset}",
                            "another container holds it; retry after it is released")
         return Allocation(requested, r)
-    for held in store.owned_by(owner):
-        if rset.contains(held):
-            raise CniError(TRY_AGAIN_LATER,
-                           f"{held} has been allocated to {owner.container_id}, duplicate allocation is not allowed",
-                           f"DEL container {owner.container_id} ifname {owner.ifname} before adding it again")
     for r, ip in candidates(rset, store.last_reserved(range_id)):
         if store.reserve(owner, ip, range_id):
             return Allocation(ip, r)
@@ -127,13 +131,14 @@ def allocate_all(range_sets: Sequence[RangeSet], store: Store, owner: Owner,
                  requested: Sequence[IPAddress] = ()) -> list[Allocation]:
     """One address per range set, honouring requested IPs; all or nothing (cmdAdd)."""
     pending = dict.fromkeys(requested)
+    held = store.owned_by(owner)
     done: list[Allocation] = []
     try:
         for idx, rset in enumerate(range_sets):
             want = next((ip for ip in pending if rset.contains(ip)), None)
             pending.pop(want, None)
             try:
-                done.append(allocate(rset, store, idx, owner, want))
+                done.append(allocate(rset, store, idx, owner, want, held))
             except CniError as err:
                 raise CniError(err.code, f"failed to allocate for range {idx}: {err.msg}", err.details) from err
         if pending:
@@ -143,6 +148,7 @@ def allocate_all(range_sets: Sequence[RangeSet], store: Store, owner: Owner,
         # Only what this ADD reserved (an earlier ADD's addresses stay; the reference releases
         # all), and on any failure, an I/O error in a later set included.
         for a in done:
-            store.release(a.ip)
+            if a.ip not in held:
+                store.release(a.ip)
         raise
     return done

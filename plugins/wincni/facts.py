@@ -186,7 +186,7 @@ def _validate_delegate(facts: Facts, doc: dict, platform: str, cwd: str) -> None
         return
     flavor = importlib.import_module(FLAVORS[facts.delegate_type]).FLAVOR
     try:
-        _, facts.netconf = Lifecycle(flavor).load(types.SimpleNamespace(conf=doc))
+        _, facts.netconf = Lifecycle(flavor).load(types.SimpleNamespace(conf=doc, command="ADD"))
     except CniError as err:
         facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
         return

@@ -10,17 +10,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from plugins.cni import log
-from plugins.cni.config import valid_attachments, validate
+from plugins.cni.config import valid_attachments, validate_for
 from plugins.cni.errors import (INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError)
 from plugins.cni.result import Result
 from plugins.cni.skel import Request
 
 from . import policies as pol
-from .documents import Address, EndpointPlan, build_result
+from .documents import Address, EndpointPlan, applied_dns, build_result
 from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
 from .netconf import NetConf, canonicalize, choose_api, endpoint_name, is_namespace_guid, merged_dns
 
@@ -89,8 +89,9 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ shared steps
     def load(self, req: Request) -> tuple[dict, NetConf]:
-        conf = canonicalize(req.conf)
-        validate(conf, self.flavor.schema())
+        """The config and its model; DEL and GC tolerate every field but the network name (the
+        endpoint's name) and the IPAM section (the IP to release)."""
+        conf = validate_for(req.command, canonicalize(req.conf), self.flavor.schema(), ("name", "ipam"))
         return conf, NetConf.from_conf(conf)
 
     def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:
@@ -164,14 +165,14 @@ class Lifecycle:
                                "the sandbox (pause) container must be set up before containers that share its network")
             with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
                 api.attach(existing)
-            return self.result_of(existing, network, api, req, netconf)
+            return self.result_of(existing, network, api, req)
         if existing is not None:
             # A retry of an ADD that succeeded (or half-succeeded): same answer, no second IP or endpoint.
             if not api.is_attached(existing):
                 with hns_step(f"failed to attach HNS endpoint {name}"):
                     api.attach(existing)
             log.event("add-retry", endpoint=name)
-            return self.result_of(existing, network, api, req, netconf)
+            return self.result_of(existing, network, api, req)
         return self.create(req, conf, netconf, api, network, name)
 
     def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str) -> Result:
@@ -198,8 +199,9 @@ class Lifecycle:
                 api.attach(ep)
             undo.append(("detach the endpoint", lambda: api.release(ep)))
             if not addresses:  # no IPAM: HNS chose the address
-                return self.result_of(ep, network, api, req, netconf)
-            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, plan.dns, req.cni_version)
+                return self.result_of(ep, network, api, req)
+            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, applied_dns(plan.dns, api.schema),
+                                req.cni_version)
         except BaseException:
             for what, step in reversed(undo):
                 try:
@@ -227,12 +229,11 @@ class Lifecycle:
                                "use apiVersion 2 for IPv6")
         return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network)) for ip in ips)
 
-    def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request, netconf: NetConf) -> Result:
-        """The result for an existing endpoint (retry, shared container). A V1 endpoint cannot hold
-        the DNS domain and options, so those come from the config, as the first ADD's result did."""
-        have, want = api.dns(ep), merged_dns(netconf.dns, req.runtime_config.dns)
-        dns = replace(have, domain=have.domain or want.domain, options=have.options or want.options)
-        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), dns, req.cni_version)
+    def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
+        """The result for an existing endpoint (retry, shared container): the DNS HNS holds, as the
+        first ADD's result said."""
+        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), api.dns(ep),
+                            req.cni_version)
 
     # ------------------------------------------------------------------ DEL
     def delete(self, req: Request) -> None:

@@ -304,3 +304,19 @@ def test_the_console_script_and_module_run_add(node, argv):
     assert json.loads(proc.stdout) == RESULT and proc.stderr == b""
     proc = subprocess.run(argv, input=b"{}", env={**env, "CNI_COMMAND": "VERSION"}, capture_output=True, cwd=REPO, timeout=60)
     assert "1.1.0" in json.loads(proc.stdout)["supportedVersions"]
+
+
+@pytest.mark.parametrize("edit,field", [
+    ({"delegate": "win-bridge"}, "delegate"),
+    ({"subnetFile": 5}, "subnetFile"),
+    ({"runtimeConfig": []}, "runtimeConfig"),
+])
+def test_del_tolerates_fields_edited_since_add_but_not_a_lost_data_dir(node, edit, field, capfd):
+    conf = node.conf()
+    assert node.run("ADD", conf)[0] == 0
+    node.calls()
+    assert node.run("DEL", {**conf, **edit}) == (0, None)
+    assert [c["cmd"] for c in node.calls()] == ["DEL"] and node.saved() == {}
+    assert f"ignores {field}" in capfd.readouterr().err
+    rc, out = node.run("DEL", {**conf, "dataDir": ["not", "a", "path"]})
+    assert (rc, out["code"]) == (1, 7) and "dataDir" in out["msg"], out

@@ -155,3 +155,37 @@ def test_absent_valid_attachments_is_none_so_gc_releases_nothing():
 @pytest.mark.parametrize("raw", [{}, [{"containerID": "a"}], ["a"]])
 def test_bad_valid_attachments_is_code_7(raw):
     assert cni_error(config.valid_attachments, {"cni.dev/valid-attachments": raw}).code == INVALID_CONFIG
+
+
+_TOY = {"type": "object", "required": ["name", "store"],
+        "properties": {"name": {"type": "string"}, "store": {"type": "object"}, "extra": {"type": "integer"},
+                       "nested": {"type": "object", "properties": {"n": {"type": "integer"}}}}}
+
+
+def test_validate_for_add_is_the_whole_schema():
+    from plugins.cni.config import validate_for
+    with pytest.raises(CniError) as exc:
+        validate_for("ADD", {"name": "n", "store": {}, "extra": "x"}, _TOY, ("name", "store"))
+    assert exc.value.code == 7 and "extra" in exc.value.msg
+
+
+@pytest.mark.parametrize("command", ["DEL", "GC"])
+def test_validate_for_teardown_drops_what_it_does_not_need_and_keeps_the_rest(command):
+    from plugins.cni.config import validate_for
+    doc = {"name": "n", "store": {"a": 1}, "extra": "x", "nested": {"n": "y"}}
+    assert validate_for(command, doc, _TOY, ("name", "store")) == {"name": "n", "store": {"a": 1}}
+    assert doc["extra"] == "x"  # the input is untouched
+    valid = {"name": "n", "store": {}}
+    assert validate_for(command, valid, _TOY, ("name", "store")) is valid
+
+
+@pytest.mark.parametrize("doc,field", [
+    ({"name": "n"}, "store"),                   # a required identifying key is missing
+    ({"name": "n", "store": []}, "store"),      # present but unusable
+    ({"name": 3, "store": {}, "extra": "x"}, "name"),
+])
+def test_validate_for_teardown_keeps_identifying_fields_strict(doc, field):
+    from plugins.cni.config import validate_for
+    with pytest.raises(CniError) as exc:
+        validate_for("DEL", doc, _TOY, ("name", "store"))
+    assert exc.value.code == 7 and field in exc.value.msg and "DEL needs it" in exc.value.details

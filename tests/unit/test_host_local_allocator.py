@@ -142,12 +142,22 @@ def test_out_of_ips(subnets, taken):
         allocate(rset(*subnets), FakeStore({t: "x" for t in taken}), 0, Owner("ID", "eth0"))
 
 
-def test_duplicate_allocation_refused():
+def test_a_retried_add_gets_the_address_it_already_holds():
+    """Our one difference from the Go plugin (which refuses a "duplicate allocation")."""
     store = FakeStore()
-    allocate(mkalloc(), store, 0, Owner("ID", "eth0"))
-    with pytest.raises(CniError, match="192.168.1.2 has been allocated to ID, duplicate allocation is not allowed"):
-        allocate(mkalloc(), store, 0, Owner("ID", "eth0"))
+    first = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
+    again = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
+    assert [a.ip for a in again] == [a.ip for a in first] and str(first[0].ip) == "192.168.1.2"
+    assert len(store.owned_by(Owner("ID", "eth0"))) == 1
     assert str(allocate(mkalloc(), store, 0, Owner("ID", "eth1")).ip) == "192.168.1.3"
+
+
+def test_a_failing_retry_keeps_the_address_the_first_add_reserved():
+    store = FakeStore()
+    [held] = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
+    with pytest.raises(CniError):  # the second set's requested IP is outside every range
+        allocate_all([mkalloc()], store, Owner("ID", "eth0"), requested=[ipaddress.ip_address("10.9.9.9")])
+    assert store.owned_by(Owner("ID", "eth0")) == [held.ip]
 
 
 # ---- allocate_all (cmdAdd's loop) ----

@@ -81,10 +81,11 @@ def test_per_ifname_on_two_networks(net):
     assert read(net.dir / "net2", "10.1.2.2") == b"dummy\r\neth1"
 
 
-def test_repeat_add_refused_other_container_gets_next(net):
+def test_repeat_add_returns_the_held_address_other_container_gets_next(net):
     assert run("ADD", net())[0] == 0
-    rc, err, _ = run("ADD", net())
-    assert rc == 1 and "10.1.2.2 has been allocated to dummy, duplicate allocation is not allowed" in err["msg"]
+    rc, res, _ = run("ADD", net())
+    assert rc == 0 and res["ips"][0]["address"] == "10.1.2.2/24"
+    assert sorted(p.name for p in (net.dir / "mynet").iterdir() if p.name.startswith("10.")) == ["10.1.2.2"]
     rc, res, _ = run("ADD", net(), cid="other")
     assert rc == 0 and res["ips"][0]["address"] == "10.1.2.3/24"
 

@@ -43,11 +43,12 @@ class HostLocalMachine(RuleBasedStateMachine):
         try:
             got = allocate_all(SETS, store, owner)
         except CniError:
-            assert any(self._held(owner, s) or sum(s.contains(a) for a in self.model) == s.size() for s in SETS)
+            assert any(not self._held(owner, s) and sum(s.contains(a) for a in self.model) == s.size() for s in SETS)
             return
-        for a in got:
-            assert a.ip not in self.model
+        for a in got:  # a retried ADD gets back what the owner holds; anything else was free
+            assert self.model.get(a.ip, owner) == owner
             self.model[a.ip] = owner
+        assert len([o for o in self.model.values() if o == owner]) == len(SETS)
 
     @rule(owner=owners)
     def add(self, owner: Owner) -> None:
