@@ -1,0 +1,95 @@
+"""A flannel ADD killed (SIGKILL, the whole process group) at random moments, as a runtime's
+timeout or a node under memory pressure does. Whatever the moment, the DEL that follows leaves
+nothing behind, a retried ADD succeeds with one endpoint and one IP, and GC with the runtime's
+valid attachments removes whatever only GC can find. Bounded: a few kills per mode, a fixed seed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+from test_flannel_lifecycle import VENV_BIN, Node, pod_ip
+
+KILLS = 6
+
+
+def start_add(node: Node, conf: dict, cid: str, netns: str, env: dict) -> subprocess.Popen:
+    proc = subprocess.Popen([str(VENV_BIN / "flannel")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**node.env, **env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns})
+    proc.stdin.write(json.dumps(conf).encode())
+    proc.stdin.close()
+    return proc
+
+
+def kill_at(proc: subprocess.Popen, delay: float) -> None:
+    time.sleep(delay)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the plugin and any child it spawned
+    except ProcessLookupError:
+        pass  # it finished first: a complete ADD is a moment too
+    proc.wait(timeout=60)
+
+
+def run(node: Node, command: str, conf: dict, cid: str, netns: str, env: dict) -> tuple[int, dict | None]:
+    proc = subprocess.run([str(VENV_BIN / "flannel")], input=json.dumps(conf).encode(), capture_output=True,
+                          env={**node.env, **env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns},
+                          timeout=120)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None
+
+
+def endpoints(node: Node) -> list[str]:
+    return [e["Name"] for e in json.loads(node.hnsctl("endpoint", "list", "-o", "json"))]
+
+
+def assert_nothing_left(node: Node, cid: str) -> None:
+    assert f"{cid}_{node.network}" not in endpoints(node)
+    assert node.allocated_to(cid) == []
+    assert not (node.data_dir / cid).exists()
+    markers = node.data_dir / ".attachments"
+    assert not (markers.exists() and any(p.name.startswith(cid) for p in markers.iterdir()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["inprocess", "exec"])
+def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
+    env = {"WINCNI_NO_INPROCESS": "1"} if mode == "exec" else {}
+    node = Node(tmp_path, "cbr0", "L2Bridge")
+    conf = node.conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
+    started = time.perf_counter()
+    assert run(node, "ADD", conf, "probe", node.sandbox(conf, "probe"), env)[0] == 0
+    whole = time.perf_counter() - started  # kill anywhere inside one ADD's lifetime
+    rng = random.Random(20261123)
+    for i in range(KILLS):
+        cid = f"kill{i}"
+        netns = node.sandbox(conf, cid)
+        kill_at(start_add(node, conf, cid, netns, env), rng.uniform(0, whole))
+        rc, result = run(node, "ADD", conf, cid, netns, env)  # the runtime's retry
+        assert rc == 0, result
+        assert endpoints(node).count(f"{cid}_{node.network}") == 1
+        assert node.allocated_to(cid) == [str(pod_ip(result))]
+        for _ in range(2):
+            assert run(node, "DEL", conf, cid, netns, env) == (0, None)
+        assert_nothing_left(node, cid)
+
+
+@pytest.mark.slow
+def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
+    node = Node(tmp_path, "cbr0", "L2Bridge")
+    conf = node.conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
+    rng = random.Random(7)
+    cids = [f"gc{i}" for i in range(KILLS)]
+    for cid in cids:
+        kill_at(start_add(node, conf, cid, node.sandbox(conf, cid), {}), rng.uniform(0, 0.3))
+    keep_netns = node.sandbox(conf, "keep")
+    assert run(node, "ADD", conf, "keep", keep_netns, {})[0] == 0
+    valid = {**conf, "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
+    assert run(node, "GC", valid, "", "", {}) == (0, None)
+    for cid in cids:
+        assert_nothing_left(node, cid)
+    assert "keep_cbr0" in endpoints(node) and node.allocated_to("keep")
