@@ -55,14 +55,13 @@ def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
 
 
 def _gateway_for(ep: Any, version: int) -> str:
-    routes = getattr(ep, "routes", None)
-    if routes is not None:  # V2: default route per family
-        want = "0.0.0.0/0" if version == 4 else "::/0"
-        for r in routes:
-            if str(r.get("DestinationPrefix")) == want:
-                return str(r.get("NextHop") or "")
-        return ""
-    return (ep.gateway_address if version == 4 else ep.gateway_address_v6) or ""
+    if hasattr(ep, "gateway_address"):  # V1: flat fields
+        return (ep.gateway_address if version == 4 else ep.gateway_address_v6) or ""
+    want = "0.0.0.0/0" if version == 4 else "::/0"  # V2: the family's default route, if any
+    for r in ep.routes or ():  # none when HNS chose the address (no IPAM)
+        if str(r.get("DestinationPrefix")) == want:
+            return str(r.get("NextHop") or "")
+    return ""
 
 
 class HcnApi:

@@ -174,3 +174,14 @@ def test_bad_input_table(node):
     """Each bad config is code 7 naming the field, before IPAM or HNS is asked for anything."""
     node.assert_bad_inputs(BAD)
     node.run("ADD", b"{not json", "bad", "none").failed(6)
+
+
+@pytest.mark.parametrize("api", ["v1", "v2"])
+def test_without_ipam_hns_chooses_the_address_and_the_result_says_which(node, api):
+    """Found by the fuzz test: on HCN the result of an IPAM-less ADD crashed reading V1 fields."""
+    netns = node.sandbox(api, "pod1")
+    result = node.add(node.conf(ipam={}), "pod1", netns)
+    [ip] = [i["address"].split("/")[0] for i in result["ips"]]
+    assert node.endpoints()["pod1_cbr0"]["IPAddress"] == ip
+    assert node.run("DEL", node.conf(ipam={}), "pod1", netns).ok
+    node.assert_clean("pod1")
