@@ -36,6 +36,10 @@ NETWORK_TYPES = ("NAT", "ICS", "Transparent", "L2Bridge", "L2Tunnel", "Overlay",
                  "Internal", "Mirrored", "Infiniband", "ConstrainedICS")
 
 
+#: ACL enums as HNS spells them (hcsshim hnspolicy.go / hcnpolicy.go); "Pass" only from schema 2.10.
+_ACL_ENUMS = {"Action": ("Allow", "Block", "Pass"), "Direction": ("In", "Out"), "RuleType": ("Host", "Switch")}
+
+
 class Reject(Exception):
     """A refusal with the HRESULT HNS gives; ``message`` overrides the table's sentence."""
 
@@ -100,6 +104,8 @@ def check_v2_policies(policies: Any, known: frozenset[str], where: str) -> list[
         for key in _V1_KEYS_IN_SETTINGS.get(canon, ()):
             if P.get_ci(settings, key) is not None:
                 raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy has the V1 key {key}.")
+        if canon == "ACL":
+            check_acl(settings)
         has_settings = any(k.casefold() == "settings" for k in p)
         out.append({"Type": canon, "Settings": settings} if has_settings else {"Type": canon})
     return out
@@ -126,8 +132,31 @@ def check_v1_policies(policies: Any, where: str) -> list[dict[str, Any]]:
                 P.protocol_number(P.get_ci(p, "Protocol"))
             except ValueError:
                 raise Reject(HCN_E_INVALID_POLICY, f"NAT policy protocol {P.get_ci(p, 'Protocol')!r}.") from None
+        if canon == "ACL":
+            check_acl({k: v for k, v in p.items() if k.casefold() != "type"})
         out.append({"Type": canon, **{k: v for k, v in p.items() if k.casefold() != "type"}})
     return out
+
+
+def check_acl(acl: Mapping[str, Any]) -> None:
+    """An ACL as HNS takes it, on either API: Action and Direction required, enums spelled as HNS
+    spells them, Protocols and ports as strings of numbers, Priority a 16-bit number."""
+    for key, allowed in _ACL_ENUMS.items():
+        value = P.get_ci(acl, key)
+        if value is None and key != "RuleType":
+            raise Reject(HCN_E_INVALID_POLICY, f"ACL policy needs {key}.")
+        if value is not None and value not in allowed:
+            raise Reject(HCN_E_INVALID_POLICY, f"ACL policy {key} {value!r} is not one of {', '.join(allowed)}.")
+    for key in ("Protocols", "LocalPorts", "RemotePorts", "LocalAddresses", "RemoteAddresses"):
+        value = P.get_ci(acl, key)
+        if value is not None and not isinstance(value, str):
+            raise Reject(HCN_E_INVALID_POLICY, f"ACL policy {key} must be a string, not {value!r}.")
+    protocols = P.get_ci(acl, "Protocols")
+    if protocols and not all(x.strip().isdigit() and int(x) <= 255 for x in protocols.split(",")):
+        raise Reject(HCN_E_INVALID_POLICY, f"ACL policy Protocols {protocols!r} is not a list of protocol numbers.")
+    priority = P.get_ci(acl, "Priority")
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 65535):
+        raise Reject(HCN_E_INVALID_POLICY, f"ACL policy Priority {priority!r} is not a 16-bit number.")
 
 
 def check_prefix(prefix: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:

@@ -128,18 +128,32 @@ class Lifecycle:
         return req.exec_plugin(ipam_type, command, self.ipam_stdin(req, conf))
 
     def policies(self, netconf: NetConf, req: Request, network: Any, addresses: tuple[Address, ...],
-                 api: EndpointApi, dsr_supported: Callable[[], bool]) -> list[dict]:
+                 api: EndpointApi, features: "_Features") -> list[dict]:
         schema = api.schema
         out = pol.fit_user_policies(netconf.policies, netconf.policy_sources, schema)
         out = self.flavor.automatic_policies(out, netconf, network, addresses, schema)
         out = pol.add_port_mappings(out, req.runtime_config.port_mappings, schema)
         if netconf.loopback_dsr and addresses:
-            if dsr_supported():
+            if features.get("dsr"):
                 for a in addresses:
                     out = pol.add_loopback_dsr(out, a.ip, schema)
             else:
                 log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
-        return out
+        return out + self.acl_policies(netconf, req, schema, features)
+
+    def acl_policies(self, netconf: NetConf, req: Request, schema: str, features: "_Features") -> list[dict]:
+        """``acls`` and ``allowPortMappingAcls`` as ACL policies; code 7 for a rule this HNS lacks
+        the features for (HNS itself would refuse it with a bare 0x803B000D)."""
+        if not (netconf.acls or netconf.allow_port_mapping_acls):
+            return []
+        from . import acls
+        rules = acls.parse(list(netconf.acls))
+        if netconf.allow_port_mapping_acls:
+            rules += acls.port_mapping_rules(req.runtime_config.port_mappings)
+        gaps = acls.unsupported(rules, features.get)
+        if gaps:
+            raise CniError(INVALID_CONFIG, gaps[0], "; ".join(gaps[1:] + ["remove or simplify the rule, or upgrade Windows"]))
+        return [rule.render(schema) for rule in rules]
 
     # ------------------------------------------------------------------ ADD
     def add(self, req: Request) -> Result:
@@ -149,6 +163,8 @@ class Lifecycle:
         # IPAM reserves an address (the full list is built again once the addresses are known).
         pol.add_port_mappings(pol.fit_user_policies(netconf.policies, netconf.policy_sources, api.schema),
                               req.runtime_config.port_mappings, api.schema)
+        features = _Features(api)
+        self.acl_policies(netconf, req, api.schema, features)
         network = self.network(api, netconf, TRY_AGAIN_LATER)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
@@ -173,20 +189,20 @@ class Lifecycle:
                     api.attach(existing)
             log.event("add-retry", endpoint=name)
             return self.result_of(existing, network, api, req)
-        return self.create(req, conf, netconf, api, network, name)
+        return self.create(req, conf, netconf, api, network, name, features)
 
-    def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str) -> Result:
+    def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str,
+               features: "_Features") -> Result:
         undo: list[tuple[str, Callable[[], Any]]] = []
         try:
             ipam = self.run_ipam(req, conf, netconf, "ADD")
             if ipam is not None:
                 undo.append(("release the IP", lambda: self.run_ipam(req, conf, netconf, "DEL")))
             addresses = self.addresses(ipam, network, api, req)
-            features = _Features(api)
             if any(a.version == 6 for a in addresses) and api.schema == "v2" and not features.get("dual_stack"):
                 raise CniError(INVALID_CONFIG, "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
                                "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)")
-            policies = self.policies(netconf, req, network, addresses, api, lambda: features.get("dsr"))
+            policies = self.policies(netconf, req, network, addresses, api, features)
             plan = EndpointPlan(name=name, network_id=network.id, addresses=addresses,
                                 dns=merged_dns(netconf.dns, req.runtime_config.dns), policies=tuple(policies),
                                 mac=self.flavor.mac(netconf, addresses))
@@ -281,11 +297,13 @@ class Lifecycle:
             if lost:
                 problems.append(f"it lacks the address(es) {', '.join(lost)} of prevResult (has {', '.join(sorted(have)) or 'none'})")
         addresses = addresses_of(ep, network)
-        features = _Features(api)
-        wanted = self.policies(netconf, req, network, addresses, api, lambda: features.get("dsr"))
+        wanted = self.policies(netconf, req, network, addresses, api, _Features(api))
         missing = pol.missing_policies(wanted, ep.policies or [])
         if missing:
             problems.append("it lacks the policies " + ", ".join(json.dumps(p, sort_keys=True) for p in missing))
+        extra = pol.missing_policies(pol.of_type(ep.policies or [], "ACL"), pol.of_type(wanted, "ACL"))
+        if extra:  # ACLs are exact: a rule the config no longer has still filters the pod's traffic
+            problems.append("it carries ACLs the config does not ask for " + ", ".join(json.dumps(p, sort_keys=True) for p in extra))
         if problems:
             raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} differs from its configuration: " + "; ".join(problems))
         self.run_ipam(req, conf, netconf, "CHECK")

@@ -14,7 +14,7 @@ from plugins.cni.config import get_ci
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
-             "loopbackDSR", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
+             "loopbackDSR", "acls", "allowPortMappingAcls", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
              "AdditionalArgs", "prevResult", "logFile")
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
 _GUID = re.compile(r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
@@ -68,6 +68,8 @@ class NetConf:
     ip_masq_network: str = ""
     endpoint_mac_prefix: str = ""
     ipam: Mapping[str, Any] = field(default_factory=dict)
+    acls: tuple[Any, ...] = ()  # the schema-checked ``acls`` entries (plugins.winnet.acls parses them)
+    allow_port_mapping_acls: bool = False
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> "NetConf":
@@ -96,6 +98,8 @@ class NetConf:
             ip_masq_network=conf.get("ipMasqNetwork") or "",
             endpoint_mac_prefix=conf.get("endpointMacPrefix") or "",
             ipam=conf.get("ipam") or {},
+            acls=tuple(conf.get("acls") or ()),
+            allow_port_mapping_acls=bool(conf.get("allowPortMappingAcls")),
         )
 
 

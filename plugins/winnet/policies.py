@@ -45,9 +45,9 @@ def fit_user_policies(values: Sequence[Any], sources: Sequence[str], schema: str
     return out
 
 
-def _of_type(policies: Iterable[dict], *types: str) -> Iterable[dict]:
+def of_type(policies: Iterable[dict], *types: str) -> list[dict]:
     # Exact (case-sensitive) type match, like the reference's jsonparser lookups.
-    return (p for p in policies if p.get("Type") in types)
+    return [p for p in policies if p.get("Type") in types]
 
 
 def _field(policy: dict, schema: str, key: str) -> Any:
@@ -62,7 +62,7 @@ def add_outbound_nat_exception(policies: list[dict], cidr: str, schema: str) -> 
     if not cidr:
         return policies
     key = "Exceptions" if schema == "v2" else "ExceptionList"
-    for p in _of_type(policies, "OutBoundNAT"):
+    for p in of_type(policies, "OutBoundNAT"):
         if cidr in (_field(p, schema, key) or []):
             return policies
     return policies + [hp.outbound_nat(exceptions=[cidr], schema=schema)]
@@ -72,7 +72,7 @@ def add_loopback_dsr(policies: list[dict], ip: str, schema: str) -> list[dict]:
     """Let a pod reach itself through a service VIP (caller checks HNS supports DSR)."""
     if not ip:
         return policies
-    for p in _of_type(policies, "OutBoundNAT"):
+    for p in of_type(policies, "OutBoundNAT"):
         if ip in (_field(p, schema, "Destinations") or []):
             return policies
     return policies + [hp.outbound_nat(destinations=[ip], schema=schema)]
@@ -82,7 +82,7 @@ def add_provider_address(policies: list[dict], address: str, schema: str) -> lis
     """Overlay endpoints encapsulate with the host's provider (management) address."""
     if not address:
         return policies
-    for p in _of_type(policies, "PA", "ProviderAddress"):
+    for p in of_type(policies, "PA", "ProviderAddress"):
         if address in (_field(p, schema, "PA") if schema == "v1" else _field(p, schema, "ProviderAddress"),):
             return policies
     return policies + [hp.provider_address(address, schema=schema)]
