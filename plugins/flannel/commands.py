@@ -55,10 +55,9 @@ def delete(req: Request) -> None:
     store = Store(_conf(req).data_dir)
     key = _key(req)
     data = store.load(key)
-    if data is None:
-        return  # never added, or already deleted: DEL succeeds
-    req.exec_plugin(_saved(data, store.path(key))["type"], "DEL", data)
-    store.release(key, _owner(req))
+    if data is not None:  # else never added, or already deleted: DEL succeeds
+        req.exec_plugin(_saved(data, store.path(key))["type"], "DEL", data)
+    store.release(key, _owner(req))  # also what an ADD killed while saving the config left
 
 
 def check(req: Request) -> None:

@@ -79,7 +79,7 @@ class Store:
         """``owner`` is gone (its delegate DEL succeeded): drop the config once nobody else uses it."""
         _remove(self._marker(key, owner))
         if not self.owners(key):
-            _remove(self.path(key))
+            self._drop(key)
 
     def prune(self, key: str, valid: set[Attachment]) -> bool:
         """GC: keep ``key`` only for valid attachments; True when the config was removed.
@@ -93,8 +93,20 @@ class Store:
             _remove(self._marker(key, stale))
         if live:
             return False
-        _remove(self.path(key))
+        self._drop(key)
         return True
+
+    def _drop(self, key: str) -> None:
+        """Remove the config and what an ADD killed while saving it left (``.<key>.<pid>.tmp``)."""
+        _remove(self.path(key))
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return
+        head = f".{key}."
+        for name in names:
+            if name.startswith(head) and name.endswith(".tmp") and name[len(head):-4].isdigit():
+                _remove(os.path.join(self.dir, name))
 
     def _marker(self, key: str, owner: Attachment) -> str:
         # quote(): an ifname may hold characters Windows forbids in file names, or '@'.

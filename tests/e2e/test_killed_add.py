@@ -51,6 +51,7 @@ def assert_nothing_left(node: Node, cid: str) -> None:
     assert f"{cid}_{node.network}" not in endpoints(node)
     assert node.allocated_to(cid) == []
     assert not (node.data_dir / cid).exists()
+    assert not list(node.data_dir.glob(f".{cid}.*.tmp")), "a config save cut short was left"
     markers = node.data_dir / ".attachments"
     assert not (markers.exists() and any(p.name.startswith(cid) for p in markers.iterdir()))
 

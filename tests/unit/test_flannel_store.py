@@ -55,6 +55,19 @@ def test_a_file_the_go_plugin_wrote_is_released_by_its_del(store):
     assert store.load("pause1") is None
 
 
+@pytest.mark.parametrize("drop", [lambda s: s.release("pause1", PAUSE), lambda s: s.prune("pause1", set())],
+                         ids=["release", "prune"])
+def test_dropping_a_config_removes_what_a_killed_save_left(store, drop):
+    store.save("pause1", b"{}", PAUSE)
+    store.save("pause1.b", b"{}", APP)
+    leftovers = [".pause1.4242.tmp", ".pause1.b.4243.tmp", ".pause1.x.tmp"]
+    for name in leftovers:
+        with open(os.path.join(store.dir, name), "wb") as f:
+            f.write(b"{")  # killed mid-write
+    drop(store)
+    assert sorted(os.listdir(store.dir)) == [MARKERS] + sorted(["pause1.b"] + leftovers[1:])
+
+
 def test_owners_of_one_sandbox_are_not_confused_with_anothers(store):
     store.save("pause1", b"{}", PAUSE)
     store.save("pause10", b"{}", Attachment("pause10", "eth0"))
