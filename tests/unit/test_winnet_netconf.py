@@ -13,7 +13,10 @@ from plugins.winnet import documents as docs
 from plugins.winnet.netconf import (DnsSettings, NetConf, canonicalize, choose_api, endpoint_name,
                                     merged_dns, sandbox_id)
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+# shared/ sits beside the checkout (CI) or at /work/shared (a worktree elsewhere); never silently absent.
+FIXTURES = next((p for p in (Path(__file__).resolve().parents[2].parent / "shared" / "fixtures",
+                             Path("/work/shared/fixtures")) if p.is_dir()), None)
+assert FIXTURES is not None, "shared/fixtures not found beside the checkout"
 
 
 def test_go_style_keys_are_read_case_insensitively():
