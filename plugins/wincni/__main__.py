@@ -18,7 +18,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
-    p = _Parser(prog="wincni", description="Windows CNI operator tools")
+    from plugins.cni.buildinfo import describe
+    p = _Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
     d.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")

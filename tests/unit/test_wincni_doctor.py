@@ -286,3 +286,10 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
     facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach or "x")
     assert checks.exceptions(facts).status in ("ok", "fail")
     assert checks.reach(facts).status in ("ok", "fail")
+
+
+def test_help_names_the_version_and_commit_like_every_executable(capsys):
+    from plugins.cni.buildinfo import describe
+    from plugins.wincni.__main__ import main
+    assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
+    assert f"wincni {describe()}" in capsys.readouterr().out
