@@ -91,14 +91,15 @@ def validate(doc: Any, schema: dict) -> None:
 TEARDOWN = ("DEL", "GC")
 
 
-def validate_for(command: str, doc: dict, schema: dict, identifies: tuple[str, ...]) -> dict:
-    """``validate`` for ADD/CHECK/STATUS; for DEL and GC, only what teardown cannot do without.
+def validate_for(command: str, doc: dict, schema: dict, needs: Mapping[str, str]) -> dict:
+    """``validate`` for ADD, CHECK and STATUS; for DEL and GC, only the fields in ``needs``.
 
     Operators edit a node's config while pods run, so a DEL may carry a config that no longer
-    validates. Errors inside the top-level keys in ``identifies`` (those that locate the endpoint
-    or the IPAM store) stay code 7; any other error is a warning naming the field, and its
-    top-level key is left out of the returned copy, so the model built from it holds only what
-    validated (defaults stand in for the rest).
+    validates. ``needs`` maps each field teardown cannot do without (a dotted path such as
+    ``ipam.dataDir``) to what it identifies: an error in one of them, or in an object holding
+    one, is code 7 saying what cannot be identified. Any other error is a warning naming the
+    field, and the invalid part (its top-most key that holds no needed field) is left out of the
+    returned copy, so the model built from it uses its defaults there.
     """
     if command not in TEARDOWN:
         validate(doc, schema)
@@ -106,19 +107,42 @@ def validate_for(command: str, doc: dict, schema: dict, identifies: tuple[str, .
     from .quickschema import is_valid
     if is_valid(doc, schema):
         return doc
+    needed = {tuple(name.split(".")): name for name in needs}
+    errors = [(error, field) for error in _schema_errors(doc, schema) for field in _fields(error)]
+    for error, field in errors:
+        name = next((n for path, n in needed.items() if path[:len(field)] == field or field[:len(path)] == path),
+                    None if field else "(config)")
+        if name is not None:
+            problem = invalid_field(error)
+            raise CniError(INVALID_CONFIG, f"{command} cannot identify {needs.get(name, 'anything')}: {problem.msg}",
+                           problem.details or f'fix "{name}" in the network configuration')
+    from . import log
+    holders = {path[:i] for path in needed for i in range(1, len(path) + 1)}
+    out = doc
+    for error, field in errors:
+        cut = next(field[:i] for i in range(1, len(field) + 1) if field[:i] not in holders)
+        log.warning(f"{command} ignores {invalid_field(error).msg} (teardown does not need it)", field=json_path(field))
+        out = _without(out, cut)
+    return out
+
+
+def _fields(error: Any) -> list[tuple]:
+    """The field(s) an error is about: each missing required key is its own field."""
+    path = tuple(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        return [path + (k,) for k in error.validator_value if k not in error.instance] or [path]
+    return [path]
+
+
+def _without(doc: Any, path: tuple) -> Any:
+    """A copy of ``doc`` without ``path`` (the dicts along it are copied, never mutated)."""
+    if not path or not isinstance(doc, dict) or path[0] not in doc:
+        return doc
     out = dict(doc)
-    for error in _schema_errors(doc, schema):
-        path = list(error.absolute_path)
-        keys = [path[0]] if path else ([k for k in error.validator_value if k not in doc]
-                                       if error.validator == "required" else [])
-        problem = invalid_field(error)
-        if not keys or any(k in identifies for k in keys):
-            problem.details = f"{command} needs it to find what to tear down" + (f"; {problem.details}" if problem.details else "")
-            raise problem
-        from . import log
-        log.warning(f"{command} ignores {problem.msg} (teardown does not need it)", field=json_path(path))
-        for key in keys:
-            out.pop(key, None)
+    if len(path) == 1:
+        del out[path[0]]
+    else:
+        out[path[0]] = _without(doc[path[0]], path[1:])
     return out
 
 

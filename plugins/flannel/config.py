@@ -43,7 +43,7 @@ class FlannelConf:
     def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str, command: str = "ADD") -> "FlannelConf":
         """DEL and GC need only ``dataDir``: the saved delegate configs (and the name, checked by skel)."""
         found = validate_for(command, {k: v for k in _KEYS if (v := get_ci(conf, k)) is not None}, _schema(),
-                             ("dataDir",))
+                             {"dataDir": "the delegate configs saved at ADD"})
         found = {k: found.get(k) for k in _KEYS}
         return cls(
             name=conf["name"],

@@ -30,7 +30,7 @@ def add(req: Request) -> Result:
 
 def delete(req: Request) -> None:
     """Release the container's addresses; unknown containers and missing stores are success."""
-    cfg = config.load_location(req.conf, req.platform)
+    cfg = config.load_location(req.conf, req.platform, req.command)
     if not os.path.isdir(cfg.directory):
         return
     with _store(cfg.directory, req.platform) as store:
@@ -66,7 +66,7 @@ def gc(req: Request) -> None:
 
     Legacy id-only reservations stay while any attachment of that container is valid.
     """
-    cfg = config.load_location(req.conf, req.platform)
+    cfg = config.load_location(req.conf, req.platform, req.command)
     valid = valid_attachments(req.conf)
     if valid is None:
         log.warning("GC without cni.dev/valid-attachments: nothing released")

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
-from plugins.cni.config import get_ci, validate
+from plugins.cni.config import get_ci, validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from plugins.cni.result import Route
 
@@ -53,14 +53,11 @@ def default_data_dir(platform: str, cwd: str | None = None) -> str:
     return drive + "\\var\\lib\\cni\\networks"
 
 
-def load_location(conf: Mapping[str, Any], platform: str) -> IPAMConfig:
-    """Only the store's location: what DEL and GC need, so a range typo cannot leak addresses."""
-    doc = normalize(conf)
-    try:
-        data_dir = _opt_str(_dig(doc, "ipam", "dataDir"))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise _explain(doc, exc) from exc
-    return IPAMConfig(name=conf["name"], data_dir=data_dir or default_data_dir(platform))
+def load_location(conf: Mapping[str, Any], platform: str, command: str) -> IPAMConfig:
+    """Only the store's location: what DEL and GC need (see ``validate_for``), so a range typo
+    made since ADD cannot leak addresses; other invalid fields are warnings."""
+    doc = validate_for(command, normalize(conf), _schema(), {"ipam.dataDir": "the store holding the pod's addresses"})
+    return IPAMConfig(name=conf["name"], data_dir=doc["ipam"].get("dataDir") or default_data_dir(platform))
 
 
 def load(conf: Mapping[str, Any], cni_args: Mapping[str, str], cni_version: str, platform: str) -> IPAMConfig:
@@ -130,10 +127,14 @@ def _range_dicts(raw: Any) -> Any:
     return [_pick(r, _RANGE_KEYS) for r in raw] if isinstance(raw, list) else raw
 
 
+def _schema() -> dict:
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _explain(doc: dict, exc: Exception) -> CniError:
     """A shape error found by the fast parse, explained by the schema (field path + fix)."""
-    with open(SCHEMA_PATH, encoding="utf-8") as f:
-        validate(doc, json.load(f))
+    validate(doc, _schema())
     return CniError(INVALID_CONFIG, f"invalid host-local configuration: {exc}",
                     "see the host-local configuration reference (ipam.subnet / ipam.ranges)")
 

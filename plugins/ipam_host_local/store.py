@@ -38,7 +38,11 @@ class DiskStore:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
         except FileExistsError:
-            return False
+            if not _empty(path):
+                return False
+            # Every writer (the Go plugin too) creates and fills a reservation under the lock we
+            # hold, so an empty one is what a writer killed in between left: nobody holds it.
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _O_BINARY)
         try:
             try:
                 os.write(fd, owner.content())
@@ -160,6 +164,13 @@ def open_store(directory: str, platform: str) -> Iterator[DiskStore]:
             yield store
         finally:
             store.flush()
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False
 
 
 def _unlink(path: str) -> None:

@@ -30,6 +30,10 @@ CHECK_MISMATCH = 101     # CHECK found the endpoint differing from what ADD set 
 
 _MANAGER_STOPPED = 0x803B0020
 
+#: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
+TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
+                  "ipam": "the IPAM plugin that releases the pod's address"}
+
 
 @contextlib.contextmanager
 def hns_step(what: str) -> Iterator[None]:
@@ -91,7 +95,7 @@ class Lifecycle:
     def load(self, req: Request) -> tuple[dict, NetConf]:
         """The config and its model; DEL and GC tolerate every field but the network name (the
         endpoint's name) and the IPAM section (the IP to release)."""
-        conf = validate_for(req.command, canonicalize(req.conf), self.flavor.schema(), ("name", "ipam"))
+        conf = validate_for(req.command, canonicalize(req.conf), self.flavor.schema(), TEARDOWN_NEEDS)
         return conf, NetConf.from_conf(conf)
 
     def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:

@@ -36,6 +36,16 @@ def kill_at(proc: subprocess.Popen, delay: float) -> None:
     proc.wait(timeout=60)
 
 
+def moments(seed: int, whole: float) -> list[float]:
+    """KILLS delays over one ADD's lifetime and a little past it (a finished ADD is a moment too),
+    one at random in each of KILLS equal slices: independent draws can miss a stage entirely (the
+    host-local reservation, the endpoint's creation) when there are this few kills."""
+    rng = random.Random(seed)
+    out = [(i + rng.random()) * 1.2 * whole / KILLS for i in range(KILLS)]
+    rng.shuffle(out)
+    return out
+
+
 def run(node: Node, command: str, conf: dict, cid: str, netns: str, env: dict) -> tuple[int, dict | None]:
     proc = subprocess.run([str(VENV_BIN / "flannel")], input=json.dumps(conf).encode(), capture_output=True,
                           env={**node.env, **env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns},
@@ -65,11 +75,10 @@ def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
     started = time.perf_counter()
     assert run(node, "ADD", conf, "probe", node.sandbox(conf, "probe"), env)[0] == 0
     whole = time.perf_counter() - started  # kill anywhere inside one ADD's lifetime
-    rng = random.Random(20261123)
-    for i in range(KILLS):
+    for i, delay in enumerate(moments(20261123, whole)):
         cid = f"kill{i}"
         netns = node.sandbox(conf, cid)
-        kill_at(start_add(node, conf, cid, netns, env), rng.uniform(0, whole))
+        kill_at(start_add(node, conf, cid, netns, env), delay)
         rc, result = run(node, "ADD", conf, cid, netns, env)  # the runtime's retry
         assert rc == 0, result
         assert endpoints(node).count(f"{cid}_{node.network}") == 1
@@ -83,14 +92,18 @@ def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
 def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
     node = Node(tmp_path, "cbr0", "L2Bridge")
     conf = node.conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
-    rng = random.Random(7)
-    cids = [f"gc{i}" for i in range(KILLS)]
-    for cid in cids:
-        kill_at(start_add(node, conf, cid, node.sandbox(conf, cid), {}), rng.uniform(0, 0.3))
     keep_netns = node.sandbox(conf, "keep")
+    started = time.perf_counter()
     assert run(node, "ADD", conf, "keep", keep_netns, {})[0] == 0
+    whole = time.perf_counter() - started
+    cids = [f"gc{i}" for i in range(KILLS)]
+    for cid, delay in zip(cids, moments(7, whole)):
+        kill_at(start_add(node, conf, cid, node.sandbox(conf, cid), {}), delay)
+    # What host-local killed between creating a reservation file and writing it leaves: no owner.
+    orphan = node.ipam_dir / node.network / "10.244.4.250"
+    orphan.write_bytes(b"")
     valid = {**conf, "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
     assert run(node, "GC", valid, "", "", {}) == (0, None)
     for cid in cids:
         assert_nothing_left(node, cid)
-    assert "keep_cbr0" in endpoints(node) and node.allocated_to("keep")
+    assert "keep_cbr0" in endpoints(node) and node.allocated_to("keep") and not orphan.exists()

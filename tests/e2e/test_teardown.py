@@ -61,7 +61,8 @@ def test_gc_after_an_edit_still_collects(tmp_path):
 
 @pytest.mark.parametrize("edit,words", [
     ({"name": ""}, ("missing network name",)),  # skel's check, before any plugin code
-    ({"ipam": "host-local"}, ("ipam", "DEL needs it to find what to tear down")),
+    ({"ipam": "host-local"}, ("DEL cannot identify the IPAM plugin that releases the pod's address", "ipam:")),
+    ({"ipam": {"type": 5}}, ("DEL cannot identify the IPAM plugin", "ipam.type")),
 ])
 def test_a_config_that_no_longer_names_the_network_or_the_ipam_store_is_an_error(tmp_path, edit, words):
     node = bridge(tmp_path)
@@ -71,6 +72,28 @@ def test_a_config_that_no_longer_names_the_network_or_the_ipam_store_is_an_error
     run = node.run("DEL", {**conf, **edit}, "pod1", netns)
     run.failed(7, *words)
     assert "pod1_cbr0" in node.endpoints()  # nothing half-done: the runtime retries with a fixed config
+
+
+def test_host_locals_own_fields_follow_the_same_rule(tmp_path):
+    """host-local reads only ipam.dataDir on DEL: a range or route edited since ADD is its warning."""
+    node = bridge(tmp_path)
+    netns = node.sandbox("v2", "pod1")
+    conf = node.conf()
+    node.add(conf, "pod1", netns)
+    edited = {**conf, "ipam": {**conf["ipam"], "subnet": "10.244.4.0/33", "routes": "0.0.0.0/0"}}
+    node.run("ADD", edited, "pod2", node.sandbox("v2", "pod2")).failed(7, "ipam.routes")
+    run = node.run("DEL", edited, "pod1", netns)
+    assert run.ok, (run.out, run.stderr)
+    assert "host-local: warning: DEL ignores ipam.subnet" in run.stderr and "DEL ignores ipam.routes" in run.stderr
+    node.assert_clean("pod1")
+    # Without its dataDir host-local cannot find the address: code 7 saying so; the endpoint half
+    # is still done, and the runtime's retry with a fixed config releases the address.
+    node.add(conf, "pod1", netns)
+    run = node.run("DEL", {**conf, "ipam": {**conf["ipam"], "dataDir": ["C:", "var"]}}, "pod1", netns)
+    run.failed(7, "DEL cannot identify the store holding the pod's addresses", "ipam.dataDir")
+    assert "pod1_cbr0" not in node.endpoints() and "pod1" in node.ip_files().values()
+    assert node.run("DEL", conf, "pod1", netns).ok
+    node.assert_clean("pod1")
 
 
 def _drop_network(node: Node) -> None:

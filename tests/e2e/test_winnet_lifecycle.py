@@ -91,6 +91,18 @@ def test_api_version_2_needs_a_namespace(node):
     assert node.ipam_calls() == []
 
 
+@pytest.mark.parametrize("api", ["v1", "v2"])
+def test_without_ipam_hns_chooses_the_address(node, api):
+    conf = {k: v for k, v in node.conf().items() if k != "ipam"}
+    netns = node.sandbox(api, "pod1")
+    result = node.add(conf, "pod1", netns)
+    ip = result["ips"][0]["address"].split("/")[0]
+    assert node.endpoints()[ep_name(node, "pod1")]["IPAddress"] == ip and node.ipam_calls() == []
+    assert node.add(conf, "pod1", netns) == result
+    assert node.run("DEL", conf, "pod1", netns).ok
+    node.assert_clean("pod1")
+
+
 @pytest.mark.parametrize("version", ["0.2.0", "0.3.1", "1.0.0", "1.1.0"])
 def test_result_versions(node, version):
     netns = node.sandbox("v2", "pod1")

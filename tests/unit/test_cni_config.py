@@ -1,7 +1,11 @@
 """Network config: decoding, name/version checks, Go-style keys, schema errors an operator can act on."""
-import pytest
+import io
 
-from plugins.cni import config
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plugins.cni import config, log
 from plugins.cni.errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 
 
@@ -158,34 +162,62 @@ def test_bad_valid_attachments_is_code_7(raw):
 
 
 _TOY = {"type": "object", "required": ["name", "store"],
-        "properties": {"name": {"type": "string"}, "store": {"type": "object"}, "extra": {"type": "integer"},
+        "properties": {"name": {"type": "string"}, "extra": {"type": "integer"},
+                       "store": {"type": "object", "properties": {"dir": {"type": "string"},
+                                                                  "ranges": {"type": "array", "items": {"type": "integer"}}}},
                        "nested": {"type": "object", "properties": {"n": {"type": "integer"}}}}}
+NEEDS = {"name": "the endpoint", "store.dir": "the address store"}
 
 
-def test_validate_for_add_is_the_whole_schema():
-    from plugins.cni.config import validate_for
-    with pytest.raises(CniError) as exc:
-        validate_for("ADD", {"name": "n", "store": {}, "extra": "x"}, _TOY, ("name", "store"))
-    assert exc.value.code == 7 and "extra" in exc.value.msg
+def teardown(command, doc):
+    """validate_for's result and the warnings it wrote."""
+    err = io.StringIO()
+    with log.scope():
+        log.configure("test", stderr=err)
+        out = config.validate_for(command, doc, _TOY, NEEDS)
+    return out, err.getvalue()
+
+
+@pytest.mark.parametrize("command", ["ADD", "CHECK", "STATUS"])
+def test_validate_for_setup_commands_is_the_whole_schema(command):
+    err = cni_error(config.validate_for, command, {"name": "n", "store": {}, "extra": "x"}, _TOY, NEEDS)
+    assert err.code == INVALID_CONFIG and err.msg.startswith("extra: ")
 
 
 @pytest.mark.parametrize("command", ["DEL", "GC"])
-def test_validate_for_teardown_drops_what_it_does_not_need_and_keeps_the_rest(command):
-    from plugins.cni.config import validate_for
-    doc = {"name": "n", "store": {"a": 1}, "extra": "x", "nested": {"n": "y"}}
-    assert validate_for(command, doc, _TOY, ("name", "store")) == {"name": "n", "store": {"a": 1}}
-    assert doc["extra"] == "x"  # the input is untouched
+def test_validate_for_teardown_drops_what_it_does_not_need_with_a_warning_naming_each_field(command):
+    doc = {"name": "n", "store": {"dir": "/d", "ranges": [1, "x"]}, "extra": "x", "nested": {"n": "y"}}
+    out, warnings = teardown(command, doc)
+    assert out == {"name": "n", "store": {"dir": "/d"}}  # cut below the needed field's holder only
+    assert doc["extra"] == "x" and doc["store"]["ranges"] == [1, "x"], "the input is untouched"
+    lines = warnings.splitlines()
+    assert len(lines) == 3 and all(f"warning: {command} ignores" in line for line in lines)
+    for field in ('extra: "x"', "store.ranges[1]", "nested.n"):
+        assert field in warnings
     valid = {"name": "n", "store": {}}
-    assert validate_for(command, valid, _TOY, ("name", "store")) is valid
+    assert config.validate_for(command, valid, _TOY, NEEDS) is valid
 
 
-@pytest.mark.parametrize("doc,field", [
-    ({"name": "n"}, "store"),                   # a required identifying key is missing
-    ({"name": "n", "store": []}, "store"),      # present but unusable
-    ({"name": 3, "store": {}, "extra": "x"}, "name"),
+@pytest.mark.parametrize("doc,field,what", [
+    ({"name": "n"}, "missing required field 'store'", "the address store"),  # holds a needed field
+    ({"name": "n", "store": []}, "store:", "the address store"),
+    ({"name": "n", "store": {"dir": 5}}, "store.dir", "the address store"),
+    ({"name": 3, "store": {}, "extra": "x"}, "name", "the endpoint"),
 ])
-def test_validate_for_teardown_keeps_identifying_fields_strict(doc, field):
-    from plugins.cni.config import validate_for
-    with pytest.raises(CniError) as exc:
-        validate_for("DEL", doc, _TOY, ("name", "store"))
-    assert exc.value.code == 7 and field in exc.value.msg and "DEL needs it" in exc.value.details
+def test_validate_for_teardown_fails_only_when_a_needed_field_is_unusable(doc, field, what):
+    err = cni_error(config.validate_for, "DEL", doc, _TOY, NEEDS)
+    assert err.code == INVALID_CONFIG and err.msg.startswith(f"DEL cannot identify {what}: ") and field in err.msg
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.dictionaries(st.sampled_from(["extra", "nested", "other"]), _JSON, max_size=3),
+       store_junk=st.dictionaries(st.sampled_from(["ranges", "other"]), _JSON, max_size=2))
+def test_validate_for_teardown_keeps_what_it_needs_and_returns_a_valid_config(junk, store_junk):
+    out, _ = teardown("DEL", {**junk, "name": "n", "store": {**store_junk, "dir": "/d"}})
+    config.validate(out, _TOY)
+    assert out["name"] == "n" and out["store"]["dir"] == "/d"

@@ -84,9 +84,17 @@ def test_default_data_dir_on_windows_is_on_the_current_drive():
     assert config.default_data_dir("linux") == "/var/lib/cni/networks"
 
 
-def test_location_ignores_broken_ranges():
-    loc = config.load_location({"name": "n", "ipam": {"subnet": "10.0.0.5/24", "dataDir": "/d"}}, "linux")
-    assert loc.directory == "/d/n"
+@pytest.mark.parametrize("command", ["DEL", "GC"])
+def test_location_ignores_broken_ranges(command):
+    conf = {"name": "n", "ipam": {"subnet": "10.0.0.5/24", "ranges": "x", "routes": [{"gw": 1}], "dataDir": "/d"}}
+    assert config.load_location(conf, "linux", command).directory == "/d/n"
+
+
+@pytest.mark.parametrize("ipam, field", [({"dataDir": 5}, "ipam.dataDir"), ("host-local", "ipam")])
+def test_location_needs_a_readable_data_dir(ipam, field):
+    with pytest.raises(CniError) as info:
+        config.load_location({"name": "n", "ipam": ipam}, "linux", "DEL")
+    assert info.value.code == INVALID_CONFIG and field in info.value.msg and "addresses" in info.value.msg
 
 
 # ---- bad input: (config, CNI_ARGS) -> code, message fragment (field or reference wording) ----

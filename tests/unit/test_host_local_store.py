@@ -120,6 +120,17 @@ def test_crash_between_commit_and_index_heals(tmp_path):
         assert not s2.reserve(A, ip("10.1.2.3"), 0)
 
 
+def test_an_empty_reservation_left_by_a_killed_writer_is_taken_over(tmp_path):
+    (tmp_path / "10.1.2.4").write_bytes(b"")  # killed between the O_EXCL create and the write
+    (tmp_path / "10.1.2.5").write_bytes(b"a b\r\neth0")  # unreadable, but someone wrote it: kept
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.reserve(A, ip("10.1.2.4"), 0)
+        assert not s.reserve(A, ip("10.1.2.5"), 0)
+        assert s.owned_by(A) == [ip("10.1.2.4")]
+    assert files(tmp_path)["10.1.2.4"] == b"ctr-a\r\neth0"
+    assert on_disk_index(tmp_path) == scanned(tmp_path)
+
+
 def test_unreadable_content_is_owned_by_nobody(tmp_path):
     (tmp_path / "10.1.2.4").write_bytes(b"")  # a crash right after the O_EXCL create
     (tmp_path / "10.1.2.5").write_bytes(b"a b\r\neth0")
