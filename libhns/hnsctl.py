@@ -58,8 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--type", default="L2Bridge", type=_network_type,
                    help="L2Bridge (default), Overlay, NAT, L2Tunnel, …")
-    p.add_argument("--subnet", type=_cidr, help="address prefix, e.g. 10.244.1.0/24")
-    p.add_argument("--gateway", type=_ip, help="default gateway (default: first address)")
+    p.add_argument("--subnet", type=_cidr, action="append", default=[],
+                   help="address prefix, e.g. 10.244.1.0/24; repeat it for dual stack "
+                        "(one IPv4 and one IPv6 prefix)")
+    p.add_argument("--gateway", type=_ip, action="append", default=[],
+                   help="default gateway of the subnet of its family (default: first address)")
     p.add_argument("--vsid", type=int, help="overlay VSID / VNI (default 4096 on Overlay)")
     p.add_argument("--adapter", help="host network adapter, e.g. Ethernet")
     p.add_argument("--management-ip", type=_ip,
@@ -147,31 +150,24 @@ def _is_guid(text: str) -> bool:
 
 def network_document(args: argparse.Namespace) -> dict[str, Any]:
     """The V2 network flanneld (vxlan) / start.ps1 would send for these arguments."""
-    doc: dict[str, Any] = {"Name": args.name, "Type": args.type, "Policies": []}
-    if args.adapter:
-        doc["Policies"].append({"Type": "NetAdapterName",
-                                "Settings": {"NetworkAdapterName": args.adapter}})
-    if args.management_ip:
-        doc["Policies"].append({"Type": "ProviderAddress",
-                                "Settings": {"ProviderAddress": args.management_ip}})
-    if args.vxlan_port is not None:
-        doc["Policies"].append({"Type": "VxlanPort", "Settings": {"Port": args.vxlan_port}})
-    if args.subnet:
-        net = ipaddress.ip_network(args.subnet)
-        gateway = args.gateway or str(next(net.hosts()))
-        if ipaddress.ip_address(gateway) not in net:
-            raise UsageError(f"hnsctl: gateway {gateway} is not in {net}")
-        subnet: dict[str, Any] = {"IpAddressPrefix": str(net), "Routes": [
-            {"NextHop": gateway, "DestinationPrefix": "::/0" if net.version == 6 else "0.0.0.0/0"}]}
-        vsid = args.vsid if args.vsid is not None else (4096 if args.type == "Overlay" else None)
-        if vsid is not None:
-            subnet["Policies"] = [{"Type": "VSID", "Settings": {"IsolationId": vsid}}]
-        doc["Ipams"] = [{"Type": "Static", "Subnets": [subnet]}]
-    elif args.gateway or args.vsid is not None:
-        raise UsageError("hnsctl: --gateway and --vsid need --subnet")
-    if args.type == "Overlay":
-        doc["Flags"] = 8  # EnableNonPersistent, as flanneld sets it
-    return doc
+    from libhns import networks
+
+    families = [ipaddress.ip_network(s).version for s in args.subnet]
+    if len(set(families)) != len(families):
+        raise UsageError("hnsctl: at most one --subnet per IP family (one IPv4, one IPv6)")
+    gateways = {ipaddress.ip_address(g).version: g for g in args.gateway}
+    if len(gateways) != len(args.gateway) or not set(gateways) <= set(families):
+        raise UsageError("hnsctl: each --gateway needs a --subnet of its IP family")
+    if args.vsid is not None and not args.subnet:
+        raise UsageError("hnsctl: --vsid needs --subnet")
+    vsid = args.vsid if args.vsid is not None else (4096 if args.type == "Overlay" else None)
+    try:
+        subnets = [networks.Subnet(s, gateways.get(v, ""), vsid) for s, v in zip(args.subnet, families)]
+    except ValueError as err:
+        raise UsageError(f"hnsctl: {err}") from None
+    return networks.network_document(
+        args.name, args.type, subnets, adapter=args.adapter or "", management_ip=args.management_ip or "",
+        vxlan_port=args.vxlan_port, flags=networks.NON_PERSISTENT if args.type == "Overlay" else 0)
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -304,22 +300,9 @@ class _Ctl:
     def network_create(self, a: argparse.Namespace) -> None:
         doc = network_document(a)
         if a.v1:
-            from libhns.policies import to_v1
+            from libhns.networks import v1_network_document
 
-            sub = doc.get("Ipams", [{}])[0].get("Subnets", [None])[0]
-            v1: dict[str, Any] = {"Name": doc["Name"], "Type": doc["Type"].lower(),
-                                  "Policies": [to_v1(p) for p in doc["Policies"]
-                                               if p["Type"] not in ("NetAdapterName",
-                                                                    "ProviderAddress")]}
-            if a.adapter:
-                v1["NetworkAdapterName"] = a.adapter
-            if a.management_ip:
-                v1["ManagementIP"] = a.management_ip
-            if sub:
-                v1["Subnets"] = [{"AddressPrefix": sub["IpAddressPrefix"],
-                                  "GatewayAddress": sub["Routes"][0]["NextHop"],
-                                  "Policies": [to_v1(p) for p in sub.get("Policies", [])]}]
-            net: Any = self.c.v1_create_network(v1)
+            net: Any = self.c.v1_create_network(v1_network_document(doc))
         else:
             net = self.c.create_network(doc)
         _show(self.out, a, net)

@@ -15,7 +15,7 @@ from plugins.cni import log
 
 from . import index as idx
 from .allocator import Owner
-from .lock import LOCK_NAME, FileLock
+from plugins.cni.lock import LOCK_NAME, FileLock
 from .ranges import IPAddress, parse_ip
 
 LAST_RESERVED = "last_reserved_ip."

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from libhns import hnsctl
-from libhns.client import HnsClient
 from libhns.sim import Simulator
 
 VENV_BIN = Path(sys.executable).parent
@@ -90,18 +89,13 @@ class Node:
 
     def bridge(self, name: str = "cbr0", host_endpoint: bool = True, ipv6_subnet: str = "") -> "Node":
         """What flanneld host-gw does: the L2Bridge network and its host endpoint at .2
-        (with ``ipv6_subnet``, a dual-stack network as start.ps1 makes one; hnsctl takes one subnet)."""
+        (with ``ipv6_subnet``, a dual-stack network as start.ps1 makes one)."""
         self.network = name
         args = ["network", "create", name, "--type", "L2Bridge", "--subnet", SUBNET, "--gateway", "10.244.4.1",
                 "--adapter", "Ethernet"]
         if ipv6_subnet:
-            doc = hnsctl.network_document(hnsctl.build_parser().parse_args(args))
-            v6 = ipaddress.ip_network(ipv6_subnet)
-            doc["Ipams"][0]["Subnets"].append({"IpAddressPrefix": str(v6), "Routes": [
-                {"NextHop": str(v6.network_address + 1), "DestinationPrefix": "::/0"}]})
-            HnsClient.from_env({k: v for k, v in self.env.items() if k != "LIBHNS_JOURNAL"}).create_network(doc)
-        else:
-            self.hnsctl(*args)
+            args += ["--subnet", ipv6_subnet]
+        self.hnsctl(*args)
         if host_endpoint:
             self.hnsctl("endpoint", "create", f"{name}_ep", "--network", name, "--ip", "10.244.4.2", "--host")
         return self

@@ -115,3 +115,22 @@ def test_console_script(hnsctl, tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"networks": [], "endpoints": [], "namespaces": []}
+
+
+def test_dual_stack_network_create(hnsctl):
+    """One IPv4 and one IPv6 --subnet give a dual-stack L2Bridge, each with its family's default route."""
+    net = json.loads(hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24", "--subnet", "fd00:1::/64",
+                            "--gateway", "fd00:1::fe", "-o", "json").stdout)
+    assert net["Ipams"][0]["Subnets"] == [
+        {"IpAddressPrefix": "10.244.1.0/24", "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]},
+        {"IpAddressPrefix": "fd00:1::/64", "Routes": [{"NextHop": "fd00:1::fe", "DestinationPrefix": "::/0"}]}]
+    v1 = json.loads(hnsctl("network", "create", "v1net", "--v1", "--subnet", "10.244.2.0/24", "--subnet",
+                           "fd00:2::/64", "--adapter", "Ethernet", "-o", "json").stdout)
+    assert [(s["AddressPrefix"], s["GatewayAddress"]) for s in v1["Subnets"]] == [
+        ("10.244.2.0/24", "10.244.2.1"), ("fd00:2::/64", "fd00:2::1")]
+    assert v1["NetworkAdapterName"] == "Ethernet"
+    for args, text in [(("--subnet", "10.0.0.0/24", "--subnet", "10.1.0.0/24"), "one --subnet per IP family"),
+                       (("--subnet", "10.0.0.0/24", "--gateway", "fd00::1"), "needs a --subnet of its IP family"),
+                       (("--subnet", "10.0.0.0/24", "--gateway", "10.9.9.9"), "is not in 10.0.0.0/24")]:
+        proc = hnsctl("network", "create", "bad", *args, ok=False)
+        assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)

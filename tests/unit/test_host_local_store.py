@@ -12,7 +12,7 @@ import pytest
 
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner
-from plugins.ipam_host_local.lock import FileLock
+from plugins.cni.lock import FileLock
 from plugins.ipam_host_local.store import DiskStore, open_store
 
 ip = ipaddress.ip_address
