@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(only on the simulator)").add_subparsers(
         dest="action", required=True, parser_class=_Parser)
     _output_options(ct.add_parser("list"))
+    p = sub.add_parser("restart", help="restart HNS as Restart-Service hns would: non-persistent "
+                       "networks and their endpoints are lost (only on the simulator)")
+    _output_options(p)
     for action in ("create", "delete"):
         p = ct.add_parser(action)
         p.add_argument("container", help="container ID")
@@ -403,11 +406,18 @@ class _Ctl:
 
         name = (self.env.get("LIBHNS_BACKEND") or "").strip().lower() or default_backend()
         if name != "sim":
-            raise UsageError("hnsctl: container commands work only on the simulator "
+            raise UsageError("hnsctl: container and restart commands work only on the simulator "
                              "(LIBHNS_BACKEND=sim)")
         from libhns.sim import Simulator
 
         return Simulator.from_env(self.env)
+
+    def restart(self, a: argparse.Namespace) -> None:
+        dropped = self._simulator().restart()
+        if a.output == "json":
+            _json(self.out, {"droppedNetworks": dropped})
+        else:
+            self.out.write(f"HNS restarted; non-persistent networks dropped: {', '.join(dropped) or 'none'}\n")
 
     def container_list(self, a: argparse.Namespace) -> None:
         conts = self._simulator().containers()
@@ -438,7 +448,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return int(exc.code or 0)
     try:
         ctl = _Ctl(client_factory(env), stdout, env)
-        handler = getattr(ctl, args.group if args.group in ("version", "dump")
+        handler = getattr(ctl, args.group if args.group in ("version", "dump", "restart")
                           else f"{args.group}_{args.action}")
         handler(args)
     except UsageError as exc:

@@ -22,7 +22,8 @@ Environment (``Simulator.from_env``):
 
 Simulator-only (no HNS equivalent): ``register_container`` / ``remove_container`` make a
 running compute system for V1 hot attach (HCS), ``containers()``, ``reset_fault_counters()``,
-and ``open_handles`` for leak checks. Overlay networks get the node's management IP
+``restart()`` (an HNS service restart: networks flagged EnableNonPersistent vanish with
+their endpoints) and ``open_handles`` for leak checks. Overlay networks get the node's management IP
 (``10.127.130.36`` unless the request carries a ProviderAddress policy or V1 ``ManagementIP``)
 and an assigned DrMacAddress.
 """

@@ -45,6 +45,17 @@ class SimHandle:
     closed: bool = False
 
 
+def parse_delay(text: str) -> float:
+    """'2.5' -> 2.5 seconds; empty -> 0."""
+    try:
+        delay = float(text or 0)
+    except ValueError:
+        delay = -1.0
+    if not delay >= 0:
+        raise ValueError(f"LIBHNS_SIM_MGMT_DELAY must be a number of seconds, not {text!r}")
+    return delay
+
+
 def parse_version(text: str) -> tuple[int, int]:
     """'13.2' -> (13, 2)."""
     m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
@@ -58,8 +69,9 @@ class Simulator:
 
     def __init__(self, directory: Path | str, *, version: tuple[int, int] = DEFAULT_VERSION,
                  faults: str | tuple[Fault, ...] = (),
-                 management_ip: str = S.DEFAULT_MANAGEMENT_IP) -> None:
+                 management_ip: str = S.DEFAULT_MANAGEMENT_IP, mgmt_delay: float = 0.0) -> None:
         self.store = Store(directory)
+        self.mgmt_delay = mgmt_delay
         self.version = version
         self.faults = parse_faults(faults) if isinstance(faults, str) else tuple(faults)
         self.management_ip = management_ip
@@ -69,11 +81,12 @@ class Simulator:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Simulator":
         """From ``LIBHNS_SIM_DIR`` (default: per-user state dir), ``LIBHNS_SIM_VERSION``,
-        ``LIBHNS_SIM_FAULTS``."""
+        ``LIBHNS_SIM_FAULTS``, ``LIBHNS_SIM_MGMT_DELAY``."""
         directory = env.get("LIBHNS_SIM_DIR") or default_state_dir(env)
         version = parse_version(env["LIBHNS_SIM_VERSION"]) if env.get("LIBHNS_SIM_VERSION") \
             else DEFAULT_VERSION
-        return cls(directory, version=version, faults=env.get("LIBHNS_SIM_FAULTS", ""))
+        return cls(directory, version=version, faults=env.get("LIBHNS_SIM_FAULTS", ""),
+                   mgmt_delay=parse_delay(env.get("LIBHNS_SIM_MGMT_DELAY", "")))
 
     @property
     def directory(self) -> Path:
@@ -118,11 +131,11 @@ class Simulator:
             raise self._error(call, r.hresult, r.message) from None
 
     def _read(self) -> S.HnsState:
-        return S.HnsState(self.store.snapshot(), self.management_ip)
+        return S.HnsState(self.store.snapshot(), self.management_ip, self.mgmt_delay)
 
     def _write(self, change: Callable[[S.HnsState], Any]) -> Any:
         with self.store.transaction() as data:
-            return change(S.HnsState(data, self.management_ip))
+            return change(S.HnsState(data, self.management_ip, self.mgmt_delay))
 
     def _handle(self, kind: str, id_: str) -> SimHandle:
         self._serial += 1
@@ -228,6 +241,8 @@ class Simulator:
     def _v2_view(kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
         if kind == "Endpoint":
             return {**rec["doc"], "State": views.endpoint_state(rec)}
+        if kind == "Network":
+            return views.network_v2(rec)
         return rec["doc"]
 
     @staticmethod
@@ -478,6 +493,11 @@ class Simulator:
 
     def containers(self) -> list[dict[str, Any]]:
         return list(self.store.snapshot().get("containers", {}).values())
+
+    def restart(self) -> list[str]:
+        """Simulate ``Restart-Service hns``: non-persistent networks and their endpoints are
+        dropped (the names of the dropped networks); open handles stay usable objects."""
+        return self._write(lambda st: st.restart())
 
     def reset_fault_counters(self) -> None:
         self.store.reset_counters()

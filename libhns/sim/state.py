@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import time
 import uuid
 from typing import Any, Iterator, Mapping
 
 from libhns import policies as P
+from libhns.networks import NON_PERSISTENT
 from libhns.sim import views
 from libhns.sim.validate import (HCN_E_INVALID_ENDPOINT, HCN_E_INVALID_NETWORK, E_INVALIDARG,
                                  Reject, check_prefix, check_v2_policies, network_type)
@@ -73,11 +75,14 @@ def _lookup(table: Mapping[str, Any], id_: str) -> Any:
 
 
 class HnsState:
-    """The loaded store with HNS's rules; ``management_ip`` is the node's default PA."""
+    """The loaded store with HNS's rules; ``management_ip`` is the node's default PA, which a
+    new network reports only ``mgmt_delay`` seconds after its creation (HNS sets it up late)."""
 
-    def __init__(self, data: dict[str, Any], management_ip: str = DEFAULT_MANAGEMENT_IP) -> None:
+    def __init__(self, data: dict[str, Any], management_ip: str = DEFAULT_MANAGEMENT_IP,
+                 mgmt_delay: float = 0.0) -> None:
         self.data = data
         self.management_ip = management_ip
+        self.mgmt_delay = mgmt_delay
 
     # --- lookups ---------------------------------------------------------------------------------
     def table(self, kind: str) -> dict[str, Any]:
@@ -181,6 +186,8 @@ class HnsState:
                   "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
                   **out}
         rec = {"doc": stored, "mgmt_ip": mgmt, "v1extra": dict(v1extra or {})}
+        if mgmt and self.mgmt_delay > 0:
+            rec["mgmt_at"] = time.time() + self.mgmt_delay  # wall clock: other processes read it
         self.table("Network")[id_] = rec
         return rec
 
@@ -226,6 +233,17 @@ class HnsState:
             doc["Dns"] = dict(settings)
         else:
             raise Reject(HCN_E_REQUEST_UNSUPPORTED, f"Unsupported network ResourceType {rtype!r}.")
+
+    def restart(self) -> list[str]:
+        """What restarting the HNS service does: networks created with EnableNonPersistent are
+        gone, with their endpoints (detached from namespaces and containers). Their names."""
+        dropped = [rec for rec in self.table("Network").values()
+                   if int(rec["doc"].get("Flags") or 0) & NON_PERSISTENT]
+        for rec in dropped:
+            for ep in list(self.endpoints_of(rec["doc"]["ID"])):
+                self.delete_endpoint(ep["doc"]["ID"])
+            self.table("Network").pop(rec["doc"]["ID"])
+        return [rec["doc"]["Name"] for rec in dropped]
 
     def delete_network(self, id_: str) -> dict[str, Any]:
         rec = self.get("Network", id_)

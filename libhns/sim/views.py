@@ -8,6 +8,7 @@ flat policies, comma-string DNS lists.
 from __future__ import annotations
 
 import ipaddress
+import time
 from typing import Any, Mapping
 
 from libhns import policies as P
@@ -59,6 +60,20 @@ def _dns_v1(dns: Any) -> dict[str, str]:
     return out
 
 
+def mgmt_pending(rec: Mapping[str, Any]) -> bool:
+    """True while a new network's management IP is not set up yet (``LIBHNS_SIM_MGMT_DELAY``)."""
+    return float(rec.get("mgmt_at") or 0) > time.time()
+
+
+def network_v2(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored document, without the ProviderAddress policy while it is pending."""
+    doc = rec["doc"]
+    if not mgmt_pending(rec):
+        return doc
+    return {**doc, "Policies": [p for p in doc.get("Policies") or ()
+                                if (P.policy_type(p) or "").casefold() != "provideraddress"]}
+
+
 # --- V2 -> V1 -----------------------------------------------------------------------------------
 
 def network_v1(rec: Mapping[str, Any], endpoint_count: int = 0) -> dict[str, Any]:
@@ -84,7 +99,7 @@ def network_v1(rec: Mapping[str, Any], endpoint_count: int = 0) -> dict[str, Any
             subnets.append(sub)
     out["Subnets"] = subnets
     out.update(_dns_v1(doc.get("Dns")))
-    if rec.get("mgmt_ip"):
+    if rec.get("mgmt_ip") and not mgmt_pending(rec):
         out["ManagementIP"] = rec["mgmt_ip"]
     drmac = _policy_setting(doc.get("Policies"), "DrMacAddress", "Address")
     if drmac:

@@ -134,3 +134,35 @@ def test_dual_stack_network_create(hnsctl):
                        (("--subnet", "10.0.0.0/24", "--gateway", "10.9.9.9"), "is not in 10.0.0.0/24")]:
         proc = hnsctl("network", "create", "bad", *args, ok=False)
         assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)
+
+
+def test_restart_drops_non_persistent_networks_and_their_endpoints(hnsctl):
+    hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")  # Flags 8, as flanneld
+    hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
+    ns_id = hnsctl("namespace", "create").stdout.strip()
+    hnsctl("endpoint", "create", "pod", "--network", "vxlan0")
+    hnsctl("namespace", "attach", ns_id, "pod")
+    hnsctl("endpoint", "create", "keep", "--network", "cbr0")
+    assert json.loads(hnsctl("restart", "-o", "json").stdout) == {"droppedNetworks": ["vxlan0"]}
+    dump = json.loads(hnsctl("dump", "-o", "json").stdout)
+    assert [n["Name"] for n in dump["networks"]] == ["cbr0"]
+    assert [e["Name"] for e in dump["endpoints"]] == ["keep"]
+    assert dump["namespaces"][0].get("Resources", []) == []
+    assert "dropped: none" in hnsctl("restart").stdout
+    proc = hnsctl("restart", ok=False, extra_env={"LIBHNS_BACKEND": "hcn"})
+    assert proc.returncode == 2 and "only on the simulator" in proc.stderr
+
+
+def test_management_ip_appears_after_the_configured_delay(hnsctl):
+    slow = {"LIBHNS_SIM_MGMT_DELAY": "0.6"}
+    hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24", extra_env=slow)
+    hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24", extra_env=slow)
+    show = lambda *a: json.loads(hnsctl("network", "show", *a, "-o", "json").stdout)  # noqa: E731
+    assert not [p for p in show("vxlan0")["Policies"] if p["Type"] == "ProviderAddress"]
+    assert "ManagementIP" not in show("cbr0", "--v1")
+    import time
+    time.sleep(0.7)
+    assert {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.36"}} in show("vxlan0")["Policies"]
+    assert show("cbr0", "--v1")["ManagementIP"] == "10.127.130.36"
+    proc = hnsctl("network", "list", ok=False, extra_env={"LIBHNS_SIM_MGMT_DELAY": "soon"})
+    assert proc.returncode == 1 and "LIBHNS_SIM_MGMT_DELAY" in proc.stderr
