@@ -20,6 +20,8 @@ class EndpointApi(Protocol):
     schema: str  # "v1" | "v2": the policy schema this API takes
 
     def network(self, name: str) -> Any | None: ...
+    def create_network(self, doc: dict) -> Any: ...
+    def management_ip(self, network: Any) -> str | None: ...
     def endpoint(self, name: str) -> Any | None: ...
     def endpoint_to_release(self, name: str) -> Any | None: ...
     def create(self, plan: EndpointPlan) -> Any: ...
@@ -74,6 +76,21 @@ class HcnApi:
 
     def network(self, name: str) -> Any | None:
         return self.client.get_network_by_name(name)
+
+    def create_network(self, doc: dict) -> Any:
+        return self.client.create_network(doc)
+
+    def management_ip(self, network: Any) -> str | None:
+        """HCN shows it on Overlay networks only (ProviderAddress); for the others ask V1, as
+        flanneld does for cbr0."""
+        if network.management_ip or network.is_type("Overlay"):
+            return network.management_ip
+        v1 = self.client.v1_get_network(network.id)
+        return v1.management_ip if v1 is not None else None
+
+    def add_network_policy(self, network: Any, policy: dict) -> None:
+        self.client.modify_network(network.id, {"ResourceType": "Policy", "RequestType": "Add",
+                                                "Settings": {"Policies": [policy]}})
 
     def endpoint(self, name: str) -> Any | None:
         return self.client.get_endpoint_by_name(name)
@@ -158,6 +175,14 @@ class HnsV1Api:
 
     def network(self, name: str) -> Any | None:
         return self.client.v1_get_network_by_name(name)
+
+    def create_network(self, doc: dict) -> Any:
+        """``doc`` is the V2 form (standalone mode builds that); HNSCall takes its V1 equivalent."""
+        from libhns.networks import v1_network_document
+        return self.client.v1_create_network(v1_network_document(doc))
+
+    def management_ip(self, network: Any) -> str | None:
+        return network.management_ip
 
     def endpoint_to_release(self, name: str) -> Any | None:
         return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)

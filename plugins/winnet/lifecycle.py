@@ -111,16 +111,40 @@ class Lifecycle:
             return HcnApi(client, req.netns)
         return HnsV1Api(client, req.container_id, req.netns)
 
-    def network(self, api: EndpointApi, conf: NetConf, missing_code: int) -> Any:
-        with hns_step(f"error while getting network {conf.name}"):
-            network = api.network(conf.name)
+    def network(self, api: EndpointApi, conf: NetConf, missing_code: int,
+                features: "_Features | None" = None, missing_ok: bool = False) -> Any:
+        """The pod's HNS network. With a ``network`` section (standalone mode) it must match the
+        section, and ADD (which passes ``features``) creates it when missing."""
+        spec = self.standalone(conf)
+        if spec is not None and features is not None:
+            from .network import ensure
+            with hns_step(f"error while creating HNS network {conf.name}"):
+                network = ensure(api, spec, features.get)
+        else:
+            with hns_step(f"error while getting network {conf.name}"):
+                network = api.network(conf.name)
         if network is None:
+            if missing_ok:
+                return None
             raise CniError(missing_code, f"network {conf.name} not found: is flanneld running on this node?",
-                           f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) created")
+                           f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) "
+                           "created, or add a \"network\" section (e.g. {\"subnet\": \"10.244.4.0/24\"}) so the plugin creates it")
+        if spec is not None:
+            from .network import mismatch
+            problem = mismatch(spec, network)
+            if problem is not None:
+                raise problem
         if not any(network.is_type(t) for t in self.flavor.network_types):
             raise CniError(INVALID_CONFIG, f"network {conf.name} is of unexpected type: {network.network_type}",
                            f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}")
         return network
+
+    def standalone(self, conf: NetConf) -> Any:
+        """The validated ``network`` section (code 7 for a bad one), or None without it."""
+        if conf.network is None:
+            return None
+        from .network import spec_of
+        return spec_of(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
 
     def ipam_stdin(self, req: Request, conf: dict) -> bytes:
         return json.dumps(self.flavor.ipam_conf(conf)).encode()
@@ -169,7 +193,7 @@ class Lifecycle:
                               req.runtime_config.port_mappings, api.schema)
         features = _Features(api)
         self.acl_policies(netconf, req, api.schema, features)
-        network = self.network(api, netconf, TRY_AGAIN_LATER)
+        network = self.network(api, netconf, TRY_AGAIN_LATER, features)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
         name = endpoint_name(req.container_id, req.netns, netconf.name)
@@ -345,8 +369,9 @@ class Lifecycle:
     def status(self, req: Request) -> None:
         conf, netconf = self.load(req)
         api = self.api(netconf, req, need_netns=False)
-        network = self.network(api, netconf, NOT_AVAILABLE)
-        problems = self.flavor.network_problems(network)
+        # Standalone mode: a missing network is not a problem, the next ADD creates it.
+        network = self.network(api, netconf, NOT_AVAILABLE, missing_ok=netconf.network is not None)
+        problems = self.flavor.network_problems(network) if network is not None else []
         if problems:
             raise CniError(NOT_AVAILABLE, problems[0], "; ".join(problems[1:]))
         self.run_ipam(req, conf, netconf, "STATUS")

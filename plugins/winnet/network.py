@@ -1,0 +1,211 @@
+"""Standalone mode: the ``network`` config section, and finding or creating the HNS network.
+
+With flannel, flanneld creates the network before any pod starts. Without it (static routes, a
+lab node, containerd outside Kubernetes), and after an HNS restart dropped a non-persistent
+network, the first ADD creates it from this section, as flanneld would: once per node however
+many ADDs arrive together (a cross-process lock around find-or-create), then waiting until HNS
+reports the management IP. A network is never deleted, replaced or silently reused when it
+differs from the section.
+
+``spec_of``, ``document`` and ``mismatch`` are pure; ``ensure`` is the only I/O, through the
+plugin's ``EndpointApi``, with the clock injectable for tests.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import time
+from typing import Any, Callable, Mapping
+
+from plugins.cni import log
+from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
+
+#: Linux flannel's VXLAN settings; Windows nodes on the same overlay must use them (VNI >= 4096).
+FLANNEL_VNI_MIN = 4096
+FLANNEL_VXLAN_PORT = 4789
+_VNI_MAX = (1 << 24) - 1
+#: How long ADD waits for the management IP of a network (flanneld waits up to 30 s for cbr0's).
+MANAGEMENT_IP_TIMEOUT = 30.0
+_POLL = 0.25
+_INTEROP = ("Windows VXLAN needs a VNI of 4096 or more and UDP port 4789, and the Linux flannel nodes on "
+            "the same overlay must use the same VNI and port (net-conf.json Backend \"VNI\": 4096, \"Port\": 4789) "
+            "or they cannot reach this node's pods")
+
+
+class NetworkSpec:
+    """The network the ``network`` section describes (validated)."""
+    __slots__ = ("name", "type", "subnets", "adapter", "vni", "vxlan_port", "dr_mac", "persistent")
+
+    def __init__(self, name: str, type_: str, subnets: tuple, adapter: str = "", vni: int | None = None,
+                 vxlan_port: int | None = None, dr_mac: str = "", persistent: bool = False) -> None:
+        self.name = name
+        self.type = type_
+        self.subnets = subnets  # libhns.networks.Subnet, at most one per IP family
+        self.adapter = adapter
+        self.vni = vni
+        self.vxlan_port = vxlan_port
+        self.dr_mac = dr_mac
+        self.persistent = persistent
+
+    @property
+    def overlay(self) -> bool:
+        return self.type == "Overlay"
+
+
+def _bad(field: str, msg: str, hint: str) -> CniError:
+    return CniError(INVALID_CONFIG, f"network.{field}: {msg}", hint)
+
+
+def _listed(value: Any) -> list:
+    return [] if value is None else list(value) if isinstance(value, list) else [value]
+
+
+def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool) -> NetworkSpec:
+    """Validate the schema-checked section for a ``network_type`` network (code 7 naming the field)."""
+    from libhns.networks import Subnet
+
+    overlay = network_type == "Overlay"
+    if not overlay:
+        for field in ("vni", "vxlanPort", "drMac"):
+            if field in section:
+                raise _bad(field, f"applies to Overlay (VXLAN) networks, not {network_type}",
+                           "remove it, or use win-overlay for a VXLAN network")
+    nets = [ipaddress.ip_network(s, strict=False) for s in _listed(section.get("subnet"))]
+    if len({n.version for n in nets}) != len(nets):
+        raise _bad("subnet", "lists two subnets of the same IP family", "give one IPv4 and at most one IPv6 subnet")
+    if any(n.version == 6 for n in nets) and not ipv6:
+        raise _bad("subnet", f"{network_type} networks have no IPv6 (dual-stack) support on Windows",
+                   "give this network an IPv4 subnet only")
+    gateways: dict[int, str] = {}
+    for gw in _listed(section.get("gateway")):
+        ip = ipaddress.ip_address(gw)
+        net = next((n for n in nets if n.version == ip.version), None)
+        if net is None or ip not in net or ip.version in gateways:
+            raise _bad("gateway", f"{gw} is not in the subnet {net or 'of its IP family'}",
+                       "each gateway must be an address of the subnet of its family (default: the subnet's .1)")
+        gateways[ip.version] = str(ip)
+    vni = None
+    if overlay:
+        vni = int(section.get("vni", FLANNEL_VNI_MIN))
+        if not FLANNEL_VNI_MIN <= vni <= _VNI_MAX:
+            raise _bad("vni", f"{vni} is out of range", f"use 4096 (the default) up to {_VNI_MAX}: {_INTEROP}")
+        port = int(section.get("vxlanPort", FLANNEL_VXLAN_PORT))
+        if port != FLANNEL_VXLAN_PORT:
+            raise _bad("vxlanPort", f"{port} is not {FLANNEL_VXLAN_PORT}", f"remove it or set 4789: {_INTEROP}")
+    subnets = tuple(Subnet(str(n), gateways.get(n.version, ""), vni) for n in nets)
+    return NetworkSpec(name, network_type, subnets, adapter=section.get("adapter") or "", vni=vni,
+                       vxlan_port=FLANNEL_VXLAN_PORT if overlay else None,
+                       dr_mac=str(section.get("drMac") or "").replace(":", "-").upper(),
+                       persistent=bool(section.get("persistent")))
+
+
+def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any]:
+    """The V2 HostComputeNetwork for ``spec`` (the V1 adapter derives its form from it);
+    ``feature`` answers HNS feature questions, asked only when the network needs one."""
+    from libhns.networks import NON_PERSISTENT, network_document
+
+    if any(s.version == 6 for s in spec.subnets) and not feature("dual_stack"):
+        raise _bad("subnet", "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
+                   "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only")
+    port = spec.vxlan_port if spec.overlay and feature("vxlan_port") else None  # before 10.3 HNS uses 4789
+    return network_document(spec.name, spec.type, spec.subnets, adapter=spec.adapter, vxlan_port=port,
+                            dr_mac=spec.dr_mac, flags=0 if spec.persistent else NON_PERSISTENT)
+
+
+def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
+    """An existing network of this name that the section does not describe: an error naming both."""
+    have = sorted(str(ipaddress.ip_network(s.prefix, strict=False)) for s in network.subnets)
+    want = sorted(s.prefix for s in spec.subnets)
+    differs = not network.is_type(spec.type) or have != want
+    if not differs and spec.overlay and network.vsid is not None and network.vsid != spec.vni:
+        have.append(f"VNI {network.vsid}")
+        want.append(f"VNI {spec.vni}")
+        differs = True
+    if not differs:
+        return None
+    return CniError(INVALID_CONFIG, f"HNS network {spec.name} exists as {network.network_type} {', '.join(have) or '(no subnet)'}, "
+                    f"but the \"network\" section describes {spec.type} {', '.join(want)}",
+                    f"the plugin never replaces a network: delete it (hnsctl network delete {spec.name}, or "
+                    "Remove-HnsNetwork) or make the section match it")
+
+
+def lock_path(name: str, directory: str = "") -> str:
+    """One lock file per network name, shared by every plugin process on the node (and by
+    every user: on Windows under %ProgramData%, not the caller's %TEMP%)."""
+    if not directory:
+        if os.name == "nt":
+            directory = os.path.join(os.environ.get("ProgramData") or r"C:\ProgramData", "wincni")
+        else:
+            import tempfile  # not on the path of ADDs that never create a network
+            directory = os.path.join(tempfile.gettempdir(), "wincni")
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, "network-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")
+
+
+def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], *, lock_dir: str = "",
+           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+           timeout: float = MANAGEMENT_IP_TIMEOUT) -> Any:
+    """Find or create the network under the node-wide lock; a network this call created is
+    waited for (management IP, then HostRoute on HCN Overlay) before the lock is released, so
+    the ADDs queued behind it find it ready. A network of another shape is a code-7 error."""
+    from plugins.cni.lock import FileLock
+
+    with FileLock(lock_path(spec.name, lock_dir)):
+        network = api.network(spec.name)
+        created = network is None
+        if created:
+            network = _create(api, spec, document(spec, feature))
+        problem = mismatch(spec, network)
+        if problem is not None:
+            raise problem
+        if created or (not network.management_ip and reports_management_ip(spec, api.schema)):
+            network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
+        if created and spec.overlay and api.schema == "v2" and feature("host_route"):
+            # As flanneld does once the PA is up: lets the host reach its own pods (kubelet probes).
+            api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
+    return network
+
+
+def reports_management_ip(spec: NetworkSpec, schema: str) -> bool:
+    """Whether the network document itself shows the management IP: V2 as the ProviderAddress
+    policy of Overlay networks, V1 as ``ManagementIP`` of every adapter-bound network."""
+    return spec.overlay or schema == "v1"
+
+
+def _create(api: Any, spec: NetworkSpec, doc: dict) -> Any:
+    from libhns.errors import HnsError
+
+    try:
+        network = api.create_network(doc)
+    except HnsError as err:
+        # Already exists: a process outside our lock (hnsctl, flanneld, another user) was first.
+        network = api.network(spec.name)
+        if network is None:
+            raise
+        log.event("network-create-lost", network=spec.name, error=str(err))
+        return network
+    log.event("network-created", network=spec.name, id=network.id, type=spec.type,
+              subnets=[s.prefix for s in spec.subnets], persistent=spec.persistent)
+    return network
+
+
+def _wait_for_management_ip(api: Any, network: Any, name: str, clock: Callable[[], float],
+                            sleep: Callable[[float], None], timeout: float) -> Any:
+    """Poll until HNS reports the management IP, as flanneld does after creating a network."""
+    start = clock()
+    while True:
+        ip = api.management_ip(network)
+        elapsed = clock() - start
+        if ip:
+            log.event("network-ready", network=name, managementIP=ip, waited=f"{elapsed:.2f}s")
+            return network
+        if elapsed >= timeout:
+            raise CniError(TRY_AGAIN_LATER, f"HNS network {name} has no management IP after {elapsed:.1f}s",
+                           "HNS has not bound the network to a host adapter: check that network.adapter "
+                           "names an adapter that is up (Get-NetAdapter)")
+        sleep(min(_POLL, timeout - elapsed))
+        network = api.network(name)
+        if network is None:
+            raise CniError(TRY_AGAIN_LATER, f"HNS network {name} disappeared while waiting for its management IP",
+                           "something deleted it (an HNS restart?); the next ADD creates it again")
