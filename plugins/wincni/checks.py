@@ -59,6 +59,11 @@ def hns_network(f: Facts) -> Check:
         return _failed("hns-network", f.hns_problem)
     if not f.name:
         return _skipped("hns-network", "the config names no network")
+    section = getattr(f.netconf, "network", None)
+    if section is not None:
+        standalone = _standalone(f, section)
+        if standalone is not None:
+            return standalone
     if f.network is None:
         return Check("hns-network", FAIL, f"no HNS network named {f.name!r} (Get-HnsNetwork)",
                      "flanneld creates it at start; if its log says \"Waiting for the Network to be created\", "
@@ -73,6 +78,25 @@ def hns_network(f: Facts) -> Check:
         return Check("hns-network", FAIL, f"overlay network {f.name} has no ProviderAddress (management IP)",
                      "recreate it on the host adapter that carries the node IP (flanneld does this on restart)")
     return Check("hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else ""))
+
+
+def _standalone(f: Facts, section: Any) -> Check | None:
+    """Standalone mode (a ``network`` section): a missing network is the first ADD's to create;
+    an existing one must be what the section describes. None: judge it as usual."""
+    from plugins.cni.errors import CniError
+    from plugins.winnet.network import mismatch, spec_of
+
+    try:
+        spec = spec_of(section, f.name, f.flavor.network_types[0], f.flavor.ipv6)
+    except CniError as err:
+        return Check("hns-network", FAIL, f"the config's {err.msg}", err.details)
+    if f.network is None:
+        return Check("hns-network", OK, f"no HNS network {f.name!r} yet: the first ADD creates it "
+                     f"(standalone mode, {spec.type} {', '.join(s.prefix for s in spec.subnets)})")
+    problem = mismatch(spec, f.network)
+    if problem is not None:
+        return Check("hns-network", FAIL, problem.msg, problem.details)
+    return None
 
 
 def subnet_env(f: Facts) -> Check:

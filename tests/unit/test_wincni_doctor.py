@@ -293,3 +293,28 @@ def test_help_names_the_version_and_commit_like_every_executable(capsys):
     from plugins.wincni.__main__ import main
     assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
     assert f"wincni {describe()}" in capsys.readouterr().out
+
+
+def standalone_conf(node: SimNode, subnet: str = "10.244.4.0/24") -> dict:
+    return {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "policies": node.delegate["policies"],
+            "network": {"subnet": subnet, "adapter": "Ethernet"},
+            "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(node.root / "ipam")}}
+
+
+def test_standalone_mode_before_the_first_add_is_healthy(tmp_path: Path) -> None:
+    node = SimNode(tmp_path)
+    node.conf = standalone_conf(node)
+    found = node.doctor(expect=0)
+    assert found["hns-network"]["status"] == "ok" and "the first ADD creates it" in found["hns-network"]["message"]
+
+
+def test_standalone_mode_with_a_network_of_another_subnet(tmp_path: Path) -> None:
+    node = SimNode(tmp_path).network()
+    node.conf = standalone_conf(node, "10.244.9.0/24")
+    failed(node.doctor(), "hns-network", "10.244.4.0/24", "10.244.9.0/24", "never replaces")
+
+
+def test_standalone_mode_with_a_matching_network_is_judged_as_usual(tmp_path: Path) -> None:
+    node = SimNode(tmp_path).network()
+    node.conf = standalone_conf(node)
+    assert node.doctor(expect=0)["hns-network"]["message"].startswith("cbr0 is L2Bridge")
