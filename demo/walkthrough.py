@@ -3,6 +3,7 @@
 Everything runs as the kubelet would run it — separate processes, config on stdin, CNI_* in the
 environment — in a throw-away directory: hnsctl plays flanneld (it creates the HNS network and
 the host endpoint), then flannel delegates to win-bridge / win-overlay, which call host-local.
+A third node has no flanneld at all: win-overlay creates its network (standalone mode).
 Exits non-zero at the first step that does not do what it should.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Node:
                     "CNI_PATH": str(BIN), "CNI_IFNAME": "eth0",
                     "WINCNI_LOG_FILE": str(self.root / "wincni.log")}
         self.conf = self.root / "cni.conf"
+        self.plugin = "flannel"  # what the kubelet runs: the config's "type"
 
     def run(self, argv: list[str], stdin: bytes = b"", env: dict | None = None, show: str = "") -> subprocess.CompletedProcess:
         if show:
@@ -85,16 +87,18 @@ class Node:
             conf["prevResult"] = prev
         conf.update(extra or {})
         env = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": container, "CNI_NETNS": netns}
-        shown = f"CNI_COMMAND={command} CNI_CONTAINERID={container} CNI_NETNS={netns or '(empty)'} flannel < cni.conf"
+        shown = f"CNI_COMMAND={command} CNI_CONTAINERID={container} CNI_NETNS={netns or '(empty)'} {self.plugin} < cni.conf"
         if prev is not None:
             shown += " (+ prevResult)"
-        proc = self.run([str(BIN / "flannel")], json.dumps(conf).encode(), env, show=shown)
+        if extra:
+            shown += " (+ " + ", ".join(f"{k}={json.dumps(v)}" for k, v in extra.items()) + ")"
+        proc = self.run([str(BIN / self.plugin)], json.dumps(conf).encode(), env, show=shown)
         out = proc.stdout.decode().strip()
         doc = json.loads(out) if out else None
         for line in proc.stderr.decode().splitlines():
             say(f"  stderr: {line}")
         if proc.returncode != expect:
-            raise DemoFailed(f"flannel {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}")
+            raise DemoFailed(f"{self.plugin} {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}")
         say(f"  exit {proc.returncode}" + ("" if doc else ", no output (success)"))
         if doc:
             say("  " + json.dumps(doc, indent=2).replace("\n", "\n  "))
@@ -171,6 +175,58 @@ def lifecycle(node: Node) -> None:
     say("  ok: STATUS reports the network ready")
 
 
+def standalone(root: Path) -> None:
+    """No flanneld: win-overlay creates its Overlay network from the config's "network" section."""
+    heading("node 3: standalone win-overlay, no flannel: the first ADD creates the HNS network")
+    (root / "standalone").mkdir()
+    node = Node(root / "standalone", "vxlan0", "none")
+    node.plugin = "win-overlay"
+    node.env["TMPDIR"] = str(node.root)  # the node-wide network lock (C:\\ProgramData\\wincni on Windows)
+    say("A lab node or a containerd host outside Kubernetes: nobody runs flanneld or start.ps1.")
+    node.hnsctl("network", "list")
+    node.write("cni.conf", json.dumps({
+        "cniVersion": "1.1.0", "name": "vxlan0", "type": "win-overlay",
+        "network": {"subnet": "10.244.7.0/24", "adapter": "Ethernet"},
+        "ipam": {"type": "host-local", "subnet": "10.244.7.0/24", "dataDir": str(node.root / "ipam")},
+        "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}}]},
+        indent=2).encode())
+    node.cni("STATUS", "", "")
+    say("  ok: STATUS is ready before any network exists: the next ADD creates it")
+
+    say("\nFive pods start at once on the fresh node, and HNS takes a second to set up the management IP")
+    say("(LIBHNS_SIM_MGMT_DELAY=1): one ADD creates the network and waits, the others wait on the node lock.")
+    node.env["LIBHNS_SIM_MGMT_DELAY"] = "1"
+    pods = [("pod" + str(i) + uuid.uuid4().hex[:6], json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"])
+            for i in range(5)]
+    env = lambda cid, netns: {**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns}  # noqa: E731
+    procs = [subprocess.Popen([str(BIN / "win-overlay")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env(cid, netns)) for cid, netns in pods]
+    say("\n$ 5 x (CNI_COMMAND=ADD ... win-overlay < cni.conf), in parallel")
+    outs = [p.communicate(node.conf.read_bytes(), timeout=120) for p in procs]
+    expect(all(p.returncode == 0 for p in procs), "all five ADDs succeeded: " + ", ".join(
+        json.loads(o)["ips"][0]["address"] for o, _ in outs))
+    del node.env["LIBHNS_SIM_MGMT_DELAY"]
+    nets = json.loads(node.hnsctl("network", "list", "-o", "json", quiet=True))
+    expect(len(nets) == 1, "exactly one network was created")
+    log = [json.loads(line) for line in (node.root / "wincni.log").read_text().splitlines()]
+    [ready] = [e for e in log if e.get("event") == "network-ready"]
+    say(f"  (debug log: network-created, then network-ready after {ready['waited']} with management IP {ready['managementIP']})")
+    node.hnsctl("network", "show", "vxlan0")
+    expect(len(pod_names(node.endpoints())) == 5, "five pod endpoints on it")
+
+    say("\nHNS restarts (a node reboot, Restart-Service hns): the network was created non-persistent, as flanneld does.")
+    node.hnsctl("restart")
+    node.cni("DEL", *pods[0])
+    expect(len(node.ip_files()) == 4, "a pod's DEL after the restart still releases its address")
+    new_ns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    node.cni("ADD", "podF" + uuid.uuid4().hex[:6], new_ns)
+    again = json.loads(node.hnsctl("network", "list", "-o", "json", quiet=True))
+    expect(len(again) == 1 and again[0]["ID"] != nets[0]["ID"], "the next ADD recreated the network")
+
+    say("\nA VNI Linux flannel nodes would not share is refused before anything happens:")
+    node.cni("ADD", "podG", new_ns, expect=1, extra={"network": {"subnet": "10.244.7.0/24", "vni": 1}})
+
+
 def doctor(node: Node) -> None:
     """The operator's view of the node the demo built: every check of `wincni doctor` must pass."""
     heading(f"[{node.network}] wincni doctor: the Windows troubleshooting guide, checked in one command")
@@ -190,7 +246,7 @@ def main() -> int:
         return 1
     root = Path(tempfile.mkdtemp(prefix="wincni-demo-"))
     try:
-        heading("wincni demo: flannel -> win-bridge / win-overlay -> host-local on the HNS simulator")
+        heading("wincni demo: flannel -> win-bridge / win-overlay -> host-local on the HNS simulator, then standalone")
         say(f"work dir: {root}")
         say("Executables: " + ", ".join(str(BIN / n) for n in ("flannel", "win-bridge", "win-overlay", "host-local", "hnsctl")))
         subnet_env = (FIXTURES / "subnet.env").read_bytes() if (FIXTURES / "subnet.env").exists() else (
@@ -227,6 +283,7 @@ def main() -> int:
         say("\n(the delegate has no \"type\": flannel picks win-overlay from net-conf.json's vxlan backend)")
         lifecycle(overlay)
         doctor(overlay)
+        standalone(root)
 
         heading("done: every step did what it should")
         if "--keep" in sys.argv:

@@ -89,7 +89,8 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
     if overlay:
         vni = int(section.get("vni", FLANNEL_VNI_MIN))
         if not FLANNEL_VNI_MIN <= vni <= _VNI_MAX:
-            raise _bad("vni", f"{vni} is out of range", f"use 4096 (the default) up to {_VNI_MAX}: {_INTEROP}")
+            what = f"is below {FLANNEL_VNI_MIN}" if vni < FLANNEL_VNI_MIN else f"is above {_VNI_MAX} (24 bits)"
+            raise _bad("vni", f"{vni} {what}", f"use 4096 (the default) up to {_VNI_MAX}: {_INTEROP}")
         port = int(section.get("vxlanPort", FLANNEL_VXLAN_PORT))
         if port != FLANNEL_VXLAN_PORT:
             raise _bad("vxlanPort", f"{port} is not {FLANNEL_VXLAN_PORT}", f"remove it or set 4789: {_INTEROP}")

@@ -7,10 +7,13 @@ import pytest
 from hnsnode import Node, call_names
 
 
+@pytest.mark.parametrize("standalone", [False, True], ids=["flanneld-network", "standalone"])
 @pytest.mark.parametrize("api, add_budget, del_budget", [("v2", 8, 5), ("v1", 5, 4)])
-def test_pod_lifecycle_within_call_budget(tmp_path, api, add_budget, del_budget):
+def test_pod_lifecycle_within_call_budget(tmp_path, api, add_budget, del_budget, standalone):
+    """Standalone mode costs nothing once its network exists: the same calls as with flanneld's."""
     node = Node(tmp_path).bridge()
-    conf = node.conf(apiVersion=2 if api == "v2" else 1)
+    extra = {"network": {"subnet": "10.244.4.0/24", "adapter": "Ethernet"}} if standalone else {}
+    conf = node.conf(apiVersion=2 if api == "v2" else 1, **extra)
     netns = node.sandbox(api, "pod1")
     node.journal()
     node.add(conf, "pod1", netns)

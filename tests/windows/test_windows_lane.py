@@ -180,3 +180,23 @@ def test_doctor_reads_the_node_at_its_windows_default_paths(cluster: WineNode) -
         lease.write_text(healthy)
         assert node.run("DEL", conf, "doc-pod", netns, plugin="flannel").ok
         node.assert_clean("doc-pod")
+
+
+def test_standalone_first_adds_create_one_network_under_the_programdata_lock(node: WineNode) -> None:
+    """Three first ADDs of a win-bridge with a ``network`` section, at once: the lock is the
+    Windows branch (LockFileEx on C:\\ProgramData\\wincni\\network-solo0.lock), and the wait for
+    the management IP goes through HNSCall V1 beside HCN, as flanneld's does."""
+    node.network = "solo0"
+    conf = {"cniVersion": "1.0.0", "name": "solo0", "type": "win-bridge", "apiVersion": 2,
+            "network": {"subnet": "10.244.9.0/24", "adapter": "Ethernet"},
+            "ipam": {"type": "host-local", "subnet": "10.244.9.0/24"}}
+    pods = [(f"solo{i}", node.sandbox("v2", f"solo{i}")) for i in range(3)]
+    with ThreadPoolExecutor(len(pods)) as pool:
+        runs = list(pool.map(lambda pod: node.run("ADD", conf, *pod), pods))
+    assert all(r.ok for r in runs), [(r.out, r.stderr) for r in runs if not r.ok]
+    assert [n["Name"] for n in node.hnsctl("network", "list", "-o", "json")].count("solo0") == 1
+    assert node.path(r"C:\ProgramData\wincni\network-solo0.lock").exists()
+    for cid, netns in pods:
+        assert node.run("DEL", conf, cid, netns).ok
+        node.assert_clean(cid)
+    assert "solo0" in {n["Name"] for n in node.hnsctl("network", "list", "-o", "json")}  # DEL keeps it
