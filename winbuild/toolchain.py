@@ -136,11 +136,20 @@ def ensure_prefix(prefix: Path) -> Path:
     return prefix
 
 
+_WINE_FLAKE = b"[WinError 1359]"
+
+
 def run_wine(prefix: Path, argv: list[str], *, input: bytes = b"", cwd: Path | None = None,
              env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess:
-    """Run a Windows program. Windows CPython needs stdin, stdout and stderr to be pipes."""
-    proc = subprocess.run([str(WINE), *argv], input=input, capture_output=True, cwd=cwd,
-                          env=env or wine_env(prefix))
+    """Run a Windows program. Windows CPython needs stdin, stdout and stderr to be pipes. Wine
+    now and then fails a CreateProcess inside the program with ERROR_INTERNAL_ERROR (1359), which
+    PyInstaller's isolated sub-interpreters hit; that failure is retried once, nothing else is."""
+    for attempt in (1, 2):
+        proc = subprocess.run([str(WINE), *argv], input=input, capture_output=True, cwd=cwd,
+                              env=env or wine_env(prefix))
+        if not (proc.returncode and _WINE_FLAKE in proc.stderr and attempt == 1):
+            break
+        sys.stderr.write(f"warning: Wine failed a process start (WinError 1359) in {argv[0]}; retrying once\n")
     if check and proc.returncode:
         sys.stderr.buffer.write(proc.stdout + proc.stderr)
         raise ToolchainError(f"{' '.join(argv[:3])} ... failed under Wine with exit status {proc.returncode}")
