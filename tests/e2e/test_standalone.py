@@ -233,3 +233,18 @@ def test_vxlan_settings_linux_nodes_cannot_talk_to_are_refused(tmp_path, section
     run = node.run("ADD", node.conf(network=section), "pod1", node.sandbox("v2", "pod1"))
     run.failed(7, field, *words)
     assert networks(node) == [] and node.ipam_calls() == []
+
+
+def test_standalone_mode_costs_no_imports_once_its_network_exists(tmp_path):
+    """Each pod's ADD pays for what it imports: with the network there, the ``network`` section
+    may add only the module that reads it (tempfile, for one, costs ~20 ms)."""
+    node = Node(tmp_path).bridge()
+    node.env["TMPDIR"] = str(tmp_path)
+
+    def modules(conf: dict, cid: str) -> set[str]:
+        run = node.run("ADD", conf, cid, node.sandbox("v2", cid), PYTHONPROFILEIMPORTTIME="1")
+        assert run.ok, run.out
+        return {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+
+    plain = modules(node.conf(), "pod1")
+    assert modules(node.conf(network=SECTION), "pod2") - plain == {"plugins.winnet.network"}
