@@ -143,8 +143,12 @@ class Lifecycle:
         """The validated ``network`` section (code 7 for a bad one), or None without it."""
         if conf.network is None:
             return None
-        from .network import spec_of
-        return spec_of(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
+        from .network import ipam_outside, spec_of
+        spec = spec_of(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
+        problem = ipam_outside(spec, conf.ipam)
+        if problem is not None:
+            raise problem
+        return spec
 
     def ipam_stdin(self, req: Request, conf: dict) -> bytes:
         return json.dumps(self.flavor.ipam_conf(conf)).encode()

@@ -82,8 +82,10 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
         ip = ipaddress.ip_address(gw)
         net = next((n for n in nets if n.version == ip.version), None)
         if net is None or ip not in net or ip.version in gateways:
-            raise _bad("gateway", f"{gw} is not in the subnet {net or 'of its IP family'}",
-                       "each gateway must be an address of the subnet of its family (default: the subnet's .1)")
+            what = (f"is a second IPv{ip.version} gateway" if ip.version in gateways
+                    else f"is not in the subnet {net or 'of its IP family'}")
+            raise _bad("gateway", f"{gw} {what}",
+                       "give one gateway per subnet, an address of that subnet (default: the subnet's .1)")
         gateways[ip.version] = str(ip)
     vni = None
     if overlay:
@@ -99,6 +101,28 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
                        vxlan_port=FLANNEL_VXLAN_PORT if overlay else None,
                        dr_mac=str(section.get("drMac") or "").replace(":", "-").upper(),
                        persistent=bool(section.get("persistent")))
+
+
+def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
+    """An IPAM range (host-local's ``subnet`` or ``ranges``) outside the network's subnets: HNS
+    would refuse every endpoint with 0x803B002F after the address was taken, so say it first."""
+    if not isinstance(ipam, Mapping):
+        return None
+    found = [("ipam.subnet", ipam.get("subnet"))]
+    for i, rset in enumerate(ipam.get("ranges") or ()):
+        for j, r in enumerate(rset if isinstance(rset, list) else ()):
+            found.append((f"ipam.ranges[{i}][{j}].subnet", r.get("subnet") if isinstance(r, Mapping) else None))
+    nets = [ipaddress.ip_network(s.prefix) for s in spec.subnets]
+    for field, text in found:
+        try:
+            want = ipaddress.ip_network(text, strict=False)
+        except (TypeError, ValueError):
+            continue  # absent, or the IPAM plugin's to reject
+        if not any(n.version == want.version and want.subnet_of(n) for n in nets):
+            return CniError(INVALID_CONFIG, f"{field}: {want} is outside network.subnet "
+                            f"{', '.join(s.prefix for s in spec.subnets)}",
+                            "pod addresses must come from the network's subnet: make the two agree")
+    return None
 
 
 def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any]:

@@ -185,7 +185,8 @@ def test_the_add_waits_for_the_management_ip_of_a_slow_network(node):
 
 def test_an_existing_network_of_another_shape_is_never_reused_or_replaced(tmp_path):
     node = Node(tmp_path, "win-bridge").bridge()  # flanneld's cbr0 on 10.244.4.0/24
-    conf = node.conf(network={"subnet": "10.244.9.0/24"})
+    conf = node.conf(network={"subnet": "10.244.9.0/24"},
+                     ipam={"type": "host-local", "subnet": "10.244.9.0/24", "dataDir": str(node.ipam_dir)})
     run = node.run("ADD", conf, "pod1", node.sandbox("v2", "pod1"))
     run.failed(7, "cbr0", "L2Bridge 10.244.4.0/24", "10.244.9.0/24", "never replaces")
     assert node.ipam_calls() == [] and not creates(node.journal())
@@ -221,6 +222,11 @@ def test_status_is_ready_before_the_first_add_in_standalone_mode(tmp_path):
 ])
 def test_bad_network_sections_are_code_7_and_nothing_runs(node, section, field):
     node.assert_bad_inputs([({"network": section}, field)])
+    assert networks(node) == []
+
+
+def test_an_ipam_subnet_outside_the_network_is_refused_before_anything_happens(node):
+    node.assert_bad_inputs([({"network": {"subnet": "10.244.9.0/24"}}, "ipam.subnet")])
     assert networks(node) == []
 
 

@@ -318,3 +318,10 @@ def test_standalone_mode_with_a_matching_network_is_judged_as_usual(tmp_path: Pa
     node = SimNode(tmp_path).network()
     node.conf = standalone_conf(node)
     assert node.doctor(expect=0)["hns-network"]["message"].startswith("cbr0 is L2Bridge")
+
+
+def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) -> None:
+    node = SimNode(tmp_path)
+    node.conf = standalone_conf(node)
+    node.conf["ipam"]["subnet"] = "10.244.5.0/24"
+    failed(node.doctor(), "hns-network", "ipam.subnet", "outside network.subnet 10.244.4.0/24")

@@ -265,3 +265,26 @@ def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
 def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):
     assert nw.lock_path("cbr0", str(tmp_path)) == str(tmp_path / "network-cbr0.lock")
     assert nw.lock_path("a/b\\c:d", str(tmp_path)).endswith("network-a_b_c_d.lock")
+
+
+@pytest.mark.parametrize("ipam,field", [
+    ({"type": "host-local", "subnet": "10.244.5.0/24"}, "ipam.subnet"),
+    ({"type": "host-local", "subnet": "10.244.0.0/16"}, "ipam.subnet"),  # wider than the network
+    ({"type": "host-local", "ranges": [[{"subnet": "10.244.4.0/25"}], [{"subnet": "fd00:5::/64"}]]},
+     "ipam.ranges[1][0].subnet"),
+])
+def test_an_ipam_range_outside_the_network_is_named(ipam, field):
+    s = spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]})
+    err = nw.ipam_outside(s, ipam)
+    assert err.code == 7 and err.msg.startswith(field) and "10.244.4.0/24" in err.msg
+
+
+@pytest.mark.parametrize("ipam", [
+    {"type": "host-local", "subnet": "10.244.4.0/24"},
+    {"type": "host-local", "subnet": "10.244.4.1/24", "rangeStart": "10.244.4.10"},
+    {"type": "host-local", "ranges": [[{"subnet": "10.244.4.128/25"}], [{"subnet": "fd00:4::/80"}]]},
+    {"type": "host-local", "subnet": "not a cidr"},  # host-local's own error, with its own field name
+    {"type": "dhcp"}, {}, "garbage",
+])
+def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
+    assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
