@@ -22,6 +22,7 @@ class EndpointApi(Protocol):
     def network(self, name: str) -> Any | None: ...
     def create_network(self, doc: dict) -> Any: ...
     def management_ip(self, network: Any) -> str | None: ...
+    def delete_network(self, network: Any) -> None: ...
     def endpoint(self, name: str) -> Any | None: ...
     def endpoint_to_release(self, name: str) -> Any | None: ...
     def create(self, plan: EndpointPlan) -> Any: ...
@@ -87,6 +88,9 @@ class HcnApi:
             return network.management_ip
         v1 = self.client.v1_get_network(network.id)
         return v1.management_ip if v1 is not None else None
+
+    def delete_network(self, network: Any) -> None:
+        self.client.delete_network(network.id, missing_ok=True)
 
     def add_network_policy(self, network: Any, policy: dict) -> None:
         self.client.modify_network(network.id, {"ResourceType": "Policy", "RequestType": "Add",
@@ -183,6 +187,9 @@ class HnsV1Api:
 
     def management_ip(self, network: Any) -> str | None:
         return network.management_ip
+
+    def delete_network(self, network: Any) -> None:
+        self.client.v1_delete_network(network.id)
 
     def endpoint_to_release(self, name: str) -> Any | None:
         return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)

@@ -170,24 +170,27 @@ def lock_path(name: str, directory: str = "") -> str:
 def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], *, lock_dir: str = "",
            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
            timeout: float = MANAGEMENT_IP_TIMEOUT) -> Any:
-    """Find or create the network under the node-wide lock; a network this call created is
-    waited for (management IP, then HostRoute on HCN Overlay) before the lock is released, so
-    the ADDs queued behind it find it ready. A network of another shape is a code-7 error."""
+    """Find or create the network under the node-wide lock. A network this call creates is set
+    up completely before the lock is released (management IP, then flanneld's HostRoute or host
+    endpoint), so the ADDs queued behind it find it ready; if that fails it is deleted again,
+    and the next ADD starts over. A network of another shape is a code-7 error."""
     from plugins.cni.lock import FileLock
 
     with FileLock(lock_path(spec.name, lock_dir)):
         network = api.network(spec.name)
-        created = network is None
-        if created:
-            network = _create(api, spec, document(spec, feature))
+        if network is None:
+            network, ours = _create(api, spec, document(spec, feature))
+            if ours:
+                try:
+                    return _set_up(api, spec, network, feature, clock, sleep, timeout)
+                except BaseException:
+                    _discard(api, spec, network)
+                    raise
         problem = mismatch(spec, network)
         if problem is not None:
             raise problem
-        if created or (not network.management_ip and reports_management_ip(spec, api.schema)):
+        if not network.management_ip and reports_management_ip(spec, api.schema):
             network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
-        if created and spec.overlay and api.schema == "v2" and feature("host_route"):
-            # As flanneld does once the PA is up: lets the host reach its own pods (kubelet probes).
-            api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
     return network
 
 
@@ -197,7 +200,8 @@ def reports_management_ip(spec: NetworkSpec, schema: str) -> bool:
     return spec.overlay or schema == "v1"
 
 
-def _create(api: Any, spec: NetworkSpec, doc: dict) -> Any:
+def _create(api: Any, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
+    """(the network, whether this call created it)."""
     from libhns.errors import HnsError
 
     try:
@@ -208,10 +212,52 @@ def _create(api: Any, spec: NetworkSpec, doc: dict) -> Any:
         if network is None:
             raise
         log.event("network-create-lost", network=spec.name, error=str(err))
-        return network
+        return network, False
     log.event("network-created", network=spec.name, id=network.id, type=spec.type,
               subnets=[s.prefix for s in spec.subnets], persistent=spec.persistent)
+    return network, True
+
+
+def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], bool],
+            clock: Callable[[], float], sleep: Callable[[float], None], timeout: float) -> Any:
+    """What flanneld does once HNS has made the network, before any pod may use it."""
+    network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
+    if spec.overlay:
+        if api.schema == "v2" and feature("host_route"):  # the host reaches its own pods (probes)
+            api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
+    else:
+        _host_endpoint(api, spec, network)
     return network
+
+
+def host_endpoint_name(network: str) -> str:
+    return f"{network}_ep"
+
+
+def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
+    """flanneld's ``<name>_ep``: the host's vNIC on the bridge at the IPv4 subnet's .2, which
+    win-bridge gives every pod as its gateway; made and host-attached through HNSCall on
+    either API, as flanneld does."""
+    v4 = next((s for s in spec.subnets if s.version == 4), None)
+    if v4 is None:
+        return
+    ip = str(ipaddress.ip_network(v4.prefix).network_address + 2)
+    ep = api.client.v1_create_endpoint({"Name": host_endpoint_name(spec.name), "VirtualNetwork": network.id,
+                                        "IPAddress": ip})
+    api.client.v1_host_attach(ep.id, 1)
+    log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
+
+
+def _discard(api: Any, spec: NetworkSpec, network: Any) -> None:
+    """Undo a creation whose set-up failed (best effort: the error being raised is what counts)."""
+    try:
+        ep = api.client.v1_get_endpoint_by_name(host_endpoint_name(spec.name)) if not spec.overlay else None
+        if ep is not None:
+            api.client.v1_delete_endpoint(ep.id, missing_ok=True)
+        api.delete_network(network)
+        log.event("network-discarded", network=spec.name, id=network.id)
+    except Exception as err:  # noqa: BLE001 - report, keep the original error
+        log.warning(f"could not delete the half-set-up HNS network {spec.name}: {err}")
 
 
 def _wait_for_management_ip(api: Any, network: Any, name: str, clock: Callable[[], float],

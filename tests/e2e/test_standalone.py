@@ -83,11 +83,18 @@ def test_the_first_add_creates_the_network_as_flanneld_would_and_del_keeps_it(no
         assert any(p["Type"] == "HostRoute" for p in net["Policies"])
     [ready] = events(node, "network-ready")
     assert ready["managementIP"] == "10.127.130.36" and ready["waited"].endswith("s")
+    host_ep = node.endpoints().get(f"{node.network}_ep")
+    if node.plugin == "win-bridge":  # flanneld's cbr0_ep: the host on the bridge, every pod's gateway
+        assert host_ep["IPAddress"] == "10.244.4.2" and host_ep["State"] == 2  # attached (to the host)
+        assert result["ips"][0]["gateway"] == "10.244.4.2"
+    else:
+        assert host_ep is None
     assert node.run("CHECK", {**conf, "prevResult": result}, "pod1", netns).ok
     for _ in range(2):
         assert node.run("DEL", conf, "pod1", netns).ok
     node.assert_clean("pod1")
     assert [n["ID"] for n in networks(node)] == [net["ID"]]  # never deleted on DEL
+    assert (f"{node.network}_ep" in node.endpoints()) == (node.plugin == "win-bridge")
     # The next pod uses it: no second creation, and no more HNS calls than with flanneld's network.
     netns2 = node.sandbox(api, "pod2")
     node.journal()
@@ -123,7 +130,8 @@ def test_twenty_first_adds_at_once_create_one_network_and_twenty_endpoints(node)
     assert all(r.ok for r in runs), [r.out for r in runs if not r.ok]
     assert len(network_creates(node.journal())) == 1
     [net] = networks(node)
-    eps = [e for e in node.endpoints_v2().values() if e["HostComputeNetwork"] == net["ID"]]
+    eps = [e for e in node.endpoints_v2().values()
+           if e["HostComputeNetwork"] == net["ID"] and e["Name"] != f"{node.network}_ep"]
     assert len(eps) == 20
     assert len({r.out["ips"][0]["address"] for r in runs}) == 20
 
@@ -163,6 +171,18 @@ def test_an_hns_restart_drops_the_network_and_the_next_add_recreates_it(node):
     node.add(conf, "pod2", node.sandbox("v2", "pod2"))
     [after] = networks(node)
     assert after["ID"] != before["ID"] and after["Name"] == node.network
+
+
+def test_a_network_whose_set_up_fails_is_deleted_and_the_next_add_starts_over(tmp_path):
+    node = standalone(tmp_path, "win-bridge", "cbr0")
+    conf = node.conf(network=SECTION)
+    netns = node.sandbox("v2", "pod1")
+    run = node.fault_run("ADD", conf, "pod1", netns, "HNSCall:POST /endpoints/*/attach#1=0x803B0014")
+    run.failed(100, "creating HNS network cbr0", "HCN_E_ENDPOINT_ALREADY_ATTACHED")
+    assert networks(node) == [] and node.endpoints() == {}
+    assert node.ipam_calls() == []  # the network comes before the address
+    node.add(conf, "pod1", netns)
+    assert [n["Name"] for n in networks(node)] == ["cbr0"] and "cbr0_ep" in node.endpoints()
 
 
 def test_a_persistent_network_survives_an_hns_restart(tmp_path):

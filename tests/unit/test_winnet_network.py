@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from libhns.errors import HnsError
 from libhns.networks import v1_network_document
-from libhns.objects import HNSNetwork, HostComputeNetwork
+from libhns.objects import HNSEndpoint, HNSNetwork, HostComputeNetwork
 from plugins.cni.config import validate
 from plugins.cni.errors import CniError
 from plugins.win_bridge.flavor import FLAVOR as BRIDGE
@@ -138,12 +138,15 @@ class FakeApi:
     """Just the EndpointApi calls ``ensure`` makes, over a dict of network documents."""
 
     def __init__(self, schema: str = "v2", networks: dict | None = None, mgmt_after: int = 0,
-                 create_error: HnsError | None = None, sneak: dict | None = None) -> None:
+                 create_error: HnsError | None = None, sneak: dict | None = None,
+                 attach_error: HnsError | None = None) -> None:
         self.schema = schema
         self.docs = dict(networks or {})
         self.mgmt_after = mgmt_after  # management_ip() answers None this many times
         self.create_error = create_error
         self.sneak = sneak  # a network another process creates just before our create
+        self.attach_error = attach_error
+        self.endpoints: dict[str, dict] = {}
         self.calls: list[str] = []
 
     def network(self, name: str):
@@ -170,6 +173,33 @@ class FakeApi:
     def add_network_policy(self, network, policy):
         self.calls.append("policy " + policy["Type"])
 
+    def delete_network(self, network):
+        self.calls.append("delete network")
+        self.docs = {k: v for k, v in self.docs.items() if v.get("ID") != network.id}
+
+    # HNSCall, which flanneld's host endpoint goes through on either API
+    @property
+    def client(self):
+        return self
+
+    def v1_create_endpoint(self, doc: dict):
+        self.calls.append(f"create {doc['Name']} {doc['IPAddress']}")
+        self.endpoints[doc["Name"]] = doc
+        return HNSEndpoint.from_json({**doc, "ID": "E1"})
+
+    def v1_host_attach(self, endpoint_id: str, compartment: int):
+        self.calls.append(f"host attach {compartment}")
+        if self.attach_error is not None:
+            raise self.attach_error
+
+    def v1_get_endpoint_by_name(self, name: str):
+        doc = self.endpoints.get(name)
+        return None if doc is None else HNSEndpoint.from_json({**doc, "ID": "E1"})
+
+    def v1_delete_endpoint(self, id_: str, missing_ok: bool = False):
+        self.calls.append("delete endpoint")
+        self.endpoints.clear()
+
 
 class Clock:
     def __init__(self) -> None:
@@ -189,12 +219,22 @@ def ensure(api: FakeApi, s: nw.NetworkSpec, tmp_path, clock: Clock | None = None
     return nw.ensure(api, s, feature, lock_dir=str(tmp_path), clock=clock, sleep=clock.sleep, timeout=timeout)
 
 
-def test_a_missing_bridge_network_is_created_then_waited_for(tmp_path):
+def test_a_missing_bridge_network_is_created_waited_for_and_given_its_host_endpoint(tmp_path):
     api, clock = FakeApi(mgmt_after=3), Clock()
     net = ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path, clock)
     assert net.id == "N1"
-    assert api.calls == ["network", "create", "mgmt", "network", "mgmt", "network", "mgmt", "network", "mgmt"]
+    assert api.calls == ["network", "create", "mgmt", "network", "mgmt", "network", "mgmt", "network", "mgmt",
+                         "create cbr0_ep 10.244.4.2", "host attach 1"]
     assert clock.sleeps == [0.25, 0.25, 0.25]
+
+
+def test_a_network_whose_set_up_fails_is_deleted_again(tmp_path):
+    """The next ADD must start over, not find a network without its host endpoint."""
+    api = FakeApi(attach_error=HnsError("HNSCall", 0x803B0014, None, "attach failed"))
+    with pytest.raises(HnsError):
+        ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
+    assert api.calls[-2:] == ["delete endpoint", "delete network"]
+    assert api.docs == {} and api.endpoints == {}
 
 
 def test_a_created_hcn_overlay_gets_its_host_route_once_ready(tmp_path):
@@ -219,6 +259,7 @@ def test_the_wait_is_bounded_and_says_how_long_it_waited(tmp_path):
         ensure(api, spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet 2"}), tmp_path, clock, timeout=2.0)
     assert err.value.code == 11 and "after 2.0s" in err.value.msg and "network.adapter" in err.value.details
     assert sum(clock.sleeps) == pytest.approx(2.0)
+    assert api.calls[-1] == "delete network" and api.docs == {}
 
 
 def test_a_network_deleted_during_the_wait_is_try_again_later(tmp_path):
