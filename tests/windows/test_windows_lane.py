@@ -196,6 +196,7 @@ def test_standalone_first_adds_create_one_network_under_the_programdata_lock(nod
     assert all(r.ok for r in runs), [(r.out, r.stderr) for r in runs if not r.ok]
     assert [n["Name"] for n in node.hnsctl("network", "list", "-o", "json")].count("solo0") == 1
     assert node.path(r"C:\ProgramData\wincni\network-solo0.lock").exists()
+    assert node.endpoints()["solo0_ep"]["IPAddress"] == "10.244.9.2"  # flanneld's host endpoint, via HNSCall
     for cid, netns in pods:
         assert node.run("DEL", conf, cid, netns).ok
         node.assert_clean(cid)
