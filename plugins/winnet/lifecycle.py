@@ -112,14 +112,15 @@ class Lifecycle:
         return HnsV1Api(client, req.container_id, req.netns)
 
     def network(self, api: EndpointApi, conf: NetConf, missing_code: int,
-                features: "_Features | None" = None, missing_ok: bool = False) -> Any:
+                create: "tuple[Request, _Features] | None" = None, missing_ok: bool = False) -> Any:
         """The pod's HNS network. With a ``network`` section (standalone mode) it must match the
-        section, and ADD (which passes ``features``) creates it when missing."""
+        section, and ADD (which passes its request and features) creates it when missing."""
         spec = self.standalone(conf)
-        if spec is not None and features is not None:
-            from .network import ensure
+        if spec is not None and create is not None:
+            from .network import ensure, lock_dir
+            req, features = create
             with hns_step(f"error while creating HNS network {conf.name}"):
-                network = ensure(api, spec, features.get)
+                network = ensure(api, spec, features.get, lock_dir(req.env, req.platform))
         else:
             with hns_step(f"error while getting network {conf.name}"):
                 network = api.network(conf.name)
@@ -197,7 +198,7 @@ class Lifecycle:
                               req.runtime_config.port_mappings, api.schema)
         features = _Features(api)
         self.acl_policies(netconf, req, api.schema, features)
-        network = self.network(api, netconf, TRY_AGAIN_LATER, features)
+        network = self.network(api, netconf, TRY_AGAIN_LATER, (req, features))
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
         name = endpoint_name(req.container_id, req.netns, netconf.name)

@@ -13,7 +13,9 @@ plugin's ``EndpointApi``, with the clock injectable for tests.
 from __future__ import annotations
 
 import ipaddress
+import ntpath
 import os
+import posixpath
 import re
 import time
 from typing import Any, Callable, Mapping
@@ -155,19 +157,21 @@ def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
                     "Remove-HnsNetwork) or make the section match it")
 
 
-def lock_path(name: str, directory: str = "") -> str:
-    """One lock file per network name, shared by every plugin process on the node (and by
-    every user: on Windows under %ProgramData%, not the caller's %TEMP%)."""
-    if not directory:
-        if os.name == "nt":
-            directory = os.path.join(os.environ.get("ProgramData") or r"C:\ProgramData", "wincni")
-        else:  # not tempfile: it costs a standalone ADD ~20 ms of imports (shutil, bz2, lzma, random)
-            directory = os.path.join(os.environ.get("TMPDIR") or "/tmp", "wincni")
+def lock_dir(env: Mapping[str, str], platform: str) -> str:
+    """Where the node-wide network locks live: shared by every user on Windows (%ProgramData%,
+    not the caller's %TEMP%); ``$TMPDIR`` elsewhere (not tempfile: its imports cost ~20 ms)."""
+    if platform == "win32":
+        return ntpath.join(env.get("ProgramData") or "C:\\ProgramData", "wincni")
+    return posixpath.join(env.get("TMPDIR") or "/tmp", "wincni")
+
+
+def lock_path(name: str, directory: str) -> str:
+    """One lock file per network name, shared by every plugin process on the node."""
     os.makedirs(directory, exist_ok=True)
     return os.path.join(directory, "network-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")
 
 
-def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], *, lock_dir: str = "",
+def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: str, *,
            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
            timeout: float = MANAGEMENT_IP_TIMEOUT) -> Any:
     """Find or create the network under the node-wide lock. A network this call creates is set
@@ -176,7 +180,7 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], *, lock_
     and the next ADD starts over. A network of another shape is a code-7 error."""
     from plugins.cni.lock import FileLock
 
-    with FileLock(lock_path(spec.name, lock_dir)):
+    with FileLock(lock_path(spec.name, locks)):
         network = api.network(spec.name)
         if network is None:
             network, ours = _create(api, spec, document(spec, feature))

@@ -216,7 +216,7 @@ class Clock:
 
 def ensure(api: FakeApi, s: nw.NetworkSpec, tmp_path, clock: Clock | None = None, timeout: float = 30.0, feature=ALL):
     clock = clock or Clock()
-    return nw.ensure(api, s, feature, lock_dir=str(tmp_path), clock=clock, sleep=clock.sleep, timeout=timeout)
+    return nw.ensure(api, s, feature, str(tmp_path), clock=clock, sleep=clock.sleep, timeout=timeout)
 
 
 def test_a_missing_bridge_network_is_created_waited_for_and_given_its_host_endpoint(tmp_path):
@@ -301,6 +301,13 @@ def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
     api = FakeApi(create_error=HnsError("HcnCreateNetwork", 0x803B000A, None, "invalid network"))
     with pytest.raises(HnsError):
         ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
+
+
+def test_the_lock_directory_is_shared_by_every_user_of_the_node():
+    assert nw.lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32") == "D:\\ProgramData\\wincni"
+    assert nw.lock_dir({}, "win32") == "C:\\ProgramData\\wincni"
+    assert nw.lock_dir({"TMPDIR": "/var/tmp"}, "linux") == "/var/tmp/wincni"
+    assert nw.lock_dir({}, "linux") == "/tmp/wincni"
 
 
 def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):
