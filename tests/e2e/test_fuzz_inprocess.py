@@ -46,11 +46,13 @@ class FuzzNode:
         self.hns = bridge
         (self.root / "subnet.env").write_bytes((FIXTURES / "subnet.env").read_bytes())
         self.env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": bridge.env["LIBHNS_SIM_DIR"],
-                    "CNI_PATH": str(VENV_BIN), "CNI_IFNAME": "eth0", "PATH": os.environ.get("PATH", "")}
+                    "CNI_PATH": str(VENV_BIN), "CNI_IFNAME": "eth0", "PATH": os.environ.get("PATH", ""),
+                    "TMPDIR": str(self.root)}
         self.ids = itertools.count()
 
     def seeds(self) -> list[dict]:
-        """The four node fixtures (flannel) and direct win-bridge / win-overlay / host-local configs."""
+        """The four node fixtures (flannel), direct win-bridge / win-overlay / host-local configs, and
+        standalone win-bridge / win-overlay configs that create their own networks."""
         ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.root / "ipam")}
         out = []
         for name in sorted(p.name for p in FIXTURES.glob("cni.conf.*.json")):
@@ -63,6 +65,9 @@ class FuzzNode:
             delegate.setdefault("type", "win-overlay" if "overlay" in name else "win-bridge")
             out.append(delegate)
         out.append({"cniVersion": "1.1.0", "name": "cbr0", "type": "host-local", "ipam": ipam})
+        for plugin, name, subnet in (("win-bridge", "solo0", "10.250.1.0/24"), ("win-overlay", "solo1", "10.250.2.0/24")):
+            out.append({"cniVersion": "1.1.0", "name": name, "type": plugin,  # standalone: creates its network
+                        "network": {"subnet": subnet, "adapter": "Ethernet"}, "ipam": dict(ipam, subnet=subnet)})
         return out
 
     def leftovers(self, cid: str) -> list[str]:
