@@ -124,17 +124,17 @@ class Lifecycle:
         else:
             with hns_step(f"error while getting network {conf.name}"):
                 network = api.network(conf.name)
+            if network is not None and spec is not None:  # (ensure checks this itself)
+                from .network import mismatch
+                problem = mismatch(spec, network)
+                if problem is not None:
+                    raise problem
         if network is None:
             if missing_ok:
                 return None
             raise CniError(missing_code, f"network {conf.name} not found: is flanneld running on this node?",
                            f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) "
                            "created, or add a \"network\" section (e.g. {\"subnet\": \"10.244.4.0/24\"}) so the plugin creates it")
-        if spec is not None:
-            from .network import mismatch
-            problem = mismatch(spec, network)
-            if problem is not None:
-                raise problem
         if not any(network.is_type(t) for t in self.flavor.network_types):
             raise CniError(INVALID_CONFIG, f"network {conf.name} is of unexpected type: {network.network_type}",
                            f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}")

@@ -210,6 +210,8 @@ def test_an_existing_network_of_another_shape_is_never_reused_or_replaced(tmp_pa
     run = node.run("ADD", conf, "pod1", node.sandbox("v2", "pod1"))
     run.failed(7, "cbr0", "L2Bridge 10.244.4.0/24", "10.244.9.0/24", "never replaces")
     assert node.ipam_calls() == [] and not creates(node.journal())
+    node.run("CHECK", conf, "pod1", node.sandbox("v2", "pod1")).failed(7, "never replaces")  # and CHECK, STATUS
+    node.run("STATUS", {**conf, "cniVersion": "1.1.0"}).failed(7, "never replaces")
     assert len(networks(node)) == 1
     # A section that matches flanneld's network just uses it.
     assert node.run("ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1")).ok
