@@ -127,7 +127,7 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
     return None
 
 
-def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any]:
+def document(spec: NetworkSpec, feature: Callable[[str], bool], schema: str = "v2") -> dict[str, Any]:
     """The V2 HostComputeNetwork for ``spec`` (the V1 adapter derives its form from it);
     ``feature`` answers HNS feature questions, asked only when the network needs one."""
     from libhns.networks import NON_PERSISTENT, network_document
@@ -135,7 +135,8 @@ def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any
     if any(s.version == 6 for s in spec.subnets) and not feature("dual_stack"):
         raise _bad("subnet", "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
                    "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only")
-    port = spec.vxlan_port if spec.overlay and feature("vxlan_port") else None  # before 10.3 HNS uses 4789
+    # VxlanPort is an HCN policy (HNS >= 10.3); HNSCall networks and older HNS use 4789 anyway.
+    port = spec.vxlan_port if spec.overlay and schema == "v2" and feature("vxlan_port") else None
     return network_document(spec.name, spec.type, spec.subnets, adapter=spec.adapter, vxlan_port=port,
                             dr_mac=spec.dr_mac, flags=0 if spec.persistent else NON_PERSISTENT)
 
@@ -183,7 +184,7 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: s
     with FileLock(lock_path(spec.name, locks)):
         network = api.network(spec.name)
         if network is None:
-            network, ours = _create(api, spec, document(spec, feature))
+            network, ours = _create(api, spec, document(spec, feature, api.schema))
             if ours:
                 try:
                     return _set_up(api, spec, network, feature, clock, sleep, timeout)

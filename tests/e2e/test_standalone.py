@@ -62,7 +62,7 @@ EXPECTED = {
             {"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}],
             "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]}]}], "Flags": 8},
     ("win-overlay", "v1"): {
-        "Name": "vxlan0", "Type": "overlay", "Policies": [{"Type": "VxlanPort", "Port": 4789}],
+        "Name": "vxlan0", "Type": "overlay", "Policies": [],  # no VxlanPort: an HCN policy
         "NetworkAdapterName": "Ethernet",
         "Subnets": [{"AddressPrefix": SUBNET, "GatewayAddress": "10.244.4.1",
                      "Policies": [{"Type": "VSID", "VSID": 4096}]}], "Flags": 8},

@@ -52,8 +52,9 @@ def test_overlay_document_has_the_vsid_and_the_vxlan_port_when_hns_knows_it():
                                {"Type": "VxlanPort", "Settings": {"Port": 4789}}]
     [subnet] = doc["Ipams"][0]["Subnets"]
     assert subnet["Policies"] == [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]
-    # HNS before 10.3 has no VxlanPort policy and always uses 4789: none is sent.
+    # HNS before 10.3 has no VxlanPort policy and always uses 4789, nor has HNSCall: none is sent.
     assert [p["Type"] for p in nw.document(s, NONE)["Policies"]] == ["NetAdapterName", "DrMacAddress"]
+    assert [p["Type"] for p in nw.document(s, ALL, "v1")["Policies"]] == ["NetAdapterName", "DrMacAddress"]
 
 
 def test_v1_form_of_the_overlay_document():
