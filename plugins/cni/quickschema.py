@@ -103,8 +103,16 @@ def _min_length(value: Any, arg: int, root: dict, schema: dict) -> bool:
     return not isinstance(value, str) or len(value) >= arg
 
 
+def _max_length(value: Any, arg: int, root: dict, schema: dict) -> bool:
+    return not isinstance(value, str) or len(value) <= arg
+
+
 def _min_items(value: Any, arg: int, root: dict, schema: dict) -> bool:
     return not isinstance(value, list) or len(value) >= arg
+
+
+def _max_items(value: Any, arg: int, root: dict, schema: dict) -> bool:
+    return not isinstance(value, list) or len(value) <= arg
 
 
 def _pattern(value: Any, arg: str, root: dict, schema: dict) -> bool:
@@ -155,6 +163,6 @@ def _all_of(value: Any, arg: list, root: dict, schema: dict) -> bool:
 _KEYWORDS = {
     "type": _type, "properties": _properties, "additionalProperties": _additional, "required": _required,
     "items": _items, "enum": _enum, "minimum": _minimum, "maximum": _maximum, "minLength": _min_length,
-    "minItems": _min_items, "pattern": _pattern, "format": _format, "$ref": _ref, "anyOf": _any_of,
+    "maxLength": _max_length, "minItems": _min_items, "maxItems": _max_items, "pattern": _pattern, "format": _format, "$ref": _ref, "anyOf": _any_of,
     "oneOf": _one_of, "allOf": _all_of,
 }
