@@ -1,5 +1,5 @@
 """Start-up cost is the plugins' whole speed problem: each path may import only the modules pinned
-here beyond what ``python -I -S`` and ``json`` already loaded, so a heavy import sneaking onto the
+here beyond what ``python -I`` and ``json`` already loaded, so a heavy import sneaking onto the
 VERSION or error path (dataclasses, typing, inspect, pathlib, jsonschema, libhns …) fails the suite."""
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib
 
 
 def imported(command: str, stdin: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, str(REPO), command, stdin],
+    # -I without -S: site-packages stay importable, so a path reaching for jsonschema really
+    # imports it (under -S the import would fail, be reported as an error, and go unseen).
+    proc = subprocess.run([sys.executable, "-I", "-c", PROBE, str(REPO), command, stdin],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stdout))
@@ -51,3 +53,12 @@ def test_heavy_modules_stay_off_the_version_and_error_paths():
     """The same bound, said the other way: a readable failure names the heavy module."""
     for command, stdin in (("VERSION", ""), ("DEL", "[]")):
         assert not imported(command, stdin) & HEAVY
+
+
+def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
+    """jsonschema (~60 ms) only explains a rejection: DEL of a valid config, as win-bridge hands
+    it to host-local (with its rangeStart), is decided by quickschema alone."""
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3",
+                     "dataDir": str(tmp_path)}}
+    assert "jsonschema" not in imported("DEL", json.dumps(conf))
