@@ -2,13 +2,19 @@
 
 With flannel, flanneld creates the network before any pod starts. Without it (static routes, a
 lab node, containerd outside Kubernetes), and after an HNS restart dropped a non-persistent
-network, the first ADD creates it from this section, as flanneld would: once per node however
-many ADDs arrive together (a cross-process lock around find-or-create), then waiting until HNS
-reports the management IP. A network is never deleted, replaced or silently reused when it
-differs from the section.
+network, the first ADD creates it from this section, as flanneld would. The rules:
 
-``spec_of``, ``document`` and ``mismatch`` are pure; ``ensure`` is the only I/O, through the
-plugin's ``EndpointApi``, with the clock injectable for tests.
+- Once per node: find-or-create runs under a node-wide file lock per network name, and an
+  already-exists answer from HNS (a creator outside the lock) means: use that network.
+- Ready before use: the creating ADD sets the network up completely (management IP, then
+  flanneld's HostRoute on HCN Overlay or host endpoint on L2Bridge) before releasing the lock;
+  a set-up that fails deletes the network again, so no half-made network is ever found.
+- Never replaced: a network of the name that differs from the section is a code-7 error naming
+  both; nothing here deletes a network it did not just create.
+- Cheap once it exists: one lookup under the lock, the same HNS calls as with flanneld's network.
+
+``spec_of``, ``ipam_outside``, ``document``, ``mismatch`` and ``lock_dir`` are pure; ``ensure`` is
+the only I/O, through the plugin's ``EndpointApi``, with the clock injectable for tests.
 """
 from __future__ import annotations
 
