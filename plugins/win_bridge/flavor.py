@@ -25,7 +25,8 @@ class BridgeFlavor(Flavor):
             return conf
         out = copy.deepcopy(conf)
         _start_after_gateway(out["ipam"])
-        for rset in out["ipam"].get("ranges") or []:
+        ranges = out["ipam"].get("ranges")
+        for rset in ranges if isinstance(ranges, list) else []:  # host-local names what else is wrong
             for rng in rset if isinstance(rset, list) else []:
                 if isinstance(rng, dict):
                     _start_after_gateway(rng)

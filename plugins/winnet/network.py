@@ -117,14 +117,17 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
     if not isinstance(ipam, Mapping):
         return None
     found = [("ipam.subnet", ipam.get("subnet"))]
-    for i, rset in enumerate(ipam.get("ranges") or ()):
+    ranges = ipam.get("ranges")
+    for i, rset in enumerate(ranges if isinstance(ranges, list) else ()):
         for j, r in enumerate(rset if isinstance(rset, list) else ()):
             found.append((f"ipam.ranges[{i}][{j}].subnet", r.get("subnet") if isinstance(r, Mapping) else None))
     nets = [ipaddress.ip_network(s.prefix) for s in spec.subnets]
     for field, text in found:
         try:
-            want = ipaddress.ip_network(text, strict=False)
-        except (TypeError, ValueError):
+            want = ipaddress.ip_network(text, strict=False) if isinstance(text, str) else None
+        except ValueError:
+            want = None
+        if want is None:
             continue  # absent, or the IPAM plugin's to reject
         if not any(n.version == want.version and want.subnet_of(n) for n in nets):
             return CniError(INVALID_CONFIG, f"{field}: {want} is outside network.subnet "

@@ -138,3 +138,10 @@ def test_bridge_ipam_conf_starts_after_the_gateway_unless_configured():
     ranges = {"name": "cbr0", "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.4.0/24"}], [{"subnet": "fd00::/64"}]]}}
     got = BRIDGE.ipam_conf(ranges)["ipam"]["ranges"]
     assert got[0][0]["rangeStart"] == "10.244.4.3" and "rangeStart" not in got[1][0]
+
+
+@pytest.mark.parametrize("ranges", [5, "x", {"subnet": "10.244.4.0/24"}, [5, None]])
+def test_bridge_ipam_conf_leaves_malformed_ranges_for_host_local_to_name(ranges):
+    """A wrong shape is host-local's code 7 naming the field, not a crash here (it was a 999)."""
+    conf = {"name": "cbr0", "ipam": {"type": "host-local", "ranges": ranges}}
+    assert BRIDGE.ipam_conf(conf)["ipam"]["ranges"] == ranges

@@ -334,6 +334,8 @@ def test_an_ipam_range_outside_the_network_is_named(ipam, field):
     {"type": "host-local", "ranges": [[{"subnet": "10.244.4.128/25"}], [{"subnet": "fd00:4::/80"}]]},
     {"type": "host-local", "subnet": "not a cidr"},  # host-local's own error, with its own field name
     {"type": "dhcp"}, {}, "garbage",
+    {"type": "host-local", "ranges": 5}, {"type": "host-local", "ranges": [5, [7, None]], "subnet": ["x"]},
+    {"type": "host-local", "subnet": 7},  # an int is not a subnet (ipaddress would read 0.0.0.7/32)
 ])
 def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
     assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
