@@ -33,7 +33,9 @@ def open_backend(env: Mapping[str, str] | None = None) -> RawHns:
 
         backend = Simulator.from_env(env)
     else:
-        raise ValueError(f"LIBHNS_BACKEND={env.get('LIBHNS_BACKEND')!r} is not one of: "
+        from libhns.errors import EnvError
+
+        raise EnvError(f"LIBHNS_BACKEND={env.get('LIBHNS_BACKEND')!r} is not one of: "
                          + ", ".join(BACKENDS))
     journal = env.get("LIBHNS_JOURNAL")
     if journal:

@@ -105,6 +105,11 @@ ERROR_NOT_FOUND = 0x80070490
 HCS_E_SYSTEM_NOT_FOUND = 0xC037010E
 
 
+class EnvError(ValueError):
+    """A ``LIBHNS_*`` environment variable that cannot be used; the message names it and the
+    form it takes. Raised only while the backend is chosen, before any HNS call."""
+
+
 class HnsError(Exception):
     """A failed HNS/HCS call: which call, its HRESULT (None for a V1 envelope error), and why."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from libhns.errors import EnvError
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -30,21 +32,21 @@ class Fault:
 
 
 def parse_faults(spec: str) -> tuple[Fault, ...]:
-    """Parse the env value; raises ValueError naming the bad entry."""
+    """Parse the env value; raises EnvError naming the bad entry."""
     faults = []
     for entry in (e.strip() for e in (spec or "").split(",")):
         if not entry:
             continue
         target, sep, code = entry.rpartition("=")
         if not sep or not target.strip():
-            raise ValueError(f"LIBHNS_SIM_FAULTS: expected TARGET=HRESULT, got {entry!r}")
+            raise EnvError(f"LIBHNS_SIM_FAULTS: expected TARGET=HRESULT, got {entry!r}")
         target, _, nth_text = target.strip().partition("#")
         try:
             hresult = int(code.strip(), 0) & 0xFFFFFFFF
             nth = int(nth_text) if nth_text else None
         except ValueError:
-            raise ValueError(f"LIBHNS_SIM_FAULTS: bad number in {entry!r}") from None
+            raise EnvError(f"LIBHNS_SIM_FAULTS: bad number in {entry!r}") from None
         if nth is not None and nth < 1:
-            raise ValueError(f"LIBHNS_SIM_FAULTS: call numbers start at 1 in {entry!r}")
+            raise EnvError(f"LIBHNS_SIM_FAULTS: call numbers start at 1 in {entry!r}")
         faults.append(Fault(target.strip(), hresult, nth))
     return tuple(faults)

@@ -52,7 +52,7 @@ def parse_delay(text: str) -> float:
     except ValueError:
         delay = -1.0
     if not delay >= 0:
-        raise ValueError(f"LIBHNS_SIM_MGMT_DELAY must be a number of seconds, not {text!r}")
+        raise errors.EnvError(f"LIBHNS_SIM_MGMT_DELAY must be a number of seconds, not {text!r}")
     return delay
 
 
@@ -60,7 +60,7 @@ def parse_version(text: str) -> tuple[int, int]:
     """'13.2' -> (13, 2)."""
     m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
     if not m:
-        raise ValueError(f"LIBHNS_SIM_VERSION must look like 13.2, not {text!r}")
+        raise errors.EnvError(f"LIBHNS_SIM_VERSION must look like 13.2, not {text!r}")
     return int(m.group(1)), int(m.group(2))
 
 

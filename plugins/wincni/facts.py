@@ -206,7 +206,7 @@ def _flavor_policies(flavor: Any, facts: Facts) -> list[dict]:
 
 def _hns(facts: Facts, env: Mapping[str, str]) -> None:
     from libhns.client import HnsClient
-    from libhns.errors import HnsError
+    from libhns.errors import EnvError, HnsError
     try:
         client = HnsClient.from_env(env)
         facts.hns_version = client.version()
@@ -215,6 +215,9 @@ def _hns(facts: Facts, env: Mapping[str, str]) -> None:
             facts.network = client.get_network_by_name(facts.name)
         if facts.network is not None:
             facts.endpoints = [(ep.name or "", tuple(ep.ip_addresses)) for ep in client.list_endpoints(facts.network.id)]
+    except EnvError as err:
+        facts.hns_problem = Problem(f"cannot query HNS: {err}", "fix or unset the variable")
+        return
     except (HnsError, OSError) as err:
         facts.hns_problem = Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")
         return

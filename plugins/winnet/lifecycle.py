@@ -38,9 +38,11 @@ TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<na
 @contextlib.contextmanager
 def hns_step(what: str) -> Iterator[None]:
     """Turn a libhns error into a CNI error that says which step failed and why."""
-    from libhns.errors import HnsError
+    from libhns.errors import EnvError, HnsError
     try:
         yield
+    except EnvError as err:  # a bad LIBHNS_* variable: the environment's fault, not HNS's
+        raise CniError(INVALID_ENV, f"{what}: {err}", "fix or unset the variable") from None
     except HnsError as err:
         code = TRY_AGAIN_LATER if getattr(err, "hresult", None) == _MANAGER_STOPPED else HNS_FAILURE
         raise CniError(code, f"{what}: {err}") from err

@@ -268,3 +268,14 @@ def test_twenty_pods_in_parallel(node):
     assert all(r.ok for r in runs), [r.out for r in runs if not r.ok]
     assert node.ip_files() == {}
     assert not [n for n in node.endpoints() if n.startswith("pod")]
+
+
+@pytest.mark.parametrize("var,value", [("LIBHNS_BACKEND", "bogus"), ("LIBHNS_SIM_VERSION", "x"),
+                                       ("LIBHNS_SIM_FAULTS", "nonsense"), ("LIBHNS_SIM_MGMT_DELAY", "-1")])
+def test_a_bad_libhns_variable_is_code_4_naming_it_before_ipam(node, var, value):
+    """The environment's fault, not HNS's: code 4, no traceback (it was a 999), no IP taken."""
+    for command in ("ADD", "DEL"):
+        run = node.run(command, node.conf(), "pod1", node.sandbox("v2", "pod1"), **{var: value})
+        run.failed(4, var, "fix or unset")
+        assert "Traceback" not in run.stderr
+    assert "ADD pod1" not in node.ipam_calls()

@@ -325,3 +325,8 @@ def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) 
     node.conf = standalone_conf(node)
     node.conf["ipam"]["subnet"] = "10.244.5.0/24"
     failed(node.doctor(), "hns-network", "ipam.subnet", "outside network.subnet 10.244.4.0/24")
+
+
+def test_a_bad_libhns_variable_is_reported_not_raised(bridge: SimNode) -> None:
+    bridge.env["LIBHNS_SIM_VERSION"] = "x"
+    failed(bridge.doctor(), "hns-network", "LIBHNS_SIM_VERSION", "fix or unset")
