@@ -198,9 +198,9 @@ def standalone(root: Path) -> None:
     node.env["LIBHNS_SIM_MGMT_DELAY"] = "1"
     pods = [("pod" + str(i) + uuid.uuid4().hex[:6], json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"])
             for i in range(5)]
-    env = lambda cid, netns: {**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns}  # noqa: E731
-    procs = [subprocess.Popen([str(BIN / "win-overlay")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=env(cid, netns)) for cid, netns in pods]
+    procs = [subprocess.Popen([str(BIN / "win-overlay")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns})
+             for cid, netns in pods]
     say("\n$ 5 x (CNI_COMMAND=ADD ... win-overlay < cni.conf), in parallel")
     outs = [p.communicate(node.conf.read_bytes(), timeout=120) for p in procs]
     expect(all(p.returncode == 0 for p in procs), "all five ADDs succeeded: " + ", ".join(
