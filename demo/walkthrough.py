@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "fixtures"
 POD_SUBNET = "10.244.4.0/24"
 
 
@@ -249,8 +249,7 @@ def main() -> int:
         heading("wincni demo: flannel -> win-bridge / win-overlay -> host-local on the HNS simulator, then standalone")
         say(f"work dir: {root}")
         say("Executables: " + ", ".join(str(BIN / n) for n in ("flannel", "win-bridge", "win-overlay", "host-local", "hnsctl")))
-        subnet_env = (FIXTURES / "subnet.env").read_bytes() if (FIXTURES / "subnet.env").exists() else (
-            b"FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n")
+        subnet_env = (FIXTURES / "subnet.env").read_bytes()
 
         heading("node 1: flannel host-gw -> HNS L2Bridge network cbr0 (win-bridge)")
         bridge = Node(root, "cbr0", "host-gw")

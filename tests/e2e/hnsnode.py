@@ -23,9 +23,9 @@ from typing import Any, Iterable
 from libhns import hnsctl
 from libhns.sim import Simulator
 
+from testdata import FIXTURES, GOLDENS
+
 VENV_BIN = Path(sys.executable).parent
-FIXTURES = Path("/work/shared/fixtures")
-GOLDENS = Path("/work/shared/reference/goldens")
 SUBNET = "10.244.4.0/24"
 MGMT_IP = "10.127.130.36"
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")

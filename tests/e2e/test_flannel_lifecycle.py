@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from testdata import FIXTURES
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-FIXTURES = Path("/work/shared/fixtures")
 SUBNET = ipaddress.ip_network("10.244.4.0/24")
 
 

@@ -16,8 +16,9 @@ import pytest
 
 from plugins.flannel.__main__ import main
 
-FIXTURES = Path("/work/shared/fixtures")
-GOLDEN = Path("/work/shared/reference/goldens/flannel-win-bridge.json")
+from testdata import FIXTURES, GOLDENS
+
+GOLDEN = GOLDENS / "flannel-win-bridge.json"
 VENV_BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
 RESULT = {"cniVersion": "0.3.1", "interfaces": [{"name": "x_cbr0", "mac": "00-15-5D-52-C0-01"}],

@@ -19,7 +19,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hnsnode import FIXTURES, SUBNET, Node
+from hnsnode import SUBNET, Node
+from testdata import FIXTURES
 from plugins.cni.skel import run
 
 EXAMPLES = int(os.environ.get("WINCNI_FUZZ_EXAMPLES", "5000"))

@@ -16,9 +16,11 @@ from plugins.cni.version import SUPPORTED
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.store import DiskStore
 
+from testdata import GOLDENS
+
 BIN = Path(sys.executable).with_name("host-local")
 CMD = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "plugins.ipam_host_local"]
-GOLDEN = Path("/work/shared/reference/goldens/hl-single-range.json")
+GOLDEN = GOLDENS / "hl-single-range.json"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -69,7 +71,6 @@ def test_every_version_add_check_del(tmp_path, version):
     assert not (tmp_path / "hlnet" / "10.1.2.2").exists()
 
 
-@pytest.mark.skipif(not GOLDEN.exists(), reason=f"recorded Go run {GOLDEN} not present")
 def test_recorded_go_run_replays(tmp_path):
     golden = json.loads(GOLDEN.read_text())
     recorded_dir = golden["steps"][0]["stdin"]["ipam"]["dataDir"]

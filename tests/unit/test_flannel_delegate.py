@@ -11,8 +11,9 @@ from plugins.flannel.config import FlannelConf
 from plugins.flannel.delegate import build, encode
 from plugins.flannel.subnet_env import parse
 
-GOLDEN = "/work/shared/reference/goldens/flannel-win-bridge.json"
-FIXTURES = "/work/shared/fixtures"
+from testdata import FIXTURES, GOLDENS
+
+GOLDEN = GOLDENS / "flannel-win-bridge.json"
 LEASE = parse("FLANNEL_NETWORK=10.1.0.0/16\nFLANNEL_SUBNET=10.1.17.1/24\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=true\n", "s")
 
 

@@ -9,7 +9,7 @@ from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, IO_FAILURE, CniError
 from plugins.flannel import netconf
 from plugins.flannel.config import FlannelConf, node_path, sandbox_id
 
-FIXTURES = "/work/shared/fixtures"
+from testdata import FIXTURES
 
 
 def backend_of(doc) -> netconf.Backend:

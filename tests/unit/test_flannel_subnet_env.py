@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from plugins.flannel.subnet_env import Lease, LeaseError, Problem, load, parse
 
-FIXTURE = "/work/shared/fixtures/subnet.env"
+from testdata import FIXTURES
+
+FIXTURE = FIXTURES / "subnet.env"
 V4 = "FLANNEL_NETWORK=10.1.0.0/16\nFLANNEL_SUBNET=10.1.17.1/24\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=true\n"
 V6 = "FLANNEL_IPV6_NETWORK=fc00::/48\nFLANNEL_IPV6_SUBNET=fc00::1/64\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=true\n"
 net = ipaddress.ip_network

@@ -13,10 +13,7 @@ from plugins.winnet import documents as docs
 from plugins.winnet.netconf import (DnsSettings, NetConf, canonicalize, choose_api, endpoint_name,
                                     merged_dns, sandbox_id)
 
-# shared/ sits beside the checkout (CI) or at /work/shared (a worktree elsewhere); never silently absent.
-FIXTURES = next((p for p in (Path(__file__).resolve().parents[2].parent / "shared" / "fixtures",
-                             Path("/work/shared/fixtures")) if p.is_dir()), None)
-assert FIXTURES is not None, "shared/fixtures not found beside the checkout"
+from testdata import FIXTURES
 
 
 def test_go_style_keys_are_read_case_insensitively():

@@ -13,7 +13,8 @@ import statistics
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hnsnode import FIXTURES, first_ip
+from hnsnode import first_ip
+from testdata import FIXTURES
 from winenode import WineNode
 
 from winbuild.dist import PLUGINS
