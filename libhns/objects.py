@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from libhns.policies import get_ci, policy_type
+from libhns.jsonci import get_ci
+from libhns.policies import policy_type
 
 T = TypeVar("T", bound="HnsObject")
 JsonDict = dict[str, Any]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping
 
+from libhns.jsonci import get_ci
+
 Schema = Literal["v1", "v2"]
 Policy = dict[str, Any]
 
@@ -55,17 +57,6 @@ def canonical_type(name: str, known: frozenset[str] | set[str]) -> str | None:
         if k.casefold() == low:
             return k
     return None
-
-
-def get_ci(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    """``doc[key]`` with the key matched case-insensitively (HNS and Go read JSON that way)."""
-    if key in doc:
-        return doc[key]
-    low = key.casefold()
-    for k, v in doc.items():
-        if isinstance(k, str) and k.casefold() == low:
-            return v
-    return default
 
 
 def policy_type(policy: Mapping[str, Any]) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from libhns import errors
-from libhns.policies import get_ci
+from libhns.jsonci import get_ci
 from libhns.raw import hcn_function
 from libhns.sim import state as S
 from libhns.sim import views

@@ -59,17 +59,6 @@ def cni_version(conf: Mapping[str, Any]) -> str:
     return version
 
 
-def get_ci(doc: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    """Go encoding/json lookup: the exact key first, else the first case-insensitive match."""
-    if key in doc:
-        return doc[key]
-    low = key.lower()
-    for k, v in doc.items():
-        if k.lower() == low:
-            return v
-    return default
-
-
 # ---------------------------------------------------------------- validation
 
 def validate(doc: Any, schema: dict) -> None:
@@ -208,19 +197,6 @@ def _format_checker(validator_cls: Any) -> Any:
     return checker
 
 
-# ---------------------------------------------------------------- runtimeConfig
-# PortMapping, RuntimeDNS and RuntimeConfig live in runtimeconfig.py (imported on first use: only
-# an ADD with capabilities reads them, and their dataclasses would slow every command's start).
-_RUNTIME_NAMES = ("PortMapping", "RuntimeDNS", "RuntimeConfig")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RUNTIME_NAMES:
-        from . import runtimeconfig
-        return getattr(runtimeconfig, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # ---------------------------------------------------------------- GC
 
 def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
@@ -245,6 +221,7 @@ def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
 
 def iter_policies(conf: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """(name, value) of each ``policies`` entry, keys read like Go (Name/name, Value/value)."""
+    from libhns.jsonci import get_ci
     for entry in get_ci(conf, "policies") or []:
         if isinstance(entry, dict):
             yield get_ci(entry, "name", ""), get_ci(entry, "value")

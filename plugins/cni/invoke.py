@@ -16,11 +16,6 @@ import time
 from . import log
 from .errors import INTERNAL, INVALID_CONFIG, CniError
 
-# Our plugins that may be delegated to, and the module whose ``SPEC`` runs each one.
-OURS = {"host-local": "plugins.ipam_host_local.__main__", "win-bridge": "plugins.win_bridge.__main__",
-        "win-overlay": "plugins.win_overlay.__main__", "flannel": "plugins.flannel.__main__"}
-
-
 def find_plugin(name, paths, platform=sys.platform):
     """First ``<name>.exe`` (Windows) or ``<name>`` in the CNI_PATH directories."""
     if not name:
@@ -52,9 +47,10 @@ def inprocess_module(name, exe, env, platform=sys.platform):
     script (in ``sys.prefix``'s script folder, and, where it is a text script, launching our entry
     point with this very interpreter), so another installation of ours on CNI_PATH is executed.
     """
-    module = OURS.get(name)
-    if module is None or env.get("WINCNI_NO_INPROCESS") == "1":
+    from plugins.registry import PLUGINS, entry_module
+    if name not in PLUGINS or env.get("WINCNI_NO_INPROCESS") == "1":
         return None
+    module = entry_module(name)
     folder = os.path.dirname(os.path.realpath(exe))
     if getattr(sys, "frozen", False):
         return module if _same_dir(folder, os.path.dirname(sys.executable)) else None
@@ -75,7 +71,35 @@ def inprocess_module(name, exe, env, platform=sys.platform):
     return module
 
 
-def exec_plugin(name, command, stdin, env, paths, cni_version, platform=sys.platform):
+class Executor:
+    """How a found plugin runs: one of ours from this installation in-process, anything else as a
+    process. ``run`` is skel's ``run``, handed in by the caller so this module never imports skel;
+    a test replaces the whole executor, as an httpx transport."""
+    __slots__ = ("run",)
+
+    def __init__(self, run):
+        self.run = run
+
+    def spawn(self, name, exe, stdin, env):
+        import subprocess
+        try:
+            proc = subprocess.run([exe], input=stdin, env=env, capture_output=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise CniError(INTERNAL, f"failed to execute plugin {name}: {exc}", exe) from exc
+        return proc.returncode, proc.stdout, proc.stderr.decode(errors="replace")
+
+    def call(self, module, stdin, env, platform):
+        """The child's ``main`` on its own stdin/stdout/stderr buffers; ``run`` scopes its log
+        state and reads nothing but ``env``, so nothing leaks between parent and child."""
+        import importlib
+        import io
+        spec = importlib.import_module(module).SPEC
+        out, err = io.StringIO(), io.StringIO()
+        rc = self.run(spec, env, io.BytesIO(stdin), out, err, platform)
+        return rc, out.getvalue().encode(), err.getvalue()
+
+
+def exec_plugin(name, command, stdin, env, paths, cni_version, executor, platform=sys.platform):
     """Run plugin ``name`` with ``command``; return its parsed result (None when it prints nothing).
 
     The parent's environment goes along with CNI_COMMAND replaced. The child's error JSON is
@@ -87,9 +111,9 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, platform=sys.plat
     module = inprocess_module(name, exe, env, platform)
     started = time.perf_counter()
     if module is None:
-        rc, out, stderr_text = _spawn(name, exe, stdin, child_env)
+        rc, out, stderr_text = executor.spawn(name, exe, stdin, child_env)
     else:
-        rc, out, stderr_text = _call(module, stdin, child_env, platform)
+        rc, out, stderr_text = executor.call(module, stdin, child_env, platform)
     ms = round((time.perf_counter() - started) * 1000, 1)
     if stderr_text:
         # Forward the child's diagnostics to ours so the runtime's log shows them.
@@ -114,24 +138,3 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, platform=sys.plat
     if isinstance(result, dict) and not result.get("cniVersion"):
         result["cniVersion"] = cni_version
     return result
-
-
-def _spawn(name, exe, stdin, env):
-    import subprocess
-    try:
-        proc = subprocess.run([exe], input=stdin, env=env, capture_output=True, timeout=600)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise CniError(INTERNAL, f"failed to execute plugin {name}: {exc}", exe) from exc
-    return proc.returncode, proc.stdout, proc.stderr.decode(errors="replace")
-
-
-def _call(module, stdin, env, platform):
-    """The child's ``main`` on its own stdin/stdout/stderr buffers; skel.run scopes its log state
-    and reads nothing but ``env``, so nothing leaks between parent and child."""
-    import importlib
-    import io
-    from .skel import run
-    spec = importlib.import_module(module).SPEC
-    out, err = io.StringIO(), io.StringIO()
-    rc = run(spec, env, io.BytesIO(stdin), out, err, platform)
-    return rc, out.getvalue().encode(), err.getvalue()

@@ -1,11 +1,13 @@
-"""The well-known runtimeConfig capabilities (CONVENTIONS.md), parsed on first use (see config.py)."""
+"""The well-known runtimeConfig capabilities (CONVENTIONS.md): parsed on first use (``Request.runtime_config``),
+since only an ADD with capabilities reads them."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .config import get_ci
+from libhns.jsonci import get_ci
+
 from .errors import INVALID_CONFIG, CniError
 
 

@@ -93,7 +93,7 @@ class Request:
     @property
     def runtime_config(self):
         if "rc" not in self._cache:
-            from .config import RuntimeConfig
+            from .runtimeconfig import RuntimeConfig
             self._cache["rc"] = RuntimeConfig.from_conf(self.conf)
         return self._cache["rc"]
 
@@ -105,9 +105,9 @@ class Request:
 
     def exec_plugin(self, name: str, command: str | None = None, stdin: bytes | None = None) -> dict | None:
         """Run another plugin (IPAM, delegate) from CNI_PATH with this request's environment."""
-        from .invoke import exec_plugin
+        from .invoke import Executor, exec_plugin
         return exec_plugin(name, command or self.command, self.stdin if stdin is None else stdin,
-                           self.env, self.cmd.path, self.cni_version, self.platform)
+                           self.env, self.cmd.path, self.cni_version, Executor(run), self.platform)
 
 
 def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,

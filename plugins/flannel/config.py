@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci, validate_for
+from libhns.jsonci import get_ci
+from plugins.cni.config import validate_for
 from plugins.cni.errors import INVALID_ENV, CniError
 
 SUBNET_FILE = "/run/flannel/subnet.env"

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.cni.config import get_ci
+from libhns.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
 
 VXLAN_PORT = 4789  # the only UDP port the Windows VXLAN stack uses

@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
-from plugins.cni.config import get_ci, validate, validate_for
+from libhns.jsonci import get_ci
+from plugins.cni.config import validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from plugins.cni.result import Route
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
-from plugins.cni.config import get_ci
+from libhns.jsonci import get_ci
 
 from .facts import Facts, Problem
 

@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci
+from libhns.jsonci import get_ci
 
 # Where a Windows node keeps things (the Kubernetes Windows guide, flanneld, kube-proxy); off
 # Windows the Linux places, so the same flags drive the simulator.

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci
+from libhns.jsonci import get_ci
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",

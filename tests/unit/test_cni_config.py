@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.cni import config, log
+from libhns.jsonci import get_ci
+from plugins.cni import config, log, runtimeconfig
 from plugins.cni.errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 
 
@@ -59,9 +60,9 @@ def test_unsupported_version_lists_the_supported_ones(value):
 
 
 def test_get_ci_prefers_the_exact_key_then_any_case():
-    assert config.get_ci({"ApiVersion": 2, "apiVersion": 1}, "apiVersion") == 1
-    assert config.get_ci({"ApiVersion": 2}, "apiVersion") == 2
-    assert config.get_ci({}, "apiVersion", 1) == 1
+    assert get_ci({"ApiVersion": 2, "apiVersion": 1}, "apiVersion") == 1
+    assert get_ci({"ApiVersion": 2}, "apiVersion") == 2
+    assert get_ci({}, "apiVersion", 1) == 1
 
 
 def test_policies_are_read_with_go_style_keys():
@@ -117,18 +118,18 @@ def test_valid_config_passes():
 # ---------------------------------------------------------------- runtimeConfig and GC
 
 def test_runtime_config_typed_view():
-    rc = config.RuntimeConfig.from_conf({"RuntimeConfig": {
+    rc = runtimeconfig.RuntimeConfig.from_conf({"RuntimeConfig": {
         "portMappings": [{"hostPort": "8080", "containerPort": 80}, {"hostPort": 53, "containerPort": 53,
                                                                      "protocol": "udp", "hostIP": "10.0.0.1"}],
         "dns": {"servers": ["10.96.0.10", ""], "searches": ["svc.local"]},
         "ips": ["10.0.0.9/24"], "mac": "00-11-22-33-44-55"}})
-    assert rc.port_mappings == (config.PortMapping(8080, 80), config.PortMapping(53, 53, "udp", "10.0.0.1"))
-    assert rc.dns == config.RuntimeDNS(servers=("10.96.0.10",), searches=("svc.local",))
+    assert rc.port_mappings == (runtimeconfig.PortMapping(8080, 80), runtimeconfig.PortMapping(53, 53, "udp", "10.0.0.1"))
+    assert rc.dns == runtimeconfig.RuntimeDNS(servers=("10.96.0.10",), searches=("svc.local",))
     assert (rc.ips, rc.mac) == (("10.0.0.9/24",), "00-11-22-33-44-55")
 
 
 def test_absent_runtime_config_is_empty():
-    assert config.RuntimeConfig.from_conf({}) == config.RuntimeConfig()
+    assert runtimeconfig.RuntimeConfig.from_conf({}) == runtimeconfig.RuntimeConfig()
 
 
 @pytest.mark.parametrize("rc, words", [
@@ -142,7 +143,7 @@ def test_absent_runtime_config_is_empty():
     ({"dns": {"servers": "10.0.0.1"}}, "dns.servers"),
 ])
 def test_bad_runtime_config_is_code_7_naming_the_field(rc, words):
-    err = cni_error(config.RuntimeConfig.from_conf, {"runtimeConfig": rc})
+    err = cni_error(runtimeconfig.RuntimeConfig.from_conf, {"runtimeConfig": rc})
     assert err.code == INVALID_CONFIG and words in err.msg
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from plugins.cni import log
 from plugins.cni.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
-from plugins.cni.invoke import exec_plugin, find_plugin
+from plugins.cni.invoke import Executor, exec_plugin, find_plugin
+from plugins.cni.skel import run
 
 # A child plugin scripted by its stdin: writes "stderr", prints "stdout" (default: an echo of
 # what it was given, without cniVersion) and exits with "rc".
@@ -48,7 +49,7 @@ def child(tmp_path):
 
 def run_child(tmp_path, conf, env=None, command="ADD"):
     return exec_plugin("child", command, json.dumps(conf).encode(), env or {"CNI_COMMAND": "ADD"},
-                       [str(tmp_path / "empty"), str(tmp_path / "bin")], "0.4.0", platform="linux")
+                       [str(tmp_path / "empty"), str(tmp_path / "bin")], "0.4.0", Executor(run), platform="linux")
 
 
 # ---------------------------------------------------------------- lookup
@@ -137,3 +138,28 @@ def test_exec_is_in_the_debug_log(tmp_path, child, stderr):
     (record,) = [json.loads(line) for line in log_file.read_text().splitlines()]
     assert (record["event"], record["plugin"], record["child"], record["path"], record["rc"]) == (
         "exec", "parent", "child", child, 0)
+
+
+class RecordingExecutor:
+    """Answers for the child without starting anything: the executor is the one I/O seam."""
+    def __init__(self, rc, out, err=""):
+        self.answer, self.calls = (rc, out, err), []
+
+    def spawn(self, name, exe, stdin, env):
+        self.calls.append((name, exe, stdin, env["CNI_COMMAND"]))
+        return self.answer
+
+
+def test_a_replaced_executor_sees_the_child_env_and_its_answer_is_parsed(tmp_path, child):
+    fake = RecordingExecutor(0, b'{"ips": []}')
+    result = exec_plugin("child", "DEL", b"{}", {"CNI_COMMAND": "ADD"}, [str(tmp_path / "bin")], "1.0.0", fake,
+                         platform="linux")
+    assert result == {"ips": [], "cniVersion": "1.0.0"}
+    assert fake.calls == [("child", child, b"{}", "DEL")]
+
+
+def test_a_replaced_executor_s_error_keeps_its_code(tmp_path, child):
+    fake = RecordingExecutor(1, b'{"code": 11, "msg": "later"}')
+    with pytest.raises(CniError) as exc:
+        exec_plugin("child", "ADD", b"{}", {}, [str(tmp_path / "bin")], "1.0.0", fake, platform="linux")
+    assert (exc.value.code, exc.value.msg) == (11, "later")

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from plugins.cni.config import RuntimeDNS, validate
+from plugins.cni.config import validate
+from plugins.cni.runtimeconfig import RuntimeDNS
 from plugins.cni.errors import CniError
 from plugins.win_bridge.flavor import FLAVOR as BRIDGE
 from plugins.win_overlay.flavor import FLAVOR as OVERLAY

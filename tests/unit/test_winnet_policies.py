@@ -2,7 +2,7 @@
 plus the fitting of user policies to the chosen API."""
 import pytest
 
-from plugins.cni.config import PortMapping
+from plugins.cni.runtimeconfig import PortMapping
 from plugins.cni.errors import CniError
 from plugins.winnet import policies as pol
 

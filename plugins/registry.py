@@ -1,0 +1,28 @@
+"""Every command wincni ships, in one place.
+
+The PyInstaller spec builds one executable per entry, in-process delegation runs the plugins
+from it, the doctor finds the endpoint plugins' flavors here, and a unit test holds setup.cfg's
+console scripts equal to it. Plain data: in-process delegation reads it on the pod path.
+"""
+
+# The CNI plugins: name -> package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
+# and ``SPEC``).
+PLUGINS = {"win-bridge": "plugins.win_bridge", "win-overlay": "plugins.win_overlay",
+           "flannel": "plugins.flannel", "host-local": "plugins.ipam_host_local"}
+# The plugins that create HNS endpoints; each package has ``flavor.FLAVOR``.
+ENDPOINT_PLUGINS = ("win-bridge", "win-overlay")
+# The operator tools: name -> module with ``entry()``.
+TOOLS = {"hnsctl": "libhns.hnsctl", "wincni": "plugins.wincni.__main__"}
+COMMANDS = (*PLUGINS, *TOOLS)
+
+
+def entry_module(name: str) -> str:
+    """The module whose ``entry()`` runs command ``name``."""
+    return PLUGINS[name] + ".__main__" if name in PLUGINS else TOOLS[name]
+
+
+def flavor_module(name: str) -> str:
+    """The module holding endpoint plugin ``name``'s ``FLAVOR``."""
+    if name not in ENDPOINT_PLUGINS:
+        raise KeyError(name)
+    return PLUGINS[name] + ".flavor"
