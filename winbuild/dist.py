@@ -6,13 +6,13 @@ It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``.
 """
 from __future__ import annotations
 
-import ast
 import configparser
 import shutil
 import sys
 import zipfile
 from pathlib import Path
 
+from plugins import registry
 from winbuild import toolchain
 
 ROOT = toolchain.ROOT
@@ -22,16 +22,8 @@ BUNDLE = "wincni"
 EXTRAS = Path(__file__).resolve().parent / "release"  # INSTALL.txt and samples/
 
 
-def _spec_commands() -> tuple[str, ...]:
-    """The executables the spec builds, read from its ``COMMANDS`` literal: one list, not two."""
-    for node in ast.parse(SPEC.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMMANDS" for t in node.targets):
-            return tuple(ast.literal_eval(node.value))
-    raise RuntimeError(f"{SPEC} has no COMMANDS = (...) literal")
-
-
-COMMANDS = _spec_commands()
-PLUGINS = ("win-bridge", "win-overlay", "flannel", "host-local")  # the CNI plugins; the rest are CLIs
+COMMANDS = registry.COMMANDS  # the executables the spec builds
+PLUGINS = tuple(registry.PLUGINS)  # the CNI plugins; the rest are CLIs
 
 
 def version() -> str:

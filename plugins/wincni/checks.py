@@ -14,7 +14,6 @@ from libhns.jsonci import get_ci
 from .facts import Facts, Problem
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-_HNS_TYPES = {"win-bridge": ("L2Bridge", "L2Tunnel"), "win-overlay": ("Overlay",)}
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def hns_network(f: Facts) -> Check:
         return Check("hns-network", FAIL, f"no HNS network named {f.name!r} (Get-HnsNetwork)",
                      "flanneld creates it at start; if its log says \"Waiting for the Network to be created\", "
                      "check the Backend name in net-conf.json and the host adapter; or fix \"name\" in the CNI config")
-    types = _HNS_TYPES.get(f.delegate_type, ())
+    types = f.flavor.network_types if f.flavor is not None else ()
     if types and not any(f.network.is_type(t) for t in types):
         return Check("hns-network", FAIL, f"HNS network {f.name} is {f.network.network_type}; "
                      f"{f.delegate_type} needs {' or '.join(types)}",

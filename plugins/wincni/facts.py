@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from libhns.jsonci import get_ci
+from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 
 # Where a Windows node keeps things (the Kubernetes Windows guide, flanneld, kube-proxy); off
 # Windows the Linux places, so the same flags drive the simulator.
@@ -22,7 +23,6 @@ WINDOWS_PATHS = {"cni_conf": r"C:\k\cni\config", "subnet_env": r"C:\run\flannel\
 POSIX_PATHS = {"cni_conf": "/etc/cni/net.d", "subnet_env": "/run/flannel/subnet.env",
                "net_conf": "/etc/kube-flannel/net-conf.json", "source_vip": "/var/lib/kube-proxy/SourceVip.json",
                "cni_bin_dir": "/opt/cni/bin"}
-FLAVORS = {"win-bridge": "plugins.win_bridge.flavor", "win-overlay": "plugins.win_overlay.flavor"}
 
 
 @dataclass(frozen=True)
@@ -180,11 +180,11 @@ def _validate_delegate(facts: Facts, doc: dict, platform: str, cwd: str) -> None
     from plugins.cni.errors import CniError
     from plugins.ipam_host_local.config import default_data_dir
     from plugins.winnet.lifecycle import Lifecycle
-    if facts.delegate_type not in FLAVORS:
+    if facts.delegate_type not in ENDPOINT_PLUGINS:
         facts.conf_problem = Problem(f"{facts.conf_path}: plugin type {facts.delegate_type!r} is not a wincni plugin",
-                                     f"use type flannel, win-bridge or win-overlay ({', '.join(FLAVORS)})")
+                                     f"use type flannel, {' or '.join(ENDPOINT_PLUGINS)}")
         return
-    flavor = importlib.import_module(FLAVORS[facts.delegate_type]).FLAVOR
+    flavor = importlib.import_module(flavor_module(facts.delegate_type)).FLAVOR
     try:
         _, facts.netconf = Lifecycle(flavor).load(types.SimpleNamespace(conf=doc, command="ADD"))
     except CniError as err:

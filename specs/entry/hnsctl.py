@@ -1,4 +1,0 @@
-"""Frozen-executable entry for hnsctl (PyInstaller builds from a script file)."""
-from libhns.hnsctl import entry
-
-entry()
