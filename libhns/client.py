@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, TypeVar
 
-from libhns import errors
+from libhns import errors, guid
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
                             HostComputeNetwork, HnsObject, same_id)
 from libhns.raw import RawHns
@@ -96,12 +96,11 @@ class Features:
 
 
 def _guid(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value.strip().strip("{}"))
-    except (ValueError, AttributeError):
+    found = guid.parse(value)
+    if found is None:
         raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,
-                                  errors.error_record(errors.E_INVALIDARG,
-                                                      f"{value!r} is not a GUID.")) from None
+                                  errors.error_record(errors.E_INVALIDARG, f"{value!r} is not a GUID."))
+    return uuid.UUID(found)
 
 
 def _parse(text: str) -> Any:
@@ -256,7 +255,7 @@ class HnsClient:
 
     def list_endpoints(self, network_id: str | None = None) -> list[HostComputeEndpoint]:
         """Endpoints, of one network through the ``VirtualNetwork`` filter when given."""
-        filt = {"VirtualNetwork": network_id.strip("{}").upper()} if network_id else None
+        filt = {"VirtualNetwork": guid.normalize(network_id)} if network_id else None
         return self._list("Endpoint", HostComputeEndpoint, filt)
 
     def create_endpoint(self, network_id: str, settings: Mapping[str, Any]) -> HostComputeEndpoint:
@@ -264,10 +263,10 @@ class HnsClient:
 
         ``HostComputeNetwork`` and ``SchemaVersion`` are filled in when the settings lack them.
         """
-        doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": network_id.strip("{}").upper(),
+        doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": guid.normalize(network_id),
                **settings}
         kept, self._kept = self._kept, None
-        if kept is not None and kept[0] != network_id.strip("{}").upper():
+        if kept is not None and kept[0] != guid.normalize(network_id):
             self.raw.hcn_close("Network", kept[1])
             kept = None
         net = kept[1] if kept is not None else self.raw.hcn_open("Network", _guid(network_id))
@@ -402,7 +401,7 @@ class HnsClient:
         try:
             self.raw.hcs_modify_compute_system(handle, json.dumps(
                 {"ResourceType": "Network", "RequestType": request_type,
-                 "Settings": endpoint_id.strip("{}").upper()}, separators=_COMPACT))
+                 "Settings": guid.normalize(endpoint_id)}, separators=_COMPACT))
         finally:
             self.raw.hcs_close_compute_system(handle)
 
@@ -413,5 +412,5 @@ class HnsClient:
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:
     return {"ResourceType": "Endpoint", "RequestType": action,
-            "Settings": {"EndpointId": endpoint_id.strip("{}").upper()}}
+            "Settings": {"EndpointId": guid.normalize(endpoint_id)}}
 

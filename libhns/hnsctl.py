@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, NoReturn, Sequence, TextIO
 
 from libhns import errors
 from libhns.client import HnsClient
+from libhns import guid
 from libhns.objects import HnsObject
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private",
@@ -139,16 +140,6 @@ def _ip(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
 
 
-def _is_guid(text: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(text.strip("{}"))
-        return True
-    except ValueError:
-        return False
-
-
 # --- documents ----------------------------------------------------------------------------------
 
 def network_document(args: argparse.Namespace) -> dict[str, Any]:
@@ -217,18 +208,18 @@ class _Ctl:
 
     def _network(self, ref: str, v1: bool = False) -> Any:
         if v1:
-            net = self.c.v1_get_network(ref) if _is_guid(ref) else self.c.v1_get_network_by_name(ref)
+            net = self.c.v1_get_network(ref) if guid.is_guid(ref) else self.c.v1_get_network_by_name(ref)
         else:
-            net = self.c.get_network(ref) if _is_guid(ref) else self.c.get_network_by_name(ref)
+            net = self.c.get_network(ref) if guid.is_guid(ref) else self.c.get_network_by_name(ref)
         if net is None:
             raise errors.NotFound("hnsctl", None, None, f"network {ref!r} not found")
         return net
 
     def _endpoint(self, ref: str, v1: bool = False) -> Any:
         if v1:
-            ep = self.c.v1_get_endpoint(ref) if _is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
+            ep = self.c.v1_get_endpoint(ref) if guid.is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
         else:
-            ep = self.c.get_endpoint(ref) if _is_guid(ref) else self.c.get_endpoint_by_name(ref)
+            ep = self.c.get_endpoint(ref) if guid.is_guid(ref) else self.c.get_endpoint_by_name(ref)
         if ep is None:
             raise errors.NotFound("hnsctl", None, None, f"endpoint {ref!r} not found")
         return ep
@@ -236,9 +227,9 @@ class _Ctl:
     def _namespace(self, ref: str, v1: bool = False) -> Any:
         if v1:
             ns = next((n for n in self.c.v1_list_namespaces()
-                       if str(n.get("ID", "")).upper() == ref.strip("{}").upper()), None)
+                       if str(n.get("ID", "")).upper() == guid.normalize(ref)), None)
         else:
-            ns = self.c.get_namespace(ref) if _is_guid(ref) else None
+            ns = self.c.get_namespace(ref) if guid.is_guid(ref) else None
         if ns is None:
             raise errors.NotFound("hnsctl", None, None, f"namespace {ref!r} not found")
         return ns

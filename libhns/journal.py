@@ -11,18 +11,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from libhns import guid
 from libhns.raw import Handle, RawHns, hcn_function
 
 if TYPE_CHECKING:
     import uuid
 
 T = TypeVar("T")
-_GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 _log = logging.getLogger(__name__)
 
 
@@ -146,9 +145,8 @@ class JournalBackend:
 
     # --- vmcompute.dll -------------------------------------------------------------------------
     def hns_call(self, method: str, path: str, request: str) -> str:
-        match = _GUID.search(path)
         return self._run("v1", "HNSCall", lambda: self.inner.hns_call(method, path, request),
-                         method=method, path=path, id=match.group(0).upper() if match else None,
+                         method=method, path=path, id=guid.search(path),
                          request=request, response=lambda r: r)
 
     def hcs_open_compute_system(self, id: str) -> Handle:

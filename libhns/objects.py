@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, TypeVar
 
+from libhns import guid
 from libhns.jsonci import get_ci
 from libhns.policies import policy_type
 
@@ -24,16 +25,11 @@ JsonDict = dict[str, Any]
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 
 
-def normalize_id(value: str) -> str:
-    """The form HNS answers with: uppercase, no braces."""
-    return value.strip().strip("{}").upper()
-
-
 def same_id(a: str | None, b: str | None) -> bool:
     """GUIDs compared as HNS does: case-insensitively, braces ignored; None equals nothing."""
     if not a or not b:
         return False
-    return normalize_id(a) == normalize_id(b)
+    return guid.normalize(a) == guid.normalize(b)
 
 
 def _key(name: str) -> Any:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from libhns import errors
+from libhns.guid import is_guid
 from libhns.jsonci import get_ci
 from libhns.raw import hcn_function
 from libhns.sim import state as S
@@ -32,7 +33,6 @@ ERROR_MOD_NOT_FOUND = 0x8007007E
 E_HANDLE = 0x80070006
 _COMPACT = (",", ":")  # HNS answers compact JSON
 
-_GUID = r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?"
 
 
 @dataclass
@@ -336,7 +336,7 @@ class Simulator:
         if not parts:
             raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
         coll, rest = parts[0].casefold(), parts[1:]
-        if rest and not re.fullmatch(_GUID, rest[0]) and coll != "globals":
+        if rest and not is_guid(rest[0]) and coll != "globals":
             raise Reject(S.ERROR_NOT_FOUND)
         def body(allow_empty: bool = False) -> dict[str, Any]:
             return parse_document(request, allow_empty=allow_empty, code=E_INVALIDARG)

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any, Iterator, Mapping
 
+from libhns import guid
 from libhns import policies as P
 from libhns.networks import NON_PERSISTENT
 from libhns.sim import views
@@ -51,10 +52,10 @@ _NAMESPACE_TYPES = ("Host", "HostDefault", "Guest", "GuestDefault")
 
 def norm_id(value: Any) -> str:
     """Uppercase brace-less GUID; anything that is not a GUID is E_INVALIDARG."""
-    try:
-        return str(uuid.UUID(str(value).strip().strip("{}"))).upper()
-    except ValueError:
-        raise Reject(E_INVALIDARG, f"{value!r} is not a GUID.") from None
+    found = guid.parse(str(value))
+    if found is None:
+        raise Reject(E_INVALIDARG, f"{value!r} is not a GUID.")
+    return found
 
 
 def new_id() -> str:
@@ -116,9 +117,9 @@ class HnsState:
     def _matches(self, kind: str, rec: Mapping[str, Any], key: str, want: Any) -> bool:
         doc, low = rec["doc"], key.casefold()
         if low == "id":
-            return isinstance(want, str) and doc["ID"].upper() == want.strip("{}").upper()
+            return isinstance(want, str) and doc["ID"].upper() == guid.normalize(want)
         if kind == "Endpoint" and low in ("virtualnetwork", "hostcomputenetwork"):
-            return isinstance(want, str) and doc.get("HostComputeNetwork", "").upper() == want.strip("{}").upper()
+            return isinstance(want, str) and doc.get("HostComputeNetwork", "").upper() == guid.normalize(want)
         if kind == "Endpoint" and low == "virtualnetworkname":
             net = _lookup(self.table("Network"), doc.get("HostComputeNetwork", ""))
             return net is not None and net["doc"].get("Name") == want

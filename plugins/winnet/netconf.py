@@ -6,10 +6,10 @@ for the Go plugin or for Microsoft's sdnbridge keeps working unchanged.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from libhns.guid import is_guid
 from libhns.jsonci import get_ci
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
@@ -17,7 +17,6 @@ _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeCon
              "loopbackDSR", "acls", "allowPortMappingAcls", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
              "AdditionalArgs", "prevResult", "logFile", "network")
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
-_GUID = re.compile(r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
 
 ENDPOINT_POLICY = "endpointpolicy"
 
@@ -106,7 +105,7 @@ class NetConf:
 
 
 def is_namespace_guid(netns: str) -> bool:
-    return bool(_GUID.fullmatch(netns or ""))
+    return is_guid(netns)
 
 
 def choose_api(api_version: int | None, netns: str) -> int:

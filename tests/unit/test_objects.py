@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from libhns import guid
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeLoadBalancer,
                             HostComputeNamespace, HostComputeNetwork, same_id)
 
@@ -124,3 +126,20 @@ def test_golden_documents_round_trip():
                 assert HNSNetwork.from_json(net["v1"]).to_json() == net["v1"]
                 seen += 1
     assert seen > 0
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("9b4f1e27-6c83-4a5d-b0e9-2d7c3f8a1e62", "9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62"),
+    ("{9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62}", "9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62"),
+    (" 9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62\n", "9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62"),
+    ("9B4F1E276C834A5DB0E92D7C3F8A1E62", None), ("9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E6G", None),
+    ("{9B4F1E27-6C83-4A5D-B0E9-2D7C3F8A1E62", None), ("none", None), ("container:abc", None), ("", None), (None, None),
+])
+def test_one_guid_parser(text, parsed):
+    assert guid.parse(text) == parsed
+
+
+@given(st.uuids())
+def test_every_uuid_parses_to_its_upper_form_with_or_without_braces(u):
+    assert guid.parse(str(u)) == guid.parse("{" + str(u) + "}") == str(u).upper()
+    assert guid.search(f"/endpoints/{u}/attach?x=1") == str(u).upper()
