@@ -11,24 +11,16 @@ import ipaddress
 import json
 import os
 import sys
-from typing import Any, Callable, Mapping, NoReturn, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from libhns import errors
+from libhns.cli import Parser, UsageError
 from libhns.client import HnsClient
 from libhns import guid
 from libhns.objects import HnsObject
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private",
                  "Internal")
-
-
-class UsageError(Exception):
-    """Bad arguments: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
@@ -38,9 +30,9 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="hnsctl", description="Inspect and manage HNS networks, endpoints "
+    parser = Parser(prog="hnsctl", description="Inspect and manage HNS networks, endpoints "
                      "and namespaces (real HNS or the simulator, per LIBHNS_BACKEND).")
-    sub = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser)
 
     p = sub.add_parser("version", help="HNS version and supported features")
     _output_options(p)
@@ -48,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(p)
 
     net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True,
-                                                                    parser_class=_Parser)
+                                                                    parser_class=Parser)
     p = net.add_parser("list")
     _output_options(p)
     for action in ("show", "delete"):
@@ -73,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(p)
 
     ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True,
-                                                                     parser_class=_Parser)
+                                                                     parser_class=Parser)
     p = ep.add_parser("list")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
@@ -91,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(p)
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
-        dest="action", required=True, parser_class=_Parser)
+        dest="action", required=True, parser_class=Parser)
     for action in ("list", "create"):
         _output_options(ns.add_parser(action))
     for action in ("show", "delete"):
@@ -106,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ct = sub.add_parser("container", help="running containers for V1 hot attach "
                         "(only on the simulator)").add_subparsers(
-        dest="action", required=True, parser_class=_Parser)
+        dest="action", required=True, parser_class=Parser)
     _output_options(ct.add_parser("list"))
     p = sub.add_parser("restart", help="restart HNS as Restart-Service hns would: non-persistent "
                        "networks and their endpoints are lost (only on the simulator)")
@@ -156,7 +148,7 @@ def network_document(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("hnsctl: --vsid needs --subnet")
     vsid = args.vsid if args.vsid is not None else (4096 if args.type == "Overlay" else None)
     try:
-        subnets = [networks.Subnet(s, gateways.get(v, ""), vsid) for s, v in zip(args.subnet, families)]
+        subnets = [networks.SubnetSpec(s, gateways.get(v, ""), vsid) for s, v in zip(args.subnet, families)]
     except ValueError as err:
         raise UsageError(f"hnsctl: {err}") from None
     return networks.network_document(

@@ -19,7 +19,7 @@ _V1_TOP_LEVEL = (("NetAdapterName", "NetworkAdapterName", "NetworkAdapterName"),
                  ("DrMacAddress", "DrMacAddress", "Address"))
 
 
-class Subnet:
+class SubnetSpec:
     """One IPAM subnet: its prefix, the default route's next hop and, on Overlay, its VSID."""
     __slots__ = ("prefix", "gateway", "vsid")
 
@@ -36,7 +36,7 @@ class Subnet:
         return ipaddress.ip_network(self.prefix).version
 
 
-def network_document(name: str, type_: str, subnets: Iterable[Subnet] = (), *, adapter: str = "",
+def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), *, adapter: str = "",
                      management_ip: str = "", vxlan_port: int | None = None, dr_mac: str = "",
                      flags: int = 0) -> dict[str, Any]:
     """The V2 HostComputeNetwork: a static IPAM subnet (with its default route, and the VSID

@@ -19,20 +19,20 @@ from plugins.cni.skel import Request
 from . import delegate, netconf, subnet_env
 from .config import FlannelConf, sandbox_id
 from .store import Attachment, Store
-from .subnet_env import LeaseError, Problem
+from .subnet_env import LeaseError, LeaseProblem
 
 # A missing subnet.env is flanneld not having its lease *yet*: retry. Otherwise ADD reports what
 # is wrong with the file, and STATUS says the plugin cannot serve ADD until someone fixes it.
 _LEASE_CODES = {
-    "ADD": {Problem.MISSING: TRY_AGAIN_LATER, Problem.UNREADABLE: IO_FAILURE, Problem.MALFORMED: INVALID_CONFIG},
-    "STATUS": {Problem.MISSING: TRY_AGAIN_LATER, Problem.UNREADABLE: NOT_AVAILABLE, Problem.MALFORMED: NOT_AVAILABLE},
+    "ADD": {LeaseProblem.MISSING: TRY_AGAIN_LATER, LeaseProblem.UNREADABLE: IO_FAILURE, LeaseProblem.MALFORMED: INVALID_CONFIG},
+    "STATUS": {LeaseProblem.MISSING: TRY_AGAIN_LATER, LeaseProblem.UNREADABLE: NOT_AVAILABLE, LeaseProblem.MALFORMED: NOT_AVAILABLE},
 }
 _LEASE_FIX = {
-    Problem.MISSING: "flanneld writes it once it holds this node's lease: check that the flanneld service "
+    LeaseProblem.MISSING: "flanneld writes it once it holds this node's lease: check that the flanneld service "
                      "(or the kube-flannel pod) runs on this node and read its log",
-    Problem.UNREADABLE: "flannel needs to read the file flanneld writes: check its permissions, "
+    LeaseProblem.UNREADABLE: "flannel needs to read the file flanneld writes: check its permissions, "
                         'or set "subnetFile" to where flanneld writes it',
-    Problem.MALFORMED: "Check the flannel pod log for this node: flanneld writes FLANNEL_NETWORK, "
+    LeaseProblem.MALFORMED: "Check the flannel pod log for this node: flanneld writes FLANNEL_NETWORK, "
                        "FLANNEL_SUBNET, FLANNEL_MTU and FLANNEL_IPMASQ",
 }
 _VALID_ATTACHMENTS = "cni.dev/valid-attachments"

@@ -16,7 +16,7 @@ Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 _MAX_MTU = 2**32 - 1  # strconv.ParseUint(v, 10, 32)
 
 
-class Problem(Enum):
+class LeaseProblem(Enum):
     """Why the lease is unusable: each maps to a different CNI code per command."""
     MISSING = "missing"
     UNREADABLE = "unreadable"
@@ -24,7 +24,7 @@ class Problem(Enum):
 
 
 class LeaseError(Exception):
-    def __init__(self, problem: Problem, path: str, reason: str) -> None:
+    def __init__(self, problem: LeaseProblem, path: str, reason: str) -> None:
         super().__init__(reason)
         self.problem = problem
         self.path = path
@@ -51,9 +51,9 @@ def load(path: str) -> Lease:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError as exc:
-        raise LeaseError(Problem.MISSING, path, f"{path} does not exist") from exc
+        raise LeaseError(LeaseProblem.MISSING, path, f"{path} does not exist") from exc
     except OSError as exc:
-        raise LeaseError(Problem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise LeaseError(LeaseProblem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
     # utf-8-sig: a file saved by Notepad starts with a BOM that would hide the first key.
     return parse(raw.decode("utf-8-sig", errors="replace"), path)
 
@@ -68,10 +68,10 @@ def parse(text: str, path: str) -> Lease:
         try:
             _apply(key, value, found, nets)
         except ValueError as exc:
-            raise LeaseError(Problem.MALFORMED, path, f"{path} line {number}: {key}: {exc}") from None
+            raise LeaseError(LeaseProblem.MALFORMED, path, f"{path} line {number}: {key}: {exc}") from None
     missing = _missing(found)
     if missing:
-        raise LeaseError(Problem.MALFORMED, path, f"{path} is missing {', '.join(missing)}")
+        raise LeaseError(LeaseProblem.MALFORMED, path, f"{path} is missing {', '.join(missing)}")
     return Lease(
         networks=tuple(nets["FLANNEL_NETWORK"]),
         subnet=found.get("FLANNEL_SUBNET"),  # type: ignore[arg-type]

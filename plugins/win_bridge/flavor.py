@@ -9,7 +9,7 @@ from typing import Any
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, bridge_gateway
 from plugins.winnet.lifecycle import Flavor
-from plugins.winnet.netconf import NetConf
+from plugins.winnet.config import NetConf
 
 
 class BridgeFlavor(Flavor):

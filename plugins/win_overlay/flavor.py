@@ -9,7 +9,7 @@ from typing import Any
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, overlay_mac
 from plugins.winnet.lifecycle import Flavor
-from plugins.winnet.netconf import NetConf
+from plugins.winnet.config import NetConf
 from plugins.winnet.network import FLANNEL_VNI_MIN, FLANNEL_VXLAN_PORT
 
 DEFAULT_MAC_PREFIX = "0E-2A"

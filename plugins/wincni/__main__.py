@@ -5,22 +5,15 @@ import argparse
 import json
 import os
 import sys
-from typing import Mapping, NoReturn, Sequence, TextIO
+from typing import Mapping, Sequence, TextIO
 
-
-class UsageError(Exception):
-    """Bad arguments: one line on stderr, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+from libhns.cli import Parser, UsageError
 
 
 def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
     from plugins.cni.buildinfo import describe
-    p = _Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
     d.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
     d.add_argument("--subnet-env", help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})")

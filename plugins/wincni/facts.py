@@ -39,7 +39,7 @@ class Facts:
     plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)
     name: str = ""  # the config's "name" = the HNS network
     delegate_type: str = ""  # the plugin that talks to HNS
-    netconf: Any = None  # plugins.winnet.netconf.NetConf of the effective win-bridge/win-overlay config
+    netconf: Any = None  # plugins.winnet.config.NetConf of the effective win-bridge/win-overlay config
     flavor: Any = None  # plugins.winnet.lifecycle.Flavor of that plugin
     ipam_dir: str = ""  # host-local's store directory for this network
     bin_dir: str = ""
@@ -145,7 +145,7 @@ def _lease_and_backend(facts: Facts) -> None:
     try:
         facts.lease = subnet_env.load(facts.subnet_env_path)
     except subnet_env.LeaseError as err:
-        if err.problem is subnet_env.Problem.MISSING and facts.plugin != "flannel":
+        if err.problem is subnet_env.LeaseProblem.MISSING and facts.plugin != "flannel":
             return  # a win-bridge/win-overlay config without flannel (start.ps1 style) needs no lease
         facts.lease_problem = Problem(err.reason, "flanneld writes it once it has a lease and the HNS network: check "
                                       "that flanneld runs and its log (\"Waiting for the Network to be created\")")

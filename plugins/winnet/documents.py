@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from plugins.cni.result import DNS, IPConfig, Interface, Result, Route
 
-from .netconf import DnsSettings
+from .config import DnsSettings
 
 SCHEMA_V2 = {"Major": 2, "Minor": 0}
 

@@ -13,7 +13,7 @@ from plugins.cni import log
 from libhns.objects import same_id
 
 from .documents import Address, EndpointPlan, v1_document, v2_document
-from .netconf import DnsSettings, is_namespace_guid
+from .config import DnsSettings, is_namespace_guid
 
 
 class EndpointApi(Protocol):

@@ -22,7 +22,7 @@ from plugins.cni.skel import Request
 from . import policies as pol
 from .documents import Address, EndpointPlan, applied_dns, build_result
 from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
-from .netconf import NetConf, canonicalize, choose_api, endpoint_name, is_namespace_guid, merged_dns
+from .config import NetConf, canonicalize, choose_api, endpoint_name, is_namespace_guid, merged_dns
 
 #: Plugin-specific CNI error codes (100+ per the spec).
 HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT

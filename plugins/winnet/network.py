@@ -49,7 +49,7 @@ class NetworkSpec:
                  vxlan_port: int | None = None, dr_mac: str = "", persistent: bool = False) -> None:
         self.name = name
         self.type = type_
-        self.subnets = subnets  # libhns.networks.Subnet, at most one per IP family
+        self.subnets = subnets  # libhns.networks.SubnetSpec, at most one per IP family
         self.adapter = adapter
         self.vni = vni
         self.vxlan_port = vxlan_port
@@ -71,7 +71,7 @@ def _listed(value: Any) -> list:
 
 def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool) -> NetworkSpec:
     """Validate the schema-checked section for a ``network_type`` network (code 7 naming the field)."""
-    from libhns.networks import Subnet
+    from libhns.networks import SubnetSpec
 
     overlay = network_type == "Overlay"
     if not overlay:
@@ -104,7 +104,7 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
         port = int(section.get("vxlanPort", FLANNEL_VXLAN_PORT))
         if port != FLANNEL_VXLAN_PORT:
             raise _bad("vxlanPort", f"{port} is not {FLANNEL_VXLAN_PORT}", f"remove it or set 4789: {_INTEROP}")
-    subnets = tuple(Subnet(str(n), gateways.get(n.version, ""), vni) for n in nets)
+    subnets = tuple(SubnetSpec(str(n), gateways.get(n.version, ""), vni) for n in nets)
     return NetworkSpec(name, network_type, subnets, adapter=section.get("adapter") or "", vni=vni,
                        vxlan_port=FLANNEL_VXLAN_PORT if overlay else None,
                        dr_mac=str(section.get("drMac") or "").replace(":", "-").upper(),

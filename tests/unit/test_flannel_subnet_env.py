@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.flannel.subnet_env import Lease, LeaseError, Problem, load, parse
+from plugins.flannel.subnet_env import Lease, LeaseError, LeaseProblem, load, parse
 
 from testdata import FIXTURES
 
@@ -44,7 +44,7 @@ def test_several_networks_keep_their_order():
 def test_a_file_without_keys_lists_everything_missing_like_the_reference():
     with pytest.raises(LeaseError) as err:
         parse("foo=bar\n", "/run/flannel/subnet.env")
-    assert err.value.problem is Problem.MALFORMED
+    assert err.value.problem is LeaseProblem.MALFORMED
     assert str(err.value) == ("/run/flannel/subnet.env is missing FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK, "
                               "FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ")
 
@@ -79,7 +79,7 @@ def test_ipmasq_is_true_only_for_the_exact_word(value):
 def test_what_go_parsecidr_rejects_is_an_error_naming_line_and_key(cidr):
     with pytest.raises(LeaseError) as err:
         parse(V4.replace("10.1.0.0/16", cidr), "subnet.env")
-    assert err.value.problem is Problem.MALFORMED
+    assert err.value.problem is LeaseProblem.MALFORMED
     assert str(err.value) == f"subnet.env line 1: FLANNEL_NETWORK: invalid CIDR address: {cidr}"
 
 
@@ -114,10 +114,10 @@ def test_a_byte_order_mark_does_not_hide_the_first_key(tmp_path):
 def test_missing_and_unreadable_files_are_told_apart(tmp_path):
     with pytest.raises(LeaseError) as missing:
         load(str(tmp_path / "subnet.env"))
-    assert missing.value.problem is Problem.MISSING and str(tmp_path / "subnet.env") in str(missing.value)
+    assert missing.value.problem is LeaseProblem.MISSING and str(tmp_path / "subnet.env") in str(missing.value)
     with pytest.raises(LeaseError) as unreadable:
         load(str(tmp_path))  # a directory
-    assert unreadable.value.problem is Problem.UNREADABLE and unreadable.value.path == str(tmp_path)
+    assert unreadable.value.problem is LeaseProblem.UNREADABLE and unreadable.value.path == str(tmp_path)
 
 
 def test_invalid_utf8_is_a_parse_error_not_a_crash(tmp_path):
@@ -136,7 +136,7 @@ def test_the_parser_never_crashes(text):
     try:
         assert isinstance(parse(text, "s"), Lease)
     except LeaseError as err:
-        assert err.problem is Problem.MALFORMED
+        assert err.problem is LeaseProblem.MALFORMED
 
 
 v4_nets = st.builds(lambda a, p: ipaddress.ip_network((a, p), strict=False),

@@ -11,7 +11,7 @@ from plugins.cni.errors import CniError
 from plugins.win_bridge.flavor import FLAVOR as BRIDGE
 from plugins.win_overlay.flavor import FLAVOR as OVERLAY
 from plugins.winnet import documents as docs
-from plugins.winnet.netconf import (DnsSettings, NetConf, canonicalize, choose_api, endpoint_name,
+from plugins.winnet.config import (DnsSettings, NetConf, canonicalize, choose_api, endpoint_name,
                                     merged_dns, sandbox_id)
 
 from testdata import FIXTURES
