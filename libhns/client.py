@@ -40,7 +40,7 @@ def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | Non
 
 @dataclass(frozen=True)
 class Features:
-    """HNS capabilities by version range (hcsshim hcnsupport.go, §5). Gate on these, never the OS build."""
+    """HNS capabilities by version range (hcsshim's hcn/hcnsupport.go: https://github.com/microsoft/hcsshim/blob/main/hcn/hcnsupport.go). Gate on these, never the OS build."""
 
     api_v1: bool
     v2_api: bool

@@ -5,7 +5,7 @@ is harmless. The libraries are constructor arguments, which is how the tests run
 against a small C library exporting the same functions (``wchar_t`` is 4 bytes there, and ctypes
 handles that in ``c_wchar_p``/``wstring_at`` exactly as it handles 2 bytes on Windows).
 
-Rules taken from hcsshim (hns-api.md §0): ``restype`` is ``c_long`` (``ctypes.HRESULT`` would raise
+Rules taken from hcsshim's generated bindings (hcn/zsyscall_windows.go): ``restype`` is ``c_long`` (``ctypes.HRESULT`` would raise
 before the ErrorRecord could be read and freed), the value is masked to 32 bits and bit 31 means
 failure; every returned string is a CoTaskMem allocation, read and freed exactly once; a non-empty
 HCN ErrorRecord is an error even with S_OK; GUIDs go by pointer, GUID_NULL when HNS should assign.

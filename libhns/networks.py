@@ -2,7 +2,8 @@
 
 One builder for everybody who creates a network — ``hnsctl network create`` and the plugins'
 standalone mode — so the two can never drift apart. The V2 (HCN) form is the source; the V1
-(HNSCall) form is derived from it the way hcsshim maps the two schemas (reference §4).
+(HNSCall) form is derived from it the way hcsshim maps the two schemas
+(internal/hns/hnsnetwork.go vs hcn/hcnnetwork.go).
 """
 from __future__ import annotations
 

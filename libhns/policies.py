@@ -20,7 +20,7 @@ PROTOCOLS: dict[str, int] = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmp": 1, "icmpv
 #: IANA number -> the V1 NAT ``Protocol`` string produced by ``to_v1``.
 _V1_PROTOCOL_NAMES: dict[int, str] = {6: "TCP", 17: "UDP"}
 
-#: V2 endpoint policy types (HCN schema, §3).
+#: V2 endpoint policy types (hcsshim hcn/hcnpolicy.go, ``EndpointPolicyType``).
 KNOWN_V2_ENDPOINT_TYPES: frozenset[str] = frozenset({
     "PortMapping", "ACL", "QOS", "L2Driver", "OutBoundNAT", "SDNRoute", "L4Proxy", "L4WFPPROXY",
     "PortName", "EncapOverhead", "Iov", "ProviderAddress", "InterfaceConstraint", "TierAcl",
@@ -212,7 +212,9 @@ _OUTBOUND_V2_TO_V1 = {v: k for k, v in _OUTBOUND_V1_TO_V2.items()}
 
 
 def to_v2(policy: Mapping[str, Any]) -> Policy:
-    """The V2 equivalent of a V1 policy (§4); a V2 policy is returned as a copy."""
+    """The V2 equivalent of a V1 policy (the pairs hcsshim maps between internal/hns/hnspolicy.go and
+    hcn/hcnpolicy.go: OutBoundNAT ExceptionList/Settings.Exceptions, ROUTE/SDNRoute, PA/ProviderAddress,
+    NAT/PortMapping); a V2 policy is returned as a copy."""
     if schema_of(policy) == "v2":
         return {"Type": policy_type(policy), "Settings": _settings_of(policy)}
     t = policy_type(policy)
@@ -264,7 +266,7 @@ def _acl_v1_to_v2(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_v1(policy: Mapping[str, Any]) -> Policy:
-    """The V1 equivalent of a V2 policy (§4); a V1 policy is returned as a copy."""
+    """The V1 equivalent of a V2 policy (the inverse of ``to_v2``); a V1 policy is returned as a copy."""
     if schema_of(policy) == "v1":
         return dict(policy)
     t = policy_type(policy)

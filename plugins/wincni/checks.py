@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
 from libhns.jsonci import get_ci
+from libhns.policies import to_v2
 
 from .facts import Facts, Problem
 
@@ -258,30 +259,32 @@ def excepted_set(policies: Iterable[Any]) -> IPSet:
     return IPSet(n for n in map(_net, _exception_entries(policies)) if n is not None)
 
 
+def _as_v2(policies: Iterable[Any]) -> list[dict]:
+    """Every readable policy in its V2 shape: libhns's one reader of both schemas."""
+    out = []
+    for p in policies:
+        if isinstance(p, dict):
+            try:
+                out.append(to_v2(p))
+            except (ValueError, TypeError):  # no Type, or a value HNS could not read either
+                pass
+    return out
+
+
 def _exception_entries(policies: Iterable[Any]) -> list[Any]:
     """Every ExceptionList (V1) / Settings.Exceptions (V2) entry of every OutBoundNAT policy."""
     out: list[Any] = []
-    for p in policies:
-        if _kind(p) == "outboundnat":
-            entries = get_ci(p, "ExceptionList") or get_ci(_settings(p), "Exceptions") or []
+    for p in _as_v2(policies):
+        if p["Type"].casefold() == "outboundnat":
+            entries = get_ci(p["Settings"], "Exceptions") or []
             out += entries if isinstance(entries, list) else [entries]
     return out
 
 
 def routes(policies: Iterable[Any]) -> list[str]:
     """ROUTE (V1) / SDNRoute (V2) destinations: the service CIDR and the management IP, by convention."""
-    out = [get_ci(p, "DestinationPrefix") if _kind(p) == "route" else get_ci(_settings(p), "DestinationPrefix")
-           for p in policies if _kind(p) in ("route", "sdnroute")]
+    out = [get_ci(p["Settings"], "DestinationPrefix") for p in _as_v2(policies) if p["Type"].casefold() == "sdnroute"]
     return [str(r) for r in out if r]
-
-
-def _kind(policy: Any) -> str:
-    return str(get_ci(policy, "Type") or "").lower() if isinstance(policy, dict) else ""
-
-
-def _settings(policy: dict) -> dict:
-    settings = get_ci(policy, "Settings")
-    return settings if isinstance(settings, dict) else {}
 
 
 def _net(text: Any) -> IPNetwork | None:

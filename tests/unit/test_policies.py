@@ -79,7 +79,7 @@ def test_schema_of(policy, schema):
     assert P.schema_of(policy) == schema
 
 
-# The V1 -> V2 equivalents of §4, each checked in both directions.
+# The V1 -> V2 equivalents (policies.to_v2 / to_v1), each checked in both directions.
 EQUIVALENTS = [
     ({"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]},
      {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16"]}}),

@@ -1,4 +1,4 @@
-"""The reference's pkg/hns netconf_windows_test.go cases (§3), against our pure policy helpers,
+"""The reference's pkg/hns netconf_windows_test.go cases (containernetworking/plugins), against our pure policy helpers,
 plus the fitting of user policies to the chosen API."""
 import pytest
 
