@@ -194,37 +194,111 @@ def _endpoint_rows(eps: Sequence[Any], names: Mapping[str, str]) -> list[list[An
 
 # --- commands -----------------------------------------------------------------------------------
 
+class _V2View:
+    """What the commands read and change through HCN (V2); ``_V1View`` is the same shape over
+    HNSCall, so a command is written once and ``--v1`` only picks the view."""
+
+    def __init__(self, client: HnsClient) -> None:
+        self.c = client
+
+    def network(self, ref: str) -> Any:
+        return self.c.get_network(ref) if guid.is_guid(ref) else self.c.get_network_by_name(ref)
+
+    def networks(self) -> list[Any]:
+        return self.c.list_networks()
+
+    def create_network(self, doc: dict[str, Any]) -> Any:
+        return self.c.create_network(doc)
+
+    def delete_network(self, id_: str) -> None:
+        self.c.delete_network(id_)
+
+    def endpoint(self, ref: str) -> Any:
+        return self.c.get_endpoint(ref) if guid.is_guid(ref) else self.c.get_endpoint_by_name(ref)
+
+    def endpoints(self, network_id: str | None = None) -> list[Any]:
+        return self.c.list_endpoints(network_id)
+
+    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
+        settings: dict[str, Any] = {"Name": name}
+        if ip:
+            settings["IpConfigurations"] = [{"IpAddress": ip}]
+        if mac:
+            settings["MacAddress"] = mac
+        return self.c.create_endpoint(network.id, settings)
+
+    def delete_endpoint(self, id_: str) -> None:
+        self.c.delete_endpoint(id_)
+
+    def namespace(self, ref: str) -> Any:
+        return self.c.get_namespace(ref) if guid.is_guid(ref) else None
+
+    def namespaces(self) -> list[Any]:
+        return self.c.list_namespaces()
+
+
+class _V1View:
+    """The same questions asked through HNSCall (V1)."""
+
+    def __init__(self, client: HnsClient) -> None:
+        self.c = client
+
+    def network(self, ref: str) -> Any:
+        return self.c.v1_get_network(ref) if guid.is_guid(ref) else self.c.v1_get_network_by_name(ref)
+
+    def networks(self) -> list[Any]:
+        return self.c.v1_list_networks()
+
+    def create_network(self, doc: dict[str, Any]) -> Any:
+        from libhns.networks import v1_network_document
+
+        return self.c.v1_create_network(v1_network_document(doc))
+
+    def delete_network(self, id_: str) -> None:
+        self.c.v1_delete_network(id_)
+
+    def endpoint(self, ref: str) -> Any:
+        return self.c.v1_get_endpoint(ref) if guid.is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
+
+    def endpoints(self, network_id: str | None = None) -> list[Any]:
+        return self.c.v1_list_endpoints(network_id)
+
+    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
+        doc: dict[str, Any] = {"Name": name, "VirtualNetwork": network.id}
+        if ip:
+            doc["IPAddress"] = ip
+        if mac:
+            doc["MacAddress"] = mac
+        return self.c.v1_create_endpoint(doc)
+
+    def delete_endpoint(self, id_: str) -> None:
+        self.c.v1_delete_endpoint(id_)
+
+    def namespace(self, ref: str) -> Any:
+        return next((n for n in self.c.v1_list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)),
+                    None)
+
+    def namespaces(self) -> list[Any]:
+        return self.c.v1_list_namespaces()
+
+
 class _Ctl:
     def __init__(self, client: HnsClient, out: TextIO, env: Mapping[str, str]) -> None:
         self.c, self.out, self.env = client, out, env
 
-    def _network(self, ref: str, v1: bool = False) -> Any:
-        if v1:
-            net = self.c.v1_get_network(ref) if guid.is_guid(ref) else self.c.v1_get_network_by_name(ref)
-        else:
-            net = self.c.get_network(ref) if guid.is_guid(ref) else self.c.get_network_by_name(ref)
-        if net is None:
-            raise errors.NotFound("hnsctl", None, None, f"network {ref!r} not found")
-        return net
+    def _view(self, a: argparse.Namespace) -> _V1View | _V2View:
+        return _V1View(self.c) if getattr(a, "v1", False) else _V2View(self.c)
 
-    def _endpoint(self, ref: str, v1: bool = False) -> Any:
-        if v1:
-            ep = self.c.v1_get_endpoint(ref) if guid.is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
-        else:
-            ep = self.c.get_endpoint(ref) if guid.is_guid(ref) else self.c.get_endpoint_by_name(ref)
-        if ep is None:
-            raise errors.NotFound("hnsctl", None, None, f"endpoint {ref!r} not found")
-        return ep
+    def _found(self, what: str, ref: str, obj: Any) -> Any:
+        if obj is None:
+            raise errors.NotFound("hnsctl", None, None, f"{what} {ref!r} not found")
+        return obj
 
-    def _namespace(self, ref: str, v1: bool = False) -> Any:
-        if v1:
-            ns = next((n for n in self.c.v1_list_namespaces()
-                       if str(n.get("ID", "")).upper() == guid.normalize(ref)), None)
-        else:
-            ns = self.c.get_namespace(ref) if guid.is_guid(ref) else None
-        if ns is None:
-            raise errors.NotFound("hnsctl", None, None, f"namespace {ref!r} not found")
-        return ns
+    def _network(self, a: argparse.Namespace, ref: str) -> Any:
+        return self._found("network", ref, self._view(a).network(ref))
+
+    def _endpoint(self, a: argparse.Namespace, ref: str) -> Any:
+        return self._found("endpoint", ref, self._view(a).endpoint(ref))
 
     def version(self, a: argparse.Namespace) -> None:
         major, minor = self.c.version()
@@ -237,13 +311,8 @@ class _Ctl:
                                                         for k, v in feats.items()])
 
     def dump(self, a: argparse.Namespace) -> None:
-        if a.v1:
-            nets: list[Any] = self.c.v1_list_networks()
-            eps: list[Any] = self.c.v1_list_endpoints()
-            nss: list[Any] = self.c.v1_list_namespaces()
-        else:
-            nets, eps, nss = (self.c.list_networks(), self.c.list_endpoints(),
-                              self.c.list_namespaces())
+        view = self._view(a)
+        nets, eps, nss = view.networks(), view.endpoints(), view.namespaces()
         if a.output == "json":
             _json(self.out, {"networks": [_doc(n) for n in nets],
                              "endpoints": [_doc(e) for e in eps],
@@ -274,93 +343,64 @@ class _Ctl:
 
     # network
     def network_list(self, a: argparse.Namespace) -> None:
-        nets = self.c.v1_list_networks() if a.v1 else self.c.list_networks()
+        nets = self._view(a).networks()
         if a.output == "json":
             _json(self.out, [_doc(n) for n in nets])
         else:
             _table(self.out, ["ID", "NAME", "TYPE", "SUBNETS", "MANAGEMENT-IP"], _network_rows(nets))
 
     def network_show(self, a: argparse.Namespace) -> None:
-        _show(self.out, a, self._network(a.network, a.v1))
+        _show(self.out, a, self._network(a, a.network))
 
     def network_create(self, a: argparse.Namespace) -> None:
-        doc = network_document(a)
-        if a.v1:
-            from libhns.networks import v1_network_document
-
-            net: Any = self.c.v1_create_network(v1_network_document(doc))
-        else:
-            net = self.c.create_network(doc)
-        _show(self.out, a, net)
+        _show(self.out, a, self._view(a).create_network(network_document(a)))
 
     def network_delete(self, a: argparse.Namespace) -> None:
-        net = self._network(a.network, a.v1)
-        if a.v1:
-            self.c.v1_delete_network(net.id)
-        else:
-            self.c.delete_network(net.id)
+        net = self._network(a, a.network)
+        self._view(a).delete_network(net.id)
         self.out.write(f"deleted network {net.name} ({net.id})\n")
 
     # endpoint
     def endpoint_list(self, a: argparse.Namespace) -> None:
-        net = self._network(a.network, a.v1) if a.network else None
-        if a.v1:
-            eps: list[Any] = self.c.v1_list_endpoints(net.id if net else None)
-            nets: list[Any] = self.c.v1_list_networks() if a.output == "table" else []
-        else:
-            eps = self.c.list_endpoints(net.id if net else None)
-            nets = ([net] if net else self.c.list_networks()) if a.output == "table" else []
+        view = self._view(a)
+        net = self._network(a, a.network) if a.network else None
+        eps = view.endpoints(net.id if net else None)
+        nets = ([net] if net else view.networks()) if a.output == "table" else []
         if a.output == "json":
             _json(self.out, [_doc(e) for e in eps])
         else:
             self._endpoint_table(eps, nets)
 
     def endpoint_show(self, a: argparse.Namespace) -> None:
-        _show(self.out, a, self._endpoint(a.endpoint, a.v1))
+        _show(self.out, a, self._endpoint(a, a.endpoint))
 
     def endpoint_create(self, a: argparse.Namespace) -> None:
-        net = self._network(a.network, a.v1)
-        if a.v1:
-            doc: dict[str, Any] = {"Name": a.name, "VirtualNetwork": net.id}
-            if a.ip:
-                doc["IPAddress"] = a.ip
-            if a.mac:
-                doc["MacAddress"] = a.mac
-            ep: Any = self.c.v1_create_endpoint(doc)
-        else:
-            settings: dict[str, Any] = {"Name": a.name}
-            if a.ip:
-                settings["IpConfigurations"] = [{"IpAddress": a.ip}]
-            if a.mac:
-                settings["MacAddress"] = a.mac
-            ep = self.c.create_endpoint(net.id, settings)
+        view = self._view(a)
+        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac)
         if a.host:
             try:
                 self.c.v1_host_attach(ep.id, 1)
             except errors.HnsError:
-                (self.c.v1_delete_endpoint if a.v1 else self.c.delete_endpoint)(ep.id)
+                view.delete_endpoint(ep.id)
                 raise
-            ep = self.c.v1_get_endpoint(ep.id) if a.v1 else self.c.get_endpoint(ep.id)
+            ep = view.endpoint(ep.id)
         _show(self.out, a, ep)
 
     def endpoint_delete(self, a: argparse.Namespace) -> None:
-        ep = self._endpoint(a.endpoint, a.v1)
-        if a.v1:
-            self.c.v1_delete_endpoint(ep.id)
-        else:
-            self.c.delete_endpoint(ep.id)
+        ep = self._endpoint(a, a.endpoint)
+        self._view(a).delete_endpoint(ep.id)
         self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:
-        nss: list[Any] = self.c.v1_list_namespaces() if a.v1 else self.c.list_namespaces()
+        nss = self._view(a).namespaces()
         if a.output == "json":
             _json(self.out, [_doc(n) for n in nss])
         else:
             self._namespace_table(nss)
 
     def namespace_show(self, a: argparse.Namespace) -> None:
-        _show(self.out, a, self._namespace(a.namespace, a.v1))
+        _show(self.out, a, self._found("namespace", a.namespace, self._view(a).namespace(a.namespace)))
 
     def namespace_create(self, a: argparse.Namespace) -> None:
         ns = self.c.create_namespace()
@@ -374,12 +414,12 @@ class _Ctl:
         self.out.write(f"deleted namespace {a.namespace}\n")
 
     def namespace_attach(self, a: argparse.Namespace) -> None:
-        ep = self._endpoint(a.endpoint)
+        ep = self._endpoint(a, a.endpoint)
         self.c.namespace_add_endpoint(a.namespace, ep.id)
         self.out.write(f"attached endpoint {ep.name} to namespace {a.namespace}\n")
 
     def namespace_detach(self, a: argparse.Namespace) -> None:
-        ep = self._endpoint(a.endpoint)
+        ep = self._endpoint(a, a.endpoint)
         self.c.namespace_remove_endpoint(a.namespace, ep.id)
         self.out.write(f"detached endpoint {ep.name} from namespace {a.namespace}\n")
 
