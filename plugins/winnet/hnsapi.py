@@ -34,6 +34,24 @@ class EndpointApi(Protocol):
     def dns(self, ep: Any) -> DnsSettings: ...
     def release_stale(self, ep: Any) -> None: ...
     def features(self) -> Any: ...
+    def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
+    def delete_host_endpoint(self, name: str) -> None: ...
+
+
+class _HostVnic:
+    """flanneld's host vNIC on a bridge (``<network>_ep``): made, host-attached and deleted
+    through HNSCall under either API, as flanneld does; both adapters inherit it."""
+    client: Any
+
+    def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any:
+        ep = self.client.v1_create_endpoint({"Name": name, "VirtualNetwork": network.id, "IPAddress": ip})
+        self.client.v1_host_attach(ep.id, 1)
+        return ep
+
+    def delete_host_endpoint(self, name: str) -> None:
+        ep = self.client.v1_get_endpoint_by_name(name)
+        if ep is not None:
+            self.client.v1_delete_endpoint(ep.id, missing_ok=True)
 
 
 def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
@@ -67,7 +85,7 @@ def _gateway_for(ep: Any, version: int) -> str:
     return ""
 
 
-class HcnApi:
+class HcnApi(_HostVnic):
     """HCN: every pod sandbox has its own HostComputeNamespace (CNI_NETNS is its GUID)."""
     schema = "v2"
 
@@ -163,7 +181,7 @@ def _ignorable_detach(err: Exception) -> bool:
     return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
 
 
-class HnsV1Api:
+class HnsV1Api(_HostVnic):
     """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
     (CNI_NETNS=container:<pause id>) share it."""
     schema = "v1"

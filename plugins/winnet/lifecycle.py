@@ -113,30 +113,40 @@ class Lifecycle:
             return HcnApi(client, req.netns)
         return HnsV1Api(client, req.container_id, req.netns)
 
-    def network(self, api: EndpointApi, conf: NetConf, missing_code: int,
-                create: "tuple[Request, _Features] | None" = None, missing_ok: bool = False) -> Any:
-        """The pod's HNS network. With a ``network`` section (standalone mode) it must match the
-        section, and ADD (which passes its request and features) creates it when missing."""
+    def find(self, api: EndpointApi, conf: NetConf) -> Any | None:
+        """The pod's HNS network, or None when there is none. With a ``network`` section
+        (standalone mode) an existing network must match it."""
         spec = self.standalone(conf)
-        if spec is not None and create is not None:
-            from .network import ensure, lock_dir
-            req, features = create
-            with hns_step(f"error while creating HNS network {conf.name}"):
-                network = ensure(api, spec, features.get, lock_dir(req.env, req.platform))
-        else:
-            with hns_step(f"error while getting network {conf.name}"):
-                network = api.network(conf.name)
-            if network is not None and spec is not None:  # (ensure checks this itself)
-                from .network import mismatch
-                problem = mismatch(spec, network)
-                if problem is not None:
-                    raise problem
+        with hns_step(f"error while getting network {conf.name}"):
+            network = api.network(conf.name)
+        if network is not None and spec is not None:
+            from .network import mismatch
+            problem = mismatch(spec, network)
+            if problem is not None:
+                raise problem
+        return network if network is None else self._typed(network, conf)
+
+    def require(self, api: EndpointApi, conf: NetConf, missing_code: int) -> Any:
+        """The pod's HNS network; a missing one is ``missing_code`` naming it."""
+        network = self.find(api, conf)
         if network is None:
-            if missing_ok:
-                return None
             raise CniError(missing_code, f"network {conf.name} not found: is flanneld running on this node?",
                            f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) "
                            "created, or add a \"network\" section (e.g. {\"subnet\": \"10.244.4.0/24\"}) so the plugin creates it")
+        return network
+
+    def ensure(self, api: EndpointApi, conf: NetConf, req: Request, features: "_Features") -> Any:
+        """ADD's network: created under the node lock when a ``network`` section says how and it
+        is missing (``network.ensure`` checks an existing one itself); else as ``require``."""
+        spec = self.standalone(conf)
+        if spec is None:
+            return self.require(api, conf, TRY_AGAIN_LATER)
+        from .network import ensure, lock_dir
+        with hns_step(f"error while creating HNS network {conf.name}"):
+            network = ensure(api, spec, features.get, lock_dir(req.env, req.platform))
+        return self._typed(network, conf)
+
+    def _typed(self, network: Any, conf: NetConf) -> Any:
         if not any(network.is_type(t) for t in self.flavor.network_types):
             raise CniError(INVALID_CONFIG, f"network {conf.name} is of unexpected type: {network.network_type}",
                            f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}")
@@ -200,7 +210,7 @@ class Lifecycle:
                               req.runtime_config.port_mappings, api.schema)
         features = _Features(api)
         self.acl_policies(netconf, req, api.schema, features)
-        network = self.network(api, netconf, TRY_AGAIN_LATER, (req, features))
+        network = self.ensure(api, netconf, req, features)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
         name = endpoint_name(req.container_id, req.netns, netconf.name)
@@ -314,7 +324,7 @@ class Lifecycle:
     def check(self, req: Request) -> None:
         conf, netconf = self.load(req)
         api = self.api(netconf, req, need_netns=True)
-        network = self.network(api, netconf, NOT_AVAILABLE)
+        network = self.require(api, netconf, NOT_AVAILABLE)
         name = endpoint_name(req.container_id, req.netns, netconf.name)
         with hns_step(f"error while looking up HNS endpoint {name}"):
             ep = api.endpoint(name)
@@ -377,7 +387,7 @@ class Lifecycle:
         conf, netconf = self.load(req)
         api = self.api(netconf, req, need_netns=False)
         # Standalone mode: a missing network is not a problem, the next ADD creates it.
-        network = self.network(api, netconf, NOT_AVAILABLE, missing_ok=netconf.network is not None)
+        network = self.find(api, netconf) if netconf.network is not None else self.require(api, netconf, NOT_AVAILABLE)
         problems = self.flavor.network_problems(network) if network is not None else []
         if problems:
             raise CniError(NOT_AVAILABLE, problems[0], "; ".join(problems[1:]))

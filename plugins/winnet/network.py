@@ -256,18 +256,15 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     if v4 is None:
         return
     ip = str(ipaddress.ip_network(v4.prefix).network_address + 2)
-    ep = api.client.v1_create_endpoint({"Name": host_endpoint_name(spec.name), "VirtualNetwork": network.id,
-                                        "IPAddress": ip})
-    api.client.v1_host_attach(ep.id, 1)
+    ep = api.create_host_endpoint(network, host_endpoint_name(spec.name), ip)
     log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
 
 
 def _discard(api: Any, spec: NetworkSpec, network: Any) -> None:
     """Undo a creation whose set-up failed (best effort: the error being raised is what counts)."""
     try:
-        ep = api.client.v1_get_endpoint_by_name(host_endpoint_name(spec.name)) if not spec.overlay else None
-        if ep is not None:
-            api.client.v1_delete_endpoint(ep.id, missing_ok=True)
+        if not spec.overlay:
+            api.delete_host_endpoint(host_endpoint_name(spec.name))
         api.delete_network(network)
         log.event("network-discarded", network=spec.name, id=network.id)
     except Exception as err:  # noqa: BLE001 - report, keep the original error

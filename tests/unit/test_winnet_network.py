@@ -178,28 +178,18 @@ class FakeApi:
         self.calls.append("delete network")
         self.docs = {k: v for k, v in self.docs.items() if v.get("ID") != network.id}
 
-    # HNSCall, which flanneld's host endpoint goes through on either API
-    @property
-    def client(self):
-        return self
-
-    def v1_create_endpoint(self, doc: dict):
-        self.calls.append(f"create {doc['Name']} {doc['IPAddress']}")
-        self.endpoints[doc["Name"]] = doc
-        return HNSEndpoint.from_json({**doc, "ID": "E1"})
-
-    def v1_host_attach(self, endpoint_id: str, compartment: int):
-        self.calls.append(f"host attach {compartment}")
+    def create_host_endpoint(self, network, name: str, ip: str):
+        self.calls.append(f"create {name} {ip}")
+        self.endpoints[name] = {"Name": name, "VirtualNetwork": network.id, "IPAddress": ip}
+        self.calls.append("host attach 1")
         if self.attach_error is not None:
             raise self.attach_error
+        return HNSEndpoint.from_json({**self.endpoints[name], "ID": "E1"})
 
-    def v1_get_endpoint_by_name(self, name: str):
-        doc = self.endpoints.get(name)
-        return None if doc is None else HNSEndpoint.from_json({**doc, "ID": "E1"})
-
-    def v1_delete_endpoint(self, id_: str, missing_ok: bool = False):
-        self.calls.append("delete endpoint")
-        self.endpoints.clear()
+    def delete_host_endpoint(self, name: str):
+        if name in self.endpoints:
+            self.calls.append("delete endpoint")
+            del self.endpoints[name]
 
 
 class Clock:
@@ -339,3 +329,20 @@ def test_an_ipam_range_outside_the_network_is_named(ipam, field):
 ])
 def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
     assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
+
+
+@pytest.mark.parametrize("adapter", ["v1", "v2"])
+def test_both_adapters_make_the_host_vnic_through_hnscall(tmp_path, adapter):
+    """flanneld makes <name>_ep with HNSCall whatever the pods use; so do both adapters."""
+    from libhns.client import HnsClient
+    from libhns.sim import Simulator
+    from plugins.winnet.hnsapi import HcnApi, HnsV1Api
+    client = HnsClient(Simulator(tmp_path))
+    net = client.create_network({"Name": "cbr0", "Type": "L2Bridge", "SchemaVersion": {"Major": 2, "Minor": 0},
+                                 "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]})
+    api = HnsV1Api(client, "c", "none") if adapter == "v1" else HcnApi(client, "")
+    ep = api.create_host_endpoint(net, "cbr0_ep", "10.244.4.2")
+    assert client.v1_get_endpoint_by_name("cbr0_ep").id == ep.id
+    api.delete_host_endpoint("cbr0_ep")
+    api.delete_host_endpoint("cbr0_ep")  # already gone: nothing to do
+    assert client.v1_get_endpoint_by_name("cbr0_ep") is None
