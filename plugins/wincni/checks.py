@@ -188,7 +188,7 @@ def net_conf(f: Facts) -> Check:
 
 
 def vxlan(f: Facts) -> Check | None:
-    if f.delegate_type != "win-overlay" or f.network is None or f.flavor is None:
+    if f.delegate_type != "win-overlay" or f.network is None or f.flavor is None or f.netconf is None:
         return None
     problems = f.flavor.network_problems(f.network)
     if problems:

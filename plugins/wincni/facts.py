@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import ntpath
 import os
-import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from libhns.jsonci import get_ci
@@ -31,16 +30,17 @@ class Problem:
     fix: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Facts:
-    """What the checks look at; ``None`` with a ``*_problem`` means "could not be read"."""
+    """What the checks look at, built once by ``gather`` (or by hand in a test); ``None`` with a
+    ``*_problem`` means "could not be read"."""
     conf_path: str = ""
     conf_problem: Problem | None = None
     plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)
     name: str = ""  # the config's "name" = the HNS network
     delegate_type: str = ""  # the plugin that talks to HNS
     netconf: Any = None  # plugins.winnet.config.NetConf of the effective win-bridge/win-overlay config
-    flavor: Any = None  # plugins.winnet.lifecycle.Flavor of that plugin
+    flavor: Any = None  # plugins.winnet.lifecycle.Flavor of the delegate plugin, when it is one of ours (even if its config does not load)
     ipam_dir: str = ""  # host-local's store directory for this network
     bin_dir: str = ""
     bin_files: frozenset[str] | None = None
@@ -54,12 +54,12 @@ class Facts:
     hns_version: tuple[int, int] | None = None
     features: Any = None  # libhns.client.Features
     network: Any = None  # libhns.objects.HostComputeNetwork
-    endpoints: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (name, IPs) on the network
+    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) on the network
     policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (user + automatic), V1 form
     source_vip_path: str = ""
     source_vip: tuple[str, ...] | None = None  # its addresses; None when absent
     source_vip_problem: Problem | None = None
-    reservations: list[tuple[str, str]] | None = None  # host-local (IP, container ID)
+    reservations: tuple[tuple[str, str], ...] | None = None  # host-local (IP, container ID)
     store_problem: Problem | None = None
     reach: str = ""
 
@@ -77,181 +77,187 @@ def find_conf(path: str) -> str:
 
 
 def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: str) -> Facts:
-    facts = Facts(bin_dir=opts["cni_bin_dir"], reach=opts.get("reach") or "",
-                  subnet_env_path=opts["subnet_env"], net_conf_path=opts["net_conf"],
-                  source_vip_path=opts["source_vip"])
-    facts.bin_files = _listdir(facts.bin_dir)
-    conf = _read_conf(facts, opts["cni_conf"])
-    fconf = None
-    if conf is not None and facts.plugin == "flannel":
-        fconf = _flannel(facts, conf, opts, platform, cwd)
-    _lease_and_backend(facts)
-    delegate = _delegate(facts, conf, fconf)
-    if delegate is not None:
-        _validate_delegate(facts, delegate, platform, cwd)
-    _hns(facts, env)
-    if facts.flavor is not None:
-        facts.policies = tuple(_flavor_policies(facts.flavor, facts))
-    _source_vip(facts)
-    _store(facts, platform)
-    return facts
+    """Every read the doctor makes, in the order each needs the one before; each reader returns
+    values or a ``Problem``, and the facts are built once at the end."""
+    conf_path = find_conf(opts["cni_conf"])
+    conf, conf_problem = read_conf(conf_path)
+    plugin = str(conf.get("type") or "") if conf is not None else ""
+    fconf, subnet_env_path, net_conf_path = None, opts["subnet_env"], opts["net_conf"]
+    if conf is not None and plugin == "flannel":
+        fconf, conf_problem = flannel_conf(conf_path, conf, platform, cwd)
+        if fconf is not None:  # the files flannel itself will open, unless the operator points elsewhere
+            subnet_env_path = opts["subnet_env"] if opts.get("subnet_env_given") else fconf.subnet_file
+            net_conf_path = opts["net_conf"] if opts.get("net_conf_given") else fconf.net_conf
+    backend, backend_problem = read_backend(net_conf_path)
+    lease, lease_problem = read_lease(subnet_env_path, plugin)
+    delegate_type, delegate = "", None
+    if conf is not None and conf_problem is None:
+        delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
+    name = conf_name(conf) if conf is not None else ""
+    flavor = _flavor(delegate_type)
+    netconf, ipam_dir = None, ""
+    if delegate is not None and conf_problem is None:
+        netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
+    hns_version, features, network, endpoints, hns_problem = read_hns(env, name)
+    source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
+    reservations, store_problem = read_store(ipam_dir, platform)
+    policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
+    return Facts(conf_path=conf_path, conf_problem=conf_problem, plugin=plugin, name=name,
+                 delegate_type=delegate_type, netconf=netconf, flavor=flavor,
+                 ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=_listdir(opts["cni_bin_dir"]),
+                 subnet_env_path=subnet_env_path, lease=lease, lease_problem=lease_problem,
+                 net_conf_path=net_conf_path, backend=backend, backend_problem=backend_problem,
+                 hns_problem=hns_problem, hns_version=hns_version, features=features, network=network,
+                 endpoints=endpoints, policies=policies, source_vip_path=opts["source_vip"],
+                 source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
+                 store_problem=store_problem, reach=opts.get("reach") or "")
 
 
-def _read_conf(facts: Facts, where: str) -> dict | None:
+def read_conf(path: str) -> tuple[dict | None, Problem | None]:
+    """The CNI config the kubelet would use (a conflist's first plugin, with the list's name and
+    version), with its name checked."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
-    facts.conf_path = find_conf(where)
-    raw = _read(facts.conf_path)
+    raw = _read(path)
     if isinstance(raw, Problem):
-        facts.conf_problem = Problem(f"CNI config: {raw.message}", f"the kubelet reads the first *.conf/*.conflist in "
-                                     f"{os.path.dirname(facts.conf_path) or '.'}; pass --cni-conf FILE")
-        return None
+        return None, Problem(f"CNI config: {raw.message}", f"the kubelet reads the first *.conf/*.conflist in "
+                             f"{os.path.dirname(path) or '.'}; pass --cni-conf FILE")
     try:
         conf = decode(raw)
         if isinstance(get_ci(conf, "plugins"), list):  # a conflist: the first plugin does the networking
             first = conf["plugins"][0] if conf["plugins"] and isinstance(conf["plugins"][0], dict) else {}
             conf = {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
-        facts.name = check_name(conf)
+        check_name(conf)
     except CniError as err:
-        facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
-        return None
-    facts.plugin = str(conf.get("type") or "")
-    return conf
+        return None, Problem(f"{path}: {err.msg}", err.details)
+    return conf, None
 
 
-def _flannel(facts: Facts, conf: dict, opts: Mapping[str, str], platform: str, cwd: str) -> Any:
+def conf_name(conf: dict) -> str:
+    return str(conf.get("name") or "")
+
+
+def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, Problem | None]:
     from plugins.cni.errors import CniError
     from plugins.flannel.config import FlannelConf
     try:
-        fconf = FlannelConf.from_conf(conf, platform, cwd)
+        return FlannelConf.from_conf(conf, platform, cwd), None
     except CniError as err:
-        facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
-        return None
-    # The files flannel itself will open, unless the operator points elsewhere.
-    if not opts.get("subnet_env_given"):
-        facts.subnet_env_path = fconf.subnet_file
-    if not opts.get("net_conf_given"):
-        facts.net_conf_path = fconf.net_conf
-    return fconf
+        return None, Problem(f"{path}: {err.msg}", err.details)
 
 
-def _lease_and_backend(facts: Facts) -> None:
+def read_backend(path: str) -> tuple[Any, Problem | None]:
     from plugins.cni.errors import CniError
-    from plugins.flannel import netconf, subnet_env
+    from plugins.flannel import netconf
     try:
-        facts.backend = netconf.load(facts.net_conf_path)
+        return netconf.load(path), None
     except CniError as err:
-        facts.backend_problem = Problem(err.msg, err.details)
+        return None, Problem(err.msg, err.details)
+
+
+def read_lease(path: str, plugin: str) -> tuple[Any, Problem | None]:
+    from plugins.flannel import subnet_env
     try:
-        facts.lease = subnet_env.load(facts.subnet_env_path)
+        return subnet_env.load(path), None
     except subnet_env.LeaseError as err:
-        if err.problem is subnet_env.LeaseProblem.MISSING and facts.plugin != "flannel":
-            return  # a win-bridge/win-overlay config without flannel (start.ps1 style) needs no lease
-        facts.lease_problem = Problem(err.reason, "flanneld writes it once it has a lease and the HNS network: check "
-                                      "that flanneld runs and its log (\"Waiting for the Network to be created\")")
+        if err.problem is subnet_env.LeaseProblem.MISSING and plugin != "flannel":
+            return None, None  # a win-bridge/win-overlay config without flannel (start.ps1 style) needs no lease
+        return None, Problem(err.reason, "flanneld writes it once it has a lease and the HNS network: check "
+                             "that flanneld runs and its log (\"Waiting for the Network to be created\")")
 
 
-def _delegate(facts: Facts, conf: dict | None, fconf: Any) -> dict | None:
-    """The config the HNS-facing plugin runs with: flannel's delegate as flannel builds it, or the config itself."""
+def delegate_conf(path: str, conf: dict, fconf: Any, lease: Any, backend: Any) -> tuple[str, dict | None, Problem | None]:
+    """(the HNS-facing plugin, the config it runs with, a problem): flannel's delegate as
+    flannel builds it, or the config itself."""
     from plugins.cni.errors import CniError
     from plugins.flannel import delegate
-    if conf is None or facts.conf_problem:
-        return None
     if fconf is None:
-        facts.delegate_type = facts.plugin
-        return conf
-    if facts.lease is None:
-        facts.delegate_type = fconf.delegate.get("type") or ""
-        return None
+        return str(conf.get("type") or ""), conf, None
+    if lease is None:
+        return fconf.delegate.get("type") or "", None, None
     try:
-        doc = delegate.build(fconf, facts.lease, None)  # net-conf.json is judged by its own check
-        if "type" not in fconf.delegate and facts.backend is not None:
-            doc["type"] = facts.backend.delegate_type()
+        doc = delegate.build(fconf, lease, None)  # net-conf.json is judged by its own check
+        if "type" not in fconf.delegate and backend is not None:
+            doc["type"] = backend.delegate_type()
     except CniError as err:
-        facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
-        return None
-    facts.delegate_type = doc["type"]
-    return doc
+        return fconf.delegate.get("type") or "", None, Problem(f"{path}: {err.msg}", err.details)
+    return doc["type"], doc, None
 
 
-def _validate_delegate(facts: Facts, doc: dict, platform: str, cwd: str) -> None:
+def _flavor(delegate_type: str) -> Any:
     import importlib
+    return importlib.import_module(flavor_module(delegate_type)).FLAVOR if delegate_type in ENDPOINT_PLUGINS else None
 
+
+def endpoint_conf(path: str, doc: dict, delegate_type: str, flavor: Any, name: str, platform: str,
+                  cwd: str) -> tuple[Any, str, Problem | None]:
+    """(the NetConf the plugin would load, host-local's store directory, a problem)."""
     from plugins.cni.errors import CniError
     from plugins.ipam_host_local.config import default_data_dir
     from plugins.winnet.lifecycle import Lifecycle
-    if facts.delegate_type not in ENDPOINT_PLUGINS:
-        facts.conf_problem = Problem(f"{facts.conf_path}: plugin type {facts.delegate_type!r} is not a wincni plugin",
-                                     f"use type flannel, {' or '.join(ENDPOINT_PLUGINS)}")
-        return
-    flavor = importlib.import_module(flavor_module(facts.delegate_type)).FLAVOR
+    if flavor is None:
+        return None, "", Problem(f"{path}: plugin type {delegate_type!r} is not a wincni plugin",
+                                 f"use type flannel, {' or '.join(ENDPOINT_PLUGINS)}")
     try:
-        _, facts.netconf = Lifecycle(flavor).load(types.SimpleNamespace(conf=doc, command="ADD"))
+        _, netconf = Lifecycle(flavor).load_conf(doc, "ADD")
     except CniError as err:
-        facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
-        return
-    ipam = facts.netconf.ipam if isinstance(facts.netconf.ipam, dict) else {}
+        return None, "", Problem(f"{path}: {err.msg}", err.details)
+    ipam = netconf.ipam if isinstance(netconf.ipam, dict) else {}
     data_dir = ipam.get("dataDir") if isinstance(ipam.get("dataDir"), str) else default_data_dir(platform, cwd)
-    facts.ipam_dir = (ntpath if platform == "win32" else os.path).join(data_dir, facts.name)
-    facts.flavor = flavor
+    return netconf, (ntpath if platform == "win32" else os.path).join(data_dir, name), None
 
 
-def _flavor_policies(flavor: Any, facts: Facts) -> list[dict]:
+def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
     """The policies the plugin would hand HNS, automatic ones included, once the network is known."""
-    user = [p for p in facts.netconf.policies if isinstance(p, dict)]
-    if facts.network is None:
+    user = [p for p in netconf.policies if isinstance(p, dict)]
+    if network is None:
         return user
-    return flavor.automatic_policies(user, facts.netconf, facts.network, (), "v1")
+    return flavor.automatic_policies(user, netconf, network, (), "v1")
 
 
-def _hns(facts: Facts, env: Mapping[str, str]) -> None:
+def read_hns(env: Mapping[str, str], name: str) -> tuple[Any, Any, Any, tuple, Problem | None]:
+    """(HNS version, features, the network named ``name``, its endpoints, a problem)."""
     from libhns.client import HnsClient
     from libhns.errors import EnvError, HnsError
     try:
         client = HnsClient.from_env(env)
-        facts.hns_version = client.version()
-        facts.features = client.features()
-        if facts.name:
-            facts.network = client.get_network_by_name(facts.name)
-        if facts.network is not None:
-            facts.endpoints = [(ep.name or "", tuple(ep.ip_addresses)) for ep in client.list_endpoints(facts.network.id)]
+        version, features = client.version(), client.features()
+        network = client.get_network_by_name(name) if name else None
+        endpoints = tuple((ep.name or "", tuple(ep.ip_addresses))
+                          for ep in client.list_endpoints(network.id)) if network is not None else ()
     except EnvError as err:
-        facts.hns_problem = Problem(f"cannot query HNS: {err}", "fix or unset the variable")
-        return
+        return None, None, None, (), Problem(f"cannot query HNS: {err}", "fix or unset the variable")
     except (HnsError, OSError) as err:
-        facts.hns_problem = Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")
-        return
+        return None, None, None, (), Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")
+    return version, features, network, endpoints, None
 
 
-def _source_vip(facts: Facts) -> None:
-    raw = _read(facts.source_vip_path)
+def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
+    """kube-proxy's source VIP file: its addresses, None when it does not exist."""
+    raw = _read(path)
     if isinstance(raw, Problem):
-        if not os.path.exists(facts.source_vip_path):
-            return
-        facts.source_vip_problem = raw
-        return
+        return None, (raw if os.path.exists(path) else None)
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
         ip4 = get_ci(doc, "ip4") or {}
         found = [get_ci(ip4, "ip")] if isinstance(ip4, dict) and get_ci(ip4, "ip") else []
         found += [get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")]
-        facts.source_vip = tuple(str(a).split("/")[0] for a in found)
+        return tuple(str(a).split("/")[0] for a in found), None
     except (ValueError, UnicodeDecodeError, AttributeError, TypeError) as err:
-        facts.source_vip_problem = Problem(f"{facts.source_vip_path} is not a CNI result: {err}",
-                                           "delete it and restart kube-proxy; it writes a fresh one")
+        return None, Problem(f"{path} is not a CNI result: {err}", "delete it and restart kube-proxy; it writes a fresh one")
 
 
-def _store(facts: Facts, platform: str) -> None:
+def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, Problem | None]:
+    """host-local's reservations (IP, container ID) for the network; None when unknown."""
     from plugins.ipam_host_local.store import open_store
-    if not facts.ipam_dir or not os.path.isdir(facts.ipam_dir):
-        facts.reservations = [] if facts.ipam_dir else None
-        return
+    if not ipam_dir or not os.path.isdir(ipam_dir):
+        return (() if ipam_dir else None), None
     try:
-        with open_store(facts.ipam_dir, platform) as store:
-            facts.reservations = [(str(ip), owner.container_id if owner else "") for ip, owner in store.allocations()]
+        with open_store(ipam_dir, platform) as store:
+            return tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations()), None
     except OSError as err:
-        facts.store_problem = Problem(f"cannot read host-local's store {facts.ipam_dir}: {err}",
-                                      "run the doctor as the user the kubelet runs as (Administrator)")
+        return None, Problem(f"cannot read host-local's store {ipam_dir}: {err}",
+                             "run the doctor as the user the kubelet runs as (Administrator)")
 
 
 def _listdir(path: str) -> frozenset[str] | None:

@@ -95,9 +95,12 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ shared steps
     def load(self, req: Request) -> tuple[dict, NetConf]:
+        return self.load_conf(req.conf, req.command)
+
+    def load_conf(self, raw: dict, command: str) -> tuple[dict, NetConf]:
         """The config and its model; DEL and GC tolerate every field but the network name (the
         endpoint's name) and the IPAM section (the IP to release)."""
-        conf = validate_for(req.command, canonicalize(req.conf), self.flavor.schema(), TEARDOWN_NEEDS)
+        conf = validate_for(command, canonicalize(raw), self.flavor.schema(), TEARDOWN_NEEDS)
         return conf, NetConf.from_conf(conf)
 
     def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:

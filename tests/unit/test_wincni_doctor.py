@@ -13,7 +13,7 @@ from libhns import hnsctl
 from libhns.objects import HostComputeNetwork
 from plugins.wincni import checks
 from plugins.wincni.__main__ import main
-from plugins.wincni.facts import Facts
+from plugins.wincni.facts import Facts, Problem
 
 EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]
 LEASE = "FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
@@ -148,6 +148,15 @@ def test_overlay_without_management_ip() -> None:
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "Overlay", "Policies": []})
     check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
     assert check.status == "fail" and "ProviderAddress" in check.message and check.fix
+
+
+def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() -> None:
+    """Facts are built by hand: the delegate's flavor says which HNS types it needs."""
+    from plugins.win_overlay.flavor import FLAVOR
+    network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "L2Bridge", "Policies": []})
+    check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", flavor=FLAVOR, network=network,
+                                     conf_problem=Problem("bad", "fix it")))
+    assert check.status == "fail" and "L2Bridge" in check.message and "Overlay" in check.message
 
 
 def test_subnet_env_absent(bridge: SimNode) -> None:
