@@ -71,6 +71,10 @@ class Node:
         wrapper = self.bin / "host-local"
         wrapper.write_text(_IPAM_WRAPPER.format(log=self.ipam_log, real=VENV_BIN / "host-local"))
         wrapper.chmod(0o755)
+        for delegate in ("win-bridge", "win-overlay"):  # what flannel finds on CNI_PATH (run in-process)
+            (self.bin / delegate).symlink_to(VENV_BIN / delegate)
+        self.flannel_dir = root / "flannel"
+        self.subnet_env = root / "subnet.env"
         self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
                     "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
                     "LIBHNS_JOURNAL": str(self.journal_path)}
@@ -131,6 +135,16 @@ class Node:
         if doc.get("capabilities"):
             delegate["capabilities"] = doc["capabilities"]
         return delegate
+
+    def flannel_conf(self, fixture: str, **changes: Any) -> dict:
+        """A node fixture as flannel runs it here: flanneld's lease (the fixture's subnet.env), and
+        flannel's and host-local's state under ``root``."""
+        if not self.subnet_env.exists():
+            self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
+        doc = json.loads((FIXTURES / fixture).read_text())
+        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir),
+                   netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.ipam_dir)}, **changes)
+        return doc
 
     def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
             **env: str) -> Run:

@@ -37,29 +37,29 @@ def _plugins() -> dict:
     return {"flannel": flannel, "win-bridge": win_bridge, "win-overlay": win_overlay, "host-local": host_local}
 
 
-class FuzzNode:
-    """One simulated node for the whole run: cbr0 (L2Bridge) and vxlan0 (Overlay), flannel's files."""
+class FuzzNode(Node):
+    """hnsnode's node with both flanneld networks, cbr0 (L2Bridge) and vxlan0 (Overlay), on one
+    HNS, kept for the whole run; the plugins run in-process with our own host-local and
+    delegates on CNI_PATH, and no journal (thousands of runs)."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="wincni-fuzz-"))
-        bridge = Node(self.root / "b").bridge()
-        Node(self.root / "o", "win-overlay").overlay.__func__(bridge)  # vxlan0 beside cbr0, one HNS
-        self.hns = bridge
-        (self.root / "subnet.env").write_bytes((FIXTURES / "subnet.env").read_bytes())
-        self.env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": bridge.env["LIBHNS_SIM_DIR"],
-                    "CNI_PATH": str(VENV_BIN), "CNI_IFNAME": "eth0", "PATH": os.environ.get("PATH", ""),
-                    "TMPDIR": str(self.root)}
+        super().__init__(Path(tempfile.mkdtemp(prefix="wincni-fuzz-")))
+        self.bridge()
+        self.overlay()
+        self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
+        del self.env["LIBHNS_JOURNAL"]
+        self.env.update(CNI_PATH=str(VENV_BIN), TMPDIR=str(self.root))
         self.ids = itertools.count()
 
     def seeds(self) -> list[dict]:
         """The four node fixtures (flannel), direct win-bridge / win-overlay / host-local configs, and
         standalone win-bridge / win-overlay configs that create their own networks."""
-        ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.root / "ipam")}
+        ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)}
         out = []
         for name in sorted(p.name for p in FIXTURES.glob("cni.conf.*.json")):
             doc = json.loads((FIXTURES / name).read_text())
-            doc.update(subnetFile=str(self.root / "subnet.env"), dataDir=str(self.root / "flannel"),
-                       netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.root / "ipam")})
+            doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir),
+                       netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.ipam_dir)})
             out.append(doc)
             delegate = dict(doc["delegate"], cniVersion="1.1.0", name="vxlan0" if "overlay" in name else "cbr0",
                            ipam=ipam)
@@ -72,9 +72,8 @@ class FuzzNode:
         return out
 
     def leftovers(self, cid: str) -> list[str]:
-        found = [name for name in self.hns.endpoints() if name.startswith(cid + "_")]
-        ipam = self.root / "ipam"
-        for path in ipam.rglob("*") if ipam.exists() else ():
+        found = [name for name in self.endpoints() if name.startswith(cid + "_")]
+        for path in self.ipam_dir.rglob("*") if self.ipam_dir.exists() else ():
             if path.is_file() and path.read_bytes().split(b"\r\n")[0] == cid.encode():
                 found.append(str(path))
         return found
@@ -157,7 +156,7 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
         cid = f"fz{next(node.ids)}"
         env = {**node.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "none"}
         if namespace and command == "ADD":
-            env["CNI_NETNS"] = node.hns.sandbox("v2", cid)
+            env["CNI_NETNS"] = node.sandbox("v2", cid)
         env.update(extra)
         out, err = io.StringIO(), io.StringIO()
         rc = run(plugins[plugin], env, io.BytesIO(data), out, err)
