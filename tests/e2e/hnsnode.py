@@ -136,6 +136,17 @@ class Node:
             delegate["capabilities"] = doc["capabilities"]
         return delegate
 
+    def venv_plugins(self) -> "Node":
+        """CNI_PATH = this venv's console scripts, so flannel runs its delegate and IPAM
+        in-process, and no journal: as a node runs them, when the test needs no recording."""
+        self.env["CNI_PATH"] = str(VENV_BIN)
+        self.env.pop("LIBHNS_JOURNAL", None)
+        return self
+
+    def allocated_to(self, cid: str) -> list[str]:
+        """The addresses host-local holds for ``cid``."""
+        return [ip for ip, owner in self.ip_files().items() if owner == cid]
+
     def flannel_conf(self, fixture: str, **changes: Any) -> dict:
         """A node fixture as flannel runs it here: flanneld's lease (the fixture's subnet.env), and
         flannel's and host-local's state under ``root``."""

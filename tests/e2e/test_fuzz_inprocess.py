@@ -47,8 +47,7 @@ class FuzzNode(Node):
         self.bridge()
         self.overlay()
         self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
-        del self.env["LIBHNS_JOURNAL"]
-        self.env.update(CNI_PATH=str(VENV_BIN), TMPDIR=str(self.root))
+        self.venv_plugins().env["TMPDIR"] = str(self.root)
         self.ids = itertools.count()
 
     def seeds(self) -> list[dict]:

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from test_flannel_lifecycle import VENV_BIN, Node
+from hnsnode import VENV_BIN, Node
+from test_flannel_lifecycle import api_of
 
 from plugins.cni.invoke import inprocess_module
 
@@ -25,22 +26,20 @@ def _norm(value, root) -> str:
 def scenario(root, fixture: str, no_inprocess: bool) -> dict:
     """One node's whole story under one mode, reduced to what must not depend on the mode."""
     root.mkdir()
-    node = Node(root, "cbr0", "L2Bridge")
-    node.env["CNI_PATH"] = str(VENV_BIN)
+    node = Node(root, "flannel").bridge().venv_plugins()
     node.env["WINCNI_LOG_FILE"] = str(root / "cni.log")
     if no_inprocess:
         node.env["WINCNI_NO_INPROCESS"] = "1"
-    conf = node.conf(fixture)
-    seen = []
-    netns = node.sandbox(conf, "pod1")
-    seen.append(node.flannel("ADD", conf, "pod1", netns))
-    seen.append(node.flannel("DEL", conf, "pod1", netns))
-    # A failing delegate: win-bridge finds no HNS network of that name.
-    seen.append(node.flannel("ADD", {**conf, "name": "missing"}, "pod2", node.sandbox(conf, "pod2")))
+    conf = node.flannel_conf(fixture)
+    api = api_of(conf)
+    netns = node.sandbox(api, "pod1")
+    runs = [node.run("ADD", conf, "pod1", netns), node.run("DEL", conf, "pod1", netns),
+            # A failing delegate: win-bridge finds no HNS network of that name.
+            node.run("ADD", {**conf, "name": "missing"}, "pod2", node.sandbox(api, "pod2"))]
     # A failing IPAM: host-local's store directory is a file.
     (root / "blocked").write_text("")
-    seen.append(node.flannel("ADD", {**conf, "ipam": {"dataDir": str(root / "blocked")}}, "pod3",
-                             node.sandbox(conf, "pod3")))
+    runs.append(node.run("ADD", {**conf, "ipam": {"dataDir": str(root / "blocked")}}, "pod3", node.sandbox(api, "pod3")))
+    seen = [(run.rc, run.out) for run in runs]
     files = {str(p.relative_to(root)): p.read_bytes().decode(errors="replace")
              for p in sorted(root.rglob("*")) if p.is_file() and p.name != "cni.log" and p.parent.name != "bin"}
     events = [json.loads(line) for line in (root / "cni.log").read_text().splitlines()]

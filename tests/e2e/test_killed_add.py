@@ -13,7 +13,8 @@ import subprocess
 import time
 
 import pytest
-from test_flannel_lifecycle import VENV_BIN, Node, pod_ip
+from hnsnode import VENV_BIN, Node
+from test_flannel_lifecycle import pod_ip
 
 KILLS = 6
 
@@ -47,22 +48,20 @@ def moments(seed: int, whole: float) -> list[float]:
 
 
 def run(node: Node, command: str, conf: dict, cid: str, netns: str, env: dict) -> tuple[int, dict | None]:
-    proc = subprocess.run([str(VENV_BIN / "flannel")], input=json.dumps(conf).encode(), capture_output=True,
-                          env={**node.env, **env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns},
-                          timeout=120)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None
+    done = node.run(command, conf, cid, netns, **env)
+    return done.rc, done.out
 
 
 def endpoints(node: Node) -> list[str]:
-    return [e["Name"] for e in json.loads(node.hnsctl("endpoint", "list", "-o", "json"))]
+    return list(node.endpoints())
 
 
 def assert_nothing_left(node: Node, cid: str) -> None:
     assert f"{cid}_{node.network}" not in endpoints(node)
     assert node.allocated_to(cid) == []
-    assert not (node.data_dir / cid).exists()
-    assert not list(node.data_dir.glob(f".{cid}.*.tmp")), "a config save cut short was left"
-    markers = node.data_dir / ".attachments"
+    assert not (node.flannel_dir / cid).exists()
+    assert not list(node.flannel_dir.glob(f".{cid}.*.tmp")), "a config save cut short was left"
+    markers = node.flannel_dir / ".attachments"
     assert not (markers.exists() and any(p.name.startswith(cid) for p in markers.iterdir()))
 
 
@@ -70,14 +69,14 @@ def assert_nothing_left(node: Node, cid: str) -> None:
 @pytest.mark.parametrize("mode", ["inprocess", "exec"])
 def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
     env = {"WINCNI_NO_INPROCESS": "1"} if mode == "exec" else {}
-    node = Node(tmp_path, "cbr0", "L2Bridge")
-    conf = node.conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
+    node = Node(tmp_path, "flannel").bridge().venv_plugins()
+    conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
     started = time.perf_counter()
-    assert run(node, "ADD", conf, "probe", node.sandbox(conf, "probe"), env)[0] == 0
+    assert run(node, "ADD", conf, "probe", node.sandbox("v2", "probe"), env)[0] == 0
     whole = time.perf_counter() - started  # kill anywhere inside one ADD's lifetime
     for i, delay in enumerate(moments(20261123, whole)):
         cid = f"kill{i}"
-        netns = node.sandbox(conf, cid)
+        netns = node.sandbox("v2", cid)
         kill_at(start_add(node, conf, cid, netns, env), delay)
         rc, result = run(node, "ADD", conf, cid, netns, env)  # the runtime's retry
         assert rc == 0, result
@@ -90,15 +89,15 @@ def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
 
 @pytest.mark.slow
 def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
-    node = Node(tmp_path, "cbr0", "L2Bridge")
-    conf = node.conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
-    keep_netns = node.sandbox(conf, "keep")
+    node = Node(tmp_path, "flannel").bridge().venv_plugins()
+    conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
+    keep_netns = node.sandbox("v2", "keep")
     started = time.perf_counter()
     assert run(node, "ADD", conf, "keep", keep_netns, {})[0] == 0
     whole = time.perf_counter() - started
     cids = [f"gc{i}" for i in range(KILLS)]
     for cid, delay in zip(cids, moments(7, whole)):
-        kill_at(start_add(node, conf, cid, node.sandbox(conf, cid), {}), delay)
+        kill_at(start_add(node, conf, cid, node.sandbox("v2", cid), {}), delay)
     # What host-local killed between creating a reservation file and writing it leaves: no owner.
     orphan = node.ipam_dir / node.network / "10.244.4.250"
     orphan.write_bytes(b"")
