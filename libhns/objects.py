@@ -1,4 +1,4 @@
-"""Typed HNS objects: the V2 (HCN) and V1 (HNSCall) JSON documents as dataclasses.
+"""Typed HNS objects: the V2 (HCN) and V1 (HNSCall) JSON documents as plain classes.
 
 HNS and its Go clients read JSON keys case-insensitively (``ID``/``Id``,
 ``IpConfigurations``/``IPConfigurations``) and add server-side fields freely, so ``from_json``
@@ -9,10 +9,8 @@ plugins need from them.
 """
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import json
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from libhns import guid
@@ -32,26 +30,36 @@ def same_id(a: str | None, b: str | None) -> bool:
     return guid.normalize(a) == guid.normalize(b)
 
 
-def _key(name: str) -> Any:
-    return field(default=None, metadata={"key": name})
-
-
-@dataclass
 class HnsObject:
-    """Base: JSON round-trip with case-insensitive keys and unknown keys kept in ``extra``."""
+    """Base: JSON round-trip with case-insensitive keys and unknown keys kept in ``extra``.
 
-    _fields_by_key: ClassVar[dict[str, str]]
+    A subclass names its modelled fields in ``KEYS`` (attribute -> canonical JSON key) and makes
+    them its ``__slots__``: plain classes, because generating dataclasses costs every plugin
+    start more than all of its HNS calls on the simulator.
+    """
+    __slots__ = ("extra",)
+    KEYS: ClassVar[dict[str, str]] = {}
+    _BY_KEY: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        cls._fields_by_key = {}
+        cls._BY_KEY = {key.casefold(): attr for attr, key in cls.KEYS.items()}
 
-    @classmethod
-    def _key_map(cls) -> dict[str, str]:
-        if not cls._fields_by_key:
-            cls._fields_by_key = {f.metadata["key"].casefold(): f.name
-                                  for f in dataclasses.fields(cls) if "key" in f.metadata}
-        return cls._fields_by_key
+    def __init__(self, **values: Any) -> None:
+        for attr in self.KEYS:
+            setattr(self, attr, values.pop(attr, None))
+        self.extra: JsonDict = values.pop("extra", None) or {}
+        if values:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(values))}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.to_json() == other.to_json()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclasses they replace
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{a}={getattr(self, a)!r}" for a in self.KEYS if getattr(self, a) is not None)
+        return f"{type(self).__name__}({shown})"
 
     @classmethod
     def from_json(cls: type[T], data: Mapping[str, Any] | str | bytes) -> T:
@@ -60,7 +68,7 @@ class HnsObject:
             data = json.loads(data)
         if not isinstance(data, Mapping):
             raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-        keys = cls._key_map()
+        keys = cls._BY_KEY
         known: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for k, v in data.items():
@@ -69,29 +77,32 @@ class HnsObject:
                 known[attr] = v
             else:
                 extra[k] = v
-        obj = cls(**known)
-        obj.extra = extra  # type: ignore[attr-defined]
-        return obj
+        return cls(**known, extra=extra)
 
     def to_json(self) -> JsonDict:
         """The document: modelled fields under their canonical keys (None omitted), then ``extra``."""
         out: JsonDict = {}
-        for f in dataclasses.fields(self):
-            if "key" in f.metadata:
-                value = getattr(self, f.name)
-                if value is not None:
-                    out[f.metadata["key"]] = value
-        out.update(getattr(self, "extra", {}))
+        for attr, key in self.KEYS.items():
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = value
+        out.update(self.extra)
         return out
 
 
-@dataclass(frozen=True)
 class Subnet:
-    """One subnet of a network, in either schema's terms."""
+    """One subnet of a network, in either schema's terms (read-only)."""
+    __slots__ = ("prefix", "gateway", "policies")
 
-    prefix: str
-    gateway: str | None
-    policies: tuple[JsonDict, ...] = ()
+    def __init__(self, prefix: str, gateway: str | None, policies: tuple[JsonDict, ...] = ()) -> None:
+        self.prefix, self.gateway, self.policies = prefix, gateway, policies
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Subnet and (self.prefix, self.gateway, self.policies) == (
+            other.prefix, other.gateway, other.policies)  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"Subnet({self.prefix!r}, {self.gateway!r}, {self.policies!r})"
 
     @property
     def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
@@ -130,6 +141,7 @@ def _default_gateway(routes: list[Any] | None, version: int | None = None) -> st
 
 class _NetworkProperties:
     """What both network schemas answer the same way, from ``type``, ``subnets`` and ``policies``."""
+    __slots__ = ()
 
     type: str | None
     policies: list[JsonDict] | None
@@ -162,21 +174,12 @@ class _NetworkProperties:
 
 # --- V2 -----------------------------------------------------------------------------------------
 
-@dataclass
 class HostComputeNetwork(_NetworkProperties, HnsObject):
     """HCN network. A missing ``Type`` means NAT (enum 0 is omitted by HNS)."""
-
-    id: str | None = _key("ID")
-    name: str | None = _key("Name")
-    type: str | None = _key("Type")
-    policies: list[JsonDict] | None = _key("Policies")
-    mac_pool: JsonDict | None = _key("MacPool")
-    dns: JsonDict | None = _key("Dns")
-    ipams: list[JsonDict] | None = _key("Ipams")
-    flags: int | None = _key("Flags")
-    health: JsonDict | None = _key("Health")
-    schema_version: JsonDict | None = _key("SchemaVersion")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "name": "Name", "type": "Type", "policies": "Policies", "mac_pool": "MacPool",
+            "dns": "Dns", "ipams": "Ipams", "flags": "Flags", "health": "Health",
+            "schema_version": "SchemaVersion"}
+    __slots__ = tuple(KEYS)
 
     _vsid_key: ClassVar[str] = "IsolationId"
 
@@ -205,24 +208,14 @@ class HostComputeNetwork(_NetworkProperties, HnsObject):
         return _setting(self.policies, "NetAdapterName", "NetworkAdapterName")
 
 
-@dataclass
 class HostComputeEndpoint(HnsObject):
     """HCN endpoint; ``HostComputeNamespace`` is filled by HNS on attach (read-only)."""
-
-    id: str | None = _key("ID")
-    name: str | None = _key("Name")
-    host_compute_network: str | None = _key("HostComputeNetwork")
-    host_compute_namespace: str | None = _key("HostComputeNamespace")
-    policies: list[JsonDict] | None = _key("Policies")
-    ip_configurations: list[JsonDict] | None = _key("IpConfigurations")
-    dns: JsonDict | None = _key("Dns")
-    routes: list[JsonDict] | None = _key("Routes")
-    mac_address: str | None = _key("MacAddress")
-    flags: int | None = _key("Flags")
-    health: JsonDict | None = _key("Health")
-    schema_version: JsonDict | None = _key("SchemaVersion")
-    state: int | None = _key("State")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "name": "Name", "host_compute_network": "HostComputeNetwork",
+            "host_compute_namespace": "HostComputeNamespace", "policies": "Policies",
+            "ip_configurations": "IpConfigurations", "dns": "Dns", "routes": "Routes",
+            "mac_address": "MacAddress", "flags": "Flags", "health": "Health",
+            "schema_version": "SchemaVersion", "state": "State"}
+    __slots__ = tuple(KEYS)
 
     @property
     def ip_addresses(self) -> list[str]:
@@ -254,17 +247,11 @@ class HostComputeEndpoint(HnsObject):
         return self.mac_address
 
 
-@dataclass
 class HostComputeNamespace(HnsObject):
     """HCN namespace; ``NamespaceId`` is the network compartment id."""
-
-    id: str | None = _key("ID")
-    namespace_id: int | None = _key("NamespaceId")
-    namespace_guid: str | None = _key("NamespaceGuid")
-    type: str | None = _key("Type")
-    resources: list[JsonDict] | None = _key("Resources")
-    schema_version: JsonDict | None = _key("SchemaVersion")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "namespace_id": "NamespaceId", "namespace_guid": "NamespaceGuid",
+            "type": "Type", "resources": "Resources", "schema_version": "SchemaVersion"}
+    __slots__ = tuple(KEYS)
 
     @property
     def compartment_id(self) -> int | None:
@@ -285,42 +272,24 @@ class HostComputeNamespace(HnsObject):
         return any(same_id(e, endpoint_id) for e in self.endpoint_ids)
 
 
-@dataclass
 class HostComputeLoadBalancer(HnsObject):
     """HCN load balancer (kube-proxy's object; modelled for completeness and hnsctl)."""
-
-    id: str | None = _key("ID")
-    host_compute_endpoints: list[str] | None = _key("HostComputeEndpoints")
-    source_vip: str | None = _key("SourceVIP")
-    frontend_vips: list[str] | None = _key("FrontendVIPs")
-    port_mappings: list[JsonDict] | None = _key("PortMappings")
-    flags: int | None = _key("Flags")
-    host_compute_network: str | None = _key("HostComputeNetwork")
-    schema_version: JsonDict | None = _key("SchemaVersion")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "host_compute_endpoints": "HostComputeEndpoints", "source_vip": "SourceVIP",
+            "frontend_vips": "FrontendVIPs", "port_mappings": "PortMappings", "flags": "Flags",
+            "host_compute_network": "HostComputeNetwork", "schema_version": "SchemaVersion"}
+    __slots__ = tuple(KEYS)
 
 
 # --- V1 -----------------------------------------------------------------------------------------
 
-@dataclass
 class HNSNetwork(_NetworkProperties, HnsObject):
     """V1 network; ``Type`` comes back lowercase, ``ManagementIP``/``DrMacAddress`` are top-level."""
-
-    id: str | None = _key("ID")
-    name: str | None = _key("Name")
-    type: str | None = _key("Type")
-    network_adapter_name: str | None = _key("NetworkAdapterName")
-    source_mac: str | None = _key("SourceMac")
-    policies: list[JsonDict] | None = _key("Policies")
-    mac_pools: list[JsonDict] | None = _key("MacPools")
-    raw_subnets: list[JsonDict] | None = _key("Subnets")
-    dns_suffix: str | None = _key("DNSSuffix")
-    dns_server_list: str | None = _key("DNSServerList")
-    management_ip_field: str | None = _key("ManagementIP")
-    dr_mac_address_field: str | None = _key("DrMacAddress")
-    flags: int | None = _key("Flags")
-    state: int | None = _key("State")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "name": "Name", "type": "Type", "network_adapter_name": "NetworkAdapterName",
+            "source_mac": "SourceMac", "policies": "Policies", "mac_pools": "MacPools",
+            "raw_subnets": "Subnets", "dns_suffix": "DNSSuffix", "dns_server_list": "DNSServerList",
+            "management_ip_field": "ManagementIP", "dr_mac_address_field": "DrMacAddress",
+            "flags": "Flags", "state": "State"}
+    __slots__ = tuple(KEYS)
 
     _vsid_key: ClassVar[str] = "VSID"
 
@@ -343,29 +312,17 @@ class HNSNetwork(_NetworkProperties, HnsObject):
         return self.network_adapter_name
 
 
-@dataclass
 class HNSEndpoint(HnsObject):
     """V1 endpoint; ``SharedContainers`` lists the containers hot-attached through HCS."""
-
-    id: str | None = _key("ID")
-    name: str | None = _key("Name")
-    virtual_network: str | None = _key("VirtualNetwork")
-    virtual_network_name: str | None = _key("VirtualNetworkName")
-    policies: list[JsonDict] | None = _key("Policies")
-    mac_address: str | None = _key("MacAddress")
-    ip_address: str | None = _key("IPAddress")
-    ipv6_address: str | None = _key("IPv6Address")
-    dns_suffix: str | None = _key("DNSSuffix")
-    dns_server_list: str | None = _key("DNSServerList")
-    gateway_address: str | None = _key("GatewayAddress")
-    gateway_address_v6: str | None = _key("GatewayAddressV6")
-    prefix_length: int | None = _key("PrefixLength")
-    ipv6_prefix_length: int | None = _key("IPv6PrefixLength")
-    is_remote_endpoint: bool | None = _key("IsRemoteEndpoint")
-    namespace: JsonDict | None = _key("Namespace")
-    shared_containers: list[str] | None = _key("SharedContainers")
-    state: int | None = _key("State")
-    extra: JsonDict = field(default_factory=dict, repr=False)
+    KEYS = {"id": "ID", "name": "Name", "virtual_network": "VirtualNetwork",
+            "virtual_network_name": "VirtualNetworkName", "policies": "Policies",
+            "mac_address": "MacAddress", "ip_address": "IPAddress", "ipv6_address": "IPv6Address",
+            "dns_suffix": "DNSSuffix", "dns_server_list": "DNSServerList",
+            "gateway_address": "GatewayAddress", "gateway_address_v6": "GatewayAddressV6",
+            "prefix_length": "PrefixLength", "ipv6_prefix_length": "IPv6PrefixLength",
+            "is_remote_endpoint": "IsRemoteEndpoint", "namespace": "Namespace",
+            "shared_containers": "SharedContainers", "state": "State"}
+    __slots__ = tuple(KEYS)
 
     @property
     def ip_addresses(self) -> list[str]:

@@ -7,55 +7,60 @@ the runtime gets what its cniVersion can carry (0.1.0/0.2.0 ip4/ip6, 0.3.x/0.4.0
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import version as ver
+from .record import Record
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 
 
-@dataclass
-class Interface:
-    name: str
-    mac: str = ""
-    sandbox: str = ""
-    mtu: int = 0
-    socket_path: str = ""
-    pci_id: str = ""
+class Interface(Record):
+    __slots__ = ("name", "mac", "sandbox", "mtu", "socket_path", "pci_id")
+
+    def __init__(self, name: str, mac: str = "", sandbox: str = "", mtu: int = 0, socket_path: str = "",
+                 pci_id: str = "") -> None:
+        self.name, self.mac, self.sandbox, self.mtu = name, mac, sandbox, mtu
+        self.socket_path, self.pci_id = socket_path, pci_id
 
 
-@dataclass
-class IPConfig:
-    address: str  # "10.0.0.5/24"
-    gateway: str = ""
-    interface: int | None = None
+class IPConfig(Record):
+    __slots__ = ("address", "gateway", "interface")
+
+    def __init__(self, address: str, gateway: str = "", interface: int | None = None) -> None:
+        self.address = address  # "10.0.0.5/24"
+        self.gateway = gateway
+        self.interface = interface
 
     @property
     def family(self) -> int:
         return ipaddress.ip_interface(self.address).version
 
 
-@dataclass
-class Route:
-    dst: str
-    gw: str = ""
-    mtu: int = 0
-    advmss: int = 0
-    priority: int = 0
-    table: int | None = None
-    scope: int | None = None
+class Route(Record):
+    __slots__ = ("dst", "gw", "mtu", "advmss", "priority", "table", "scope")
+
+    def __init__(self, dst: str, gw: str = "", mtu: int = 0, advmss: int = 0, priority: int = 0,
+                 table: int | None = None, scope: int | None = None) -> None:
+        self.dst, self.gw, self.mtu, self.advmss, self.priority = dst, gw, mtu, advmss, priority
+        self.table, self.scope = table, scope
 
     @property
     def family(self) -> int:
         return ipaddress.ip_network(self.dst, strict=False).version
 
 
-@dataclass
-class DNS:
-    nameservers: list[str] = field(default_factory=list)
-    domain: str = ""
-    search: list[str] = field(default_factory=list)
-    options: list[str] = field(default_factory=list)
+class DNS(Record):
+    __slots__ = ("nameservers", "domain", "search", "options")
+
+    def __init__(self, nameservers: list[str] | None = None, domain: str = "", search: list[str] | None = None,
+                 options: list[str] | None = None) -> None:
+        self.nameservers = nameservers if nameservers is not None else []
+        self.domain = domain
+        self.search = search if search is not None else []
+        self.options = options if options is not None else []
 
     def to_dict(self) -> dict:
         """Empty fields are omitted, never rendered as [""]; an empty DNS is {}."""
@@ -86,13 +91,16 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str) and v]
 
 
-@dataclass
-class Result:
-    cni_version: str = ver.LATEST
-    interfaces: list[Interface] = field(default_factory=list)
-    ips: list[IPConfig] = field(default_factory=list)
-    routes: list[Route] = field(default_factory=list)
-    dns: DNS = field(default_factory=DNS)
+class Result(Record):
+    __slots__ = ("cni_version", "interfaces", "ips", "routes", "dns")
+
+    def __init__(self, cni_version: str = ver.LATEST, interfaces: list[Interface] | None = None,
+                 ips: list[IPConfig] | None = None, routes: list[Route] | None = None, dns: DNS | None = None) -> None:
+        self.cni_version = cni_version
+        self.interfaces = interfaces if interfaces is not None else []
+        self.ips = ips if ips is not None else []
+        self.routes = routes if routes is not None else []
+        self.dns = dns if dns is not None else DNS()
 
     # ---- output ----
     def to_dict(self, version: str) -> dict:

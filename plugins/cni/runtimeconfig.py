@@ -3,38 +3,44 @@ since only an ADD with capabilities reads them."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 from libhns.jsonci import get_ci
 
 from .errors import INVALID_CONFIG, CniError
+from .record import FrozenRecord, Record
 
 
-@dataclass(frozen=True)
-class PortMapping:
-    host_port: int
-    container_port: int
-    protocol: str = "tcp"
-    host_ip: str = ""
+class PortMapping(FrozenRecord):
+    __slots__ = ("host_port", "container_port", "protocol", "host_ip")
+
+    def __init__(self, host_port: int, container_port: int, protocol: str = "tcp", host_ip: str = "") -> None:
+        self.host_port, self.container_port, self.protocol, self.host_ip = host_port, container_port, protocol, host_ip
 
 
-@dataclass(frozen=True)
-class RuntimeDNS:
-    servers: tuple[str, ...] = ()
-    searches: tuple[str, ...] = ()
-    options: tuple[str, ...] = ()
+class RuntimeDNS(FrozenRecord):
+    __slots__ = ("servers", "searches", "options")
+
+    def __init__(self, servers: tuple[str, ...] = (), searches: tuple[str, ...] = (), options: tuple[str, ...] = ()) -> None:
+        self.servers, self.searches, self.options = servers, searches, options
 
 
-@dataclass(frozen=True)
-class RuntimeConfig:
-    """The well-known runtimeConfig capabilities (CONVENTIONS.md) this suite reads."""
-    port_mappings: tuple[PortMapping, ...] = ()
-    dns: RuntimeDNS = field(default_factory=RuntimeDNS)
-    ips: tuple[str, ...] = ()
-    ip_ranges: tuple[Any, ...] = ()
-    mac: str = ""
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+class RuntimeConfig(Record):
+    """The well-known runtimeConfig capabilities (CONVENTIONS.md) this suite reads; ``raw`` is the
+    whole object as given (not compared)."""
+    __slots__ = ("port_mappings", "dns", "ips", "ip_ranges", "mac", "raw")
+
+    def __init__(self, port_mappings: tuple[PortMapping, ...] = (), dns: RuntimeDNS | None = None,
+                 ips: tuple[str, ...] = (), ip_ranges: tuple[Any, ...] = (), mac: str = "",
+                 raw: Mapping[str, Any] | None = None) -> None:
+        self.port_mappings, self.dns = port_mappings, dns if dns is not None else RuntimeDNS()
+        self.ips, self.ip_ranges, self.mac = ips, ip_ranges, mac
+        self.raw = raw if raw is not None else {}
+
+    def _values(self) -> tuple:
+        return super()._values()[:-1]
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> "RuntimeConfig":

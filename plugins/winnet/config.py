@@ -6,11 +6,13 @@ for the Go plugin or for Microsoft's sdnbridge keeps working unchanged.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 from libhns.guid import is_guid
 from libhns.jsonci import get_ci
+from plugins.cni.record import FrozenRecord, Record
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
@@ -47,29 +49,36 @@ def _canon(key: str, known: tuple[str, ...]) -> str:
     return key
 
 
-@dataclass(frozen=True)
-class DnsSettings:
-    nameservers: tuple[str, ...] = ()
-    domain: str = ""
-    search: tuple[str, ...] = ()
-    options: tuple[str, ...] = ()
+class DnsSettings(FrozenRecord):
+    __slots__ = ("nameservers", "domain", "search", "options")
+
+    def __init__(self, nameservers: tuple[str, ...] = (), domain: str = "", search: tuple[str, ...] = (),
+                 options: tuple[str, ...] = ()) -> None:
+        self.nameservers, self.domain, self.search, self.options = nameservers, domain, search, options
 
 
-@dataclass(frozen=True)
-class NetConf:
-    name: str
-    api_version: int | None  # None: choose from CNI_NETNS
-    policies: tuple[Any, ...]  # user endpoint policy values, in config order (policies, then AdditionalArgs)
-    policy_sources: tuple[str, ...]  # where each came from, for error messages: "policies[2].value"
-    dns: DnsSettings
-    loopback_dsr: bool = False
-    ip_masq: bool = False
-    ip_masq_network: str = ""
-    endpoint_mac_prefix: str = ""
-    ipam: Mapping[str, Any] = field(default_factory=dict)
-    acls: tuple[Any, ...] = ()  # the schema-checked ``acls`` entries (plugins.winnet.acls parses them)
-    allow_port_mapping_acls: bool = False
-    network: Mapping[str, Any] | None = None  # standalone mode: the schema-checked ``network`` section
+class NetConf(Record):
+    """The config fields win-bridge and win-overlay act on (read-only once built)."""
+    __slots__ = ("name", "api_version", "policies", "policy_sources", "dns", "loopback_dsr", "ip_masq",
+                 "ip_masq_network", "endpoint_mac_prefix", "ipam", "acls", "allow_port_mapping_acls", "network")
+
+    def __init__(self, *, name: str, api_version: int | None, policies: tuple[Any, ...], policy_sources: tuple[str, ...],
+                 dns: DnsSettings, loopback_dsr: bool = False, ip_masq: bool = False, ip_masq_network: str = "",
+                 endpoint_mac_prefix: str = "", ipam: Mapping[str, Any] | None = None, acls: tuple[Any, ...] = (),
+                 allow_port_mapping_acls: bool = False, network: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.api_version = api_version  # None: choose from CNI_NETNS
+        self.policies = policies  # user endpoint policy values, in config order (policies, then AdditionalArgs)
+        self.policy_sources = policy_sources  # where each came from, for error messages: "policies[2].value"
+        self.dns = dns
+        self.loopback_dsr = loopback_dsr
+        self.ip_masq = ip_masq
+        self.ip_masq_network = ip_masq_network
+        self.endpoint_mac_prefix = endpoint_mac_prefix
+        self.ipam = ipam if ipam is not None else {}
+        self.acls = acls  # the schema-checked ``acls`` entries (plugins.winnet.acls parses them)
+        self.allow_port_mapping_acls = allow_port_mapping_acls
+        self.network = network  # standalone mode: the schema-checked ``network`` section
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> "NetConf":

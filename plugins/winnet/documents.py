@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
-from typing import Any, Sequence
 
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+from plugins.cni.record import FrozenRecord, Record
 from plugins.cni.result import DNS, IPConfig, Interface, Result, Route
 
 from .config import DnsSettings
@@ -12,11 +15,13 @@ from .config import DnsSettings
 SCHEMA_V2 = {"Major": 2, "Minor": 0}
 
 
-@dataclass(frozen=True)
-class Address:
+class Address(FrozenRecord):
     """One pod address as IPAM gave it, with the gateway the endpoint routes through."""
-    interface: str  # "10.244.4.3/24"
-    gateway: str
+    __slots__ = ("interface", "gateway")
+
+    def __init__(self, interface: str, gateway: str) -> None:
+        self.interface = interface  # "10.244.4.3/24"
+        self.gateway = gateway
 
     @property
     def ip(self) -> str:
@@ -31,15 +36,14 @@ class Address:
         return "0.0.0.0/0" if self.version == 4 else "::/0"
 
 
-@dataclass(frozen=True)
-class EndpointPlan:
-    name: str
-    network_id: str
-    addresses: tuple[Address, ...]
-    dns: DnsSettings
-    policies: tuple[dict, ...] = ()
-    mac: str = ""
-    extra: dict = field(default_factory=dict)
+class EndpointPlan(Record):
+    """Everything the endpoint document is made of; the adapters render it for their API."""
+    __slots__ = ("name", "network_id", "addresses", "dns", "policies", "mac")
+
+    def __init__(self, name: str, network_id: str, addresses: tuple[Address, ...], dns: DnsSettings,
+                 policies: tuple[dict, ...] = (), mac: str = "") -> None:
+        self.name, self.network_id, self.addresses, self.dns = name, network_id, addresses, dns
+        self.policies, self.mac = policies, mac
 
 
 def v2_document(plan: EndpointPlan) -> dict:

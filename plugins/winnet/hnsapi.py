@@ -6,7 +6,11 @@ them; it never branches on the API itself. Everything goes through ``libhns.clie
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Protocol
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # EndpointApi is a Protocol for type checkers, a plain class at run time
 
 from libhns import errors as hns_errors
 from plugins.cni import log

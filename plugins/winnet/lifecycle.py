@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
 
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
@@ -48,14 +49,16 @@ def hns_step(what: str) -> Iterator[None]:
         raise CniError(code, f"{what}: {err}") from err
 
 
-@dataclass
 class Flavor:
     """What differs between win-bridge and win-overlay; the defaults are win-bridge-neutral."""
-    plugin: str
-    network_types: tuple[str, ...]
-    schema_path: str
-    ipv6: bool = True
-    _schema: dict | None = field(default=None, repr=False)
+    __slots__ = ("plugin", "network_types", "schema_path", "ipv6", "_schema")
+
+    def __init__(self, plugin: str, network_types: tuple[str, ...], schema_path: str, ipv6: bool = True) -> None:
+        self.plugin, self.network_types, self.schema_path, self.ipv6 = plugin, network_types, schema_path, ipv6
+        self._schema: dict | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(plugin={self.plugin!r})"
 
     def schema(self) -> dict:
         if self._schema is None:

@@ -149,7 +149,8 @@ results = st.builds(Result, interfaces=interfaces, ips=ip_configs, routes=routes
 
 def expected_after(res: Result, version: str) -> Result:
     """What a round trip through ``version`` must keep, written independently of result.py."""
-    clean_dns = DNS(**{k: ([x for x in v if x] if isinstance(v, list) else v) for k, v in vars(res.dns).items()})
+    clean_dns = DNS(**{k: ([x for x in v if x] if isinstance(v, list) else v)
+                       for k, v in ((n, getattr(res.dns, n)) for n in DNS.__slots__)})
     if version in LEGACY:
         firsts = [next((ip for ip in res.ips if ip.family == f), None) for f in (4, 6)]
         return Result(cni_version=version, dns=clean_dns,
