@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Any, ClassVar, Mapping, TypeVar
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeVar
+
+    T = TypeVar("T", bound="HnsObject")
 
 from libhns import guid
 from libhns.jsonci import get_ci
 from libhns.policies import policy_type
 
-T = TypeVar("T", bound="HnsObject")
-JsonDict = dict[str, Any]
+JsonDict = dict  # a parsed JSON object
 
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 
