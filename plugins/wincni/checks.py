@@ -177,13 +177,18 @@ def net_conf(f: Facts) -> Check:
         return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
                      "pass --net-conf with flanneld's net-conf.json" if status == WARN else "")
     try:
-        netconf.check(f.backend, f.name)
         wanted = f.backend.delegate_type()
     except CniError as err:
         return Check("net-conf", FAIL, err.msg, err.details)
+    found = netconf.problems(f.backend, f.name)
     if f.delegate_type and wanted != f.delegate_type:
-        return Check("net-conf", FAIL, f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
-                     f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)')
+        found.append((f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
+                      f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)'))
+    if found:
+        return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
+    linux = netconf.linux_mismatch(f.backend)
+    if linux is not None:
+        return Check("net-conf", WARN, *linux)
     return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
 
 
@@ -193,7 +198,9 @@ def vxlan(f: Facts) -> Check | None:
     problems = f.flavor.network_problems(f.network)
     if problems:
         return Check("vxlan", FAIL, "; ".join(problems), "remove the network and restart flanneld after fixing net-conf.json")
-    return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: Linux flannel peers agree")
+    peers = "Linux flannel peers agree" if f.backend is not None and not f.backend.unset else \
+        "Linux flannel peers agree only if net-conf.json sets them (see net-conf)"
+    return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: {peers}")
 
 
 def source_vip(f: Facts) -> Check:

@@ -330,3 +330,20 @@ def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) 
 def test_a_bad_libhns_variable_is_reported_not_raised(bridge: SimNode) -> None:
     bridge.env["LIBHNS_SIM_VERSION"] = "x"
     failed(bridge.doctor(), "hns-network", "LIBHNS_SIM_VERSION", "fix or unset")
+
+
+def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: SimNode) -> None:
+    """Linux flanneld reads the same net-conf.json and defaults to VNI 1 / UDP 8472: say so, name both values."""
+    overlay.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan"}})
+    found = overlay.doctor(expect=0)
+    check = found["net-conf"]
+    assert check["status"] == "warn", check
+    for word in ("VNI 1", "8472", "4096", "4789", "Linux"):
+        assert word in check["message"], check
+    assert '"VNI": 4096' in check["fix"] and '"Port": 4789' in check["fix"]
+    assert "agree only if" in found["vxlan"]["message"]
+
+
+def test_every_net_conf_problem_is_reported_in_one_run(overlay: SimNode) -> None:
+    overlay.write_json("net-conf.json", {"Backend": {"name": "vxlan1", "type": "vxlan", "VNI": 1, "Port": 8472}})
+    failed(overlay.doctor(), "net-conf", "VNI 1", "Port 8472", "vxlan1", "4096", "4789")
