@@ -1,4 +1,5 @@
-"""``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide."""
+"""``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
+``wincni install`` lays the plugins and their config into containerd's CNI directories."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
+def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
     from plugins.cni.buildinfo import describe
     p = _Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -29,6 +30,9 @@ def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    from . import install
+    install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
+                                         "CNI directories (upgrades under load)"), platform)
     return p
 
 
@@ -49,12 +53,15 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     from . import checks, facts
     defaults = facts.default_paths(platform)
     try:
-        args = build_parser(defaults).parse_args(list(argv))
+        args = build_parser(defaults, platform).parse_args(list(argv))
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.command == "install":
+        from . import install
+        return install.run(args, stdout, stderr, platform, cwd or os.getcwd())
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
