@@ -1,5 +1,6 @@
 """``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
-``wincni install`` lays the plugins and their config into containerd's CNI directories."""
+``wincni install`` lays the plugins and their config into containerd's CNI directories;
+``wincni sourcevip`` reserves kube-proxy's source VIP."""
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,11 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
-    from . import install
+    from . import install, sourcevip
     install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
                                          "CNI directories (upgrades under load)"), platform)
+    sourcevip.add_arguments(sub.add_parser("sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' "
+                                           "host-local store; print its flags"), platform)
     return p
 
 
@@ -62,6 +65,9 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     if args.command == "install":
         from . import install
         return install.run(args, stdout, stderr, platform, cwd or os.getcwd())
+    if args.command == "sourcevip":
+        from . import sourcevip
+        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,

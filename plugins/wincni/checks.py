@@ -219,8 +219,31 @@ def source_vip(f: Facts) -> Check:
     if outside or not f.source_vip:
         return Check("source-vip", FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
                      f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
-                     f"delete {f.source_vip_path} (and the sourceVip HNS endpoint) and restart kube-proxy")
-    return Check("source-vip", OK, f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}")
+                     f"run wincni sourcevip (it reserves one in the new subnet), then restart kube-proxy")
+    inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
+    return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
+
+
+def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
+    """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
+    gets it and GC keeps it. None when that holds or the store was not read."""
+    from plugins.ipam_host_local.allocator import PINNED_PREFIX
+    if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
+        return None  # on L2Bridge kube-proxy uses no source VIP
+    holders = dict(f.reservations)
+    pods = {name[: -len(f.name) - 1] for name, _ in f.endpoints if name.endswith(f"_{f.name}")}
+    fix = "run wincni sourcevip (it reserves the address in host-local's store), then restart kube-proxy"
+    for vip in f.source_vip:
+        holder = holders.get(vip)
+        if holder in pods:
+            return Check("source-vip", FAIL, f"source VIP {vip} is also pod {holder}'s address", fix)
+        if holder is None:
+            return Check("source-vip", WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give "
+                         "it to a pod", fix)
+        if not holder.startswith(PINNED_PREFIX):
+            return Check("source-vip", WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
+                         "(no runtime lists it)", fix)
+    return Check("source-vip", OK, f"{inside}, reserved in {f.ipam_dir} for the node")
 
 
 def hns_features(f: Facts) -> Check:
@@ -249,10 +272,12 @@ def ipam_store(f: Facts) -> Check:
         return _failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
         return _skipped("ipam-store", "no host-local store or HNS network")
+    from plugins.ipam_host_local.allocator import PINNED_PREFIX
     suffix = f"_{f.name}"
     pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
     held = {cid for _, cid in f.reservations}
-    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations if cid not in pods]
+    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
+             if cid not in pods and not cid.startswith(PINNED_PREFIX)]  # pinned: the node's own (source VIP)
     stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
     if stale:
         return Check("ipam-store", WARN, "; ".join(stale),

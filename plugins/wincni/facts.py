@@ -76,6 +76,15 @@ def find_conf(path: str) -> str:
     return os.path.join(path, names[0]) if names else os.path.join(path, "*.conf")
 
 
+def first_plugin(conf: dict) -> dict:
+    """A conflist's first plugin (the one doing the networking) with the list's name and version;
+    a single-plugin config as it is."""
+    if not isinstance(get_ci(conf, "plugins"), list):
+        return conf
+    first = conf["plugins"][0] if conf["plugins"] and isinstance(conf["plugins"][0], dict) else {}
+    return {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
+
+
 def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: str) -> Facts:
     facts = Facts(bin_dir=opts["cni_bin_dir"], reach=opts.get("reach") or "",
                   subnet_env_path=opts["subnet_env"], net_conf_path=opts["net_conf"],
@@ -107,10 +116,7 @@ def _read_conf(facts: Facts, where: str) -> dict | None:
                                      f"{os.path.dirname(facts.conf_path) or '.'}; pass --cni-conf FILE")
         return None
     try:
-        conf = decode(raw)
-        if isinstance(get_ci(conf, "plugins"), list):  # a conflist: the first plugin does the networking
-            first = conf["plugins"][0] if conf["plugins"] and isinstance(conf["plugins"][0], dict) else {}
-            conf = {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
+        conf = first_plugin(decode(raw))
         facts.name = check_name(conf)
     except CniError as err:
         facts.conf_problem = Problem(f"{facts.conf_path}: {err.msg}", err.details)
