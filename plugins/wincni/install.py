@@ -154,7 +154,8 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
                     moved.append((step.path, target))
                 out.steps.append(step)
             manifest = Manifest(build=bundle.build, launchers=bundle.launchers, conf=out.conf_path,
-                                conf_digest=hashlib.sha256(rendered).hexdigest(), moved=previous.moved + tuple(moved))
+                                conf_digest=hashlib.sha256(rendered).hexdigest(),
+                                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))))
             disk.write_atomic(manifest_path, manifest.encode())
         except OSError as exc:
             raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "

@@ -307,3 +307,11 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
                                                               "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}},
                          {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
                                                               "NeedEncap": True}}]}}]}
+
+
+def test_a_manifest_that_is_not_ours_stops_install(node: NodeDirs, tmp_path: Path) -> None:
+    node.bin.mkdir()
+    (node.bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    assert "not a wincni install manifest" in done["error"] and not (node.bin / "flannel").exists()
+    assert "not a wincni install manifest" in node.install("--uninstall", expect=1)["error"]
