@@ -52,7 +52,9 @@ class Disk:
         shutil.copymode(src, dst)
 
     def copy_tree(self, src: str, dst: str) -> None:
-        shutil.copytree(src, dst, symlinks=False)
+        # copyfile, not copytree's default copy2: on Windows copy2 calls CopyFile2, which adds
+        # nothing here (metadata) and which Wine lacks (the Windows test lane).
+        shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
 
     def replace(self, src: str, dst: str) -> None:
         os.replace(src, dst)
