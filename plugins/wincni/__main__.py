@@ -64,7 +64,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return int(exc.code or 0)
     if args.command == "install":
         from . import install
-        return install.run(args, stdout, stderr, platform, cwd or os.getcwd())
+        return install.run(args, stdout, platform, cwd or os.getcwd())
     if args.command == "sourcevip":
         from . import sourcevip
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())

@@ -59,8 +59,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
-def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, platform: str, cwd: str,
-        disk: Disk | None = None, executable: str | None = None) -> int:
+def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk: Disk | None = None) -> int:
     """0 done (warnings allowed), 1 failed; the steps done so far are printed either way."""
     disk = disk or Disk()
     out = Outcome()
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, platform: str,
         if args.uninstall:
             _uninstall(bin_dir, disk, out, args.dry_run)
         else:
-            _install(args, bin_dir, conf_dir, disk, platform, cwd, out, executable or sys.executable)
+            _install(args, bin_dir, conf_dir, disk, platform, cwd, out)
     except InstallError as exc:
         _print(args, out, stdout, error=str(exc))
         return EXIT_FAILED
@@ -100,7 +99,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> 
 # ---------------------------------------------------------------------------- install
 
 def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
-             out: Outcome, executable: str) -> None:
+             out: Outcome) -> None:
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
 
@@ -120,7 +119,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
         out.warnings.append(f"{linux[0]}; fix: {linux[1]}")
     rendered = render.encode(doc)
 
-    with _bundle(args.source, executable, disk, platform) as bundle:
+    with _bundle(args.source, disk) as bundle:
         out.build = bundle.build
         manifest_path = os.path.join(bin_dir, layout.MANIFEST)
         previous = _manifest(disk, manifest_path)
@@ -214,6 +213,8 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
             _quietly(disk.rmdir, folder)
     if not disk.listdir(aside_root)[1]:
         _quietly(disk.rmdir, aside_root)
+    steps += [Step("held", os.path.join(bin_dir, layout.CONTENTS_PREFIX + build), detail="kept for its running "
+                   "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
     for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
         path = os.path.join(bin_dir, name)
         doomed = path if name.endswith((layout.TRASH, layout.PARTIAL)) else path + layout.TRASH
@@ -298,15 +299,15 @@ class _bundle:
     """The release folder to lay down: ``--from DIR``, ``--from ZIP`` (unpacked to a temp folder,
     removed afterwards), else the folder of the running frozen ``wincni``."""
 
-    def __init__(self, source: str | None, executable: str, disk: Disk, platform: str) -> None:
-        self.source, self.executable, self.disk, self.tmp = source, executable, disk, ""
+    def __init__(self, source: str | None, disk: Disk) -> None:
+        self.source, self.disk, self.tmp = source, disk, ""
 
     def __enter__(self) -> layout.Bundle:
         root = self.source
         if not root:
             if not getattr(sys, "frozen", False):
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
-            root = os.path.dirname(os.path.abspath(self.executable))
+            root = os.path.dirname(os.path.abspath(sys.executable))
         elif os.path.isfile(root):
             root = self.tmp = _unzip(root)
         files, dirs = self.disk.listdir(root)
