@@ -328,31 +328,33 @@ def test_keep_others_leaves_shadowing_configs(node: NodeDirs, tmp_path: Path) ->
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), max_size=3), st.booleans()),
-                min_size=1, max_size=6)
+RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), max_size=3), st.booleans(),
+                          st.booleans()), min_size=1, max_size=6)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(RUNS)
 def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_path_factory, runs) -> None:
     """Installs of builds 0-3 in any order while processes of whatever is installed start and
-    stop: a running process's contents folder is never removed, every launcher in the bin dir
-    finds its own build's folder, and once nothing runs, one install leaves exactly one build."""
+    stop (some just started: their .exe is held, their build's DLLs not loaded yet): a running
+    process's contents folder is never removed, every launcher in the bin dir finds its own
+    build's folder, and once nothing runs, one install leaves exactly one build."""
     root = tmp_path_factory.mktemp("node")
     node = NodeDirs(root)
     releases = {b: release(root, f"0.1.0-b{b}-1") for b in range(4)}
-    running: list[tuple[str, str]] = []  # (launcher path as the process was started, its build's DLL)
-    for build, start, stop_all in runs:
-        node.disk.held = {p for pair in running for p in pair}
+    running: list[tuple[str, str, bool]] = []  # (launcher as started, its build's DLL, DLL loaded yet)
+    for build, start, stop_all, loaded in runs:
+        node.disk.held = {p for exe, dll, has_dll in running for p in ((exe, dll) if has_dll else (exe,))}
         node.install("--from", str(releases[build]))
-        running = [(_moved(node, exe), dll) for exe, dll in running]
-        for exe, dll in running:
+        running = [(_moved(node, exe), dll, has_dll) for exe, dll, has_dll in running]
+        for exe, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
             owner = (node.bin / name).read_text().split()[1]
             assert (node.bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
         running = [] if stop_all else running
-        running += [(str(node.bin / name), str(node.bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll")) for name in start]
+        running += [(str(node.bin / name), str(node.bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
+                    for name in start]
     node.disk.held = set()
     node.install("--from", str(releases[runs[-1][0]]))
     assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
