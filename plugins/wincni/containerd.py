@@ -24,7 +24,6 @@ class ConfigError(Exception):
 class CniDirs:
     bin_dir: str
     conf_dir: str
-    source: str  # where they came from, for the output
 
 
 def defaults(platform: str) -> dict[str, str]:
@@ -48,8 +47,7 @@ def parse(raw: bytes, path: str, fallback: dict[str, str]) -> CniDirs:
             if isinstance(s, dict) and isinstance(s.get("cni"), dict)]
     bin_dir = _first(cnis, "bin_dirs", list) or _first(cnis, "bin_dir", str)
     conf_dir = _first(cnis, "conf_dir", str)
-    return CniDirs(bin_dir or fallback["bin_dir"], conf_dir or fallback["conf_dir"],
-                   path if bin_dir or conf_dir else "defaults")
+    return CniDirs(bin_dir or fallback["bin_dir"], conf_dir or fallback["conf_dir"])
 
 
 def _first(sections: list[dict], key: str, kind: type) -> str:
