@@ -21,6 +21,7 @@ from .disk import Disk
 from .layout import Manifest, Step
 
 MAX_CONF = 1 << 20
+MAX_LAUNCHER = 64 << 20
 MAX_ZIP_BYTES, MAX_ZIP_ENTRIES = 512 << 20, 20000
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -188,7 +189,10 @@ def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
 
 
 def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
-    aside = layout.aside_path(bin_dir, build, os.path.basename(path), disk.exists)
+    """Park a running launcher under the build it loads (read from the file; else ``build``, the
+    manifest's): that build's contents folder stays while it is parked."""
+    own = layout.embedded_build(disk.read(path, MAX_LAUNCHER) or b"")
+    aside = layout.aside_path(bin_dir, own or build, os.path.basename(path), disk.exists)
     disk.makedirs(os.path.dirname(aside))
     disk.rename(path, aside)
     return aside

@@ -121,6 +121,24 @@ def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callabl
     return steps
 
 
+def embedded_build(launcher: bytes) -> str:
+    """The build a launcher loads: PyInstaller stores its contents folder's name as the option
+    ``pyi-contents-directory <name>`` in the archive's table of contents. "" for anything else
+    (the Go plugins). More reliable than the manifest, which an interrupted install leaves behind."""
+    marker = b"pyi-contents-directory " + CONTENTS_PREFIX.encode()
+    start = launcher.rfind(marker)
+    if start < 0:
+        return ""
+    start += len(marker)
+    end = launcher.find(b"\0", start)
+    name = launcher[start:end if end >= 0 else len(launcher)][:200]
+    try:
+        build = name.decode("ascii")
+    except UnicodeDecodeError:
+        return ""
+    return build if build and _plain(build) and build.isprintable() else ""
+
+
 def aside_path(bin_dir: str, build: str, name: str, taken: Callable[[str], bool]) -> str:
     """Where a running launcher goes: ``.wincni-old\\<its build>\\<name>`` (``.1``, ``.2``… if taken)."""
     base = os.path.join(bin_dir, ASIDE_DIR, build or FOREIGN, name)

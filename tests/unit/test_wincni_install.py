@@ -61,9 +61,13 @@ def release(root: Path, build: str, mark: str = "") -> Path:
     folder = root / f"release-{build}"
     (folder / f"_wincni-{build}" / "plugins").mkdir(parents=True, exist_ok=True)
     (folder / f"_wincni-{build}" / "python313.dll").write_text(f"python of {build}")
-    for c in COMMANDS:
-        (folder / c).write_text(f"{c} {build}{mark}")
+    for c in COMMANDS:  # as PyInstaller's launchers name their contents folder
+        (folder / c).write_bytes(f"{c} {build}{mark}\0pyi-contents-directory _wincni-{build}\0".encode())
     return folder
+
+
+def launcher_build(path: Path) -> str:
+    return layout.embedded_build(path.read_bytes())
 
 
 class NodeDirs:
@@ -113,7 +117,7 @@ def test_fresh_install_then_an_idempotent_second_run(node: NodeDirs, tmp_path: P
     assert "DISABLE  " + str(node.conf / "0-containerd-nat.json") in table
     assert table.rstrip().endswith("build 0.1.0-aaa-1: changed 9 item(s), 0 warning(s)")
     for c in COMMANDS:
-        assert (node.bin / c).read_text() == f"{c} 0.1.0-aaa-1"
+        assert launcher_build(node.bin / c) == "0.1.0-aaa-1"
     assert (node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
     assert sorted(p.name for p in node.conf.iterdir()) == [
         "0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist", "99-later.conf"]
@@ -168,8 +172,8 @@ def test_upgrade_while_a_plugin_runs(node: NodeDirs, tmp_path: Path) -> None:
     aside = str(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "flannel")
     assert step["action"] == "replace" and aside in step["detail"]
     for c in COMMANDS:
-        assert (node.bin / c).read_text() == f"{c} 0.1.0-bbb-2"
-    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir() and Path(aside).read_text() == "flannel 0.1.0-aaa-1"
+        assert launcher_build(node.bin / c) == "0.1.0-bbb-2"
+    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir() and launcher_build(Path(aside)) == "0.1.0-aaa-1"
     assert {("held", aside), ("held", str(node.bin / "_wincni-0.1.0-aaa-1"))} <= {(s["action"], s["path"]) for s in done["steps"]}
 
     node.disk.held = set()  # the old flannel exited
@@ -258,7 +262,7 @@ def test_install_from_the_release_zip(node: NodeDirs, tmp_path: Path) -> None:
     rel = release(tmp_path, "0.1.0-aaa-1")
     archive = shutil.make_archive(str(tmp_path / "wincni-0.1.0-windows-amd64"), "zip", rel)
     node.install("--from", archive)
-    assert (node.bin / "flannel").read_text() == "flannel 0.1.0-aaa-1" and os.access(node.bin / "flannel", os.X_OK)
+    assert launcher_build(node.bin / "flannel") == "0.1.0-aaa-1" and os.access(node.bin / "flannel", os.X_OK)
 
 
 # ---------------------------------------------------------------- the rendered config vs the samples
@@ -350,7 +354,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
         for exe, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
-            owner = (node.bin / name).read_text().split()[1]
+            owner = launcher_build(node.bin / name)
             assert (node.bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
         running = [] if stop_all else running
         running += [(str(node.bin / name), str(node.bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
@@ -366,3 +370,22 @@ def _moved(node: NodeDirs, exe: str) -> str:
     name = Path(exe).name
     return exe if exe in node.disk.held else next(h for h in node.disk.held if layout.ASIDE_DIR in h and (
         Path(h).name == name or Path(h).name.startswith(name + ".")))  # .1, .2: a name already parked
+
+
+def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: NodeDirs,
+                                                                                     tmp_path: Path) -> None:
+    """An install interrupted before its manifest was written leaves the manifest naming an older
+    build; the launcher itself says which contents folder it loads."""
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    (node.bin / layout.MANIFEST).unlink()
+    node.disk.held = {str(node.bin / "wincni")}
+    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    assert launcher_build(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
+    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir()
+
+
+def test_embedded_build_reads_only_a_plain_folder_name() -> None:
+    assert layout.embedded_build(b"MZ..pyi-contents-directory _wincni-0.1.0-abc-1\0rest") == "0.1.0-abc-1"
+    assert layout.embedded_build(b"MZ..pyi-contents-directory _internal\0") == ""
+    assert layout.embedded_build(b"pyi-contents-directory _wincni-..\\x\0") == ""
+    assert layout.embedded_build(b"Go build ID") == ""
