@@ -283,7 +283,9 @@ def ipam_store(f: Facts) -> Check:
         return Check("ipam-store", WARN, "; ".join(stale),
                      "the runtime's CNI GC removes them (containerd 2.x); by hand: "
                      f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods")
-    return Check("ipam-store", OK, f"{len(f.reservations)} reservation(s) in {f.ipam_dir} match the HNS endpoints")
+    own = sum(cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
+    return Check("ipam-store", OK, f"{len(f.reservations) - own} reservation(s) in {f.ipam_dir} match the HNS endpoints"
+                 + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else ""))
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:

@@ -161,3 +161,14 @@ def test_table_output_and_a_bad_config(node: OverlayNode) -> None:
     out = io.StringIO()
     assert main(argv, out, io.StringIO(), node.env, platform="linux", cwd=str(node.root)) == 1
     assert out.getvalue().startswith("FAILED: ")
+
+
+def test_the_doctor_counts_the_source_vip_as_the_nodes_own(node: OverlayNode) -> None:
+    node.network()
+    node.sourcevip()
+    out = io.StringIO()
+    main(["doctor", "--cni-conf", str(node.conf), "--cni-bin-dir", str(node.root), "--source-vip", str(node.out),
+          "-o", "json"], out, io.StringIO(), node.env, platform="linux", cwd=str(node.root))
+    [store] = [c for c in json.loads(out.getvalue())["checks"] if c["id"] == "ipam-store"]
+    assert store["status"] == "ok" and store["message"].startswith("0 reservation(s)")
+    assert "1 of the node's own" in store["message"]
