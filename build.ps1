@@ -1,7 +1,7 @@
 <#
 .SYNOPSIS
     Build the wincni plugins for Windows (win-bridge, win-overlay, flannel, host-local, hnsctl, wincni)
-    as one folder, dist\wincni\ (every <name>.exe beside one shared _internal\ folder), and
+    as one folder, dist\wincni\ (every <name>.exe beside one shared _wincni-<build>\ folder), and
     optionally install that folder where the kubelet finds the executables.
 
 .DESCRIPTION
@@ -10,11 +10,12 @@
        (again only when setup.cfg or pyproject.toml changed since the last install).
     3. Runs PyInstaller with specs\wincni.spec into dist\wincni\ (the same spec `make dist` uses).
     4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\wincni\).
-    5. -Install copies the whole of dist\wincni\ (the .exe files and _internal\) into -CniBinDir
+    5. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
        (needs an elevated shell); it stops, naming the file, when a running call holds one open.
 
 .PARAMETER Install
-    Copy dist\wincni\ (executables and _internal\) into -CniBinDir. Requires "Run as administrator".
+    Copy dist\wincni\ (executables and _wincni-<build>\) into -CniBinDir. Requires "Run as administrator".
+    On a node with pods, prefer dist\wincni\wincni.exe install: it upgrades while plugins run.
 
 .PARAMETER CniBinDir
     The CNI binary directory of the node (containerd's bin_dir / kubelet --cni-bin-dir).
@@ -125,7 +126,7 @@ function Initialize-Venv {
 }
 
 function Assert-NotLocked {
-    # A running plugin holds its .exe and the DLLs in _internal open; replacing only some files of
+    # A running plugin holds its .exe and the DLLs in its contents folder open; replacing only some files of
     # the folder would mix two builds, so every target is checked before anything is copied.
     param([string]$Path)
     if (-not (Test-Path $Path)) { return }
@@ -160,7 +161,8 @@ function Install-Bundle {
     foreach ($name in $Commands) {
         Write-Host "  $(Join-Path $CniBinDir "$name.exe")"
     }
-    Write-Host "  $(Join-Path $CniBinDir '_internal') ($($files.Count) files in all)"
+    $contents = (Get-ChildItem -Path $Bundle -Directory -Filter '_wincni-*' | Select-Object -First 1).Name
+    Write-Host "  $(Join-Path $CniBinDir $contents) ($($files.Count) files in all)"
 }
 
 if ($Install -and -not (Test-Elevated)) {

@@ -232,7 +232,15 @@ def doctor(node: Node) -> None:
     heading(f"[{node.network}] wincni doctor: the Windows troubleshooting guide, checked in one command")
     (node.root / "conf").mkdir()
     shutil.copy(node.conf, node.root / "conf" / "10-flannel.conf")
-    node.write("SourceVip.json", json.dumps({"cniVersion": "0.2.0", "ip4": {"ip": "10.244.4.254/24"}}).encode(), show=False)
+    if node.network == "vxlan0":
+        say("kube-proxy (overlay) needs a source VIP no pod can get: wincni sourcevip reserves it in the pods' store.")
+        vip = ["sourcevip", "--cni-conf", str(node.conf), "--out", str(node.root / "SourceVip.json")]
+        proc = node.run([str(BIN / "wincni"), *vip], show="wincni " + " ".join(vip))
+        say(proc.stdout.decode().rstrip())
+        expect(proc.returncode == 0, "the source VIP is reserved and SourceVip.json written")
+    else:
+        node.write("SourceVip.json", json.dumps({"cniVersion": "0.2.0", "ip4": {"ip": "10.244.4.254/24"}}).encode(),
+                   show=False)
     args = ["doctor", "--cni-conf", str(node.root / "conf"), "--cni-bin-dir", str(BIN),
             "--source-vip", str(node.root / "SourceVip.json"), "--reach", "8.8.8.8"]
     proc = node.run([str(BIN / "wincni"), *args], show="wincni " + " ".join(args))

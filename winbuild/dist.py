@@ -1,7 +1,7 @@
 """``make dist-windows``: build specs/wincni.spec under Wine and pack the Windows release zip.
 
 The zip holds what goes into ``C:\\k\\cni``: the one-folder bundle (``<name>.exe`` beside
-``_internal\\``), ``samples\\`` with the two documented ``cni.conf`` files and ``INSTALL.txt``.
+``_wincni-<build>\\``), ``samples\\`` with the two documented ``cni.conf`` files and ``INSTALL.txt``.
 It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``.
 """
 from __future__ import annotations

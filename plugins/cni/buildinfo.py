@@ -13,6 +13,15 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _cached: list[str] = []
 
 
+def build() -> str:
+    """The build ID a bundle was made with (its contents folder is ``_wincni-<build>``); "" from source."""
+    try:
+        import wincni_build
+        return getattr(wincni_build, "BUILD", "")
+    except ImportError:
+        return ""
+
+
 def commit() -> str:
     """The commit ID (with ``-dirty`` when the build tree had changes), or "" when unknown."""
     if not _cached:
@@ -27,7 +36,9 @@ def commit() -> str:
 def describe() -> str:
     full = commit()
     short = full[:12] + ("-dirty" if full.endswith("-dirty") else "")
-    return f"{VERSION} (commit {short})" if short else VERSION
+    built = build().rpartition("-")[2]
+    about = ", ".join(x for x in (f"commit {short}" if short else "", f"built {built}" if built else "") if x)
+    return f"{VERSION} ({about})" if about else VERSION
 
 
 def checkout_commit(root: str) -> str:

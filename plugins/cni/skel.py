@@ -150,7 +150,7 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         if log.enabled():
             from . import buildinfo
             log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
-                      commit=buildinfo.commit() or None)
+                      commit=buildinfo.commit() or None, build=buildinfo.build() or None)
         import importlib
         handlers = importlib.import_module(spec.handlers)
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from libhns.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
 
 VXLAN_PORT = 4789  # the only UDP port the Windows VXLAN stack uses
 MIN_VNI = 4096  # Windows reserves lower VSIDs; also flanneld's Windows default
+LINUX_VNI, LINUX_PORT = 1, 8472  # flanneld's vxlan defaults on Linux
 DELEGATES = {"vxlan": "win-overlay", "host-gw": "win-bridge"}
 _HNS_TYPES = {"vxlan": "Overlay", "host-gw": "L2Bridge"}
 
@@ -26,6 +26,8 @@ class Backend:
     name: str  # Backend.Name as written ("" when absent)
     vni: int = MIN_VNI
     port: int = 0  # 0: flanneld's default, which is VXLAN_PORT on Windows
+    unset: tuple[str, ...] = ()  # "VNI", "Port" when absent: defaults differ between Linux and Windows
+    network: str = ""  # the top-level "Network" (the cluster CIDR), as written
 
     @property
     def network_name(self) -> str:
@@ -67,35 +69,59 @@ def parse(raw: bytes, path: str) -> Backend:
     kind, name = get_ci(backend, "Type", ""), get_ci(backend, "Name", "")
     if not isinstance(kind, str) or not isinstance(name, str):
         raise _invalid(path, "Backend.Type and Backend.Name must be strings", json.dumps(backend)[:200])
-    return Backend(path=path, type=kind.lower(), name=name,
-                   vni=_int(backend, "VNI", MIN_VNI, path), port=_int(backend, "Port", 0, path))
+    wrong = [f"Backend.{k} must be an integer (got {json.dumps(v)[:80]})" for k in ("VNI", "Port")
+             if (v := get_ci(backend, k)) is not None and (isinstance(v, bool) or not isinstance(v, int))]
+    network = get_ci(doc, "Network", "")
+    if not isinstance(network, str):
+        wrong.append(f"Network must be a string (got {json.dumps(network)[:80]})")
+    if wrong:
+        raise _invalid(path, "; ".join(wrong), 'e.g. "Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", '
+                       f'"VNI": {MIN_VNI}, "Port": {VXLAN_PORT}}}')
+    vni, port = get_ci(backend, "VNI"), get_ci(backend, "Port")
+    return Backend(path=path, type=kind.lower(), name=name, vni=MIN_VNI if vni is None else vni,
+                   port=port or 0, unset=tuple(k for k, v in (("VNI", vni), ("Port", port)) if v is None),
+                   network=network)
 
 
 def check(backend: Backend, conf_name: str) -> None:
-    """Reject what flanneld + HNS on Windows would fail on later, in terms an operator can act on."""
+    """Reject what flanneld + HNS on Windows would fail on later, every problem in one error."""
+    found = problems(backend, conf_name)
+    if found:
+        raise CniError(INVALID_CONFIG, "; ".join(msg for msg, _ in found), "; ".join(fix for _, fix in found))
+
+
+def problems(backend: Backend, conf_name: str) -> list[tuple[str, str]]:
+    """(message, fix) for each thing Windows refuses, in terms an operator can act on."""
     if backend.type not in DELEGATES:
-        return
+        return []
+    found = []
+    where = f"flanneld's net-conf.json {backend.path}"
     if backend.type == "vxlan":
         if backend.vni < MIN_VNI:
-            raise _invalid(backend.path, f"Backend.VNI {backend.vni} is not allowed on Windows",
-                           f"Windows VXLAN needs a VNI of at least {MIN_VNI} (flanneld's Windows default); "
-                           f"set Backend.VNI to {MIN_VNI} or more")
+            found.append((f"{where}: Backend.VNI {backend.vni} is not allowed on Windows",
+                          f"Windows VXLAN needs a VNI of at least {MIN_VNI} (flanneld's Windows default); "
+                          f"set Backend.VNI to {MIN_VNI} or more"))
         if backend.port not in (0, VXLAN_PORT):
-            raise _invalid(backend.path, f"Backend.Port {backend.port} is not allowed on Windows",
-                           f"the Windows VXLAN stack only uses UDP port {VXLAN_PORT}; "
-                           f"remove Backend.Port or set it to {VXLAN_PORT}")
+            found.append((f"{where}: Backend.Port {backend.port} is not allowed on Windows",
+                          f"the Windows VXLAN stack only uses UDP port {VXLAN_PORT}; "
+                          f"remove Backend.Port or set it to {VXLAN_PORT}"))
     if backend.network_name != conf_name:
-        raise CniError(INVALID_CONFIG,
-                       f"the HNS network is called {backend.network_name} but this config is named {conf_name}",
-                       f'flanneld names its {_HNS_TYPES[backend.type]} network after Backend.Name in {backend.path}; '
-                       f'set "name": "{backend.network_name}" in the CNI config (or Backend.Name to "{conf_name}")')
+        found.append((f"the HNS network is called {backend.network_name} but this config is named {conf_name}",
+                      f'flanneld names its {_HNS_TYPES[backend.type]} network after Backend.Name in {backend.path}; '
+                      f'set "name": "{backend.network_name}" in the CNI config (or Backend.Name to "{conf_name}")'))
+    return found
 
 
-def _int(doc: dict, key: str, default: int, path: str) -> int:
-    value: Any = get_ci(doc, key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(path, f"Backend.{key} must be an integer", f"got {json.dumps(value)[:80]}")
-    return value
+def linux_mismatch(backend: Backend) -> tuple[str, str] | None:
+    """net-conf.json is read by the Linux flanneld nodes too: without explicit VNI/Port they use
+    VNI 1 and UDP 8472 where Windows uses 4096/4789, and cross-OS pod traffic is lost."""
+    if backend.type != "vxlan" or not backend.unset:
+        return None
+    return (f"{backend.path} sets no Backend.{' or Backend.'.join(backend.unset)}: Linux flanneld then uses "
+            f"VNI {LINUX_VNI} and UDP port {LINUX_PORT}, Windows VNI {backend.vni} and port {VXLAN_PORT}; "
+            "pod traffic between Linux and Windows nodes is lost",
+            f'set "VNI": {max(backend.vni, MIN_VNI)} and "Port": {VXLAN_PORT} in net-conf.json\'s Backend '
+            "(the kube-flannel-cfg ConfigMap) and restart flanneld on every node")
 
 
 def _invalid(path: str, what: str, fix: str) -> CniError:

@@ -14,6 +14,12 @@ from plugins.cni.result import IPConfig
 from .ranges import IPAddress, Range, RangeSet
 
 
+# A container ID no runtime can pass (CNI container IDs start with a letter or digit), so no pod's
+# DEL matches it and GC, which releases what the runtime does not list, keeps it: node-owned
+# reservations such as kube-proxy's source VIP (``wincni sourcevip``).
+PINNED_PREFIX = "_wincni-"
+
+
 @dataclass(frozen=True)
 class Owner:
     """Who holds an address: (container ID, ifname); ifname "" is a legacy id-only reservation."""
@@ -23,6 +29,10 @@ class Owner:
     @property
     def legacy(self) -> bool:
         return not self.ifname
+
+    @property
+    def pinned(self) -> bool:
+        return self.container_id.startswith(PINNED_PREFIX)
 
     def content(self) -> bytes:
         """The reservation file's bytes, CRLF on every OS like the reference."""

@@ -64,7 +64,8 @@ def check(req: Request) -> None:
 def gc(req: Request) -> None:
     """Release every reservation whose (container ID, ifname) is not a valid attachment.
 
-    Legacy id-only reservations stay while any attachment of that container is valid.
+    Legacy id-only reservations stay while any attachment of that container is valid; pinned
+    ones (``Owner.pinned``) always stay.
     """
     cfg = config.load_location(req.conf, req.platform, req.command)
     valid = valid_attachments(req.conf)
@@ -103,6 +104,8 @@ def status(req: Request) -> None:
 def _still_valid(owner: Owner | None, valid: set[tuple[str, str]], valid_ids: set[str]) -> bool:
     if owner is None:
         return False
+    if owner.pinned:  # the node's own (kube-proxy's source VIP): no runtime ever lists it
+        return True
     if owner.legacy:
         return owner.container_id in valid_ids
     return (owner.container_id, owner.ifname) in valid

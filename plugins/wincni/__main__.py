@@ -1,4 +1,6 @@
-"""``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide."""
+"""``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
+``wincni install`` lays the plugins and their config into containerd's CNI directories;
+``wincni sourcevip`` reserves kube-proxy's source VIP."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +12,7 @@ from typing import Mapping, Sequence, TextIO
 from libhns.cli import Parser, UsageError
 
 
-def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
+def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
     from plugins.cni.buildinfo import describe
     p = Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -22,6 +24,11 @@ def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    from . import install, sourcevip
+    install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
+                                         "CNI directories (upgrades under load)"), platform)
+    sourcevip.add_arguments(sub.add_parser("sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' "
+                                           "host-local store; print its flags"), platform)
     return p
 
 
@@ -42,12 +49,18 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     from . import checks, facts
     defaults = facts.default_paths(platform)
     try:
-        args = build_parser(defaults).parse_args(list(argv))
+        args = build_parser(defaults, platform).parse_args(list(argv))
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.command == "install":
+        from . import install
+        return install.run(args, stdout, platform, cwd or os.getcwd())
+    if args.command == "sourcevip":
+        from . import sourcevip
+        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,

@@ -177,13 +177,18 @@ def net_conf(f: Facts) -> Check:
         return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
                      "pass --net-conf with flanneld's net-conf.json" if status == WARN else "")
     try:
-        netconf.check(f.backend, f.name)
         wanted = f.backend.delegate_type()
     except CniError as err:
         return Check("net-conf", FAIL, err.msg, err.details)
+    found = netconf.problems(f.backend, f.name)
     if f.delegate_type and wanted != f.delegate_type:
-        return Check("net-conf", FAIL, f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
-                     f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)')
+        found.append((f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
+                      f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)'))
+    if found:
+        return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
+    linux = netconf.linux_mismatch(f.backend)
+    if linux is not None:
+        return Check("net-conf", WARN, *linux)
     return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
 
 
@@ -193,7 +198,9 @@ def vxlan(f: Facts) -> Check | None:
     problems = f.flavor.network_problems(f.network)
     if problems:
         return Check("vxlan", FAIL, "; ".join(problems), "remove the network and restart flanneld after fixing net-conf.json")
-    return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: Linux flannel peers agree")
+    peers = "Linux flannel peers agree" if f.backend is not None and not f.backend.unset else \
+        "Linux flannel peers agree only if net-conf.json sets them (see net-conf)"
+    return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: {peers}")
 
 
 def source_vip(f: Facts) -> Check:
@@ -212,8 +219,31 @@ def source_vip(f: Facts) -> Check:
     if outside or not f.source_vip:
         return Check("source-vip", FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
                      f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
-                     f"delete {f.source_vip_path} (and the sourceVip HNS endpoint) and restart kube-proxy")
-    return Check("source-vip", OK, f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}")
+                     f"run wincni sourcevip (it reserves one in the new subnet), then restart kube-proxy")
+    inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
+    return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
+
+
+def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
+    """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
+    gets it and GC keeps it. None when that holds or the store was not read."""
+    from plugins.ipam_host_local.allocator import PINNED_PREFIX
+    if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
+        return None  # on L2Bridge kube-proxy uses no source VIP
+    holders = dict(f.reservations)
+    pods = {name[: -len(f.name) - 1] for name, _ in f.endpoints if name.endswith(f"_{f.name}")}
+    fix = "run wincni sourcevip (it reserves the address in host-local's store), then restart kube-proxy"
+    for vip in f.source_vip:
+        holder = holders.get(vip)
+        if holder in pods:
+            return Check("source-vip", FAIL, f"source VIP {vip} is also pod {holder}'s address", fix)
+        if holder is None:
+            return Check("source-vip", WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give "
+                         "it to a pod", fix)
+        if not holder.startswith(PINNED_PREFIX):
+            return Check("source-vip", WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
+                         "(no runtime lists it)", fix)
+    return Check("source-vip", OK, f"{inside}, reserved in {f.ipam_dir} for the node")
 
 
 def hns_features(f: Facts) -> Check:
@@ -242,16 +272,20 @@ def ipam_store(f: Facts) -> Check:
         return _failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
         return _skipped("ipam-store", "no host-local store or HNS network")
+    from plugins.ipam_host_local.allocator import PINNED_PREFIX
     suffix = f"_{f.name}"
     pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
     held = {cid for _, cid in f.reservations}
-    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations if cid not in pods]
+    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
+             if cid not in pods and not cid.startswith(PINNED_PREFIX)]  # pinned: the node's own (source VIP)
     stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
     if stale:
         return Check("ipam-store", WARN, "; ".join(stale),
                      "the runtime's CNI GC removes them (containerd 2.x); by hand: "
                      f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods")
-    return Check("ipam-store", OK, f"{len(f.reservations)} reservation(s) in {f.ipam_dir} match the HNS endpoints")
+    own = sum(cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
+    return Check("ipam-store", OK, f"{len(f.reservations) - own} reservation(s) in {f.ipam_dir} match the HNS endpoints"
+                 + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else ""))
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:

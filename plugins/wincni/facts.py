@@ -76,6 +76,15 @@ def find_conf(path: str) -> str:
     return os.path.join(path, names[0]) if names else os.path.join(path, "*.conf")
 
 
+def first_plugin(conf: dict) -> dict:
+    """A conflist's first plugin (the one doing the networking) with the list's name and version;
+    a single-plugin config as it is."""
+    if not isinstance(get_ci(conf, "plugins"), list):
+        return conf
+    first = conf["plugins"][0] if conf["plugins"] and isinstance(conf["plugins"][0], dict) else {}
+    return {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
+
+
 def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: str) -> Facts:
     """Every read the doctor makes, in the order each needs the one before; each reader returns
     values or a ``Problem``, and the facts are built once at the end."""
@@ -114,8 +123,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
 
 
 def read_conf(path: str) -> tuple[dict | None, Problem | None]:
-    """The CNI config the kubelet would use (a conflist's first plugin, with the list's name and
-    version), with its name checked."""
+    """The CNI config the kubelet would use (``first_plugin`` of a conflist), with its name checked."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
     raw = _read(path)
@@ -123,10 +131,7 @@ def read_conf(path: str) -> tuple[dict | None, Problem | None]:
         return None, Problem(f"CNI config: {raw.message}", f"the kubelet reads the first *.conf/*.conflist in "
                              f"{os.path.dirname(path) or '.'}; pass --cni-conf FILE")
     try:
-        conf = decode(raw)
-        if isinstance(get_ci(conf, "plugins"), list):  # a conflist: the first plugin does the networking
-            first = conf["plugins"][0] if conf["plugins"] and isinstance(conf["plugins"][0], dict) else {}
-            conf = {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
+        conf = first_plugin(decode(raw))
         check_name(conf)
     except CniError as err:
         return None, Problem(f"{path}: {err.msg}", err.details)

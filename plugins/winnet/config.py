@@ -33,6 +33,8 @@ def canonicalize(conf: Mapping[str, Any]) -> dict:
             if k.lower() == key.lower():
                 out[key] = out.pop(k)
                 break
+    if out.get("ipMasqNetwork") == "":  # Go's zero value: no exception, not a bad CIDR
+        del out["ipMasqNetwork"]
     if isinstance(out.get("dns"), dict):
         out["dns"] = {_canon(k, _DNS_KEYS): v for k, v in out["dns"].items()}
     for list_key in ("policies", "AdditionalArgs"):

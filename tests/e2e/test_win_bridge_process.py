@@ -185,3 +185,13 @@ def test_without_ipam_hns_chooses_the_address_and_the_result_says_which(node, ap
     assert node.endpoints()["pod1_cbr0"]["IPAddress"] == ip
     assert node.run("DEL", node.conf(ipam={}), "pod1", netns).ok
     node.assert_clean("pod1")
+
+
+def test_empty_ip_masq_network_adds_no_exception(node):
+    """"ipMasqNetwork": "" is absent, as in Go: the pod starts and no OutBoundNAT exception is added for it."""
+    conf = node.conf(ipMasqNetwork="")
+    result = node.add(conf, "pod1", node.sandbox("v1", "pod1"))
+    [doc] = creates(node.journal())
+    assert not [p for p in doc.get("Policies") or () if p.get("Type") == "OutBoundNAT"], doc
+    assert node.run("DEL", conf, "pod1", "none").ok
+    assert result["ips"]

@@ -102,3 +102,11 @@ BAD = [
 
 def test_bad_input_table(node):
     node.assert_bad_inputs(BAD)
+
+
+def test_empty_ip_masq_network_is_accepted(node):
+    """Not a win-overlay key, but the same rule holds: "" is absent, the pod starts."""
+    conf = node.conf(ipMasqNetwork="")
+    netns = node.sandbox("v2", "pod1")
+    assert node.add(conf, "pod1", netns)["ips"]
+    assert node.run("DEL", conf, "pod1", netns).ok

@@ -127,3 +127,32 @@ def test_a_sandbox_id_that_is_not_a_file_name_is_refused(netns):
     with pytest.raises(CniError) as err:
         sandbox_id("cid", netns)
     assert err.value.code == INVALID_ENV and "container:<sandbox container ID>" in err.value.details
+
+
+def test_every_problem_is_reported_at_once():
+    with pytest.raises(CniError) as err:
+        netconf.check(backend_of({"Backend": {"Type": "vxlan", "Name": "v1", "VNI": 1, "Port": 8472}}), "v0")
+    for word in ("Backend.VNI 1", "Backend.Port 8472", "called v1"):
+        assert word in err.value.msg
+    for word in ("at least 4096", "4789", '"name": "v1"'):
+        assert word in err.value.details
+    with pytest.raises(CniError) as err:
+        netconf.parse(b'{"Network": 10, "Backend": {"Type": "vxlan", "VNI": "1", "Port": "8472"}}', "n.json")
+    assert all(w in err.value.msg for w in ("Backend.VNI", "Backend.Port", "Network must be a string"))
+
+
+@pytest.mark.parametrize("backend, unset", [
+    ({"Type": "vxlan"}, "Backend.VNI or Backend.Port"),
+    ({"Type": "vxlan", "VNI": 4096}, "Backend.Port"),
+    ({"Type": "vxlan", "Port": 4789}, "Backend.VNI"),
+])
+def test_linux_flannel_defaults_differ_unless_vni_and_port_are_explicit(backend, unset):
+    msg, fix = netconf.linux_mismatch(backend_of({"Backend": backend}))
+    assert f"sets no {unset}:" in msg and "VNI 1 and UDP port 8472" in msg
+    assert '"VNI": 4096 and "Port": 4789' in fix
+
+
+def test_no_linux_mismatch_when_explicit_or_not_vxlan():
+    assert netconf.linux_mismatch(backend_of({"Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}})) is None
+    assert netconf.linux_mismatch(backend_of({"Backend": {"Type": "host-gw"}})) is None
+    assert backend_of({"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}}).network == "10.244.0.0/16"

@@ -210,3 +210,13 @@ def test_check_confirms_a_miss_against_the_files(net):
     (d / "10.1.2.50").write_bytes(b"hidden\r\neth0")
     os.utime(d, ns=(stamp, stamp))
     assert run("CHECK", net(), cid="hidden")[:2] == (0, None)
+
+
+def test_gc_and_del_never_release_a_pinned_reservation(net):
+    """The node's own addresses (kube-proxy's source VIP): a container ID no runtime can pass."""
+    assert run("ADD", net(), cid="a")[0] == 0
+    d = net.dir / "mynet"
+    (d / "10.1.2.200").write_bytes(b"_wincni-source-vip\r\nsourcevip")
+    assert run("DEL", net(), cid="a")[0] == 0
+    assert run("GC", net(**{"cni.dev/valid-attachments": []}))[0] == 0
+    assert {n for n in os.listdir(d) if n[0].isdigit()} == {"10.1.2.200"}

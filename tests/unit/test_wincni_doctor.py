@@ -38,6 +38,8 @@ class SimNode:
                                                                                 "VNI": 4096, "Port": 4789}
         self.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": backend})
         self.write_json("SourceVip.json", {"ip4": {"ip": "10.244.4.9/24"}})
+        (root / "ipam" / self.name).mkdir(parents=True)  # as wincni sourcevip reserves it
+        (root / "ipam" / self.name / "10.244.4.9").write_bytes(b"_wincni-source-vip\r\nsourcevip")
         self.delegate = {"type": "win-bridge" if kind == "bridge" else "win-overlay", "policies": [
             {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}
@@ -237,13 +239,13 @@ def test_hns_too_old_for_the_vxlan_port_policy(tmp_path: Path) -> None:
 
 def test_store_and_endpoints_disagree_is_a_warning(bridge: SimNode) -> None:
     store = bridge.root / "ipam" / "cbr0"
-    store.mkdir(parents=True)
     (store / "10.244.4.77").write_bytes(b"ghostpod\r\neth0")
     bridge.hnsctl("endpoint", "create", "lostpod_cbr0", "--network", "cbr0", "--ip", "10.244.4.8")
     check = bridge.doctor(expect=0)["ipam-store"]
     assert check["status"] == "warn"
     for word in ("ghostpod", "10.244.4.77", "lostpod", "10.244.4.8", "GC"):
         assert word in check["message"] + check["fix"]
+    assert "10.244.4.9" not in check["message"]  # the source VIP's pinned reservation is the node's own
 
 
 def test_table_output_puts_a_fix_under_each_failure(bridge: SimNode) -> None:
@@ -339,3 +341,20 @@ def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) 
 def test_a_bad_libhns_variable_is_reported_not_raised(bridge: SimNode) -> None:
     bridge.env["LIBHNS_SIM_VERSION"] = "x"
     failed(bridge.doctor(), "hns-network", "LIBHNS_SIM_VERSION", "fix or unset")
+
+
+def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: SimNode) -> None:
+    """Linux flanneld reads the same net-conf.json and defaults to VNI 1 / UDP 8472: say so, name both values."""
+    overlay.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan"}})
+    found = overlay.doctor(expect=0)
+    check = found["net-conf"]
+    assert check["status"] == "warn", check
+    for word in ("VNI 1", "8472", "4096", "4789", "Linux"):
+        assert word in check["message"], check
+    assert '"VNI": 4096' in check["fix"] and '"Port": 4789' in check["fix"]
+    assert "agree only if" in found["vxlan"]["message"]
+
+
+def test_every_net_conf_problem_is_reported_in_one_run(overlay: SimNode) -> None:
+    overlay.write_json("net-conf.json", {"Backend": {"name": "vxlan1", "type": "vxlan", "VNI": 1, "Port": 8472}})
+    failed(overlay.doctor(), "net-conf", "VNI 1", "Port 8472", "vxlan1", "4096", "4789")

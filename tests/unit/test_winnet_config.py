@@ -143,3 +143,12 @@ def test_bridge_ipam_conf_leaves_malformed_ranges_for_host_local_to_name(ranges)
     """A wrong shape is host-local's code 7 naming the field, not a crash here (it was a 999)."""
     conf = {"name": "cbr0", "ipam": {"type": "host-local", "ranges": ranges}}
     assert BRIDGE.ipam_conf(conf)["ipam"]["ranges"] == ranges
+
+
+@pytest.mark.parametrize("flavor", [BRIDGE, OVERLAY])
+def test_empty_ip_masq_network_is_absent_as_in_go(flavor):
+    """Go's zero value: a config with "ipMasqNetwork": "" works with the Go plugins, so it must here."""
+    conf = canonicalize({"name": "cbr0", "ipMasqNetwork": ""})
+    validate(conf, flavor.schema())
+    assert "ipMasqNetwork" not in conf
+    assert NetConf.from_conf(conf).ip_masq_network == ""

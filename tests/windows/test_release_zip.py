@@ -1,10 +1,11 @@
-"""The release zip holds what goes into C:\\k\\cni: the bundle, the sample configs, INSTALL.txt."""
+"""The release zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt."""
 from __future__ import annotations
 
 import json
 import zipfile
 from pathlib import Path
 
+from plugins.wincni.layout import CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
 
 
@@ -12,10 +13,11 @@ def test_zip_holds_the_bundle_the_samples_and_install_notes(release_zip: Path) -
     with zipfile.ZipFile(release_zip) as zf:
         names = zf.namelist()
         top = {n.split("/")[0] for n in names}
-        assert top == {*(f"{c}.exe" for c in COMMANDS), "_internal", "samples", "INSTALL.txt"}, sorted(top)
+        [contents] = [t for t in top if t.startswith(CONTENTS_PREFIX)]  # this build's own, for wincni install
+        assert top == {*(f"{c}.exe" for c in COMMANDS), contents, "samples", "INSTALL.txt"}, sorted(top)
         samples = [n for n in names if n.startswith("samples/")]
         assert sorted(samples) == ["samples/cni.conf.l2bridge.json", "samples/cni.conf.overlay.json"]
         assert {json.loads(zf.read(n))["delegate"]["type"] for n in samples} == {"win-bridge", "win-overlay"}
-        # The Windows CPython and the plugins' JSON Schemas travel inside _internal.
-        assert "_internal/python313.dll" in names
-        assert any(n.startswith("_internal/plugins/") and n.endswith("schema.json") for n in names)
+        # The Windows CPython and the plugins' JSON Schemas travel inside the contents folder.
+        assert f"{contents}/python313.dll" in names
+        assert any(n.startswith(f"{contents}/plugins/") and n.endswith("schema.json") for n in names)

@@ -1,0 +1,391 @@
+"""``wincni install``: the release folder into containerd's CNI bin dir, the rendered config into
+its conf dir, shadowing configs moved aside; ``--uninstall`` undoes exactly that.
+
+The imperative shell: it reads the node, asks ``layout`` and ``render`` (pure) what to do, and
+does it through a ``Disk``. The upgrade rules (why launchers are renamed aside, when an old build's
+contents folder goes) are in ``layout``'s docstring.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from . import layout
+from .disk import Disk
+from .layout import Manifest, Step
+
+MAX_CONF = 1 << 20
+MAX_LAUNCHER = 64 << 20
+MAX_ZIP_BYTES, MAX_ZIP_ENTRIES = 512 << 20, 20000
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class InstallError(Exception):
+    """Install cannot go on: the message names the input or file and the way out (exit status 1)."""
+
+
+@dataclass
+class Outcome:
+    steps: list[Step] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    diff: str = ""
+    build: str = ""
+    bin_dir: str = ""
+    conf_path: str = ""
+
+
+def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from .containerd import defaults
+    d = defaults(platform)
+    p.add_argument("--from", dest="source", metavar="DIR|ZIP",
+                   help="the release folder or zip (default: the folder this wincni runs from)")
+    p.add_argument("--cni-bin-dir", help=f"default: containerd's bin_dir(s), else {d['bin_dir']}")
+    p.add_argument("--cni-conf-dir", help=f"default: containerd's conf_dir, else {d['conf_dir']}")
+    p.add_argument("--containerd-config", default=d["config"], metavar="FILE", help="(default %(default)s)")
+    p.add_argument("--net-conf", default=_net_conf_default(platform), metavar="FILE",
+                   help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)")
+    p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
+    p.add_argument("--node-ip", default="", metavar="IP[/PREFIX]",
+                   help="the node's management IP (host-gw; default: the address of the default route's interface)")
+    p.add_argument("--conf-name", default="10-flannel.conflist", metavar="NAME", help="(default %(default)s)")
+    p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
+    p.add_argument("--uninstall", action="store_true", help="remove what install laid down, restore moved configs")
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk: Disk | None = None) -> int:
+    """0 done (warnings allowed), 1 failed; the steps done so far are printed either way."""
+    disk = disk or Disk()
+    out = Outcome()
+    try:
+        bin_dir, conf_dir = _dirs(args, disk, platform, out)
+        out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
+        if args.uninstall:
+            _uninstall(bin_dir, disk, out, args.dry_run)
+        else:
+            _install(args, bin_dir, conf_dir, disk, platform, cwd, out)
+    except InstallError as exc:
+        _print(args, out, stdout, error=str(exc))
+        return EXIT_FAILED
+    _print(args, out, stdout)
+    return EXIT_OK
+
+
+def _net_conf_default(platform: str) -> str:
+    from .facts import default_paths
+    return default_paths(platform)["net_conf"]
+
+
+def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> tuple[str, str]:
+    from .containerd import ConfigError, CniDirs, defaults, parse
+    fallback = defaults(platform)
+    found = CniDirs(fallback["bin_dir"], fallback["conf_dir"])
+    if not (args.cni_bin_dir and args.cni_conf_dir):
+        raw = _read(disk, args.containerd_config, MAX_CONF)
+        if raw is not None:
+            try:
+                found = parse(raw, args.containerd_config, fallback)
+            except ConfigError as exc:
+                raise InstallError(str(exc)) from None
+    return args.cni_bin_dir or found.bin_dir, args.cni_conf_dir or found.conf_dir
+
+
+# ---------------------------------------------------------------------------- install
+
+def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
+             out: Outcome) -> None:
+    from plugins.cni.errors import CniError
+    from plugins.flannel import netconf
+
+    from . import render
+    try:
+        backend = netconf.load(args.net_conf)
+        if backend is None:
+            raise InstallError(f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
+                               "(the kube-flannel-cfg ConfigMap's net-conf.json)")
+        netconf.check(backend, backend.network_name)
+        doc = render.conflist(backend, args.service_cidr, args.node_ip or _default_node_ip(backend))
+        render.validate(doc, backend, platform, cwd)
+    except CniError as exc:
+        raise InstallError(f"{exc.msg}: {exc.details}" if exc.details else exc.msg) from None
+    linux = netconf.linux_mismatch(backend)
+    if linux is not None:
+        out.warnings.append(f"{linux[0]}; fix: {linux[1]}")
+    rendered = render.encode(doc)
+
+    with _bundle(args.source, disk) as bundle:
+        out.build = bundle.build
+        manifest_path = os.path.join(bin_dir, layout.MANIFEST)
+        previous = _manifest(disk, manifest_path)
+        files, dirs = disk.listdir(bin_dir)
+        bin_steps = layout.plan_bin(bundle, bin_dir, files + dirs,
+                                    lambda n: disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n)),
+                                    previous)
+        conf_files, _ = disk.listdir(conf_dir)
+        existing = _read(disk, out.conf_path, MAX_CONF)
+        conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
+        if existing != rendered:
+            out.diff = "".join(difflib.unified_diff(
+                (existing or b"").decode("utf-8", "replace").splitlines(True), rendered.decode().splitlines(True),
+                out.conf_path if existing is not None else "/dev/null", out.conf_path))
+        if args.dry_run:
+            out.steps = bin_steps + conf_steps
+            return
+        try:
+            disk.makedirs(bin_dir)
+            for step in bin_steps:
+                out.steps.append(_lay(step, bin_dir, previous.build, disk))
+            out.steps += cleanup(bin_dir, bundle.build, disk)
+            disk.makedirs(conf_dir)
+            moved = []
+            for step in conf_steps:
+                if step.action == "write":
+                    disk.write_atomic(step.path, rendered)
+                elif step.action == "disable":
+                    target = step.path + layout.DISABLED
+                    disk.replace(step.path, target)
+                    moved.append((step.path, target))
+                out.steps.append(step)
+            manifest = Manifest(build=bundle.build, launchers=bundle.launchers, conf=out.conf_path,
+                                conf_digest=hashlib.sha256(rendered).hexdigest(),
+                                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))))
+            disk.write_atomic(manifest_path, manifest.encode())
+        except OSError as exc:
+            raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
+                               "running install again finishes the job") from None
+
+
+def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
+    """One launcher or the contents folder into place; a running launcher is renamed aside."""
+    if step.action == "copy":
+        partial = step.path + layout.PARTIAL
+        if disk.exists(partial):
+            disk.rmtree(partial)
+        disk.copy_tree(step.source, partial)
+        disk.rename(partial, step.path)
+    elif step.action in ("install", "replace"):
+        name = os.path.basename(step.path)
+        new = os.path.join(bin_dir, f".{name}.wincni-new")
+        disk.copy_file(step.source, new)
+        try:
+            disk.replace(new, step.path)
+        except PermissionError:  # running: Windows lets it be renamed, not replaced
+            aside = _aside(step.path, bin_dir, previous_build, disk)
+            disk.replace(new, step.path)
+            return Step("replace", step.path, step.source, f"in use: the running one moved to {aside}")
+    elif step.action == "remove":
+        try:
+            disk.remove(step.path)
+        except PermissionError:
+            return Step("aside", step.path, detail=f"in use: moved to {_aside(step.path, bin_dir, previous_build, disk)}")
+    return step
+
+
+def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
+    """Park a running launcher under the build it loads (read from the file; else ``build``, the
+    manifest's): that build's contents folder stays while it is parked."""
+    own = layout.embedded_build(disk.read(path, MAX_LAUNCHER) or b"")
+    aside = layout.aside_path(bin_dir, own or build, os.path.basename(path), disk.exists)
+    disk.makedirs(os.path.dirname(aside))
+    disk.rename(path, aside)
+    return aside
+
+
+def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
+    """Delete parked launchers nothing runs any more, then the contents folders no launcher needs."""
+    steps: list[Step] = []
+    parked: dict[str, int] = {}
+    aside_root = os.path.join(bin_dir, layout.ASIDE_DIR)
+    for build in disk.listdir(aside_root)[1]:
+        folder = os.path.join(aside_root, build)
+        for name in disk.listdir(folder)[0]:
+            path = os.path.join(folder, name)
+            try:
+                disk.remove(path)
+                steps.append(Step("remove", path, detail="no longer running"))
+            except OSError:
+                parked[build] = parked.get(build, 0) + 1
+                steps.append(Step("held", path, detail="still running: removed by a later install"))
+        if not parked.get(build):
+            _quietly(disk.rmdir, folder)
+    if not disk.listdir(aside_root)[1]:
+        _quietly(disk.rmdir, aside_root)
+    steps += [Step("held", os.path.join(bin_dir, layout.CONTENTS_PREFIX + build), detail="kept for its running "
+                   "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
+    for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
+        path = os.path.join(bin_dir, name)
+        doomed = path if name.endswith((layout.TRASH, layout.PARTIAL)) else path + layout.TRASH
+        try:
+            if doomed != path:
+                disk.rename(path, doomed)  # refused while a process holds a file in it
+            disk.rmtree(doomed)
+            steps.append(Step("remove", path, detail="old build, no longer used"))
+        except OSError:
+            steps.append(Step("held", path, detail="in use: removed by a later install"))
+    return steps
+
+
+def _quietly(op, path: str) -> None:
+    try:
+        op(path)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------- uninstall
+
+def _uninstall(bin_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> None:
+    manifest_path = os.path.join(bin_dir, layout.MANIFEST)
+    manifest = _manifest(disk, manifest_path)
+    out.build = manifest.build
+    if not manifest.build:
+        out.warnings.append(f"no {layout.MANIFEST} in {bin_dir}: nothing installed by wincni install there")
+        return
+    out.conf_path = manifest.conf
+    plan = []
+    conf = _read(disk, manifest.conf, MAX_CONF) if manifest.conf else None
+    if conf is not None:
+        ours = hashlib.sha256(conf).hexdigest() == manifest.conf_digest
+        plan.append(Step("remove" if ours else "keep", manifest.conf,
+                         detail="" if ours else "changed since install: left in place"))
+    plan += [Step("restore", original, disabled) for original, disabled in manifest.moved
+             if disk.exists(disabled) and not disk.exists(original)]
+    plan += [Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers if disk.exists(os.path.join(bin_dir, n))]
+    if dry_run:
+        out.steps = plan + [Step("remove", os.path.join(bin_dir, layout.CONTENTS_PREFIX + manifest.build))]
+        return
+    try:
+        for step in plan:
+            if step.action == "remove" and step.path == manifest.conf:
+                disk.remove(step.path)
+                out.steps.append(step)
+            elif step.action == "restore":
+                disk.rename(step.source, step.path)
+                out.steps.append(step)
+            elif step.action == "remove":
+                out.steps.append(_lay(step, bin_dir, manifest.build, disk))
+            else:
+                out.steps.append(step)
+        out.steps += cleanup(bin_dir, "", disk)
+        disk.remove(manifest_path)
+    except OSError as exc:
+        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+
+
+# ---------------------------------------------------------------------------- inputs
+
+def _read(disk: Disk, path: str, cap: int) -> bytes | None:
+    try:
+        return disk.read(path, cap)
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _manifest(disk: Disk, path: str) -> Manifest:
+    raw = _read(disk, path, layout.MAX_MANIFEST)
+    if raw is None:
+        return Manifest()
+    try:
+        return Manifest.decode(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InstallError(f"{path} is not a wincni install manifest ({exc}): move it away and run install "
+                           "again") from None
+
+
+class _bundle:
+    """The release folder to lay down: ``--from DIR``, ``--from ZIP`` (unpacked to a temp folder,
+    removed afterwards), else the folder of the running frozen ``wincni``."""
+
+    def __init__(self, source: str | None, disk: Disk) -> None:
+        self.source, self.disk, self.tmp = source, disk, ""
+
+    def __enter__(self) -> layout.Bundle:
+        root = self.source
+        if not root:
+            if not getattr(sys, "frozen", False):
+                raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
+            root = os.path.dirname(os.path.abspath(sys.executable))
+        elif os.path.isfile(root):
+            root = self.tmp = _unzip(root)
+        files, dirs = self.disk.listdir(root)
+        try:
+            return layout.Bundle.of(root, files, dirs)
+        except ValueError as exc:
+            raise InstallError(str(exc)) from None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp:
+            import shutil
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _unzip(path: str) -> str:
+    import tempfile
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_ZIP_ENTRIES or sum(i.file_size for i in infos) > MAX_ZIP_BYTES:
+                raise InstallError(f"{path}: more than {MAX_ZIP_ENTRIES} entries or {MAX_ZIP_BYTES >> 20} MiB: "
+                                   "not a wincni release zip")
+            tmp = tempfile.mkdtemp(prefix="wincni-release-")
+            zf.extractall(tmp)  # drops absolute paths and ".." from member names
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InstallError(f"cannot unpack {path}: {exc}") from None
+    # Executable bits are not kept by zipfile; on POSIX the launchers must run.
+    if os.name != "nt":
+        for name in os.listdir(tmp):
+            p = os.path.join(tmp, name)
+            if os.path.isfile(p) and layout.is_launcher(name):
+                os.chmod(p, 0o755)
+    return tmp
+
+
+def _default_node_ip(backend: object) -> str:
+    """host-gw needs it; vxlan does not (win-overlay takes the management IP from HNS). The source
+    address the routing table picks for an outside destination: the default route's interface,
+    as flannel's scripts choose it. A UDP connect sends nothing."""
+    if getattr(backend, "type", "") != "host-gw":
+        return ""
+    import socket
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: never answered, never sent to
+            return s.getsockname()[0]
+    except OSError as exc:
+        raise InstallError(f"cannot tell the node's IP (no default route?): {exc}; pass --node-ip") from None
+
+
+# ---------------------------------------------------------------------------- output
+
+def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = "") -> None:
+    if args.output == "json":
+        doc: dict = {"build": out.build, "binDir": out.bin_dir, "config": out.conf_path, "dryRun": args.dry_run,
+                     "steps": [{"action": s.action, "path": s.path, "detail": s.detail} for s in out.steps],
+                     "warnings": out.warnings}
+        if args.dry_run and not args.uninstall:
+            doc["diff"] = out.diff
+        if error:
+            doc["error"] = error
+        json.dump(doc, stdout, indent=2)
+        stdout.write("\n")
+        return
+    for s in out.steps:
+        stdout.write(f"{s.action.upper():<8} {s.path}" + (f"  ({s.detail})" if s.detail else "") + "\n")
+    for w in out.warnings:
+        stdout.write(f"WARN     {w}\n")
+    if args.dry_run and out.diff:
+        stdout.write("\n" + out.diff)
+    if error:
+        stdout.write(f"\nFAILED: {error}\n")
+        return
+    changed = sum(s.action not in ("keep", "held") for s in out.steps)
+    verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")
+    stdout.write(f"\nbuild {out.build or '-'}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")

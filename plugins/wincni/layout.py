@@ -1,0 +1,192 @@
+"""What ``wincni install`` lays into the CNI bin dir, and how an upgrade swaps builds under load.
+
+Pure planning: directory listings in, steps out; ``plugins.wincni.install`` carries them out.
+
+The layout (one build per contents folder, which PyInstaller's one-folder exe loads from beside
+itself, its name baked into the exe by specs/wincni.spec)::
+
+    <bin>\\flannel.exe … wincni.exe          the current build's launchers
+    <bin>\\_wincni-<build>\\                  its contents (Python, our modules)
+    <bin>\\_wincni-<older build>\\            kept while a process of that build may still run
+    <bin>\\.wincni-old\\<older build>\\*.exe   launchers renamed aside while running
+    <bin>\\.wincni-install.json               the manifest: what install laid down
+
+Windows refuses to overwrite or delete a running ``.exe`` but lets it be renamed, and refuses to
+rename a folder holding a file in use. So an upgrade copies the new contents folder under its
+own name first (the old build's processes keep theirs), then replaces each launcher, renaming a
+running one aside; every process sees exactly one build. An older build's contents folder goes
+once none of its launchers is left, i.e. when every aside file of it could be deleted (nothing
+runs it any more).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+CONTENTS_PREFIX = "_wincni-"  # + build ID: specs/wincni.spec names the contents folder so
+ASIDE_DIR = ".wincni-old"
+MANIFEST = ".wincni-install.json"
+PARTIAL = ".partial"  # a contents folder being copied; renamed into place when complete
+TRASH = ".trash"  # a contents folder renamed for deletion (proof that nothing held it)
+FOREIGN = "previous"  # aside folder for launchers install did not lay (e.g. the Go plugins)
+CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni's ConfFiles loads
+DISABLED = ".disabled-by-wincni"
+MAX_MANIFEST = 1 << 20
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to do (or done): ``action`` is the table's first column."""
+    action: str  # copy install replace keep aside remove held write disable restore
+    path: str
+    source: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    build: str = ""
+    launchers: tuple[str, ...] = ()
+    conf: str = ""
+    conf_digest: str = ""  # sha256 of what install wrote, so uninstall removes only that
+    moved: tuple[tuple[str, str], ...] = ()  # (original, disabled) config paths
+
+    def encode(self) -> bytes:
+        return (json.dumps({"build": self.build, "launchers": list(self.launchers), "conf": self.conf,
+                            "confDigest": self.conf_digest, "moved": [list(m) for m in self.moved]},
+                           indent=2) + "\n").encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "Manifest":
+        """ValueError for anything that is not a manifest we wrote."""
+        doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        launchers, moved = doc.get("launchers") or [], doc.get("moved") or []
+        if not all(isinstance(n, str) and _plain(n) for n in launchers):
+            raise ValueError("launchers must be file names")
+        if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m) for m in moved):
+            raise ValueError("moved must be [original, disabled] pairs")
+        return cls(build=str(doc.get("build") or ""), launchers=tuple(launchers), conf=str(doc.get("conf") or ""),
+                   conf_digest=str(doc.get("confDigest") or ""), moved=tuple((a, b) for a, b in moved))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A release folder: launchers beside one ``_wincni-<build>`` contents folder."""
+    root: str
+    build: str
+    launchers: tuple[str, ...]
+
+    @property
+    def contents(self) -> str:
+        return CONTENTS_PREFIX + self.build
+
+    @classmethod
+    def of(cls, root: str, files: Iterable[str], dirs: Iterable[str]) -> "Bundle":
+        """ValueError naming what is wrong with the folder."""
+        builds = sorted(d[len(CONTENTS_PREFIX):] for d in dirs if d.startswith(CONTENTS_PREFIX) and _is_build(d))
+        if len(builds) != 1:
+            raise ValueError(f"{root} must hold exactly one {CONTENTS_PREFIX}<build> folder beside the executables, "
+                             f"found {len(builds)}" + (" (an _internal folder: a build older than wincni install)"
+                                                       if "_internal" in dirs else ""))
+        launchers = tuple(sorted(f for f in files if is_launcher(f)))
+        if not launchers:
+            raise ValueError(f"{root} holds no executables")
+        return cls(root, builds[0], launchers)
+
+
+def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callable[[str], bool],
+             previous: Manifest) -> list[Step]:
+    """Steps laying ``bundle`` into ``bin_dir`` (whose top-level names are ``present``).
+
+    ``same(name)``: the launcher in bin_dir already has the bundle's bytes. Launchers the previous
+    install laid that this build no longer has are removed, so no launcher outlives its contents.
+    """
+    present = set(present)
+    j = os.path.join
+    steps = [Step("keep" if bundle.contents in present else "copy", j(bin_dir, bundle.contents),
+                  j(bundle.root, bundle.contents), f"build {bundle.build}")]
+    for name in bundle.launchers:
+        if name not in present:
+            steps.append(Step("install", j(bin_dir, name), j(bundle.root, name)))
+        elif same(name):
+            steps.append(Step("keep", j(bin_dir, name), j(bundle.root, name)))
+        else:
+            steps.append(Step("replace", j(bin_dir, name), j(bundle.root, name)))
+    steps += [Step("remove", j(bin_dir, name), detail="not in this build")
+              for name in previous.launchers if name not in bundle.launchers and name in present]
+    return steps
+
+
+def embedded_build(launcher: bytes) -> str:
+    """The build a launcher loads: PyInstaller stores its contents folder's name as the option
+    ``pyi-contents-directory <name>`` in the archive's table of contents. "" for anything else
+    (the Go plugins). More reliable than the manifest, which an interrupted install leaves behind."""
+    marker = b"pyi-contents-directory " + CONTENTS_PREFIX.encode()
+    start = launcher.rfind(marker)
+    if start < 0:
+        return ""
+    start += len(marker)
+    end = launcher.find(b"\0", start)
+    name = launcher[start:end if end >= 0 else len(launcher)][:200]
+    try:
+        build = name.decode("ascii")
+    except UnicodeDecodeError:
+        return ""
+    return build if build and _plain(build) and build.isprintable() else ""
+
+
+def aside_path(bin_dir: str, build: str, name: str, taken: Callable[[str], bool]) -> str:
+    """Where a running launcher goes: ``.wincni-old\\<its build>\\<name>`` (``.1``, ``.2``… if taken)."""
+    base = os.path.join(bin_dir, ASIDE_DIR, build or FOREIGN, name)
+    path, n = base, 0
+    while taken(path):
+        n += 1
+        path = f"{base}.{n}"
+    return path
+
+
+def stale_contents(present: Iterable[str], asides: Mapping[str, int], current: str) -> list[str]:
+    """Contents folders no launcher can use any more: not the current build's, and no aside
+    launcher of that build left (``asides``: build -> launchers still parked, i.e. held);
+    leftovers of an interrupted copy or deletion too."""
+    out = []
+    for name in sorted(present):
+        if name.endswith((PARTIAL, TRASH)) and name.startswith(CONTENTS_PREFIX):
+            out.append(name)
+        elif name.startswith(CONTENTS_PREFIX) and _is_build(name):
+            build = name[len(CONTENTS_PREFIX):]
+            if build != current and not asides.get(build):
+                out.append(name)
+    return out
+
+
+def plan_conf(conf_dir: str, present: Iterable[str], ours: str, rendered: bytes, existing: bytes | None,
+              keep_others: bool) -> list[Step]:
+    """Write our config unless identical; disable every config containerd would load before it
+    (it loads only the first, in lexical order)."""
+    j = os.path.join
+    steps = [Step("keep" if existing == rendered else "write", j(conf_dir, ours))]
+    if keep_others:
+        return steps
+    for name in sorted(present):
+        if name < ours and name.endswith(CONF_EXTENSIONS):
+            steps.append(Step("disable", j(conf_dir, name), detail=f"sorts before {ours}: containerd would load it "
+                              f"instead; moved to {name}{DISABLED}"))
+    return steps
+
+
+def _is_build(name: str) -> bool:
+    return not name.endswith((PARTIAL, TRASH)) and len(name) > len(CONTENTS_PREFIX)
+
+
+def is_launcher(name: str) -> bool:
+    """Top-level files of a bundle that are commands: ``.exe`` on Windows, extension-less elsewhere."""
+    return name.endswith(".exe") or ("." not in name and not name.startswith("_"))
+
+
+def _plain(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and ":" not in name

@@ -1,0 +1,392 @@
+"""``wincni install``: temp dirs for the node's folders, a fake release, and a Disk with Windows'
+rules for files in use (a running .exe can be renamed, not replaced or deleted; a folder holding
+one can be neither renamed nor deleted)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from plugins.wincni import layout
+from plugins.wincni.__main__ import build_parser, main
+from plugins import registry
+from plugins.wincni.disk import Disk
+from plugins.wincni.facts import default_paths
+from plugins.wincni.install import run
+from plugins.winnet.policies import fit_user_policies
+
+from testdata import FIXTURES
+
+COMMANDS = registry.COMMANDS
+
+
+class WindowsDisk(Disk):
+    """Disk refusing what Windows refuses for the paths in ``held`` (files a process has open)."""
+
+    def __init__(self) -> None:
+        self.held: set[str] = set()
+
+    def _holds(self, path: str) -> bool:
+        return any(h == path or h.startswith(path + os.sep) for h in self.held)
+
+    def replace(self, src: str, dst: str) -> None:
+        if self._holds(dst) or self._holds(src):
+            raise PermissionError(13, "in use", dst)
+        super().replace(src, dst)
+
+    def remove(self, path: str) -> None:
+        if self._holds(path):
+            raise PermissionError(13, "in use", path)
+        super().remove(path)
+
+    def rmtree(self, path: str) -> None:
+        if self._holds(path):
+            raise PermissionError(13, "in use", path)
+        super().rmtree(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        if src in self.held:  # a running exe may be renamed: it stays held under its new name
+            super().rename(src, dst)
+            self.held = {dst if h == src else h for h in self.held}
+            return
+        if self._holds(src):
+            raise PermissionError(13, "in use", src)
+        super().rename(src, dst)
+
+
+def release(root: Path, build: str, mark: str = "") -> Path:
+    """A release folder as specs/wincni.spec makes it: launchers beside _wincni-<build>."""
+    folder = root / f"release-{build}"
+    (folder / f"_wincni-{build}" / "plugins").mkdir(parents=True, exist_ok=True)
+    (folder / f"_wincni-{build}" / "python313.dll").write_text(f"python of {build}")
+    for c in COMMANDS:  # as PyInstaller's launchers name their contents folder
+        (folder / c).write_bytes(f"{c} {build}{mark}\0pyi-contents-directory _wincni-{build}\0".encode())
+    return folder
+
+
+def launcher_build(path: Path) -> str:
+    return layout.embedded_build(path.read_bytes())
+
+
+class NodeDirs:
+    def __init__(self, root: Path, netconf: str = "net-conf.vxlan.json") -> None:
+        self.root, self.bin, self.conf = root, root / "opt-cni-bin", root / "etc-cni-net.d"
+        self.net_conf = root / "net-conf.json"
+        self.net_conf.write_bytes((FIXTURES / netconf).read_bytes())
+        self.disk = WindowsDisk()
+
+    def argv(self, *args: str, output: str = "json", dirs: bool = True) -> list[str]:
+        base = ["install", "--net-conf", str(self.net_conf), "--node-ip", "10.127.130.36/24",
+                "--containerd-config", str(self.root / "config.toml"), "-o", output]
+        if dirs:
+            base += ["--cni-bin-dir", str(self.bin), "--cni-conf-dir", str(self.conf)]
+        return base + list(args)
+
+    def install(self, *args: str, expect: int = 0, output: str = "json", dirs: bool = True):
+        """Through install.run with the Windows-rules Disk (main takes the real one)."""
+        out = io.StringIO()
+        parsed = build_parser(default_paths("linux"), "linux").parse_args(self.argv(*args, output=output, dirs=dirs))
+        rc = run(parsed, out, "linux", str(self.root), disk=self.disk)
+        assert rc == expect, out.getvalue()
+        return json.loads(out.getvalue()) if output == "json" else out.getvalue()
+
+    def conflist(self) -> dict:
+        return json.loads((self.conf / "10-flannel.conflist").read_text())
+
+
+def actions(result: dict) -> dict[str, str]:
+    return {os.path.basename(s["path"]): s["action"] for s in result["steps"]}
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> NodeDirs:
+    return NodeDirs(tmp_path)
+
+
+def test_fresh_install_then_an_idempotent_second_run(node: NodeDirs, tmp_path: Path) -> None:
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node.conf.mkdir()
+    (node.conf / "0-containerd-nat.json").write_text('{"type": "nat"}')
+    (node.conf / "99-later.conf").write_text("{}")
+    table = node.install("--from", str(rel), output="table")
+    assert "COPY     " + str(node.bin / "_wincni-0.1.0-aaa-1") in table
+    assert "INSTALL  " + str(node.bin / "flannel") in table
+    assert "WRITE    " + str(node.conf / "10-flannel.conflist") in table
+    assert "DISABLE  " + str(node.conf / "0-containerd-nat.json") in table
+    assert table.rstrip().endswith("build 0.1.0-aaa-1: changed 9 item(s), 0 warning(s)")
+    for c in COMMANDS:
+        assert launcher_build(node.bin / c) == "0.1.0-aaa-1"
+    assert (node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
+    assert sorted(p.name for p in node.conf.iterdir()) == [
+        "0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist", "99-later.conf"]
+    assert node.conflist()["name"] == "vxlan0"
+    written = (node.conf / "10-flannel.conflist").stat().st_mtime_ns
+
+    again = node.install("--from", str(rel))
+    assert set(actions(again).values()) == {"keep"}, again
+    assert (node.conf / "10-flannel.conflist").stat().st_mtime_ns == written
+
+
+def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node.conf.mkdir()
+    (node.conf / "0-containerd-nat.json").write_text("{}")
+    plan = node.install("--from", str(rel), "--dry-run")
+    assert plan["dryRun"] and actions(plan)["flannel"] == "install" and actions(plan)["0-containerd-nat.json"] == "disable"
+    assert '+  "name": "vxlan0",' in plan["diff"]
+    assert not node.bin.exists() and sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json"]
+    table = node.install("--from", str(rel), "--dry-run", output="table")
+    assert "would change 9 item(s)" in table and "+++ " + str(node.conf / "10-flannel.conflist") in table
+
+
+def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(node: NodeDirs, tmp_path: Path) -> None:
+    node.bin.mkdir()
+    (node.bin / "nat").write_text("someone else's plugin")
+    node.conf.mkdir()
+    (node.conf / "0-containerd-nat.json").write_text('{"type": "nat"}')
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    done = node.install("--uninstall")
+    assert actions(done)["0-containerd-nat.json"] == "restore" and actions(done)["10-flannel.conflist"] == "remove"
+    assert sorted(p.name for p in node.bin.iterdir()) == ["nat"]
+    assert sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json"]
+    assert node.install("--uninstall")["warnings"]  # nothing left to uninstall: said, not failed
+
+
+def test_uninstall_keeps_a_config_changed_since(node: NodeDirs, tmp_path: Path) -> None:
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    (node.conf / "10-flannel.conflist").write_text("{}")
+    assert actions(node.install("--uninstall"))["10-flannel.conflist"] == "keep"
+    assert (node.conf / "10-flannel.conflist").read_text() == "{}"
+
+
+def test_upgrade_while_a_plugin_runs(node: NodeDirs, tmp_path: Path) -> None:
+    """flannel of build A is running: it is renamed aside (its contents folder stays), every other
+    launcher is replaced; once it has exited the next install removes both."""
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    running = str(node.bin / "flannel")
+    node.disk.held = {running, str(node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
+    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    step = next(s for s in done["steps"] if s["path"] == running)
+    aside = str(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "flannel")
+    assert step["action"] == "replace" and aside in step["detail"]
+    for c in COMMANDS:
+        assert launcher_build(node.bin / c) == "0.1.0-bbb-2"
+    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir() and launcher_build(Path(aside)) == "0.1.0-aaa-1"
+    assert {("held", aside), ("held", str(node.bin / "_wincni-0.1.0-aaa-1"))} <= {(s["action"], s["path"]) for s in done["steps"]}
+
+    node.disk.held = set()  # the old flannel exited
+    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    assert {(s["action"], os.path.basename(s["path"])) for s in done["steps"]} >= {
+        ("remove", "flannel"), ("remove", "_wincni-0.1.0-aaa-1")}
+    assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
+
+
+def test_an_old_contents_folder_in_use_stays(node: NodeDirs, tmp_path: Path) -> None:
+    """Launchers all replaceable (nothing runs them) but a file in the old folder is open: kept, no error."""
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.disk.held = {str(node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
+    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    assert actions(done)["_wincni-0.1.0-aaa-1"] == "held"
+    node.disk.held = set()
+    assert actions(node.install("--from", str(release(tmp_path, "0.1.0-bbb-2"))))["_wincni-0.1.0-aaa-1"] == "remove"
+
+
+def test_a_launcher_dropped_from_the_new_build_goes(node: NodeDirs, tmp_path: Path) -> None:
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    rel = release(tmp_path, "0.1.0-bbb-2")
+    (rel / "hnsctl").unlink()
+    assert actions(node.install("--from", str(rel)))["hnsctl"] == "remove"
+    assert not (node.bin / "hnsctl").exists() and not (node.bin / "_wincni-0.1.0-aaa-1").exists()
+
+
+@pytest.mark.parametrize("section", ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"])
+def test_dirs_come_from_containerd_config(node: NodeDirs, tmp_path: Path, section: str) -> None:
+    key = 'bin_dirs = ["{}", "/other"]' if section.endswith("runtime") else 'bin_dir = "{}"'
+    (tmp_path / "config.toml").write_text(
+        f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.bin)}\n  conf_dir = "{node.conf}"\n')
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False)
+    assert done["binDir"] == str(node.bin) and (node.bin / "flannel").is_file()
+    assert (node.conf / "10-flannel.conflist").is_file()
+
+
+def test_a_broken_containerd_config_is_named(node: NodeDirs, tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[plugins\n")
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1)
+    assert "config.toml is not valid TOML" in done["error"] and "--cni-bin-dir" in done["error"]
+
+
+def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
+    node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}}))
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    assert "Backend.VNI 1" in done["error"] and "Backend.Port 8472" in done["error"]
+    assert not node.bin.exists() and not node.conf.exists()
+
+
+def test_linux_flannel_defaults_are_a_warning(node: NodeDirs, tmp_path: Path) -> None:
+    node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": "vxlan0"}}))
+    [warning] = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))["warnings"]
+    assert "8472" in warning and '"VNI": 4096 and "Port": 4789' in warning
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--service-cidr", "10.96.0.0/33"), ("--service-cidr", "not a CIDR")),
+    (("--node-ip", "nope"), ("--node-ip",)),
+])
+def test_bad_inputs_name_the_flag(tmp_path: Path, args: tuple, words: tuple) -> None:
+    node = NodeDirs(tmp_path, "net-conf.host-gw.json")
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
+    assert all(w in done["error"] for w in words), done
+
+
+def test_a_folder_that_is_not_a_release(node: NodeDirs, tmp_path: Path) -> None:
+    (tmp_path / "old" / "_internal").mkdir(parents=True)
+    (tmp_path / "old" / "flannel").write_text("x")
+    done = node.install("--from", str(tmp_path / "old"), expect=1)
+    assert "_wincni-<build>" in done["error"] and "_internal" in done["error"]
+    assert "runs from source" in node.install(expect=1)["error"]
+
+
+def test_through_main_and_usage_errors_are_status_2(node: NodeDirs, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(node.argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
+    assert "unrecognized arguments: --bogus" in err.getvalue() and out.getvalue() == ""
+    argv = node.argv("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 0
+    assert json.loads(out.getvalue())["build"] == "0.1.0-aaa-1"
+
+
+def test_install_from_the_release_zip(node: NodeDirs, tmp_path: Path) -> None:
+    import shutil
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    archive = shutil.make_archive(str(tmp_path / "wincni-0.1.0-windows-amd64"), "zip", rel)
+    node.install("--from", archive)
+    assert launcher_build(node.bin / "flannel") == "0.1.0-aaa-1" and os.access(node.bin / "flannel", os.X_OK)
+
+
+# ---------------------------------------------------------------- the rendered config vs the samples
+
+def _delegate(doc: dict) -> dict:
+    return doc["plugins"][0]["delegate"] if "plugins" in doc else doc["delegate"]
+
+
+@pytest.mark.parametrize("netconf, node_ip, v1, v2", [
+    ("net-conf.vxlan.json", "", "cni.conf.overlay-v1.json", "cni.conf.overlay-v2.json"),
+    ("net-conf.host-gw.json", "10.127.130.36/24", "cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"),
+])
+def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netconf, node_ip, v1, v2) -> None:
+    node = NodeDirs(tmp_path, netconf)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--node-ip", node_ip or "0.0.0.0")
+    got = node.conflist()
+    plugin = got["plugins"][0]
+    for sample_name in (v1, v2):
+        sample = json.loads((FIXTURES / sample_name).read_text())
+        assert got["name"] == sample["name"] and plugin["type"] == sample["type"] == "flannel"
+        want = _delegate(sample)
+        delegate = plugin["delegate"]
+        assert delegate["type"] == want["type"]
+        policies = [p.get("Value") or p.get("value") for p in want.get("policies") or want.get("Policies")]
+        ours = [p["Value"] for p in delegate["policies"]]
+        if sample_name == v2:
+            ours = fit_user_policies(ours, [""] * len(ours), "v2")
+        assert ours == policies, sample_name
+        dns = {k.lower(): v for k, v in want["dns"].items()}
+        assert delegate["dns"]["Nameservers"] == dns["nameservers"]
+        assert set(delegate["dns"]["Search"]) <= set(dns["search"])
+    assert plugin["capabilities"] == {"portMappings": True, "dns": True}
+
+
+def test_rendered_vxlan_config(tmp_path: Path) -> None:
+    """The whole document, as the README shows it."""
+    node = NodeDirs(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    assert node.conflist() == {"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
+        "type": "flannel", "capabilities": {"portMappings": True, "dns": True},
+        "delegate": {"type": "win-overlay",
+                     "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                     "policies": [
+                         {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT",
+                                                              "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}},
+                         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
+                                                              "NeedEncap": True}}]}}]}
+
+
+def test_a_manifest_that_is_not_ours_stops_install(node: NodeDirs, tmp_path: Path) -> None:
+    node.bin.mkdir()
+    (node.bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    assert "not a wincni install manifest" in done["error"] and not (node.bin / "flannel").exists()
+    assert "not a wincni install manifest" in node.install("--uninstall", expect=1)["error"]
+
+
+def test_keep_others_leaves_shadowing_configs(node: NodeDirs, tmp_path: Path) -> None:
+    node.conf.mkdir()
+    (node.conf / "0-containerd-nat.json").write_text("{}")
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--keep-others")
+    assert "0-containerd-nat.json" not in actions(done)
+    assert sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json", "10-flannel.conflist"]
+
+
+# ---------------------------------------------------------------- upgrades under load, any order
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), max_size=3), st.booleans(),
+                          st.booleans()), min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(RUNS)
+def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_path_factory, runs) -> None:
+    """Installs of builds 0-3 in any order while processes of whatever is installed start and
+    stop (some just started: their .exe is held, their build's DLLs not loaded yet): a running
+    process's contents folder is never removed, every launcher in the bin dir finds its own
+    build's folder, and once nothing runs, one install leaves exactly one build."""
+    root = tmp_path_factory.mktemp("node")
+    node = NodeDirs(root)
+    releases = {b: release(root, f"0.1.0-b{b}-1") for b in range(4)}
+    running: list[tuple[str, str, bool]] = []  # (launcher as started, its build's DLL, DLL loaded yet)
+    for build, start, stop_all, loaded in runs:
+        node.disk.held = {p for exe, dll, has_dll in running for p in ((exe, dll) if has_dll else (exe,))}
+        node.install("--from", str(releases[build]))
+        running = [(_moved(node, exe), dll, has_dll) for exe, dll, has_dll in running]
+        for exe, dll, _ in running:
+            assert Path(dll).is_file(), f"{dll} removed under a running process"
+        for name in COMMANDS:
+            owner = launcher_build(node.bin / name)
+            assert (node.bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
+        running = [] if stop_all else running
+        running += [(str(node.bin / name), str(node.bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
+                    for name in start]
+    node.disk.held = set()
+    node.install("--from", str(releases[runs[-1][0]]))
+    assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
+                                                                 layout.MANIFEST])
+
+
+def _moved(node: NodeDirs, exe: str) -> str:
+    """Where a running launcher is now: in place, or renamed aside (the disk tracks held names)."""
+    name = Path(exe).name
+    return exe if exe in node.disk.held else next(h for h in node.disk.held if layout.ASIDE_DIR in h and (
+        Path(h).name == name or Path(h).name.startswith(name + ".")))  # .1, .2: a name already parked
+
+
+def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: NodeDirs,
+                                                                                     tmp_path: Path) -> None:
+    """An install interrupted before its manifest was written leaves the manifest naming an older
+    build; the launcher itself says which contents folder it loads."""
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    (node.bin / layout.MANIFEST).unlink()
+    node.disk.held = {str(node.bin / "wincni")}
+    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    assert launcher_build(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
+    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir()
+
+
+def test_embedded_build_reads_only_a_plain_folder_name() -> None:
+    assert layout.embedded_build(b"MZ..pyi-contents-directory _wincni-0.1.0-abc-1\0rest") == "0.1.0-abc-1"
+    assert layout.embedded_build(b"MZ..pyi-contents-directory _internal\0") == ""
+    assert layout.embedded_build(b"pyi-contents-directory _wincni-..\\x\0") == ""
+    assert layout.embedded_build(b"Go build ID") == ""
