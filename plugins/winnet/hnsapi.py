@@ -163,6 +163,12 @@ def _ignorable_detach(err: Exception) -> bool:
     return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
 
 
+def _unless_timeout(err: Exception) -> None:
+    """A best-effort step may fail, but a hung HNS is reported (code 11), never passed over."""
+    if isinstance(err, hns_errors.Timeout):
+        raise err
+
+
 class HnsV1Api:
     """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
     (CNI_NETNS=container:<pause id>) share it."""
@@ -217,14 +223,14 @@ class HnsV1Api:
         if self.shared:
             try:
                 self.client.v1_container_detach(self.container_id, ep.id)
-            except hns_errors.HnsError:
-                pass  # best effort, like the reference: the pause container's DEL removes the endpoint
+            except hns_errors.HnsError as err:
+                _unless_timeout(err)  # best effort, like the reference: the pause container's DEL removes the endpoint
             return
         if self.is_attached(ep):
             try:
                 self.client.v1_hot_detach(self.container_id, ep.id)
-            except hns_errors.HnsError:
-                pass  # the container may already be gone; the endpoint must go regardless
+            except hns_errors.HnsError as err:
+                _unless_timeout(err)  # the container may already be gone; the endpoint must go regardless
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
@@ -246,6 +252,7 @@ class HnsV1Api:
             try:
                 self.client.v1_hot_detach(container, ep.id)
             except hns_errors.HnsError as err:  # the container is usually gone already
+                _unless_timeout(err)
                 log.event("gc-detach-failed", container=container, error=str(err))
         self.delete(ep)
 

@@ -28,8 +28,6 @@ from .netconf import NetConf, canonicalize, choose_api, endpoint_name, is_namesp
 HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
 CHECK_MISMATCH = 101     # CHECK found the endpoint differing from what ADD set up
 
-_MANAGER_STOPPED = 0x803B0020
-
 #: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
 TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
                   "ipam": "the IPAM plugin that releases the pod's address"}
@@ -38,13 +36,13 @@ TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<na
 @contextlib.contextmanager
 def hns_step(what: str) -> Iterator[None]:
     """Turn a libhns error into a CNI error that says which step failed and why."""
-    from libhns.errors import EnvError, HnsError
+    from libhns.errors import EnvError, HnsError, try_later
     try:
         yield
     except EnvError as err:  # a bad LIBHNS_* variable: the environment's fault, not HNS's
         raise CniError(INVALID_ENV, f"{what}: {err}", "fix or unset the variable") from None
     except HnsError as err:
-        code = TRY_AGAIN_LATER if getattr(err, "hresult", None) == _MANAGER_STOPPED else HNS_FAILURE
+        code = TRY_AGAIN_LATER if try_later(err) else HNS_FAILURE
         raise CniError(code, f"{what}: {err}") from err
 
 
@@ -104,8 +102,9 @@ class Lifecycle:
         from libhns.client import HnsClient
         api_version = choose_api(conf.api_version, req.netns)
         log.event("api", apiVersion=api_version, configured=conf.api_version, netns=req.netns)
+        from libhns.deadline import Limits
         with hns_step("cannot reach HNS"):
-            client = HnsClient.from_env(req.env)
+            client = HnsClient.from_env(req.env, Limits.resolve(req.env, conf.hns_timeout))
         if api_version == 2:
             if need_netns and not is_namespace_guid(req.netns):
                 raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
@@ -254,11 +253,12 @@ class Lifecycle:
             return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, applied_dns(plan.dns, api.schema),
                                 req.cni_version)
         except BaseException:
-            for what, step in reversed(undo):
-                try:
-                    step()
-                except Exception as err:  # noqa: BLE001 - report, keep undoing
-                    log.warning(f"rollback: could not {what}: {err}")
+            with api.client.undo_window():  # its own deadline: the command's may be what failed
+                for what, step in reversed(undo):
+                    try:
+                        step()
+                    except Exception as err:  # noqa: BLE001 - report, keep undoing
+                        log.warning(f"rollback: could not {what}: {err}")
             raise
 
     def addresses(self, ipam: dict | None, network: Any, api: EndpointApi, req: Request) -> tuple[Address, ...]:

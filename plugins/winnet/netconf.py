@@ -15,7 +15,7 @@ from plugins.cni.config import get_ci
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
              "loopbackDSR", "acls", "allowPortMappingAcls", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
-             "AdditionalArgs", "prevResult", "logFile", "network")
+             "AdditionalArgs", "prevResult", "logFile", "network", "hnsTimeout")
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
 _GUID = re.compile(r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
 
@@ -71,6 +71,7 @@ class NetConf:
     acls: tuple[Any, ...] = ()  # the schema-checked ``acls`` entries (plugins.winnet.acls parses them)
     allow_port_mapping_acls: bool = False
     network: Mapping[str, Any] | None = None  # standalone mode: the schema-checked ``network`` section
+    hns_timeout: Mapping[str, Any] | None = None  # the schema-checked ``hnsTimeout`` (libhns.deadline.Limits)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> "NetConf":
@@ -102,6 +103,7 @@ class NetConf:
             acls=tuple(conf.get("acls") or ()),
             allow_port_mapping_acls=bool(conf.get("allowPortMappingAcls")),
             network=conf.get("network"),
+            hns_timeout=conf.get("hnsTimeout"),
         )
 
 
