@@ -409,6 +409,15 @@ class HnsClient:
         self._hcs_network_request(container_id, "Remove", endpoint_id)
         return True
 
+    def compute_system_exists(self, container_id: str) -> bool:
+        """Whether HCS knows a compute system of this ID (open + close; not found is False)."""
+        try:
+            handle = self.raw.hcs_open_compute_system(container_id)
+        except errors.NotFound:
+            return False
+        self.raw.hcs_close_compute_system(handle)
+        return True
+
     def _hcs_network_request(self, container_id: str, request_type: str, endpoint_id: str) -> None:
         handle = self.raw.hcs_open_compute_system(container_id)
         try:

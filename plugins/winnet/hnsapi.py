@@ -33,6 +33,7 @@ class EndpointApi(Protocol):
     def endpoints_of(self, network: Any) -> list[Any]: ...
     def dns(self, ep: Any) -> DnsSettings: ...
     def release_stale(self, ep: Any) -> None: ...
+    def in_use(self, ep: Any) -> bool: ...
     def features(self) -> Any: ...
 
 
@@ -145,8 +146,16 @@ class HcnApi:
         """GC has no CNI_NETNS: ``release`` already detaches from the namespace the endpoint names."""
         self.release(ep)
 
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive: the namespace it is attached to still exists."""
+        return _namespace_exists(self.client, ep)
+
     def features(self) -> Any:
         return self.client.features()
+
+
+def _namespace_exists(client: Any, ep: Any) -> bool:
+    return bool(ep.namespace_id) and client.get_namespace(ep.namespace_id) is not None
 
 
 class _Attached:
@@ -255,6 +264,11 @@ class HnsV1Api:
                 _unless_timeout(err)
                 log.event("gc-detach-failed", container=container, error=str(err))
         self.delete(ep)
+
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
+        return (any(self.client.compute_system_exists(c) for c in ep.shared_containers or ())
+                or _namespace_exists(self.client, ep))
 
     def features(self) -> Any:
         return self.client.features()

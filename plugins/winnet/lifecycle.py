@@ -216,8 +216,14 @@ class Lifecycle:
             with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
                 api.attach(existing)
             return self.result_of(existing, network, api, req)
+        if existing is not None and not api.is_attached(existing):
+            with hns_step(f"error while replacing stale HNS endpoint {name}"):
+                if not api.in_use(existing):  # a half-done ADD, or a late answer from a hung one
+                    from . import stale
+                    stale.remove(api, existing, "its sandbox is gone; this ADD creates the pod's endpoint anew")
+                    existing = None
         if existing is not None:
-            # A retry of an ADD that succeeded (or half-succeeded): same answer, no second IP or endpoint.
+            # A retry of an ADD that succeeded: same answer, no second IP or endpoint.
             if not api.is_attached(existing):
                 with hns_step(f"failed to attach HNS endpoint {name}"):
                     api.attach(existing)
@@ -243,7 +249,7 @@ class Lifecycle:
             created: list[Any] = []
             undo.append(("delete the endpoint", lambda: _delete_created(api, created, name, network.id)))
             with hns_step(f"error while creating HNS endpoint {name}"):
-                created.append(api.create(plan))
+                created.append(_create_clearing_stale(api, plan, network, netconf.name, name))
             ep = created[0]
             with hns_step(f"failed to attach HNS endpoint {name} to {req.netns or req.container_id}"):
                 api.attach(ep)
@@ -390,6 +396,19 @@ def _delete_created(api: EndpointApi, created: list, name: str, network_id: str)
     ep = created[0] if created else api.endpoint(name)
     if ep is not None and _same(ep.network_id, network_id):
         api.delete(ep)
+
+
+def _create_clearing_stale(api: EndpointApi, plan: EndpointPlan, network: Any, network_name: str, name: str) -> Any:
+    """Create the endpoint; when HNS refuses its address as taken by a stale endpoint of ours,
+    remove that one and create once more (``stale.clear_addresses``)."""
+    from libhns.errors import InvalidAddress
+    try:
+        return api.create(plan)
+    except InvalidAddress:
+        from . import stale
+        if not stale.clear_addresses(api, network, network_name, [a.ip for a in plan.addresses], name):
+            raise
+    return api.create(plan)
 
 
 def _sandbox(netns: str) -> str:
