@@ -29,6 +29,11 @@ def build_parser(defaults: Mapping[str, str]) -> argparse.ArgumentParser:
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
+    r.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
+    r.add_argument("--min-age", type=float, default=300.0, metavar="SECONDS",
+                   help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
+    r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     return p
 
 
@@ -55,6 +60,11 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.command == "reclaim":
+        from . import reclaim
+        opts = {**defaults, "cni_conf": args.cni_conf}
+        facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr)
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
