@@ -55,6 +55,7 @@ class Facts:
     features: Any = None  # libhns.client.Features
     network: Any = None  # libhns.objects.HostComputeNetwork
     endpoints: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (name, IPs) on the network
+    stale_endpoints: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # ours, no live sandbox: (name, ID, IPs)
     policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (user + automatic), V1 form
     source_vip_path: str = ""
     source_vip: tuple[str, ...] | None = None  # its addresses; None when absent
@@ -215,6 +216,8 @@ def _hns(facts: Facts, env: Mapping[str, str]) -> None:
             facts.network = client.get_network_by_name(facts.name)
         if facts.network is not None:
             facts.endpoints = [(ep.name or "", tuple(ep.ip_addresses)) for ep in client.list_endpoints(facts.network.id)]
+            from plugins.winnet.stale import left_behind
+            facts.stale_endpoints = [(ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(client, facts.network, facts.name)]
     except EnvError as err:
         facts.hns_problem = Problem(f"cannot query HNS: {err}", "fix or unset the variable")
         return

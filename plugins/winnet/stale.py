@@ -54,3 +54,11 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
         remove(api, ep, f"it holds {', '.join(sorted(wanted & set(ep.ip_addresses)))}, which IPAM assigned to {pod}, "
                         "and its sandbox is gone")
     return bool(holders)
+
+
+def left_behind(client: Any, network: Any, network_name: str) -> list[Any]:
+    """The endpoints of ours on ``network`` that no live sandbox holds (for ``wincni doctor``),
+    judged from the V1 view, which shows both namespaces and V1 containers."""
+    from .hnsapi import HnsV1Api
+    api = HnsV1Api(client, "", "")
+    return [ep for ep in api.endpoints_of(network) if is_ours(ep, network_name) and not api.in_use(ep)]
