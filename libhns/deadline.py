@@ -8,7 +8,8 @@ A failure whose HRESULT ``errors.RETRY_SECONDS`` lists is sent again with doubli
 (50 ms … 1 s) while both its own retry allowance and the deadline leave room; anything else is
 raised at once. ``grace()`` gives the undo of a failed command a fresh, short deadline. Closing a
 handle only frees it, typically in a ``finally`` after a timeout: it is never refused for the
-deadline, is waited on for at most the undo limit, and one that does not return is left to exit.
+deadline, is waited on for at most the undo limit, and at interpreter exit it is skipped (the
+handles die with the process).
 
 A blocked DLL call cannot be cancelled on Windows, so each call runs in a daemon thread and the
 caller only waits for it. When the wait ends first, the thread is abandoned inside HNS: Python
@@ -178,9 +179,9 @@ class DeadlineBackend:
         self._call(hcn_function("Delete", kind), lambda: self.inner.hcn_delete(kind, id))
 
     def _close(self, fn: Callable[[], None]) -> None:
-        if sys.is_finalizing():  # a __del__ at exit: no thread can start any more
-            fn()
-        else:
+        # A __del__ while the interpreter exits: no thread can start, and the call could block
+        # behind an abandoned one; the process's handles die with it, so nothing is lost.
+        if not sys.is_finalizing():
             _run_bounded(fn, self.limits.undo)
 
     def hcn_close(self, kind: str, handle: Handle) -> None:
