@@ -34,9 +34,9 @@ from libhns.raw import Handle, RawHns, hcn_function
 T = TypeVar("T")
 
 #: Defaults, in seconds (see the README's "When HNS misbehaves"): a healthy HNS call takes
-#: milliseconds and a loaded node's tens of seconds; the kubelet gives the runtime's whole
-#: RunPodSandbox 2 minutes (--runtime-request-timeout), so the command answers before that with
-#: room left for the undo.
+#: milliseconds and a loaded node's tens of seconds; the kubelet gives StopPodSandbox (DEL) its
+#: --runtime-request-timeout, 2 minutes by default, and RunPodSandbox (ADD) twice that, so the
+#: command and its undo answer inside the shorter one.
 CALL_SECONDS = 30.0
 COMMAND_SECONDS = 100.0
 UNDO_SECONDS = 10.0
