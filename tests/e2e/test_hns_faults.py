@@ -23,12 +23,7 @@ def node(tmp_path) -> Node:
 
 def probe(node: Node, conf: dict, api: str) -> tuple[list[str], list[str]]:
     """The fault targets of one ADD and one DEL (each raw call, numbered)."""
-    netns = node.sandbox(api, "probe")
-    node.journal()
-    node.add(conf, "probe", netns)
-    add = fault_targets(node.journal())
-    assert node.run("DEL", conf, "probe", netns).ok
-    dele = fault_targets(node.journal())
+    add, dele = map(fault_targets, node.add_del_calls(conf, "probe", api))
     node.ipam_calls()
     return add, dele
 
@@ -125,3 +120,10 @@ def test_limits_from_the_environment(node):
     node.assert_clean("p")
     run = node.run("ADD", node.conf(), "p", netns, LIBHNS_CALL_TIMEOUT="soon")
     run.failed(4, "LIBHNS_CALL_TIMEOUT")
+
+
+def test_a_bad_hns_timeout_is_code_7_on_add_and_ignored_by_del(node):
+    netns = node.sandbox("v2", "p")
+    node.run("ADD", node.conf(hnsTimeout={"call": 0}), "p", netns).failed(7, "hnsTimeout.call")
+    run = node.run("DEL", node.conf(hnsTimeout="soon"), "p", netns)
+    assert run.ok and "DEL ignores hnsTimeout" in run.stderr
