@@ -103,12 +103,15 @@ def test_access_denied_is_retried_briefly_then_reported(node):
     node.assert_clean("p")
 
 
-def test_the_command_deadline_bounds_all_calls_together(node):
+def test_the_command_deadline_bounds_all_calls_together_and_the_undo_gets_its_own(node):
+    """The attach hangs past the command deadline: the endpoint it was attaching is still deleted,
+    under the undo deadline, though the command's own had passed."""
     conf = node.conf(hnsTimeout={"call": 10, "command": 1})
     netns = node.sandbox("v2", "p")
-    run, took = timed(node, "ADD", conf, "p", netns, "HcnCreateEndpoint=hang:4")
-    run.failed(11, "HcnCreateEndpoint", "command deadline 1 s")
+    run, took = timed(node, "ADD", conf, "p", netns, "HcnModifyNamespace#1=hang:4")
+    run.failed(11, "HcnModifyNamespace", "command deadline 1 s")
     assert took < 1 + MARGIN, took
+    assert "rollback" not in run.stderr, run.stderr
     node.assert_clean("p")
 
 
