@@ -248,8 +248,9 @@ def ipam_store(f: Facts) -> Check:
     owner = dict(f.reservations)
     stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations if cid not in pods]
     stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
-    stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip]}"
-              for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip, cid) != cid]
+    stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}" if ip in owner
+              else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
+              for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip) != cid]
     if stale:
         return Check("ipam-store", WARN, "; ".join(stale),
                      "the runtime's CNI GC removes them (containerd 2.x); by hand: "

@@ -247,12 +247,15 @@ def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: S
     store.mkdir(parents=True)
     (store / "10.244.4.9").write_bytes(b"otherpod\r\neth0")
     (store / "10.244.4.10").write_bytes(b"gone\r\neth0")
+    bridge.hnsctl("endpoint", "create", "moved_cbr0", "--network", "cbr0", "--ip", "10.244.4.11")
+    (store / "10.244.4.12").write_bytes(b"moved\r\neth0")
     found = bridge.doctor(expect=0)
     check = found["stale-endpoints"]
     assert check["status"] == "warn" and "gone_cbr0" in check["message"] and "10.244.4.9" in check["message"]
     assert f"hnsctl endpoint delete {stale_id}" in check["fix"] and "wincni reclaim" in check["fix"]
     store_check = found["ipam-store"]
     assert "endpoint gone_cbr0 holds 10.244.4.9, which host-local reserves for otherpod" in store_check["message"]
+    assert "endpoint moved_cbr0 holds 10.244.4.11, which host-local has not reserved" in store_check["message"]
     assert "wincni reclaim" in store_check["fix"]
 
 
