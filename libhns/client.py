@@ -130,11 +130,23 @@ class HnsClient:
             pass
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "HnsClient":
-        """The backend ``LIBHNS_BACKEND`` selects (imported lazily: the simulator is not cheap)."""
+    def from_env(cls, env: Mapping[str, str], limits: Any = None) -> "HnsClient":
+        """The backend ``LIBHNS_BACKEND`` selects (imported lazily: the simulator is not cheap),
+        every call bounded by ``limits`` (a ``libhns.deadline.Limits``; default: from ``env``)."""
         from libhns.backend import open_backend
+        from libhns.deadline import DeadlineBackend, Limits
 
-        return cls(open_backend(env))
+        return cls(DeadlineBackend(open_backend(env), limits or Limits.resolve(env)))
+
+    def undo_window(self) -> Any:
+        """A context with a fresh, short deadline for undoing a failed command's completed steps
+        (``DeadlineBackend.grace``); a no-op over a backend without a deadline."""
+        grace = getattr(self.raw, "grace", None)
+        if grace is None:
+            import contextlib
+
+            return contextlib.nullcontext()
+        return grace()
 
     # --- version -----------------------------------------------------------------------------
     def version(self) -> tuple[int, int]:
@@ -394,6 +406,15 @@ class HnsClient:
         if endpoint is not None and not endpoint.has_container(container_id):
             return False
         self._hcs_network_request(container_id, "Remove", endpoint_id)
+        return True
+
+    def compute_system_exists(self, container_id: str) -> bool:
+        """Whether HCS knows a compute system of this ID (open + close; not found is False)."""
+        try:
+            handle = self.raw.hcs_open_compute_system(container_id)
+        except errors.NotFound:
+            return False
+        self.raw.hcs_close_compute_system(handle)
         return True
 
     def _hcs_network_request(self, container_id: str, request_type: str, endpoint_id: str) -> None:

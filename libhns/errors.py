@@ -90,6 +90,11 @@ HRESULTS.update({
     0x800700B7: ("ERROR_ALREADY_EXISTS", "Cannot create a file when that file already exists."),
     0x80070490: ("ERROR_NOT_FOUND", "Element not found."),
     0x80071392: ("ERROR_OBJECT_ALREADY_EXISTS", "The object already exists."),
+    0x800706BA: ("RPC_S_SERVER_UNAVAILABLE", "The RPC server is unavailable."),
+    0x800706BB: ("RPC_S_SERVER_TOO_BUSY", "The RPC server is too busy to complete this operation."),
+    0x800706BE: ("RPC_S_CALL_FAILED", "The remote procedure call failed."),
+    0x800706BF: ("RPC_S_CALL_FAILED_DNE", "The remote procedure call failed and did not execute."),
+    0x800706D9: ("EPT_S_NOT_REGISTERED", "There are no more endpoints available from the endpoint mapper."),
     0xC037010E: ("HCS_E_SYSTEM_NOT_FOUND",
                  "A virtual machine or container with the specified identifier does not exist."),
     0xC037010F: ("HCS_E_SYSTEM_ALREADY_EXISTS",
@@ -103,6 +108,23 @@ E_ACCESSDENIED = 0x80070005
 E_NOTIMPL = 0x80004001
 ERROR_NOT_FOUND = 0x80070490
 HCS_E_SYSTEM_NOT_FOUND = 0xC037010E
+
+
+#: "Try again": HRESULT -> how many seconds of retrying it is worth, inside the command's
+#: deadline. While HNS (vmcompute, the RPC endpoint behind computenetwork.dll) restarts, calls
+#: fail with the RPC codes until the service listens again, then with HCN_E_MANAGER_STOPPED
+#: while it winds down or up; none of these ran the call, so sending it again is safe. Access
+#: denied also shows up for a moment during a restart, but it is what a non-elevated caller
+#: always gets, so it is retried briefly, never for the whole deadline. Every other HRESULT
+#: fails at once.
+RETRY_SECONDS: dict[int, float] = {
+    0x800706BA: float("inf"),  # RPC_S_SERVER_UNAVAILABLE: the service is not (yet) listening
+    0x800706BB: float("inf"),  # RPC_S_SERVER_TOO_BUSY
+    0x800706BF: float("inf"),  # RPC_S_CALL_FAILED_DNE: failed and did not execute
+    0x800706D9: float("inf"),  # EPT_S_NOT_REGISTERED: the RPC interface is not registered yet
+    0x803B0020: float("inf"),  # HCN_E_MANAGER_STOPPED: the service is stopping or starting
+    0x80070005: 2.0,           # E_ACCESSDENIED: briefly, while HNS restarts
+}
 
 
 class EnvError(ValueError):
@@ -150,6 +172,32 @@ class HnsError(Exception):
 
 def _rebuild(cls: type[HnsError], *args: object) -> HnsError:
     return cls(*args)  # type: ignore[arg-type]
+
+
+class Timeout(HnsError):
+    """HNS did not answer within the deadline; the call may still complete after we gave up."""
+
+    def __init__(self, call: str, waited: float, limit: str) -> None:
+        self.waited = waited
+        self.limit = limit
+        super().__init__(call, None, "TIMEOUT",
+                         f"no answer from HNS after {waited:.1f} s ({limit}); the call may "
+                         "still complete in HNS")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Timeout, (self.call, self.waited, self.limit))
+
+
+def retry_seconds(err: BaseException) -> float:
+    """How long an error is worth retrying (0: fail at once), from ``RETRY_SECONDS``."""
+    hresult = getattr(err, "hresult", None)
+    return RETRY_SECONDS.get(hresult, 0.0) if isinstance(err, HnsError) else 0.0
+
+
+def try_later(err: BaseException) -> bool:
+    """True for failures the runtime should retry (CNI code 11): a deadline passed, or HNS kept
+    answering "try again" until the retries ran out."""
+    return isinstance(err, Timeout) or retry_seconds(err) > 0
 
 
 class NotFound(HnsError):

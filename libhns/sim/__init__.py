@@ -19,6 +19,9 @@ Environment (``Simulator.from_env``):
   ``HNSCall:POST /endpoints/*/attach#1=0x803B0014``. A faulted HCN/HCS call raises
   ``HnsError`` with that HRESULT and its ErrorRecord; a faulted HNSCall returns
   ``{"Success":false,"Error":<meaning>,"ErrorCode":<hr>}``. A faulted call changes nothing.
+  ``#N-M`` picks the N-th to M-th calls; instead of an HRESULT, ``hang:S`` blocks the call S
+  seconds before it answers, and ``stale-ip`` / ``live-ip`` plant a previous sandbox's endpoint
+  on the address an endpoint create asks for (``libhns.sim.faults``).
 
 Simulator-only (no HNS equivalent): ``register_container`` / ``remove_container`` make a
 running compute system for V1 hot attach (HCS), ``containers()``, ``reset_fault_counters()``,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,30 +99,40 @@ class Simulator:
         return len(self._open)
 
     # --- plumbing --------------------------------------------------------------------------------
-    def _fault(self, function: str, method: str | None = None, path: str | None = None) -> int | None:
-        """The HRESULT a configured fault imposes on this call, if any (counts ``#N`` calls)."""
-        hit: int | None = None
+    def _fault(self, function: str, method: str | None = None, path: str | None = None) -> Fault | None:
+        """The first configured fault that picks this call, if any (counts ``#N`` calls)."""
+        hit: Fault | None = None
         counted: dict[str, int] = {}
         for f in self.faults:
             if not f.matches(function, method, path):
                 continue
-            if f.nth is None:
-                hit = hit if hit is not None else f.hresult
-                continue
-            if f.target not in counted:
-                counted[f.target] = self.store.bump_counter(f.target)
-            if counted[f.target] == f.nth and hit is None:
-                hit = f.hresult
+            if f.nth is not None:
+                if f.target not in counted:
+                    counted[f.target] = self.store.bump_counter(f.target)
+                if not f.picks(counted[f.target]):
+                    continue
+            hit = hit or f
         return hit
+
+    @staticmethod
+    def _before(fault: Fault, plant: Callable[[bool], Any] | None) -> None:
+        """A fault that is not a failure: block for its time, or plant its endpoint."""
+        if fault.hang:
+            time.sleep(fault.hang)
+        if fault.plant and plant is not None:
+            plant(fault.plant == "live-ip")
 
     def _error(self, call: str, hresult: int, message: str | None = None) -> errors.HnsError:
         return errors.from_hresult(call, hresult, errors.error_record(hresult, message))
 
-    def _run(self, call: str, fn: Callable[[], Any], *, v2: bool = True) -> Any:
+    def _run(self, call: str, fn: Callable[[], Any], *, v2: bool = True,
+             plant: Callable[[bool], Any] | None = None) -> Any:
         """Faults, the V2 availability check, and Reject -> HnsError for one HCN/HCS call."""
-        hr = self._fault(call)
-        if hr is not None:
-            raise self._error(call, hr)
+        fault = self._fault(call)
+        if fault is not None and fault.hresult is not None:
+            raise self._error(call, fault.hresult)
+        if fault is not None:
+            self._before(fault, plant)
         if v2 and self.version < _V2_MIN_VERSION:
             raise self._error(call, ERROR_MOD_NOT_FOUND,
                               "computenetwork.dll is not available before HNS 9.2.")
@@ -176,7 +187,11 @@ class Simulator:
             else:
                 rec = self._write(lambda st: st.create_loadbalancer(doc, fixed))
             return self._handle(kind, rec["doc"]["ID"])
-        return self._run(hcn_function("Create", kind), run)
+
+        def plant(live: bool) -> None:
+            if kind == "Endpoint" and isinstance(network, SimHandle):
+                self.plant_endpoint(network.id, _requested_ip(settings, "IpConfigurations"), live)
+        return self._run(hcn_function("Create", kind), run, plant=plant)
 
     @staticmethod
     def _is_v1_doc(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
@@ -280,9 +295,11 @@ class Simulator:
         return errors.from_hresult(call, hresult, record)
 
     def _run_hcs(self, call: str, fn: Callable[[], Any]) -> Any:
-        hr = self._fault(call)
-        if hr is not None:
-            raise self._hcs_error(call, hr)
+        fault = self._fault(call)
+        if fault is not None and fault.hresult is not None:
+            raise self._hcs_error(call, fault.hresult)
+        if fault is not None:
+            self._before(fault, None)
         try:
             return fn()
         except Reject as r:
@@ -319,9 +336,11 @@ class Simulator:
 
     # --- HNSCall (V1) ----------------------------------------------------------------------------
     def hns_call(self, method: str, path: str, request: str) -> str:
-        hr = self._fault("HNSCall", method, path)
-        if hr is not None:
-            return _envelope_error(hr)
+        fault = self._fault("HNSCall", method, path)
+        if fault is not None and fault.hresult is not None:
+            return _envelope_error(fault.hresult)
+        if fault is not None:
+            self._before(fault, lambda live: self._plant_v1(method, path, request, live))
         try:
             output = self._v1_dispatch(method.upper(), path, request)
         except Reject as r:
@@ -491,6 +510,39 @@ class Simulator:
             del st.data["containers"][container_id.casefold()]
         self._run_hcs("RemoveContainer", lambda: self._write(change))
 
+    def _plant_v1(self, method: str, path: str, request: str, live: bool) -> None:
+        if method.upper() != "POST" or path.split("?")[0].strip("/").casefold() != "endpoints":
+            return
+        try:
+            doc = json.loads(request)
+        except ValueError:
+            return
+        network = P_get(doc, "VirtualNetwork") or P_get(doc, "VirtualNetworkName")
+        if isinstance(network, str) and network:
+            self.plant_endpoint(network, _requested_ip(request, "IPAddress"), live)
+
+    def plant_endpoint(self, network: str, ip: str | None, live: bool = False) -> str | None:
+        """What a gone sandbox leaves behind: an endpoint ``previous-<n>_<network name>`` on
+        ``ip`` in the network (ID or name), attached to nothing, or with ``live`` to a new
+        namespace. Its ID; None when the network or the address is not there to take."""
+        def change(st: S.HnsState) -> str | None:
+            ids = [network] if st.exists("Network", network) else st.enumerate("Network", {"Name": network})
+            if not ids:
+                return None
+            net = st.get("Network", ids[0])["doc"]
+            n = len(st.table("Endpoint")) + 1
+            doc: dict[str, Any] = {"Name": f"previous-{n}_{net['Name']}"}
+            if ip:
+                doc["IpConfigurations"] = [{"IpAddress": ip}]
+            try:
+                rec = st.create_endpoint(net["ID"], doc)
+            except Reject:
+                return None
+            if live:
+                st.namespace_add_endpoint(st.create_namespace({}), rec)
+            return rec["doc"]["ID"]
+        return self._write(change)
+
     def containers(self) -> list[dict[str, Any]]:
         return list(self.store.snapshot().get("containers", {}).values())
 
@@ -505,6 +557,19 @@ class Simulator:
 
 def P_get(doc: Any, key: str) -> Any:  # noqa: N802 — short alias used throughout this module
     return get_ci(doc, key) if isinstance(doc, Mapping) else None
+
+
+def _requested_ip(document: str, key: str) -> str | None:
+    """The first address an endpoint request asks for: V2 ``IpConfigurations[0].IpAddress``,
+    V1 ``IPAddress``."""
+    try:
+        doc = json.loads(document)
+    except ValueError:
+        return None
+    value = P_get(doc, key)
+    if isinstance(value, list):
+        value = P_get(value[0], "IpAddress") if value else None
+    return value if isinstance(value, str) and value else None
 
 
 def _envelope_error(hresult: int, message: str | None = None) -> str:

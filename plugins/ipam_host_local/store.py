@@ -89,6 +89,13 @@ class DiskStore:
             self.release(ip)
         return ips
 
+    def reserved_at(self, ip: IPAddress | str) -> float:
+        """When the reservation file was last written (epoch seconds; 0 when it is gone)."""
+        try:
+            return os.stat(self._path(str(ip))).st_mtime
+        except OSError:
+            return 0.0
+
     def allocations(self) -> list[tuple[IPAddress, Owner | None]]:
         return [(parse_ip(ip), owner) for ip, owner in self.index.items()]
 

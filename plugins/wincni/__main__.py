@@ -29,6 +29,11 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                                          "CNI directories (upgrades under load)"), platform)
     sourcevip.add_arguments(sub.add_parser("sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' "
                                            "host-local store; print its flags"), platform)
+    r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
+    r.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
+    r.add_argument("--min-age", type=float, default=300.0, metavar="SECONDS",
+                   help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
+    r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     return p
 
 
@@ -61,6 +66,11 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     if args.command == "sourcevip":
         from . import sourcevip
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())
+    if args.command == "reclaim":
+        from . import reclaim
+        opts = {**defaults, "cni_conf": args.cni_conf}
+        facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr)
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,

@@ -276,16 +276,34 @@ def ipam_store(f: Facts) -> Check:
     suffix = f"_{f.name}"
     pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
     held = {cid for _, cid in f.reservations}
+    owner = dict(f.reservations)
     stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
              if cid not in pods and not cid.startswith(PINNED_PREFIX)]  # pinned: the node's own (source VIP)
     stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
+    stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}" if ip in owner
+              else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
+              for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip) != cid]
     if stale:
         return Check("ipam-store", WARN, "; ".join(stale),
                      "the runtime's CNI GC removes them (containerd 2.x); by hand: "
-                     f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods")
+                     f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods, "
+                     f"or, for the reservations alone, wincni reclaim --cni-conf {f.conf_path}")
     own = sum(cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
     return Check("ipam-store", OK, f"{len(f.reservations) - own} reservation(s) in {f.ipam_dir} match the HNS endpoints"
                  + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else ""))
+
+
+def stale_endpoints(f: Facts) -> Check:
+    """Endpoints of ours that no live sandbox holds: they keep an address (and a name) from new pods."""
+    if f.hns_problem or f.network is None:
+        return _skipped("stale-endpoints", "no HNS network")
+    if not f.stale_endpoints:
+        return Check("stale-endpoints", OK, f"every pod endpoint on {f.name} belongs to a live sandbox")
+    listed = [f"{name} ({id_}, {', '.join(ips) or 'no address'})" for name, id_, ips in f.stale_endpoints]
+    return Check("stale-endpoints", WARN, f"{len(listed)} endpoint(s) on {f.name} have no live sandbox: " + "; ".join(listed),
+                 "the runtime's CNI GC removes them; by hand: "
+                 + "; ".join(f"hnsctl endpoint delete {id_}" for _, id_, _ in f.stale_endpoints)
+                 + f", then wincni reclaim --cni-conf {f.conf_path} releases their addresses")
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:
@@ -336,7 +354,8 @@ def _ip(text: str) -> Any:
 
 
 ALL: tuple[Callable[[Facts], Check | None], ...] = (
-    config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features, ipam_store)
+    config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features, ipam_store,
+    stale_endpoints)
 
 
 def run(facts: Facts) -> list[Check]:

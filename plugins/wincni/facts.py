@@ -55,6 +55,7 @@ class Facts:
     features: Any = None  # libhns.client.Features
     network: Any = None  # libhns.objects.HostComputeNetwork
     endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) on the network
+    stale_endpoints: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # ours, no live sandbox: (name, ID, IPs)
     policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (user + automatic), V1 form
     source_vip_path: str = ""
     source_vip: tuple[str, ...] | None = None  # its addresses; None when absent
@@ -107,7 +108,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
-    hns_version, features, network, endpoints, hns_problem = read_hns(env, name)
+    hns = read_hns(env, name)
+    network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
     reservations, store_problem = read_store(ipam_dir, platform)
     policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
@@ -116,8 +118,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=_listdir(opts["cni_bin_dir"]),
                  subnet_env_path=subnet_env_path, lease=lease, lease_problem=lease_problem,
                  net_conf_path=net_conf_path, backend=backend, backend_problem=backend_problem,
-                 hns_problem=hns_problem, hns_version=hns_version, features=features, network=network,
-                 endpoints=endpoints, policies=policies, source_vip_path=opts["source_vip"],
+                 **hns, policies=policies, source_vip_path=opts["source_vip"],
                  source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
                  store_problem=store_problem, reach=opts.get("reach") or "")
 
@@ -220,21 +221,26 @@ def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
     return flavor.automatic_policies(user, netconf, network, (), "v1")
 
 
-def read_hns(env: Mapping[str, str], name: str) -> tuple[Any, Any, Any, tuple, Problem | None]:
-    """(HNS version, features, the network named ``name``, its endpoints, a problem)."""
+def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
+    """HNS's side of the facts, by field: version, features, the network named ``name``, its
+    endpoints and the stale ones among them; or only ``hns_problem``."""
     from libhns.client import HnsClient
     from libhns.errors import EnvError, HnsError
     try:
         client = HnsClient.from_env(env)
         version, features = client.version(), client.features()
         network = client.get_network_by_name(name) if name else None
-        endpoints = tuple((ep.name or "", tuple(ep.ip_addresses))
-                          for ep in client.list_endpoints(network.id)) if network is not None else ()
+        endpoints, stale = (), ()
+        if network is not None:
+            from plugins.winnet.stale import left_behind
+            endpoints = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in client.list_endpoints(network.id))
+            stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(client, network, name))
     except EnvError as err:
-        return None, None, None, (), Problem(f"cannot query HNS: {err}", "fix or unset the variable")
+        return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
-        return None, None, None, (), Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")
-    return version, features, network, endpoints, None
+        return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
+    return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
+            "stale_endpoints": stale}
 
 
 def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:

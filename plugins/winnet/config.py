@@ -17,7 +17,7 @@ from plugins.cni.record import FrozenRecord, Record
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
              "loopbackDSR", "acls", "allowPortMappingAcls", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
-             "AdditionalArgs", "prevResult", "logFile", "network")
+             "AdditionalArgs", "prevResult", "logFile", "network", "hnsTimeout")
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
 
 ENDPOINT_POLICY = "endpointpolicy"
@@ -62,12 +62,14 @@ class DnsSettings(FrozenRecord):
 class NetConf(Record):
     """The config fields win-bridge and win-overlay act on (read-only once built)."""
     __slots__ = ("name", "api_version", "policies", "policy_sources", "dns", "loopback_dsr", "ip_masq",
-                 "ip_masq_network", "endpoint_mac_prefix", "ipam", "acls", "allow_port_mapping_acls", "network")
+                 "ip_masq_network", "endpoint_mac_prefix", "ipam", "acls", "allow_port_mapping_acls", "network",
+                 "hns_timeout")
 
     def __init__(self, *, name: str, api_version: int | None, policies: tuple[Any, ...], policy_sources: tuple[str, ...],
                  dns: DnsSettings, loopback_dsr: bool = False, ip_masq: bool = False, ip_masq_network: str = "",
                  endpoint_mac_prefix: str = "", ipam: Mapping[str, Any] | None = None, acls: tuple[Any, ...] = (),
-                 allow_port_mapping_acls: bool = False, network: Mapping[str, Any] | None = None) -> None:
+                 allow_port_mapping_acls: bool = False, network: Mapping[str, Any] | None = None,
+                 hns_timeout: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.api_version = api_version  # None: choose from CNI_NETNS
         self.policies = policies  # user endpoint policy values, in config order (policies, then AdditionalArgs)
@@ -81,6 +83,7 @@ class NetConf(Record):
         self.acls = acls  # the schema-checked ``acls`` entries (plugins.winnet.acls parses them)
         self.allow_port_mapping_acls = allow_port_mapping_acls
         self.network = network  # standalone mode: the schema-checked ``network`` section
+        self.hns_timeout = hns_timeout  # the schema-checked ``hnsTimeout`` (libhns.deadline.Limits)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> "NetConf":
@@ -112,6 +115,7 @@ class NetConf(Record):
             acls=tuple(conf.get("acls") or ()),
             allow_port_mapping_acls=bool(conf.get("allowPortMappingAcls")),
             network=conf.get("network"),
+            hns_timeout=conf.get("hnsTimeout"),
         )
 
 

@@ -37,6 +37,7 @@ class EndpointApi(Protocol):
     def endpoints_of(self, network: Any) -> list[Any]: ...
     def dns(self, ep: Any) -> DnsSettings: ...
     def release_stale(self, ep: Any) -> None: ...
+    def in_use(self, ep: Any) -> bool: ...
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
     def delete_host_endpoint(self, name: str) -> None: ...
@@ -167,8 +168,16 @@ class HcnApi(_HostVnic):
         """GC has no CNI_NETNS: ``release`` already detaches from the namespace the endpoint names."""
         self.release(ep)
 
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive: the namespace it is attached to still exists."""
+        return _namespace_exists(self.client, ep)
+
     def features(self) -> Any:
         return self.client.features()
+
+
+def _namespace_exists(client: Any, ep: Any) -> bool:
+    return bool(ep.namespace_id) and client.get_namespace(ep.namespace_id) is not None
 
 
 class _Attached:
@@ -183,6 +192,12 @@ class _Attached:
 def _ignorable_detach(err: Exception) -> bool:
     # Already gone, or never attached: the goal of a detach is reached.
     return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
+
+
+def _unless_timeout(err: Exception) -> None:
+    """A best-effort step may fail, but a hung HNS is reported (code 11), never passed over."""
+    if isinstance(err, hns_errors.Timeout):
+        raise err
 
 
 class HnsV1Api(_HostVnic):
@@ -239,14 +254,14 @@ class HnsV1Api(_HostVnic):
         if self.shared:
             try:
                 self.client.v1_container_detach(self.container_id, ep.id)
-            except hns_errors.HnsError:
-                pass  # best effort, like the reference: the pause container's DEL removes the endpoint
+            except hns_errors.HnsError as err:
+                _unless_timeout(err)  # best effort, like the reference: the pause container's DEL removes the endpoint
             return
         if self.is_attached(ep):
             try:
                 self.client.v1_hot_detach(self.container_id, ep.id)
-            except hns_errors.HnsError:
-                pass  # the container may already be gone; the endpoint must go regardless
+            except hns_errors.HnsError as err:
+                _unless_timeout(err)  # the container may already be gone; the endpoint must go regardless
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
@@ -268,8 +283,14 @@ class HnsV1Api(_HostVnic):
             try:
                 self.client.v1_hot_detach(container, ep.id)
             except hns_errors.HnsError as err:  # the container is usually gone already
+                _unless_timeout(err)
                 log.event("gc-detach-failed", container=container, error=str(err))
         self.delete(ep)
+
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
+        return (any(self.client.compute_system_exists(c) for c in ep.shared_containers or ())
+                or _namespace_exists(self.client, ep))
 
     def features(self) -> Any:
         return self.client.features()

@@ -29,8 +29,6 @@ from .config import NetConf, canonicalize, choose_api, endpoint_name, is_namespa
 HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
 CHECK_MISMATCH = 101     # CHECK found the endpoint differing from what ADD set up
 
-_MANAGER_STOPPED = 0x803B0020
-
 #: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
 TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
                   "ipam": "the IPAM plugin that releases the pod's address"}
@@ -39,13 +37,13 @@ TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<na
 @contextlib.contextmanager
 def hns_step(what: str) -> Iterator[None]:
     """Turn a libhns error into a CNI error that says which step failed and why."""
-    from libhns.errors import EnvError, HnsError
+    from libhns.errors import EnvError, HnsError, try_later
     try:
         yield
     except EnvError as err:  # a bad LIBHNS_* variable: the environment's fault, not HNS's
         raise CniError(INVALID_ENV, f"{what}: {err}", "fix or unset the variable") from None
     except HnsError as err:
-        code = TRY_AGAIN_LATER if getattr(err, "hresult", None) == _MANAGER_STOPPED else HNS_FAILURE
+        code = TRY_AGAIN_LATER if try_later(err) else HNS_FAILURE
         raise CniError(code, f"{what}: {err}") from err
 
 
@@ -110,8 +108,9 @@ class Lifecycle:
         from libhns.client import HnsClient
         api_version = choose_api(conf.api_version, req.netns)
         log.event("api", apiVersion=api_version, configured=conf.api_version, netns=req.netns)
+        from libhns.deadline import Limits
         with hns_step("cannot reach HNS"):
-            client = HnsClient.from_env(req.env)
+            client = HnsClient.from_env(req.env, Limits.resolve(req.env, conf.hns_timeout))
         if api_version == 2:
             if need_netns and not is_namespace_guid(req.netns):
                 raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
@@ -233,8 +232,14 @@ class Lifecycle:
             with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
                 api.attach(existing)
             return self.result_of(existing, network, api, req)
+        if existing is not None and not api.is_attached(existing):
+            with hns_step(f"error while replacing stale HNS endpoint {name}"):
+                if not api.in_use(existing):  # a half-done ADD, or a late answer from a hung one
+                    from . import stale
+                    stale.remove(api, existing, "its sandbox is gone; this ADD creates the pod's endpoint anew")
+                    existing = None
         if existing is not None:
-            # A retry of an ADD that succeeded (or half-succeeded): same answer, no second IP or endpoint.
+            # A retry of an ADD that succeeded: same answer, no second IP or endpoint.
             if not api.is_attached(existing):
                 with hns_step(f"failed to attach HNS endpoint {name}"):
                     api.attach(existing)
@@ -260,7 +265,7 @@ class Lifecycle:
             created: list[Any] = []
             undo.append(("delete the endpoint", lambda: _delete_created(api, created, name, network.id)))
             with hns_step(f"error while creating HNS endpoint {name}"):
-                created.append(api.create(plan))
+                created.append(_create_clearing_stale(api, plan, network, netconf.name, name))
             ep = created[0]
             with hns_step(f"failed to attach HNS endpoint {name} to {req.netns or req.container_id}"):
                 api.attach(ep)
@@ -270,11 +275,12 @@ class Lifecycle:
             return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, applied_dns(plan.dns, api.schema),
                                 req.cni_version)
         except BaseException:
-            for what, step in reversed(undo):
-                try:
-                    step()
-                except Exception as err:  # noqa: BLE001 - report, keep undoing
-                    log.warning(f"rollback: could not {what}: {err}")
+            with api.client.undo_window():  # its own deadline: the command's may be what failed
+                for what, step in reversed(undo):
+                    try:
+                        step()
+                    except Exception as err:  # noqa: BLE001 - report, keep undoing
+                        log.warning(f"rollback: could not {what}: {err}")
             raise
 
     def addresses(self, ipam: dict | None, network: Any, api: EndpointApi, req: Request) -> tuple[Address, ...]:
@@ -406,6 +412,19 @@ def _delete_created(api: EndpointApi, created: list, name: str, network_id: str)
     ep = created[0] if created else api.endpoint(name)
     if ep is not None and _same(ep.network_id, network_id):
         api.delete(ep)
+
+
+def _create_clearing_stale(api: EndpointApi, plan: EndpointPlan, network: Any, network_name: str, name: str) -> Any:
+    """Create the endpoint; when HNS refuses its address as taken by a stale endpoint of ours,
+    remove that one and create once more (``stale.clear_addresses``)."""
+    from libhns.errors import InvalidAddress
+    try:
+        return api.create(plan)
+    except InvalidAddress:
+        from . import stale
+        if not stale.clear_addresses(api, network, network_name, [a.ip for a in plan.addresses], name):
+            raise
+    return api.create(plan)
 
 
 def _sandbox(netns: str) -> str:

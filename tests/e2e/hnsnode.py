@@ -171,6 +171,15 @@ class Node:
         assert run.ok, (run.out, run.stderr)
         return run.out
 
+    def add_del_calls(self, conf: dict, cid: str, api: str) -> tuple[list[dict], list[dict]]:
+        """The raw HNS calls of one ADD in a fresh ``api`` sandbox and of the DEL after it."""
+        netns = self.sandbox(api, cid)
+        self.journal()
+        self.add(conf, cid, netns)
+        add = self.journal()
+        assert self.run("DEL", conf, cid, netns).ok
+        return add, self.journal()
+
     def run_many(self, jobs: Iterable[tuple], workers: int = 20) -> list[Run]:
         """(command, conf, cid, netns) tuples, all at once, like a node starting many pods."""
         with ThreadPoolExecutor(workers) as pool:

@@ -14,12 +14,7 @@ def test_pod_lifecycle_within_call_budget(tmp_path, api, add_budget, del_budget,
     node = Node(tmp_path).bridge()
     extra = {"network": {"subnet": "10.244.4.0/24", "adapter": "Ethernet"}} if standalone else {}
     conf = node.conf(apiVersion=2 if api == "v2" else 1, **extra)
-    netns = node.sandbox(api, "pod1")
-    node.journal()
-    node.add(conf, "pod1", netns)
-    add = call_names(node.journal())
-    assert node.run("DEL", conf, "pod1", netns).ok
-    dele = call_names(node.journal())
+    add, dele = map(call_names, node.add_del_calls(conf, "pod1", api))
     assert len(add) <= add_budget and len(dele) <= del_budget, (add, dele)
     if api == "v2":
         assert add.count("HcnOpenNetwork") == 1, add

@@ -603,3 +603,33 @@ def test_golden_requests_are_accepted(tmp_path):
                     v1(sim, "DELETE", f"/endpoints/{out['Output']['ID']}")
                     replayed += 1
     assert replayed >= 5
+
+
+def test_fault_range_fails_the_first_calls_then_answers(tmp_path):
+    s = Simulator(tmp_path, faults="HcnEnumerateEndpoints#1-2=0x800706BA")
+    for _ in range(2):
+        with pytest.raises(errors.HnsError) as exc:
+            s.hcn_enumerate("Endpoint", "")
+        assert exc.value.hresult == 0x800706BA and exc.value.name == "RPC_S_SERVER_UNAVAILABLE"
+    assert json.loads(s.hcn_enumerate("Endpoint", "")) == []
+
+
+def test_fault_hang_blocks_then_answers(tmp_path):
+    import time
+    s = Simulator(tmp_path, faults="HcnEnumerateNetworks=hang:0.3")
+    start = time.monotonic()
+    assert json.loads(s.hcn_enumerate("Network", "")) == []
+    assert time.monotonic() - start >= 0.3
+
+
+@pytest.mark.parametrize("what, live", [("stale-ip", False), ("live-ip", True)])
+def test_fault_plants_a_previous_sandboxs_endpoint_on_the_requested_address(tmp_path, what, live):
+    s = Simulator(tmp_path, faults=f"HcnCreateEndpoint#1={what},HNSCall:POST /endpoints/#1={what}")
+    net = create(s, "Network", l2bridge())
+    with pytest.raises(errors.InvalidAddress):
+        create_ep(s, net["ID"], endpoint("pod_cbr0", "10.244.1.5"))
+    [planted] = [e for e in json.loads(s.hns_call("GET", "/endpoints/", ""))["Output"]]
+    assert planted["Name"].startswith("previous-") and planted["Name"].endswith("_cbr0")
+    assert planted["IPAddress"] == "10.244.1.5" and bool(planted.get("Namespace")) == live
+    out = v1(s, "POST", "/endpoints/", {"Name": "v1pod_cbr0", "VirtualNetwork": net["ID"], "IPAddress": "10.244.1.6"})
+    assert out["Success"] is False and len(v1(s, "GET", "/endpoints/")["Output"]) == 2

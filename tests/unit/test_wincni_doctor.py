@@ -105,7 +105,7 @@ def test_healthy_node_passes_every_check(node: SimNode) -> None:
     found = node.doctor("--reach", "8.8.8.8", expect=0)
     assert {c["status"] for c in found.values()} == {"ok"}, found
     expected = {"config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "source-vip",
-                "hns-features", "ipam-store"} | ({"vxlan"} if node.kind == "overlay" else set())
+                "hns-features", "ipam-store", "stale-endpoints"} | ({"vxlan"} if node.kind == "overlay" else set())
     assert set(found) == expected
 
 
@@ -248,6 +248,28 @@ def test_store_and_endpoints_disagree_is_a_warning(bridge: SimNode) -> None:
     assert "10.244.4.9" not in check["message"]  # the source VIP's pinned reservation is the node's own
 
 
+def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: SimNode) -> None:
+    """An endpoint of ours attached to nothing is stale (the fix deletes it by ID); an endpoint
+    holding an address host-local reserves for another pod is named with both."""
+    from libhns.client import HnsClient
+    bridge.hnsctl("endpoint", "create", "gone_cbr0", "--network", "cbr0", "--ip", "10.244.4.19")
+    stale_id = HnsClient.from_env(bridge.env).get_endpoint_by_name("gone_cbr0").id
+    store = bridge.root / "ipam" / "cbr0"
+    store.mkdir(parents=True, exist_ok=True)  # the SimNode's source VIP is there already
+    (store / "10.244.4.19").write_bytes(b"otherpod\r\neth0")
+    (store / "10.244.4.20").write_bytes(b"gone\r\neth0")
+    bridge.hnsctl("endpoint", "create", "moved_cbr0", "--network", "cbr0", "--ip", "10.244.4.21")
+    (store / "10.244.4.22").write_bytes(b"moved\r\neth0")
+    found = bridge.doctor(expect=0)
+    check = found["stale-endpoints"]
+    assert check["status"] == "warn" and "gone_cbr0" in check["message"] and "10.244.4.19" in check["message"]
+    assert f"hnsctl endpoint delete {stale_id}" in check["fix"] and "wincni reclaim" in check["fix"]
+    store_check = found["ipam-store"]
+    assert "endpoint gone_cbr0 holds 10.244.4.19, which host-local reserves for otherpod" in store_check["message"]
+    assert "endpoint moved_cbr0 holds 10.244.4.21, which host-local has not reserved" in store_check["message"]
+    assert "wincni reclaim" in store_check["fix"]
+
+
 def test_table_output_puts_a_fix_under_each_failure(bridge: SimNode) -> None:
     (bridge.root / "bin" / "host-local").unlink()
     bridge.write_json("conf/10-flannel.conf", bridge.conf)
@@ -258,7 +280,7 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: SimNode) -> None:
     assert rc == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
-    assert lines[0].startswith("OK    config") and lines[-1] == "9 checks: 1 failed, 0 warnings"  # no --reach, no vxlan
+    assert lines[0].startswith("OK    config") and lines[-1] == "10 checks: 1 failed, 0 warnings"  # no --reach, no vxlan
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -115,6 +116,37 @@ def test_hns_fault_mid_add_leaves_nothing_behind(cluster: WineNode) -> None:
     assert "Traceback" not in run.stderr
     node.assert_clean("faulted")
     assert not node.ip_files(), "the address was not released"
+
+
+def test_a_hung_hcn_create_endpoint_is_code_11_in_time_and_the_next_add_succeeds(cluster: WineNode,
+                                                                                 timings: dict) -> None:
+    """The ctypes call blocks in the DLL (the simulator behind it sleeps); the .exe gives up at
+    the per-call timeout, undoes, prints code 11 and exits while the call is still blocked. HNS
+    then completes the call late (the endpoint appears, attached to nothing); the runtime's retry
+    replaces it: one endpoint, one address."""
+    node = cluster
+    node.network = "cbr0"
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+            "hnsTimeout": {"call": 3, "undo": 3}}
+    netns = node.sandbox("v2", "hung")
+    hang = 25.0
+    start = time.monotonic()
+    run = node.fault_run("ADD", conf, "hung", netns, f"HcnCreateEndpoint#1=hang:{hang:g}")
+    took = timings["hung_add_s"] = time.monotonic() - start
+    run.failed(11, "HcnCreateEndpoint", "no answer from HNS after 3.0 s")
+    assert "Traceback" not in run.stderr
+    assert took < hang - 5, f"the .exe waited for the hung call ({took:.1f} s)"
+    assert not node.ip_files(), "the address was not released"
+    time.sleep(max(0.0, hang + 2 - (time.monotonic() - start)))  # HNS answers the call late
+    assert "hung_cbr0" in node.endpoints()
+    retry = node.run("ADD", conf, "hung", netns)
+    assert retry.ok, (retry.out, retry.stderr)
+    assert "removing stale HNS endpoint hung_cbr0" in retry.stderr
+    assert list(node.ip_files().values()) == ["hung"]
+    assert [n for n in node.endpoints() if n.startswith("hung_")] == ["hung_cbr0"]
+    assert node.run("DEL", conf, "hung", netns).ok
+    node.assert_clean("hung")
 
 
 def test_parallel_host_local_adds_get_distinct_addresses(node: WineNode) -> None:

@@ -1,0 +1,220 @@
+"""A deadline on every raw HNS call, and bounded retries of the "try again" HRESULTs.
+
+HNS calls hang under load and fail for a while when the service restarts. ``DeadlineBackend``
+wraps any ``RawHns`` (outside the journal, so every attempt is journaled) and gives each call at
+most ``call`` seconds and the whole command at most ``command`` seconds from the wrapper's
+creation; a call that passes either raises ``errors.Timeout`` naming the call and the time waited.
+A failure whose HRESULT ``errors.RETRY_SECONDS`` lists is sent again with doubling backoff
+(50 ms … 1 s) while both its own retry allowance and the deadline leave room; anything else is
+raised at once. ``grace()`` gives the undo of a failed command a fresh, short deadline. Closing a
+handle only frees it, typically in a ``finally`` after a timeout: it is never refused for the
+deadline, is waited on for at most the undo limit, and at interpreter exit it is skipped (the
+handles die with the process).
+
+A blocked DLL call cannot be cancelled on Windows, so each call runs in a daemon thread and the
+caller only waits for it. When the wait ends first, the thread is abandoned inside HNS: Python
+does not join daemon threads at exit, and process exit (ExitProcess) ends it, so the plugin
+still prints its error and exits on time. HNS may still complete the call afterwards; its late
+answer is dropped (a handle it returns dies with the process), and an object it created is what
+the next command finds by name: the retried ADD replaces an unattached endpoint of the pod's
+name, DEL deletes it by name.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, TypeVar
+
+from libhns import errors
+from libhns.raw import Handle, RawHns, hcn_function
+
+T = TypeVar("T")
+
+#: Defaults, in seconds (see the README's "When HNS misbehaves"): a healthy HNS call takes
+#: milliseconds and a loaded node's tens of seconds; the kubelet gives StopPodSandbox (DEL) its
+#: --runtime-request-timeout, 2 minutes by default, and RunPodSandbox (ADD) twice that, so the
+#: command and its undo answer inside the shorter one.
+CALL_SECONDS = 30.0
+COMMAND_SECONDS = 100.0
+UNDO_SECONDS = 10.0
+#: Config key (plugins) / environment variable for each limit.
+LIMITS = (("call", "LIBHNS_CALL_TIMEOUT", CALL_SECONDS),
+          ("command", "LIBHNS_COMMAND_TIMEOUT", COMMAND_SECONDS),
+          ("undo", "LIBHNS_UNDO_TIMEOUT", UNDO_SECONDS))
+_FIRST_BACKOFF, _MAX_BACKOFF = 0.05, 1.0
+
+
+class Limits:
+    """Seconds for one call, the whole command, and the undo after a failure."""
+    __slots__ = ("call", "command", "undo")
+
+    def __init__(self, call: float = CALL_SECONDS, command: float = COMMAND_SECONDS,
+                 undo: float = UNDO_SECONDS) -> None:
+        self.call, self.command, self.undo = call, command, undo
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str], conf: Mapping[str, Any] | None = None) -> "Limits":
+        """Each limit from the config (a validated ``{"call","command","undo"}`` mapping) when it
+        names it, else from its ``LIBHNS_*_TIMEOUT`` variable, else the default."""
+        values = {}
+        for key, var, default in LIMITS:
+            if conf and conf.get(key) is not None:
+                values[key] = float(conf[key])
+            elif (env.get(var) or "").strip():
+                values[key] = _seconds(var, env[var])
+            else:
+                values[key] = default
+        return cls(**values)
+
+
+def _seconds(var: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86400:
+        raise errors.EnvError(f"{var} must be a number of seconds above 0, not {text!r}")
+    return value
+
+
+def _run_bounded(fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
+    """(finished, result-or-exception) of ``fn`` run in a daemon thread, waited on ``budget`` s."""
+    box: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
+            box.append((False, e))
+        done.set()
+
+    threading.Thread(target=run, name="hns-call", daemon=True).start()
+    if not done.wait(budget):
+        return False, None
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return True, value
+
+
+class DeadlineBackend:
+    """RawHns that forwards to ``inner`` within the limits, retrying transient failures."""
+
+    def __init__(self, inner: RawHns, limits: Limits, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.inner = inner
+        self.limits = limits
+        self._clock = clock
+        self._sleep = sleep
+        self._end = clock() + limits.command
+        self._which = f"command deadline {limits.command:g} s"
+
+    @contextlib.contextmanager
+    def grace(self) -> Iterator[None]:
+        """Within the block, a fresh ``undo`` deadline: undoing what a failed command completed
+        must not be refused because the command's own deadline (the likely failure) passed."""
+        saved = self._end, self._which
+        self._end = self._clock() + self.limits.undo
+        self._which = f"undo deadline {self.limits.undo:g} s"
+        try:
+            yield
+        finally:
+            self._end, self._which = saved
+
+    def _call(self, call: str, fn: Callable[[], T],
+              transient: Callable[[T], BaseException | None] = lambda _: None) -> T:
+        """``fn`` within the limits; ``transient`` finds a "try again" failure in an answer that
+        is not an exception (a V1 envelope), which is retried like a raised one."""
+        first = self._clock()
+        backoff = _FIRST_BACKOFF
+        while True:
+            start = self._clock()
+            left = self._end - start
+            per_call = self.limits.call <= left
+            budget = self.limits.call if per_call else left
+            which = f"per-call timeout {self.limits.call:g} s" if per_call else self._which
+            if budget <= 0:
+                raise errors.Timeout(call, start - first, which + " had already passed")
+            try:
+                finished, result = _run_bounded(fn, budget)
+            except errors.HnsError as err:
+                if not self._may_retry(err, first, backoff):
+                    raise
+            else:
+                if not finished:
+                    raise errors.Timeout(call, self._clock() - first, which)
+                failure = transient(result)
+                if failure is None or not self._may_retry(failure, first, backoff):
+                    return result
+            self._sleep(backoff)
+            backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _may_retry(self, failure: BaseException, first: float, backoff: float) -> bool:
+        """Within the failure's retry allowance and the deadline, after one more backoff."""
+        after = self._clock() + backoff
+        return after - first <= errors.retry_seconds(failure) and after < self._end
+
+    # --- HCN -----------------------------------------------------------------------------------
+    def hcn_enumerate(self, kind: str, query: str) -> str:
+        return self._call(hcn_function("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query))
+
+    def hcn_create(self, kind: str, id: Any, settings: str, network: Handle | None = None) -> Handle:
+        return self._call(hcn_function("Create", kind),
+                          lambda: self.inner.hcn_create(kind, id, settings, network))
+
+    def hcn_open(self, kind: str, id: Any) -> Handle:
+        return self._call(hcn_function("Open", kind), lambda: self.inner.hcn_open(kind, id))
+
+    def hcn_modify(self, kind: str, handle: Handle, settings: str) -> None:
+        self._call(hcn_function("Modify", kind), lambda: self.inner.hcn_modify(kind, handle, settings))
+
+    def hcn_query(self, kind: str, handle: Handle, query: str) -> str:
+        return self._call(hcn_function("Query", kind), lambda: self.inner.hcn_query(kind, handle, query))
+
+    def hcn_delete(self, kind: str, id: Any) -> None:
+        self._call(hcn_function("Delete", kind), lambda: self.inner.hcn_delete(kind, id))
+
+    def _close(self, fn: Callable[[], None]) -> None:
+        # A __del__ while the interpreter exits: no thread can start, and the call could block
+        # behind an abandoned one; the process's handles die with it, so nothing is lost.
+        if not sys.is_finalizing():
+            _run_bounded(fn, self.limits.undo)
+
+    def hcn_close(self, kind: str, handle: Handle) -> None:
+        self._close(lambda: self.inner.hcn_close(kind, handle))
+
+    # --- vmcompute.dll -------------------------------------------------------------------------
+    def hns_call(self, method: str, path: str, request: str) -> str:
+        return self._call(f"HNSCall {method} {path}", lambda: self.inner.hns_call(method, path, request), _envelope_failure)
+
+    def hcs_open_compute_system(self, id: str) -> Handle:
+        return self._call("HcsOpenComputeSystem", lambda: self.inner.hcs_open_compute_system(id))
+
+    def hcs_modify_compute_system(self, handle: Handle, configuration: str) -> None:
+        self._call("HcsModifyComputeSystem",
+                   lambda: self.inner.hcs_modify_compute_system(handle, configuration))
+
+    def hcs_close_compute_system(self, handle: Handle) -> None:
+        self._close(lambda: self.inner.hcs_close_compute_system(handle))
+
+
+def _envelope_failure(envelope: str) -> BaseException | None:
+    """The retryable failure a V1 envelope reports (``Success: false`` with a listed
+    ``ErrorCode``), else None; other envelopes are the caller's to read."""
+    if '"ErrorCode"' not in (envelope or ""):
+        return None
+    import json
+
+    try:
+        doc = json.loads(envelope)
+    except ValueError:
+        return None
+    code = doc.get("ErrorCode") if isinstance(doc, dict) and doc.get("Success") is False else None
+    if not isinstance(code, int) or (code & 0xFFFFFFFF) not in errors.RETRY_SECONDS:
+        return None
+    return errors.from_hresult("HNSCall", code)
+

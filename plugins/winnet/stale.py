@@ -1,0 +1,64 @@
+"""Endpoints a gone sandbox left in HNS, and when an ADD may remove them.
+
+A crash, a reboot or a kubelet restart leaves endpoints behind that hold a pod's name or an
+address host-local now hands to another pod, and HNS then refuses the new pod (kubernetes
+#68511, Windows-Containers #631). The rules: an endpoint is *stale* when nothing alive holds it
+(``EndpointApi.in_use``: no existing namespace, no running compute system). A stale endpoint of
+the pod's own name is replaced; a stale endpoint of ours (``<sandbox>_<network>``) on the address
+HNS refused is removed and the create retried once; anything else — in use, or not ours — is
+never touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with
+the endpoint's name, ID, addresses and why.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from plugins.cni import log
+from plugins.cni.errors import TRY_AGAIN_LATER, CniError
+
+
+def remove(api: Any, ep: Any, why: str) -> None:
+    """Detach and delete ``ep``, saying so."""
+    addresses = ", ".join(ep.ip_addresses) or "no address"
+    log.warning(f"removing stale HNS endpoint {ep.name} ({ep.id}, {addresses}): {why}")
+    log.event("stale-endpoint-removed", endpoint=ep.name, id=ep.id, ips=list(ep.ip_addresses), why=why)
+    api.release_stale(ep)
+
+
+def is_ours(ep: Any, network_name: str) -> bool:
+    """``<sandbox>_<network>``: the name this plugin gives the endpoints it creates."""
+    name = ep.name or ""
+    return name.endswith("_" + network_name) and len(name) > len(network_name) + 1
+
+
+def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[str], pod: str) -> bool:
+    """After HNS refused ``addresses`` as in use: remove the stale endpoints of ours holding them
+    and return True (the caller creates once more); False when no endpoint on the network holds
+    them (the refusal was about something else). CniError 11 naming the holder when it is in use
+    or not ours."""
+    wanted = set(addresses)
+    holders = [ep for ep in api.endpoints_of(network) if wanted & set(ep.ip_addresses)]
+    for ep in holders:
+        ip = ", ".join(sorted(wanted & set(ep.ip_addresses)))
+        if not is_ours(ep, network_name):
+            problem = "was not created by this plugin"
+        elif api.in_use(ep):
+            problem = "belongs to a sandbox that still exists"
+        else:
+            continue
+        raise CniError(TRY_AGAIN_LATER, f"address {ip} for {pod} is held by HNS endpoint {ep.name} ({ep.id}), which {problem}; "
+                       "it was left alone",
+                       "the pod's IPAM reservation was released; if that endpoint is a leftover, delete it "
+                       f"(hnsctl endpoint delete {ep.id}) or run the network's GC, then the runtime's retry succeeds")
+    for ep in holders:
+        remove(api, ep, f"it holds {', '.join(sorted(wanted & set(ep.ip_addresses)))}, which IPAM assigned to {pod}, "
+                        "and its sandbox is gone")
+    return bool(holders)
+
+
+def left_behind(client: Any, network: Any, network_name: str) -> list[Any]:
+    """The endpoints of ours on ``network`` that no live sandbox holds (for ``wincni doctor``),
+    judged from the V1 view, which shows both namespaces and V1 containers."""
+    from .hnsapi import HnsV1Api
+    api = HnsV1Api(client, "", "")
+    return [ep for ep in api.endpoints_of(network) if is_ours(ep, network_name) and not api.in_use(ep)]
