@@ -390,3 +390,13 @@ def test_embedded_build_reads_only_a_plain_folder_name() -> None:
     assert layout.embedded_build(b"MZ..pyi-contents-directory _internal\0") == ""
     assert layout.embedded_build(b"pyi-contents-directory _wincni-..\\x\0") == ""
     assert layout.embedded_build(b"Go build ID") == ""
+
+
+def test_uninstall_dry_run_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
+    node.conf.mkdir()
+    (node.conf / "0-containerd-nat.json").write_text("{}")
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    before = sorted(p.name for p in [*node.bin.iterdir(), *node.conf.iterdir()])
+    plan = node.install("--uninstall", "--dry-run")
+    assert actions(plan)["0-containerd-nat.json"] == "restore" and actions(plan)["flannel"] == "remove"
+    assert sorted(p.name for p in [*node.bin.iterdir(), *node.conf.iterdir()]) == before
