@@ -9,7 +9,6 @@ exception. The client never knows which backend it talks to.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, TypeVar
 
@@ -95,12 +94,12 @@ class Features:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _guid(value: str) -> uuid.UUID:
+def _guid(value: str) -> str:
     found = guid.parse(value)
     if found is None:
         raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,
                                   errors.error_record(errors.E_INVALIDARG, f"{value!r} is not a GUID."))
-    return uuid.UUID(found)
+    return found
 
 
 def _parse(text: str) -> Any:

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 from libhns.raw import Handle, hcn_function
 
 if TYPE_CHECKING:
-    import uuid
-
     from libhns.errors import HnsError
 
 _PSTR = POINTER(c_void_p)  # PWSTR* out-parameter, kept raw so it can be freed
@@ -29,14 +27,18 @@ _FAILED = 0x80000000
 
 
 class GUID(ctypes.Structure):
-    """Windows GUID: Data1 u32, Data2 u16, Data3 u16, Data4 u8[8] — the layout of ``uuid.bytes_le``."""
+    """Windows GUID: Data1 u32, Data2 u16, Data3 u16, Data4 u8[8] — the layout of a UUID's ``bytes_le``."""
 
     _fields_ = [("Data1", ctypes.c_uint32), ("Data2", ctypes.c_uint16),
                 ("Data3", ctypes.c_uint16), ("Data4", ctypes.c_uint8 * 8)]
 
     @classmethod
-    def of(cls, id: uuid.UUID | None) -> GUID:
-        return cls() if id is None else cls.from_buffer_copy(id.bytes_le)
+    def of(cls, id: str | None) -> GUID:
+        """From a GUID string (any case, braces allowed); None is GUID_NULL."""
+        if id is None:
+            return cls()
+        h = id.strip("{}").replace("-", "")
+        return cls(int(h[:8], 16), int(h[8:12], 16), int(h[12:16], 16), (ctypes.c_uint8 * 8)(*bytes.fromhex(h[16:])))
 
 
 _PGUID = POINTER(GUID)
@@ -165,7 +167,7 @@ class CtypesBackend:
     def hcn_enumerate(self, kind: str, query: str) -> str:
         return self._call_hcn("Enumerate", kind, query, output=True) or ""
 
-    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str,
+    def hcn_create(self, kind: str, id: str | None, settings: str,
                    network: Handle | None = None) -> Handle:
         if (kind == "Endpoint") != (network is not None):
             raise ValueError("HcnCreateEndpoint needs an open network handle; other kinds take none")
@@ -174,7 +176,7 @@ class CtypesBackend:
         self._call_hcn("Create", kind, *lead, byref(GUID.of(id)), settings, byref(handle))
         return handle.value
 
-    def hcn_open(self, kind: str, id: uuid.UUID) -> Handle:
+    def hcn_open(self, kind: str, id: str) -> Handle:
         handle = c_void_p()
         self._call_hcn("Open", kind, byref(GUID.of(id)), byref(handle))
         return handle.value
@@ -185,7 +187,7 @@ class CtypesBackend:
     def hcn_query(self, kind: str, handle: Handle, query: str) -> str:
         return self._call_hcn("Query", kind, handle, query, output=True) or ""
 
-    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+    def hcn_delete(self, kind: str, id: str) -> None:
         self._call_hcn("Delete", kind, byref(GUID.of(id)))
 
     def hcn_close(self, kind: str, handle: Handle) -> None:

@@ -18,9 +18,6 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from libhns import guid
 from libhns.raw import Handle, RawHns, hcn_function
 
-if TYPE_CHECKING:
-    import uuid
-
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
 
@@ -44,7 +41,7 @@ def _key(kind: str, handle: Handle) -> tuple[str, Any]:
     return kind, handle
 
 
-def _guid(id: uuid.UUID | None) -> str | None:
+def _guid(id: str | None) -> str | None:
     return None if id is None else str(id).upper()
 
 
@@ -112,7 +109,7 @@ class JournalBackend:
         return self._run("v2", hcn_function("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query),
                          request=query, response=lambda r: r)
 
-    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str,
+    def hcn_create(self, kind: str, id: str | None, settings: str,
                    network: Handle | None = None) -> Handle:
         handle = self._run("v2", hcn_function("Create", kind),
                            lambda: self.inner.hcn_create(kind, id, settings, network),
@@ -120,7 +117,7 @@ class JournalBackend:
         self._remember(kind, handle, _guid(id))
         return handle
 
-    def hcn_open(self, kind: str, id: uuid.UUID) -> Handle:
+    def hcn_open(self, kind: str, id: str) -> Handle:
         handle = self._run("v2", hcn_function("Open", kind), lambda: self.inner.hcn_open(kind, id),
                            id=_guid(id))
         self._remember(kind, handle, _guid(id))
@@ -136,7 +133,7 @@ class JournalBackend:
                                id=self._ids.get(_key(kind, handle)), request=query, response=lambda r: r)
         return self._learn(kind, handle, properties)
 
-    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+    def hcn_delete(self, kind: str, id: str) -> None:
         self._run("v2", hcn_function("Delete", kind), lambda: self.inner.hcn_delete(kind, id), id=_guid(id))
 
     def hcn_close(self, kind: str, handle: Handle) -> None:

@@ -12,7 +12,6 @@ function name, the unsigned HRESULT and the ErrorRecord text.
 """
 from __future__ import annotations
 
-import uuid
 from typing import Any, Protocol
 
 #: The HCN object kinds; ``Hcn<Op><Kind>`` names the export (``HcnEnumerate<Kind>s`` is plural).
@@ -38,11 +37,14 @@ class RawHns(Protocol):
     def hcn_enumerate(self, kind: str, query: str) -> str:
         """HcnEnumerate<Kind>s(query) -> the JSON array of GUID strings HNS returns (may be '' or 'null')."""
 
-    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str,
+    def hcn_create(self, kind: str, id: str | None, settings: str,
                    network: Handle | None = None) -> Handle:
-        """HcnCreate<Kind>; ``id`` None means GUID_NULL (HNS assigns). Endpoints need ``network`` (an open network handle)."""
+        """HcnCreate<Kind>; ``id`` None means GUID_NULL (HNS assigns). Endpoints need ``network`` (an open network handle).
 
-    def hcn_open(self, kind: str, id: uuid.UUID) -> Handle:
+        IDs are GUID strings as ``libhns.guid.parse`` gives them (no ``uuid`` objects: that module
+        costs a plugin's start more than it saves)."""
+
+    def hcn_open(self, kind: str, id: str) -> Handle:
         """HcnOpen<Kind>(id)."""
 
     def hcn_modify(self, kind: str, handle: Handle, settings: str) -> None:
@@ -51,7 +53,7 @@ class RawHns(Protocol):
     def hcn_query(self, kind: str, handle: Handle, query: str) -> str:
         """HcnQuery<Kind>Properties(handle, query) -> properties JSON string."""
 
-    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+    def hcn_delete(self, kind: str, id: str) -> None:
         """HcnDelete<Kind>(id)."""
 
     def hcn_close(self, kind: str, handle: Handle) -> None:

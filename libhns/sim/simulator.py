@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -171,9 +170,9 @@ class Simulator:
             return json.dumps(self._read().enumerate(kind, filt), separators=_COMPACT)
         return self._run(hcn_function("Enumerate", kind), run)
 
-    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str,
+    def hcn_create(self, kind: str, id: str | None, settings: str,
                    network: Any | None = None) -> SimHandle:
-        fixed = None if id is None or id.int == 0 else str(id).upper()
+        fixed = None if id is None or not id.strip("{}0-") else str(id).upper()  # GUID_NULL: HNS assigns
 
         def run() -> SimHandle:
             doc = parse_document(settings)
@@ -215,7 +214,7 @@ class Simulator:
             return st.create_endpoint(network_id, v2, fixed, v1extra=extra)
         return st.create_endpoint(network_id, doc, fixed)
 
-    def hcn_open(self, kind: str, id: uuid.UUID) -> SimHandle:
+    def hcn_open(self, kind: str, id: str) -> SimHandle:
         def run() -> SimHandle:
             st = self._read()
             rec = st.get(kind, str(id), S.ERROR_NOT_FOUND)
@@ -270,7 +269,7 @@ class Simulator:
             return views.namespace_v1(rec)
         return rec["doc"]
 
-    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+    def hcn_delete(self, kind: str, id: str) -> None:
         def change(st: S.HnsState) -> None:
             if kind == "Network":
                 st.delete_network(str(id))

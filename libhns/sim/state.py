@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import os
 import time
-import uuid
 from typing import Any, Iterator, Mapping
 
 from libhns import guid
@@ -59,7 +59,10 @@ def norm_id(value: Any) -> str:
 
 
 def new_id() -> str:
-    return str(uuid.uuid4()).upper()
+    raw = bytearray(os.urandom(16))
+    raw[6], raw[8] = (raw[6] & 0x0F) | 0x40, (raw[8] & 0x3F) | 0x80  # a version-4 GUID, as HNS makes
+    h = raw.hex().upper()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _mac_int(mac: str) -> int:

@@ -77,13 +77,13 @@ class Session:
              strings: list[str | None]) -> tuple[int, int, str | None, str | None]:
         """(HRESULT, new handle, out-string, ErrorRecord) for one DLL export."""
         try:
-            new, out = self._dispatch(name, None if guid is None else uuid.UUID(bytes_le=guid),
+            new, out = self._dispatch(name, None if guid is None else str(uuid.UUID(bytes_le=guid)).upper(),
                                       handle, strings)
         except HnsError as e:
             return e.hresult or 0x80004005, 0, None, e.record
         return 0, new, out, None
 
-    def _dispatch(self, name: str, id: uuid.UUID | None, handle: int,
+    def _dispatch(self, name: str, id: str | None, handle: int,
                   s: list[str | None]) -> tuple[int, str | None]:
         sim = self.sim
         m = _HCN.fullmatch(name)

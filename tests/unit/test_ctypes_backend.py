@@ -15,10 +15,10 @@ import pytest
 
 import fakedll
 from libhns import errors
-from libhns.ctypes_backend import CtypesBackend
+from libhns.ctypes_backend import GUID, CtypesBackend
 from libhns.raw import KINDS, hcn_function
 
-NET_ID = uuid.UUID("9b219d6e-6847-43fc-8258-81db4b63c09c")
+NET_ID = "9B219D6E-6847-43FC-8258-81DB4B63C09C"  # as libhns.guid.parse gives it
 # bytes_le of NET_ID, spelled out: Data1/2/3 little-endian, Data4 as is.
 NET_ID_BYTES = bytes.fromhex("6e9d219b" "4768" "fc43" "825881db4b63c09c")
 GUID_NULL = bytes(16)
@@ -49,7 +49,8 @@ def backend(fake: fakedll.FakeHns) -> CtypesBackend:
 
 
 def test_guid_bytes_are_uuid_bytes_le() -> None:
-    assert NET_ID.bytes_le == NET_ID_BYTES
+    assert uuid.UUID(NET_ID).bytes_le == NET_ID_BYTES == bytes(GUID.of(NET_ID)) == bytes(GUID.of("{" + NET_ID.lower() + "}"))
+    assert bytes(GUID.of(None)) == bytes(16)
 
 
 # --- HCN: what the DLL receives -----------------------------------------------------------------
@@ -90,7 +91,7 @@ def test_create_without_id_sends_guid_null(backend, fake) -> None:
 
 def test_create_endpoint_passes_network_handle_first(backend, fake) -> None:
     network = backend.hcn_open("Network", NET_ID)
-    ep_id = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+    ep_id = "00112233-4455-6677-8899-AABBCCDDEEFF"
     endpoint = backend.hcn_create("Endpoint", ep_id, '{"Name":"ep"}', network=network)
     assert fake.last_call == "HcnCreateEndpoint"
     assert fake.last_handle_in == network

@@ -5,7 +5,6 @@ import json
 import multiprocessing
 import sys
 import types
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from libhns.backend import open_backend
 from libhns.ctypes_backend import CtypesBackend
 from libhns.journal import JournalBackend
 
-NET = uuid.UUID("9b219d6e-6847-43fc-8258-81db4b63c09c")
+NET = "9B219D6E-6847-43FC-8258-81DB4B63C09C"
 NET_UPPER = "9B219D6E-6847-43FC-8258-81DB4B63C09C"
 EP = "0A1B2C3D-0000-4000-8000-00000000000E"
 
@@ -43,11 +42,11 @@ class Recorder:
         self._do("hcn_enumerate", kind, query)
         return f'["{NET_UPPER}"]'
 
-    def hcn_create(self, kind: str, id: uuid.UUID | None, settings: str, network: Any = None) -> int:
+    def hcn_create(self, kind: str, id: str | None, settings: str, network: Any = None) -> int:
         self._do("hcn_create", kind, id, settings, network)
         return self._handle()
 
-    def hcn_open(self, kind: str, id: uuid.UUID) -> int:
+    def hcn_open(self, kind: str, id: str) -> int:
         self._do("hcn_open", kind, id)
         return self._handle()
 
@@ -58,7 +57,7 @@ class Recorder:
         self._do("hcn_query", kind, handle, query)
         return f'{{"id":"{EP.lower()}","Name":"ep"}}' if kind == "Endpoint" else "not json"
 
-    def hcn_delete(self, kind: str, id: uuid.UUID) -> None:
+    def hcn_delete(self, kind: str, id: str) -> None:
         self._do("hcn_delete", kind, id)
 
     def hcn_close(self, kind: str, handle: Any) -> None:

@@ -61,7 +61,7 @@ def create(sim: Simulator, kind: str, doc: dict, network=None) -> dict:
 
 
 def create_ep(sim: Simulator, net_id: str, doc: dict) -> dict:
-    n = sim.hcn_open("Network", uuid.UUID(net_id))
+    n = sim.hcn_open("Network", net_id)
     try:
         return create(sim, "Endpoint", doc, n)
     finally:
@@ -121,7 +121,7 @@ def test_v1_view_of_a_v2_network(sim):
     assert out["NetworkAdapterName"] == "Ethernet"
     assert out["Subnets"] == [{"AddressPrefix": "10.244.2.0/24", "GatewayAddress": "10.244.2.1",
                                "Policies": [{"Type": "VSID", "VSID": 4096}]}]
-    h = sim.hcn_open("Network", uuid.UUID(net["ID"]))
+    h = sim.hcn_open("Network", net["ID"])
     assert json.loads(sim.hcn_query("Network", h, V1_QUERY)) == out
     sim.hcn_close("Network", h)
 
@@ -135,7 +135,7 @@ def test_v1_network_create_is_seen_by_v2(sim):
     ids = json.loads(sim.hcn_enumerate("Network", json.dumps(
         {"SchemaVersion": {"Major": 2, "Minor": 0}, "Filter": json.dumps({"Name": "cbr0"})})))
     assert ids == [out["Output"]["ID"]]
-    h = sim.hcn_open("Network", uuid.UUID(ids[0]))
+    h = sim.hcn_open("Network", ids[0])
     doc = json.loads(sim.hcn_query("Network", h, V2_QUERY))
     sim.hcn_close("Network", h)
     assert doc["Type"] == "L2Bridge"
@@ -176,7 +176,7 @@ def test_v1_endpoint_create_is_seen_by_v2(sim):
     ids = json.loads(sim.hcn_enumerate("Endpoint", json.dumps(
         {"Filter": json.dumps({"VirtualNetworkName": "cbr0"})})))
     assert ids == [out["Output"]["ID"]]
-    h = sim.hcn_open("Endpoint", uuid.UUID(ids[0]))
+    h = sim.hcn_open("Endpoint", ids[0])
     doc = json.loads(sim.hcn_query("Endpoint", h, V2_QUERY))
     sim.hcn_close("Endpoint", h)
     assert doc["Policies"] == [
@@ -301,7 +301,7 @@ def test_duplicate_network_name_and_second_nat(sim):
 
 
 def test_fixed_guid_twice(sim):
-    fixed = uuid.uuid4()
+    fixed = str(uuid.uuid4()).upper()
     h = sim.hcn_create("Network", fixed, json.dumps(l2bridge()))
     sim.hcn_close("Network", h)
     with pytest.raises(errors.AlreadyExists) as exc:
@@ -313,12 +313,12 @@ def test_delete_network_with_endpoints(sim):
     net = create(sim, "Network", l2bridge())
     ep = create_ep(sim, net["ID"], endpoint())
     with pytest.raises(errors.InUse) as exc:
-        sim.hcn_delete("Network", uuid.UUID(net["ID"]))
+        sim.hcn_delete("Network", net["ID"])
     assert exc.value.hresult == 0x803B002C
     out = v1(sim, "DELETE", f"/networks/{net['ID']}")
     assert out["Success"] is False and errors.from_v1_error("x", out["Error"]).__class__ is errors.InUse
-    sim.hcn_delete("Endpoint", uuid.UUID(ep["ID"]))
-    sim.hcn_delete("Network", uuid.UUID(net["ID"]))
+    sim.hcn_delete("Endpoint", ep["ID"])
+    sim.hcn_delete("Network", net["ID"])
     assert json.loads(sim.hcn_enumerate("Network", "")) == []
 
 
@@ -333,7 +333,7 @@ def test_delete_network_with_endpoints(sim):
 ], ids=["open-net", "open-ep", "open-ns", "del-net", "del-ep", "del-ns", "hcs-open"])
 def test_unknown_ids_are_not_found(sim, op, hresult):
     with pytest.raises(errors.NotFound) as exc:
-        op(sim, uuid.uuid4())
+        op(sim, str(uuid.uuid4()))
     assert exc.value.hresult == hresult
 
 
@@ -363,7 +363,7 @@ def test_v1_rejects_v2_shaped_policy(sim):
 # --- attach / detach ----------------------------------------------------------------------------
 
 def _modify_ns(sim, ns_id, action, ep_id):
-    h = sim.hcn_open("Namespace", uuid.UUID(ns_id))
+    h = sim.hcn_open("Namespace", ns_id)
     try:
         sim.hcn_modify("Namespace", h, json.dumps({"ResourceType": "Endpoint", "RequestType": action,
                                                    "Settings": {"EndpointId": ep_id}}))
@@ -378,11 +378,11 @@ def test_namespace_attach_detach(sim):
     ns2 = create(sim, "Namespace", {})
     assert ns["Resources"] == [] and ns["NamespaceId"] == 2 and ns2["NamespaceId"] == 3
     _modify_ns(sim, ns["ID"], "Add", ep["ID"].lower())
-    h = sim.hcn_open("Namespace", uuid.UUID(ns["ID"]))
+    h = sim.hcn_open("Namespace", ns["ID"])
     assert json.loads(sim.hcn_query("Namespace", h, ""))["Resources"] == [
         {"Type": "Endpoint", "Data": {"Id": ep["ID"]}}]
     sim.hcn_close("Namespace", h)
-    h = sim.hcn_open("Endpoint", uuid.UUID(ep["ID"]))
+    h = sim.hcn_open("Endpoint", ep["ID"])
     assert json.loads(sim.hcn_query("Endpoint", h, ""))["HostComputeNamespace"] == ns["ID"]
     assert json.loads(sim.hcn_query("Endpoint", h, V1_QUERY))["State"] == 2
     sim.hcn_close("Endpoint", h)
@@ -455,7 +455,7 @@ def test_hcs_hot_attach_shared_endpoint(sim):
 
 def test_closed_handle_is_invalid_and_counted(sim):
     net = create(sim, "Network", l2bridge())
-    h = sim.hcn_open("Network", uuid.UUID(net["ID"]))
+    h = sim.hcn_open("Network", net["ID"])
     assert sim.open_handles == 1
     sim.hcn_close("Network", h)
     sim.hcn_close("Network", h)  # closing twice never raises
@@ -467,7 +467,7 @@ def test_closed_handle_is_invalid_and_counted(sim):
 
 def test_modify_network_policies(sim):
     net = create(sim, "Network", overlay())
-    h = sim.hcn_open("Network", uuid.UUID(net["ID"]))
+    h = sim.hcn_open("Network", net["ID"])
     req = {"ResourceType": "Policy", "RequestType": "Add", "Settings": {"Policies": [
         {"Type": "RemoteSubnetRoute", "Settings": {"DestinationPrefix": "10.244.3.0/24",
                                                    "IsolationId": 4096, "ProviderAddress": "192.168.1.11",
@@ -510,14 +510,14 @@ def test_fault_nth_call_counted_across_instances(tmp_path):
     env = {"LIBHNS_SIM_DIR": str(tmp_path), "LIBHNS_SIM_FAULTS": "HcnOpenNamespace#2=0x80070490"}
     first, second = Simulator.from_env(env), Simulator.from_env(env)
     ns = create(first, "Namespace", {})
-    first.hcn_close("Namespace", first.hcn_open("Namespace", uuid.UUID(ns["ID"])))   # call 1
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 1
     with pytest.raises(errors.NotFound):
-        second.hcn_open("Namespace", uuid.UUID(ns["ID"]))                            # call 2
-    first.hcn_close("Namespace", first.hcn_open("Namespace", uuid.UUID(ns["ID"])))   # call 3
+        second.hcn_open("Namespace", ns["ID"])                            # call 2
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 3
     first.reset_fault_counters()
-    first.hcn_close("Namespace", first.hcn_open("Namespace", uuid.UUID(ns["ID"])))   # call 1 again
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 1 again
     with pytest.raises(errors.NotFound):
-        first.hcn_open("Namespace", uuid.UUID(ns["ID"]))
+        first.hcn_open("Namespace", ns["ID"])
 
 
 def test_fault_on_hnscall_path(tmp_path):
@@ -544,7 +544,7 @@ _WORKER = textwrap.dedent("""
     import json, sys, uuid
     from libhns.sim import Simulator
     sim = Simulator(sys.argv[1])
-    net = uuid.UUID(sys.argv[2])
+    net = sys.argv[2]
     for i in range(10):
         n = sim.hcn_open("Network", net)
         e = sim.hcn_create("Endpoint", None, json.dumps({"Name": f"{sys.argv[3]}-{i}"}), n)
@@ -588,13 +588,13 @@ def test_golden_requests_are_accepted(tmp_path):
             if v2["Name"] == "vxlan0":  # HNS would add these itself
                 v2["Policies"] = [p for p in v2["Policies"] if p["Type"] == "NetAdapterName"] + [
                     {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}}]
-            sim.hcn_close("Network", sim.hcn_create("Network", uuid.UUID(net["ID"]), json.dumps(v2)))
+            sim.hcn_close("Network", sim.hcn_create("Network", net["ID"], json.dumps(v2)))
         for step in steps:
             for call in step["calls"]:
                 if call["fn"] == "HcnCreateEndpoint":
                     settings = json.loads(call["args"]["settings"])
                     created = create_ep(sim, settings["HostComputeNetwork"], settings)
-                    sim.hcn_delete("Endpoint", uuid.UUID(created["ID"]))
+                    sim.hcn_delete("Endpoint", created["ID"])
                     replayed += 1
                 elif call["fn"] == "HNSCall" and call["args"]["method"] == "POST" \
                         and call["args"]["path"] == "/endpoints/":
