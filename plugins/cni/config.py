@@ -17,6 +17,24 @@ from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniErr
 
 # The spec's network name pattern.
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+#: The longest network name: it becomes a folder (host-local's store), a lock file and the HNS
+#: network's name, and every path built from it must fit (Windows' 260 characters included).
+MAX_NAME = 128
+# Names Windows opens as devices whatever the folder or extension ("NUL.lock" is NUL).
+_RESERVED = re.compile(r"(CON|PRN|AUX|NUL|COM[0-9]|LPT[0-9])(\..*)?", re.IGNORECASE)
+
+
+def file_name_problem(name: str, limit: int) -> str | None:
+    """Why ``name`` (of the name pattern's characters) cannot safely become a file name, or None:
+    over ``limit``, a Windows device name, or a trailing dot or space (Windows drops it, so
+    ``cbr0.`` and ``cbr0`` would be one file)."""
+    if len(name) > limit:
+        return f"is {len(name)} characters long, over the limit of {limit}"
+    if _RESERVED.fullmatch(name):
+        return "is a Windows reserved device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)"
+    if name.endswith((".", " ")):
+        return "ends with a dot or space, which Windows drops from file names"
+    return None
 
 
 def decode(stdin: bytes) -> dict:
@@ -44,8 +62,20 @@ def check_name(conf: Mapping[str, Any]) -> str:
                        'set "name" to the network name (for win-bridge/win-overlay: the HNS network)')
     if not isinstance(name, str) or not _NAME.fullmatch(name):  # not .match: "$" allows a trailing \n
         raise CniError(INVALID_CONFIG, "invalid characters found in network name",
-                       f"name {name!r} must match {_NAME.pattern}")
+                       f"name {name!r:.80} must match {_NAME.pattern}")
+    problem = file_name_problem(name, MAX_NAME)
+    if problem:
+        raise CniError(INVALID_CONFIG, f"network name {name[:40]!r}{'...' if len(name) > 40 else ''} {problem}",
+                       "the name becomes file and folder names on the node: pick a short ordinary one")
     return name
+
+
+def check_count(field: str, items: Any, cap: int) -> None:
+    """A list over its documented cap is code 7 naming the field and the cap (caps bound what one
+    pod's config can cost every command that reads it)."""
+    if isinstance(items, (list, tuple)) and len(items) > cap:
+        raise CniError(INVALID_CONFIG, f"{field}: {len(items)} entries, over the limit of {cap}",
+                       f"a pod's config may list at most {cap} {field} entries")
 
 
 def cni_version(conf: Mapping[str, Any]) -> str:

@@ -7,6 +7,7 @@ TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Mapping
 
+from .config import file_name_problem
 from .errors import INVALID_ENV, CniError
 
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS")
@@ -23,6 +24,9 @@ _REQUIRED = {
 
 # Every file name later built from a container ID relies on this pattern (spec + libcni).
 _CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+#: The longest container ID: flannel's attachment marker ``<sandbox>@<container>@<ifname>`` must
+#: stay one file name (255 characters) with a 15-character ifname quoted. Runtimes use 64.
+MAX_CONTAINER_ID = 100
 _BAD_IFNAME = re.compile(r"[/:\s]")
 
 
@@ -73,7 +77,10 @@ def parse_env(env: Mapping[str, str], platform: str) -> CmdArgs:
                        f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]))
     container_id = env.get("CNI_CONTAINERID", "")
     if container_id and not _CONTAINER_ID.fullmatch(container_id):  # not .match: "$" allows a trailing \n
-        raise CniError(INVALID_ENV, "invalid characters in containerID", container_id)
+        raise CniError(INVALID_ENV, "invalid characters in containerID", container_id[:200])
+    problem = container_id and file_name_problem(container_id, MAX_CONTAINER_ID)
+    if problem:
+        raise CniError(INVALID_ENV, f"CNI_CONTAINERID {problem}", container_id[:200])
     ifname = env.get("CNI_IFNAME", "")
     if command in ("ADD", "CHECK", "DEL") or ifname:
         check_ifname(ifname)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
 from . import log
+from .config import file_name_problem
 from .errors import INTERNAL, INVALID_CONFIG, CniError
 
 # Our plugins that may be delegated to, and the module whose ``SPEC`` runs each one.
@@ -21,12 +23,23 @@ OURS = {"host-local": "plugins.ipam_host_local.__main__", "win-bridge": "plugins
         "win-overlay": "plugins.win_overlay.__main__", "flannel": "plugins.flannel.__main__"}
 
 
+#: A plugin type: a bare file name (no drive, separator or "..") that no saved or delegated
+#: config can turn into a path outside CNI_PATH.
+_PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_PLUGIN_NAME = 64
+
+
 def find_plugin(name, paths, platform=sys.platform):
-    """First ``<name>.exe`` (Windows) or ``<name>`` in the CNI_PATH directories."""
+    """First ``<name>.exe`` (Windows) or ``<name>`` in the CNI_PATH directories; the name is
+    checked as a name first (``D:evil`` would be drive-relative once joined on Windows)."""
     if not name:
         raise CniError(INVALID_CONFIG, "no plugin name provided", 'set the "type" of the IPAM or delegate config')
-    if os.sep in name or (platform == "win32" and "/" in name):
-        raise CniError(INVALID_CONFIG, f"invalid plugin name {name!r}", "a plugin type is a file name, not a path")
+    problem = (None if isinstance(name, str) and _PLUGIN_NAME.fullmatch(name)
+               else "may hold only letters, digits and _.- (no drive, path separator or leading dot)")
+    problem = problem or file_name_problem(name, MAX_PLUGIN_NAME)
+    if problem:
+        raise CniError(INVALID_CONFIG, f"invalid plugin name {str(name)[:80]!r}: it {problem}",
+                       "a plugin type is the file name of a plugin in CNI_PATH, e.g. host-local or win-bridge")
     candidates = [name + ".exe", name] if platform == "win32" else [name]
     for directory in paths:
         for cand in candidates:

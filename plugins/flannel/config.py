@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci, validate_for
+from plugins.cni.config import file_name_problem, get_ci, validate_for
+from plugins.cni.env import MAX_CONTAINER_ID
 from plugins.cni.errors import INVALID_ENV, CniError
 
 SUBNET_FILE = "/run/flannel/subnet.env"
@@ -67,8 +68,9 @@ def sandbox_id(container_id: str, netns: str) -> str:
     if netns and netns != "none":
         _, sep, rest = netns.partition(":")
         key = rest if sep else container_id
-    if not _SANDBOX_ID.fullmatch(key):  # not .match: "$" allows a trailing \n
-        raise CniError(INVALID_ENV, f"invalid sandbox ID {key!r} in CNI_NETNS {netns!r}",
+    problem = "has invalid characters" if not _SANDBOX_ID.fullmatch(key) else file_name_problem(key, MAX_CONTAINER_ID)
+    if problem:  # not .match above: "$" allows a trailing \n
+        raise CniError(INVALID_ENV, f"invalid sandbox ID {key[:120]!r} in CNI_NETNS {netns[:120]!r}: it {problem}",
                        "CNI_NETNS must be a namespace GUID, 'none', or 'container:<sandbox container ID>'")
     return key
 

@@ -304,4 +304,5 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
 
 
 def run(facts: Facts) -> list[Check]:
-    return [c for c in (check(facts) for check in ALL) if c is not None]
+    from . import security  # imports this module: the security checks join here
+    return [c for c in (check(facts) for check in (security.backend,) + ALL + (security.permissions,)) if c is not None]

@@ -62,6 +62,8 @@ class Facts:
     reservations: list[tuple[str, str]] | None = None  # host-local (IP, container ID)
     store_problem: Problem | None = None
     reach: str = ""
+    simulated: bool = False  # the plugins would run on the HNS simulator on Windows (security.py)
+    open_dirs: list[tuple[str, str, str]] = field(default_factory=list)  # (what, folder, who else may write it)
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -94,6 +96,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         facts.policies = tuple(_flavor_policies(facts.flavor, facts))
     _source_vip(facts)
     _store(facts, platform)
+    from . import security
+    security.gather(facts, env, platform, fconf)
     return facts
 
 

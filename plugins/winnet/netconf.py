@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from plugins.cni.config import get_ci
+from plugins.cni.config import check_count, get_ci
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
 _TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
@@ -133,7 +133,11 @@ def endpoint_name(container_id: str, netns: str, network: str) -> str:
 
 def merged_dns(conf_dns: DnsSettings, runtime: Any) -> DnsSettings:
     """Reference rule: runtime servers/searches replace the config's when non-empty; we also
-    honour runtime options (the reference drops them)."""
+    honour runtime options (the reference drops them). Each list is capped (the runtime's are
+    checked where runtimeConfig is read)."""
+    from plugins.cni.runtimeconfig import MAX_DNS
+    for key in ("nameservers", "search", "options"):
+        check_count(f"dns.{key}", getattr(conf_dns, key), MAX_DNS)
     return DnsSettings(
         nameservers=tuple(runtime.servers) or conf_dns.nameservers,
         domain=conf_dns.domain,

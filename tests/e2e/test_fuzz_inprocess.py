@@ -48,7 +48,7 @@ class FuzzNode:
         (self.root / "subnet.env").write_bytes((FIXTURES / "subnet.env").read_bytes())
         self.env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": bridge.env["LIBHNS_SIM_DIR"],
                     "CNI_PATH": str(VENV_BIN), "CNI_IFNAME": "eth0", "PATH": os.environ.get("PATH", ""),
-                    "TMPDIR": str(self.root)}
+                    "WINCNI_LOCK_DIR": str(self.root / "locks")}
         self.ids = itertools.count()
 
     def seeds(self) -> list[dict]:
