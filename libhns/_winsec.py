@@ -107,6 +107,8 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                             _PVOID, _PVOID, _PVOID, _PVOID)
     _GetSDDacl = _sig(_adv.GetSecurityDescriptorDacl, wintypes.BOOL, _PVOID, ctypes.POINTER(wintypes.BOOL),
                       ctypes.POINTER(_PVOID), ctypes.POINTER(wintypes.BOOL))
+    _GetSDOwner = _sig(_adv.GetSecurityDescriptorOwner, wintypes.BOOL, _PVOID, ctypes.POINTER(_PVOID),
+                       ctypes.POINTER(wintypes.BOOL))
     _ConvertSidToStringSidW = _sig(_adv.ConvertSidToStringSidW, wintypes.BOOL, _PVOID,
                                    ctypes.POINTER(wintypes.LPWSTR))
     _OpenProcessToken = _sig(_adv.OpenProcessToken, wintypes.BOOL, wintypes.HANDLE, wintypes.DWORD,
@@ -117,13 +119,13 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
 
     _INVALID = wintypes.HANDLE(-1).value
     _GENERIC_READ, _GENERIC_WRITE = 0x80000000, 0x40000000
-    _FILE_APPEND_DATA, _READ_CONTROL, _WRITE_DAC = 0x4, 0x20000, 0x40000
+    _FILE_APPEND_DATA, _READ_CONTROL, _WRITE_DAC, _WRITE_OWNER = 0x4, 0x20000, 0x40000, 0x80000
     _SHARE_ALL = 0x1 | 0x2 | 0x4
     _OPEN_EXISTING, _OPEN_ALWAYS = 3, 4
     _FLAG_BACKUP_SEMANTICS, _FLAG_OPEN_REPARSE_POINT = 0x02000000, 0x00200000
     _ATTR_DIRECTORY, _ATTR_REPARSE_POINT = 0x10, 0x400
     _SE_FILE_OBJECT = 1
-    _OWNER_INFO, _DACL_INFO, _PROTECTED_DACL = 0x1, 0x4, 0x80000000
+    _OWNER_INFO, _DACL_INFO, _PROTECTED_DACL, _UNPROTECTED_DACL = 0x1, 0x4, 0x80000000, 0x20000000
     _ERROR_ALREADY_EXISTS = 183
     _TOKEN_QUERY, _TOKEN_USER = 0x8, 1
 
@@ -302,12 +304,34 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             raise
 
     def protect(path: str, sddl: str) -> None:
-        handle = _open_handle(path, _READ_CONTROL | _WRITE_DAC, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+        """``path`` gets owner Administrators and the protected ``sddl``; everything below it
+        (reparse points are neither followed nor changed) owner Administrators and only what it
+        inherits, like ``icacls /setowner`` + ``/reset /T``."""
+        if not _apply(path, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL):
+            raise UnsafePath(path, "is a reparse point (a junction or symbolic link)")
+        pending = [path]
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if _apply(entry.path, "O:BAD:", _OWNER_INFO | _DACL_INFO | _UNPROTECTED_DACL) and entry.is_dir():
+                        pending.append(entry.path)
+
+    def _apply(path: str, sddl: str, what: int) -> bool:
+        """Set the owner and DACL of ``sddl`` on ``path``; False (nothing done) for a reparse point."""
+        handle = _open_handle(path, _READ_CONTROL | _WRITE_DAC | _WRITE_OWNER, _OPEN_EXISTING,
+                              _FLAG_BACKUP_SEMANTICS, None)
+        desc = _Descriptor(sddl)
         try:
             if _info(handle).dwFileAttributes & _ATTR_REPARSE_POINT:
-                raise UnsafePath(path, "is a reparse point (a junction or symbolic link)")
-            _set_dacl(handle, sddl)
+                return False
+            owner, defaulted = _PVOID(), wintypes.BOOL()
+            _check(_GetSDOwner(desc.ptr, ctypes.byref(owner), ctypes.byref(defaulted)), "GetSecurityDescriptorOwner")
+            rc = _SetSecurityInfo(handle, _SE_FILE_OBJECT, what, owner, None, desc.dacl(), None)
+            if rc:
+                raise OSError(0, f"SetSecurityInfo {path}: {ctypes.FormatError(rc)}", path, rc)
+            return True
         finally:
+            desc.close()
             _CloseHandle(handle)
 
     def writers(path: str) -> str | None:

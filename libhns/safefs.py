@@ -78,9 +78,10 @@ def open_read(path: str) -> int:
 
 
 def protect_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> None:
-    """Give the existing folder ``path`` admin-only write access: on Windows the ``sddl`` DACL,
-    protected (inheritance from above removed) and inherited by everything inside; on POSIX owner
-    root (when we are root) and no group/other write, on the folder and everything in it.
+    """Give the existing folder ``path`` admin-only write access: on Windows owner Administrators
+    and the ``sddl`` DACL, protected (inheritance from above removed), everything inside owned by
+    Administrators and inheriting only that; on POSIX owner root (when we are root) and no
+    group/other write, on the folder and everything in it. Links are neither followed nor changed.
     For ``wincni install`` and the like; the plugins use ``secure_dir``."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         _win.protect(path, sddl)

@@ -89,6 +89,8 @@ def _holder(path: str, fd: int) -> str:
     generic = (f"another process holds {path}; the plugins hold it for seconds at most, so find the holder "
                + ("(Sysinternals: handle.exe " + path + ")" if sys.platform == "win32" else f"(fuser -v {path})")
                + " and stop it, then retry")
+    if sys.platform == "win32":
+        return generic
     try:
         st = os.fstat(fd)
         with open("/proc/locks", encoding="ascii", errors="replace") as f:
