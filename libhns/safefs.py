@@ -107,7 +107,7 @@ def writable_by_others(path: str) -> str | None:
         return "a symbolic link (anyone who can write its parent can point it elsewhere)"
     if not _trusted_uid(st.st_uid):
         return f"its owner (uid {st.st_uid})"
-    who = [w for bit, w in ((0o020, "its group"), (0o002, "every user")) if st.st_mode & bit]
+    who = [w for bit, w in ((0o020, "its group"), (0o002, "every user")) if st.st_mode & _open_bits(st) & bit]
     return " and ".join(who) or None
 
 
@@ -115,6 +115,11 @@ def writable_by_others(path: str) -> str | None:
 
 def _trusted_uid(uid: int) -> bool:
     return uid == 0 or uid == os.geteuid()
+
+
+def _open_bits(st: os.stat_result) -> int:
+    """The write bits that let someone other than root (or us) write: group root is admin-only."""
+    return 0o002 if st.st_gid == 0 else 0o022
 
 
 def _check_posix_dir(path: str, repair: bool) -> None:
@@ -125,10 +130,10 @@ def _check_posix_dir(path: str, repair: bool) -> None:
         raise UnsafePath(path, "is not a directory")
     if not _trusted_uid(st.st_uid):
         raise UnsafePath(path, f"is owned by uid {st.st_uid}, not by root or this user")
-    if st.st_mode & 0o022 and not repair:
+    if st.st_mode & _open_bits(st) and not repair:
         raise UnsafePath(path, f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
                          f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there")
-    if st.st_mode & 0o022:  # ours, left writable by a umask of 0 or an older version: take it back
+    if repair and st.st_mode & 0o022:  # ours, left writable by a umask of 0 or an older version: take it back
         os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
 
 

@@ -49,10 +49,10 @@ def test_secure_dir_and_check_dir_refuse_a_folder_another_user_owns(tmp_path):
 
 def test_check_dir_refuses_rather_than_repairs_a_folder_others_may_write(tmp_path):
     (tmp_path / "d").mkdir()
-    (tmp_path / "d").chmod(0o775)
+    (tmp_path / "d").chmod(0o757)
     with pytest.raises(safefs.UnsafePath, match="writable by others"):
         safefs.check_dir(str(tmp_path / "d"))
-    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o775
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o757
     with pytest.raises(FileNotFoundError):
         safefs.check_dir(str(tmp_path / "absent"))
 
@@ -106,8 +106,8 @@ def test_protect_dir_gives_the_install_folder_and_its_contents_to_root_without_g
 
 def test_writable_by_others_names_who(tmp_path):
     (tmp_path / "d").mkdir()
-    (tmp_path / "d").chmod(0o777)
-    assert safefs.writable_by_others(str(tmp_path / "d")) == "its group and every user"
+    (tmp_path / "d").chmod(0o757)
+    assert safefs.writable_by_others(str(tmp_path / "d")) == "every user"
     (tmp_path / "d").chmod(0o755)
     assert safefs.writable_by_others(str(tmp_path / "d")) is None
 
@@ -170,12 +170,25 @@ def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
     from plugins.wincni.facts import Facts
 
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin").chmod(0o777)
+    (tmp_path / "bin").chmod(0o757)
     facts = Facts(bin_dir=str(tmp_path / "bin"), conf_path=str(tmp_path / "conf" / "10.conf"))
     security.gather(facts, {}, "linux", None)
     found = {c.id: c for c in checks.run(facts)}
     assert found["permissions"].status == checks.WARN
-    assert f"CNI bin dir {tmp_path / 'bin'} is writable by its group and every user" in found["permissions"].message
+    assert f"CNI bin dir {tmp_path / 'bin'} is writable by every user" in found["permissions"].message
     (tmp_path / "bin").chmod(0o755)
     security.gather(facts, {}, "linux", None)
     assert "permissions" not in {c.id for c in checks.run(facts)}
+
+
+@root_only
+def test_group_write_for_group_root_is_still_admin_only(tmp_path):
+    (tmp_path / "d").mkdir()
+    os.chown(tmp_path / "d", 0, 0)
+    (tmp_path / "d").chmod(0o775)
+    assert safefs.writable_by_others(str(tmp_path / "d")) is None
+    safefs.check_dir(str(tmp_path / "d"))
+    os.chown(tmp_path / "d", 0, NOBODY)
+    assert safefs.writable_by_others(str(tmp_path / "d")) == "its group"
+    with pytest.raises(safefs.UnsafePath, match="writable by others"):
+        safefs.check_dir(str(tmp_path / "d"))
