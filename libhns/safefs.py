@@ -46,10 +46,11 @@ class UnsafePath(PermissionError):
 def secure_dir(path: str, mode: int = 0o755) -> None:
     """Create ``path`` admin-only (parents as usual; ``mode`` on POSIX, never group/other
     writable), or accept an existing one we can trust."""
-    parent = os.path.dirname(path)
-    if parent and parent != path:
-        os.makedirs(parent, exist_ok=True)
-    _secure_dir(path, mode & 0o755)
+    try:
+        _secure_dir(path, mode & 0o755)  # the usual case, the folder exists: two system calls
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _secure_dir(path, mode & 0o755)
 
 
 def check_dir(path: str) -> None:
