@@ -107,6 +107,7 @@ def _standalone(tmp_path: Path) -> tuple[Node, str]:
     """A standalone win-bridge node whose network name is this test's own (the default lock
     folder, /run/wincni, is the machine's)."""
     node = Node(tmp_path / "node", "win-bridge")
+    node.env.pop("WINCNI_LOCK_DIR")  # the default place is what these tests are about
     node.network = "sec" + uuid.uuid4().hex[:12]
     return node, node.network
 
