@@ -76,14 +76,18 @@ class Store:
         from libhns.safefs import UnsafePath, open_read
         if not self._trust():
             return None
+        path = self.path(key)
         try:
-            with _io("read the saved delegate config", self.path(key)), open(open_read(self.path(key)), "rb") as f:
-                return f.read(MAX_STDIN + 1)  # the delegate's stdin: more is its code 6
+            with _io("read the saved delegate config", path):
+                try:
+                    fd = open_read(path)
+                except UnsafePath as exc:
+                    raise CniError(IO_FAILURE, f"refusing the saved delegate config {path}: {exc.problem}",
+                                   exc.fix) from exc
+                with open(fd, "rb") as f:
+                    return f.read(MAX_STDIN + 1)  # the delegate's stdin: more is its code 6
         except FileNotFoundError:
             return None
-        except UnsafePath as exc:
-            raise CniError(IO_FAILURE, f"refusing the saved delegate config {self.path(key)}: {exc.problem}",
-                           exc.fix) from exc
 
     def keys(self) -> list[str]:
         """Saved configs, ours and the Go plugin's (every regular file whose name is not a dot-name)."""

@@ -284,6 +284,23 @@ def test_a_saved_configs_log_file_is_never_the_one_written(tmp_path, victim):
     assert any(json.loads(line).get("plugin") == "win-bridge" for line in mine.read_text().splitlines())
 
 
+@root_only
+def test_a_saved_config_that_is_a_link_or_another_users_file_is_refused(tmp_path, victim):
+    data_dir = tmp_path / "flannel"
+    data_dir.mkdir(mode=0o700)
+    (data_dir / "pod1").symlink_to(victim)
+    conf = _flannel_conf(tmp_path, data_dir)
+    rc, err = _flannel("DEL", conf, _flannel_env(tmp_path))
+    assert (rc, err["code"]) == (1, 5) and "refusing the saved delegate config" in err["msg"], err
+    assert "symbolic link" in err["msg"]
+    (data_dir / "pod1").unlink()
+    (data_dir / "pod1").write_text(_saved_config(data_dir, victim, tmp_path / "ipam"))
+    os.chown(data_dir / "pod1", NOBODY, NOBODY)
+    rc, err = _flannel("DEL", conf, _flannel_env(tmp_path))
+    assert (rc, err["code"]) == (1, 5) and "owned by uid 65534" in err["msg"], err
+    assert victim.read_text() == "secret\n"
+
+
 def test_a_delegate_type_that_is_a_drive_relative_path_is_code_7():
     from plugins.cni.errors import CniError
     from plugins.cni.invoke import find_plugin
