@@ -12,6 +12,9 @@
     4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\wincni\).
     5. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
        (needs an elevated shell); it stops, naming the file, when a running call holds one open.
+       The folder gets an admin-only ACL first: SYSTEM and Administrators full control, Users
+       read and execute, nothing inherited from above, owner Administrators; everything in it is
+       reset to inherit exactly that (the runtime runs these files, _internal\ included, as SYSTEM).
 
 .PARAMETER Install
     Copy dist\wincni\ (executables and _wincni-<build>\) into -CniBinDir. Requires "Run as administrator".
@@ -138,10 +141,25 @@ function Assert-NotLocked {
     }
 }
 
+function Protect-CniBinDir {
+    # Well-known SIDs, so any Windows language works: SYSTEM, Administrators, Users. A default C:\
+    # lets Authenticated Users modify a new folder, and a folder a user created first is theirs.
+    Invoke-Native 'icacls.exe' @($CniBinDir, '/setowner', '*S-1-5-32-544', '/Q')
+    Invoke-Native 'icacls.exe' @($CniBinDir, '/inheritance:r', '/grant:r', '*S-1-5-18:(OI)(CI)F',
+                                '*S-1-5-32-544:(OI)(CI)F', '*S-1-5-32-545:(OI)(CI)RX', '/Q')
+}
+
+function Reset-CniBinDirContents {
+    # Earlier installs and overwritten files keep their own ACLs: make all of them inherit the folder's.
+    Invoke-Native 'icacls.exe' @((Join-Path $CniBinDir '*'), '/setowner', '*S-1-5-32-544', '/T', '/C', '/Q')
+    Invoke-Native 'icacls.exe' @((Join-Path $CniBinDir '*'), '/reset', '/T', '/C', '/Q')
+}
+
 function Install-Bundle {
     if (-not (Test-Path $CniBinDir)) {
         New-Item -ItemType Directory -Path $CniBinDir -Force | Out-Null
     }
+    Protect-CniBinDir
     $files = @(Get-ChildItem -Path $Bundle -Recurse -File)
     foreach ($file in $files) {
         Assert-NotLocked (Join-Path $CniBinDir $file.FullName.Substring($Bundle.Length + 1))
@@ -158,6 +176,7 @@ function Install-Bundle {
             throw "Could not replace $target (a call started meanwhile holds it open?): $($_.Exception.Message)"
         }
     }
+    Reset-CniBinDirContents
     foreach ($name in $Commands) {
         Write-Host "  $(Join-Path $CniBinDir "$name.exe")"
     }

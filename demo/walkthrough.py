@@ -181,7 +181,7 @@ def standalone(root: Path) -> None:
     (root / "standalone").mkdir()
     node = Node(root / "standalone", "vxlan0", "none")
     node.plugin = "win-overlay"
-    node.env["TMPDIR"] = str(node.root)  # the node-wide network lock (C:\\ProgramData\\wincni on Windows)
+    node.env["WINCNI_LOCK_DIR"] = str(node.root / "locks")  # the node-wide network lock (/run/wincni; C:\\ProgramData\\wincni on Windows)
     say("A lab node or a containerd host outside Kubernetes: nobody runs flanneld or start.ps1.")
     node.hnsctl("network", "list")
     node.write("cni.conf", json.dumps({

@@ -425,10 +425,9 @@ class _Ctl:
 
     # container (simulator only)
     def _simulator(self) -> Any:
-        from libhns.backend import default_backend
+        from libhns.backend import backend_name
 
-        name = (self.env.get("LIBHNS_BACKEND") or "").strip().lower() or default_backend()
-        if name != "sim":
+        if backend_name(self.env) != "sim":
             raise UsageError("hnsctl: container and restart commands work only on the simulator "
                              "(LIBHNS_BACKEND=sim)")
         from libhns.sim import Simulator

@@ -3,8 +3,9 @@
 The journal is how a run on real HNS and a run on the simulator are compared call by call, so it
 sits at the raw surface and records documents as sent and received (parsed when they are JSON).
 Each line is written with one ``os.write`` on an ``O_APPEND`` descriptor, so concurrent plugin
-processes add whole lines. A journal that cannot be written is logged, never raised: the HNS call
-has already happened and failing it now would leak what it created.
+processes add whole lines. A journal that cannot be written (or is refused by ``safefs``: a link,
+another user's file) is logged, never raised: the HNS call has already happened and failing it
+now would leak what it created.
 """
 from __future__ import annotations
 
@@ -56,10 +57,11 @@ class JournalBackend:
 
     # --- writing -------------------------------------------------------------------------------
     def _write(self, entry: dict[str, Any]) -> None:
+        from libhns.safefs import open_append
+
         line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
         try:
-            fd = os.open(self.path, flags, 0o644)
+            fd = open_append(self.path)  # no link followed, another user's file refused, created 0600
             try:
                 os.write(fd, line)
             finally:

@@ -6,17 +6,19 @@ because it alone costs 60-80 ms of start-up on every pod.
 from __future__ import annotations
 
 import json
-import re
 
 TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
 from . import version as ver
+from .names import PATTERN, file_name_problem, is_name
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 
 # The spec's network name pattern.
-_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+#: The longest network name: it becomes a folder (host-local's store), a lock file and the HNS
+#: network's name, and every path built from it must fit (Windows' 260 characters included).
+MAX_NAME = 128
 
 
 def decode(stdin: bytes) -> dict:
@@ -42,10 +44,22 @@ def check_name(conf: Mapping[str, Any]) -> str:
     if not name:
         raise CniError(INVALID_CONFIG, "missing network name",
                        'set "name" to the network name (for win-bridge/win-overlay: the HNS network)')
-    if not isinstance(name, str) or not _NAME.fullmatch(name):  # not .match: "$" allows a trailing \n
+    if not is_name(name):
         raise CniError(INVALID_CONFIG, "invalid characters found in network name",
-                       f"name {name!r} must match {_NAME.pattern}")
+                       f"name {name!r:.80} must match {PATTERN}")
+    problem = file_name_problem(name, MAX_NAME)
+    if problem:
+        raise CniError(INVALID_CONFIG, f"network name {name[:40]!r}{'...' if len(name) > 40 else ''} {problem}",
+                       "the name becomes file and folder names on the node: pick a short ordinary one")
     return name
+
+
+def check_count(field: str, items: Any, cap: int) -> None:
+    """A list over its documented cap is code 7 naming the field and the cap (caps bound what one
+    pod's config can cost every command that reads it)."""
+    if isinstance(items, (list, tuple)) and len(items) > cap:
+        raise CniError(INVALID_CONFIG, f"{field}: {len(items)} entries, over the limit of {cap}",
+                       f"a pod's config may list at most {cap} {field} entries")
 
 
 def cni_version(conf: Mapping[str, Any]) -> str:

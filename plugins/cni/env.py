@@ -1,12 +1,12 @@
 """The CNI_* environment, checked once and handed to the plugin as a typed value."""
 from __future__ import annotations
 
-import re
 
 TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Mapping
 
+from .names import file_name_problem, is_name
 from .errors import INVALID_ENV, CniError
 
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS")
@@ -22,8 +22,9 @@ _REQUIRED = {
 }
 
 # Every file name later built from a container ID relies on this pattern (spec + libcni).
-_CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
-_BAD_IFNAME = re.compile(r"[/:\s]")
+#: The longest container ID: flannel's attachment marker ``<sandbox>@<container>@<ifname>`` must
+#: stay one file name (255 characters) with a 15-character ifname quoted. Runtimes use 64.
+MAX_CONTAINER_ID = 100
 
 
 class CmdArgs:
@@ -72,8 +73,11 @@ def parse_env(env: Mapping[str, str], platform: str) -> CmdArgs:
         raise CniError(INVALID_ENV, f"required env variables [{','.join(missing)}] missing",
                        f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]))
     container_id = env.get("CNI_CONTAINERID", "")
-    if container_id and not _CONTAINER_ID.fullmatch(container_id):  # not .match: "$" allows a trailing \n
-        raise CniError(INVALID_ENV, "invalid characters in containerID", container_id)
+    if container_id and not is_name(container_id):
+        raise CniError(INVALID_ENV, "invalid characters in containerID", container_id[:200])
+    problem = container_id and file_name_problem(container_id, MAX_CONTAINER_ID)
+    if problem:
+        raise CniError(INVALID_ENV, f"CNI_CONTAINERID {problem}", container_id[:200])
     ifname = env.get("CNI_IFNAME", "")
     if command in ("ADD", "CHECK", "DEL") or ifname:
         check_ifname(ifname)
@@ -96,5 +100,5 @@ def check_ifname(ifname: str) -> None:
                        "interface name should be less than 16 characters")
     if ifname in (".", ".."):
         raise CniError(INVALID_ENV, "interface name is . or ..", ifname)
-    if _BAD_IFNAME.search(ifname):
+    if any(c in "/:" or c.isspace() for c in ifname):
         raise CniError(INVALID_ENV, "interface name contains / or : or whitespace characters", ifname)

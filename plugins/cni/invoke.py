@@ -14,14 +14,25 @@ import sys
 import time
 
 from . import log
+from .names import file_name_problem, is_name
 from .errors import INTERNAL, INVALID_CONFIG, CniError
 
+#: A plugin type is a name (``names.is_name``: no drive, separator or leading dot), so no saved
+#: or delegated config can turn it into a path outside CNI_PATH.
+MAX_PLUGIN_NAME = 64
+
+
 def find_plugin(name, paths, platform=sys.platform):
-    """First ``<name>.exe`` (Windows) or ``<name>`` in the CNI_PATH directories."""
+    """First ``<name>.exe`` (Windows) or ``<name>`` in the CNI_PATH directories; the name is
+    checked as a name first (``D:evil`` would be drive-relative once joined on Windows)."""
     if not name:
         raise CniError(INVALID_CONFIG, "no plugin name provided", 'set the "type" of the IPAM or delegate config')
-    if os.sep in name or (platform == "win32" and "/" in name):
-        raise CniError(INVALID_CONFIG, f"invalid plugin name {name!r}", "a plugin type is a file name, not a path")
+    problem = (None if is_name(name)
+               else "may hold only letters, digits and _.- (no drive, path separator or leading dot)")
+    problem = problem or file_name_problem(name, MAX_PLUGIN_NAME)
+    if problem:
+        raise CniError(INVALID_CONFIG, f"invalid plugin name {str(name)[:80]!r}: it {problem}",
+                       "a plugin type is the file name of a plugin in CNI_PATH, e.g. host-local or win-bridge")
     candidates = [name + ".exe", name] if platform == "win32" else [name]
     for directory in paths:
         for cand in candidates:

@@ -1,6 +1,9 @@
 """Logging that never touches stdout: warnings to stderr, optional JSON-lines debug file.
 
-The debug log is on when ``WINCNI_LOG_FILE`` (env) or ``logFile`` (config) names a file.
+The debug log is on when ``WINCNI_LOG_FILE`` (env) or ``logFile`` (the runtime's config, never a
+saved or delegated one) names a file. It is opened without following links, refused when another
+user owns it, and created owner-only (``libhns.safefs``): a refusal is one warning on stderr, and
+the command goes on without the log.
 Deliberately not the ``logging`` package: a plugin lives for one command, and start-up matters.
 """
 from __future__ import annotations
@@ -56,13 +59,17 @@ def event(kind: str, **fields: Any) -> None:
         return
     record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
               "plugin": _state["plugin"], "pid": os.getpid(), "event": kind, **_state["fields"], **fields}
+    from libhns.safefs import UnsafePath, open_append
     try:
         line = (json.dumps(record, default=str) + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_append(path)
         try:
             os.write(fd, line)
         finally:
             os.close(fd)
+    except UnsafePath as exc:
+        _state["file"] = None
+        warning(f"debug log disabled: {exc}")
     except OSError:
         pass
 

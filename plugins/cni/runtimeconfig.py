@@ -9,8 +9,15 @@ if TYPE_CHECKING:
 
 from libhns.jsonci import get_ci
 
+from .config import check_count
 from .errors import INVALID_CONFIG, CniError
 from .record import FrozenRecord, Record
+
+#: The runtimeConfig keys the plugins read; flannel passes (and saves) only these.
+KEYS = ("portMappings", "dns", "ips", "ipRanges", "mac")
+#: Caps on what one pod's runtimeConfig may list (README "Security model").
+MAX_PORT_MAPPINGS = 1024
+MAX_DNS = 64
 
 
 class PortMapping(FrozenRecord):
@@ -48,6 +55,7 @@ class RuntimeConfig(Record):
         if not isinstance(rc, dict):
             raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {json.dumps(rc)[:80]}")
         pms = []
+        check_count("runtimeConfig.portMappings", _list(rc, "portMappings"), MAX_PORT_MAPPINGS)
         for i, pm in enumerate(_list(rc, "portMappings")):
             try:
                 pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
@@ -81,4 +89,5 @@ def _str_list(doc: Mapping[str, Any], key: str) -> list[str]:
     value = doc.get(key) or []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise CniError(INVALID_CONFIG, f"runtimeConfig.dns.{key}: must be a list of strings")
+    check_count(f"runtimeConfig.dns.{key}", value, MAX_DNS)
     return [v for v in value if v]

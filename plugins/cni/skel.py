@@ -13,7 +13,7 @@ import time
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
-from .errors import INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
+from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
 
 TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # The lowest config version that allows each command (spec 0.4.0 CHECK, 1.1.0 GC/STATUS).
 _MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
 _HANDLER = {"ADD": "add", "DEL": "delete", "CHECK": "check", "GC": "gc", "STATUS": "status"}
+#: The most stdin a command reads: real configs (with a node's GC attachment list) are tens of KiB.
+MAX_STDIN = 4 << 20
 
 
 class PluginSpec:
@@ -149,8 +151,10 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
                       command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
         if log.enabled():
             from . import buildinfo
+            from libhns.backend import backend_name
             log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
-                      commit=buildinfo.commit() or None, build=buildinfo.build() or None)
+                      commit=buildinfo.commit() or None, build=buildinfo.build() or None,
+                      backend=backend_name(env, platform))
         import importlib
         handlers = importlib.import_module(spec.handlers)
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
@@ -181,11 +185,16 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
 
 
 def _read(stdin: Any) -> bytes:
+    """stdin, up to ``MAX_STDIN``: more is code 6 before anything is parsed or kept."""
     try:
-        data = stdin.read()
+        data = stdin.read(MAX_STDIN + 1)
     except (OSError, ValueError) as exc:
         raise CniError(IO_FAILURE, f"error reading from stdin: {exc}") from exc
-    return data.encode() if isinstance(data, str) else data
+    data = data.encode() if isinstance(data, str) else data
+    if len(data) > MAX_STDIN:
+        raise CniError(DECODE_FAILURE, f"the network configuration on stdin is over {MAX_STDIN >> 20} MiB",
+                       "a CNI config is a few KiB: check what generates it (runtimeConfig, prevResult)")
+    return data
 
 
 def _version_doc(data: bytes) -> dict:

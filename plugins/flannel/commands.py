@@ -56,7 +56,9 @@ def delete(req: Request) -> None:
     key = _key(req)
     data = store.load(key)
     if data is not None:  # else never added, or already deleted: DEL succeeds
-        req.exec_plugin(_saved(data, store.path(key))["type"], "DEL", data)
+        doc = _saved(data, store.path(key))
+        sent = _log_file(doc, req)
+        req.exec_plugin(doc["type"], "DEL", data if sent is doc else delegate.encode(sent))
     store.release(key, _owner(req))  # also what an ADD killed while saving the config left
 
 
@@ -67,7 +69,7 @@ def check(req: Request) -> None:
     if data is None:
         raise CniError(UNKNOWN_CONTAINER, f"no saved delegate config for sandbox {key}",
                        f"{store.path(key)} is missing: this attachment was never added by flannel, or was deleted")
-    doc = _saved(data, store.path(key))
+    doc = _log_file(_saved(data, store.path(key)), req)
     # The delegate checks against the runtime's prevResult, so it must read it in the runtime's version.
     doc["cniVersion"] = req.cni_version
     if "prevResult" in req.conf:
@@ -98,6 +100,7 @@ def gc(req: Request) -> None:
         if doc.get("name") == conf.name:  # dataDir may be shared with other flannel networks
             mine[key] = doc
     for doc in _gc_delegates(conf, list(mine.values())):
+        doc = _log_file(doc, req)
         doc["cniVersion"] = req.cni_version
         if _VALID_ATTACHMENTS in req.conf:
             doc[_VALID_ATTACHMENTS] = req.conf[_VALID_ATTACHMENTS]
@@ -151,6 +154,19 @@ def _gc_delegates(conf: FlannelConf, saved: list[dict[str, Any]]) -> list[dict[s
         by_type.setdefault(doc["type"], doc)
     # runtimeConfig and prevResult describe one pod, not the network being collected.
     return [{k: v for k, v in doc.items() if k not in ("runtimeConfig", "prevResult")} for doc in by_type.values()]
+
+
+def _log_file(doc: dict[str, Any], req: Request) -> dict[str, Any]:
+    """``doc`` with the runtime's ``logFile`` (or none), never the one a saved config names: the
+    delegate runs as SYSTEM/root, and whoever wrote that file must not pick what it appends to.
+    ``doc`` itself when nothing changes, so DEL hands the delegate the saved bytes as they are."""
+    mine = req.conf.get("logFile")
+    if doc.get("logFile") == mine:
+        return doc
+    out = {k: v for k, v in doc.items() if k != "logFile"}
+    if mine is not None:
+        out["logFile"] = mine
+    return out
 
 
 def _saved(data: bytes, path: str) -> dict[str, Any]:

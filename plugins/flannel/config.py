@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 import ntpath
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from libhns.jsonci import get_ci
 from plugins.cni.config import validate_for
+from plugins.cni.names import file_name_problem, is_name
+from plugins.cni.env import MAX_CONTAINER_ID
 from plugins.cni.errors import INVALID_ENV, CniError
 
 SUBNET_FILE = "/run/flannel/subnet.env"
@@ -18,7 +19,6 @@ NET_CONF = "/etc/kube-flannel/net-conf.json"
 
 # Keys flannel reads, in the spelling the schema and error paths use (lookups are case-insensitive like Go).
 _KEYS = ("subnetFile", "dataDir", "netConf", "delegate", "runtimeConfig", "ipam")
-_SANDBOX_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
 _SCHEMA: dict[str, Any] = {}
 
 
@@ -68,8 +68,9 @@ def sandbox_id(container_id: str, netns: str) -> str:
     if netns and netns != "none":
         _, sep, rest = netns.partition(":")
         key = rest if sep else container_id
-    if not _SANDBOX_ID.fullmatch(key):  # not .match: "$" allows a trailing \n
-        raise CniError(INVALID_ENV, f"invalid sandbox ID {key!r} in CNI_NETNS {netns!r}",
+    problem = "has invalid characters" if not is_name(key) else file_name_problem(key, MAX_CONTAINER_ID)
+    if problem:
+        raise CniError(INVALID_ENV, f"invalid sandbox ID {key[:120]!r} in CNI_NETNS {netns[:120]!r}: it {problem}",
                        "CNI_NETNS must be a namespace GUID, 'none', or 'container:<sandbox container ID>'")
     return key
 

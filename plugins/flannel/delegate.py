@@ -38,7 +38,9 @@ def build(conf: FlannelConf, lease: Lease, backend: netconf.Backend | None) -> d
     # such as dataDir; type and subnet stay the lease's.
     out["ipam"] = {**conf.ipam, "type": "host-local", "subnet": str(lease.subnet)}
     if conf.runtime_config is not None:
-        out["runtimeConfig"] = conf.runtime_config
+        # Only what the delegates read: the config is saved per pod and run again at DEL.
+        from plugins.cni.runtimeconfig import KEYS
+        out["runtimeConfig"] = {k: v for k, v in conf.runtime_config.items() if k in KEYS}
     return out
 
 

@@ -9,6 +9,11 @@ have none anyway. Marker files rather than one index file because creating or re
 atomic without a lock, and dockershim attaches several containers (pause + app containers with
 ``CNI_NETNS=container:<sandbox>``) to one sandbox: the config is kept until the last one is gone.
 Dot-names never collide with saved configs: a container ID cannot start with a dot.
+
+A saved config is run as SYSTEM/root at DEL, so ``dataDir`` is checked before anything in it is
+believed or written (``libhns.safefs``: a real folder, owned by root/SYSTEM/Administrators, that
+nobody else may write; created so when absent) and each config is read without following a link
+and refused when another user owns it. A failed check is code 5 naming the folder and the fix.
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from typing import Iterator
 from urllib.parse import quote, unquote
 
 from plugins.cni.errors import IO_FAILURE, CniError
+from plugins.cni.lock import secure_dir
+from plugins.cni.skel import MAX_STDIN
 
 MARKERS = ".attachments"
 
@@ -33,27 +40,59 @@ class Store:
     def __init__(self, data_dir: str) -> None:
         self.dir = data_dir
         self._markers = os.path.join(data_dir, MARKERS)
+        self._trusted = False
+
+    def _trust(self, create: bool = False) -> bool:
+        """Whether ``dataDir`` exists, after refusing one that others own or may write (code 5);
+        ``create`` makes it admin-only when absent (ADD)."""
+        if self._trusted:
+            return True
+        from libhns.safefs import UnsafePath, check_dir
+        try:
+            check_dir(self.dir)
+        except FileNotFoundError:
+            if not create:
+                return False
+            with _io("create", self.dir):
+                secure_dir(self.dir, 0o700)
+        except UnsafePath as exc:
+            raise CniError(IO_FAILURE, f"refusing the saved delegate configs in {self.dir}: {exc.problem}",
+                           f'{exc.fix}; or point "dataDir" at an admin-only folder') from exc
+        self._trusted = True
+        return True
 
     def path(self, key: str) -> str:
         return os.path.join(self.dir, key)
 
     def save(self, key: str, data: bytes, owner: Attachment) -> None:
         """Write the config (0600, fsync, atomic rename), then record ``owner`` as one of its users."""
+        self._trust(create=True)
         with _io("save the delegate config as", self.path(key)):
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
             os.makedirs(self._markers, mode=0o700, exist_ok=True)
             _atomic_write(self.path(key), data)
             os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
 
     def load(self, key: str) -> bytes | None:
+        from libhns.safefs import UnsafePath, open_read
+        if not self._trust():
+            return None
+        path = self.path(key)
         try:
-            with _io("read the saved delegate config", self.path(key)), open(self.path(key), "rb") as f:
-                return f.read()
+            with _io("read the saved delegate config", path):
+                try:
+                    fd = open_read(path)
+                except UnsafePath as exc:
+                    raise CniError(IO_FAILURE, f"refusing the saved delegate config {path}: {exc.problem}",
+                                   exc.fix) from exc
+                with open(fd, "rb") as f:
+                    return f.read(MAX_STDIN + 1)  # the delegate's stdin: more is its code 6
         except FileNotFoundError:
             return None
 
     def keys(self) -> list[str]:
         """Saved configs, ours and the Go plugin's (every regular file whose name is not a dot-name)."""
+        if not self._trust():
+            return []
         try:
             with _io("list", self.dir):
                 names = os.listdir(self.dir)

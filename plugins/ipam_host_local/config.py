@@ -16,17 +16,19 @@ from typing import Any, Mapping
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
 from libhns.jsonci import get_ci
-from plugins.cni.config import validate, validate_for
+from plugins.cni.config import check_count, validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from plugins.cni.result import Route
 
-from .ranges import IPAddress, Range, RangeError, RangeSet, parse_cidr, parse_ip, parse_ip_or_cidr
+from .ranges import IPAddress, Range, RangeError, RangeSet, first_overlap, parse_cidr, parse_ip, parse_ip_or_cidr
 
 DEFAULT_DATA_DIR = "/var/lib/cni/networks"
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
 
 _IPAM_KEYS = ("type", "subnet", "rangeStart", "rangeEnd", "gateway", "ranges", "routes", "dataDir", "resolvConf")
 _RANGE_KEYS = ("subnet", "rangeStart", "rangeEnd", "gateway")
+#: The most ranges one config may list (runtimeConfig.ipRanges, subnet and ranges together).
+MAX_RANGES = 256
 _ROUTE_KEYS = ("dst", "gw", "mtu", "advmss", "priority", "table", "scope")
 
 
@@ -73,6 +75,7 @@ def load(conf: Mapping[str, Any], cni_args: Mapping[str, str], cni_version: str,
         if ipam.get("subnet"):
             raw_sets.append([{k: ipam[k] for k in _RANGE_KEYS if k in ipam}])
         raw_sets += _list(ipam.get("ranges"))
+        check_count("ipam.ranges", [r for raw in raw_sets for r in _list(raw)], MAX_RANGES)
         range_sets = tuple(_range_set(i, raw) for i, raw in enumerate(raw_sets))
         routes = tuple(_route(r) for r in _list(ipam.get("routes")))
         data_dir = _opt_str(ipam.get("dataDir"))
@@ -83,11 +86,11 @@ def load(conf: Mapping[str, Any], cni_args: Mapping[str, str], cni_version: str,
         raise CniError(INVALID_CONFIG, "no IP ranges specified",
                        'set ipam.subnet, or ipam.ranges to e.g. [[{"subnet": "10.244.1.0/24"}]]')
     _check_families(range_sets, cni_version)
-    for i, s1 in enumerate(range_sets):
-        for j in range(i + 1, len(range_sets)):
-            if s1.overlaps(range_sets[j]):
-                raise CniError(INVALID_CONFIG, f"range set {i} overlaps with {j}",
-                               "each range set must use its own addresses")
+    # Ranges within a set never overlap (RangeSet.canonical), so an overlap is between two sets.
+    pair = first_overlap((r, i) for i, rs in enumerate(range_sets) for r in rs.ranges)
+    if pair is not None:
+        raise CniError(INVALID_CONFIG, f"range set {min(pair)} overlaps with {max(pair)}",
+                       "each range set must use its own addresses")
     return IPAMConfig(name=conf["name"], data_dir=data_dir or default_data_dir(platform), range_sets=range_sets,
                       requested=tuple(requested), routes=routes, resolv_conf=resolv_conf)
 

@@ -15,7 +15,7 @@ from plugins.cni import log
 
 from . import index as idx
 from .allocator import Owner
-from plugins.cni.lock import LOCK_NAME, FileLock
+from plugins.cni.lock import LOCK_NAME, FileLock, secure_dir
 from .ranges import IPAddress, parse_ip
 
 LAST_RESERVED = "last_reserved_ip."
@@ -163,8 +163,9 @@ class DiskStore:
 
 @contextmanager
 def open_store(directory: str, platform: str) -> Iterator[DiskStore]:
-    """Create the directory (0755), hold ``<dir>/lock`` for the block, save the index on exit."""
-    os.makedirs(directory, 0o755, exist_ok=True)
+    """Create the directory (admin-only: 0755 owned by us; a protected DACL on Windows) or check
+    an existing one, hold ``<dir>/lock`` for the block, save the index on exit."""
+    secure_dir(directory)
     with FileLock(directory):
         store = DiskStore(directory, platform)
         try:

@@ -353,9 +353,29 @@ def _ip(text: str) -> Any:
         return IPAddress(0)
 
 
+def backend(f: Facts) -> Check | None:
+    """Says nothing unless the plugins would run on the simulator on Windows (README "Security model")."""
+    if not f.simulated:
+        return None
+    return Check("backend", FAIL, "LIBHNS_BACKEND=sim: the plugins would run on the HNS simulator, so pods get no "
+                 "real network", "remove LIBHNS_BACKEND (and WINCNI_ALLOW_SIMULATOR) from the kubelet's / "
+                 "containerd's environment")
+
+
+def permissions(f: Facts) -> Check | None:
+    """Says nothing unless someone besides administrators may write a folder the plugins run from or trust."""
+    if not f.open_dirs:
+        return None
+    listed = "; ".join(f"{label} {path} is writable by {who}" for label, path, who in f.open_dirs)
+    return Check("permissions", WARN, listed,
+                 "the plugins run as SYSTEM/root from and with these folders: give them an admin-only ACL "
+                 "(wincni install and build.ps1 -Install do it for the bin dir; icacls <dir> /inheritance:r /grant:r "
+                 "SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)RX) or chmod go-w")
+
+
 ALL: tuple[Callable[[Facts], Check | None], ...] = (
-    config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features, ipam_store,
-    stale_endpoints)
+    backend, config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features,
+    ipam_store, stale_endpoints, permissions)
 
 
 def run(facts: Facts) -> list[Check]:

@@ -47,6 +47,12 @@ class Disk:
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 
+    def protect(self, path: str) -> None:
+        """Administrators (root) alone may write ``path`` and what is in it; Users read and run
+        (the ACL ``build.ps1 -Install`` sets): the plugins run from here as SYSTEM."""
+        from libhns.safefs import protect_dir
+        protect_dir(path)
+
     def copy_file(self, src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
         shutil.copymode(src, dst)

@@ -63,6 +63,8 @@ class Facts:
     reservations: tuple[tuple[str, str], ...] | None = None  # host-local (IP, container ID)
     store_problem: Problem | None = None
     reach: str = ""
+    simulated: bool = False  # the plugins would run on the HNS simulator on Windows
+    open_dirs: tuple[tuple[str, str, str], ...] = ()  # (what, folder, who else may write it)
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -113,6 +115,9 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
     reservations, store_problem = read_store(ipam_dir, platform)
     policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
+    open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
+                                "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
+                                "flannel data dir": getattr(fconf, "data_dir", "")})
     return Facts(conf_path=conf_path, conf_problem=conf_problem, plugin=plugin, name=name,
                  delegate_type=delegate_type, netconf=netconf, flavor=flavor,
                  ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=_listdir(opts["cni_bin_dir"]),
@@ -120,7 +125,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  net_conf_path=net_conf_path, backend=backend, backend_problem=backend_problem,
                  **hns, policies=policies, source_vip_path=opts["source_vip"],
                  source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
-                 store_problem=store_problem, reach=opts.get("reach") or "")
+                 store_problem=store_problem, reach=opts.get("reach") or "",
+                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs)
 
 
 def read_conf(path: str) -> tuple[dict | None, Problem | None]:
@@ -241,6 +247,26 @@ def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
     return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
             "stale_endpoints": stale}
+
+
+def simulated_on_windows(env: Mapping[str, str], platform: str) -> bool:
+    from libhns.backend import simulated_on_windows
+    return simulated_on_windows(env, platform)
+
+
+def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """(what, folder, who else may write it) for each folder the plugins run from or trust that
+    someone besides administrators may write (mode bits on Linux, the DACL on Windows)."""
+    from libhns.safefs import writable_by_others
+    out = []
+    for label, path in folders.items():
+        try:
+            who = writable_by_others(path) if path else None
+        except OSError:
+            who = None  # absent or unreadable: the other checks say so where it matters
+        if who:
+            out.append((label, path, who))
+    return tuple(out)
 
 
 def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:

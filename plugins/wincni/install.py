@@ -140,10 +140,12 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
             return
         try:
             disk.makedirs(bin_dir)
+            disk.protect(bin_dir)  # before anything is laid in: nobody else may add or swap a file meanwhile
             for step in bin_steps:
                 out.steps.append(_lay(step, bin_dir, previous.build, disk))
             out.steps += cleanup(bin_dir, bundle.build, disk)
             disk.makedirs(conf_dir)
+            disk.protect(conf_dir)
             moved = []
             for step in conf_steps:
                 if step.action == "write":

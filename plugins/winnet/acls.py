@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 
 from libhns import policies as hp
+from plugins.cni.config import check_count
 from plugins.cni.errors import INVALID_CONFIG, CniError
 
 _ACTIONS = {"allow": "Allow", "block": "Block"}
@@ -22,6 +23,8 @@ _PROTOCOLS = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmpv6": 58, "any": None}
 _PORTED = {6, 17}
 #: sdnbridge's priority for the ACL it adds per port mapping.
 PORT_MAPPING_PRIORITY = 1000
+#: The most ``acls`` rules one config may list (README "Security model").
+MAX_ACLS = 1000
 
 
 class AclRule:
@@ -48,6 +51,7 @@ class AclRule:
 
 def parse(rules: list, source: str = "acls") -> list[AclRule]:
     """Schema-validated ``acls`` entries → rules; code 7 naming ``acls[i].<field>`` otherwise."""
+    check_count(source, rules, MAX_ACLS)
     return [_rule(r, f"{source}[{i}]") for i, r in enumerate(rules)]
 
 

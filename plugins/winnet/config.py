@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 from libhns.guid import is_guid
 from libhns.jsonci import get_ci
+from plugins.cni.config import check_count
 from plugins.cni.record import FrozenRecord, Record
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
@@ -147,7 +148,11 @@ def endpoint_name(container_id: str, netns: str, network: str) -> str:
 
 def merged_dns(conf_dns: DnsSettings, runtime: Any) -> DnsSettings:
     """Reference rule: runtime servers/searches replace the config's when non-empty; we also
-    honour runtime options (the reference drops them)."""
+    honour runtime options (the reference drops them). Each list is capped (the runtime's are
+    checked where runtimeConfig is read)."""
+    from plugins.cni.runtimeconfig import MAX_DNS
+    for key in ("nameservers", "search", "options"):
+        check_count(f"dns.{key}", getattr(conf_dns, key), MAX_DNS)
     return DnsSettings(
         nameservers=tuple(runtime.servers) or conf_dns.nameservers,
         domain=conf_dns.domain,

@@ -27,7 +27,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from plugins.cni import log
-from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
+from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
 
 #: Linux flannel's VXLAN settings; Windows nodes on the same overlay must use them (VNI >= 4096).
 FLANNEL_VNI_MIN = 4096
@@ -168,16 +168,28 @@ def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
 
 
 def lock_dir(env: Mapping[str, str], platform: str) -> str:
-    """Where the node-wide network locks live: shared by every user on Windows (%ProgramData%,
-    not the caller's %TEMP%); ``$TMPDIR`` elsewhere (not tempfile: its imports cost ~20 ms)."""
+    """Where the node-wide network locks live: a folder only administrators can write, never one
+    a local user could create first (``%TEMP%``, ``/tmp``). %ProgramData%\\wincni on Windows (made
+    with a protected DACL), ``/run/wincni`` for root elsewhere, the user's own runtime folder for a
+    developer; ``WINCNI_LOCK_DIR`` (set by whoever starts the plugins) overrides."""
+    if env.get("WINCNI_LOCK_DIR"):
+        return env["WINCNI_LOCK_DIR"]
     if platform == "win32":
         return ntpath.join(env.get("ProgramData") or "C:\\ProgramData", "wincni")
-    return posixpath.join(env.get("TMPDIR") or "/tmp", "wincni")
+    if os.geteuid() == 0:
+        return "/run/wincni"
+    return posixpath.join(env.get("XDG_RUNTIME_DIR") or posixpath.join(env.get("HOME") or "/", ".cache"), "wincni")
 
 
 def lock_path(name: str, directory: str) -> str:
-    """One lock file per network name, shared by every plugin process on the node."""
-    os.makedirs(directory, exist_ok=True)
+    """One lock file per network name, shared by every plugin process on the node, in the
+    admin-only folder ``directory`` (created, or checked, here)."""
+    from plugins.cni.lock import secure_dir
+    try:
+        secure_dir(directory)
+    except OSError as exc:
+        raise CniError(IO_FAILURE, f"cannot create the network lock folder {directory}: {exc.strerror or exc}",
+                       "it must be a local folder only administrators can write (WINCNI_LOCK_DIR)") from exc
     return os.path.join(directory, "network-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")
 
 

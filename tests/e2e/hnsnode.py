@@ -77,7 +77,8 @@ class Node:
         self.subnet_env = root / "subnet.env"
         self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
                     "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
-                    "LIBHNS_JOURNAL": str(self.journal_path)}
+                    "LIBHNS_JOURNAL": str(self.journal_path),
+                    "WINCNI_LOCK_DIR": str(root / "locks")}  # standalone mode's node-wide lock, not /run's
         if version:
             self.env["LIBHNS_SIM_VERSION"] = version
         self.network = ""

@@ -47,7 +47,7 @@ class FuzzNode(Node):
         self.bridge()
         self.overlay()
         self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
-        self.venv_plugins().env["TMPDIR"] = str(self.root)
+        self.venv_plugins()
         self.ids = itertools.count()
 
     def seeds(self) -> list[dict]:

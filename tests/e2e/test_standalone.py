@@ -19,7 +19,7 @@ SECTION = {"subnet": SUBNET, "adapter": "Ethernet"}
 def standalone(tmp_path, plugin: str, name: str) -> Node:
     node = Node(tmp_path, plugin)
     node.network = name
-    node.env["TMPDIR"] = str(tmp_path)  # the node-wide network lock lives here
+    node.env["WINCNI_LOCK_DIR"] = str(tmp_path / "locks")  # the node-wide network lock lives here
     node.env["WINCNI_LOG_FILE"] = str(tmp_path / "wincni.log")
     return node
 
@@ -137,7 +137,7 @@ def test_twenty_first_adds_at_once_create_one_network_and_twenty_endpoints(node)
 
 
 def test_a_creation_race_across_locks_is_settled_by_hns_already_exists(tmp_path):
-    """ADDs that do not share the lock (another user's %TEMP%): HNS answers all but one with
+    """ADDs that do not share the lock (separate lock folders): HNS answers all but one with
     already-exists, and they re-find and use the winner's network."""
     node = standalone(tmp_path, "win-bridge", "cbr0")
     conf = node.conf(network=SECTION)
@@ -146,7 +146,7 @@ def test_a_creation_race_across_locks_is_settled_by_hns_already_exists(tmp_path)
         (tmp_path / f"t{i}").mkdir()
         jobs.append((i, node.sandbox("v2", f"pod{i}")))
     with ThreadPoolExecutor(12) as pool, Simulator.from_env(node.env).store.transaction():
-        pending = [pool.submit(node.run, "ADD", conf, f"pod{i}", netns, TMPDIR=str(tmp_path / f"t{i}"))
+        pending = [pool.submit(node.run, "ADD", conf, f"pod{i}", netns, WINCNI_LOCK_DIR=str(tmp_path / f"t{i}"))
                    for i, netns in jobs]
         time.sleep(3)
     runs = [p.result() for p in pending]
@@ -267,7 +267,7 @@ def test_standalone_mode_costs_no_imports_once_its_network_exists(tmp_path):
     """Each pod's ADD pays for what it imports: with the network there, the ``network`` section
     may add only the module that reads it (tempfile, for one, costs ~20 ms)."""
     node = Node(tmp_path).bridge()
-    node.env["TMPDIR"] = str(tmp_path)
+    node.env["WINCNI_LOCK_DIR"] = str(tmp_path / "locks")
 
     def modules(conf: dict, cid: str) -> set[str]:
         run = node.run("ADD", conf, cid, node.sandbox("v2", cid), PYTHONPROFILEIMPORTTIME="1")

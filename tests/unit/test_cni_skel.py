@@ -76,7 +76,7 @@ def test_crash_is_code_999_with_one_line_and_the_traceback_only_on_stderr(tmp_pa
 
 def test_unreadable_stdin_is_code_5():
     class Broken:
-        def read(self):
+        def read(self, size=-1):
             raise OSError("stdin closed")
 
     run = Run(stdin=Broken())

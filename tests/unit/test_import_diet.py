@@ -24,7 +24,7 @@ OS = {"os", "os.path", "stat", "_stat", "genericpath", "posixpath", "ntpath", "_
 CORE = {"plugins", "plugins.cni", "plugins.cni.skel", "plugins.cni.log", "plugins.cni.version",
         "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__"}
 # Rejected input never reaches the handlers: env and config checks only.
-CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config"}
+CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config", "plugins.cni.names"}
 HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib", "urllib.parse",
          "jsonschema", "netaddr", "libhns", "subprocess", "ipaddress"}
 

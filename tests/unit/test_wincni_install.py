@@ -400,3 +400,16 @@ def test_uninstall_dry_run_changes_nothing(node: NodeDirs, tmp_path: Path) -> No
     plan = node.install("--uninstall", "--dry-run")
     assert actions(plan)["0-containerd-nat.json"] == "restore" and actions(plan)["flannel"] == "remove"
     assert sorted(p.name for p in [*node.bin.iterdir(), *node.conf.iterdir()]) == before
+
+
+def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node: NodeDirs, tmp_path: Path) -> None:
+    """The plugins run from the bin dir as SYSTEM/root: a folder (or a file in it) others may
+    write is made admin-only before anything is laid in (safefs.protect_dir; the DACL on Windows)."""
+    node.bin.mkdir()
+    node.conf.mkdir()
+    (node.bin / "nat").write_text("someone else's plugin")
+    for path in (node.bin, node.conf, node.bin / "nat"):
+        path.chmod(0o777)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    for path in (node.bin, node.conf, node.bin / "nat", node.bin / "flannel"):
+        assert path.stat().st_mode & 0o022 == 0, (path, oct(path.stat().st_mode))

@@ -2,6 +2,8 @@
 mismatch rule, and find-or-create with its management-IP wait (a fake API and a fake clock)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -297,8 +299,11 @@ def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
 def test_the_lock_directory_is_shared_by_every_user_of_the_node():
     assert nw.lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32") == "D:\\ProgramData\\wincni"
     assert nw.lock_dir({}, "win32") == "C:\\ProgramData\\wincni"
-    assert nw.lock_dir({"TMPDIR": "/var/tmp"}, "linux") == "/var/tmp/wincni"
-    assert nw.lock_dir({}, "linux") == "/tmp/wincni"
+    # Never the world-writable temp folder, where any user could create the folder first.
+    if os.geteuid() == 0:
+        assert nw.lock_dir({"TMPDIR": "/var/tmp"}, "linux") == "/run/wincni"
+    assert nw.lock_dir({"WINCNI_LOCK_DIR": "/srv/l", "TMPDIR": "/tmp"}, "linux") == "/srv/l"
+    assert nw.lock_dir({"WINCNI_LOCK_DIR": "D:\\l"}, "win32") == "D:\\l"
 
 
 def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):

@@ -49,3 +49,17 @@ def test_the_parse_check_fails_on_a_syntax_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.ps1"
     broken.write_text("function Broken {\n    if ($x -eq 1) {\n        Write-Host 'x'\n")
     assert _parse(broken)[1].has_error
+
+
+def test_install_gives_the_plugin_folder_an_admin_only_acl() -> None:
+    """-Install: SYSTEM and Administrators full control, Users read/execute, inheritance from
+    above removed, owner Administrators, and everything inside reset to inherit exactly that
+    (well-known SIDs, so any Windows language works); before and after copying."""
+    source, root = _parse(BUILD_PS1)
+    literals = {source[n.start_byte:n.end_byte].decode().strip("'\"") for n in _nodes(root)
+                if n.type in ("string_literal", "expandable_string_literal")}
+    assert {"/inheritance:r", "/grant:r", "*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F",
+            "*S-1-5-32-545:(OI)(CI)RX", "/setowner", "*S-1-5-32-544", "/reset", "/T"} <= literals, sorted(literals)
+    text = source.decode()
+    install = text[text.index("function Install-Bundle"):]
+    assert install.index("Protect-CniBinDir") < install.index("Copy-Item") < install.index("Reset-CniBinDirContents")

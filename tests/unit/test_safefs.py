@@ -1,0 +1,191 @@
+"""libhns.safefs (issue #20): admin-only folders, no-follow owner-checked files, the install ACL,
+the doctor's "who else may write this", and the SDDL reading the Windows side relies on."""
+from __future__ import annotations
+
+import io
+import os
+import stat
+
+import pytest
+
+from libhns import _winsec as ws
+from libhns import safefs
+
+NOBODY = 65534
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="files owned by another user need root to make")
+
+
+def test_secure_dir_creates_an_admin_only_folder_whatever_the_umask(tmp_path):
+    old = os.umask(0)
+    try:
+        safefs.secure_dir(str(tmp_path / "a" / "locks"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a" / "locks").stat().st_mode) == 0o755
+
+
+def test_secure_dir_takes_write_access_back_from_a_folder_of_ours(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d").chmod(0o777)
+    safefs.secure_dir(str(tmp_path / "d"))
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o755
+
+
+def test_secure_dir_refuses_a_symlink(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(safefs.UnsafePath, match="symbolic link"):
+        safefs.secure_dir(str(tmp_path / "link"))
+
+
+@root_only
+def test_secure_dir_and_check_dir_refuse_a_folder_another_user_owns(tmp_path):
+    (tmp_path / "d").mkdir()
+    os.chown(tmp_path / "d", NOBODY, NOBODY)
+    for fn in (safefs.secure_dir, safefs.check_dir):
+        with pytest.raises(safefs.UnsafePath, match="owned by uid 65534"):
+            fn(str(tmp_path / "d"))
+
+
+def test_check_dir_refuses_rather_than_repairs_a_folder_others_may_write(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d").chmod(0o757)
+    with pytest.raises(safefs.UnsafePath, match="writable by others"):
+        safefs.check_dir(str(tmp_path / "d"))
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o757
+    with pytest.raises(FileNotFoundError):
+        safefs.check_dir(str(tmp_path / "absent"))
+
+
+def test_files_are_created_owner_only_and_links_are_refused(tmp_path):
+    fd = safefs.open_append(str(tmp_path / "log"))
+    os.close(fd)
+    assert stat.S_IMODE((tmp_path / "log").stat().st_mode) == 0o600
+    (tmp_path / "target").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    for opener in (safefs.open_append, safefs.open_lock, safefs.open_read):
+        with pytest.raises(safefs.UnsafePath, match="symbolic link"):
+            opener(str(tmp_path / "link"))
+    os.link(tmp_path / "target", tmp_path / "hard")
+    with pytest.raises(safefs.UnsafePath, match="2 hard links"):
+        safefs.open_lock(str(tmp_path / "hard"))
+    assert (tmp_path / "target").read_text() == "x"
+
+
+def test_a_file_of_ours_readable_by_others_becomes_owner_only(tmp_path):
+    (tmp_path / "lock").write_text("")
+    (tmp_path / "lock").chmod(0o644)
+    os.close(safefs.open_lock(str(tmp_path / "lock")))
+    assert stat.S_IMODE((tmp_path / "lock").stat().st_mode) == 0o600
+
+
+@root_only
+def test_a_file_another_user_owns_is_refused(tmp_path):
+    (tmp_path / "theirs").write_text("")
+    os.chown(tmp_path / "theirs", NOBODY, NOBODY)
+    with pytest.raises(safefs.UnsafePath, match="owned by uid 65534"):
+        safefs.open_append(str(tmp_path / "theirs"))
+
+
+@root_only
+def test_protect_dir_gives_the_install_folder_and_its_contents_to_root_without_group_or_other_write(tmp_path):
+    """The POSIX half of the install ACL (``wincni install`` calls it; build.ps1 runs icacls)."""
+    top = tmp_path / "bin"
+    (top / "_internal").mkdir(parents=True)
+    (top / "_internal" / "x.pyc").write_text("")
+    for p in (top, top / "_internal", top / "_internal" / "x.pyc"):
+        p.chmod(0o777)
+        os.chown(p, NOBODY, NOBODY)
+    assert safefs.writable_by_others(str(top)) == "its owner (uid 65534)"
+    safefs.protect_dir(str(top))
+    for p in (top, top / "_internal", top / "_internal" / "x.pyc"):
+        st = p.stat()
+        assert st.st_uid == 0 and not st.st_mode & 0o022, p
+    assert safefs.writable_by_others(str(top)) is None
+
+
+def test_writable_by_others_names_who(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d").chmod(0o757)
+    assert safefs.writable_by_others(str(tmp_path / "d")) == "every user"
+    (tmp_path / "d").chmod(0o755)
+    assert safefs.writable_by_others(str(tmp_path / "d")) is None
+
+
+# ---------------------------------------------------------------- the Windows side's SDDL reading
+
+@pytest.mark.parametrize("sddl, writers", [
+    (safefs.ADMIN_ONLY, []),
+    (safefs.ADMIN_WRITE_USERS_READ, []),
+    ("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", []),
+    # A default C:\ child: Authenticated Users may modify, CREATOR OWNER only on children (IO).
+    ("O:SYD:AI(A;ID;FA;;;SY)(A;ID;FA;;;BA)(A;OICIID;0x1301bf;;;AU)(A;OICIIOID;GA;;;CO)(A;ID;0x1200a9;;;BU)", ["AU"]),
+    ("O:S-1-5-21-1-2-3-1001D:P(A;;FA;;;SY)", ["S-1-5-21-1-2-3-1001"]),  # a user owns it
+    ("O:SYD:(A;;FW;;;WD)", ["WD"]),
+    ("O:SYD:(D;;FA;;;BU)(A;;FR;;;BU)", []),  # deny and read-only ACEs give nobody write
+    ("O:SYD:(A;;CCDC;;;S-1-5-21-9)", ["S-1-5-21-9"]),  # FILE_ADD_FILE as letters
+    ("O:SYD:NO_ACCESS_CONTROL", ["WD"]),  # a NULL DACL: everyone
+])
+def test_sddl_writers(sddl, writers):
+    assert ws.sddl_writers(sddl) == writers
+
+
+def test_rights_mask_reads_hex_and_letters():
+    assert ws.rights_mask("0x1301bf") == 0x1301BF
+    assert ws.rights_mask("FA") == 0x1F01FF
+    assert ws.rights_mask("GRGX") == 0x80000000 | 0x20000000
+
+
+# ---------------------------------------------------------------- finding 2: the simulator on Windows
+
+def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run(tmp_path):
+    from libhns.backend import open_backend
+    from libhns.errors import EnvError
+    from libhns.sim import Simulator
+
+    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path)}
+    with pytest.raises(EnvError, match="WINCNI_ALLOW_SIMULATOR=1"):
+        open_backend(env, platform="win32")
+    err = io.StringIO()
+    assert isinstance(open_backend({**env, "WINCNI_ALLOW_SIMULATOR": "1"}, platform="win32", stderr=err), Simulator)
+    assert "simulator" in err.getvalue() and "warning" in err.getvalue()
+    quiet = io.StringIO()
+    assert isinstance(open_backend(env, platform="linux", stderr=quiet), Simulator) and quiet.getvalue() == ""
+
+
+def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
+    from plugins.wincni import checks
+    from plugins.wincni.facts import Facts, simulated_on_windows
+
+    simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
+    found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
+    assert found["backend"].status == checks.FAIL and "simulator" in found["backend"].message
+    simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim"}, "linux")
+    assert "backend" not in {c.id for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
+
+
+def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
+    from plugins.wincni import checks
+    from plugins.wincni.facts import Facts, read_open_dirs
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin").chmod(0o757)
+    folders = {"CNI bin dir": str(tmp_path / "bin"), "CNI conf dir": str(tmp_path / "conf")}
+    found = {c.id: c for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
+    assert found["permissions"].status == checks.WARN
+    assert f"CNI bin dir {tmp_path / 'bin'} is writable by every user" in found["permissions"].message
+    (tmp_path / "bin").chmod(0o755)
+    assert "permissions" not in {c.id for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
+
+
+@root_only
+def test_group_write_for_group_root_is_still_admin_only(tmp_path):
+    (tmp_path / "d").mkdir()
+    os.chown(tmp_path / "d", 0, 0)
+    (tmp_path / "d").chmod(0o775)
+    assert safefs.writable_by_others(str(tmp_path / "d")) is None
+    safefs.check_dir(str(tmp_path / "d"))
+    os.chown(tmp_path / "d", 0, NOBODY)
+    assert safefs.writable_by_others(str(tmp_path / "d")) == "its group"
+    with pytest.raises(safefs.UnsafePath, match="writable by others"):
+        safefs.check_dir(str(tmp_path / "d"))

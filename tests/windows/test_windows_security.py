@@ -1,0 +1,132 @@
+"""Issue #20 on Windows: ``libhns.safefs`` through the real Win32 security API, and the release's
+executables refusing the simulator and device names.
+
+The safefs cases run our source under the lane's Windows CPython (the embeddable one the release
+is built with) in the node's Wine prefix: CreateDirectoryW / CreateFileW with a security
+descriptor made from SDDL, FILE_FLAG_OPEN_REPARSE_POINT, GetFileInformationByHandle,
+GetSecurityInfo / SetSecurityInfo, ConvertSecurityDescriptorToStringSecurityDescriptorW,
+OpenProcessToken, LockFileEx with LOCKFILE_FAIL_IMMEDIATELY.
+
+What Wine 8 does not honour, so these cases cannot show it: it keeps no real DACLs (a descriptor
+given at creation, or set later, is reduced to the Unix mode bits: Administrators reads back as the
+prefix's user, a ``P`` protection flag is not kept, and "other" write bits read back as an
+Everyone ACE), every file is owned by the prefix's user, and it has no reparse points
+(CreateSymbolicLinkW makes a plain file; a Unix symlink is followed without being reported). So
+the owner refusal is shown by no longer trusting the process's own SID, the "writable by others"
+detection and repair by Unix mode bits, and the reparse-point refusal is left to Windows itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from winenode import ROOT, WineNode, toolchain
+
+PROBE = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from libhns import safefs, _winsec as ws
+from plugins.cni.errors import CniError
+from plugins.cni.lock import FileLock
+out = {}
+base = sys.argv[2]
+
+def refusal(fn, *args):
+    try:
+        fn(*args)
+    except safefs.UnsafePath as exc:
+        return exc.problem
+    return None
+
+def sddl(path, folder):
+    h = ws._open_handle(path, ws._READ_CONTROL, ws._OPEN_EXISTING, ws._FLAG_BACKUP_SEMANTICS if folder else 0, None)
+    try:
+        return ws._handle_sddl(h)
+    finally:
+        ws._CloseHandle(h)
+
+step = sys.argv[3]
+if step == "create":
+    safefs.secure_dir(base + "\\locks")  # CreateDirectoryW with the protected DACL
+    os.close(safefs.open_lock(base + "\\locks\\network-x.lock"))
+    fd = safefs.open_append(base + "\\wincni.log")
+    os.write(fd, b"line\n")
+    os.close(fd)
+    out["own_sid"] = ws._own_sid()
+    out["folder"] = sddl(base + "\\locks", True)
+    out["lock"] = sddl(base + "\\locks\\network-x.lock", False)
+    out["log"] = sddl(base + "\\wincni.log", False)
+    out["folder_writers"] = safefs.writable_by_others(base + "\\locks")
+    os.link(base + "\\wincni.log", base + "\\hard.log")
+    out["hard_link"] = refusal(safefs.open_append, base + "\\hard.log")
+    with FileLock(base + "\\locks\\network-x.lock"):
+        try:
+            FileLock(base + "\\locks\\network-x.lock", timeout=0.3).lock()
+            out["deadline"] = None
+        except CniError as err:
+            out["deadline"] = [err.code, err.msg, err.details]
+elif step == "opened-up":  # the test gave "other" write access from the Linux side
+    out["writers"] = safefs.writable_by_others(base + "\\locks")
+    out["check_dir"] = refusal(safefs.check_dir, base + "\\locks")
+    safefs.secure_dir(base + "\\locks")  # ours: SetSecurityInfo takes it back
+    out["writers_after"] = safefs.writable_by_others(base + "\\locks")
+    ws._TRUSTED[:] = [ws.TRUSTED_SIDS]  # as if the prefix's user were another user
+    out["foreign_folder"] = refusal(safefs.secure_dir, base + "\\locks")
+    out["foreign_file"] = refusal(safefs.open_lock, base + "\\locks\\network-x.lock")
+    ws._TRUSTED[:] = []
+    safefs.protect_dir(base)  # the install ACL: owner Administrators, protected DACL, children reset
+    out["protected"] = sddl(base, True)
+print(json.dumps(out))
+"""
+
+
+def _probe(node: WineNode, step: str) -> dict:
+    python = toolchain.winpath(toolchain.cache_dir() / "python" / "python.exe")
+    script = node.root / "safefs_probe.py"
+    script.write_text(PROBE)
+    proc = node.wine(python, toolchain.winpath(script), toolchain.winpath(ROOT), r"C:\wincni-sec", step)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+
+
+def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(node: WineNode) -> None:
+    first = _probe(node, "create")
+    me = first["own_sid"]
+    assert me.startswith("S-1-5-")
+    for key in ("folder", "lock", "log"):
+        assert ws_writers(first[key], me) == [], (key, first[key])
+        assert "BU" not in first[key] and "WD" not in first[key] and "AU" not in first[key], first[key]
+    assert first["folder_writers"] is None
+    assert "2 hard links" in first["hard_link"]
+    code, msg, details = first["deadline"]
+    assert code == 11 and "network-x.lock" in msg and "handle.exe" in details
+
+    folder = node.path(r"C:\wincni-sec\locks")
+    os.chmod(folder, 0o777)  # what Wine shows as Everyone: write
+    second = _probe(node, "opened-up")
+    assert second["writers"] == "Everyone" and "writable by Everyone" in second["check_dir"]
+    assert second["writers_after"] is None and not os.stat(folder).st_mode & 0o002
+    assert f"owned by {me}" in second["foreign_folder"] and f"owned by {me}" in second["foreign_file"]
+    assert ws_writers(second["protected"], me) == [], second["protected"]
+
+
+def ws_writers(sddl: str, me: str) -> list[str]:
+    from libhns import _winsec
+    return _winsec.sddl_writers(sddl, _winsec.TRUSTED_SIDS | {me})
+
+
+def test_the_simulator_needs_its_second_switch_on_windows(node: WineNode) -> None:
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    run = node.run("DEL", conf, "simpod", "none", plugin="win-bridge", LIBHNS_BACKEND="sim")
+    run.failed(4, "WINCNI_ALLOW_SIMULATOR=1")
+    run = node.run("DEL", conf, "simpod", "none", plugin="win-bridge", LIBHNS_BACKEND="sim",
+                   WINCNI_ALLOW_SIMULATOR="1", LIBHNS_SIM_DIR=r"C:\simstate")
+    assert run.ok, (run.out, run.stderr)
+    assert "warning" in run.stderr and "simulator" in run.stderr
+
+
+def test_a_device_name_is_never_a_network_name(node: WineNode) -> None:
+    conf = {"cniVersion": "1.0.0", "name": "CON", "type": "win-bridge", "network": {"subnet": "10.244.8.0/24"},
+            "ipam": {"type": "host-local", "subnet": "10.244.8.0/24"}}
+    node.run("ADD", conf, "conpod", node.sandbox("v2", "conpod")).failed(7, "reserved device name")
