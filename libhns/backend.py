@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from libhns.raw import RawHns
 

@@ -9,15 +9,18 @@ exception. The client never knows which backend it talks to.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
 
 from libhns import errors, guid
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
                             HostComputeNetwork, HnsObject, same_id)
 from libhns.raw import RawHns
 
-T = TypeVar("T", bound=HnsObject)
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T", bound=HnsObject)
 
 SCHEMA_V2 = {"Major": 2, "Minor": 0}
 #: HostComputeQuery asking for V2 documents, without a filter.
@@ -37,30 +40,27 @@ def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | Non
     return version >= lo and (hi is None or version <= hi)
 
 
-@dataclass(frozen=True)
 class Features:
     """HNS capabilities by version range (hcsshim's hcn/hcnsupport.go: https://github.com/microsoft/hcsshim/blob/main/hcn/hcnsupport.go). Gate on these, never the OS build."""
+    __slots__ = ("api_v1", "v2_api", "acl", "remote_subnet", "host_route", "dsr",
+                 "slash32_endpoint_prefixes", "acl_protocol_252", "vxlan_port", "dual_stack", "l4_proxy",
+                 "session_affinity", "set_policy", "l4_wfp_proxy", "tier_acl", "network_acl",
+                 "nested_ipset", "disable_host_port", "modify_loadbalancer", "accelnet")
 
-    api_v1: bool
-    v2_api: bool
-    acl: bool
-    remote_subnet: bool
-    host_route: bool
-    dsr: bool
-    slash32_endpoint_prefixes: bool
-    acl_protocol_252: bool
-    vxlan_port: bool
-    dual_stack: bool
-    l4_proxy: bool
-    session_affinity: bool
-    set_policy: bool
-    l4_wfp_proxy: bool
-    tier_acl: bool
-    network_acl: bool
-    nested_ipset: bool
-    disable_host_port: bool
-    modify_loadbalancer: bool
-    accelnet: bool
+    def __init__(self, **flags: bool) -> None:
+        for name in self.__slots__:
+            setattr(self, name, flags.pop(name))
+        if flags:
+            raise TypeError(f"Features has no {', '.join(sorted(flags))}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Features and self.as_dict() == other.as_dict()  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().items()))
+
+    def __repr__(self) -> str:
+        return f"Features({', '.join(n for n in self.__slots__ if getattr(self, n))})"
 
     @classmethod
     def for_version(cls, version: tuple[int, int]) -> "Features":
@@ -91,7 +91,7 @@ class Features:
         )
 
     def as_dict(self) -> dict[str, bool]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def _guid(value: str) -> str:

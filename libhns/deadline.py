@@ -26,12 +26,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, TypeVar
 
 from libhns import errors
 from libhns.raw import Handle, RawHns, hcn_function
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, TypeVar
+
+    T = TypeVar("T")
 
 #: Defaults, in seconds (see the README's "When HNS misbehaves"): a healthy HNS call takes
 #: milliseconds and a loaded node's tens of seconds; the kubelet gives StopPodSandbox (DEL) its

@@ -8,12 +8,16 @@ functions, no I/O; the simulator validates with the same tables.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Schema = Literal["v1", "v2"]
+    Policy = dict[str, Any]
 
 from libhns.jsonci import get_ci
-
-Schema = Literal["v1", "v2"]
-Policy = dict[str, Any]
 
 #: CNI / hcsshim protocol names -> IANA numbers (hcsshim ProtocolType).
 PROTOCOLS: dict[str, int] = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmp": 1, "icmpv6": 58, "igmp": 2}

@@ -12,13 +12,17 @@ function name, the unsigned HRESULT and the ErrorRecord text.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # RawHns is a Protocol for type checkers, a plain class at run time
 
 #: The HCN object kinds; ``Hcn<Op><Kind>`` names the export (``HcnEnumerate<Kind>s`` is plural).
 KINDS = ("Network", "Endpoint", "Namespace", "LoadBalancer")
 
 #: An opaque handle returned by ``hcn_open``/``hcn_create``/``hcs_open_compute_system``.
-Handle = Any
+Handle = object
 
 
 def hcn_function(op: str, kind: str) -> str:

@@ -1,7 +1,9 @@
 """CNI_ARGS: ``K=V;K=V`` pairs, with the ``IgnoreUnknown`` convention."""
 from __future__ import annotations
 
-from typing import Iterable
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Iterable
 
 from .errors import INVALID_ENV, CniError
 

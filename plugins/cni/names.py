@@ -10,13 +10,14 @@ from __future__ import annotations
 #: How the reference words the pattern in its errors.
 PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$"
 _FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_REST = _FIRST | frozenset("_.-")
+#: Every character a name may hold.
+CHARS = _FIRST | frozenset("_.-")
 _DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"{d}{i}" for d in ("COM", "LPT") for i in range(10))})
 
 
 def is_name(text: object) -> bool:
     """Whether ``text`` matches ``PATTERN`` (a trailing newline does not)."""
-    return isinstance(text, str) and text[:1] in _FIRST and _REST.issuperset(text)
+    return isinstance(text, str) and text[:1] in _FIRST and CHARS.issuperset(text)
 
 
 def file_name_problem(name: str, limit: int) -> str | None:

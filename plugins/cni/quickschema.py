@@ -7,8 +7,9 @@ error message whenever a config is invalid. It is therefore never the last word 
 """
 from __future__ import annotations
 
-import re
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 _IGNORED = {"$schema", "$id", "title", "description", "$defs", "definitions", "default", "examples", "$comment"}
 _TYPES = {
@@ -116,6 +117,7 @@ def _max_items(value: Any, arg: int, root: dict, schema: dict) -> bool:
 
 
 def _pattern(value: Any, arg: str, root: dict, schema: dict) -> bool:
+    import re  # only a schema with "pattern" pays for it
     return not isinstance(value, str) or re.search(arg, value) is not None
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from plugins.cni import log
 from plugins.cni.config import valid_attachments

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import ntpath
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+import os
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
+from plugins.cni.record import FrozenRecord
 from libhns.jsonci import get_ci
 from plugins.cni.config import validate_for
 from plugins.cni.names import file_name_problem, is_name
@@ -29,16 +31,21 @@ def node_path(posix: str, platform: str, cwd: str) -> str:
     return ntpath.splitdrive(cwd)[0] + posix.replace("/", "\\")
 
 
-@dataclass(frozen=True)
-class FlannelConf:
-    name: str
-    cni_version: str  # as written; "" when absent (the delegate then gets 0.2.0, like the reference)
-    subnet_file: str
-    data_dir: str
-    net_conf: str
-    delegate: Mapping[str, Any]
-    runtime_config: Mapping[str, Any] | None
-    ipam: Mapping[str, Any]  # extra host-local keys (dataDir, routes…); type and subnet come from the lease
+class FlannelConf(FrozenRecord):
+    __slots__ = ("name", "cni_version", "subnet_file", "data_dir", "net_conf", "delegate", "runtime_config",
+                 "ipam")
+
+    def __init__(self, name: str, cni_version: str, subnet_file: str, data_dir: str, net_conf: str,
+                 delegate: Mapping[str, Any], runtime_config: Mapping[str, Any] | None,
+                 ipam: Mapping[str, Any]) -> None:
+        self.name = name
+        self.cni_version = cni_version  # as written; "" when absent (the delegate then gets 0.2.0, like the reference)
+        self.subnet_file = subnet_file
+        self.data_dir = data_dir
+        self.net_conf = net_conf
+        self.delegate = delegate
+        self.runtime_config = runtime_config
+        self.ipam = ipam  # extra host-local keys (dataDir, routes…); type and subnet come from the lease
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str, command: str = "ADD") -> "FlannelConf":
@@ -77,5 +84,6 @@ def sandbox_id(container_id: str, netns: str) -> str:
 
 def _schema() -> dict[str, Any]:
     if not _SCHEMA:
-        _SCHEMA.update(json.loads(Path(__file__).with_name("schema.json").read_text(encoding="utf-8")))
+        with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as f:
+            _SCHEMA.update(json.load(f))
     return _SCHEMA

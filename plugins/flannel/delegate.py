@@ -7,7 +7,9 @@ the node's subnet.
 from __future__ import annotations
 
 import json
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from plugins.cni.errors import INVALID_CONFIG, CniError
 

@@ -7,8 +7,8 @@ those into one config error naming the fix, and lets the delegate type follow th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from plugins.cni.record import FrozenRecord
 from libhns.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
 
@@ -19,15 +19,18 @@ DELEGATES = {"vxlan": "win-overlay", "host-gw": "win-bridge"}
 _HNS_TYPES = {"vxlan": "Overlay", "host-gw": "L2Bridge"}
 
 
-@dataclass(frozen=True)
-class Backend:
-    path: str
-    type: str  # Backend.Type, lower-case ("" when absent)
-    name: str  # Backend.Name as written ("" when absent)
-    vni: int = MIN_VNI
-    port: int = 0  # 0: flanneld's default, which is VXLAN_PORT on Windows
-    unset: tuple[str, ...] = ()  # "VNI", "Port" when absent: defaults differ between Linux and Windows
-    network: str = ""  # the top-level "Network" (the cluster CIDR), as written
+class Backend(FrozenRecord):
+    __slots__ = ("path", "type", "name", "vni", "port", "unset", "network")
+
+    def __init__(self, path: str, type: str, name: str, vni: int = MIN_VNI, port: int = 0,
+                 unset: tuple[str, ...] = (), network: str = "") -> None:
+        self.path = path
+        self.type = type  # Backend.Type, lower-case ("" when absent)
+        self.name = name  # Backend.Name as written ("" when absent)
+        self.vni = vni
+        self.port = port  # 0: flanneld's default, which is VXLAN_PORT on Windows
+        self.unset = unset  # "VNI", "Port" when absent: defaults differ between Linux and Windows
+        self.network = network  # the top-level "Network" (the cluster CIDR), as written
 
     @property
     def network_name(self) -> str:

@@ -18,11 +18,8 @@ and refused when another user owns it. A failed check is code 5 naming the folde
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Iterator
-from urllib.parse import quote, unquote
 
+from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import IO_FAILURE, CniError
 from plugins.cni.lock import secure_dir
 from plugins.cni.skel import MAX_STDIN
@@ -30,10 +27,12 @@ from plugins.cni.skel import MAX_STDIN
 MARKERS = ".attachments"
 
 
-@dataclass(frozen=True)
-class Attachment:
-    container_id: str
-    ifname: str
+class Attachment(FrozenRecord):
+    __slots__ = ("container_id", "ifname")
+
+    def __init__(self, container_id: str, ifname: str) -> None:
+        self.container_id = container_id
+        self.ifname = ifname
 
 
 class Store:
@@ -111,7 +110,7 @@ class Store:
         for name in names:
             parts = name.split("@")
             if len(parts) == 3 and parts[0] == key:
-                out.add(Attachment(parts[1], unquote(parts[2])))
+                out.add(Attachment(parts[1], _unquote(parts[2])))
         return out
 
     def release(self, key: str, owner: Attachment) -> None:
@@ -148,8 +147,7 @@ class Store:
                 _remove(os.path.join(self.dir, name))
 
     def _marker(self, key: str, owner: Attachment) -> str:
-        # quote(): an ifname may hold characters Windows forbids in file names, or '@'.
-        return os.path.join(self._markers, f"{key}@{owner.container_id}@{quote(owner.ifname, safe='')}")
+        return os.path.join(self._markers, f"{key}@{owner.container_id}@{_quote(owner.ifname)}")
 
 
 def _atomic_write(path: str, data: bytes) -> None:
@@ -185,13 +183,37 @@ def _remove(path: str) -> None:
         pass
 
 
-@contextmanager
-def _io(action: str, path: str) -> Iterator[None]:
-    """OS errors become code 5 naming the file; FileNotFoundError passes through for callers to decide."""
-    try:
-        yield
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise CniError(IO_FAILURE, f"cannot {action} {path}: {exc.strerror or exc}",
-                       'flannel keeps delegate configs in "dataDir": it must be a directory this plugin can write') from exc
+class _io:
+    """OS errors become code 5 naming the file; FileNotFoundError passes through for callers to
+    decide (a plain context manager: ``contextlib`` is one more import on every flannel command)."""
+    __slots__ = ("action", "path")
+
+    def __init__(self, action: str, path: str) -> None:
+        self.action, self.path = action, path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+            raise CniError(IO_FAILURE, f"cannot {self.action} {self.path}: {exc.strerror or exc}",
+                           'flannel keeps delegate configs in "dataDir": it must be a directory this plugin can write') from exc
+        return False
+
+
+def _quote(text: str) -> str:
+    """An ifname may hold characters Windows forbids in file names, or '@': those are %-quoted."""
+    if _PLAIN.issuperset(text):  # every ordinary ifname: no urllib on the way
+        return text
+    from urllib.parse import quote
+    return quote(text, safe="")
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~")
+
+
+def _unquote(text: str) -> str:
+    if "%" not in text:  # every ordinary ifname: no urllib on the way
+        return text
+    from urllib.parse import unquote
+    return unquote(text)

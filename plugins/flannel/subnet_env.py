@@ -7,16 +7,15 @@ malformed raises ``LeaseError`` and never anything else, so a bad file can't cra
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from enum import Enum
-from typing import Union
 
-Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+from plugins.cni.record import FrozenRecord
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _MAX_MTU = 2**32 - 1  # strconv.ParseUint(v, 10, 32)
 
 
-class LeaseProblem(Enum):
+class LeaseProblem:
     """Why the lease is unusable: each maps to a different CNI code per command."""
     MISSING = "missing"
     UNREADABLE = "unreadable"
@@ -24,22 +23,26 @@ class LeaseProblem(Enum):
 
 
 class LeaseError(Exception):
-    def __init__(self, problem: LeaseProblem, path: str, reason: str) -> None:
+    def __init__(self, problem: str, path: str, reason: str) -> None:  # problem: a LeaseProblem value
         super().__init__(reason)
         self.problem = problem
         self.path = path
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class Lease:
+class Lease(FrozenRecord):
     """What flanneld granted this node; the MTU is required by the file format though Windows ignores it."""
-    networks: tuple[Network, ...]  # FLANNEL_NETWORK (cluster CIDRs)
-    subnet: Network | None  # FLANNEL_SUBNET (this node's pod subnet)
-    ipv6_networks: tuple[Network, ...]
-    ipv6_subnet: Network | None
-    mtu: int
-    ipmasq: bool
+    __slots__ = ("networks", "subnet", "ipv6_networks", "ipv6_subnet", "mtu", "ipmasq")
+
+    def __init__(self, networks: tuple[Network, ...], subnet: Network | None,
+                 ipv6_networks: tuple[Network, ...], ipv6_subnet: Network | None, mtu: int,
+                 ipmasq: bool) -> None:
+        self.networks = networks  # FLANNEL_NETWORK (cluster CIDRs)
+        self.subnet = subnet  # FLANNEL_SUBNET (this node's pod subnet)
+        self.ipv6_networks = ipv6_networks
+        self.ipv6_subnet = ipv6_subnet
+        self.mtu = mtu
+        self.ipmasq = ipmasq
 
     @property
     def first_ipv4_network(self) -> ipaddress.IPv4Network | None:

@@ -5,9 +5,13 @@ decided under one lock (the reference locks per set).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Protocol, Sequence
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Iterator, Protocol, Sequence
+else:
+    Protocol = object  # Store is a Protocol for type checkers, a plain class at run time
 
+from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.cni.result import IPConfig
 
@@ -20,11 +24,13 @@ from .ranges import IPAddress, Range, RangeSet
 PINNED_PREFIX = "_wincni-"
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(FrozenRecord):
     """Who holds an address: (container ID, ifname); ifname "" is a legacy id-only reservation."""
-    container_id: str
-    ifname: str = ""
+    __slots__ = ("container_id", "ifname")
+
+    def __init__(self, container_id: str, ifname: str = "") -> None:
+        self.container_id = container_id
+        self.ifname = ifname
 
     @property
     def legacy(self) -> bool:
@@ -65,10 +71,12 @@ class Store(Protocol):
         """Addresses reserved to exactly this (container ID, ifname)."""
 
 
-@dataclass(frozen=True)
-class Allocation:
-    ip: IPAddress
-    range: Range
+class Allocation(FrozenRecord):
+    __slots__ = ("ip", "range")
+
+    def __init__(self, ip: IPAddress, range: Range) -> None:
+        self.ip = ip
+        self.range = range
 
     def ip_config(self) -> IPConfig:
         gw = self.range.gateway

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import ntpath
 import os
-from dataclasses import dataclass
-from typing import Any, Mapping
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
+from plugins.cni.record import FrozenRecord
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
 from libhns.jsonci import get_ci
@@ -32,14 +34,18 @@ MAX_RANGES = 256
 _ROUTE_KEYS = ("dst", "gw", "mtu", "advmss", "priority", "table", "scope")
 
 
-@dataclass(frozen=True)
-class IPAMConfig:
-    name: str
-    data_dir: str
-    range_sets: tuple[RangeSet, ...] = ()
-    requested: tuple[IPAddress, ...] = ()
-    routes: tuple[Route, ...] = ()
-    resolv_conf: str = ""
+class IPAMConfig(FrozenRecord):
+    __slots__ = ("name", "data_dir", "range_sets", "requested", "routes", "resolv_conf")
+
+    def __init__(self, name: str, data_dir: str, range_sets: tuple[RangeSet, ...] = (),
+                 requested: tuple[IPAddress, ...] = (), routes: tuple[Route, ...] = (),
+                 resolv_conf: str = "") -> None:
+        self.name = name
+        self.data_dir = data_dir
+        self.range_sets = range_sets
+        self.requested = requested
+        self.routes = routes
+        self.resolv_conf = resolv_conf
 
     @property
     def directory(self) -> str:

@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 import time
 import zlib
-from typing import Iterable
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Iterable
 
 from .allocator import Owner
 

@@ -6,11 +6,14 @@ Messages are the Go plugin's, because operators grep logs for them.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Union
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
-IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+from plugins.cni.record import FrozenRecord
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class RangeError(Exception):
@@ -41,13 +44,16 @@ def parse_ip_or_cidr(text: str) -> IPAddress:
     return parse_ip(text)
 
 
-@dataclass(frozen=True)
-class Range:
+class Range(FrozenRecord):
     """One contiguous pool inside a subnet; ``gateway`` is never handed out."""
-    subnet: IPNetwork
-    range_start: IPAddress
-    range_end: IPAddress
-    gateway: Optional[IPAddress] = None
+    __slots__ = ("subnet", "range_start", "range_end", "gateway")
+
+    def __init__(self, subnet: IPNetwork, range_start: IPAddress, range_end: IPAddress,
+                 gateway: IPAddress | None = None) -> None:
+        self.subnet = subnet
+        self.range_start = range_start
+        self.range_end = range_end
+        self.gateway = gateway
 
     @classmethod
     def canonical(cls, subnet: str, range_start: str | None = None, range_end: str | None = None,
@@ -96,10 +102,12 @@ class Range:
         return f"{self.range_start}-{self.range_end}"
 
 
-@dataclass(frozen=True)
-class RangeSet:
+class RangeSet(FrozenRecord):
     """Ranges of one family that together yield one address per container."""
-    ranges: tuple[Range, ...]
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges: tuple[Range, ...]) -> None:
+        self.ranges = ranges
 
     @classmethod
     def canonical(cls, ranges: list[Range]) -> "RangeSet":

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Iterator
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Iterator
 
 from plugins.cni import log
 

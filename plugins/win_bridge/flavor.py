@@ -4,7 +4,9 @@ from __future__ import annotations
 import copy
 import ipaddress
 import os
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, bridge_gateway

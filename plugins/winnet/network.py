@@ -22,9 +22,12 @@ import ipaddress
 import ntpath
 import os
 import posixpath
-import re
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
 
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
@@ -190,7 +193,9 @@ def lock_path(name: str, directory: str) -> str:
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot create the network lock folder {directory}: {exc.strerror or exc}",
                        "it must be a local folder only administrators can write (WINCNI_LOCK_DIR)") from exc
-    return os.path.join(directory, "network-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")
+    from plugins.cni.names import CHARS
+    safe = "".join(c if c in CHARS else "_" for c in name)  # skel has checked it is a name: belt and braces
+    return os.path.join(directory, f"network-{safe}.lock")
 
 
 def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: str, *,

@@ -8,7 +8,9 @@ Everything here is pure: lists of policy dicts in, lists out.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Sequence
 
 from libhns import policies as hp
 from plugins.cni.errors import CniError, INVALID_CONFIG

@@ -11,7 +11,9 @@ the endpoint's name, ID, addresses and why.
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Any
 
 from plugins.cni import log
 from plugins.cni.errors import TRY_AGAIN_LATER, CniError

@@ -3,6 +3,7 @@ here beyond what ``python -I`` and ``json`` already loaded, so a heavy import sn
 VERSION or error path (dataclasses, typing, inspect, pathlib, jsonschema, libhns …) fails the suite."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -62,3 +63,76 @@ def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
             "ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3",
                      "dataDir": str(tmp_path)}}
     assert "jsonschema" not in imported("DEL", json.dumps(conf))
+
+
+# What a Windows pod command must never import: code generation (dataclasses -> inspect), typing,
+# modules that compile regexes or load extension DLLs at import, and what only errors need.
+POD_HEAVY = {"dataclasses", "inspect", "typing", "uuid", "pathlib", "tempfile", "shutil", "logging", "enum",
+             "re", "urllib.parse", "jsonschema", "platform"}
+POD_PROBE = """
+import io, json, sys
+sys.path.insert(0, sys.argv[1])
+import libhns.sim, libhns.sim.simulator, libhns.hnsctl  # the simulator stands in for HNS: not on a node's path
+base = set(sys.modules)
+from plugins.flannel.__main__ import main
+env = json.loads(sys.argv[2])
+out = io.StringIO()
+assert main(env, io.BytesIO(sys.argv[3].encode()), out) == 0, out.getvalue()
+print(json.dumps(sorted(set(sys.modules) - base)))
+"""
+
+
+def _pod_modules(tmp_path, command: str) -> set[str]:
+    """A flannel -> win-bridge -> host-local command (HCN, in one process) on a simulated node."""
+    from libhns import hnsctl
+    hns = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
+    for args in (["network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24"],
+                 ["endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host"]):
+        if command == "ADD":
+            assert hnsctl.main(args, io.StringIO(), io.StringIO(), hns) == 0
+    out = io.StringIO()
+    if command == "ADD":
+        assert hnsctl.main(["namespace", "create", "-o", "json"], out, io.StringIO(), hns) == 0
+        (tmp_path / "ns").write_text(json.loads(out.getvalue())["ID"])
+    (tmp_path / "subnet.env").write_text("FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\n"
+                                         "FLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+    bindir = Path(sys.executable).parent
+    env = {**hns, "CNI_COMMAND": command, "CNI_CONTAINERID": "pod1", "CNI_NETNS": (tmp_path / "ns").read_text(),
+           "CNI_IFNAME": "eth0", "CNI_PATH": str(bindir), "WINCNI_LOCK_DIR": str(tmp_path / "locks")}
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel", "subnetFile": str(tmp_path / "subnet.env"),
+            "dataDir": str(tmp_path / "flannel"), "ipam": {"dataDir": str(tmp_path / "ipam")},
+            "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [{"name": "EndpointPolicy", "value": {
+                "Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}]}}
+    proc = subprocess.run([sys.executable, "-I", "-c", POD_PROBE, str(REPO), json.dumps(env), json.dumps(conf)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout))
+
+
+def _top_level_imports(module: str) -> set[str]:
+    """What a module of ours imports unconditionally at import time (not under TYPE_CHECKING,
+    not inside a function)."""
+    import ast
+    path = REPO / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = REPO / module.replace(".", "/") / "__init__.py"
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
+    """On a node the pod path is flannel -> win-bridge -> host-local over the ctypes backend: none of
+    POD_HEAVY at run time (beyond what the simulator standing in for HNS brought), and none of
+    our modules on the path imports one at its top."""
+    for command in ("ADD", "DEL"):
+        modules = _pod_modules(tmp_path, command)
+        assert not modules & POD_HEAVY, f"{command} imported {sorted(modules & POD_HEAVY)}"
+        ours = sorted(m for m in modules if m.split(".")[0] in ("plugins", "libhns"))
+        assert "plugins.win_bridge.commands" in ours and "plugins.ipam_host_local.commands" in ours, ours
+        offenders = {m: sorted(_top_level_imports(m) & POD_HEAVY) for m in ours}
+        assert not any(offenders.values()), {m: v for m, v in offenders.items() if v}
