@@ -70,7 +70,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     import msvcrt
     import os
 
-    from libhns.safefs import UnsafePath
+    from libhns.errors import UnsafePath
 
     _PVOID = ctypes.c_void_p
 

@@ -127,6 +127,17 @@ RETRY_SECONDS: dict[int, float] = {
 }
 
 
+class UnsafePath(PermissionError):
+    """A path the plugins refuse to trust (``libhns.safefs``); ``str()`` says which, why and what to do."""
+    FIX = "it was not created by the plugins: remove it (or give it to SYSTEM/root) so they can make their own"
+
+    def __init__(self, path: str, problem: str, fix: str = FIX) -> None:
+        super().__init__(f"{path} {problem}: {fix}")
+        self.path = path
+        self.problem = problem
+        self.fix = fix
+
+
 class EnvError(ValueError):
     """A ``LIBHNS_*`` environment variable that cannot be used; the message names it and the
     form it takes. Raised only while the backend is chosen, before any HNS call."""

@@ -22,6 +22,8 @@ import os
 import stat
 import sys
 
+from libhns.errors import UnsafePath  # noqa: F401 - raised here, caught by the callers
+
 #: SDDL of the folders the plugins write or lock in, and of the files they create: SYSTEM and
 #: Administrators full control, nobody else, nothing inherited from above (``P``).
 ADMIN_ONLY = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
@@ -30,17 +32,6 @@ ADMIN_ONLY = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
 ADMIN_WRITE_USERS_READ = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
 
 _FILE_SDDL = "D:P(A;;FA;;;SY)(A;;FA;;;BA)"
-_FIX = "it was not created by the plugins: remove it (or give it to SYSTEM/root) so they can make their own"
-
-
-class UnsafePath(PermissionError):
-    """A path the plugins refuse to trust; ``str()`` says which, why and what to do."""
-
-    def __init__(self, path: str, problem: str, fix: str = _FIX) -> None:
-        super().__init__(f"{path} {problem}: {fix}")
-        self.path = path
-        self.problem = problem
-        self.fix = fix
 
 
 def secure_dir(path: str, mode: int = 0o755) -> None:
