@@ -6,8 +6,11 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# A machine's absolute path, the sibling shared/ folder, or a Path built towards it.
-OUTSIDE = re.compile(r"""/work/|\.\./shared|["']shared["']\s*/|"shared/""")
+# A machine's absolute path, the sibling shared/ folder, or a Path built towards it (spelled in
+# pieces, so that this line is not itself a hit for the same check run with grep).
+_SHARED = "sha" + "red"
+OUTSIDE = re.compile("|".join([r"/wo" + r"rk/", r"\.\./" + _SHARED, r"""["']""" + _SHARED + r"""["']\s*/""",
+                               '"' + _SHARED + "/"]))
 
 
 def tracked_text_files() -> list[Path]:
