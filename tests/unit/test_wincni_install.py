@@ -28,6 +28,7 @@ class WindowsDisk(Disk):
 
     def __init__(self) -> None:
         self.held: set[str] = set()
+        self.moved: dict[str, str] = {}  # held file renamed: where it went (a process keeps running it)
 
     def _holds(self, path: str) -> bool:
         return any(h == path or h.startswith(path + os.sep) for h in self.held)
@@ -51,6 +52,7 @@ class WindowsDisk(Disk):
         if src in self.held:  # a running exe may be renamed: it stays held under its new name
             super().rename(src, dst)
             self.held = {dst if h == src else h for h in self.held}
+            self.moved[src] = dst
             return
         if self._holds(src):
             raise PermissionError(13, "in use", src)
@@ -350,8 +352,9 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
     running: list[tuple[str, str, bool]] = []  # (launcher as started, its build's DLL, DLL loaded yet)
     for build, start, stop_all, loaded in runs:
         node.disk.held = {p for exe, dll, has_dll in running for p in ((exe, dll) if has_dll else (exe,))}
+        node.disk.moved = {}
         node.install("--from", str(releases[build]))
-        running = [(_moved(node, exe), dll, has_dll) for exe, dll, has_dll in running]
+        running = [(node.disk.moved.get(exe, exe), dll, has_dll) for exe, dll, has_dll in running]
         for exe, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
@@ -364,13 +367,6 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
     node.install("--from", str(releases[runs[-1][0]]))
     assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
                                                                  layout.MANIFEST])
-
-
-def _moved(node: NodeDirs, exe: str) -> str:
-    """Where a running launcher is now: in place, or renamed aside (the disk tracks held names)."""
-    name = Path(exe).name
-    return exe if exe in node.disk.held else next(h for h in node.disk.held if layout.ASIDE_DIR in h and (
-        Path(h).name == name or Path(h).name.startswith(name + ".")))  # .1, .2: a name already parked
 
 
 def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: NodeDirs,
