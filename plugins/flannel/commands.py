@@ -110,6 +110,7 @@ def gc(req: Request) -> None:
     for key in mine:
         if store.prune(key, valid):
             log.event("gc", removed=store.path(key))
+    store.drop_orphans({a.container_id for a in valid} | set(store.keys()))
 
 
 def status(req: Request) -> None:

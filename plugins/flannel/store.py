@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+if TYPE_CHECKING:
+    from typing import Callable
+
 from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import IO_FAILURE, CniError
 from plugins.cni.lock import secure_dir
@@ -137,13 +141,21 @@ class Store:
     def _drop(self, key: str) -> None:
         """Remove the config and what an ADD killed while saving it left (``.<key>.<pid>.tmp``)."""
         _remove(self.path(key))
+        self._drop_partial(lambda k: k == key)
+
+    def drop_orphans(self, live: set[str]) -> None:
+        """GC: the half-saved configs of ADDs killed before their first save completed (so no
+        config names them) whose sandbox is not in ``live``."""
+        self._drop_partial(lambda k: k not in live)
+
+    def _drop_partial(self, doomed: Callable[[str], bool]) -> None:
         try:
             names = os.listdir(self.dir)
         except OSError:
             return
-        head = f".{key}."
         for name in names:
-            if name.startswith(head) and name.endswith(".tmp") and name[len(head):-4].isdigit():
+            key, _, pid = name[1:-4].rpartition(".")
+            if name.startswith(".") and name.endswith(".tmp") and key and pid.isdigit() and doomed(key):
                 _remove(os.path.join(self.dir, name))
 
     def _marker(self, key: str, owner: Attachment) -> str:

@@ -101,8 +101,12 @@ def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
     # What host-local killed between creating a reservation file and writing it leaves: no owner.
     orphan = node.ipam_dir / node.network / "10.244.4.250"
     orphan.write_bytes(b"")
+    # ...and what flannel killed between writing its config's temp file and renaming it leaves.
+    half_saved = node.flannel_dir / ".gc-lost.4242.tmp"
+    half_saved.write_bytes(b"{")
     valid = {**conf, "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
     assert run(node, "GC", valid, "", "", {}) == (0, None)
     for cid in cids:
         assert_nothing_left(node, cid)
     assert "keep_cbr0" in endpoints(node) and node.allocated_to("keep") and not orphan.exists()
+    assert not half_saved.exists()

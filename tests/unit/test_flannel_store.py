@@ -137,3 +137,15 @@ def test_an_unusable_data_dir_is_an_io_error_naming_it(tmp_path):
     with pytest.raises(CniError) as err:
         store.load("c1")
     assert err.value.code == IO_FAILURE
+
+
+def test_gc_drops_half_saved_configs_of_sandboxes_no_longer_listed(tmp_path):
+    """An ADD killed between writing ``.<key>.<pid>.tmp`` and renaming it leaves no config, so
+    only the runtime's list of live sandboxes can tell its leftover from a save in progress."""
+    store = Store(str(tmp_path / "data"))
+    store.save("keep", b"{}", Attachment("keep", "eth0"))
+    for name in (".gone.123.tmp", ".live.456.tmp", ".keep.789.tmp", ".not-ours.tmp", ".gone.x.tmp"):
+        (tmp_path / "data" / name).write_bytes(b"{")
+    store.drop_orphans({"live"} | set(store.keys()))
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_file()) == [
+        ".gone.x.tmp", ".keep.789.tmp", ".live.456.tmp", ".not-ours.tmp", "keep"]
