@@ -14,7 +14,7 @@
        (needs an elevated shell); it stops, naming the file, when a running call holds one open.
        The folder gets an admin-only ACL first: SYSTEM and Administrators full control, Users
        read and execute, nothing inherited from above, owner Administrators; everything in it is
-       reset to inherit exactly that (the runtime runs these files, _internal\ included, as SYSTEM).
+       reset to inherit exactly that (the runtime runs these files, the _wincni-<build>\ contents folder included, as SYSTEM).
 
 .PARAMETER Install
     Copy dist\wincni\ (executables and _wincni-<build>\) into -CniBinDir. Requires "Run as administrator".

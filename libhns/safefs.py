@@ -28,7 +28,7 @@ from libhns.errors import UnsafePath  # noqa: F401 - raised here, caught by the 
 #: Administrators full control, nobody else, nothing inherited from above (``P``).
 ADMIN_ONLY = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
 #: The plugin (install) folder: as ``ADMIN_ONLY`` plus read and execute for Users, so the
-#: runtime's executables and their ``_internal`` support files cannot be replaced by a user.
+#: runtime's executables and their contents folder (``_wincni-<build>``) cannot be replaced by a user.
 ADMIN_WRITE_USERS_READ = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
 
 _FILE_SDDL = "D:P(A;;FA;;;SY)(A;;FA;;;BA)"
