@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import IO_FAILURE, CniError
 from plugins.cni.lock import secure_dir
+from plugins.cni.names import CHARS
 from plugins.cni.skel import MAX_STDIN
 
 MARKERS = ".attachments"
@@ -215,13 +216,10 @@ class _io:
 
 def _quote(text: str) -> str:
     """An ifname may hold characters Windows forbids in file names, or '@': those are %-quoted."""
-    if _PLAIN.issuperset(text):  # every ordinary ifname: no urllib on the way
+    if CHARS.issuperset(text):  # every ordinary ifname: no urllib on the way (quote keeps these too)
         return text
     from urllib.parse import quote
     return quote(text, safe="")
-
-
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~")
 
 
 def _unquote(text: str) -> str:

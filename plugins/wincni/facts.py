@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from libhns.backend import simulated_on_windows
 from libhns.jsonci import get_ci
 from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 
@@ -105,7 +106,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     delegate_type, delegate = "", None
     if conf is not None and conf_problem is None:
         delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
-    name = conf_name(conf) if conf is not None else ""
+    name = str(conf.get("name") or "") if conf is not None else ""
     flavor = _flavor(delegate_type)
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
@@ -143,10 +144,6 @@ def read_conf(path: str) -> tuple[dict | None, Problem | None]:
     except CniError as err:
         return None, Problem(f"{path}: {err.msg}", err.details)
     return conf, None
-
-
-def conf_name(conf: dict) -> str:
-    return str(conf.get("name") or "")
 
 
 def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, Problem | None]:
@@ -238,20 +235,18 @@ def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
         network = client.get_network_by_name(name) if name else None
         endpoints, stale = (), ()
         if network is not None:
+            from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
-            endpoints = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in client.list_endpoints(network.id))
-            stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(client, network, name))
+            v1 = HnsV1Api(client, "", "")
+            eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
+            endpoints = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
+            stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
     except EnvError as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
     return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
             "stale_endpoints": stale}
-
-
-def simulated_on_windows(env: Mapping[str, str], platform: str) -> bool:
-    from libhns.backend import simulated_on_windows
-    return simulated_on_windows(env, platform)
 
 
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

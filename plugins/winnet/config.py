@@ -120,17 +120,13 @@ class NetConf(Record):
         )
 
 
-def is_namespace_guid(netns: str) -> bool:
-    return is_guid(netns)
-
-
 def choose_api(api_version: int | None, netns: str) -> int:
     """2 = HCN, 1 = HNSCall. Unset: containerd hands us a namespace GUID (HCN); dockershim
     hands us 'none' or 'container:<id>' (HNSCall). This spares containerd users the
     reference's 'failed to find HNSEndpoint' when they forget apiVersion: 2."""
     if api_version in (1, 2):
         return api_version
-    return 2 if is_namespace_guid(netns) else 1
+    return 2 if is_guid(netns) else 1
 
 
 def sandbox_id(container_id: str, netns: str) -> str:

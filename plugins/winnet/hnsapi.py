@@ -17,7 +17,9 @@ from plugins.cni import log
 from libhns.objects import same_id
 
 from .documents import Address, EndpointPlan, v1_document, v2_document
-from .config import DnsSettings, is_namespace_guid
+from libhns.guid import is_guid
+
+from .config import DnsSettings
 
 
 class EndpointApi(Protocol):
@@ -125,7 +127,7 @@ class HcnApi(_HostVnic):
     def endpoint_to_release(self, name: str) -> Any | None:
         """DEL: when CNI_NETNS names the namespace, the endpoint's ID is all ``release`` needs,
         so its properties are not queried."""
-        if not is_namespace_guid(self.netns):
+        if not is_guid(self.netns):
             return self.endpoint(name)
         ids = self.client.endpoint_ids_by_name(name)
         return _Attached(ids[0], self.netns) if ids else None

@@ -14,6 +14,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+from libhns.guid import is_guid
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
 from plugins.cni.errors import (INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError)
@@ -23,7 +24,7 @@ from plugins.cni.skel import Request
 from . import policies as pol
 from .documents import Address, EndpointPlan, applied_dns, build_result
 from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
-from .config import NetConf, canonicalize, choose_api, endpoint_name, is_namespace_guid, merged_dns
+from .config import NetConf, canonicalize, choose_api, endpoint_name, merged_dns
 
 #: Plugin-specific CNI error codes (100+ per the spec).
 HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
@@ -112,7 +113,7 @@ class Lifecycle:
         with hns_step("cannot reach HNS"):
             client = HnsClient.from_env(req.env, Limits.resolve(req.env, conf.hns_timeout))
         if api_version == 2:
-            if need_netns and not is_namespace_guid(req.netns):
+            if need_netns and not is_guid(req.netns):
                 raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
                                "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
             return HcnApi(client, req.netns)

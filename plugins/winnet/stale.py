@@ -58,9 +58,7 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
     return bool(holders)
 
 
-def left_behind(client: Any, network: Any, network_name: str) -> list[Any]:
-    """The endpoints of ours on ``network`` that no live sandbox holds (for ``wincni doctor``),
-    judged from the V1 view, which shows both namespaces and V1 containers."""
-    from .hnsapi import HnsV1Api
-    api = HnsV1Api(client, "", "")
-    return [ep for ep in api.endpoints_of(network) if is_ours(ep, network_name) and not api.in_use(ep)]
+def left_behind(api: Any, endpoints: list[Any], network_name: str) -> list[Any]:
+    """Those of ``endpoints`` (V1 view: it shows both namespaces and V1 containers) that are ours
+    and that no live sandbox holds (for ``wincni doctor``)."""
+    return [ep for ep in endpoints if is_ours(ep, network_name) and not api.in_use(ep)]

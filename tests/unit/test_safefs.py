@@ -155,7 +155,8 @@ def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run
 
 def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
     from plugins.wincni import checks
-    from plugins.wincni.facts import Facts, simulated_on_windows
+    from libhns.backend import simulated_on_windows
+    from plugins.wincni.facts import Facts
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
     found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
