@@ -8,10 +8,9 @@ exception. The client never knows which backend it talks to.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
-from libhns import errors, guid
+from libhns import errors, guid, jsontext
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
                             HostComputeNetwork, HnsObject, same_id)
 from libhns.raw import RawHns
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 
 SCHEMA_V2 = {"Major": 2, "Minor": 0}
 #: HostComputeQuery asking for V2 documents, without a filter.
-QUERY_V2 = json.dumps({"SchemaVersion": SCHEMA_V2}, separators=(",", ":"))
+QUERY_V2 = jsontext.dumps({"SchemaVersion": SCHEMA_V2}, separators=(",", ":"))
 _COMPACT = (",", ":")
 
 
@@ -32,8 +31,8 @@ def host_compute_query(filter: Mapping[str, Any] | None = None) -> str:
     """A HostComputeQuery; ``Filter`` is JSON *inside a string*, keys are V1 field names."""
     q: dict[str, Any] = {"SchemaVersion": SCHEMA_V2}
     if filter:
-        q["Filter"] = json.dumps(dict(filter), separators=_COMPACT)
-    return json.dumps(q, separators=_COMPACT)
+        q["Filter"] = jsontext.dumps(dict(filter), separators=_COMPACT)
+    return jsontext.dumps(q, separators=_COMPACT)
 
 
 def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | None = None) -> bool:
@@ -103,7 +102,7 @@ def _guid(value: str) -> str:
 
 
 def _parse(text: str) -> Any:
-    return json.loads(text) if text and text.strip() else None
+    return jsontext.loads(text) if text and text.strip() else None
 
 
 class HnsClient:
@@ -193,7 +192,7 @@ class HnsClient:
 
     def _create(self, kind: str, settings: Mapping[str, Any], cls: type[T]) -> T:
         """Create (GUID_NULL: HNS assigns the ID) + Query + Close."""
-        handle = self.raw.hcn_create(kind, None, json.dumps(dict(settings), separators=_COMPACT))
+        handle = self.raw.hcn_create(kind, None, jsontext.dumps(dict(settings), separators=_COMPACT))
         try:
             return cls.from_json(self.raw.hcn_query(kind, handle, QUERY_V2))
         finally:
@@ -211,7 +210,7 @@ class HnsClient:
     def _modify(self, kind: str, id_: str, request: Mapping[str, Any]) -> None:
         handle = self.raw.hcn_open(kind, _guid(id_))
         try:
-            self.raw.hcn_modify(kind, handle, json.dumps(dict(request), separators=_COMPACT))
+            self.raw.hcn_modify(kind, handle, jsontext.dumps(dict(request), separators=_COMPACT))
         finally:
             self.raw.hcn_close(kind, handle)
 
@@ -282,7 +281,7 @@ class HnsClient:
             kept = None
         net = kept[1] if kept is not None else self.raw.hcn_open("Network", _guid(network_id))
         try:
-            ep = self.raw.hcn_create("Endpoint", None, json.dumps(doc, separators=_COMPACT),
+            ep = self.raw.hcn_create("Endpoint", None, jsontext.dumps(doc, separators=_COMPACT),
                                      network=net)
             try:
                 return HostComputeEndpoint.from_json(self.raw.hcn_query("Endpoint", ep, QUERY_V2))
@@ -320,7 +319,7 @@ class HnsClient:
     # --- V1 ----------------------------------------------------------------------------------
     def _v1(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One HNSCall; ``Success: false`` becomes the matching ``HnsError`` subclass."""
-        request = "" if body is None else json.dumps(dict(body), separators=_COMPACT)
+        request = "" if body is None else jsontext.dumps(dict(body), separators=_COMPACT)
         envelope = _parse(self.raw.hns_call(method, path, request)) or {}
         if not isinstance(envelope, dict):
             raise errors.from_v1_error(f"HNSCall {method} {path}", "Malformed response.")
@@ -419,7 +418,7 @@ class HnsClient:
     def _hcs_network_request(self, container_id: str, request_type: str, endpoint_id: str) -> None:
         handle = self.raw.hcs_open_compute_system(container_id)
         try:
-            self.raw.hcs_modify_compute_system(handle, json.dumps(
+            self.raw.hcs_modify_compute_system(handle, jsontext.dumps(
                 {"ResourceType": "Network", "RequestType": request_type,
                  "Settings": guid.normalize(endpoint_id)}, separators=_COMPACT))
         finally:

@@ -210,10 +210,10 @@ def _envelope_failure(envelope: str) -> BaseException | None:
     ``ErrorCode``), else None; other envelopes are the caller's to read."""
     if '"ErrorCode"' not in (envelope or ""):
         return None
-    import json
+    from libhns import jsontext
 
     try:
-        doc = json.loads(envelope)
+        doc = jsontext.loads(envelope)
     except ValueError:
         return None
     code = doc.get("ErrorCode") if isinstance(doc, dict) and doc.get("Success") is False else None

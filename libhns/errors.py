@@ -293,22 +293,22 @@ def win32_code(hr: int) -> int | None:
 
 def error_record(hresult: int, message: str | None = None) -> str:
     """The ErrorRecord text HCN returns for a failure, byte for byte in HNS's compact form."""
-    import json
+    from libhns import jsontext
 
     hr = _u32(hresult)
     text = message if message is not None else (hresult_message(hr) or "")
-    return json.dumps({"Success": False, "Error": text + " ", "ErrorCode": hr},
-                      separators=(",", ":"))
+    return jsontext.dumps({"Success": False, "Error": text + " ", "ErrorCode": hr},
+                          separators=(",", ":"))
 
 
 def parse_record(record: str | None) -> tuple[int | None, str | None]:
     """(code, text) of an HCN ErrorRecord or HCS result document; text that is not JSON is all message."""
     if not record or not record.strip():
         return None, None
-    import json
+    from libhns import jsontext
 
     try:
-        doc = json.loads(record)
+        doc = jsontext.loads(record)
     except ValueError:
         return None, record.strip()
     if not isinstance(doc, dict):

@@ -9,14 +9,13 @@ now would leak what it created.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from libhns import guid
+from libhns import guid, jsontext
 from libhns.raw import Handle, RawHns, hcn_function
 
 T = TypeVar("T")
@@ -28,7 +27,7 @@ def _document(text: str | None) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except ValueError:
         return text
 
@@ -59,7 +58,7 @@ class JournalBackend:
     def _write(self, entry: dict[str, Any]) -> None:
         from libhns.safefs import open_append
 
-        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        line = (jsontext.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             fd = open_append(self.path)  # no link followed, another user's file refused, created 0600
             try:

@@ -10,7 +10,6 @@ plugins need from them.
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Mapping
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T", bound="HnsObject")
 
-from libhns import guid
+from libhns import guid, jsontext
 from libhns.jsonci import get_ci
 from libhns.policies import policy_type
 
@@ -70,7 +69,7 @@ class HnsObject:
     def from_json(cls: type[T], data: Mapping[str, Any] | str | bytes) -> T:
         """Build from a parsed document or its JSON text."""
         if isinstance(data, (str, bytes)):
-            data = json.loads(data)
+            data = jsontext.loads(data)
         if not isinstance(data, Mapping):
             raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
         keys = cls._BY_KEY

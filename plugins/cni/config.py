@@ -5,12 +5,12 @@ because it alone costs 60-80 ms of start-up on every pod.
 """
 from __future__ import annotations
 
-import json
 
 TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
+from libhns import jsontext
 from . import version as ver
 from .names import PATTERN, file_name_problem, is_name
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
@@ -24,7 +24,7 @@ MAX_NAME = 128
 def decode(stdin: bytes) -> dict:
     """stdin -> config object; not JSON (or not an object) is code 6."""
     try:
-        doc = json.loads(stdin, parse_constant=_not_json)
+        doc = jsontext.loads(stdin, parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise CniError(DECODE_FAILURE, f"error unmarshall network config: {exc}",
                        "the network configuration on stdin must be a JSON object") from exc
@@ -173,14 +173,14 @@ def invalid_field(error: Any) -> CniError:
     path = json_path(error.absolute_path)
     hint = error.schema.get("description") if isinstance(error.schema, dict) else None
     if error.validator == "format":
-        msg = f"{path}: {json.dumps(error.instance)} is not a valid {_FORMAT_NAMES.get(error.validator_value, error.validator_value)}"
+        msg = f"{path}: {jsontext.dumps(error.instance)} is not a valid {_FORMAT_NAMES.get(error.validator_value, error.validator_value)}"
     elif error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         msg = f"{path}: missing required field {missing!r}"
     elif error.validator == "additionalProperties":
         msg = f"{path}: {error.message}"
     else:
-        msg = f"{path}: {json.dumps(error.instance)[:120]} is invalid: {error.message}"
+        msg = f"{path}: {jsontext.dumps(error.instance)[:120]} is invalid: {error.message}"
     return CniError(INVALID_CONFIG, msg, hint or "")
 
 
@@ -228,7 +228,7 @@ def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
     for i, att in enumerate(raw):
         if not isinstance(att, dict) or not isinstance(att.get("containerID"), str) or not isinstance(att.get("ifname"), str):
             raise CniError(INVALID_CONFIG, f"cni.dev/valid-attachments[{i}]: needs string containerID and ifname",
-                           json.dumps(att)[:120])
+                           jsontext.dumps(att)[:120])
         out.add((att["containerID"], att["ifname"]))
     return out
 

@@ -8,11 +8,11 @@ lines: a flannel ADD then costs one process start instead of three. Anything els
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
+from libhns import jsontext
 from . import log
 from .names import file_name_problem, is_name
 from .errors import INTERNAL, INVALID_CONFIG, CniError
@@ -134,7 +134,7 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, executor, platfor
     out = out.strip()
     if rc != 0:
         try:
-            err = json.loads(out)
+            err = jsontext.loads(out)
             code = int(err["code"])
         except (ValueError, KeyError, TypeError):
             raise CniError(INTERNAL, f'netplugin failed: "{stderr_text.strip()}": exit status {rc}',
@@ -143,7 +143,7 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, executor, platfor
     if not out:
         return None
     try:
-        result = json.loads(out)
+        result = jsontext.loads(out)
     except ValueError as exc:
         raise CniError(INTERNAL, f"plugin {name} printed a result that is not JSON", out.decode(errors="replace")[:500]) from exc
     if isinstance(result, dict) and not result.get("cniVersion"):

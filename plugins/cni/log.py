@@ -8,10 +8,11 @@ Deliberately not the ``logging`` package: a plugin lives for one command, and st
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
+
+from libhns import jsontext
 
 TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time here
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def event(kind: str, **fields: Any) -> None:
               "plugin": _state["plugin"], "pid": os.getpid(), "event": kind, **_state["fields"], **fields}
     from libhns.safefs import UnsafePath, open_append
     try:
-        line = (json.dumps(record, default=str) + "\n").encode()
+        line = (jsontext.dumps(record, default=str) + "\n").encode()
         fd = open_append(path)
         try:
             os.write(fd, line)

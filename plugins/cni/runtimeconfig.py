@@ -2,11 +2,11 @@
 since only an ADD with capabilities reads them."""
 from __future__ import annotations
 
-import json
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
+from libhns import jsontext
 from libhns.jsonci import get_ci
 
 from .config import check_count
@@ -53,7 +53,7 @@ class RuntimeConfig(Record):
     def from_conf(cls, conf: Mapping[str, Any]) -> "RuntimeConfig":
         rc = get_ci(conf, "runtimeConfig") or {}
         if not isinstance(rc, dict):
-            raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {json.dumps(rc)[:80]}")
+            raise CniError(INVALID_CONFIG, "runtimeConfig: must be an object", f"got {jsontext.dumps(rc)[:80]}")
         pms = []
         check_count("runtimeConfig.portMappings", _list(rc, "portMappings"), MAX_PORT_MAPPINGS)
         for i, pm in enumerate(_list(rc, "portMappings")):
@@ -61,7 +61,7 @@ class RuntimeConfig(Record):
                 pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
                                        protocol=str(pm.get("protocol") or "tcp"), host_ip=str(pm.get("hostIP") or "")))
             except (KeyError, TypeError, ValueError) as exc:
-                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}]: {json.dumps(pm)[:120]} is invalid",
+                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}]: {jsontext.dumps(pm)[:120]} is invalid",
                                "each entry needs integer hostPort and containerPort") from exc
         dns = rc.get("dns") or {}
         if not isinstance(dns, dict):
@@ -81,7 +81,7 @@ def _list(rc: Mapping[str, Any], key: str) -> list:
     """A runtimeConfig list (absent is empty); anything else is code 7, not a crash later."""
     value = rc.get(key) or []
     if not isinstance(value, list):
-        raise CniError(INVALID_CONFIG, f"runtimeConfig.{key}: must be a list", f"got {json.dumps(value)[:80]}")
+        raise CniError(INVALID_CONFIG, f"runtimeConfig.{key}: must be a list", f"got {jsontext.dumps(value)[:80]}")
     return value
 
 

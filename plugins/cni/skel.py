@@ -6,10 +6,10 @@ rejected input never pay for jsonschema, netaddr or libhns.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from libhns import jsontext
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -200,7 +200,7 @@ def _read(stdin: Any) -> bytes:
 def _version_doc(data: bytes) -> dict:
     version = ver.LATEST
     try:
-        doc = json.loads(data) if data.strip() else {}
+        doc = jsontext.loads(data) if data.strip() else {}
         if isinstance(doc, dict) and isinstance(doc.get("cniVersion"), str) and doc["cniVersion"]:
             version = doc["cniVersion"]
     except (ValueError, RecursionError):
@@ -209,7 +209,7 @@ def _version_doc(data: bytes) -> dict:
 
 
 def _write(stdout: TextIO, doc: dict) -> None:
-    stdout.write(json.dumps(doc, indent=4) + "\n")
+    stdout.write(jsontext.dumps(doc, indent=4) + "\n")
     stdout.flush()
 
 

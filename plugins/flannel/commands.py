@@ -6,12 +6,12 @@ is down and after subnet.env changed.
 """
 from __future__ import annotations
 
-import json
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
 
+from libhns import jsontext
 from plugins.cni import log
 from plugins.cni.config import valid_attachments
 from plugins.cni.errors import (INTERNAL, INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, TRY_AGAIN_LATER,
@@ -174,7 +174,7 @@ def _log_file(doc: dict[str, Any], req: Request) -> dict[str, Any]:
 
 def _saved(data: bytes, path: str) -> dict[str, Any]:
     try:
-        doc = json.loads(data)
+        doc = jsontext.loads(data)
     except (ValueError, UnicodeDecodeError):
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):

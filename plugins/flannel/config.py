@@ -1,13 +1,13 @@
 """flannel's own config keys, their node defaults, and the sandbox ID that keys saved state."""
 from __future__ import annotations
 
-import json
 import ntpath
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
+from libhns import jsontext
 from plugins.cni.record import FrozenRecord
 from libhns.jsonci import get_ci
 from plugins.cni.config import validate_for
@@ -85,5 +85,5 @@ def sandbox_id(container_id: str, netns: str) -> str:
 def _schema() -> dict[str, Any]:
     if not _SCHEMA:
         with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as f:
-            _SCHEMA.update(json.load(f))
+            _SCHEMA.update(jsontext.loads(f.read()))
     return _SCHEMA

@@ -6,11 +6,11 @@ the node's subnet.
 """
 from __future__ import annotations
 
-import json
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
 
+from libhns import jsontext
 from plugins.cni.errors import INVALID_CONFIG, CniError
 
 from . import netconf
@@ -48,7 +48,7 @@ def build(conf: FlannelConf, lease: Lease, backend: netconf.Backend | None) -> d
 
 def encode(doc: dict[str, Any]) -> bytes:
     """Go's json.Marshal of a map: compact, keys sorted, so saved files match the reference byte for byte."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsontext.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _check_rules(delegate: Any) -> None:

@@ -6,8 +6,8 @@ those into one config error naming the fix, and lets the delegate type follow th
 """
 from __future__ import annotations
 
-import json
 
+from libhns import jsontext
 from plugins.cni.record import FrozenRecord
 from libhns.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
@@ -42,7 +42,7 @@ class Backend(FrozenRecord):
     def delegate_type(self) -> str:
         """The plugin for this backend; only vxlan and host-gw exist on Windows."""
         if self.type not in DELEGATES:
-            raise _invalid(self.path, f"Backend.Type {json.dumps(self.type or None)} has no Windows plugin",
+            raise _invalid(self.path, f"Backend.Type {jsontext.dumps(self.type or None)} has no Windows plugin",
                            'flanneld on Windows supports "vxlan" (win-overlay) and "host-gw" (win-bridge); '
                            'fix net-conf.json or set "delegate": {"type": ...}')
         return DELEGATES[self.type]
@@ -63,7 +63,7 @@ def load(path: str) -> Backend | None:
 
 def parse(raw: bytes, path: str) -> Backend:
     try:
-        doc = json.loads(raw.decode("utf-8-sig"))
+        doc = jsontext.loads(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise _invalid(path, f"not JSON: {exc}", "flanneld cannot read it either: fix the file") from exc
     backend = get_ci(doc, "Backend", {}) if isinstance(doc, dict) else None
@@ -71,12 +71,12 @@ def parse(raw: bytes, path: str) -> Backend:
         raise _invalid(path, "Backend must be an object", 'e.g. "Backend": {"name": "vxlan0", "type": "vxlan"}')
     kind, name = get_ci(backend, "Type", ""), get_ci(backend, "Name", "")
     if not isinstance(kind, str) or not isinstance(name, str):
-        raise _invalid(path, "Backend.Type and Backend.Name must be strings", json.dumps(backend)[:200])
-    wrong = [f"Backend.{k} must be an integer (got {json.dumps(v)[:80]})" for k in ("VNI", "Port")
+        raise _invalid(path, "Backend.Type and Backend.Name must be strings", jsontext.dumps(backend)[:200])
+    wrong = [f"Backend.{k} must be an integer (got {jsontext.dumps(v)[:80]})" for k in ("VNI", "Port")
              if (v := get_ci(backend, k)) is not None and (isinstance(v, bool) or not isinstance(v, int))]
     network = get_ci(doc, "Network", "")
     if not isinstance(network, str):
-        wrong.append(f"Network must be a string (got {json.dumps(network)[:80]})")
+        wrong.append(f"Network must be a string (got {jsontext.dumps(network)[:80]})")
     if wrong:
         raise _invalid(path, "; ".join(wrong), 'e.g. "Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", '
                        f'"VNI": {MIN_VNI}, "Port": {VXLAN_PORT}}}')

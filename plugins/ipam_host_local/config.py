@@ -7,13 +7,13 @@ the fix. Semantic errors carry the reference's wording (operators search for it)
 """
 from __future__ import annotations
 
-import json
 import ntpath
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
+from libhns import jsontext
 from plugins.cni.record import FrozenRecord
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
@@ -139,7 +139,7 @@ def _range_dicts(raw: Any) -> Any:
 
 def _schema() -> dict:
     with open(SCHEMA_PATH, encoding="utf-8") as f:
-        return json.load(f)
+        return jsontext.loads(f.read())
 
 
 def _explain(doc: dict, exc: Exception) -> CniError:
@@ -164,7 +164,7 @@ def _list(value: Any) -> list:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {json.dumps(value)[:60]}")
+        raise TypeError(f"expected a list, got {jsontext.dumps(value)[:60]}")
     return value
 
 
@@ -172,7 +172,7 @@ def _opt_str(value: Any) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {json.dumps(value)[:60]}")
+        raise TypeError(f"expected a string, got {jsontext.dumps(value)[:60]}")
     return value
 
 
@@ -228,7 +228,7 @@ def _int(value: Any) -> int:
     if value is None:
         return 0
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"expected an integer, got {json.dumps(value)[:60]}")
+        raise TypeError(f"expected an integer, got {jsontext.dumps(value)[:60]}")
     return value
 
 

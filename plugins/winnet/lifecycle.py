@@ -8,12 +8,12 @@ exactly once, the endpoint deleted) before the error reaches the runtime.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+from libhns import jsontext
 from libhns.guid import is_guid
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
@@ -62,9 +62,9 @@ class Flavor:
     def schema(self) -> dict:
         if self._schema is None:
             with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as f:
-                base = json.load(f)
+                base = jsontext.loads(f.read())
             with open(self.schema_path, encoding="utf-8") as f:
-                extra = json.load(f)
+                extra = jsontext.loads(f.read())
             base["properties"].update(extra.get("properties", {}))
             self._schema = base
         return self._schema
@@ -170,7 +170,7 @@ class Lifecycle:
         return spec
 
     def ipam_stdin(self, req: Request, conf: dict) -> bytes:
-        return json.dumps(self.flavor.ipam_conf(conf)).encode()
+        return jsontext.dumps(self.flavor.ipam_conf(conf)).encode()
 
     def run_ipam(self, req: Request, conf: dict, netconf: NetConf, command: str) -> dict | None:
         ipam_type = netconf.ipam.get("type") if isinstance(netconf.ipam, dict) else None
@@ -358,10 +358,10 @@ class Lifecycle:
         wanted = self.policies(netconf, req, network, addresses, api, _Features(api))
         missing = pol.missing_policies(wanted, ep.policies or [])
         if missing:
-            problems.append("it lacks the policies " + ", ".join(json.dumps(p, sort_keys=True) for p in missing))
+            problems.append("it lacks the policies " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in missing))
         extra = pol.missing_policies(pol.of_type(ep.policies or [], "ACL"), pol.of_type(wanted, "ACL"))
         if extra:  # ACLs are exact: a rule the config no longer has still filters the pod's traffic
-            problems.append("it carries ACLs the config does not ask for " + ", ".join(json.dumps(p, sort_keys=True) for p in extra))
+            problems.append("it carries ACLs the config does not ask for " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in extra))
         if problems:
             raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} differs from its configuration: " + "; ".join(problems))
         self.run_ipam(req, conf, netconf, "CHECK")

@@ -7,11 +7,11 @@ Everything here is pure: lists of policy dicts in, lists out.
 """
 from __future__ import annotations
 
-import json
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 
+from libhns import jsontext
 from libhns import policies as hp
 from plugins.cni.errors import CniError, INVALID_CONFIG
 
@@ -28,7 +28,7 @@ def fit_user_policies(values: Sequence[Any], sources: Sequence[str], schema: str
     out = []
     for value, source in zip(values, sources):
         if not isinstance(value, dict) or not isinstance(hp.policy_type(value), str):
-            raise CniError(INVALID_CONFIG, f"{source}: {json.dumps(value)[:120]} is not an HNS policy",
+            raise CniError(INVALID_CONFIG, f"{source}: {jsontext.dumps(value)[:120]} is not an HNS policy",
                            'an endpoint policy value is an object with a "Type", e.g. {"Type": "OutBoundNAT", ...}')
         ptype = hp.policy_type(value)
         shape = hp.schema_of(value)

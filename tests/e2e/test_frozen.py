@@ -37,6 +37,17 @@ def test_version(name):
     assert json.loads(proc.stdout) == {"cniVersion": "0.4.0", "supportedVersions": list(ver.SUPPORTED)}
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's LD_DEBUG names every library loaded")
+def test_version_loads_only_the_extension_modules_it_uses():
+    """PyInstaller's bootstrap would import ctypes (and load libffi) at every start: the spec gives it
+    specs/bootstrap/pyimod03_ctypes.py instead. VERSION reads and writes JSON, nothing more."""
+    proc = run_exe("host-local", {"CNI_COMMAND": "VERSION", "LD_DEBUG": "files"}, b'{"cniVersion": "1.0.0"}')
+    assert proc.returncode == 0, proc.stderr
+    loaded = {line.rsplit("/", 1)[-1].split(".")[0] for line in proc.stderr.decode().splitlines()
+              if "calling init:" in line and "lib-dynload" in line}
+    assert loaded == {"_struct", "zlib", "_json"}, loaded
+
+
 ADD = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "frozen1", "CNI_NETNS": "none", "CNI_IFNAME": "eth0"}
 
 
