@@ -11,9 +11,10 @@ handle only frees it, typically in a ``finally`` after a timeout: it is never re
 deadline, is waited on for at most the undo limit, and at interpreter exit it is skipped (the
 handles die with the process).
 
-A blocked DLL call cannot be cancelled on Windows, so each call runs in a daemon thread and the
-caller only waits for it. When the wait ends first, the thread is abandoned inside HNS: Python
-does not join daemon threads at exit, and process exit (ExitProcess) ends it, so the plugin
+A blocked DLL call cannot be cancelled on Windows, so each call runs in a thread of its own and
+the caller only waits for it (``_thread``'s primitives: ``threading`` would be one more import on
+every pod command). When the wait ends first, the thread is abandoned inside HNS: Python does
+not join such threads at exit, and process exit (ExitProcess) ends it, so the plugin
 still prints its error and exits on time. HNS may still complete the call afterwards; its late
 answer is dropped (a handle it returns dies with the process), and an object it created is what
 the next command finds by name: the retried ADD replaces an unattached endpoint of the pod's
@@ -21,9 +22,9 @@ name, DEL deletes it by name.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import sys
-import threading
 import time
 from collections.abc import Mapping
 
@@ -84,19 +85,20 @@ def _seconds(var: str, text: str) -> float:
 
 
 def _run_bounded(fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
-    """(finished, result-or-exception) of ``fn`` run in a daemon thread, waited on ``budget`` s."""
+    """(finished, result-or-exception) of ``fn`` run in a thread, waited on ``budget`` s."""
     box: list[tuple[bool, Any]] = []
-    done = threading.Event()
+    done = _thread.allocate_lock()
+    done.acquire()
 
     def run() -> None:
         try:
             box.append((True, fn()))
         except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
             box.append((False, e))
-        done.set()
+        done.release()
 
-    threading.Thread(target=run, name="hns-call", daemon=True).start()
-    if not done.wait(budget):
+    _thread.start_new_thread(run, ())
+    if not done.acquire(timeout=budget):
         return False, None
     ok, value = box[0]
     if not ok:

@@ -10,18 +10,19 @@ Trust rules, all O(1) besides reading the file itself:
   reservation (ours, the Go plugin's, an operator's) changes it; rewriting the index in place
   does not, which is why the index is rewritten in place and never renamed over;
 - the crc must match, so a write torn by a crash is noticed.
-A directory change in the same clock tick as the recorded mtime would be invisible, so ``save``
-holds on (under the store lock) until the file-system clock has moved past it: free with
-fine-grained timestamps, about half a tick (2-8 ms) with coarse ones; on a file system whose
-clock does not move within ``_SETTLE_S`` (FAT's 2 s) the index is saved as stale, i.e. every
-call rebuilds, which is slow but never wrong.
+A directory change in the same clock tick as the recorded mtime would be invisible (file-system
+timestamps are coarse: 1-4 ms on Linux, up to 15.6 ms on NTFS), so ``save`` dates the directory
+one nanosecond before the mtime it saw and records that: any later change stamps the directory
+with the clock, which is never below what it already showed, so the stamp always differs from
+the record. (Waiting for the clock to pass cost every ADD and DEL half a tick under the lock.)
+A file system that cannot store that date (FAT keeps 2 s) gets the index saved as stale, i.e.
+every call rebuilds, which is slow but never wrong.
 Anything else means "rebuild from the files". Lookups are byte searches, not a parse: at
 10,000 reservations the file is ~0.8 MB and a lookup costs well under a millisecond.
 """
 from __future__ import annotations
 
 import os
-import time
 import zlib
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ from .allocator import Owner
 INDEX_NAME = ".wincni-index"
 _MAGIC = b"wincni-host-local-index 1"
 _UNKNOWN = b"?"
-_SETTLE_S = 0.05
 O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no CRLF translation on our own writes
 
 
@@ -110,17 +110,25 @@ def load(directory: str) -> Index | None:
 
 
 def save(directory: str, index: Index) -> None:
-    """Rewrite in place; the directory mtime is read after the file exists, so creating the
-    index the first time does not make it stale."""
-    path = os.path.join(directory, INDEX_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
+    """Rewrite in place (the directory's mtime stays); the directory is dated after the file
+    exists, so creating the index the first time does not make it stale."""
+    fd = os.open(os.path.join(directory, INDEX_NAME), os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
     try:
-        mtime = os.stat(directory).st_mtime_ns
-        _write(fd, index.encode(mtime))
-        if not _clock_passed(fd, path, mtime):
-            _write(fd, index.encode(-1))
+        _write(fd, index.encode(_date_before_now(directory)))
     finally:
         os.close(fd)
+
+
+def _date_before_now(directory: str) -> int:
+    """Set the directory's mtime just below the one it has and return it, or -1 (stale) when
+    the file system does not keep it below."""
+    try:
+        seen = os.stat(directory)
+        os.utime(directory, ns=(seen.st_atime_ns, seen.st_mtime_ns - 1))
+        kept = os.stat(directory).st_mtime_ns
+    except OSError:
+        return -1
+    return kept if kept < seen.st_mtime_ns else -1
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -129,20 +137,6 @@ def _write(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _clock_passed(fd: int, path: str, mtime: int) -> bool:
-    """True once a file touched now gets a later timestamp than ``mtime`` (see module doc)."""
-    deadline = time.monotonic() + _SETTLE_S
-    while os.fstat(fd).st_mtime_ns <= mtime:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-        try:
-            os.utime(path)
-        except OSError:
-            return False
-    return True
 
 
 def _owner_bytes(owner: Owner) -> bytes:

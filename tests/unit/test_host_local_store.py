@@ -178,13 +178,27 @@ def test_lock_excludes_other_processes(tmp_path, as_dir):
     assert waited >= 0.25
 
 
-def test_index_saved_stale_when_the_clock_cannot_pass_the_directory_mtime(tmp_path):
-    """A file system whose timestamps are coarser than our wait (FAT: 2 s) gets a self-distrusting
-    index: every call rebuilds, slower but never wrong."""
-    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
-    assert idx.load(str(tmp_path)) is not None
+def test_a_change_in_the_same_clock_tick_as_the_save_is_never_missed(tmp_path):
+    """File-system timestamps are coarse (NTFS, Linux without multigrain timestamps): a change
+    in the tick the save saw leaves the directory's mtime where the save saw it. The save dates
+    the directory just before that, so such a change still makes the index stale."""
+    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))  # the index file exists from now on
+    for i in range(5):
+        seen = os.stat(tmp_path).st_mtime_ns
+        idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
+        assert idx.load(str(tmp_path)) is not None
+        (tmp_path / f"10.0.1.{i}").write_bytes(b"foreign")  # the Go plugin, an operator: no index update
+        os.utime(tmp_path, ns=(seen, seen))  # ... stamped by a clock still in the tick the save saw
+        assert idx.load(str(tmp_path)) is None, f"round {i}"
+
+
+def test_a_directory_dated_in_the_future_still_gets_a_current_index(tmp_path):
+    """A clock stepped back (or a directory copied with its times) leaves a directory mtime ahead
+    of the clock: the index is current, and the next change, stamped with the earlier clock,
+    still makes it stale."""
     future = time.time_ns() + 3_600 * 10**9
-    os.utime(tmp_path, ns=(future, future))  # a directory change the clock has not yet passed
+    os.utime(tmp_path, ns=(future, future))
     idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
-    assert (tmp_path / idx.INDEX_NAME).read_bytes().startswith(b"wincni-host-local-index 1 -1 ")
+    assert idx.load(str(tmp_path)) == idx.Index.of([("10.0.0.2", A)])
+    (tmp_path / "10.0.0.9").write_bytes(b"foreign")
     assert idx.load(str(tmp_path)) is None
