@@ -1,13 +1,13 @@
 """What makes win-bridge win-bridge: L2Bridge/L2Tunnel networks, the .2 gateway, ipMasqNetwork."""
 from __future__ import annotations
 
-import copy
 import ipaddress
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
 
+from libhns import jsontext
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, bridge_gateway
 from plugins.winnet.lifecycle import Flavor
@@ -25,7 +25,7 @@ class BridgeFlavor(Flavor):
         ipam = conf.get("ipam")
         if not isinstance(ipam, dict) or ipam.get("type") != "host-local":
             return conf
-        out = copy.deepcopy(conf)
+        out = {**conf, "ipam": jsontext.loads(jsontext.dumps(ipam))}  # a deep copy (copy costs an import)
         _start_after_gateway(out["ipam"])
         ranges = out["ipam"].get("ranges")
         for rset in ranges if isinstance(ranges, list) else []:  # host-local names what else is wrong
