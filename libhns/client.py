@@ -39,6 +39,17 @@ def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | Non
     return version >= lo and (hi is None or version <= hi)
 
 
+
+class _NoDeadline:
+    """``HnsClient.undo_window`` over a backend without a deadline: nothing to change."""
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
+        return False
+
 class Features:
     """HNS capabilities by version range (hcsshim's hcn/hcnsupport.go: https://github.com/microsoft/hcsshim/blob/main/hcn/hcnsupport.go). Gate on these, never the OS build."""
     __slots__ = ("api_v1", "v2_api", "acl", "remote_subnet", "host_route", "dsr",
@@ -140,11 +151,7 @@ class HnsClient:
         """A context with a fresh, short deadline for undoing a failed command's completed steps
         (``DeadlineBackend.grace``); a no-op over a backend without a deadline."""
         grace = getattr(self.raw, "grace", None)
-        if grace is None:
-            import contextlib
-
-            return contextlib.nullcontext()
-        return grace()
+        return _NoDeadline() if grace is None else grace()
 
     # --- version -----------------------------------------------------------------------------
     def version(self) -> tuple[int, int]:

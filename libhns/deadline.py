@@ -23,7 +23,6 @@ name, DEL deletes it by name.
 from __future__ import annotations
 
 import _thread
-import contextlib
 import sys
 import time
 from collections.abc import Mapping
@@ -33,7 +32,7 @@ from libhns.raw import Handle, RawHns, hcn_function
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, TypeVar
+    from typing import Any, Callable, TypeVar
 
     T = TypeVar("T")
 
@@ -106,6 +105,24 @@ def _run_bounded(fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
     return True, value
 
 
+class _Grace:
+    """``DeadlineBackend.grace``'s block (a class: ``contextlib`` would be one more import)."""
+    __slots__ = ("backend", "saved")
+
+    def __init__(self, backend: DeadlineBackend) -> None:
+        self.backend = backend
+
+    def __enter__(self) -> None:
+        b = self.backend
+        self.saved = b._end, b._which
+        b._end = b._clock() + b.limits.undo
+        b._which = f"undo deadline {b.limits.undo:g} s"
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
+        self.backend._end, self.backend._which = self.saved
+        return False
+
+
 class DeadlineBackend:
     """RawHns that forwards to ``inner`` within the limits, retrying transient failures."""
 
@@ -118,17 +135,10 @@ class DeadlineBackend:
         self._end = clock() + limits.command
         self._which = f"command deadline {limits.command:g} s"
 
-    @contextlib.contextmanager
-    def grace(self) -> Iterator[None]:
+    def grace(self) -> _Grace:
         """Within the block, a fresh ``undo`` deadline: undoing what a failed command completed
         must not be refused because the command's own deadline (the likely failure) passed."""
-        saved = self._end, self._which
-        self._end = self._clock() + self.limits.undo
-        self._which = f"undo deadline {self.limits.undo:g} s"
-        try:
-            yield
-        finally:
-            self._end, self._which = saved
+        return _Grace(self)
 
     def _call(self, call: str, fn: Callable[[], T],
               transient: Callable[[T], BaseException | None] = lambda _: None) -> T:

@@ -2,10 +2,6 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
-if TYPE_CHECKING:
-    from typing import Iterator
 
 from plugins.cni import log
 from plugins.cni.config import valid_attachments
@@ -124,12 +120,25 @@ def _dns(path: str) -> DNS:
                        "point ipam.resolvConf at a readable resolv.conf-style file, or remove it") from exc
 
 
-@contextmanager
-def _store(directory: str, platform: str) -> Iterator[DiskStore]:
-    """open_store with I/O failures as CNI code 5 naming the directory (never a traceback)."""
-    try:
-        with open_store(directory, platform) as store:
-            yield store
-    except OSError as exc:
-        raise CniError(IO_FAILURE, f"host-local: cannot use data directory {directory}: {exc.strerror or exc}",
-                       "ipam.dataDir must be a writable local directory") from exc
+class _store(open_store):
+    """open_store with I/O failures, in the block too, as CNI code 5 naming the directory."""
+    __slots__ = ()
+
+    def __enter__(self) -> DiskStore:
+        try:
+            return super().__enter__()
+        except OSError as exc:
+            raise self._failure(exc) from exc
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
+        try:
+            super().__exit__(kind, exc, tb)
+        except OSError as release:
+            raise self._failure(release) from release
+        if isinstance(exc, OSError):
+            raise self._failure(exc) from exc
+        return False
+
+    def _failure(self, exc: OSError) -> CniError:
+        return CniError(IO_FAILURE, f"host-local: cannot use data directory {self.directory}: {exc.strerror or exc}",
+                        "ipam.dataDir must be a writable local directory")

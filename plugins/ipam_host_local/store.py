@@ -8,10 +8,6 @@ heals itself when a crash or another writer leaves it behind.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
-if TYPE_CHECKING:
-    from typing import Iterator
 
 from plugins.cni import log
 
@@ -163,17 +159,28 @@ class DiskStore:
             os.close(fd)
 
 
-@contextmanager
-def open_store(directory: str, platform: str) -> Iterator[DiskStore]:
+class open_store:
     """Create the directory (admin-only: 0755 owned by us; a protected DACL on Windows) or check
-    an existing one, hold ``<dir>/lock`` for the block, save the index on exit."""
-    secure_dir(directory)
-    with FileLock(directory):
-        store = DiskStore(directory, platform)
+    an existing one, hold ``<dir>/lock`` for the block, save the index on exit. (A class: with
+    ``contextlib`` every pod command would import one module more.)"""
+    __slots__ = ("directory", "platform", "_lock", "_store")
+
+    def __init__(self, directory: str, platform: str) -> None:
+        self.directory, self.platform = directory, platform
+
+    def __enter__(self) -> DiskStore:
+        secure_dir(self.directory)
+        self._lock = FileLock(self.directory)
+        self._lock.__enter__()
+        self._store = DiskStore(self.directory, self.platform)
+        return self._store
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
         try:
-            yield store
+            self._store.flush()
         finally:
-            store.flush()
+            self._lock.__exit__(kind, exc, tb)
+        return False
 
 
 def _empty(path: str) -> bool:

@@ -7,11 +7,10 @@ exactly once, the endpoint deleted) before the error reaches the runtime.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable
 
 from libhns import jsontext
 from libhns.guid import is_guid
@@ -35,17 +34,27 @@ TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<na
                   "ipam": "the IPAM plugin that releases the pod's address"}
 
 
-@contextlib.contextmanager
-def hns_step(what: str) -> Iterator[None]:
-    """Turn a libhns error into a CNI error that says which step failed and why."""
-    from libhns.errors import EnvError, HnsError, try_later
-    try:
-        yield
-    except EnvError as err:  # a bad LIBHNS_* variable: the environment's fault, not HNS's
-        raise CniError(INVALID_ENV, f"{what}: {err}", "fix or unset the variable") from None
-    except HnsError as err:
-        code = TRY_AGAIN_LATER if try_later(err) else HNS_FAILURE
-        raise CniError(code, f"{what}: {err}") from err
+class hns_step:
+    """Turn a libhns error into a CNI error that says which step failed and why. (A class: with
+    ``contextlib`` every pod command would import one module more.)"""
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, err: BaseException | None, tb: object) -> bool:
+        if err is None:
+            return False
+        from libhns.errors import EnvError, HnsError, try_later
+        if isinstance(err, EnvError):  # a bad LIBHNS_* variable: the environment's fault, not HNS's
+            raise CniError(INVALID_ENV, f"{self.what}: {err}", "fix or unset the variable") from None
+        if isinstance(err, HnsError):
+            code = TRY_AGAIN_LATER if try_later(err) else HNS_FAILURE
+            raise CniError(code, f"{self.what}: {err}") from err
+        return False
 
 
 class Flavor:
