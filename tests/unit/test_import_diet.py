@@ -69,9 +69,10 @@ def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
 
 
 # What a Windows pod command must never import: code generation (dataclasses -> inspect), typing,
-# modules that compile regexes or load extension DLLs at import, and what only errors need.
+# modules that compile regexes or load extension DLLs at import, what only errors need, and
+# modules a few lines of ours replace (on Windows every module is a file to open and scan).
 POD_HEAVY = {"dataclasses", "inspect", "typing", "uuid", "pathlib", "tempfile", "shutil", "logging", "enum",
-             "re", "urllib.parse", "jsonschema", "platform"}
+             "re", "urllib.parse", "jsonschema", "platform", "json", "contextlib", "threading", "copy", "weakref"}
 POD_PROBE = """
 import io, json, sys
 sys.path.insert(0, sys.argv[1])
