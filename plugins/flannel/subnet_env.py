@@ -57,8 +57,9 @@ def load(path: str) -> Lease:
         raise LeaseError(LeaseProblem.MISSING, path, f"{path} does not exist") from exc
     except OSError as exc:
         raise LeaseError(LeaseProblem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
-    # utf-8-sig: a file saved by Notepad starts with a BOM that would hide the first key.
-    return parse(raw.decode("utf-8-sig", errors="replace"), path)
+    # A file saved by Notepad starts with a BOM that would hide the first key (dropped here, not
+    # by the "utf-8-sig" codec: that is one more module to import).
+    return parse(raw.removeprefix(b"\xef\xbb\xbf").decode(errors="replace"), path)
 
 
 def parse(text: str, path: str) -> Lease:
