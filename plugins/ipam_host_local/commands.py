@@ -9,7 +9,7 @@ from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, UNKNOW
 from plugins.cni.result import DNS, Result
 from plugins.cni.skel import Request
 
-from . import config, resolvconf
+from . import config
 from .allocator import Owner, allocate_all
 from .ranges import parse_ip
 from .store import DiskStore, open_store
@@ -112,6 +112,7 @@ def _still_valid(owner: Owner | None, valid: set[tuple[str, str]], valid_ids: se
 def _dns(path: str) -> DNS:
     if not path:
         return DNS()
+    from . import resolvconf  # only configs that name a resolv.conf pay for the parser
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return resolvconf.parse(f.read())
