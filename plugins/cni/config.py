@@ -62,6 +62,16 @@ def check_count(field: str, items: Any, cap: int) -> None:
                        f"a pod's config may list at most {cap} {field} entries")
 
 
+def node_path(posix: str, platform: str, cwd: str | None = None) -> str:
+    """A Unix-style default path as the Go plugins open it: on Windows, rooted at the drive of
+    the current directory (``cwd``, else the process's), made explicit."""
+    if platform != "win32":
+        return posix
+    import ntpath  # os.path on Windows; elsewhere only for a Windows platform in tests
+    import os
+    return ntpath.splitdrive(cwd if cwd is not None else os.getcwd())[0] + posix.replace("/", "\\")
+
+
 def cni_version(conf: Mapping[str, Any]) -> str:
     """The config's cniVersion (absent means 0.1.0); unsupported is code 1."""
     version = conf.get("cniVersion")

@@ -1,7 +1,6 @@
 """flannel's own config keys, their node defaults, and the sandbox ID that keys saved state."""
 from __future__ import annotations
 
-import ntpath
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -10,7 +9,7 @@ if TYPE_CHECKING:
 from libhns import jsontext
 from plugins.cni.record import FrozenRecord
 from libhns.jsonci import get_ci
-from plugins.cni.config import validate_for
+from plugins.cni.config import node_path, validate_for
 from plugins.cni.names import file_name_problem, is_name
 from plugins.cni.env import MAX_CONTAINER_ID
 from plugins.cni.errors import INVALID_ENV, CniError
@@ -22,13 +21,6 @@ NET_CONF = "/etc/kube-flannel/net-conf.json"
 # Keys flannel reads, in the spelling the schema and error paths use (lookups are case-insensitive like Go).
 _KEYS = ("subnetFile", "dataDir", "netConf", "delegate", "runtimeConfig", "ipam")
 _SCHEMA: dict[str, Any] = {}
-
-
-def node_path(posix: str, platform: str, cwd: str) -> str:
-    """A Unix-style default as the Go plugin opens it: on Windows, rooted at the current drive."""
-    if platform != "win32":
-        return posix
-    return ntpath.splitdrive(cwd)[0] + posix.replace("/", "\\")
 
 
 class FlannelConf(FrozenRecord):

@@ -7,7 +7,6 @@ the fix. Semantic errors carry the reference's wording (operators search for it)
 """
 from __future__ import annotations
 
-import ntpath
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -18,7 +17,7 @@ from plugins.cni.record import FrozenRecord
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
 from libhns.jsonci import get_ci
-from plugins.cni.config import check_count, validate, validate_for
+from plugins.cni.config import check_count, node_path, validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from plugins.cni.result import Route
 
@@ -56,10 +55,7 @@ class IPAMConfig(FrozenRecord):
 def default_data_dir(platform: str, cwd: str | None = None) -> str:
     """``/var/lib/cni/networks``; on Windows that rooted path lands on the current drive, as it
     does for the Go plugin, so the drive is made explicit here."""
-    if platform != "win32":
-        return DEFAULT_DATA_DIR
-    drive = ntpath.splitdrive(cwd if cwd is not None else os.getcwd())[0]
-    return drive + "\\var\\lib\\cni\\networks"
+    return node_path(DEFAULT_DATA_DIR, platform, cwd)
 
 
 def load_location(conf: Mapping[str, Any], platform: str, command: str) -> IPAMConfig:
