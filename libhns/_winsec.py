@@ -7,8 +7,6 @@ itself, never followed, and every check runs on the handle that is then used.
 """
 from __future__ import annotations
 
-import re
-
 # Who may write what the plugins trust: SYSTEM, Administrators, TrustedInstaller.
 TRUSTED_SIDS = frozenset({"SY", "BA", "S-1-5-18", "S-1-5-32-544",
                           "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"})
@@ -20,7 +18,6 @@ _RIGHTS = {"GA": 0x10000000, "GW": 0x40000000, "GR": 0x80000000, "GX": 0x2000000
            "LO": 0x80, "CR": 0x100}
 # Write data / add file, append / add subfolder, delete child, DELETE, WRITE_DAC, WRITE_OWNER, generic.
 _WRITE = 0x2 | 0x4 | 0x40 | 0x10000 | 0x40000 | 0x80000 | 0x40000000 | 0x10000000
-_ACE = re.compile(r"\(([^;()]*);([^;()]*);([^;()]*);[^;()]*;[^;()]*;([^;()]*)(?:;[^()]*)?\)")
 
 
 def rights_mask(text: str) -> int:
@@ -33,17 +30,49 @@ def rights_mask(text: str) -> int:
 def sddl_writers(sddl: str, trusted: frozenset[str] = TRUSTED_SIDS) -> list[str]:
     """The SIDs besides ``trusted`` that an SDDL's DACL lets write (allow ACEs that apply to the
     object itself, i.e. not inherit-only); the owner when it is not trusted comes first."""
-    owner = re.search(r"O:([^:]+?)(?=[GDS]:|$)", sddl)
-    out = [] if owner is None or _known(owner.group(1), trusted) else [owner.group(1)]
+    owner = _owner(sddl)
+    out = [] if owner is None or _known(owner, trusted) else [owner]
     dacl = sddl.split("D:", 1)[1] if "D:" in sddl else ""
     dacl = dacl.split("S:", 1)[0]
     if "NO_ACCESS_CONTROL" in dacl:  # a NULL DACL: everyone has full control
         out.append("WD")
-    for kind, flags, rights, sid in _ACE.findall(dacl):
+    for ace in _aces(dacl):
+        fields = ace.split(";", 6)
+        if len(fields) < 6:
+            continue
+        kind, flags, rights, sid = fields[0], fields[1], fields[2], fields[5]
         if kind not in ("A", "XA") or "IO" in flags or _known(sid, trusted):
             continue
         if rights_mask(rights) & _WRITE and sid not in out:
             out.append(sid)
+    return out
+
+
+def _owner(sddl: str) -> str | None:
+    """The ``O:`` SID: up to the next ``G:``/``D:``/``S:`` part (string methods: ``re`` would be
+    one more import, and a pattern compile, on every pod command)."""
+    start = sddl.find("O:")
+    if start < 0:
+        return None
+    rest = sddl[start + 2:]
+    ends = [i for i in (rest.find("G:", 1), rest.find("D:", 1), rest.find("S:", 1)) if i > 0]
+    owner = rest[:min(ends)] if ends else rest
+    return owner if owner and ":" not in owner else None
+
+
+def _aces(dacl: str) -> list[str]:
+    """The ACEs of an SDDL DACL, ``(...)`` at the top level: a conditional ACE's own
+    parenthesised expression stays inside its ACE (and the ACE is judged by its rights)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(dacl):
+        if ch == "(":
+            depth += 1
+            if depth == 1:
+                start = i + 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(dacl[start:i])
     return out
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import POINTER, byref, c_long, c_void_p, c_wchar_p
-from typing import TYPE_CHECKING, Any
 
 from libhns.raw import Handle, hcn_function
 
+TYPE_CHECKING = False  # typing costs a Windows pod command more than an HNS call
 if TYPE_CHECKING:
+    from typing import Any
+
     from libhns.errors import HnsError
 
 _PSTR = POINTER(c_void_p)  # PWSTR* out-parameter, kept raw so it can be freed

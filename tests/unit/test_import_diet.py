@@ -140,3 +140,10 @@ def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
         assert "plugins.win_bridge.commands" in ours and "plugins.ipam_host_local.commands" in ours, ours
         offenders = {m: sorted(_top_level_imports(m) & POD_HEAVY) for m in ours}
         assert not any(offenders.values()), {m: v for m, v in offenders.items() if v}
+
+
+def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():
+    """The modules only Windows runs on the pod path (the ctypes backend, the Win32 security
+    calls, the lock): no Linux run imports them, so their top-level imports are checked here."""
+    for module in ("libhns.ctypes_backend", "libhns._winsec", "plugins.cni.lock", "libhns.safefs"):
+        assert not _top_level_imports(module) & POD_HEAVY, module

@@ -125,6 +125,9 @@ def test_writable_by_others_names_who(tmp_path):
     ("O:SYD:(D;;FA;;;BU)(A;;FR;;;BU)", []),  # deny and read-only ACEs give nobody write
     ("O:SYD:(A;;CCDC;;;S-1-5-21-9)", ["S-1-5-21-9"]),  # FILE_ADD_FILE as letters
     ("O:SYD:NO_ACCESS_CONTROL", ["WD"]),  # a NULL DACL: everyone
+    # A conditional allow ACE: whatever its condition, it may grant write.
+    ('O:SYD:(A;;FA;;;SY)(XA;;FW;;;AU;(@User.Dept == "x"))', ["AU"]),
+    ("D:(A;;FA;;;SY)(A;;FW;;;BU)", ["BU"]),  # no owner part
 ])
 def test_sddl_writers(sddl, writers):
     assert ws.sddl_writers(sddl) == writers
