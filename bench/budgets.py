@@ -129,6 +129,29 @@ def hns_ms(bindir: Path, reps: int, work: Path) -> dict:
     return {key: median(values) for key, values in sums.items()}
 
 
+def top_imports(work: Path, count: int = 12) -> list[tuple[str, float]]:
+    """The flannel V2 ADD chain's costliest imports, self time in ms (``-X importtime``, source
+    tree; what ``site`` imports, e.g. the editable install's finder, is left out, as the bundle
+    has none), simulator modules included: they run in every measured command here, though no
+    node imports them."""
+    node = Node(work, VENV_BIN)
+    cid, netns = node.pod()
+    env = {**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns}
+    probe = f"import sys; sys.path.insert(0, {str(REPO)!r}); from plugins.flannel.__main__ import entry; entry()"
+    proc = subprocess.run([sys.executable, "-I", "-X", "importtime", "-c", probe], input=node.flannel_conf(),
+                          env=env, capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        raise SystemExit(f"flannel ADD under -X importtime failed: {proc.stdout.decode()} {proc.stderr.decode()}")
+    rows, after_site = [], False
+    for line in proc.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            self_us, _, name = line[len("import time:"):].split("|")
+            if after_site:
+                rows.append((name.strip(), int(self_us) / 1000))
+            after_site = after_site or name == " site"  # rows come when an import completes
+    return sorted(rows, key=lambda row: -row[1])[:count]
+
+
 def hns_calls(work: Path) -> dict:
     """Raw HNS calls (not Close) of one win-bridge ADD and DEL per API, from LIBHNS_JOURNAL."""
     out = {}
@@ -197,6 +220,9 @@ def main(argv=None) -> int:
             inside = res["HNS ms inside (simulator, journal)"] = hns_ms(dist, args.reps, work / "hns-ms")
             for key, ms in inside.items():
                 print(f"     (figure) {key}: {frozen[key]:.1f} ms, of which raw HNS calls {ms:.1f} ms", flush=True)
+            top = res["top imports of the ADD chain (ms, self)"] = top_imports(work / "imports")
+            print("     (figure) costliest imports of the ADD chain, self ms (source, -X importtime): "
+                  + ", ".join(f"{name} {ms:.2f}" for name, ms in top), flush=True)
             for key in frozen:
                 over_f, over_s = frozen[key] - floor, res["source"][key] - python_floor
                 budget(f"frozen vs source, {key} (above each floor)", over_f / over_s, 1.25)
