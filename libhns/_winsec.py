@@ -229,10 +229,6 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         finally:
             _LocalFree(sd)
 
-    def _owner(sddl: str) -> str:
-        found = re.search(r"O:([^:]+?)(?=[GDS]:|$)", sddl)
-        return found.group(1) if found else ""
-
     def _open_handle(path: str, access: int, disposition: int, flags: int, sddl: str | None):
         desc = _Descriptor(sddl) if sddl else None
         try:
