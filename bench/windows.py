@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     root = Path(__file__).resolve().parents[1]
-    sys.path[:0] = [str(root), str(root / "tests" / "windows")]
+    sys.path[:0] = [str(root), str(root / "tests"), str(root / "tests" / "windows")]
     from winenode import WineNode
 
     ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
