@@ -22,6 +22,7 @@ CONFS = {  # plugin -> (network, config); every one 1.1.0 so that GC and STATUS 
     "win-bridge": (BRIDGE[0], {"type": "win-bridge", "apiVersion": 2, "ipam": {**IPAM, "subnet": "10.244.60.0/25"}}),
     "win-overlay": (OVERLAY[0], {"type": "win-overlay", "apiVersion": 2, "ipam": {**IPAM, "subnet": OVERLAY[1]}}),
     "flannel": (BRIDGE[0], {"type": "flannel", "subnetFile": REACH + r"\subnet.env", "dataDir": REACH + r"\flannel",
+                            "netConf": REACH + r"\net-conf.json",  # the lane's default one names cbr0
                             "ipam": {"dataDir": IPAM["dataDir"]},
                             "delegate": {"type": "win-bridge", "apiVersion": 2}}),
     "host-local": ("reach-ipam", {"ipam": {**IPAM, "subnet": "10.244.62.0/24"}}),
@@ -42,6 +43,8 @@ def reach(node: WineNode) -> WineNode:
         node.hnsctl("network", "create", name, *kind, "--subnet", subnet, "--gateway", subnet[:-4] + "1")
     node.path(REACH).mkdir(parents=True, exist_ok=True)
     (node.path(REACH) / "subnet.env").write_text(LEASE)
+    (node.path(REACH) / "net-conf.json").write_text(json.dumps({"Network": "10.244.0.0/16",
+                                                                "Backend": {"name": BRIDGE[0], "type": "host-gw"}}))
     return node
 
 
