@@ -22,6 +22,7 @@ REPO = HERE.parent
 VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(HERE))
 import host_local  # noqa: E402
+from verdict import verdict  # noqa: E402
 
 SUBNET_ENV = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
 POLICY = {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}
@@ -200,8 +201,7 @@ def main(argv=None) -> int:
     lines = []
 
     def budget(label: str, value: float, limit: float, unit: str = "x") -> None:
-        verdict = "PASS" if value <= limit else "FAIL"
-        lines.append(f"{verdict} {label}: {value:.2f}{unit} (budget <= {limit}{unit})")
+        lines.append(verdict(label, value, limit, unit))
         print(lines[-1], flush=True)
 
     with tempfile.TemporaryDirectory(prefix="wincni-bench-") as tmp:
