@@ -101,6 +101,7 @@ static HRESULT connect_server(void) {
     struct sockaddr_in addr;
     WSADATA wsa;
     DWORD n;
+    BOOL nodelay = TRUE;
 
     if (conn != INVALID_SOCKET) return S_OK;
     n = GetEnvironmentVariableA("FAKEHNS_PORT", port, sizeof port);
@@ -112,6 +113,9 @@ static HRESULT connect_server(void) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons((u_short)atoi(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* Requests go out as several small sends: without TCP_NODELAY, Nagle's algorithm holds each
+       one back until the server's delayed ACK (40 ms a call), and every HNS call would look slow. */
+    setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, (const char *)&nodelay, sizeof nodelay);
     if (connect(conn, (struct sockaddr *)&addr, sizeof addr)) {
         HRESULT hr = HRESULT_FROM_WIN32(WSAGetLastError());
         closesocket(conn);

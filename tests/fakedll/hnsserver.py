@@ -120,6 +120,8 @@ class Session:
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    disable_nagle_algorithm = True  # replies are several small writes: no 40 ms wait for an ACK each
+
     def handle(self) -> None:
         hello = read_fields(self.rfile)
         if not hello or hello[0] != b"hello":
