@@ -48,6 +48,15 @@ def test_version_loads_only_the_extension_modules_it_uses():
     assert loaded == {"_struct", "zlib", "_json"}, loaded
 
 
+def test_the_python_modules_come_from_one_pack_file():
+    """Loose .pyc files cost a stat and an open each (specs/bootstrap/pyi_rth_wincni_pack.py): only
+    what starts the interpreter before the pack's run-time hook stays loose."""
+    contents, = (p for p in DIST.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
+    assert (contents / "wincni.pack").is_file()
+    loose = {p.relative_to(contents).parts[0].removesuffix(".pyc") for p in contents.rglob("*.pyc")}
+    assert loose == {"encodings", "struct"}, loose
+
+
 ADD = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "frozen1", "CNI_NETNS": "none", "CNI_IFNAME": "eth0"}
 
 

@@ -4,7 +4,7 @@ its .exe open, the next pod on the new build, and the old build removed once not
 
 The "newer build" is this build with another build ID: its launchers name their contents folder
 (PyInstaller's option in the archive's table of contents), so the copy gets the folder renamed and
-that name patched in every .exe and in wincni_build (same length), which is all that tells two
+that name patched in every .exe and in wincni_build's code in wincni.pack (same length), which is all that tells two
 builds apart on disk. A real second build would take minutes more under Wine.
 """
 from __future__ import annotations
@@ -39,9 +39,9 @@ def newer_release(src: Path, dst: Path, build: str) -> str:
         assert data.count(old_name) == 1, name
         (dst / f"{name}.exe").write_bytes(data.replace(old_name, new_name))
     shutil.copytree(src / old_name.decode(), dst / new_name.decode())
-    pyc = dst / new_name.decode() / "wincni_build.pyc"
-    assert pyc.read_bytes().count(build.encode()) == 1
-    pyc.write_bytes(pyc.read_bytes().replace(build.encode(), newer.encode()))
+    pack = dst / new_name.decode() / "wincni.pack"  # wincni_build's code is in there
+    assert pack.read_bytes().count(build.encode()) == 1
+    pack.write_bytes(pack.read_bytes().replace(build.encode(), newer.encode()))
     return newer
 
 

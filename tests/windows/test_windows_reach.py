@@ -101,3 +101,13 @@ def test_hnsctl_and_wincni_read_commands(reach: WineNode) -> None:
     for args in (("--help",), ("install", "--help"), ("sourcevip", "--help")):
         proc = node.wine(node.exe("wincni"), *args)
         assert proc.returncode == 0 and b"usage" in proc.stdout.lower(), (args, proc.stdout, proc.stderr)
+
+
+def test_the_modules_those_commands_ran_came_from_the_pack(reach: WineNode) -> None:
+    """Every command above imported its modules through specs/bootstrap/pyi_rth_wincni_pack.py's
+    finder (Windows paths, backslashes): the Windows bundle has no other copy of them."""
+    cni = reach.path(r"C:\k\cni")
+    contents, = (p for p in cni.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
+    assert (contents / "wincni.pack").is_file()
+    loose = {p.relative_to(contents).parts[0].removesuffix(".pyc") for p in contents.rglob("*.pyc")}
+    assert loose == {"encodings", "struct"}, loose

@@ -1,0 +1,149 @@
+"""wincni.pack: the bundle's pure modules in one file (specs/bootstrap/pack.py builds it, the
+run-time hook pyi_rth_wincni_pack.py serves it). Built here from .pyc files laid out as PyInstaller's
+noarchive mode collects them, then imported through the hook's finder."""
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import importlib.util
+import py_compile
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+BOOTSTRAP = Path(__file__).resolve().parents[2] / "specs" / "bootstrap"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_test_{name}", BOOTSTRAP / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pack = load("pack")
+hook = load("pyi_rth_wincni_pack")
+
+SOURCES = {
+    "packdemo/__init__.py": "GREETING = 'from the pack'\n",
+    "packdemo/reader.py": "import os\nwith open(os.path.join(os.path.dirname(__file__), 'data.json')) as f:\n"
+                          "    DATA = f.read()\n",
+    "packdemo/broken.py": "VALUE = 1\nraise RuntimeError('module body failed')\n",
+    "packdemo/sub/__init__.py": "",
+    "packdemo/sub/deep.py": "from .. import GREETING\nVALUE = GREETING + ' (deep)'\n",
+    **{f"packdemo/many/m{i}.py": f"VALUE = {i}\n" for i in range(40)},
+    "packdemo/many/__init__.py": "",
+    "struct.py": "raise AssertionError('a boot module is never packed')\n",
+    "encodings/demo.py": "raise AssertionError('a boot module is never packed')\n",
+}
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    """A contents folder as the spec makes it: wincni.pack, data files and boot .pyc loose."""
+    work, root = tmp_path / "work", tmp_path / "contents"
+    datas = []
+    for rel, text in SOURCES.items():
+        source = work / "src" / rel
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(text)
+        compiled = work / "pyc" / (rel[:-3] + ".pyc")
+        py_compile.compile(str(source), str(compiled), doraise=True)
+        datas.append((rel[:-3] + ".pyc", str(compiled), "DATA"))
+    (work / "data.json").write_text('{"kept": "beside the module"}')
+    datas.append(("packdemo/data.json", str(work / "data.json"), "DATA"))
+    packed: dict = {}
+    kept = pack.take(datas, packed)
+    root.mkdir()
+    pack.write(packed, str(root))
+    for dest, source, _ in kept:  # what COLLECT copies
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        (root / dest).write_bytes(Path(source).read_bytes())
+    saved = list(sys.meta_path)
+    finder = hook.install(str(root), str(root / pack.NAME))
+    yield root, finder, kept
+    sys.meta_path[:] = saved
+    finder.file.close()
+    for name in [m for m in sys.modules if m == "packdemo" or m.startswith("packdemo.")]:
+        del sys.modules[name]
+
+
+def test_modules_come_from_the_pack_and_only_boot_modules_and_data_stay_loose(bundle):
+    root, finder, kept = bundle
+    assert sorted(dest for dest, _, _ in kept) == ["encodings/demo.pyc", "packdemo/data.json", "struct.pyc"]
+    assert not list(root.glob("packdemo/**/*.pyc"))
+    packdemo = importlib.import_module("packdemo")
+    assert packdemo.GREETING == "from the pack"
+    assert packdemo.__spec__.loader is finder
+    assert packdemo.__file__ == str(root / "packdemo" / "__init__.pyc")
+    assert packdemo.__path__ == [str(root / "packdemo")]
+
+
+def test_a_packed_module_finds_the_data_files_beside_it(bundle):
+    root, _, _ = bundle
+    assert importlib.import_module("packdemo.reader").DATA == '{"kept": "beside the module"}'
+    files = importlib.resources.files("packdemo")
+    assert files.joinpath("data.json").read_text() == '{"kept": "beside the module"}'
+
+
+def test_relative_imports_and_subpackages_resolve_in_the_pack(bundle):
+    deep = importlib.import_module("packdemo.sub.deep")
+    assert deep.VALUE == "from the pack (deep)"
+    assert deep.__file__.endswith(str(Path("packdemo", "sub", "deep.pyc")))
+
+
+def test_a_module_that_is_not_packed_is_found_as_a_loose_file_in_its_package(bundle):
+    root, _, _ = bundle
+    (root / "packdemo" / "loose.py").write_text("VALUE = 'loose'\n")
+    importlib.invalidate_caches()
+    assert importlib.import_module("packdemo.loose").VALUE == "loose"
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("packdemo.absent")
+
+
+def test_an_error_in_a_packed_module_body_is_raised_with_its_traceback(bundle):
+    with pytest.raises(RuntimeError, match="module body failed") as caught:
+        importlib.import_module("packdemo.broken")
+    assert any(entry.name == "<module>" and str(entry.path).endswith("broken.py") for entry in caught.traceback)
+    assert "packdemo.broken" not in sys.modules
+
+
+def test_imports_from_several_threads_at_once_each_get_their_own_module(bundle):
+    got, barrier = {}, threading.Barrier(8)
+
+    def worker(k: int) -> None:
+        barrier.wait()
+        for i in range(k, 40, 8):
+            got[i] = importlib.import_module(f"packdemo.many.m{i}").VALUE
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == {i: i for i in range(40)}
+
+
+@pytest.mark.parametrize("dest, expected", [
+    ("plugins/cni/skel.pyc", ("plugins.cni.skel", False)),
+    ("plugins\\cni\\__init__.pyc", ("plugins.cni", True)),
+    ("__future__.pyc", ("__future__", False)),
+])
+def test_module_names_of_collected_pyc_paths(dest, expected):
+    assert pack.module_name(dest) == expected
+
+
+def test_our_bundled_code_neither_reads_docstrings_nor_relies_on_asserts():
+    """The spec builds with optimize=2, which drops both: a ``__doc__`` would read None, an assert
+    would never run."""
+    import ast
+
+    root = BOOTSTRAP.parents[1]
+    found = []
+    for path in sorted([*root.glob("plugins/**/*.py"), *root.glob("libhns/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Assert) or (isinstance(node, ast.Attribute) and node.attr == "__doc__"):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not found, found
