@@ -41,16 +41,16 @@ def lifecycle(node: Node, fixture: str) -> None:
 
 @pytest.mark.parametrize("fixture", ["cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"])
 def test_win_bridge_lifecycle(tmp_path, fixture):
-    lifecycle(Node(tmp_path, "flannel").bridge(), fixture)
+    lifecycle(Node(tmp_path, "flannel").bridge().lease(), fixture)
 
 
 @pytest.mark.parametrize("fixture", ["cni.conf.overlay-v1.json", "cni.conf.overlay-v2.json"])
 def test_win_overlay_lifecycle(tmp_path, fixture):
-    lifecycle(Node(tmp_path, "flannel").overlay(), fixture)
+    lifecycle(Node(tmp_path, "flannel").overlay().lease(), fixture)
 
 
 def test_dockershim_pod_through_win_bridge(tmp_path):
-    node = Node(tmp_path, "flannel").bridge()
+    node = Node(tmp_path, "flannel").bridge().lease()
     conf = node.flannel_conf("cni.conf.l2bridge-v1.json")
     node.sandbox("v1", "pause1")
     node.sandbox("v1", "app1")
@@ -65,7 +65,7 @@ def test_dockershim_pod_through_win_bridge(tmp_path):
 
 
 def test_gc_and_status_through_win_bridge(tmp_path):
-    node = Node(tmp_path, "flannel").bridge()
+    node = Node(tmp_path, "flannel").bridge().lease()
     conf = node.flannel_conf("cni.conf.l2bridge-v1.json", cniVersion="1.1.0")
     for cid in ("pod1", "pod2"):
         node.add(conf, cid, node.sandbox("v1", cid))

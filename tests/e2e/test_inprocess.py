@@ -26,7 +26,7 @@ def _norm(value, root) -> str:
 def scenario(root, fixture: str, no_inprocess: bool) -> dict:
     """One node's whole story under one mode, reduced to what must not depend on the mode."""
     root.mkdir()
-    node = Node(root, "flannel").bridge().venv_plugins()
+    node = Node(root, "flannel").bridge().lease().venv_plugins()
     node.env["WINCNI_LOG_FILE"] = str(root / "cni.log")
     if no_inprocess:
         node.env["WINCNI_NO_INPROCESS"] = "1"

@@ -69,7 +69,7 @@ def assert_nothing_left(node: Node, cid: str) -> None:
 @pytest.mark.parametrize("mode", ["inprocess", "exec"])
 def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
     env = {"WINCNI_NO_INPROCESS": "1"} if mode == "exec" else {}
-    node = Node(tmp_path, "flannel").bridge().venv_plugins()
+    node = Node(tmp_path, "flannel").bridge().lease().venv_plugins()
     conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
     started = time.perf_counter()
     assert run(node, "ADD", conf, "probe", node.sandbox("v2", "probe"), env)[0] == 0
@@ -89,7 +89,7 @@ def test_killed_add_then_retry_then_del_leaves_nothing(tmp_path, mode):
 
 @pytest.mark.slow
 def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
-    node = Node(tmp_path, "flannel").bridge().venv_plugins()
+    node = Node(tmp_path, "flannel").bridge().lease().venv_plugins()
     conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
     keep_netns = node.sandbox("v2", "keep")
     started = time.perf_counter()

@@ -15,65 +15,20 @@ from plugins.wincni import checks
 from plugins.wincni.__main__ import main
 from plugins.wincni.facts import Facts, Problem
 
-EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]
-LEASE = "FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
+from hnsnode import EXCEPTIONS, Node, lease_text
+
+LEASE = lease_text("10.244.4.1/24")
 
 
-class SimNode:
-    """A node's files + simulated HNS as flanneld and kube-proxy leave them (bridge: cbr0, overlay: vxlan0)."""
-
-    def __init__(self, root: Path, kind: str = "bridge", version: str = "") -> None:
-        self.root = root
-        self.kind = kind
-        self.name = "cbr0" if kind == "bridge" else "vxlan0"
-        self.env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns")}
-        if version:
-            self.env["LIBHNS_SIM_VERSION"] = version
-        (root / "bin").mkdir()
-        for plugin in ("flannel", "win-bridge", "win-overlay", "host-local"):
-            (root / "bin" / plugin).write_text("")
-        (root / "conf").mkdir()
-        (root / "subnet.env").write_text(LEASE)
-        backend = {"name": "cbr0", "type": "host-gw"} if kind == "bridge" else {"name": "vxlan0", "type": "vxlan",
-                                                                                "VNI": 4096, "Port": 4789}
-        self.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": backend})
-        self.write_json("SourceVip.json", {"ip4": {"ip": "10.244.4.9/24"}})
-        (root / "ipam" / self.name).mkdir(parents=True)  # as wincni sourcevip reserves it
-        (root / "ipam" / self.name / "10.244.4.9").write_bytes(b"_wincni-source-vip\r\nsourcevip")
-        self.delegate = {"type": "win-bridge" if kind == "bridge" else "win-overlay", "policies": [
-            {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
-            {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}
-        self.conf = {"cniVersion": "1.0.0", "name": self.name, "type": "flannel", "delegate": self.delegate,
-                     "subnetFile": str(root / "subnet.env"), "netConf": str(root / "net-conf.json"),
-                     "ipam": {"dataDir": str(root / "ipam")}}
-
-    def write_json(self, name: str, doc: object) -> None:
-        (self.root / name).write_text(json.dumps(doc))
-
-    def hnsctl(self, *args: str) -> None:
-        err = io.StringIO()
-        assert hnsctl.main(list(args), io.StringIO(), err, self.env) == 0, err.getvalue()
-
-    def network(self, vsid: int = 4096) -> "SimNode":
-        base = ["network", "create", self.name, "--subnet", "10.244.4.0/24", "--gateway", "10.244.4.1"]
-        if self.kind == "bridge":
-            self.hnsctl(*base, "--type", "L2Bridge", "--adapter", "Ethernet")
-        else:
-            self.hnsctl(*base, "--type", "Overlay", "--vsid", str(vsid), "--management-ip", "10.127.130.36")
-        return self
-
-    def doctor(self, *args: str, expect: int | None = None) -> dict[str, dict]:
-        self.write_json("conf/10-flannel.conf", self.conf)
-        out, err = io.StringIO(), io.StringIO()
-        rc = main(["doctor", "--cni-conf", str(self.root / "conf"), "--cni-bin-dir", str(self.root / "bin"),
-                   "--source-vip", str(self.root / "SourceVip.json"), "-o", "json", *args],
-                  out, err, self.env, platform="linux", cwd=str(self.root))
-        assert err.getvalue() == ""
-        found = {c["id"]: c for c in json.loads(out.getvalue())["checks"]}
-        assert rc == (1 if any(c["status"] == "fail" for c in found.values()) else 0)
-        if expect is not None:
-            assert rc == expect, found
-        return found
+def sim_node(root: Path, kind: str = "bridge", version: str | None = None, network: bool = True,
+             vsid: int = 4096) -> Node:
+    """A healthy node as flanneld and kube-proxy leave it (bridge: cbr0, overlay: vxlan0); with
+    ``network=False`` before flanneld made the HNS network."""
+    node = Node(root, version=version)
+    node.cni_conf = node.flannel_files(kind)
+    if network:
+        node.bridge(host_endpoint=False) if kind == "bridge" else node.overlay(vsid=vsid)
+    return node
 
 
 def failed(found: dict[str, dict], check_id: str, *words: str) -> dict:
@@ -87,35 +42,35 @@ def failed(found: dict[str, dict], check_id: str, *words: str) -> dict:
 
 
 @pytest.fixture(params=["bridge", "overlay"])
-def node(request, tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path, request.param).network()
+def node(request, tmp_path: Path) -> Node:
+    return sim_node(tmp_path, request.param)
 
 
 @pytest.fixture
-def bridge(tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path, "bridge").network()
+def bridge(tmp_path: Path) -> Node:
+    return sim_node(tmp_path, "bridge")
 
 
 @pytest.fixture
-def overlay(tmp_path: Path) -> SimNode:
-    return SimNode(tmp_path, "overlay").network()
+def overlay(tmp_path: Path) -> Node:
+    return sim_node(tmp_path, "overlay")
 
 
-def test_healthy_node_passes_every_check(node: SimNode) -> None:
+def test_healthy_node_passes_every_check(node: Node) -> None:
     found = node.doctor("--reach", "8.8.8.8", expect=0)
     assert {c["status"] for c in found.values()} == {"ok"}, found
     expected = {"config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "source-vip",
-                "hns-features", "ipam-store", "stale-endpoints"} | ({"vxlan"} if node.kind == "overlay" else set())
+                "hns-features", "ipam-store", "stale-endpoints"} | ({"vxlan"} if node.network == "vxlan0" else set())
     assert set(found) == expected
 
 
-def test_config_invalid_names_the_field(bridge: SimNode) -> None:
-    bridge.delegate["loopbackDSR"] = "yes"
+def test_config_invalid_names_the_field(bridge: Node) -> None:
+    bridge.cni_conf["delegate"]["loopbackDSR"] = "yes"
     failed(bridge.doctor(), "config", "loopbackDSR")
 
 
 def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
-    node = SimNode(tmp_path).network()
+    node = sim_node(tmp_path)
     out, err = io.StringIO(), io.StringIO()
     rc = main(["doctor", "--cni-conf", str(tmp_path / "nowhere"), "--cni-bin-dir", str(tmp_path / "nobin"),
                "--subnet-env", str(tmp_path / "none.env"), "--net-conf", str(tmp_path / "conf"),  # a directory
@@ -126,21 +81,21 @@ def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
         assert (words in text) == (words != "Traceback"), text
 
 
-def test_plugins_missing_from_bin_dir(bridge: SimNode) -> None:
-    (bridge.root / "bin" / "host-local").unlink()
+def test_plugins_missing_from_bin_dir(bridge: Node) -> None:
+    (bridge.bin / "host-local").unlink()
     failed(bridge.doctor(), "plugins", "host-local")
 
 
-def test_hns_network_absent(bridge: SimNode) -> None:
+def test_hns_network_absent(bridge: Node) -> None:
     bridge.hnsctl("network", "delete", "cbr0")
     found = bridge.doctor()
     failed(found, "hns-network", "'cbr0'", "Waiting for the Network to be created")
     assert found["ipam-store"]["status"] == "warn"  # cannot be judged without the network
 
 
-def test_hns_network_of_the_wrong_type(bridge: SimNode) -> None:
-    bridge.delegate["type"] = "win-overlay"
-    bridge.write_json("net-conf.json", {"Backend": {"name": "cbr0", "type": "vxlan"}})
+def test_hns_network_of_the_wrong_type(bridge: Node) -> None:
+    bridge.cni_conf["delegate"]["type"] = "win-overlay"
+    bridge.write_net_conf({"Backend": {"name": "cbr0", "type": "vxlan"}})
     found = bridge.doctor()
     assert found["hns-network"]["status"] == "fail" and "L2Bridge" in found["hns-network"]["message"]
 
@@ -161,39 +116,39 @@ def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() 
     assert check.status == "fail" and "L2Bridge" in check.message and "Overlay" in check.message
 
 
-def test_subnet_env_absent(bridge: SimNode) -> None:
-    (bridge.root / "subnet.env").unlink()
+def test_subnet_env_absent(bridge: Node) -> None:
+    bridge.subnet_env.unlink()
     found = bridge.doctor()
     assert found["subnet-env"]["status"] == "fail" and "does not exist" in found["subnet-env"]["message"]
     assert found["config"]["status"] == "warn"  # the delegate cannot be built without the lease
 
 
-def test_subnet_env_outside_the_hns_network(bridge: SimNode) -> None:
-    (bridge.root / "subnet.env").write_text(LEASE.replace("10.244.4.1/24", "10.244.9.1/24"))
-    bridge.write_json("SourceVip.json", {"ip4": {"ip": "10.244.9.9/24"}})  # kube-proxy already followed
+def test_subnet_env_outside_the_hns_network(bridge: Node) -> None:
+    bridge.lease("10.244.9.1/24")
+    bridge.source_vip.write_text(json.dumps({"ip4": {"ip": "10.244.9.9/24"}}))  # kube-proxy already followed
     failed(bridge.doctor(), "subnet-env", "10.244.9.0/24", "cbr0")
 
 
-def test_exceptions_miss_the_service_cidr(node: SimNode) -> None:
-    node.delegate["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16"]
+def test_exceptions_miss_the_service_cidr(node: Node) -> None:
+    node.cni_conf["delegate"]["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16"]
     failed(node.doctor(), "exceptions", "10.96.0.0/12")
 
 
-def test_exceptions_in_v2_shape_count(bridge: SimNode) -> None:
-    bridge.delegate["policies"][0]["Value"] = {"Type": "OutBoundNAT", "Settings": {"Exceptions": EXCEPTIONS}}
+def test_exceptions_in_v2_shape_count(bridge: Node) -> None:
+    bridge.cni_conf["delegate"]["policies"][0]["Value"] = {"Type": "OutBoundNAT", "Settings": {"Exceptions": EXCEPTIONS}}
     assert bridge.doctor(expect=0)["exceptions"]["status"] == "ok"
 
 
 @pytest.mark.parametrize("ip, status, word", [
     ("8.8.8.8", "ok", "is SNAT'ed"), ("10.96.0.10", "ok", "keeps the pod IP"),
     ("10.127.130.1", "fail", "not SNAT'ed"), ("not-an-ip", "fail", "not an IP")])
-def test_reach(bridge: SimNode, ip: str, status: str, word: str) -> None:
+def test_reach(bridge: Node, ip: str, status: str, word: str) -> None:
     found = bridge.doctor("--reach", ip)
     assert found["reach"]["status"] == status and word in found["reach"]["message"], found["reach"]
 
 
-def test_reach_to_cluster_address_that_is_snated(bridge: SimNode) -> None:
-    bridge.delegate["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16", "10.127.130.0/24"]
+def test_reach_to_cluster_address_that_is_snated(bridge: Node) -> None:
+    bridge.cni_conf["delegate"]["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16", "10.127.130.0/24"]
     found = bridge.doctor("--reach", "10.96.0.10")
     assert found["reach"]["status"] == "fail" and "SNAT'ed to the node IP" in found["reach"]["message"]
 
@@ -203,41 +158,41 @@ def test_reach_to_cluster_address_that_is_snated(bridge: SimNode) -> None:
     ({"name": "vxlan0", "type": "vxlan", "VNI": 4095}, ("4095", "4096")),
     ({"name": "vxlan0", "type": "vxlan", "Port": 4790}, ("4790", "4789")),
     ({"name": "vxlan0", "type": "host-gw"}, ("win-bridge", "win-overlay"))])
-def test_net_conf_disagrees(overlay: SimNode, backend: dict, words: tuple) -> None:
-    overlay.write_json("net-conf.json", {"Backend": backend})
+def test_net_conf_disagrees(overlay: Node, backend: dict, words: tuple) -> None:
+    overlay.write_net_conf({"Backend": backend})
     failed(overlay.doctor(), "net-conf", *words)
 
 
 def test_overlay_vni_in_hns_below_4096(tmp_path: Path) -> None:
-    failed(SimNode(tmp_path, "overlay").network(vsid=4000).doctor(), "vxlan", "4000", "4096")
+    failed(sim_node(tmp_path, "overlay", vsid=4000).doctor(), "vxlan", "4000", "4096")
 
 
-def test_source_vip_from_an_old_subnet(node: SimNode) -> None:
-    node.write_json("SourceVip.json", {"cniVersion": "1.0.0", "ips": [{"address": "10.244.7.3/24"}]})
+def test_source_vip_from_an_old_subnet(node: Node) -> None:
+    node.source_vip.write_text(json.dumps({"cniVersion": "1.0.0", "ips": [{"address": "10.244.7.3/24"}]}))
     failed(node.doctor(), "source-vip", "10.244.7.3", "10.244.4.0/24", "restart kube-proxy")
 
 
-def test_source_vip_newer_result_shape_inside(bridge: SimNode) -> None:
-    bridge.write_json("SourceVip.json", {"cniVersion": "1.0.0", "ips": [{"address": "10.244.4.9/24"}]})
+def test_source_vip_newer_result_shape_inside(bridge: Node) -> None:
+    bridge.source_vip.write_text(json.dumps({"cniVersion": "1.0.0", "ips": [{"address": "10.244.4.9/24"}]}))
     assert bridge.doctor(expect=0)["source-vip"]["status"] == "ok"
 
 
-def test_source_vip_not_json(bridge: SimNode) -> None:
-    (bridge.root / "SourceVip.json").write_text("{")
+def test_source_vip_not_json(bridge: Node) -> None:
+    bridge.source_vip.write_text("{")
     failed(bridge.doctor(), "source-vip", "not a CNI result")
 
 
 def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
-    node = SimNode(tmp_path, "bridge", version="9.2").network()
-    node.delegate["loopbackDSR"] = True
+    node = sim_node(tmp_path, "bridge", version="9.2")
+    node.cni_conf["delegate"]["loopbackDSR"] = True
     failed(node.doctor(), "hns-features", "9.2", "loopbackDSR")
 
 
 def test_hns_too_old_for_the_vxlan_port_policy(tmp_path: Path) -> None:
-    failed(SimNode(tmp_path, "overlay", version="10.2").network().doctor(), "hns-features", "VXLAN port")
+    failed(sim_node(tmp_path, "overlay", version="10.2").doctor(), "hns-features", "VXLAN port")
 
 
-def test_store_and_endpoints_disagree_is_a_warning(bridge: SimNode) -> None:
+def test_store_and_endpoints_disagree_is_a_warning(bridge: Node) -> None:
     store = bridge.root / "ipam" / "cbr0"
     (store / "10.244.4.77").write_bytes(b"ghostpod\r\neth0")
     bridge.hnsctl("endpoint", "create", "lostpod_cbr0", "--network", "cbr0", "--ip", "10.244.4.8")
@@ -248,14 +203,14 @@ def test_store_and_endpoints_disagree_is_a_warning(bridge: SimNode) -> None:
     assert "10.244.4.9" not in check["message"]  # the source VIP's pinned reservation is the node's own
 
 
-def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: SimNode) -> None:
+def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: Node) -> None:
     """An endpoint of ours attached to nothing is stale (the fix deletes it by ID); an endpoint
     holding an address host-local reserves for another pod is named with both."""
     from libhns.client import HnsClient
     bridge.hnsctl("endpoint", "create", "gone_cbr0", "--network", "cbr0", "--ip", "10.244.4.19")
     stale_id = HnsClient.from_env(bridge.env).get_endpoint_by_name("gone_cbr0").id
     store = bridge.root / "ipam" / "cbr0"
-    store.mkdir(parents=True, exist_ok=True)  # the SimNode's source VIP is there already
+    store.mkdir(parents=True, exist_ok=True)  # the node's source VIP is there already
     (store / "10.244.4.19").write_bytes(b"otherpod\r\neth0")
     (store / "10.244.4.20").write_bytes(b"gone\r\neth0")
     bridge.hnsctl("endpoint", "create", "moved_cbr0", "--network", "cbr0", "--ip", "10.244.4.21")
@@ -270,12 +225,12 @@ def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: S
     assert "wincni reclaim" in store_check["fix"]
 
 
-def test_table_output_puts_a_fix_under_each_failure(bridge: SimNode) -> None:
-    (bridge.root / "bin" / "host-local").unlink()
-    bridge.write_json("conf/10-flannel.conf", bridge.conf)
+def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
+    (bridge.bin / "host-local").unlink()
+    bridge.write_cni_conf(bridge.cni_conf)
     out = io.StringIO()
-    rc = main(["doctor", "--cni-conf", str(bridge.root / "conf"), "--cni-bin-dir", str(bridge.root / "bin"),
-               "--source-vip", str(bridge.root / "SourceVip.json")], out, io.StringIO(), bridge.env, platform="linux")
+    rc = main(["doctor", "--cni-conf", str(bridge.conf_dir), "--cni-bin-dir", str(bridge.bin),
+               "--source-vip", str(bridge.source_vip)], out, io.StringIO(), bridge.env, platform="linux")
     lines = out.getvalue().splitlines()
     assert rc == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
@@ -299,8 +254,8 @@ def test_checks_are_pure_functions_of_facts() -> None:
     assert checks.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
 
 
-def test_exception_entries_that_are_not_cidrs(bridge: SimNode) -> None:
-    bridge.delegate["policies"][0]["Value"]["ExceptionList"] = EXCEPTIONS + ["bogus", "10.0.0.0/33"]
+def test_exception_entries_that_are_not_cidrs(bridge: Node) -> None:
+    bridge.cni_conf["delegate"]["policies"][0]["Value"]["ExceptionList"] = EXCEPTIONS + ["bogus", "10.0.0.0/33"]
     failed(bridge.doctor("--reach", "10.0.0.1"), "exceptions", "bogus", "10.0.0.0/33")
 
 
@@ -328,46 +283,46 @@ def test_help_names_the_version_and_commit_like_every_executable(capsys):
     assert f"wincni {describe()}" in capsys.readouterr().out
 
 
-def standalone_conf(node: SimNode, subnet: str = "10.244.4.0/24") -> dict:
-    return {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "policies": node.delegate["policies"],
+def standalone_conf(node: Node, subnet: str = "10.244.4.0/24") -> dict:
+    return {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "policies": node.cni_conf["delegate"]["policies"],
             "network": {"subnet": subnet, "adapter": "Ethernet"},
             "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(node.root / "ipam")}}
 
 
 def test_standalone_mode_before_the_first_add_is_healthy(tmp_path: Path) -> None:
-    node = SimNode(tmp_path)
-    node.conf = standalone_conf(node)
+    node = sim_node(tmp_path, network=False)
+    node.cni_conf = standalone_conf(node)
     found = node.doctor(expect=0)
     assert found["hns-network"]["status"] == "ok" and "the first ADD creates it" in found["hns-network"]["message"]
 
 
 def test_standalone_mode_with_a_network_of_another_subnet(tmp_path: Path) -> None:
-    node = SimNode(tmp_path).network()
-    node.conf = standalone_conf(node, "10.244.9.0/24")
+    node = sim_node(tmp_path)
+    node.cni_conf = standalone_conf(node, "10.244.9.0/24")
     failed(node.doctor(), "hns-network", "10.244.4.0/24", "10.244.9.0/24", "never replaces")
 
 
 def test_standalone_mode_with_a_matching_network_is_judged_as_usual(tmp_path: Path) -> None:
-    node = SimNode(tmp_path).network()
-    node.conf = standalone_conf(node)
+    node = sim_node(tmp_path)
+    node.cni_conf = standalone_conf(node)
     assert node.doctor(expect=0)["hns-network"]["message"].startswith("cbr0 is L2Bridge")
 
 
 def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) -> None:
-    node = SimNode(tmp_path)
-    node.conf = standalone_conf(node)
-    node.conf["ipam"]["subnet"] = "10.244.5.0/24"
+    node = sim_node(tmp_path, network=False)
+    node.cni_conf = standalone_conf(node)
+    node.cni_conf["ipam"]["subnet"] = "10.244.5.0/24"
     failed(node.doctor(), "hns-network", "ipam.subnet", "outside network.subnet 10.244.4.0/24")
 
 
-def test_a_bad_libhns_variable_is_reported_not_raised(bridge: SimNode) -> None:
+def test_a_bad_libhns_variable_is_reported_not_raised(bridge: Node) -> None:
     bridge.env["LIBHNS_SIM_VERSION"] = "x"
     failed(bridge.doctor(), "hns-network", "LIBHNS_SIM_VERSION", "fix or unset")
 
 
-def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: SimNode) -> None:
+def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: Node) -> None:
     """Linux flanneld reads the same net-conf.json and defaults to VNI 1 / UDP 8472: say so, name both values."""
-    overlay.write_json("net-conf.json", {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan"}})
+    overlay.write_net_conf({"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan"}})
     found = overlay.doctor(expect=0)
     check = found["net-conf"]
     assert check["status"] == "warn", check
@@ -377,6 +332,6 @@ def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: Si
     assert "agree only if" in found["vxlan"]["message"]
 
 
-def test_every_net_conf_problem_is_reported_in_one_run(overlay: SimNode) -> None:
-    overlay.write_json("net-conf.json", {"Backend": {"name": "vxlan1", "type": "vxlan", "VNI": 1, "Port": 8472}})
+def test_every_net_conf_problem_is_reported_in_one_run(overlay: Node) -> None:
+    overlay.write_net_conf({"Backend": {"name": "vxlan1", "type": "vxlan", "VNI": 1, "Port": 8472}})
     failed(overlay.doctor(), "net-conf", "VNI 1", "Port 8472", "vxlan1", "4096", "4789")

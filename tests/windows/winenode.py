@@ -1,6 +1,6 @@
 """A Windows node under Wine: the release zip in ``C:\\k\\cni``, fake HNS DLLs in system32.
 
-``WineNode`` is ``tests/e2e/hnsnode.Node`` with the plugins run as Windows processes: Wine runs
+``WineNode`` is ``tests/hnsnode.Node`` with the plugins run as Windows processes: Wine runs
 the PyInstaller-built ``.exe`` files of the release zip with ``CNI_PATH=C:\\k\\cni`` and the
 current directory on drive C:, so every default path is the Windows one (``C:\\run\\flannel``,
 ``C:\\var\\lib\\cni\\networks``). ``computenetwork.dll`` / ``vmcompute.dll`` are
@@ -23,7 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FAKEDLL = ROOT / "tests" / "fakedll"
-for extra in (ROOT, ROOT / "tests" / "e2e", FAKEDLL):
+for extra in (ROOT, ROOT / "tests", FAKEDLL):  # tests/: hnsnode, testdata
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 

@@ -1,6 +1,8 @@
-"""A simulated Windows node for the process-level win-bridge / win-overlay tests.
+"""The one simulated Windows node of the tests (unit, e2e, and the Wine lane's ``WineNode`` subclass).
 
-``Node`` plays flanneld and the runtime: ``hnsctl`` (run in-process, it is only the setup tool)
+``Node`` holds a node's files under ``root`` (flanneld's lease and net-conf.json, kube-proxy's
+SourceVip.json, the CNI config dir, host-local's store) and its simulated HNS, and plays flanneld
+and the runtime: ``hnsctl`` (run in-process, it is only the setup tool)
 creates the HNS network, ``cbr0_ep``, namespaces and pause containers; the plugins themselves run
 as subprocesses exactly as the kubelet runs them (stdin = config, ``CNI_*`` env), with host-local
 found on ``CNI_PATH`` through a tiny wrapper that records every IPAM invocation. Every raw HNS call
@@ -22,12 +24,15 @@ from typing import Any, Iterable
 
 from libhns import hnsctl
 from libhns.sim import Simulator
+from plugins.wincni.__main__ import main as wincni_main
 
 from testdata import FIXTURES, GOLDENS
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
 MGMT_IP = "10.127.130.36"
+SOURCE_VIP = "10.244.4.9"
+EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]  # cluster, services, node subnet
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 
 # host-local behind a recorder: one "<COMMAND> <containerID>" line per IPAM invocation.
@@ -71,10 +76,15 @@ class Node:
         wrapper = self.bin / "host-local"
         wrapper.write_text(_IPAM_WRAPPER.format(log=self.ipam_log, real=VENV_BIN / "host-local"))
         wrapper.chmod(0o755)
-        for delegate in ("win-bridge", "win-overlay"):  # what flannel finds on CNI_PATH (run in-process)
+        for delegate in ("win-bridge", "win-overlay", "flannel"):  # what flannel finds on CNI_PATH; doctor's set
             (self.bin / delegate).symlink_to(VENV_BIN / delegate)
         self.flannel_dir = root / "flannel"
         self.subnet_env = root / "subnet.env"
+        self.net_conf = root / "net-conf.json"
+        self.source_vip = root / "SourceVip.json"
+        self.conf_dir = root / "conf"
+        self.conf_dir.mkdir()
+        self.cni_conf: dict | None = None  # what doctor() writes to conf_dir first, when set
         self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
                     "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
                     "LIBHNS_JOURNAL": str(self.journal_path),
@@ -96,8 +106,7 @@ class Node:
         """What flanneld host-gw does: the L2Bridge network and its host endpoint at .2
         (with ``ipv6_subnet``, a dual-stack network as start.ps1 makes one)."""
         self.network = name
-        args = ["network", "create", name, "--type", "L2Bridge", "--subnet", SUBNET, "--gateway", "10.244.4.1",
-                "--adapter", "Ethernet"]
+        args = ["network", "create", name, "--type", "L2Bridge", *_subnet_args(SUBNET), "--adapter", "Ethernet"]
         if ipv6_subnet:
             args += ["--subnet", ipv6_subnet]
         self.hnsctl(*args)
@@ -105,12 +114,65 @@ class Node:
             self.hnsctl("endpoint", "create", f"{name}_ep", "--network", name, "--ip", "10.244.4.2", "--host")
         return self
 
-    def overlay(self, name: str = "vxlan0", vsid: int = 4096, *extra: str) -> "Node":
+    def overlay(self, name: str = "vxlan0", vsid: int = 4096, *extra: str, subnet: str = SUBNET) -> "Node":
         """What flanneld vxlan does: the Overlay network with the node's management IP."""
         self.network = name
-        self.hnsctl("network", "create", name, "--type", "Overlay", "--subnet", SUBNET, "--gateway", "10.244.4.1",
-                    "--vsid", str(vsid), "--management-ip", MGMT_IP, *extra)
+        self.hnsctl("network", "create", name, "--type", "Overlay", *_subnet_args(subnet), "--vsid", str(vsid),
+                    "--management-ip", MGMT_IP, *extra)
         return self
+
+    def lease(self, subnet: str = "") -> "Node":
+        """flanneld's subnet.env: the fixture's lease (10.244.4.1/24), or one for ``subnet``."""
+        self.subnet_env.write_text(lease_text(subnet) if subnet else (FIXTURES / "subnet.env").read_text(),
+                                   newline="")
+        return self
+
+    def write_net_conf(self, doc: dict) -> "Node":
+        self.net_conf.write_text(json.dumps(doc))
+        return self
+
+    def reserve_source_vip(self, ip: str = SOURCE_VIP, network: str = "") -> "Node":
+        """What ``wincni sourcevip`` leaves: kube-proxy's SourceVip.json and host-local's reservation."""
+        self.source_vip.write_text(json.dumps({"ip4": {"ip": f"{ip}/24"}}))
+        store = self.ipam_dir / (network or self.network)
+        store.mkdir(parents=True, exist_ok=True)
+        (store / ip).write_bytes(b"_wincni-source-vip\r\nsourcevip")
+        return self
+
+    def write_cni_conf(self, doc: dict, name: str = "10-flannel.conf") -> Path:
+        """A config in the node's CNI config dir (the one ``doctor`` reads)."""
+        path = self.conf_dir / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    def flannel_files(self, kind: str) -> dict:
+        """Every file flanneld, kube-proxy and ``wincni sourcevip`` leave on a healthy ``kind``
+        ('bridge' or 'overlay') node; returns the flannel config, whose ``delegate`` the caller may edit."""
+        name = "cbr0" if kind == "bridge" else "vxlan0"
+        self.lease().write_net_conf(net_conf_doc(kind)).reserve_source_vip(network=name)
+        delegate = {"type": f"win-{kind}", "policies": [
+            {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
+            {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
+                                                 "NeedEncap": True}}]}
+        return {"cniVersion": "1.0.0", "name": name, "type": "flannel", "delegate": delegate,
+                "subnetFile": str(self.subnet_env), "netConf": str(self.net_conf),
+                "ipam": {"dataDir": str(self.ipam_dir)}}
+
+    def doctor(self, *args: str, expect: int | None = None) -> dict[str, dict]:
+        """``wincni doctor`` in-process on this node's files (``cni_conf`` written first, so a test
+        may edit it before); the checks by id, the exit code checked against them."""
+        if self.cni_conf is not None:
+            self.write_cni_conf(self.cni_conf)
+        out, err = io.StringIO(), io.StringIO()
+        rc = wincni_main(["doctor", "--cni-conf", str(self.conf_dir), "--cni-bin-dir", str(self.bin),
+                          "--source-vip", str(self.source_vip), "-o", "json", *args],
+                         out, err, self.env, platform="linux", cwd=str(self.root))
+        assert err.getvalue() == ""
+        found = {c["id"]: c for c in json.loads(out.getvalue())["checks"]}
+        assert rc == (1 if any(c["status"] == "fail" for c in found.values()) else 0)
+        if expect is not None:
+            assert rc == expect, found
+        return found
 
     def sandbox(self, api: str, cid: str) -> str:
         """The runtime's sandbox before ADD: a namespace (containerd, 'v2') or a pause container
@@ -149,13 +211,11 @@ class Node:
         return [ip for ip, owner in self.ip_files().items() if owner == cid]
 
     def flannel_conf(self, fixture: str, **changes: Any) -> dict:
-        """A node fixture as flannel runs it here: flanneld's lease (the fixture's subnet.env), and
+        """A node fixture as flannel runs it here: flanneld's lease (``lease()`` writes it), and
         flannel's and host-local's state under ``root``."""
-        if not self.subnet_env.exists():
-            self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
         doc = json.loads((FIXTURES / fixture).read_text())
-        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir),
-                   netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.ipam_dir)}, **changes)
+        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir), netConf=str(self.net_conf),
+                   ipam={"dataDir": str(self.ipam_dir)}, **changes)
         return doc
 
     def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
@@ -258,6 +318,23 @@ class Node:
         live = {e["ID"].upper() for e in eps.values()}
         assert not self.attachments() - live, "an attachment points at a deleted endpoint"
         assert cid not in self.ip_files().values(), self.ip_files()
+
+
+def lease_text(subnet: str, network: str = "10.244.0.0/16") -> str:
+    """subnet.env as flanneld writes it on Windows (CRLF) for the node's ``subnet`` (e.g. 10.244.4.1/24)."""
+    return f"FLANNEL_NETWORK={network}\r\nFLANNEL_SUBNET={subnet}\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
+
+
+def net_conf_doc(kind: str) -> dict:
+    """flannel's net-conf.json for a host-gw ('bridge', cbr0) or vxlan ('overlay', vxlan0) node."""
+    backend = ({"name": "cbr0", "type": "host-gw"} if kind == "bridge"
+               else {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789})
+    return {"Network": "10.244.0.0/16", "Backend": backend}
+
+
+def _subnet_args(subnet: str) -> list[str]:
+    """hnsctl's --subnet/--gateway, the gateway at .1 as flanneld sets it."""
+    return ["--subnet", subnet, "--gateway", str(next(ipaddress.ip_network(subnet).hosts()))]
 
 
 def _is_ip(name: str) -> bool:
