@@ -210,12 +210,14 @@ class Node:
         """The addresses host-local holds for ``cid``."""
         return [ip for ip, owner in self.ip_files().items() if owner == cid]
 
-    def flannel_conf(self, fixture: str, **changes: Any) -> dict:
-        """A node fixture as flannel runs it here: flanneld's lease (``lease()`` writes it), and
-        flannel's and host-local's state under ``root``."""
+    def flannel_conf(self, fixture: str, ipam_store: bool = True, **changes: Any) -> dict:
+        """A node fixture as flannel runs it here: flanneld's lease (``lease()`` writes it) and
+        flannel's state under ``root``, and host-local's too unless not ``ipam_store``."""
         doc = json.loads((FIXTURES / fixture).read_text())
-        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir), netConf=str(self.net_conf),
-                   ipam={"dataDir": str(self.ipam_dir)}, **changes)
+        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir), netConf=str(self.net_conf))
+        if ipam_store:
+            doc["ipam"] = {"dataDir": str(self.ipam_dir)}
+        doc.update(changes)
         return doc
 
     def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
@@ -253,11 +255,7 @@ class Node:
     # ------------------------------------------------------------------ what happened
     def journal(self) -> list[dict]:
         """Raw HNS calls since the last look (the journal is emptied)."""
-        if not self.journal_path.exists():
-            return []
-        calls = [json.loads(line) for line in self.journal_path.read_text().splitlines()]
-        self.journal_path.unlink()
-        return calls
+        return drain_jsonl(self.journal_path)
 
     def ipam_calls(self) -> list[str]:
         """IPAM invocations since the last look, e.g. ['ADD pod1', 'DEL pod1']."""
@@ -318,6 +316,15 @@ class Node:
         live = {e["ID"].upper() for e in eps.values()}
         assert not self.attachments() - live, "an attachment points at a deleted endpoint"
         assert cid not in self.ip_files().values(), self.ip_files()
+
+
+def drain_jsonl(path: Path) -> list[dict]:
+    """The records a journal-like file got since the last look; the file is removed."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.unlink()
+    return records
 
 
 def lease_text(subnet: str, network: str = "10.244.0.0/16") -> str:

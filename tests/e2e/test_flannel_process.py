@@ -16,6 +16,7 @@ import pytest
 
 from plugins.flannel.__main__ import main
 
+from hnsnode import Node, drain_jsonl
 from testdata import FIXTURES, GOLDENS
 
 GOLDEN = GOLDENS / "flannel-win-bridge.json"
@@ -38,51 +39,43 @@ if cmd == "ADD":
 """
 
 
-class Node:
-    """A tmp dir laid out like a Windows node: subnet.env, net-conf.json, dataDir, a fake delegate."""
+class RecordingNode(Node):
+    """The node with a recording fake as both delegates and flannel run in-process through ``main``;
+    host-local's store is left as the fixture has it (the fake never runs IPAM)."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.bin = root / "bin"
-        self.bin.mkdir()
+        super().__init__(root, "flannel")
+        self.lease()
         for name in ("win-bridge", "win-overlay"):
+            (self.bin / name).unlink()
             (self.bin / name).write_text(FAKE)
             (self.bin / name).chmod(0o755)
-        self.subnet_env = root / "subnet.env"
-        self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
-        self.net_conf = root / "net-conf.json"  # absent until a test writes it
-        self.data_dir = root / "data"
         self.record = root / "record.jsonl"
-        self.env = {"CNI_PATH": str(self.bin), "CNI_CONTAINERID": "pod1", "CNI_NETNS": "none", "CNI_IFNAME": "eth0",
-                    "FAKE_RECORD": str(self.record), "FAKE_RESULT": json.dumps(RESULT)}
+        self.env.update(CNI_CONTAINERID="pod1", CNI_NETNS="none", FAKE_RECORD=str(self.record),
+                        FAKE_RESULT=json.dumps(RESULT))
 
-    def conf(self, fixture: str = "cni.conf.l2bridge-v1.json", **changes) -> dict:
-        doc = json.loads((FIXTURES / fixture).read_text())
-        doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.data_dir), netConf=str(self.net_conf))
-        doc.update(changes)
-        return doc
+    def flannel_conf(self, fixture: str = "cni.conf.l2bridge-v1.json", **changes) -> dict:
+        return super().flannel_conf(fixture, ipam_store=False, **changes)
 
-    def run(self, command: str, conf: dict, **env) -> tuple[int, dict | None]:
+    def flannel(self, command: str, conf: dict, **env) -> tuple[int, dict | None]:
         out = io.StringIO()
         rc = main({**self.env, "CNI_COMMAND": command, **env}, io.BytesIO(json.dumps(conf).encode()), out)
         return rc, json.loads(out.getvalue()) if out.getvalue() else None
 
     def calls(self) -> list[dict]:
-        if not self.record.exists():
-            return []
-        calls = [json.loads(line) for line in self.record.read_text().splitlines()]
-        self.record.unlink()
-        return calls
+        """What the fake delegates were given since the last look."""
+        return drain_jsonl(self.record)
 
     def saved(self) -> dict[str, bytes]:
-        if not self.data_dir.exists():
+        """flannel's saved delegate configs by container ID."""
+        if not self.flannel_dir.exists():
             return {}
-        return {p.name: p.read_bytes() for p in self.data_dir.iterdir() if p.is_file()}
+        return {p.name: p.read_bytes() for p in self.flannel_dir.iterdir() if p.is_file()}
 
 
 @pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path)
+def node(tmp_path) -> RecordingNode:
+    return RecordingNode(tmp_path)
 
 
 @pytest.mark.parametrize("fixture, net_conf, plugin", [
@@ -93,8 +86,8 @@ def node(tmp_path) -> Node:
 ])
 def test_add_then_del_with_every_node_fixture(node, fixture, net_conf, plugin):
     node.net_conf.write_bytes((FIXTURES / net_conf).read_bytes())
-    conf = node.conf(fixture)
-    rc, out = node.run("ADD", conf)
+    conf = node.flannel_conf(fixture)
+    rc, out = node.flannel("ADD", conf)
     assert (rc, out) == (0, RESULT)  # the delegate's result, printed unchanged
     [add] = node.calls()
     sent = json.loads(add["stdin"])
@@ -104,45 +97,45 @@ def test_add_then_del_with_every_node_fixture(node, fixture, net_conf, plugin):
                     "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
     assert node.saved() == {"pod1": add["stdin"].encode()}  # saved before the delegate ran, the same bytes
 
-    assert node.run("DEL", conf) == (0, None)
+    assert node.flannel("DEL", conf) == (0, None)
     [delete] = node.calls()
     assert (delete["plugin"], delete["cmd"], delete["stdin"]) == (plugin, "DEL", add["stdin"])
     assert node.saved() == {}
-    assert node.run("DEL", conf) == (0, None) and node.calls() == []  # a second DEL succeeds quietly
+    assert node.flannel("DEL", conf) == (0, None) and node.calls() == []  # a second DEL succeeds quietly
 
 
 def test_the_recorded_go_run_saves_and_deletes_like_the_reference(node):
     golden = json.loads(GOLDEN.read_text())
     add, delete = golden["steps"]
     node.subnet_env.write_text(golden["initial_files"]["/run/flannel/subnet.env"])
-    conf = {**add["stdin"], "subnetFile": str(node.subnet_env), "dataDir": str(node.data_dir), "netConf": str(node.net_conf)}
+    conf = {**add["stdin"], "subnetFile": str(node.subnet_env), "dataDir": str(node.flannel_dir), "netConf": str(node.net_conf)}
     env = {k: v for k, v in add["env"].items() if k not in ("CNI_PATH", "CNI_COMMAND")}
-    assert node.run("ADD", conf, **env)[0] == 0
+    assert node.flannel("ADD", conf, **env)[0] == 0
     cid = add["env"]["CNI_CONTAINERID"]
     assert node.saved() == {cid: add["files_after"][f"/var/lib/cni/flannel/{cid}"].encode()}
     assert node.calls()[0]["stdin"] == add["files_after"][f"/var/lib/cni/flannel/{cid}"]
-    assert node.run("DEL", conf, **env) == (0, None)
+    assert node.flannel("DEL", conf, **env) == (0, None)
     assert node.saved() == {} and [c["cmd"] for c in node.calls()] == ["DEL"]
 
 
 def test_a_file_saved_by_the_go_plugin_is_deleted_through_its_delegate(node):
     go_saved = b'{"cniVersion":"0.2.0","ipMasq":true,"name":"cbr0","type":"win-overlay"}'
-    node.data_dir.mkdir()
-    (node.data_dir / "pod1").write_bytes(go_saved)
-    assert node.run("DEL", node.conf()) == (0, None)
+    node.flannel_dir.mkdir()
+    (node.flannel_dir / "pod1").write_bytes(go_saved)
+    assert node.flannel("DEL", node.flannel_conf()) == (0, None)
     [delete] = node.calls()
     assert (delete["plugin"], delete["stdin"]) == ("win-overlay", go_saved.decode())
     assert node.saved() == {}
 
 
 def test_dockershim_pause_and_app_container_share_one_saved_config(node):
-    conf = node.conf()
-    assert node.run("ADD", conf, CNI_CONTAINERID="pause1", CNI_NETNS="none")[0] == 0
-    assert node.run("ADD", conf, CNI_CONTAINERID="app1", CNI_NETNS="container:pause1")[0] == 0
+    conf = node.flannel_conf()
+    assert node.flannel("ADD", conf, CNI_CONTAINERID="pause1", CNI_NETNS="none")[0] == 0
+    assert node.flannel("ADD", conf, CNI_CONTAINERID="app1", CNI_NETNS="container:pause1")[0] == 0
     assert list(node.saved()) == ["pause1"]
-    assert node.run("DEL", conf, CNI_CONTAINERID="app1", CNI_NETNS="container:pause1") == (0, None)
+    assert node.flannel("DEL", conf, CNI_CONTAINERID="app1", CNI_NETNS="container:pause1") == (0, None)
     assert list(node.saved()) == ["pause1"]  # the pause container still needs it for its own DEL
-    assert node.run("DEL", conf, CNI_CONTAINERID="pause1", CNI_NETNS="none") == (0, None)
+    assert node.flannel("DEL", conf, CNI_CONTAINERID="pause1", CNI_NETNS="none") == (0, None)
     assert node.saved() == {}
     assert [(c["cmd"], c["env"]["CNI_CONTAINERID"]) for c in node.calls()] == [
         ("ADD", "pause1"), ("ADD", "app1"), ("DEL", "app1"), ("DEL", "pause1")]
@@ -150,7 +143,7 @@ def test_dockershim_pause_and_app_container_share_one_saved_config(node):
 
 def test_missing_subnet_env_is_try_again_later_naming_the_path(node):
     node.subnet_env.unlink()
-    rc, out = node.run("ADD", node.conf())
+    rc, out = node.flannel("ADD", node.flannel_conf())
     assert rc == 1 and out["code"] == 11
     assert str(node.subnet_env) in out["msg"] and "flanneld" in out["details"] and "log" in out["details"]
     assert node.calls() == [] and node.saved() == {}
@@ -158,7 +151,7 @@ def test_missing_subnet_env_is_try_again_later_naming_the_path(node):
 
 def test_malformed_subnet_env_lists_what_is_missing(node):
     node.subnet_env.write_text("FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\n")
-    rc, out = node.run("ADD", node.conf())
+    rc, out = node.flannel("ADD", node.flannel_conf())
     assert (rc, out["code"]) == (1, 7)
     assert out["msg"] == f"failed to load flannel 'subnet.env' file: {node.subnet_env} is missing FLANNEL_MTU, FLANNEL_IPMASQ"
     assert "Check the flannel pod log for this node" in out["details"]
@@ -166,7 +159,7 @@ def test_malformed_subnet_env_lists_what_is_missing(node):
 
 def test_a_network_name_flanneld_did_not_create_is_refused_before_anything_runs(node):
     node.net_conf.write_bytes((FIXTURES / "net-conf.vxlan.json").read_bytes())
-    rc, out = node.run("ADD", node.conf("cni.conf.l2bridge-v1.json"))
+    rc, out = node.flannel("ADD", node.flannel_conf("cni.conf.l2bridge-v1.json"))
     assert (rc, out["code"]) == (1, 7)
     assert out["msg"] == "the HNS network is called vxlan0 but this config is named cbr0"
     assert node.calls() == [] and node.saved() == {}
@@ -174,9 +167,9 @@ def test_a_network_name_flanneld_did_not_create_is_refused_before_anything_runs(
 
 def test_the_delegate_type_follows_the_backend_when_the_config_has_none(node):
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan"}}))
-    conf = node.conf("cni.conf.overlay-v1.json")
+    conf = node.flannel_conf("cni.conf.overlay-v1.json")
     del conf["delegate"]["type"]
-    assert node.run("ADD", conf)[0] == 0
+    assert node.flannel("ADD", conf)[0] == 0
     assert [c["plugin"] for c in node.calls()] == ["win-overlay"]
 
 
@@ -187,63 +180,63 @@ def test_the_delegate_type_follows_the_backend_when_the_config_has_none(node):
     ({"delegate": {"type": "no-such-plugin"}}, 999, 'failed to find plugin "no-such-plugin"'),
 ])
 def test_bad_config_is_a_cni_error_and_nothing_else_on_stdout(node, change, code, text):
-    rc, out = node.run("ADD", node.conf(**change))
+    rc, out = node.flannel("ADD", node.flannel_conf(**change))
     assert (rc, out["code"]) == (1, code) and text in out["msg"]
 
 
 def test_a_failed_delegate_add_keeps_the_saved_config_for_the_runtimes_del(node):
-    conf = node.conf()
-    rc, out = node.run("ADD", conf, FAKE_FAIL="ADD", FAKE_CODE="11")
+    conf = node.flannel_conf()
+    rc, out = node.flannel("ADD", conf, FAKE_FAIL="ADD", FAKE_CODE="11")
     assert (rc, out["code"], out["msg"]) == (1, 11, "fake ADD failed")  # the delegate's code is kept
     assert list(node.saved()) == ["pod1"]
-    assert node.run("DEL", conf) == (0, None) and node.saved() == {}
+    assert node.flannel("DEL", conf) == (0, None) and node.saved() == {}
 
 
 def test_a_failed_delegate_del_keeps_the_saved_config_for_the_retry(node):
-    conf = node.conf()
-    node.run("ADD", conf)
-    rc, out = node.run("DEL", conf, FAKE_FAIL="DEL")
+    conf = node.flannel_conf()
+    node.flannel("ADD", conf)
+    rc, out = node.flannel("DEL", conf, FAKE_FAIL="DEL")
     assert (rc, out["code"]) == (1, 11) and list(node.saved()) == ["pod1"]
-    assert node.run("DEL", conf) == (0, None) and node.saved() == {}
+    assert node.flannel("DEL", conf) == (0, None) and node.saved() == {}
 
 
 def test_del_needs_neither_flanneld_nor_the_current_config(node):
-    conf = node.conf()
-    node.run("ADD", conf)
+    conf = node.flannel_conf()
+    node.flannel("ADD", conf)
     node.subnet_env.unlink()
     del conf["delegate"]
-    assert node.run("DEL", conf) == (0, None)
+    assert node.flannel("DEL", conf) == (0, None)
     assert [c["plugin"] for c in node.calls()] == ["win-bridge", "win-bridge"]
 
 
 def test_check_delegates_the_saved_config_with_the_runtimes_prev_result(node):
-    conf = node.conf(cniVersion="1.0.0")
-    node.run("ADD", conf)
+    conf = node.flannel_conf(cniVersion="1.0.0")
+    node.flannel("ADD", conf)
     node.calls()
     prev = {"cniVersion": "1.0.0", "ips": [{"address": "10.244.4.2/24"}]}
-    assert node.run("CHECK", {**conf, "prevResult": prev}) == (0, None)
+    assert node.flannel("CHECK", {**conf, "prevResult": prev}) == (0, None)
     [check] = node.calls()
     sent = json.loads(check["stdin"])
     assert check["cmd"] == "CHECK" and sent["prevResult"] == prev and sent["ipam"]["subnet"] == "10.244.4.0/24"
-    rc, out = node.run("CHECK", conf, CNI_CONTAINERID="unknown")
+    rc, out = node.flannel("CHECK", conf, CNI_CONTAINERID="unknown")
     assert (rc, out["code"]) == (1, 3) and "unknown" in out["msg"]
 
 
 def test_a_corrupt_saved_config_is_named(node):
-    node.data_dir.mkdir()
-    (node.data_dir / "pod1").write_text("{trunc")
-    rc, out = node.run("DEL", node.conf())
-    assert (rc, out["code"]) == (1, 7) and str(node.data_dir / "pod1") in out["msg"]
+    node.flannel_dir.mkdir()
+    (node.flannel_dir / "pod1").write_text("{trunc")
+    rc, out = node.flannel("DEL", node.flannel_conf())
+    assert (rc, out["code"]) == (1, 7) and str(node.flannel_dir / "pod1") in out["msg"]
 
 
 # ---------------------------------------------------------------- STATUS / GC (CNI 1.1.0)
 
 def test_status_reads_the_lease_then_asks_the_delegate(node):
-    conf = node.conf(cniVersion="1.1.0")
-    assert node.run("STATUS", conf) == (0, None)
+    conf = node.flannel_conf(cniVersion="1.1.0")
+    assert node.flannel("STATUS", conf) == (0, None)
     [status] = node.calls()
     assert (status["cmd"], json.loads(status["stdin"])["ipam"]["subnet"]) == ("STATUS", "10.244.4.0/24")
-    rc, out = node.run("STATUS", conf, FAKE_FAIL="STATUS", FAKE_CODE="50")
+    rc, out = node.flannel("STATUS", conf, FAKE_FAIL="STATUS", FAKE_CODE="50")
     assert (rc, out["code"]) == (1, 50)
 
 
@@ -253,25 +246,25 @@ def test_status_without_a_usable_lease(node, content, code):
         node.subnet_env.unlink()
     else:
         node.subnet_env.write_text(content)
-    rc, out = node.run("STATUS", node.conf(cniVersion="1.1.0"))
+    rc, out = node.flannel("STATUS", node.flannel_conf(cniVersion="1.1.0"))
     assert (rc, out["code"]) == (1, code) and str(node.subnet_env) in out["msg"]
     assert node.calls() == []
 
 
-def gc_conf(node: Node, *alive: str) -> dict:
-    return node.conf(cniVersion="1.1.0", **{"cni.dev/valid-attachments": [
+def gc_conf(node: RecordingNode, *alive: str) -> dict:
+    return node.flannel_conf(cniVersion="1.1.0", **{"cni.dev/valid-attachments": [
         {"containerID": cid, "ifname": "eth0"} for cid in alive]})
 
 
 def test_gc_forwards_to_each_delegate_type_then_drops_dead_attachments(node):
-    conf = node.conf(cniVersion="1.1.0")
+    conf = node.flannel_conf(cniVersion="1.1.0")
     for cid in ("pod1", "pod2"):
-        node.run("ADD", conf, CNI_CONTAINERID=cid)
-    (node.data_dir / "old-overlay-pod").write_text(json.dumps({"name": "cbr0", "type": "win-overlay", "cniVersion": "0.2.0",
+        node.flannel("ADD", conf, CNI_CONTAINERID=cid)
+    (node.flannel_dir / "old-overlay-pod").write_text(json.dumps({"name": "cbr0", "type": "win-overlay", "cniVersion": "0.2.0",
                                                                "runtimeConfig": {"portMappings": []}}))
-    (node.data_dir / "other-net-pod").write_text(json.dumps({"name": "vxlan0", "type": "win-overlay"}))
+    (node.flannel_dir / "other-net-pod").write_text(json.dumps({"name": "vxlan0", "type": "win-overlay"}))
     node.calls()
-    assert node.run("GC", gc_conf(node, "pod1")) == (0, None)
+    assert node.flannel("GC", gc_conf(node, "pod1")) == (0, None)
     calls = {c["plugin"]: json.loads(c["stdin"]) for c in node.calls()}
     assert set(calls) == {"win-bridge", "win-overlay"}
     for sent in calls.values():
@@ -282,16 +275,16 @@ def test_gc_forwards_to_each_delegate_type_then_drops_dead_attachments(node):
 
 
 def test_gc_still_works_while_flanneld_is_down(node):
-    node.run("ADD", node.conf(cniVersion="1.1.0"))
+    node.flannel("ADD", node.flannel_conf(cniVersion="1.1.0"))
     node.subnet_env.unlink()
     node.calls()
-    assert node.run("GC", gc_conf(node)) == (0, None)
+    assert node.flannel("GC", gc_conf(node)) == (0, None)
     assert [c["cmd"] for c in node.calls()] == ["GC"] and node.saved() == {}
 
 
 def test_a_failed_delegate_gc_prunes_nothing(node):
-    node.run("ADD", node.conf(cniVersion="1.1.0"))
-    rc, out = node.run("GC", gc_conf(node), FAKE_FAIL="GC")
+    node.flannel("ADD", node.flannel_conf(cniVersion="1.1.0"))
+    rc, out = node.flannel("GC", gc_conf(node), FAKE_FAIL="GC")
     assert (rc, out["code"]) == (1, 11) and list(node.saved()) == ["pod1"]
 
 
@@ -300,7 +293,7 @@ def test_a_failed_delegate_gc_prunes_nothing(node):
 @pytest.mark.parametrize("argv", [[str(VENV_BIN / "flannel")], [sys.executable, "-m", "plugins.flannel"]])
 def test_the_console_script_and_module_run_add(node, argv):
     env = {**node.env, "CNI_COMMAND": "ADD", "PATH": os.environ.get("PATH", "")}
-    proc = subprocess.run(argv, input=json.dumps(node.conf()).encode(), env=env, capture_output=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(argv, input=json.dumps(node.flannel_conf()).encode(), env=env, capture_output=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == RESULT and proc.stderr == b""
     proc = subprocess.run(argv, input=b"{}", env={**env, "CNI_COMMAND": "VERSION"}, capture_output=True, cwd=REPO, timeout=60)
@@ -313,11 +306,11 @@ def test_the_console_script_and_module_run_add(node, argv):
     ({"runtimeConfig": []}, "runtimeConfig"),
 ])
 def test_del_tolerates_fields_edited_since_add_but_not_a_lost_data_dir(node, edit, field, capfd):
-    conf = node.conf()
-    assert node.run("ADD", conf)[0] == 0
+    conf = node.flannel_conf()
+    assert node.flannel("ADD", conf)[0] == 0
     node.calls()
-    assert node.run("DEL", {**conf, **edit}) == (0, None)
+    assert node.flannel("DEL", {**conf, **edit}) == (0, None)
     assert [c["cmd"] for c in node.calls()] == ["DEL"] and node.saved() == {}
     assert f"ignores {field}" in capfd.readouterr().err
-    rc, out = node.run("DEL", {**conf, "dataDir": ["not", "a", "path"]})
+    rc, out = node.flannel("DEL", {**conf, "dataDir": ["not", "a", "path"]})
     assert (rc, out["code"]) == (1, 7) and "dataDir" in out["msg"], out

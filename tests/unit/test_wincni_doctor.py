@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from libhns import hnsctl
 from libhns.objects import HostComputeNetwork
 from plugins.wincni import checks
 from plugins.wincni.__main__ import main
