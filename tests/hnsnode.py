@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from libhns import hnsctl
 from libhns.sim import Simulator
+from plugins.flannel.__main__ import main as flannel_main
 from plugins.wincni.__main__ import main as wincni_main
 
 from testdata import FIXTURES, GOLDENS
@@ -228,6 +229,12 @@ class Node:
                               capture_output=True, timeout=120)
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
+
+    def flannel(self, command: str, conf: dict, **env: str) -> tuple[int, dict | None]:
+        """flannel in-process through its ``main`` (so a test sees its stderr): (rc, parsed stdout)."""
+        out = io.StringIO()
+        rc = flannel_main({**self.env, "CNI_COMMAND": command, **env}, io.BytesIO(json.dumps(conf).encode()), out)
+        return rc, json.loads(out.getvalue()) if out.getvalue() else None
 
     def add(self, conf: dict, cid: str, netns: str, **env: str) -> dict:
         run = self.run("ADD", conf, cid, netns, **env)

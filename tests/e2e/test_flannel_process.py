@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from plugins.flannel.__main__ import main
-
 from hnsnode import Node, drain_jsonl
 from testdata import FIXTURES, GOLDENS
 
@@ -40,7 +38,7 @@ if cmd == "ADD":
 
 
 class RecordingNode(Node):
-    """The node with a recording fake as both delegates and flannel run in-process through ``main``;
+    """The node with a recording fake as both delegates (flannel runs in-process: ``Node.flannel``);
     host-local's store is left as the fixture has it (the fake never runs IPAM)."""
 
     def __init__(self, root: Path) -> None:
@@ -56,11 +54,6 @@ class RecordingNode(Node):
 
     def flannel_conf(self, fixture: str = "cni.conf.l2bridge-v1.json", **changes) -> dict:
         return super().flannel_conf(fixture, ipam_store=False, **changes)
-
-    def flannel(self, command: str, conf: dict, **env) -> tuple[int, dict | None]:
-        out = io.StringIO()
-        rc = main({**self.env, "CNI_COMMAND": command, **env}, io.BytesIO(json.dumps(conf).encode()), out)
-        return rc, json.loads(out.getvalue()) if out.getvalue() else None
 
     def calls(self) -> list[dict]:
         """What the fake delegates were given since the last look."""

@@ -9,7 +9,6 @@ untouched. Tests that need the attacker are skipped when the suite does not run 
 from __future__ import annotations
 
 import fcntl
-import io
 import json
 import os
 import shutil
@@ -22,10 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.flannel.__main__ import main as flannel_main
-
-from hnsnode import SUBNET, VENV_BIN, Node
-from testdata import FIXTURES
+from hnsnode import SUBNET, Node
 
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the attacker drops from root to nobody: needs root")
@@ -235,23 +231,17 @@ def test_the_debug_log_start_line_names_the_backend(tmp_path):
 
 # ---------------------------------------------------------------- 3: flannel's saved state
 
-def _flannel_env(tmp_path: Path) -> dict:
-    """flannel with the real win-bridge (in-process) on CNI_PATH, on the simulator."""
-    return {"CNI_PATH": str(VENV_BIN), "CNI_CONTAINERID": "pod1", "CNI_NETNS": "none", "CNI_IFNAME": "eth0",
-            "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns"), "PATH": os.environ.get("PATH", "")}
+@pytest.fixture
+def node(tmp_path: Path) -> Node:
+    """flannel with the real win-bridge (in-process) on CNI_PATH, on the simulator, with flanneld's lease."""
+    node = Node(tmp_path, "flannel").lease().venv_plugins()
+    node.env.update(CNI_CONTAINERID="pod1", CNI_NETNS="none")
+    return node
 
 
-def _flannel_conf(tmp_path: Path, data_dir: Path) -> dict:
-    (tmp_path / "subnet.env").write_bytes((FIXTURES / "subnet.env").read_bytes())
-    doc = json.loads((FIXTURES / "cni.conf.l2bridge-v1.json").read_text())
-    doc.update(subnetFile=str(tmp_path / "subnet.env"), dataDir=str(data_dir), netConf=str(tmp_path / "none.json"))
-    return doc
-
-
-def _flannel(command: str, conf: dict, env: dict) -> tuple[int, dict | None]:
-    out = io.StringIO()
-    rc = flannel_main({**env, "CNI_COMMAND": command}, io.BytesIO(json.dumps(conf).encode()), out)
-    return rc, json.loads(out.getvalue()) if out.getvalue() else None
+def _flannel_conf(node: Node, data_dir: Path) -> dict:
+    return node.flannel_conf("cni.conf.l2bridge-v1.json", ipam_store=False, dataDir=str(data_dir),
+                             netConf=str(node.root / "none.json"))
 
 
 def _saved_config(data_dir: Path, log_file: Path, ipam_dir: Path) -> str:
@@ -260,43 +250,43 @@ def _saved_config(data_dir: Path, log_file: Path, ipam_dir: Path) -> str:
 
 
 @root_only
-def test_flannel_refuses_saved_configs_in_a_data_dir_a_user_can_write(tmp_path, arena, victim):
+def test_flannel_refuses_saved_configs_in_a_data_dir_a_user_can_write(tmp_path, node, arena, victim):
     data_dir = arena / "flannel"
     as_nobody(_mkdir, data_dir)
     as_nobody(_write, data_dir / "pod1", _saved_config(data_dir, victim, tmp_path / "ipam"))
-    rc, err = _flannel("DEL", _flannel_conf(tmp_path, data_dir), _flannel_env(tmp_path))
+    rc, err = node.flannel("DEL", _flannel_conf(node, data_dir))
     assert (rc, err["code"]) == (1, 5), err
     assert str(data_dir) in err["msg"] and "owned by uid 65534" in err["msg"]
     assert victim.read_text() == "secret\n"
 
 
-def test_a_saved_configs_log_file_is_never_the_one_written(tmp_path, victim):
+def test_a_saved_configs_log_file_is_never_the_one_written(tmp_path, node, victim):
     """A saved config is the delegate's stdin at DEL, but its logFile is replaced by the
     runtime's (or dropped): whoever wrote the file does not choose what root appends to."""
     data_dir = tmp_path / "flannel"
     data_dir.mkdir(mode=0o700)
     (data_dir / "pod1").write_text(_saved_config(data_dir, victim, tmp_path / "ipam"))
     mine = tmp_path / "runtime.log"
-    conf = {**_flannel_conf(tmp_path, data_dir), "logFile": str(mine)}
-    rc, err = _flannel("DEL", conf, _flannel_env(tmp_path))
+    conf = {**_flannel_conf(node, data_dir), "logFile": str(mine)}
+    rc, err = node.flannel("DEL", conf)
     assert rc == 0, err
     assert victim.read_text() == "secret\n"
     assert any(json.loads(line).get("plugin") == "win-bridge" for line in mine.read_text().splitlines())
 
 
 @root_only
-def test_a_saved_config_that_is_a_link_or_another_users_file_is_refused(tmp_path, victim):
+def test_a_saved_config_that_is_a_link_or_another_users_file_is_refused(tmp_path, node, victim):
     data_dir = tmp_path / "flannel"
     data_dir.mkdir(mode=0o700)
     (data_dir / "pod1").symlink_to(victim)
-    conf = _flannel_conf(tmp_path, data_dir)
-    rc, err = _flannel("DEL", conf, _flannel_env(tmp_path))
+    conf = _flannel_conf(node, data_dir)
+    rc, err = node.flannel("DEL", conf)
     assert (rc, err["code"]) == (1, 5) and "refusing the saved delegate config" in err["msg"], err
     assert "symbolic link" in err["msg"]
     (data_dir / "pod1").unlink()
     (data_dir / "pod1").write_text(_saved_config(data_dir, victim, tmp_path / "ipam"))
     os.chown(data_dir / "pod1", NOBODY, NOBODY)
-    rc, err = _flannel("DEL", conf, _flannel_env(tmp_path))
+    rc, err = node.flannel("DEL", conf)
     assert (rc, err["code"]) == (1, 5) and "owned by uid 65534" in err["msg"], err
     assert victim.read_text() == "secret\n"
 
@@ -343,23 +333,23 @@ def test_the_journal_never_follows_a_link_and_is_created_owner_only(tmp_path, ar
 
 # ---------------------------------------------------------------- 5: unbounded input
 
-def test_stdin_over_the_cap_is_code_6_before_parsing_and_nothing_is_saved(tmp_path):
+def test_stdin_over_the_cap_is_code_6_before_parsing_and_nothing_is_saved(tmp_path, node):
     data_dir = tmp_path / "flannel"
-    conf = _flannel_conf(tmp_path, data_dir)
+    conf = _flannel_conf(node, data_dir)
     conf["runtimeConfig"] = {"portMappings": [], "padding": "x" * (5 << 20)}
     started = time.monotonic()
-    rc, err = _flannel("ADD", conf, _flannel_env(tmp_path))
+    rc, err = node.flannel("ADD", conf)
     assert (rc, err["code"]) == (1, 6) and "4 MiB" in err["msg"]
     assert time.monotonic() - started < 2
     assert not data_dir.exists()
 
 
-def test_flannel_saves_only_the_runtime_config_keys_the_delegates_read(tmp_path):
+def test_flannel_saves_only_the_runtime_config_keys_the_delegates_read(tmp_path, node):
     data_dir = tmp_path / "flannel"
-    conf = _flannel_conf(tmp_path, data_dir)
+    conf = _flannel_conf(node, data_dir)
     conf["runtimeConfig"] = {"portMappings": [{"hostPort": 80, "containerPort": 8080, "protocol": "tcp"}],
                              "unknown": "x" * 1000}
-    _flannel("ADD", conf, _flannel_env(tmp_path))  # saved before the delegate runs (which finds no network)
+    node.flannel("ADD", conf)  # saved before the delegate runs (which finds no network)
     saved = json.loads((data_dir / "pod1").read_text())
     assert saved["runtimeConfig"] == {"portMappings": conf["runtimeConfig"]["portMappings"]}
 
@@ -413,10 +403,9 @@ def test_network_names_that_cannot_be_file_names_are_code_7(tmp_path, name, word
     ("pod1", "container:COM1", ("sandbox ID", "reserved device name")),
     ("pod1", "container:" + "s" * 200, ("sandbox ID", "200 characters")),
 ])
-def test_container_and_sandbox_ids_that_cannot_be_file_names_are_code_4(tmp_path, cid, netns, words):
+def test_container_and_sandbox_ids_that_cannot_be_file_names_are_code_4(tmp_path, node, cid, netns, words):
     data_dir = tmp_path / "flannel"
-    rc, err = _flannel("ADD", _flannel_conf(tmp_path, data_dir),
-                       {**_flannel_env(tmp_path), "CNI_CONTAINERID": cid, "CNI_NETNS": netns})
+    rc, err = node.flannel("ADD", _flannel_conf(node, data_dir), CNI_CONTAINERID=cid, CNI_NETNS=netns)
     assert (rc, err["code"]) == (1, 4), err
     assert all(w in err["msg"] + err.get("details", "") for w in words), err
     assert not data_dir.exists()
