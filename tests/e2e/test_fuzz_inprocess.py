@@ -24,7 +24,6 @@ from testdata import FIXTURES
 from plugins.cni.skel import run
 
 EXAMPLES = int(os.environ.get("WINCNI_FUZZ_EXAMPLES", "5000"))
-VENV_BIN = Path(sys.executable).parent
 SPEC_CODES = {1, 2, 3, 4, 5, 6, 7, 11, 50, 51, 100, 101, 999}
 COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
 
@@ -37,48 +36,36 @@ def _plugins() -> dict:
     return {"flannel": flannel, "win-bridge": win_bridge, "win-overlay": win_overlay, "host-local": host_local}
 
 
-class FuzzNode(Node):
-    """hnsnode's node with both flanneld networks, cbr0 (L2Bridge) and vxlan0 (Overlay), on one
-    HNS, kept for the whole run; the plugins run in-process with our own host-local and
-    delegates on CNI_PATH, and no journal (thousands of runs)."""
-
-    def __init__(self) -> None:
-        super().__init__(Path(tempfile.mkdtemp(prefix="wincni-fuzz-")))
-        self.bridge()
-        self.overlay()
-        self.subnet_env.write_bytes((FIXTURES / "subnet.env").read_bytes())
-        self.venv_plugins()
-        self.ids = itertools.count()
-
-    def seeds(self) -> list[dict]:
-        """The four node fixtures (flannel), direct win-bridge / win-overlay / host-local configs, and
-        standalone win-bridge / win-overlay configs that create their own networks."""
-        ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)}
-        out = []
-        for name in sorted(p.name for p in FIXTURES.glob("cni.conf.*.json")):
-            doc = json.loads((FIXTURES / name).read_text())
-            doc.update(subnetFile=str(self.subnet_env), dataDir=str(self.flannel_dir),
-                       netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.ipam_dir)})
-            out.append(doc)
-            delegate = dict(doc["delegate"], cniVersion="1.1.0", name="vxlan0" if "overlay" in name else "cbr0",
-                           ipam=ipam)
-            delegate.setdefault("type", "win-overlay" if "overlay" in name else "win-bridge")
-            out.append(delegate)
-        out.append({"cniVersion": "1.1.0", "name": "cbr0", "type": "host-local", "ipam": ipam})
-        for plugin, name, subnet in (("win-bridge", "solo0", "10.250.1.0/24"), ("win-overlay", "solo1", "10.250.2.0/24")):
-            out.append({"cniVersion": "1.1.0", "name": name, "type": plugin,  # standalone: creates its network
-                        "network": {"subnet": subnet, "adapter": "Ethernet"}, "ipam": dict(ipam, subnet=subnet)})
-        return out
-
-    def leftovers(self, cid: str) -> list[str]:
-        found = [name for name in self.endpoints() if name.startswith(cid + "_")]
-        for path in self.ipam_dir.rglob("*") if self.ipam_dir.exists() else ():
-            if path.is_file() and path.read_bytes().split(b"\r\n")[0] == cid.encode():
-                found.append(str(path))
-        return found
+def seeds_of(node: Node) -> list[dict]:
+    """The four node fixtures (flannel), direct win-bridge / win-overlay / host-local configs, and
+    standalone win-bridge / win-overlay configs that create their own networks."""
+    ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(node.ipam_dir)}
+    out = []
+    for name in sorted(p.name for p in FIXTURES.glob("cni.conf.*.json")):
+        doc = node.flannel_conf(name)
+        out.append(doc)
+        delegate = dict(doc["delegate"], cniVersion="1.1.0", name="vxlan0" if "overlay" in name else "cbr0",
+                        ipam=ipam)
+        delegate.setdefault("type", "win-overlay" if "overlay" in name else "win-bridge")
+        out.append(delegate)
+    out.append({"cniVersion": "1.1.0", "name": "cbr0", "type": "host-local", "ipam": ipam})
+    for plugin, name, subnet in (("win-bridge", "solo0", "10.250.1.0/24"), ("win-overlay", "solo1", "10.250.2.0/24")):
+        out.append({"cniVersion": "1.1.0", "name": name, "type": plugin,  # standalone: creates its network
+                    "network": {"subnet": subnet, "adapter": "Ethernet"}, "ipam": dict(ipam, subnet=subnet)})
+    return out
 
 
-NODE: FuzzNode | None = None
+def leftovers(node: Node, cid: str) -> list[str]:
+    """Endpoints and host-local reservations of ``cid`` in any network."""
+    found = [name for name in node.endpoints() if name.startswith(cid + "_")]
+    for path in node.ipam_dir.rglob("*") if node.ipam_dir.exists() else ():
+        if path.is_file() and path.read_bytes().split(b"\r\n")[0] == cid.encode():
+            found.append(str(path))
+    return found
+
+
+NODE: Node | None = None
+IDS = itertools.count()  # container IDs, unique over the run
 
 # Values a mutation may write: every JSON type, edge numbers, non-ASCII; no path separators, so a
 # mutated dataDir or subnetFile stays inside the working directory (a temp dir).
@@ -133,10 +120,13 @@ envs = st.fixed_dictionaries({}, optional={
 })
 
 
-def _node() -> FuzzNode:
+def _node() -> Node:
+    """One node for the whole run with both flanneld networks, cbr0 (L2Bridge) and vxlan0 (Overlay),
+    on one HNS; the plugins run in-process with our own host-local and delegates on CNI_PATH, and no
+    journal (thousands of runs)."""
     global NODE
     if NODE is None:
-        NODE = FuzzNode()
+        NODE = Node(Path(tempfile.mkdtemp(prefix="wincni-fuzz-"))).bridge().overlay().lease().venv_plugins()
     return NODE
 
 
@@ -144,7 +134,7 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
     node = _node()
     monkeypatch.chdir(node.root)
     plugins = _plugins()
-    seeds = node.seeds()
+    seeds = seeds_of(node)
     outcomes: Counter = Counter()
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -152,7 +142,7 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
     @given(plugin=st.sampled_from(sorted(plugins)), command=st.sampled_from(COMMANDS), data=mutated(seeds),
            extra=envs, namespace=st.booleans())
     def one(plugin, command, data, extra, namespace):
-        cid = f"fz{next(node.ids)}"
+        cid = f"fz{next(IDS)}"
         env = {**node.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "none"}
         if namespace and command == "ADD":
             env["CNI_NETNS"] = node.sandbox("v2", cid)
@@ -167,14 +157,14 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
             if command == "ADD":  # the runtime's DEL of the same input takes it all away again
                 out = io.StringIO()
                 assert run(plugins[plugin], {**env, "CNI_COMMAND": "DEL"}, io.BytesIO(data), out, err) == 0, out.getvalue()
-                assert node.leftovers(cid) == [], (plugin, data)
+                assert leftovers(node, cid) == [], (plugin, data)
         else:
             assert rc == 1
             doc = json.loads(text)
             assert doc["code"] in SPEC_CODES and isinstance(doc["msg"], str) and doc["msg"], doc
             assert not (doc["code"] == 999 and "failed to find plugin" not in doc["msg"]), doc
             if command == "ADD":
-                assert node.leftovers(cid) == [], (plugin, data, doc)
+                assert leftovers(node, cid) == [], (plugin, data, doc)
 
     one()
     print("fuzz outcomes:", dict(sorted(outcomes.items())), file=sys.stderr)
