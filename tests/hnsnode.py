@@ -124,12 +124,11 @@ class Node:
 
     def lease(self, subnet: str = "") -> "Node":
         """flanneld's subnet.env: the fixture's lease (10.244.4.1/24), or one for ``subnet``."""
-        self.subnet_env.write_text(lease_text(subnet) if subnet else (FIXTURES / "subnet.env").read_text(),
-                                   newline="")
+        _write(self.subnet_env, lease_text(subnet).encode() if subnet else (FIXTURES / "subnet.env").read_bytes())
         return self
 
     def write_net_conf(self, doc: dict) -> "Node":
-        self.net_conf.write_text(json.dumps(doc))
+        _write(self.net_conf, json.dumps(doc).encode())
         return self
 
     def reserve_source_vip(self, ip: str = SOURCE_VIP, network: str = "") -> "Node":
@@ -142,9 +141,7 @@ class Node:
 
     def write_cni_conf(self, doc: dict, name: str = "10-flannel.conf") -> Path:
         """A config in the node's CNI config dir (the one ``doctor`` reads)."""
-        path = self.conf_dir / name
-        path.write_text(json.dumps(doc))
-        return path
+        return _write(self.conf_dir / name, json.dumps(doc).encode())
 
     def flannel_files(self, kind: str) -> dict:
         """Every file flanneld, kube-proxy and ``wincni sourcevip`` leave on a healthy ``kind``
@@ -323,6 +320,13 @@ class Node:
         live = {e["ID"].upper() for e in eps.values()}
         assert not self.attachments() - live, "an attachment points at a deleted endpoint"
         assert cid not in self.ip_files().values(), self.ip_files()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    """A node file, its folder made first (a Windows default path may not exist yet)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
 
 
 def drain_jsonl(path: Path) -> list[dict]:

@@ -26,7 +26,7 @@ from winbuild.dist import COMMANDS
 OPT_BIN, NET_D = r"C:\opt\cni\bin", r"C:\etc\cni\net.d"
 # Its own network and net-conf.json: the node is shared with test_windows_lane.py.
 NETWORK, NET_CONF = "vxlan7", r"C:\etc\kube-flannel-install\net-conf.json"
-SUBNET_ENV, LOG = r"C:\run\flannel\subnet.env", r"C:\k\install-pods.log"
+LOG = r"C:\k\install-pods.log"
 
 
 def newer_release(src: Path, dst: Path, build: str) -> str:
@@ -91,10 +91,10 @@ def test_install_pods_and_an_upgrade_under_an_open_exe(node: WineNode, release_z
 
 
 def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
-    for path, text in ((NET_CONF, (FIXTURES / "net-conf.vxlan.json").read_text().replace("vxlan0", NETWORK)),
-                       (SUBNET_ENV, (FIXTURES / "subnet.env").read_text())):
-        node.path(path).parent.mkdir(parents=True, exist_ok=True)
-        node.path(path).write_bytes(text.encode())
+    node.lease()
+    net_conf = node.path(NET_CONF)
+    net_conf.parent.mkdir(parents=True, exist_ok=True)
+    net_conf.write_text((FIXTURES / "net-conf.vxlan.json").read_text().replace("vxlan0", NETWORK))
     net_d = node.path(NET_D)
     net_d.mkdir(parents=True, exist_ok=True)
     (net_d / "0-containerd-nat.json").write_text('{"cniVersion": "0.3.0", "name": "nat", "type": "nat"}')

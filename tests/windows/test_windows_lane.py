@@ -20,20 +20,13 @@ from winenode import WineNode
 
 from winbuild.dist import PLUGINS
 
-SUBNET_ENV = r"C:\run\flannel\subnet.env"
-NET_CONF = r"C:\etc\kube-flannel\net-conf.json"
-FLANNEL_DATA = r"C:\var\lib\cni\flannel"
-
 
 @pytest.fixture(scope="module")
 def cluster(node: WineNode) -> WineNode:
     """flanneld's part: both networks, cbr0's host endpoint and the node's lease at its Windows path."""
     node.bridge("cbr0")
     node.overlay("vxlan0")
-    lease = node.path(SUBNET_ENV)
-    lease.parent.mkdir(parents=True, exist_ok=True)
-    lease.write_bytes((FIXTURES / "subnet.env").read_bytes())
-    return node
+    return node.lease()
 
 
 def test_version_of_every_exe_and_its_cost_over_the_wine_floor(node: WineNode, timings: dict) -> None:
@@ -66,9 +59,7 @@ def test_flannel_pod_lifecycle(cluster: WineNode, fixture: str, net_conf: str, n
                                env: dict) -> None:
     node = cluster
     node.network = network
-    conf_path = node.path(NET_CONF)
-    conf_path.parent.mkdir(parents=True, exist_ok=True)
-    conf_path.write_bytes((FIXTURES / net_conf).read_bytes())
+    node.write_net_conf(json.loads((FIXTURES / net_conf).read_text()))
     conf = json.loads((FIXTURES / fixture).read_text())
     conf["cniVersion"] = "1.0.0"  # the fixture's node config, new enough for CHECK
     cid = f"pod-{api}-{network}{'-exec' if env else ''}"
@@ -80,7 +71,7 @@ def test_flannel_pod_lifecycle(cluster: WineNode, fixture: str, net_conf: str, n
     endpoint = node.endpoints()[f"{cid}_{network}"]
     assert endpoint["IPAddress"] == ip and endpoint["ID"].upper() in node.attachments()
     assert node.ip_files()[ip] == cid
-    saved = node.path(FLANNEL_DATA) / cid
+    saved = node.flannel_dir / cid
     assert json.loads(saved.read_text())["type"] == ("win-overlay" if network == "vxlan0" else "win-bridge")
     listed = {e["Name"] for e in node.hnsctl_exe("endpoint", "list")}
     assert f"{cid}_{network}" in listed
@@ -184,12 +175,8 @@ def test_doctor_reads_the_node_at_its_windows_default_paths(cluster: WineNode) -
     node.network = "cbr0"
     conf = json.loads((FIXTURES / "cni.conf.l2bridge-v2.json").read_text())
     conf["cniVersion"] = "1.0.0"
-    config = node.path(r"C:\k\cni\config\cni.conf")
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps(conf))
-    net_conf = node.path(NET_CONF)
-    net_conf.parent.mkdir(parents=True, exist_ok=True)
-    net_conf.write_bytes((FIXTURES / "net-conf.host-gw.json").read_bytes())
+    node.write_cni_conf(conf, "cni.conf")
+    node.write_net_conf(json.loads((FIXTURES / "net-conf.host-gw.json").read_text()))
     netns = node.sandbox("v2", "doc-pod")
     add = node.run("ADD", conf, "doc-pod", netns, plugin="flannel")
     assert add.ok, (add.out, add.stderr)
@@ -202,7 +189,7 @@ def test_doctor_reads_the_node_at_its_windows_default_paths(cluster: WineNode) -
     rc, checks = doctor()
     assert rc == 0 and checks["hns-network"]["status"] == "ok", checks
     assert checks["config"]["status"] == checks["ipam-store"]["status"] == "ok", checks
-    lease = node.path(SUBNET_ENV)
+    lease = node.subnet_env
     healthy = lease.read_text()
     try:
         lease.write_text(healthy.replace("10.244.4.", "10.99.4."))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hnsnode import MGMT_IP
+from hnsnode import MGMT_IP, lease_text
 from winenode import WineNode
 
 REACH = r"C:\reach"
-LEASE = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.60.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
 IPAM = {"type": "host-local", "dataDir": REACH + r"\ipam"}
 BRIDGE, OVERLAY = ("reach0", "10.244.60.0/24"), ("reachvx", "10.244.61.0/24")
 CONFS = {  # plugin -> (network, config); every one 1.1.0 so that GC and STATUS exist
@@ -42,7 +41,7 @@ def reach(node: WineNode) -> WineNode:
                                                                   "--management-ip", MGMT_IP]
         node.hnsctl("network", "create", name, *kind, "--subnet", subnet, "--gateway", subnet[:-4] + "1")
     node.path(REACH).mkdir(parents=True, exist_ok=True)
-    (node.path(REACH) / "subnet.env").write_text(LEASE)
+    (node.path(REACH) / "subnet.env").write_text(lease_text("10.244.60.1/24"))
     (node.path(REACH) / "net-conf.json").write_text(json.dumps({"Network": "10.244.0.0/16",
                                                                 "Backend": {"name": BRIDGE[0], "type": "host-gw"}}))
     return node

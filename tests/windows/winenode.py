@@ -61,7 +61,12 @@ class WineNode(Node):
         mingw(FAKEDLL / "bcryptprimitives.c", system32 / "bcryptprimitives.dll", "-shared", "-lbcrypt")
         self.trivial = mingw(FAKEDLL / "trivial.c", cni / "trivial.exe")
         self.server = hnsserver.Server(env={"LIBHNS_SIM_DIR": self.env["LIBHNS_SIM_DIR"]}).start()
-        self.ipam_dir = self.drive_c / "var" / "lib" / "cni" / "networks"  # host-local's default on C:
+        # What differs under Wine: the node's files are at their Windows default paths on drive C:.
+        self.ipam_dir = self.path(r"C:\var\lib\cni\networks")
+        self.flannel_dir = self.path(r"C:\var\lib\cni\flannel")
+        self.subnet_env = self.path(r"C:\run\flannel\subnet.env")
+        self.net_conf = self.path(r"C:\etc\kube-flannel\net-conf.json")
+        self.conf_dir = self.path(r"C:\k\cni\config")
         self.win_env = toolchain.wine_env(self.prefix, FAKEHNS_PORT=str(self.server.port), CNI_PATH=CNI_DIR,
                                           CNI_IFNAME="eth0")
         for name in ("LIBHNS_BACKEND", "LIBHNS_SIM_DIR", "LIBHNS_SIM_FAULTS", "LIBHNS_JOURNAL"):
