@@ -25,7 +25,10 @@ from typing import Any, Iterable
 from libhns import hnsctl
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
-from plugins.wincni.__main__ import main as wincni_main
+from plugins.wincni.__main__ import build_parser, main as wincni_main
+from plugins.wincni import install
+from plugins.wincni.disk import Disk
+from plugins.wincni.facts import default_paths
 
 from testdata import FIXTURES, GOLDENS
 
@@ -83,8 +86,9 @@ class Node:
         self.subnet_env = root / "subnet.env"
         self.net_conf = root / "net-conf.json"
         self.source_vip = root / "SourceVip.json"
-        self.conf_dir = root / "conf"
-        self.conf_dir.mkdir()
+        self.conf_dir = root / "etc-cni-net.d"  # the CNI config dir: doctor reads it, install writes it
+        self.cni_bin = root / "opt-cni-bin"  # where install puts the plugins (absent until it does)
+        self.disk = Disk()  # install's file system (a test may give it Windows' rules)
         self.cni_conf: dict | None = None  # what doctor() writes to conf_dir first, when set
         self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
                     "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
@@ -143,6 +147,9 @@ class Node:
         """A config in the node's CNI config dir (the one ``doctor`` reads)."""
         return _write(self.conf_dir / name, json.dumps(doc).encode())
 
+    def read_cni_conf(self, name: str = "10-flannel.conflist") -> dict:
+        return json.loads((self.conf_dir / name).read_text())
+
     def flannel_files(self, kind: str) -> dict:
         """Every file flanneld, kube-proxy and ``wincni sourcevip`` leave on a healthy ``kind``
         ('bridge' or 'overlay') node; returns the flannel config, whose ``delegate`` the caller may edit."""
@@ -179,6 +186,23 @@ class Node:
             return self.hnsctl("namespace", "create", "-o", "json")["ID"]
         self.hnsctl("container", "create", cid)
         return "none"
+
+    def install_argv(self, *args: str, output: str = "json", dirs: bool = True) -> list[str]:
+        """``wincni install`` from this node's net-conf.json, into ``cni_bin`` and ``conf_dir`` with ``dirs``."""
+        base = ["install", "--net-conf", str(self.net_conf), "--node-ip", f"{MGMT_IP}/24",
+                "--containerd-config", str(self.root / "config.toml"), "-o", output]
+        if dirs:
+            base += ["--cni-bin-dir", str(self.cni_bin), "--cni-conf-dir", str(self.conf_dir)]
+        return base + list(args)
+
+    def install(self, *args: str, expect: int = 0, output: str = "json", dirs: bool = True) -> Any:
+        """``wincni install`` in-process on ``disk`` (``main`` would take the real one); its JSON or table."""
+        out = io.StringIO()
+        parsed = build_parser(default_paths("linux"), "linux").parse_args(
+            self.install_argv(*args, output=output, dirs=dirs))
+        rc = install.run(parsed, out, "linux", str(self.root), disk=self.disk)
+        assert rc == expect, out.getvalue()
+        return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 
     # ------------------------------------------------------------------ plugin runs
     def conf(self, cni_version: str = "1.0.0", **extra: Any) -> dict:

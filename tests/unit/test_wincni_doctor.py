@@ -72,8 +72,8 @@ def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
     node = sim_node(tmp_path)
     out, err = io.StringIO(), io.StringIO()
     rc = main(["doctor", "--cni-conf", str(tmp_path / "nowhere"), "--cni-bin-dir", str(tmp_path / "nobin"),
-               "--subnet-env", str(tmp_path / "none.env"), "--net-conf", str(tmp_path / "conf"),  # a directory
-               "--source-vip", str(tmp_path / "conf")], out, err, node.env, platform="linux", cwd=str(tmp_path))
+               "--subnet-env", str(tmp_path / "none.env"), "--net-conf", str(node.bin),  # a directory
+               "--source-vip", str(node.bin)], out, err, node.env, platform="linux", cwd=str(tmp_path))
     assert rc == 1 and err.getvalue() == ""
     text = out.getvalue()
     for words in ("FAIL  config", "does not exist", "FAIL  plugins", "cannot read", "Traceback"):

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from plugins.wincni import layout
-from plugins.wincni.__main__ import build_parser, main
+from plugins.wincni.__main__ import main
 from plugins import registry
 from plugins.wincni.disk import Disk
-from plugins.wincni.facts import default_paths
-from plugins.wincni.install import run
 from plugins.winnet.policies import fit_user_policies
 
+from hnsnode import Node
 from testdata import FIXTURES
 
 COMMANDS = registry.COMMANDS
@@ -73,30 +72,11 @@ def launcher_build(path: Path) -> str:
     return layout.embedded_build(path.read_bytes())
 
 
-class NodeDirs:
-    def __init__(self, root: Path, netconf: str = "net-conf.vxlan.json") -> None:
-        self.root, self.bin, self.conf = root, root / "opt-cni-bin", root / "etc-cni-net.d"
-        self.net_conf = root / "net-conf.json"
-        self.net_conf.write_bytes((FIXTURES / netconf).read_bytes())
-        self.disk = WindowsDisk()
-
-    def argv(self, *args: str, output: str = "json", dirs: bool = True) -> list[str]:
-        base = ["install", "--net-conf", str(self.net_conf), "--node-ip", "10.127.130.36/24",
-                "--containerd-config", str(self.root / "config.toml"), "-o", output]
-        if dirs:
-            base += ["--cni-bin-dir", str(self.bin), "--cni-conf-dir", str(self.conf)]
-        return base + list(args)
-
-    def install(self, *args: str, expect: int = 0, output: str = "json", dirs: bool = True):
-        """Through install.run with the Windows-rules Disk (main takes the real one)."""
-        out = io.StringIO()
-        parsed = build_parser(default_paths("linux"), "linux").parse_args(self.argv(*args, output=output, dirs=dirs))
-        rc = run(parsed, out, "linux", str(self.root), disk=self.disk)
-        assert rc == expect, out.getvalue()
-        return json.loads(out.getvalue()) if output == "json" else out.getvalue()
-
-    def conflist(self) -> dict:
-        return json.loads((self.conf / "10-flannel.conflist").read_text())
+def install_node(root: Path, netconf: str = "net-conf.vxlan.json") -> Node:
+    """A node with flannel's net-conf.json and a disk with Windows' rules for files in use."""
+    node = Node(root).write_net_conf(json.loads((FIXTURES / netconf).read_text()))
+    node.disk = WindowsDisk()
+    return node
 
 
 def actions(result: dict) -> dict[str, str]:
@@ -104,130 +84,130 @@ def actions(result: dict) -> dict[str, str]:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> NodeDirs:
-    return NodeDirs(tmp_path)
+def node(tmp_path: Path) -> Node:
+    return install_node(tmp_path)
 
 
-def test_fresh_install_then_an_idempotent_second_run(node: NodeDirs, tmp_path: Path) -> None:
+def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path) -> None:
     rel = release(tmp_path, "0.1.0-aaa-1")
-    node.conf.mkdir()
-    (node.conf / "0-containerd-nat.json").write_text('{"type": "nat"}')
-    (node.conf / "99-later.conf").write_text("{}")
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text('{"type": "nat"}')
+    (node.conf_dir / "99-later.conf").write_text("{}")
     table = node.install("--from", str(rel), output="table")
-    assert "COPY     " + str(node.bin / "_wincni-0.1.0-aaa-1") in table
-    assert "INSTALL  " + str(node.bin / "flannel") in table
-    assert "WRITE    " + str(node.conf / "10-flannel.conflist") in table
-    assert "DISABLE  " + str(node.conf / "0-containerd-nat.json") in table
+    assert "COPY     " + str(node.cni_bin / "_wincni-0.1.0-aaa-1") in table
+    assert "INSTALL  " + str(node.cni_bin / "flannel") in table
+    assert "WRITE    " + str(node.conf_dir / "10-flannel.conflist") in table
+    assert "DISABLE  " + str(node.conf_dir / "0-containerd-nat.json") in table
     assert table.rstrip().endswith("build 0.1.0-aaa-1: changed 9 item(s), 0 warning(s)")
     for c in COMMANDS:
-        assert launcher_build(node.bin / c) == "0.1.0-aaa-1"
-    assert (node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
-    assert sorted(p.name for p in node.conf.iterdir()) == [
+        assert launcher_build(node.cni_bin / c) == "0.1.0-aaa-1"
+    assert (node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
+    assert sorted(p.name for p in node.conf_dir.iterdir()) == [
         "0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist", "99-later.conf"]
-    assert node.conflist()["name"] == "vxlan0"
-    written = (node.conf / "10-flannel.conflist").stat().st_mtime_ns
+    assert node.read_cni_conf()["name"] == "vxlan0"
+    written = (node.conf_dir / "10-flannel.conflist").stat().st_mtime_ns
 
     again = node.install("--from", str(rel))
     assert set(actions(again).values()) == {"keep"}, again
-    assert (node.conf / "10-flannel.conflist").stat().st_mtime_ns == written
+    assert (node.conf_dir / "10-flannel.conflist").stat().st_mtime_ns == written
 
 
-def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
+def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: Node, tmp_path: Path) -> None:
     rel = release(tmp_path, "0.1.0-aaa-1")
-    node.conf.mkdir()
-    (node.conf / "0-containerd-nat.json").write_text("{}")
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     plan = node.install("--from", str(rel), "--dry-run")
     assert plan["dryRun"] and actions(plan)["flannel"] == "install" and actions(plan)["0-containerd-nat.json"] == "disable"
     assert '+  "name": "vxlan0",' in plan["diff"]
-    assert not node.bin.exists() and sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json"]
+    assert not node.cni_bin.exists() and sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json"]
     table = node.install("--from", str(rel), "--dry-run", output="table")
-    assert "would change 9 item(s)" in table and "+++ " + str(node.conf / "10-flannel.conflist") in table
+    assert "would change 9 item(s)" in table and "+++ " + str(node.conf_dir / "10-flannel.conflist") in table
 
 
-def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(node: NodeDirs, tmp_path: Path) -> None:
-    node.bin.mkdir()
-    (node.bin / "nat").write_text("someone else's plugin")
-    node.conf.mkdir()
-    (node.conf / "0-containerd-nat.json").write_text('{"type": "nat"}')
+def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(node: Node, tmp_path: Path) -> None:
+    node.cni_bin.mkdir()
+    (node.cni_bin / "nat").write_text("someone else's plugin")
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text('{"type": "nat"}')
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     done = node.install("--uninstall")
     assert actions(done)["0-containerd-nat.json"] == "restore" and actions(done)["10-flannel.conflist"] == "remove"
-    assert sorted(p.name for p in node.bin.iterdir()) == ["nat"]
-    assert sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json"]
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == ["nat"]
+    assert sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json"]
     assert node.install("--uninstall")["warnings"]  # nothing left to uninstall: said, not failed
 
 
-def test_uninstall_keeps_a_config_changed_since(node: NodeDirs, tmp_path: Path) -> None:
+def test_uninstall_keeps_a_config_changed_since(node: Node, tmp_path: Path) -> None:
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    (node.conf / "10-flannel.conflist").write_text("{}")
+    (node.conf_dir / "10-flannel.conflist").write_text("{}")
     assert actions(node.install("--uninstall"))["10-flannel.conflist"] == "keep"
-    assert (node.conf / "10-flannel.conflist").read_text() == "{}"
+    assert (node.conf_dir / "10-flannel.conflist").read_text() == "{}"
 
 
-def test_upgrade_while_a_plugin_runs(node: NodeDirs, tmp_path: Path) -> None:
+def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
     """flannel of build A is running: it is renamed aside (its contents folder stays), every other
     launcher is replaced; once it has exited the next install removes both."""
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    running = str(node.bin / "flannel")
-    node.disk.held = {running, str(node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
+    running = str(node.cni_bin / "flannel")
+    node.disk.held = {running, str(node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
     done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
     step = next(s for s in done["steps"] if s["path"] == running)
-    aside = str(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "flannel")
+    aside = str(node.cni_bin / ".wincni-old" / "0.1.0-aaa-1" / "flannel")
     assert step["action"] == "replace" and aside in step["detail"]
     for c in COMMANDS:
-        assert launcher_build(node.bin / c) == "0.1.0-bbb-2"
-    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir() and launcher_build(Path(aside)) == "0.1.0-aaa-1"
-    assert {("held", aside), ("held", str(node.bin / "_wincni-0.1.0-aaa-1"))} <= {(s["action"], s["path"]) for s in done["steps"]}
+        assert launcher_build(node.cni_bin / c) == "0.1.0-bbb-2"
+    assert (node.cni_bin / "_wincni-0.1.0-aaa-1").is_dir() and launcher_build(Path(aside)) == "0.1.0-aaa-1"
+    assert {("held", aside), ("held", str(node.cni_bin / "_wincni-0.1.0-aaa-1"))} <= {(s["action"], s["path"]) for s in done["steps"]}
 
     node.disk.held = set()  # the old flannel exited
     done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
     assert {(s["action"], os.path.basename(s["path"])) for s in done["steps"]} >= {
         ("remove", "flannel"), ("remove", "_wincni-0.1.0-aaa-1")}
-    assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted([*COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
 
 
-def test_an_old_contents_folder_in_use_stays(node: NodeDirs, tmp_path: Path) -> None:
+def test_an_old_contents_folder_in_use_stays(node: Node, tmp_path: Path) -> None:
     """Launchers all replaceable (nothing runs them) but a file in the old folder is open: kept, no error."""
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    node.disk.held = {str(node.bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
+    node.disk.held = {str(node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
     done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
     assert actions(done)["_wincni-0.1.0-aaa-1"] == "held"
     node.disk.held = set()
     assert actions(node.install("--from", str(release(tmp_path, "0.1.0-bbb-2"))))["_wincni-0.1.0-aaa-1"] == "remove"
 
 
-def test_a_launcher_dropped_from_the_new_build_goes(node: NodeDirs, tmp_path: Path) -> None:
+def test_a_launcher_dropped_from_the_new_build_goes(node: Node, tmp_path: Path) -> None:
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     rel = release(tmp_path, "0.1.0-bbb-2")
     (rel / "hnsctl").unlink()
     assert actions(node.install("--from", str(rel)))["hnsctl"] == "remove"
-    assert not (node.bin / "hnsctl").exists() and not (node.bin / "_wincni-0.1.0-aaa-1").exists()
+    assert not (node.cni_bin / "hnsctl").exists() and not (node.cni_bin / "_wincni-0.1.0-aaa-1").exists()
 
 
 @pytest.mark.parametrize("section", ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"])
-def test_dirs_come_from_containerd_config(node: NodeDirs, tmp_path: Path, section: str) -> None:
+def test_dirs_come_from_containerd_config(node: Node, tmp_path: Path, section: str) -> None:
     key = 'bin_dirs = ["{}", "/other"]' if section.endswith("runtime") else 'bin_dir = "{}"'
     (tmp_path / "config.toml").write_text(
-        f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.bin)}\n  conf_dir = "{node.conf}"\n')
+        f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.cni_bin)}\n  conf_dir = "{node.conf_dir}"\n')
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False)
-    assert done["binDir"] == str(node.bin) and (node.bin / "flannel").is_file()
-    assert (node.conf / "10-flannel.conflist").is_file()
+    assert done["binDir"] == str(node.cni_bin) and (node.cni_bin / "flannel").is_file()
+    assert (node.conf_dir / "10-flannel.conflist").is_file()
 
 
-def test_a_broken_containerd_config_is_named(node: NodeDirs, tmp_path: Path) -> None:
+def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[plugins\n")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1)
     assert "config.toml is not valid TOML" in done["error"] and "--cni-bin-dir" in done["error"]
 
 
-def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
+def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node, tmp_path: Path) -> None:
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}}))
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
     assert "Backend.VNI 1" in done["error"] and "Backend.Port 8472" in done["error"]
-    assert not node.bin.exists() and not node.conf.exists()
+    assert not node.cni_bin.exists() and not node.conf_dir.exists()
 
 
-def test_linux_flannel_defaults_are_a_warning(node: NodeDirs, tmp_path: Path) -> None:
+def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> None:
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": "vxlan0"}}))
     [warning] = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))["warnings"]
     assert "8472" in warning and '"VNI": 4096 and "Port": 4789' in warning
@@ -238,12 +218,12 @@ def test_linux_flannel_defaults_are_a_warning(node: NodeDirs, tmp_path: Path) ->
     (("--node-ip", "nope"), ("--node-ip",)),
 ])
 def test_bad_inputs_name_the_flag(tmp_path: Path, args: tuple, words: tuple) -> None:
-    node = NodeDirs(tmp_path, "net-conf.host-gw.json")
+    node = install_node(tmp_path, "net-conf.host-gw.json")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
     assert all(w in done["error"] for w in words), done
 
 
-def test_a_folder_that_is_not_a_release(node: NodeDirs, tmp_path: Path) -> None:
+def test_a_folder_that_is_not_a_release(node: Node, tmp_path: Path) -> None:
     (tmp_path / "old" / "_internal").mkdir(parents=True)
     (tmp_path / "old" / "flannel").write_text("x")
     done = node.install("--from", str(tmp_path / "old"), expect=1)
@@ -251,21 +231,21 @@ def test_a_folder_that_is_not_a_release(node: NodeDirs, tmp_path: Path) -> None:
     assert "runs from source" in node.install(expect=1)["error"]
 
 
-def test_through_main_and_usage_errors_are_status_2(node: NodeDirs, tmp_path: Path) -> None:
+def test_through_main_and_usage_errors_are_status_2(node: Node, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    assert main(node.argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
+    assert main(node.install_argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
     assert "unrecognized arguments: --bogus" in err.getvalue() and out.getvalue() == ""
-    argv = node.argv("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    argv = node.install_argv("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 0
     assert json.loads(out.getvalue())["build"] == "0.1.0-aaa-1"
 
 
-def test_install_from_the_release_zip(node: NodeDirs, tmp_path: Path) -> None:
+def test_install_from_the_release_zip(node: Node, tmp_path: Path) -> None:
     import shutil
     rel = release(tmp_path, "0.1.0-aaa-1")
     archive = shutil.make_archive(str(tmp_path / "wincni-0.1.0-windows-amd64"), "zip", rel)
     node.install("--from", archive)
-    assert launcher_build(node.bin / "flannel") == "0.1.0-aaa-1" and os.access(node.bin / "flannel", os.X_OK)
+    assert launcher_build(node.cni_bin / "flannel") == "0.1.0-aaa-1" and os.access(node.cni_bin / "flannel", os.X_OK)
 
 
 # ---------------------------------------------------------------- the rendered config vs the samples
@@ -279,9 +259,9 @@ def _delegate(doc: dict) -> dict:
     ("net-conf.host-gw.json", "10.127.130.36/24", "cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"),
 ])
 def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netconf, node_ip, v1, v2) -> None:
-    node = NodeDirs(tmp_path, netconf)
+    node = install_node(tmp_path, netconf)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--node-ip", node_ip or "0.0.0.0")
-    got = node.conflist()
+    got = node.read_cni_conf()
     plugin = got["plugins"][0]
     for sample_name in (v1, v2):
         sample = json.loads((FIXTURES / sample_name).read_text())
@@ -302,9 +282,9 @@ def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netc
 
 def test_rendered_vxlan_config(tmp_path: Path) -> None:
     """The whole document, as the README shows it."""
-    node = NodeDirs(tmp_path)
+    node = install_node(tmp_path)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    assert node.conflist() == {"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
+    assert node.read_cni_conf() == {"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
         "type": "flannel", "capabilities": {"portMappings": True, "dns": True},
         "delegate": {"type": "win-overlay",
                      "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
@@ -315,20 +295,20 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
                                                               "NeedEncap": True}}]}}]}
 
 
-def test_a_manifest_that_is_not_ours_stops_install(node: NodeDirs, tmp_path: Path) -> None:
-    node.bin.mkdir()
-    (node.bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
+def test_a_manifest_that_is_not_ours_stops_install(node: Node, tmp_path: Path) -> None:
+    node.cni_bin.mkdir()
+    (node.cni_bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
-    assert "not a wincni install manifest" in done["error"] and not (node.bin / "flannel").exists()
+    assert "not a wincni install manifest" in done["error"] and not (node.cni_bin / "flannel").exists()
     assert "not a wincni install manifest" in node.install("--uninstall", expect=1)["error"]
 
 
-def test_keep_others_leaves_shadowing_configs(node: NodeDirs, tmp_path: Path) -> None:
-    node.conf.mkdir()
-    (node.conf / "0-containerd-nat.json").write_text("{}")
+def test_keep_others_leaves_shadowing_configs(node: Node, tmp_path: Path) -> None:
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--keep-others")
     assert "0-containerd-nat.json" not in actions(done)
-    assert sorted(p.name for p in node.conf.iterdir()) == ["0-containerd-nat.json", "10-flannel.conflist"]
+    assert sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json", "10-flannel.conflist"]
 
 
 # ---------------------------------------------------------------- upgrades under load, any order
@@ -347,7 +327,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
     process's contents folder is never removed, every launcher in the bin dir finds its own
     build's folder, and once nothing runs, one install leaves exactly one build."""
     root = tmp_path_factory.mktemp("node")
-    node = NodeDirs(root)
+    node = install_node(root)
     releases = {b: release(root, f"0.1.0-b{b}-1") for b in range(4)}
     running: list[tuple[str, str, bool]] = []  # (launcher as started, its build's DLL, DLL loaded yet)
     for build, start, stop_all, loaded in runs:
@@ -358,27 +338,27 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
         for exe, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
-            owner = launcher_build(node.bin / name)
-            assert (node.bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
+            owner = launcher_build(node.cni_bin / name)
+            assert (node.cni_bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
         running = [] if stop_all else running
-        running += [(str(node.bin / name), str(node.bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
+        running += [(str(node.cni_bin / name), str(node.cni_bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
                     for name in start]
     node.disk.held = set()
     node.install("--from", str(releases[runs[-1][0]]))
-    assert sorted(p.name for p in node.bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
                                                                  layout.MANIFEST])
 
 
-def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: NodeDirs,
+def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: Node,
                                                                                      tmp_path: Path) -> None:
     """An install interrupted before its manifest was written leaves the manifest naming an older
     build; the launcher itself says which contents folder it loads."""
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    (node.bin / layout.MANIFEST).unlink()
-    node.disk.held = {str(node.bin / "wincni")}
+    (node.cni_bin / layout.MANIFEST).unlink()
+    node.disk.held = {str(node.cni_bin / "wincni")}
     node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
-    assert launcher_build(node.bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
-    assert (node.bin / "_wincni-0.1.0-aaa-1").is_dir()
+    assert launcher_build(node.cni_bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
+    assert (node.cni_bin / "_wincni-0.1.0-aaa-1").is_dir()
 
 
 def test_embedded_build_reads_only_a_plain_folder_name() -> None:
@@ -388,24 +368,24 @@ def test_embedded_build_reads_only_a_plain_folder_name() -> None:
     assert layout.embedded_build(b"Go build ID") == ""
 
 
-def test_uninstall_dry_run_changes_nothing(node: NodeDirs, tmp_path: Path) -> None:
-    node.conf.mkdir()
-    (node.conf / "0-containerd-nat.json").write_text("{}")
+def test_uninstall_dry_run_changes_nothing(node: Node, tmp_path: Path) -> None:
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    before = sorted(p.name for p in [*node.bin.iterdir(), *node.conf.iterdir()])
+    before = sorted(p.name for p in [*node.cni_bin.iterdir(), *node.conf_dir.iterdir()])
     plan = node.install("--uninstall", "--dry-run")
     assert actions(plan)["0-containerd-nat.json"] == "restore" and actions(plan)["flannel"] == "remove"
-    assert sorted(p.name for p in [*node.bin.iterdir(), *node.conf.iterdir()]) == before
+    assert sorted(p.name for p in [*node.cni_bin.iterdir(), *node.conf_dir.iterdir()]) == before
 
 
-def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node: NodeDirs, tmp_path: Path) -> None:
+def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node: Node, tmp_path: Path) -> None:
     """The plugins run from the bin dir as SYSTEM/root: a folder (or a file in it) others may
     write is made admin-only before anything is laid in (safefs.protect_dir; the DACL on Windows)."""
-    node.bin.mkdir()
-    node.conf.mkdir()
-    (node.bin / "nat").write_text("someone else's plugin")
-    for path in (node.bin, node.conf, node.bin / "nat"):
+    node.cni_bin.mkdir()
+    node.conf_dir.mkdir()
+    (node.cni_bin / "nat").write_text("someone else's plugin")
+    for path in (node.cni_bin, node.conf_dir, node.cni_bin / "nat"):
         path.chmod(0o777)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    for path in (node.bin, node.conf, node.bin / "nat", node.bin / "flannel"):
+    for path in (node.cni_bin, node.conf_dir, node.cni_bin / "nat", node.cni_bin / "flannel"):
         assert path.stat().st_mode & 0o022 == 0, (path, oct(path.stat().st_mode))
