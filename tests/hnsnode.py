@@ -1,12 +1,14 @@
 """The one simulated Windows node of the tests (unit, e2e, and the Wine lane's ``WineNode`` subclass).
 
 ``Node`` holds a node's files under ``root`` (flanneld's lease and net-conf.json, kube-proxy's
-SourceVip.json, the CNI config dir, host-local's store) and its simulated HNS, and plays flanneld
-and the runtime: ``hnsctl`` (run in-process, it is only the setup tool)
+SourceVip.json, the CNI config and bin dirs, flannel's and host-local's stores) and its simulated
+HNS, and plays flanneld and the runtime: ``hnsctl`` (run in-process, it is only the setup tool)
 creates the HNS network, ``cbr0_ep``, namespaces and pause containers; the plugins themselves run
 as subprocesses exactly as the kubelet runs them (stdin = config, ``CNI_*`` env), with host-local
 found on ``CNI_PATH`` through a tiny wrapper that records every IPAM invocation. Every raw HNS call
-goes to ``LIBHNS_JOURNAL``, so a test can read the very documents HNS received.
+goes to ``LIBHNS_JOURNAL``, so a test can read the very documents HNS received. flannel, ``wincni
+doctor`` and ``wincni install`` also run in-process, for the tests that read their stderr or
+inject a fake disk.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from libhns import hnsctl
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
 from plugins.wincni.__main__ import build_parser, main as wincni_main
-from plugins.wincni import install
+from plugins.wincni.install import run as install_run
 from plugins.wincni.disk import Disk
 from plugins.wincni.facts import default_paths
 
@@ -67,7 +69,7 @@ class Run:
 
 
 class Node:
-    """One node's HNS state, IPAM store, CNI_PATH and journals, all under ``root``."""
+    """One node's files, HNS state, IPAM store, CNI_PATH and journals, all under ``root``."""
 
     def __init__(self, root: Path, plugin: str = "win-bridge", version: str | None = None) -> None:
         self.root = root
@@ -200,7 +202,7 @@ class Node:
         out = io.StringIO()
         parsed = build_parser(default_paths("linux"), "linux").parse_args(
             self.install_argv(*args, output=output, dirs=dirs))
-        rc = install.run(parsed, out, "linux", str(self.root), disk=self.disk)
+        rc = install_run(parsed, out, "linux", str(self.root), disk=self.disk)
         assert rc == expect, out.getvalue()
         return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 

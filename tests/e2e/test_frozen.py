@@ -2,7 +2,6 @@
 
 Runs against the one-folder bundle ``dist/wincni/`` (``make dist``, or ``build.ps1`` on Windows) or ``WINCNI_DIST``.
 """
-import io
 import json
 import os
 import subprocess
@@ -95,11 +94,12 @@ def test_wincni_doctor_runs_every_check(tmp_path):
 def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     """The frozen wincni installs the folder it runs from; the installed flannel is that build
     (its about text) and runs a pod through the installed config on the simulator."""
-    from libhns import hnsctl
+    from hnsnode import Node
     from testdata import FIXTURES
-    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
-    bin_dir, conf_dir = tmp_path / "bin", tmp_path / "net.d"
-    proc = run_exe("wincni", env, args=("install", "--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(conf_dir),
+    node = Node(tmp_path)
+    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": node.env["LIBHNS_SIM_DIR"]}
+    bin_dir = node.cni_bin
+    proc = run_exe("wincni", env, args=("install", "--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(node.conf_dir),
                                         "--net-conf", str(FIXTURES / "net-conf.vxlan.json"),
                                         "--containerd-config", str(tmp_path / "none.toml"), "-o", "json"))
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
@@ -110,16 +110,12 @@ def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     about = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], capture_output=True, timeout=120, env={})
     assert f"built {build.rsplit('-', 1)[1]}" in about.stderr.decode(), about.stderr
 
-    assert hnsctl.main(["network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.4.0/24",
-                        "--vsid", "4096", "--management-ip", "10.127.130.36"], io.StringIO(), io.StringIO(), env) == 0
-    (tmp_path / "subnet.env").write_bytes((FIXTURES / "subnet.env").read_bytes())
-    doc = json.loads((conf_dir / "10-flannel.conflist").read_text())
+    node.overlay().lease()
+    doc = node.read_cni_conf()
     conf = {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0],
-            "subnetFile": str(tmp_path / "subnet.env"), "dataDir": str(tmp_path / "flannel"),
-            "ipam": {"dataDir": str(tmp_path / "ipam")}}
-    out = io.StringIO()
-    assert hnsctl.main(["namespace", "create", "-o", "json"], out, io.StringIO(), env) == 0
-    pod = dict(ADD, CNI_NETNS=json.loads(out.getvalue())["ID"], CNI_PATH=str(bin_dir), **env)
+            "subnetFile": str(node.subnet_env), "dataDir": str(node.flannel_dir),
+            "ipam": {"dataDir": str(node.ipam_dir)}}
+    pod = dict(ADD, CNI_NETNS=node.sandbox("v2", "pod"), CNI_PATH=str(bin_dir), **env)
     proc = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], input=json.dumps(conf).encode(), capture_output=True,
                           timeout=120, env=pod)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
