@@ -8,9 +8,12 @@ standalone mode — so the two can never drift apart. The V2 (HCN) form is the s
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Iterable, Mapping
 
 from libhns.policies import to_v1
+
+TYPE_CHECKING = False  # on the pod path (and the simulator's): no typing at run time
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping
 
 #: NetworkFlags.EnableNonPersistent: HNS forgets the network when it restarts (flanneld sets it).
 NON_PERSISTENT = 8

@@ -17,29 +17,45 @@ it every matching call misbehaves. WHAT is one of:
 """
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass
-
 from libhns.errors import EnvError
 
 #: WHAT words that plant an endpoint on the requested address.
 PLANTS = ("stale-ip", "live-ip")
 
 
-@dataclass(frozen=True)
 class Fault:
-    target: str          # export name, or "HNSCall:METHOD PATTERN"
-    hresult: int | None  # None: not a failure (hang or plant)
-    nth: int | None      # None: every call; else the first call number picked
-    last: int | None = None   # the last call number picked (== nth for "#N")
-    hang: float = 0.0    # seconds to block before answering
-    plant: str = ""      # one of PLANTS
+    """One ``TARGET=WHAT`` entry: which calls it picks and what it does to them."""
+
+    __slots__ = ("target", "hresult", "nth", "last", "hang", "plant")
+
+    def __init__(self, target: str, hresult: int | None, nth: int | None, last: int | None = None,
+                 hang: float = 0.0, plant: str = "") -> None:
+        self.target = target      # export name, or "HNSCall:METHOD PATTERN"
+        self.hresult = hresult    # None: not a failure (hang or plant)
+        self.nth = nth            # None: every call; else the first call number picked
+        self.last = last          # the last call number picked (== nth for "#N")
+        self.hang = hang          # seconds to block before answering
+        self.plant = plant        # one of PLANTS
+
+    def _key(self) -> tuple:
+        return (self.target, self.hresult, self.nth, self.last, self.hang, self.plant)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Fault and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "Fault" + repr(self._key())
 
     def matches(self, function: str, method: str | None = None, path: str | None = None) -> bool:
         if not self.target.startswith("HNSCall:"):
             return self.target == function
         if function != "HNSCall":
             return False
+        import fnmatch  # only a run with HNSCall faults pays for it
+
         want_method, _, pattern = self.target[len("HNSCall:"):].partition(" ")
         return (want_method.upper() == (method or "").upper()
                 and fnmatch.fnmatchcase(path or "", pattern.strip() or "*"))

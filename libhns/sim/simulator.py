@@ -8,14 +8,9 @@ query always sees the latest state, including other processes' changes.
 """
 from __future__ import annotations
 
-import json
-import re
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Mapping
 
-from libhns import errors
+from libhns import errors, jsontext
 from libhns.guid import is_guid
 from libhns.jsonci import get_ci
 from libhns.raw import hcn_function
@@ -24,6 +19,11 @@ from libhns.sim import views
 from libhns.sim.faults import Fault, parse_faults
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import E_INVALIDARG, Reject, parse_document
+
+TYPE_CHECKING = False  # every simulated pod command imports this module: no typing at run time
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Callable, Mapping
 
 #: HNS version of a Windows Server 2022 node (the goldens' seed HNS reports the same).
 DEFAULT_VERSION = (13, 2)
@@ -35,14 +35,16 @@ _COMPACT = (",", ":")  # HNS answers compact JSON
 
 
 
-@dataclass
 class SimHandle:
     """An open HCN object (or, with kind "ComputeSystem", an HCS container)."""
 
-    kind: str
-    id: str
-    serial: int = 0
-    closed: bool = False
+    __slots__ = ("kind", "id", "serial", "closed")
+
+    def __init__(self, kind: str, id: str, serial: int = 0, closed: bool = False) -> None:
+        self.kind, self.id, self.serial, self.closed = kind, id, serial, closed
+
+    def __repr__(self) -> str:
+        return f"SimHandle({self.kind!r}, {self.id!r}, serial={self.serial}, closed={self.closed})"
 
 
 def parse_delay(text: str) -> float:
@@ -58,10 +60,10 @@ def parse_delay(text: str) -> float:
 
 def parse_version(text: str) -> tuple[int, int]:
     """'13.2' -> (13, 2)."""
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text or "")
-    if not m:
+    major, dot, minor = (text or "").strip().partition(".")
+    if not (dot and major.isascii() and major.isdigit() and minor.isascii() and minor.isdigit()):
         raise errors.EnvError(f"LIBHNS_SIM_VERSION must look like 13.2, not {text!r}")
-    return int(m.group(1)), int(m.group(2))
+    return int(major), int(minor)
 
 
 class Simulator:
@@ -90,7 +92,9 @@ class Simulator:
 
     @property
     def directory(self) -> Path:
-        return self.store.directory
+        from pathlib import Path  # tests and hnsctl only
+
+        return Path(self.store.directory)
 
     @property
     def open_handles(self) -> int:
@@ -165,9 +169,9 @@ class Simulator:
             filt = P_get(doc, "Filter")
             if isinstance(filt, str) and filt.strip():
                 filt = parse_document(filt)
-            elif not isinstance(filt, Mapping):
+            elif not isinstance(filt, dict):
                 filt = {}
-            return json.dumps(self._read().enumerate(kind, filt), separators=_COMPACT)
+            return jsontext.dumps(self._read().enumerate(kind, filt), separators=_COMPACT)
         return self._run(hcn_function("Enumerate", kind), run)
 
     def hcn_create(self, kind: str, id: str | None, settings: str,
@@ -196,7 +200,7 @@ class Simulator:
     def _is_v1_doc(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
         """HcnCreate* also takes V1-schema JSON (no SchemaVersion, V1 field names)."""
         sv = P_get(doc, "SchemaVersion")
-        if isinstance(sv, Mapping) and int(P_get(sv, "Major") or 0) >= 2:
+        if isinstance(sv, dict) and int(P_get(sv, "Major") or 0) >= 2:
             return False
         return any(P_get(doc, k) is not None for k in v1_keys)
 
@@ -246,9 +250,9 @@ class Simulator:
             st = self._read()
             rec = st.get(kind, h.id)
             sv = P_get(q, "SchemaVersion")
-            if isinstance(sv, Mapping) and int(P_get(sv, "Major") or 2) == 1:
-                return json.dumps(self._v1_view(st, kind, rec), separators=_COMPACT)
-            return json.dumps(self._v2_view(kind, rec), separators=_COMPACT)
+            if isinstance(sv, dict) and int(P_get(sv, "Major") or 2) == 1:
+                return jsontext.dumps(self._v1_view(st, kind, rec), separators=_COMPACT)
+            return jsontext.dumps(self._v2_view(kind, rec), separators=_COMPACT)
         return self._run(hcn_function("Query", kind), run)
 
     @staticmethod
@@ -290,7 +294,7 @@ class Simulator:
     def _hcs_error(self, call: str, hresult: int, message: str | None = None) -> errors.HnsError:
         text = message or errors.hresult_message(hresult) or "Unknown error."
         signed = hresult - (1 << 32) if hresult & 0x80000000 else hresult
-        record = json.dumps({"Error": signed, "ErrorMessage": text}, separators=_COMPACT)
+        record = jsontext.dumps({"Error": signed, "ErrorMessage": text}, separators=_COMPACT)
         return errors.from_hresult(call, hresult, record)
 
     def _run_hcs(self, call: str, fn: Callable[[], Any]) -> Any:
@@ -347,7 +351,7 @@ class Simulator:
         body: dict[str, Any] = {"Success": True}
         if output is not None:
             body["Output"] = output
-        return json.dumps(body, separators=_COMPACT)
+        return jsontext.dumps(body, separators=_COMPACT)
 
     def _v1_dispatch(self, method: str, path: str, request: str) -> Any:
         parts = [p for p in path.split("?")[0].split("/") if p]
@@ -513,7 +517,7 @@ class Simulator:
         if method.upper() != "POST" or path.split("?")[0].strip("/").casefold() != "endpoints":
             return
         try:
-            doc = json.loads(request)
+            doc = jsontext.loads(request)
         except ValueError:
             return
         network = P_get(doc, "VirtualNetwork") or P_get(doc, "VirtualNetworkName")
@@ -555,14 +559,14 @@ class Simulator:
 
 
 def P_get(doc: Any, key: str) -> Any:  # noqa: N802 — short alias used throughout this module
-    return get_ci(doc, key) if isinstance(doc, Mapping) else None
+    return get_ci(doc, key) if isinstance(doc, dict) else None
 
 
 def _requested_ip(document: str, key: str) -> str | None:
     """The first address an endpoint request asks for: V2 ``IpConfigurations[0].IpAddress``,
     V1 ``IPAddress``."""
     try:
-        doc = json.loads(document)
+        doc = jsontext.loads(document)
     except ValueError:
         return None
     value = P_get(doc, key)
@@ -574,6 +578,6 @@ def _requested_ip(document: str, key: str) -> str | None:
 def _envelope_error(hresult: int, message: str | None = None) -> str:
     """V1 reports the condition's sentence ("Element not found."); details stay out, as in HNS."""
     text = errors.hresult_message(hresult) or message or f"HRESULT 0x{hresult:08X}"
-    return json.dumps({"Success": False, "Error": text, "ErrorCode": hresult & 0xFFFFFFFF},
+    return jsontext.dumps({"Success": False, "Error": text, "ErrorCode": hresult & 0xFFFFFFFF},
                       separators=_COMPACT)
 

@@ -11,7 +11,6 @@ import ipaddress
 import itertools
 import os
 import time
-from typing import Any, Iterator, Mapping
 
 from libhns import guid
 from libhns import policies as P
@@ -19,6 +18,10 @@ from libhns.networks import NON_PERSISTENT
 from libhns.sim import views
 from libhns.sim.validate import (HCN_E_INVALID_ENDPOINT, HCN_E_INVALID_NETWORK, E_INVALIDARG,
                                  Reject, check_prefix, check_v2_policies, network_type)
+
+TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Mapping
 
 HCN_E_NETWORK_NOT_FOUND = 0x803B0001
 HCN_E_ENDPOINT_NOT_FOUND = 0x803B0002
@@ -203,11 +206,11 @@ class HnsState:
             raise Reject(HCN_E_INVALID_NETWORK, "Ipams must be a list.")
         out = []
         for ipam in ipams:
-            if not isinstance(ipam, Mapping):
+            if not isinstance(ipam, dict):
                 raise Reject(HCN_E_INVALID_NETWORK, "Ipams entries must be objects.")
             subnets = []
             for s in P.get_ci(ipam, "Subnets") or ():
-                if not isinstance(s, Mapping):
+                if not isinstance(s, dict):
                     raise Reject(HCN_E_INVALID_NETWORK, "Subnets entries must be objects.")
                 prefix = P.get_ci(s, "IpAddressPrefix")
                 check_prefix(prefix)
@@ -326,7 +329,7 @@ class HnsState:
             raise Reject(HCN_E_INVALID_ENDPOINT, "IpConfigurations must be a list.")
         out = []
         for c in cfgs:
-            text = P.get_ci(c, "IpAddress") if isinstance(c, Mapping) else None
+            text = P.get_ci(c, "IpAddress") if isinstance(c, dict) else None
             try:
                 ip = ipaddress.ip_address(str(text))
             except ValueError:
@@ -455,7 +458,7 @@ class HnsState:
         rtype = str(P.get_ci(request, "ResourceType") or "").casefold()
         action = str(P.get_ci(request, "RequestType") or "").casefold()
         settings = P.get_ci(request, "Settings")
-        if not isinstance(settings, Mapping) or action not in ("add", "remove"):
+        if not isinstance(settings, dict) or action not in ("add", "remove"):
             raise Reject(E_INVALIDARG, "Namespace requests need RequestType Add/Remove and Settings.")
         if rtype == "endpoint":
             ep = self.get("Endpoint", P.get_ci(settings, "EndpointId") or "")

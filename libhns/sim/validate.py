@@ -3,10 +3,13 @@ unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of 
 from __future__ import annotations
 
 import ipaddress
-import json
-from typing import Any, Iterator, Mapping
 
+from libhns import jsontext
 from libhns import policies as P
+
+TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Mapping
 
 HCN_E_INVALID_NETWORK = 0x803B000A
 HCN_E_INVALID_NETWORK_TYPE = 0x803B000B
@@ -57,7 +60,7 @@ def parse_document(text: str, *, allow_empty: bool = False,
             return {}
         raise Reject(code, "The request document is empty.")
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except ValueError as exc:
         raise Reject(code, f"The JSON document is invalid: {exc}.") from None
     if not isinstance(doc, dict):
@@ -72,7 +75,7 @@ def _typed(policies: Any, where: str) -> Iterator[tuple[Mapping[str, Any], str]]
     if not isinstance(policies, list):
         raise Reject(HCN_E_INVALID_POLICY, f"{where} Policies must be a list.")
     for p in policies:
-        t = P.policy_type(p) if isinstance(p, Mapping) else None
+        t = P.policy_type(p) if isinstance(p, dict) else None
         if t is None:
             raise Reject(HCN_E_INVALID_POLICY, f"{where} policy without a Type: {p!r}.")
         yield p, t
@@ -95,7 +98,7 @@ def check_v2_policies(policies: Any, known: frozenset[str], where: str) -> list[
         settings = P.get_ci(p, "Settings")
         if settings is None and canon in _NEEDS_SETTINGS:
             raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy needs Settings.")
-        if settings is not None and not isinstance(settings, Mapping):
+        if settings is not None and not isinstance(settings, dict):
             raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy Settings must be an object.")
         settings = dict(settings or {})
         for key in _REQUIRED_KEYS.get(canon, ()):

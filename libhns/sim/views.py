@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import time
-from typing import Any, Mapping
 
 from libhns import policies as P
 from libhns.sim.validate import E_INVALIDARG, Reject, check_v1_policies
+
+TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 #: Network policies V1 shows as top-level fields instead of in ``Policies``.
@@ -39,7 +42,7 @@ def _split(text: Any) -> list[str]:
 
 def _gateway(routes: Any, version: int) -> str | None:
     for r in routes or ():
-        if isinstance(r, Mapping) and P.get_ci(r, "DestinationPrefix") in _DEFAULT_ROUTES:
+        if isinstance(r, dict) and P.get_ci(r, "DestinationPrefix") in _DEFAULT_ROUTES:
             hop = P.get_ci(r, "NextHop")
             try:
                 if hop and ipaddress.ip_address(hop).version == version:
@@ -170,7 +173,7 @@ def _policy_setting(policies: Any, type_: str, key: str) -> Any:
     for p in policies or ():
         if (P.policy_type(p) or "").casefold() == type_.casefold():
             settings = P.get_ci(p, "Settings")
-            return P.get_ci(settings, key) if isinstance(settings, Mapping) else P.get_ci(p, key)
+            return P.get_ci(settings, key) if isinstance(settings, dict) else P.get_ci(p, key)
     return None
 
 
@@ -191,7 +194,7 @@ def network_from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None,
         policies.append({"Type": "DrMacAddress", "Settings": {"Address": g("DrMacAddress")}})
     subnets = []
     for s in g("Subnets") or ():
-        if not isinstance(s, Mapping):
+        if not isinstance(s, dict):
             raise Reject(E_INVALIDARG, "Subnets entries must be objects.")
         prefix = P.get_ci(s, "AddressPrefix")
         sub: dict[str, Any] = {"IpAddressPrefix": prefix}

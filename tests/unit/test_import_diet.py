@@ -147,3 +147,20 @@ def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():
     calls, the lock): no Linux run imports them, so their top-level imports are checked here."""
     for module in ("libhns.ctypes_backend", "libhns._winsec", "plugins.cni.lock", "libhns.safefs"):
         assert not _top_level_imports(module) & POD_HEAVY, module
+
+
+def test_the_simulator_imports_nothing_heavy():
+    """Every simulated command (tests, `make demo`, `make bench`) imports the simulator in place of
+    HNS, and the benchmark's budgets judge our whole start-up: the simulator is held to POD_HEAVY
+    too (without site, so nothing site imports hides a module it pulls in)."""
+    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); base = set(sys.modules)\n"
+             "import libhns.sim\n"
+             "print(json.dumps(sorted(set(sys.modules) - base)))")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(REPO)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    modules = set(json.loads(proc.stdout))
+    assert "libhns.sim.simulator" in modules and not modules & POD_HEAVY, sorted(modules & POD_HEAVY)
+    sim = [m for m in modules if m.startswith("libhns.sim")]
+    offenders = {m: sorted(_top_level_imports(m) & POD_HEAVY) for m in sim}
+    assert not any(offenders.values()), {m: v for m, v in offenders.items() if v}
