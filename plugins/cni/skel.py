@@ -155,8 +155,8 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
                       commit=buildinfo.commit() or None, build=buildinfo.build() or None,
                       backend=backend_name(env, platform))
-        import importlib
-        handlers = importlib.import_module(spec.handlers)
+        __import__(spec.handlers)  # not importlib.import_module: importlib (and warnings) on every command
+        handlers = sys.modules[spec.handlers]
         req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
         if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
             return 0  # like the Go skel: a plugin without GC/STATUS has nothing to collect and is ready

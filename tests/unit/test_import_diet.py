@@ -72,7 +72,8 @@ def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
 # modules that compile regexes or load extension DLLs at import, what only errors need, and
 # modules a few lines of ours replace (on Windows every module is a file to open and scan).
 POD_HEAVY = {"dataclasses", "inspect", "typing", "uuid", "pathlib", "tempfile", "shutil", "logging", "enum",
-             "re", "urllib.parse", "jsonschema", "platform", "json", "contextlib", "threading", "copy", "weakref"}
+             "re", "urllib.parse", "jsonschema", "platform", "json", "contextlib", "threading", "copy", "weakref",
+             "importlib", "warnings"}
 POD_PROBE = """
 import io, json, sys
 sys.path.insert(0, sys.argv[1])
