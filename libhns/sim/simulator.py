@@ -1,10 +1,12 @@
 """``Simulator``: the RawHns surface over the JSON store — HCN calls, HNSCall paths, HCS calls.
 
-Each call loads the state (a snapshot for reads, a locked transaction for changes), applies
-``state.HnsState``'s rules and answers as HNS would: documents as JSON strings, failures as
-``HnsError`` built from the real HRESULT and ErrorRecord (V2, HCS) or as a ``Success:false``
-envelope (HNSCall). Handles are in-process objects that remember only the kind and the ID, so a
-query always sees the latest state, including other processes' changes.
+Each call loads the state (a snapshot for reads, a locked transaction for changes), looks the
+object up in ``state.HnsState`` and lets its kind's record class (``kinds.KINDS``) apply HNS's
+rules, then answers as HNS would: documents as JSON strings, failures as ``HnsError`` built from
+the real HRESULT and ErrorRecord (V2, HCS) or as a ``Success:false`` envelope (HNSCall). Nothing
+here depends on the kind: a new kind is a record class in ``kinds.py``. Handles are in-process
+objects that remember only the kind and the ID, so a query always sees the latest state,
+including other processes' changes.
 """
 from __future__ import annotations
 
@@ -14,9 +16,13 @@ from libhns import errors, jsontext
 from libhns.guid import is_guid
 from libhns.jsonci import get_ci
 from libhns.raw import hcn_function
-from libhns.sim import state as S
-from libhns.sim import views
+from libhns.sim.container import ComputeSystem
+from libhns.sim.endpoint import Endpoint
 from libhns.sim.faults import Fault, parse_faults
+from libhns.sim.namespace import Namespace
+from libhns.sim.record import ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
+from libhns.sim.kinds import KINDS, V1_COLLECTIONS
+from libhns.sim.state import DEFAULT_MANAGEMENT_IP, HnsState
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import E_INVALIDARG, Reject, parse_document
 
@@ -71,7 +77,7 @@ class Simulator:
 
     def __init__(self, directory: Path | str, *, version: tuple[int, int] = DEFAULT_VERSION,
                  faults: str | tuple[Fault, ...] = (),
-                 management_ip: str = S.DEFAULT_MANAGEMENT_IP, mgmt_delay: float = 0.0) -> None:
+                 management_ip: str = DEFAULT_MANAGEMENT_IP, mgmt_delay: float = 0.0) -> None:
         self.store = Store(directory)
         self.mgmt_delay = mgmt_delay
         self.version = version
@@ -144,12 +150,16 @@ class Simulator:
         except Reject as r:
             raise self._error(call, r.hresult, r.message) from None
 
-    def _read(self) -> S.HnsState:
-        return S.HnsState(self.store.snapshot(), self.management_ip, self.mgmt_delay)
+    def _read(self) -> HnsState:
+        return HnsState(self.store.snapshot(), KINDS, self.management_ip, self.mgmt_delay)
 
-    def _write(self, change: Callable[[S.HnsState], Any]) -> Any:
+    def _write(self, change: Callable[[HnsState], Any]) -> Any:
+        """Run ``change`` on the state under the store's lock; written back unless it raises."""
         with self.store.transaction() as data:
-            return change(S.HnsState(data, self.management_ip, self.mgmt_delay))
+            st = HnsState(data, KINDS, self.management_ip, self.mgmt_delay)
+            out = change(st)
+            st.dump()
+            return out
 
     def _handle(self, kind: str, id_: str) -> SimHandle:
         self._serial += 1
@@ -176,71 +186,30 @@ class Simulator:
 
     def hcn_create(self, kind: str, id: str | None, settings: str,
                    network: Any | None = None) -> SimHandle:
+        cls = KINDS[kind]
         fixed = None if id is None or not id.strip("{}0-") else str(id).upper()  # GUID_NULL: HNS assigns
 
         def run() -> SimHandle:
             doc = parse_document(settings)
-            if kind == "Endpoint":
-                net = self._live(network, "Network")
-                rec = self._write(lambda st: self._create_endpoint(st, net.id, doc, fixed))
-            elif kind == "Network":
-                rec = self._write(lambda st: self._create_network(st, doc, fixed))
-            elif kind == "Namespace":
-                rec = self._write(lambda st: st.create_namespace(doc, fixed))
-            else:
-                rec = self._write(lambda st: st.create_loadbalancer(doc, fixed))
-            return self._handle(kind, rec["doc"]["ID"])
+            parent = self._live(network, cls.PARENT).id if cls.PARENT else None
+            rec = self._write(lambda st: cls.hcn_create(st, doc, fixed, parent))
+            return self._handle(kind, rec.id)
 
-        def plant(live: bool) -> None:
-            if kind == "Endpoint" and isinstance(network, SimHandle):
+        def plant(live: bool) -> None:  # a fault's stale endpoint, where this create will look
+            if cls is Endpoint and isinstance(network, SimHandle):
                 self.plant_endpoint(network.id, _requested_ip(settings, "IpConfigurations"), live)
         return self._run(hcn_function("Create", kind), run, plant=plant)
 
-    @staticmethod
-    def _is_v1_doc(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
-        """HcnCreate* also takes V1-schema JSON (no SchemaVersion, V1 field names)."""
-        sv = P_get(doc, "SchemaVersion")
-        if isinstance(sv, dict) and int(P_get(sv, "Major") or 0) >= 2:
-            return False
-        return any(P_get(doc, k) is not None for k in v1_keys)
-
-    def _create_network(self, st: S.HnsState, doc: dict[str, Any], fixed: str | None) -> Any:
-        if self._is_v1_doc(doc, ("Subnets", "NetworkAdapterName", "DNSServerList", "ManagementIP")):
-            v2, mgmt, extra = views.network_from_v1(doc)
-            return st.create_network(v2, fixed, management_ip=mgmt, v1extra=extra)
-        return st.create_network(doc, fixed)
-
-    def _create_endpoint(self, st: S.HnsState, network_id: str, doc: dict[str, Any],
-                         fixed: str | None) -> Any:
-        if self._is_v1_doc(doc, ("VirtualNetwork", "IPAddress", "VirtualNetworkName",
-                                 "DNSServerList", "GatewayAddress")):
-            v2, extra = views.endpoint_from_v1(doc, network_id)
-            return st.create_endpoint(network_id, v2, fixed, v1extra=extra)
-        return st.create_endpoint(network_id, doc, fixed)
-
     def hcn_open(self, kind: str, id: str) -> SimHandle:
         def run() -> SimHandle:
-            st = self._read()
-            rec = st.get(kind, str(id), S.ERROR_NOT_FOUND)
-            return self._handle(kind, rec["doc"]["ID"])
+            return self._handle(kind, self._read().get(kind, str(id), ERROR_NOT_FOUND).id)
         return self._run(hcn_function("Open", kind), run)
 
     def hcn_modify(self, kind: str, handle: Any, settings: str) -> None:
         def run() -> None:
             h = self._live(handle, kind)
             doc = parse_document(settings)
-
-            def change(st: S.HnsState) -> None:
-                rec = st.get(kind, h.id)
-                if kind == "Network":
-                    st.modify_network(rec, doc)
-                elif kind == "Endpoint":
-                    st.modify_endpoint(rec, doc)
-                elif kind == "Namespace":
-                    st.modify_namespace(rec, doc)
-                else:
-                    rec["doc"].update({k: v for k, v in doc.items() if k.casefold() != "id"})
-            self._write(change)
+            self._write(lambda st: st.get(kind, h.id).modify(st, doc))
         return self._run(hcn_function("Modify", kind), run)
 
     def hcn_query(self, kind: str, handle: Any, query: str) -> str:
@@ -250,40 +219,13 @@ class Simulator:
             st = self._read()
             rec = st.get(kind, h.id)
             sv = P_get(q, "SchemaVersion")
-            if isinstance(sv, dict) and int(P_get(sv, "Major") or 2) == 1:
-                return jsontext.dumps(self._v1_view(st, kind, rec), separators=_COMPACT)
-            return jsontext.dumps(self._v2_view(kind, rec), separators=_COMPACT)
+            v1 = isinstance(sv, dict) and int(P_get(sv, "Major") or 2) == 1
+            return jsontext.dumps(rec.v1(st) if v1 else rec.v2(st), separators=_COMPACT)
         return self._run(hcn_function("Query", kind), run)
 
-    @staticmethod
-    def _v2_view(kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
-        if kind == "Endpoint":
-            return {**rec["doc"], "State": views.endpoint_state(rec)}
-        if kind == "Network":
-            return views.network_v2(rec)
-        return rec["doc"]
-
-    @staticmethod
-    def _v1_view(st: S.HnsState, kind: str, rec: Mapping[str, Any]) -> dict[str, Any]:
-        if kind == "Network":
-            return st.v1_network(rec)
-        if kind == "Endpoint":
-            return st.v1_endpoint(rec)
-        if kind == "Namespace":
-            return views.namespace_v1(rec)
-        return rec["doc"]
-
     def hcn_delete(self, kind: str, id: str) -> None:
-        def change(st: S.HnsState) -> None:
-            if kind == "Network":
-                st.delete_network(str(id))
-            elif kind == "Endpoint":
-                st.delete_endpoint(str(id))
-            elif kind == "Namespace":
-                st.delete_namespace(str(id))
-            else:
-                st.table(kind).pop(st.get(kind, str(id))["doc"]["ID"])
-        return self._run(hcn_function("Delete", kind), lambda: self._write(change))
+        return self._run(hcn_function("Delete", kind),
+                         lambda: self._write(lambda st: st.delete(kind, str(id))))
 
     def hcn_close(self, kind: str, handle: Any) -> None:
         if isinstance(handle, SimHandle) and not handle.closed:
@@ -310,8 +252,7 @@ class Simulator:
 
     def hcs_open_compute_system(self, id: str) -> SimHandle:
         def run() -> SimHandle:
-            cont = self._read().container(id)
-            return self._handle("ComputeSystem", cont["Id"])
+            return self._handle("ComputeSystem", self._read().get("ComputeSystem", id).id)
         return self._run_hcs("HcsOpenComputeSystem", run)
 
     def hcs_modify_compute_system(self, handle: Any, configuration: str) -> None:
@@ -324,13 +265,13 @@ class Simulator:
             if action not in ("add", "remove"):
                 raise Reject(E_INVALIDARG, f"Unsupported RequestType {P_get(doc, 'RequestType')!r}.")
 
-            def change(st: S.HnsState) -> None:
-                st.container(h.id)
+            def change(st: HnsState) -> None:
+                st.get("ComputeSystem", h.id)
                 ep = st.get("Endpoint", str(P_get(doc, "Settings") or ""))
                 if action == "add":
-                    st.container_attach(ep, h.id)
+                    ep.container_attach(st, h.id)
                 else:
-                    st.container_detach(ep, h.id)
+                    ep.container_detach(st, h.id)
             self._write(change)
         return self._run_hcs("HcsModifyComputeSystem", run)
 
@@ -354,164 +295,54 @@ class Simulator:
         return jsontext.dumps(body, separators=_COMPACT)
 
     def _v1_dispatch(self, method: str, path: str, request: str) -> Any:
+        """``/globals/version``, and ``/<collection>/[<id>[/<action>]]`` for each kind V1 serves:
+        GET lists or shows, DELETE deletes, POST creates, updates or runs the kind's action."""
         parts = [p for p in path.split("?")[0].split("/") if p]
         if not parts:
-            raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+            raise Reject(HCN_E_REQUEST_UNSUPPORTED)
         coll, rest = parts[0].casefold(), parts[1:]
         if rest and not is_guid(rest[0]) and coll != "globals":
-            raise Reject(S.ERROR_NOT_FOUND)
-        def body(allow_empty: bool = False) -> dict[str, Any]:
-            return parse_document(request, allow_empty=allow_empty, code=E_INVALIDARG)
-
+            raise Reject(ERROR_NOT_FOUND)
         if coll == "globals" and rest == ["version"] and method == "GET":
             return {"Major": self.version[0], "Minor": self.version[1]}
-        if coll == "networks":
-            return self._v1_networks(method, rest, body)
-        if coll == "endpoints":
-            return self._v1_endpoints(method, rest, body)
-        if coll == "namespaces":
-            return self._v1_namespaces(method, rest, body)
-        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
-
-    def _v1_networks(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
+        cls = V1_COLLECTIONS.get(coll)
+        if cls is None:
+            raise Reject(HCN_E_REQUEST_UNSUPPORTED)
+        kind = cls.KIND
         if method == "GET" and not rest:
             st = self._read()
-            return [st.v1_network(r) for r in st.table("Network").values()]
+            return [rec.v1(st) for rec in st.table(kind).values()]
         if method == "GET" and len(rest) == 1:
             st = self._read()
-            return st.v1_network(st.get("Network", rest[0], S.ERROR_NOT_FOUND))
-        if method == "POST" and not rest:
-            doc = body()
-
-            def create(st: S.HnsState) -> Any:
-                v2, mgmt, extra = views.network_from_v1(doc)
-                return st.v1_network(st.create_network(v2, management_ip=mgmt, v1extra=extra))
-            return self._write(create)
-        if method == "POST" and len(rest) == 1:
-            doc = body()
-
-            def update(st: S.HnsState) -> Any:
-                rec = st.get("Network", rest[0], S.ERROR_NOT_FOUND)
-                if P_get(doc, "Extensions") is not None:
-                    rec.setdefault("v1extra", {})["Extensions"] = P_get(doc, "Extensions")
-                return st.v1_network(rec)
+            return st.get(kind, rest[0], ERROR_NOT_FOUND).v1(st)
+        if method == "DELETE" and len(rest) == 1:
+            return self._write(lambda st: st.delete(kind, rest[0]).v1(st))
+        if method != "POST" or len(rest) > 2 or (len(rest) == 2 and rest[1].casefold()
+                                                   not in cls.V1_ACTIONS):
+            raise Reject(HCN_E_REQUEST_UNSUPPORTED)
+        doc = parse_document(request, allow_empty=not rest and cls.V1_CREATE_MAY_BE_EMPTY,
+                             code=E_INVALIDARG)
+        if not rest:
+            return self._write(lambda st: cls.v1_create(st, doc).v1(st))
+        if len(rest) == 1:
+            def update(st: HnsState) -> Any:
+                rec = st.get(kind, rest[0], ERROR_NOT_FOUND)
+                rec.v1_update(st, doc)
+                return rec.v1(st)
             return self._write(update)
-        if method == "DELETE" and len(rest) == 1:
-            return self._write(lambda st: st.v1_network(st.delete_network(rest[0])))
-        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
-
-    def _v1_endpoints(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
-        if method == "GET" and not rest:
-            st = self._read()
-            return [st.v1_endpoint(r) for r in st.table("Endpoint").values()]
-        if method == "GET" and len(rest) == 1:
-            st = self._read()
-            return st.v1_endpoint(st.get("Endpoint", rest[0], S.ERROR_NOT_FOUND))
-        if method == "POST" and not rest:
-            doc = body()
-
-            def create(st: S.HnsState) -> Any:
-                net_id = P_get(doc, "VirtualNetwork")
-                if not net_id and P_get(doc, "VirtualNetworkName"):
-                    ids = st.enumerate("Network", {"Name": P_get(doc, "VirtualNetworkName")})
-                    net_id = ids[0] if ids else None
-                if not net_id:
-                    raise Reject(S.HCN_E_NETWORK_NOT_FOUND)
-                net = st.get("Network", net_id)
-                v2, extra = views.endpoint_from_v1(doc, net["doc"]["ID"])
-                return st.v1_endpoint(st.create_endpoint(net["doc"]["ID"], v2, v1extra=extra))
-            return self._write(create)
-        if method == "POST" and len(rest) == 1:
-            doc = body()
-
-            def update(st: S.HnsState) -> Any:
-                rec = st.get("Endpoint", rest[0], S.ERROR_NOT_FOUND)
-                if P_get(doc, "Policies") is not None:
-                    v2, _ = views.endpoint_from_v1({"Policies": P_get(doc, "Policies")}, "")
-                    rec["doc"]["Policies"] = v2["Policies"]
-                return st.v1_endpoint(rec)
-            return self._write(update)
-        if method == "POST" and len(rest) == 2 and rest[1].casefold() in ("attach", "detach"):
-            doc = body()
-            return self._write(lambda st: self._v1_attach(st, rest[0], rest[1].casefold(), doc))
-        if method == "DELETE" and len(rest) == 1:
-            return self._write(lambda st: st.v1_endpoint(st.delete_endpoint(rest[0])))
-        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
-
-    @staticmethod
-    def _v1_attach(st: S.HnsState, ep_id: str, action: str, doc: Mapping[str, Any]) -> None:
-        """EndpointAttachDetachRequest: Host (CompartmentId) or Container (ContainerId)."""
-        rec = st.get("Endpoint", ep_id, S.ERROR_NOT_FOUND)
-        system = str(P_get(doc, "SystemType") or "").casefold()
-        if system == "host":
-            if action == "attach":
-                st.host_attach(rec, int(P_get(doc, "CompartmentId") or 1))
-            else:
-                st.host_detach(rec)
-        elif system == "container":
-            cid = P_get(doc, "ContainerId")
-            if not cid:
-                raise Reject(E_INVALIDARG, "ContainerId is required for SystemType Container.")
-            if action == "attach":
-                st.container_attach(rec, str(cid))
-            else:
-                st.container_detach(rec, str(cid))
-        else:
-            raise Reject(E_INVALIDARG, f"Unsupported SystemType {P_get(doc, 'SystemType')!r}.")
-        return None
-
-    def _v1_namespaces(self, method: str, rest: list[str], body: Callable[..., dict[str, Any]]) -> Any:
-        if method == "GET" and not rest:
-            st = self._read()
-            return [views.namespace_v1(r) for r in st.table("Namespace").values()]
-        if method == "GET" and len(rest) == 1:
-            return views.namespace_v1(self._read().get("Namespace", rest[0]))
-        if method == "POST" and not rest:
-            doc = body(allow_empty=True)
-            is_default = bool(P_get(doc, "IsDefault"))
-            return self._write(lambda st: views.namespace_v1(
-                st.create_namespace({}, is_default=is_default)))
-        if method == "POST" and len(rest) == 2 and rest[1].casefold() in ("addresource",
-                                                                           "removeresource"):
-            doc = body()
-            if str(P_get(doc, "Type") or "").casefold() != "endpoint":
-                raise Reject(E_INVALIDARG, "Only Endpoint resources are simulated.")
-            ep_id = str(P_get(P_get(doc, "Data") or {}, "Id") or "")
-
-            def change(st: S.HnsState) -> Any:
-                ns, ep = st.get("Namespace", rest[0]), st.get("Endpoint", ep_id)
-                if rest[1].casefold() == "addresource":
-                    st.namespace_add_endpoint(ns, ep)
-                else:
-                    st.namespace_remove_endpoint(ns, ep)
-                return views.namespace_v1(ns)
-            return self._write(change)
-        if method == "DELETE" and len(rest) == 1:
-            return self._write(lambda st: views.namespace_v1(st.delete_namespace(rest[0])))
-        raise Reject(S.HCN_E_REQUEST_UNSUPPORTED)
+        return self._write(lambda st: st.get(kind, rest[0], ERROR_NOT_FOUND).v1_action(
+            st, rest[1].casefold(), doc))
 
     # --- simulator-only helpers (tests, hnsctl) -------------------------------------------------
     def register_container(self, container_id: str) -> None:
         """Make ``container_id`` a running compute system, so HcsOpenComputeSystem finds it."""
-        def change(st: S.HnsState) -> None:
-            table = st.data.setdefault("containers", {})
-            if container_id.casefold() in table:
-                raise Reject(0xC037010F)
-            table[container_id.casefold()] = {"Id": container_id, "State": "Running",
-                                              "Endpoints": []}
-        self._run_hcs("RegisterContainer", lambda: self._write(change))
+        self._run_hcs("RegisterContainer",
+                      lambda: self._write(lambda st: ComputeSystem.register(st, container_id)))
 
     def remove_container(self, container_id: str) -> None:
         """Stop a compute system: its endpoints lose it from SharedContainers."""
-        def change(st: S.HnsState) -> None:
-            cont = st.container(container_id)
-            for ep_id in cont.get("Endpoints") or ():
-                rec = st.table("Endpoint").get(ep_id)
-                if rec is not None:
-                    rec["shared"] = [c for c in rec.get("shared") or ()
-                                     if c.casefold() != container_id.casefold()]
-            del st.data["containers"][container_id.casefold()]
-        self._run_hcs("RemoveContainer", lambda: self._write(change))
+        self._run_hcs("RemoveContainer",
+                      lambda: self._write(lambda st: st.delete("ComputeSystem", container_id)))
 
     def _plant_v1(self, method: str, path: str, request: str, live: bool) -> None:
         if method.upper() != "POST" or path.split("?")[0].strip("/").casefold() != "endpoints":
@@ -528,26 +359,28 @@ class Simulator:
         """What a gone sandbox leaves behind: an endpoint ``previous-<n>_<network name>`` on
         ``ip`` in the network (ID or name), attached to nothing, or with ``live`` to a new
         namespace. Its ID; None when the network or the address is not there to take."""
-        def change(st: S.HnsState) -> str | None:
-            ids = [network] if st.exists("Network", network) else st.enumerate("Network", {"Name": network})
-            if not ids:
-                return None
-            net = st.get("Network", ids[0])["doc"]
-            n = len(st.table("Endpoint")) + 1
-            doc: dict[str, Any] = {"Name": f"previous-{n}_{net['Name']}"}
+        def change(st: HnsState) -> str | None:
+            net = st.find("Network", network)
+            if net is None:
+                ids = st.enumerate("Network", {"Name": network})
+                if not ids:
+                    return None
+                net = st.get("Network", ids[0])
+            doc: dict[str, Any] = {"Name": f"previous-{len(st.table('Endpoint')) + 1}_{net.name}"}
             if ip:
                 doc["IpConfigurations"] = [{"IpAddress": ip}]
             try:
-                rec = st.create_endpoint(net["ID"], doc)
+                ep = Endpoint.create(st, net.id, doc)
             except Reject:
                 return None
             if live:
-                st.namespace_add_endpoint(st.create_namespace({}), rec)
-            return rec["doc"]["ID"]
+                Namespace.create(st, {}).add_endpoint(ep)
+            return ep.id
         return self._write(change)
 
     def containers(self) -> list[dict[str, Any]]:
-        return list(self.store.snapshot().get("containers", {}).values())
+        st = self._read()
+        return [c.v1(st) for c in st.table("ComputeSystem").values()]
 
     def restart(self) -> list[str]:
         """Simulate ``Restart-Service hns``: non-persistent networks and their endpoints are

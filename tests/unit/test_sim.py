@@ -481,6 +481,56 @@ def test_modify_network_policies(sim):
     sim.hcn_close("Network", h)
 
 
+# --- the kinds, without the simulator ------------------------------------------------------------
+
+def hand_state(data: dict | None = None):
+    from libhns.sim.kinds import KINDS
+    from libhns.sim.state import HnsState
+
+    return HnsState(data if data is not None else {}, KINDS)
+
+
+def test_a_kind_runs_on_a_state_built_by_hand():
+    """HNS's rules live on the record classes, so a test can drive one without the store."""
+    from libhns.sim.endpoint import ATTACHED, CREATED, DETACHED, Endpoint
+    from libhns.sim.namespace import Namespace
+    from libhns.sim.network import Network
+
+    st = hand_state()
+    net = Network.create(st, l2bridge(prefix="10.9.0.0/29", gw="10.9.0.1"))
+    assert net.mgmt_ip == "10.127.130.36" and net.v1(st)["CurrentEndpointCount"] == 0
+    first = Endpoint.create(st, net.id, {"Name": "a"})
+    assert first.ips() == ["10.9.0.2"]  # .0 network, .1 gateway reserved: the first free one
+    assert first.state() == CREATED and first.v2(st)["State"] == CREATED
+    ns = Namespace.create(st, {})
+    ns.add_endpoint(first)
+    assert first.state() == ATTACHED and first.v1(st)["Namespace"] == {"ID": ns.id}
+    ns.remove_endpoint(first)
+    assert first.state() == DETACHED and ns.doc["Resources"] == []
+    with pytest.raises(Exception) as exc:
+        st.delete("Network", net.id)
+    assert exc.value.hresult == 0x803B002C  # HCN_E_ENTITY_HAS_REFERENCES
+    st.delete("Endpoint", first.id)
+    st.delete("Network", net.id)
+    assert st.table("Network") == {} and st.table("Endpoint") == {}
+
+
+def test_records_dump_to_the_stored_json_and_load_back(sim, tmp_path):
+    net = create(sim, "Network", l2bridge())
+    ep = create_ep(sim, net["ID"], endpoint())
+    ns = create(sim, "Namespace", {"SchemaVersion": {"Major": 2, "Minor": 0}})
+    sim.register_container("pause1")
+    v1(sim, "POST", f"/endpoints/{ep['ID']}/attach", {"SystemType": "Container", "ContainerId": "pause1"})
+    stored = json.loads((tmp_path / "hns" / "state.json").read_text())
+    st = hand_state(json.loads(json.dumps(stored)))
+    for kind in ("Network", "Endpoint", "Namespace", "ComputeSystem"):
+        assert st.table(kind)  # every table loads into records
+    assert st.get("Endpoint", ep["ID"].lower()).shared == ["pause1"]
+    assert st.get("ComputeSystem", "PAUSE1").endpoints == [ep["ID"]]
+    assert st.get("Namespace", ns["ID"]).doc["Type"] == "Host"
+    assert st.dump() == stored  # unchanged records write back what was read
+
+
 # --- faults -------------------------------------------------------------------------------------
 
 def test_fault_syntax():
