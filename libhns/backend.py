@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Mapping
 
 from libhns.raw import RawHns
 

@@ -8,7 +8,6 @@ exception. The client never knows which backend it talks to.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from libhns import errors, guid, jsontext
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
@@ -17,7 +16,7 @@ from libhns.raw import RawHns
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, TypeVar
+    from typing import Any, Mapping, TypeVar
 
     T = TypeVar("T", bound=HnsObject)
 

@@ -25,14 +25,13 @@ from __future__ import annotations
 import _thread
 import sys
 import time
-from collections.abc import Mapping
 
 from libhns import errors
 from libhns.raw import Handle, RawHns, hcn_function
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeVar
+    from typing import Any, Callable, Mapping, TypeVar
 
     T = TypeVar("T")
 

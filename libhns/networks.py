@@ -7,7 +7,7 @@ standalone mode — so the two can never drift apart. The V2 (HCN) form is the s
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 from libhns.policies import to_v1
 
@@ -28,16 +28,16 @@ class SubnetSpec:
     __slots__ = ("prefix", "gateway", "vsid")
 
     def __init__(self, prefix: str, gateway: str = "", vsid: int | None = None) -> None:
-        net = ipaddress.ip_network(prefix, strict=False)
+        net = ipaddr.ip_network(prefix, strict=False)
         self.prefix = str(net)
         self.gateway = gateway or str(net.network_address + 1)
         self.vsid = vsid
-        if ipaddress.ip_address(self.gateway) not in net:
+        if ipaddr.ip_address(self.gateway) not in net:
             raise ValueError(f"gateway {self.gateway} is not in {self.prefix}")
 
     @property
     def version(self) -> int:
-        return ipaddress.ip_network(self.prefix).version
+        return ipaddr.ip_network(self.prefix).version
 
 
 def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), *, adapter: str = "",

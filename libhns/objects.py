@@ -9,12 +9,11 @@ plugins need from them.
 """
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Mapping
+from libhns import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, TypeVar
+    from typing import Any, ClassVar, Mapping, TypeVar
 
     T = TypeVar("T", bound="HnsObject")
 
@@ -70,7 +69,7 @@ class HnsObject:
         """Build from a parsed document or its JSON text."""
         if isinstance(data, (str, bytes)):
             data = jsontext.loads(data)
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict):
             raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
         keys = cls._BY_KEY
         known: dict[str, Any] = {}
@@ -109,14 +108,14 @@ class Subnet:
         return f"Subnet({self.prefix!r}, {self.gateway!r}, {self.policies!r})"
 
     @property
-    def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-        return ipaddress.ip_network(self.prefix, strict=False)
+    def network(self) -> ipaddr.Network:
+        return ipaddr.ip_network(self.prefix, strict=False)
 
 
 def _policy(policies: list[Any] | None, type_: str) -> JsonDict | None:
     """The first policy of ``type_`` (case-insensitive) in a list of either schema."""
     for p in policies or ():
-        if isinstance(p, Mapping) and (policy_type(p) or "").casefold() == type_.casefold():
+        if isinstance(p, dict) and (policy_type(p) or "").casefold() == type_.casefold():
             return dict(p)
     return None
 
@@ -127,18 +126,18 @@ def _setting(policies: list[Any] | None, type_: str, key: str) -> Any:
     if p is None:
         return None
     settings = get_ci(p, "Settings")
-    if isinstance(settings, Mapping):
+    if isinstance(settings, dict):
         return get_ci(settings, key)
     return get_ci(p, key)
 
 
 def _default_gateway(routes: list[Any] | None, version: int | None = None) -> str | None:
     for r in routes or ():
-        if not isinstance(r, Mapping):
+        if not isinstance(r, dict):
             continue
         dest, hop = get_ci(r, "DestinationPrefix"), get_ci(r, "NextHop")
         if dest in _DEFAULT_ROUTES and hop:
-            if version is None or ipaddress.ip_address(hop).version == version:
+            if version is None or ipaddr.ip_address(hop).version == version:
                 return hop
     return None
 
@@ -267,7 +266,7 @@ class HostComputeNamespace(HnsObject):
         for r in self.resources or ():
             if (get_ci(r, "Type") or "").casefold() == "endpoint":
                 data = get_ci(r, "Data") or {}
-                ep = get_ci(data, "Id") if isinstance(data, Mapping) else None
+                ep = get_ci(data, "Id") if isinstance(data, dict) else None
                 if ep:
                     out.append(ep)
         return out
@@ -338,7 +337,7 @@ class HNSEndpoint(HnsObject):
 
     @property
     def namespace_id(self) -> str | None:
-        return get_ci(self.namespace, "ID") if isinstance(self.namespace, Mapping) else None
+        return get_ci(self.namespace, "ID") if isinstance(self.namespace, dict) else None
 
     @property
     def network_id(self) -> str | None:

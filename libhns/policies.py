@@ -8,11 +8,10 @@ functions, no I/O; the simulator validates with the same tables.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any, Literal, Mapping
 
     Schema = Literal["v1", "v2"]
     Policy = dict[str, Any]
@@ -198,7 +197,7 @@ def schema_of(policy: Mapping[str, Any]) -> Schema | None:
 
 def _settings_of(policy: Mapping[str, Any]) -> dict[str, Any]:
     s = get_ci(policy, "Settings")
-    return dict(s) if isinstance(s, Mapping) else {}
+    return dict(s) if isinstance(s, dict) else {}
 
 
 def _flat_of(policy: Mapping[str, Any]) -> dict[str, Any]:

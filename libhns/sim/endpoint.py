@@ -3,8 +3,7 @@ create, policies and ports on modify, attachment to the host, a container or a n
 V1 view and V1 requests)."""
 from __future__ import annotations
 
-import ipaddress
-import itertools
+from libhns import ipaddr
 
 from libhns import guid
 from libhns import policies as P
@@ -191,11 +190,11 @@ class Endpoint(Record):
         for cfg in doc.get("IpConfigurations") or ():
             ip = P.get_ci(cfg, "IpAddress")
             plen = P.get_ci(cfg, "PrefixLength")
-            if ipaddress.ip_address(ip).version == 4 and "IPAddress" not in out:
+            if ipaddr.ip_address(ip).version == 4 and "IPAddress" not in out:
                 out["IPAddress"] = ip
                 if plen is not None:
                     out["PrefixLength"] = plen
-            elif ipaddress.ip_address(ip).version == 6 and "IPv6Address" not in out:
+            elif ipaddr.ip_address(ip).version == 6 and "IPv6Address" not in out:
                 out["IPv6Address"] = ip
                 if plen is not None:
                     out["IPv6PrefixLength"] = plen
@@ -259,7 +258,7 @@ class Endpoint(Record):
 
 
 def _used_ips(st: HnsState, network_id: str) -> set[Any]:
-    return {ipaddress.ip_address(ip) for ep in st.endpoints_of(network_id) for ip in ep.ips()}
+    return {ipaddr.ip_address(ip) for ep in st.endpoints_of(network_id) for ip in ep.ips()}
 
 
 def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, Any]]:
@@ -274,7 +273,7 @@ def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, 
     for c in cfgs:
         text = P.get_ci(c, "IpAddress") if isinstance(c, dict) else None
         try:
-            ip = ipaddress.ip_address(str(text))
+            ip = ipaddr.ip_address(str(text))
         except ValueError:
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"Invalid IP address {text!r}.") from None
         match = next(((sn, res) for sn, res in subnets if ip in sn), None)
@@ -299,7 +298,7 @@ def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, 
 def _allocate_ip(subnets: list[tuple[Any, set[Any]]], used: set[Any]) -> list[dict[str, Any]]:
     """HNS's static IPAM: the first free address of the first subnet."""
     for sn, reserved in subnets:
-        for ip in itertools.islice(sn.hosts(), 1 << 16):
+        for ip, _ in zip(sn.hosts(), range(1 << 16)):  # HNS looks no further
             if ip not in reserved and ip not in used:
                 return [{"IpAddress": str(ip), "PrefixLength": sn.prefixlen}]
         raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"No free address left in {sn}.")

@@ -2,7 +2,7 @@
 V1 view and V1 requests)."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import time
 
 from libhns import policies as P
@@ -162,14 +162,14 @@ class Network(Record):
         out = []
         for ipam in self.doc.get("Ipams") or ():
             for s in ipam.get("Subnets") or ():
-                sn = ipaddress.ip_network(s["IpAddressPrefix"], strict=False)
+                sn = ipaddr.ip_network(s["IpAddressPrefix"], strict=False)
                 reserved = set()
                 if sn.version == 4 and sn.prefixlen < 31:
                     reserved |= {sn.network_address, sn.broadcast_address}
                 if not int(s.get("Flags") or 0) & 1:  # DoNotReserveGatewayAddress
                     for r in s.get("Routes") or ():
                         try:
-                            reserved.add(ipaddress.ip_address(P.get_ci(r, "NextHop")))
+                            reserved.add(ipaddr.ip_address(P.get_ci(r, "NextHop")))
                         except ValueError:
                             pass
                 out.append((sn, reserved))
@@ -202,7 +202,7 @@ class Network(Record):
         for ipam in doc.get("Ipams") or ():
             for s in P.get_ci(ipam, "Subnets") or ():
                 sub: dict[str, Any] = {"AddressPrefix": P.get_ci(s, "IpAddressPrefix")}
-                gw = v1form.gateway(P.get_ci(s, "Routes"), ipaddress.ip_network(
+                gw = v1form.gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
                     sub["AddressPrefix"], strict=False).version)
                 if gw:
                     sub["GatewayAddress"] = gw

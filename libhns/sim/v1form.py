@@ -6,7 +6,7 @@ object ``HcnEnumerateEndpoints`` finds; each kind derives its V1 answer with the
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 from libhns import policies as P
 
@@ -30,7 +30,7 @@ def gateway(routes: Any, version: int) -> str | None:
         if isinstance(r, dict) and P.get_ci(r, "DestinationPrefix") in _DEFAULT_ROUTES:
             hop = P.get_ci(r, "NextHop")
             try:
-                if hop and ipaddress.ip_address(hop).version == version:
+                if hop and ipaddr.ip_address(hop).version == version:
                     return hop
             except ValueError:
                 continue

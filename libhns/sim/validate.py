@@ -2,7 +2,7 @@
 unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of the simulator."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 from libhns import jsontext
 from libhns import policies as P
@@ -162,9 +162,9 @@ def check_acl(acl: Mapping[str, Any]) -> None:
         raise Reject(HCN_E_INVALID_POLICY, f"ACL policy Priority {priority!r} is not a 16-bit number.")
 
 
-def check_prefix(prefix: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+def check_prefix(prefix: Any) -> ipaddr.Network:
     try:
-        return ipaddress.ip_network(str(prefix), strict=False)
+        return ipaddr.ip_network(str(prefix), strict=False)
     except ValueError:
         raise Reject(HCN_E_INVALID_PREFIX, f"Invalid address prefix {prefix!r}.") from None
 

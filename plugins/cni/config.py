@@ -198,7 +198,7 @@ _FORMAT_NAMES = {"cidr": "CIDR", "ip": "IP address", "ipv4": "IPv4 address", "ma
 
 
 def _format_checker(validator_cls: Any) -> Any:
-    import ipaddress
+    from libhns import ipaddr
 
     checker = validator_cls.FORMAT_CHECKER
 
@@ -208,14 +208,14 @@ def _format_checker(validator_cls: Any) -> Any:
             return True
         if "/" not in value:
             raise ValueError("missing /prefix")
-        ipaddress.ip_interface(value)
+        ipaddr.ip_interface(value)
         return True
 
     @checker.checks("ip", raises=ValueError)
     def _ip(value: Any) -> bool:
         if not isinstance(value, str):
             return True
-        ipaddress.ip_address(value)
+        ipaddr.ip_address(value)
         return True
 
     return checker

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from types import TracebackType
 
 from .errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
+
+TYPE_CHECKING = False  # on the pod path: no typing, and types only for an annotation
+if TYPE_CHECKING:
+    from types import TracebackType
 
 LOCK_NAME = "lock"
 #: How long a command waits for a lock. Holders keep it for milliseconds, a standalone network

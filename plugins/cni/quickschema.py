@@ -124,14 +124,14 @@ def _pattern(value: Any, arg: str, root: dict, schema: dict) -> bool:
 def _format(value: Any, arg: str, root: dict, schema: dict) -> bool:
     if not isinstance(value, str):
         return True
-    import ipaddress
+    from libhns import ipaddr
     try:
         if arg == "ip":
-            ipaddress.ip_address(value)
+            ipaddr.ip_address(value)
         elif arg == "cidr":
             if "/" not in value:
                 return False
-            ipaddress.ip_interface(value)
+            ipaddr.ip_interface(value)
         else:
             raise _Unknown(arg)
     except ValueError:

@@ -6,7 +6,7 @@ the runtime gets what its cniVersion can carry (0.1.0/0.2.0 ip4/ip6, 0.3.x/0.4.0
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class IPConfig(Record):
 
     @property
     def family(self) -> int:
-        return ipaddress.ip_interface(self.address).version
+        return ipaddr.ip_interface(self.address).version
 
 
 class Route(Record):
@@ -49,7 +49,7 @@ class Route(Record):
 
     @property
     def family(self) -> int:
-        return ipaddress.ip_network(self.dst, strict=False).version
+        return ipaddr.ip_network(self.dst, strict=False).version
 
 
 class DNS(Record):
@@ -162,7 +162,7 @@ class Result(Record):
                 entry = doc.get(key)
                 if not isinstance(entry, dict) or not entry.get("ip"):
                     continue
-                ipaddress.ip_interface(entry["ip"])
+                ipaddr.ip_interface(entry["ip"])
                 res.ips.append(IPConfig(address=entry["ip"], gateway=entry.get("gateway") or ""))
                 for r in entry.get("routes") or []:
                     res.routes.append(_route_from(r))
@@ -173,7 +173,7 @@ class Result(Record):
                 mtu=int(i.get("mtu") or 0), socket_path=i.get("socketPath", ""),
                 pci_id=i.get("pciID", "")))
         for ip in doc.get("ips") or []:
-            ipaddress.ip_interface(ip["address"])
+            ipaddr.ip_interface(ip["address"])
             idx = ip.get("interface")
             res.ips.append(IPConfig(address=ip["address"], gateway=ip.get("gateway") or "",
                                     interface=int(idx) if idx is not None else None))
@@ -183,7 +183,7 @@ class Result(Record):
 
 
 def _route_from(r: dict) -> Route:
-    ipaddress.ip_network(r["dst"], strict=False)
+    ipaddr.ip_network(r["dst"], strict=False)
     return Route(dst=r["dst"], gw=r.get("gw") or "", mtu=int(r.get("mtu") or 0),
                  advmss=int(r.get("advmss") or 0), priority=int(r.get("priority") or 0),
                  table=r.get("table"), scope=r.get("scope"))

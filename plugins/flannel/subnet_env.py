@@ -6,11 +6,11 @@ malformed raises ``LeaseError`` and never anything else, so a bad file can't cra
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 from plugins.cni.record import FrozenRecord
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Network = ipaddr.Network
 
 _MAX_MTU = 2**32 - 1  # strconv.ParseUint(v, 10, 32)
 
@@ -45,8 +45,8 @@ class Lease(FrozenRecord):
         self.ipmasq = ipmasq
 
     @property
-    def first_ipv4_network(self) -> ipaddress.IPv4Network | None:
-        return next((n for n in self.networks if isinstance(n, ipaddress.IPv4Network)), None)
+    def first_ipv4_network(self) -> ipaddr.Network | None:
+        return next((n for n in self.networks if n.version == 4), None)
 
 
 def load(path: str) -> Lease:
@@ -117,7 +117,7 @@ def _cidr(value: str) -> Network:
         # Python would also take a netmask, a bare address or a zone; Go takes none of them.
         if not sep or not (prefix.isascii() and prefix.isdigit()) or "%" in addr:
             raise ValueError(value)
-        return ipaddress.ip_interface(value).network
+        return ipaddr.ip_interface(value).network
     except ValueError:
         raise ValueError(f"invalid CIDR address: {value}") from None
 

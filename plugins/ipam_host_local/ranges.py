@@ -5,15 +5,15 @@ Messages are the Go plugin's, because operators grep logs for them.
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
 from plugins.cni.record import FrozenRecord
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddr.Address
+IPNetwork = ipaddr.Network
 
 
 class RangeError(Exception):
@@ -24,17 +24,17 @@ def parse_ip(text: str) -> IPAddress:
     """An IP like Go's net.ParseIP: no zone suffix, IPv4-mapped IPv6 counts as IPv4."""
     if not isinstance(text, str) or "%" in text:
         raise ValueError(f"invalid IP address {text}")
-    ip = ipaddress.ip_address(text.strip())
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+    ip = ipaddr.ip_address(text.strip())
+    if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
     return ip
 
 
-def parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+def parse_cidr(text: str) -> ipaddr.Interface:
     """``ip/prefix`` like Go's net.ParseCIDR: the prefix is required, host bits are kept."""
     if not isinstance(text, str) or "/" not in text or "%" in text:
         raise ValueError(f"invalid CIDR address: {text}")
-    return ipaddress.ip_interface(text.strip())
+    return ipaddr.ip_interface(text.strip())
 
 
 def parse_ip_or_cidr(text: str) -> IPAddress:

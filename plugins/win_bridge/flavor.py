@@ -1,7 +1,7 @@
 """What makes win-bridge win-bridge: L2Bridge/L2Tunnel networks, the .2 gateway, ipMasqNetwork."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def _start_after_gateway(rng: dict) -> None:
     if not isinstance(subnet, str) or rng.get("rangeStart"):
         return
     try:
-        net = ipaddress.ip_network(subnet, strict=False)
+        net = ipaddr.ip_network(subnet, strict=False)
     except ValueError:
         return  # host-local reports the bad subnet with its own wording
     if net.version == 4 and net.num_addresses >= 8:

@@ -2,7 +2,7 @@
 derived from the pod IP, the provider-address policy, and VXLAN sanity for Linux flannel."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -19,10 +19,10 @@ DEFAULT_MAC_PREFIX = "0E-2A"
 
 class OverlayFlavor(Flavor):
     def gateway(self, address: str, network: Any) -> str:
-        ip = ipaddress.ip_interface(address).ip
+        ip = ipaddr.ip_interface(address).ip
         subnets = network.subnets
         for s in subnets:
-            if ip in ipaddress.ip_network(s.prefix, strict=False) and s.gateway:
+            if ip in ipaddr.ip_network(s.prefix, strict=False) and s.gateway:
                 return s.gateway
         return subnets[0].gateway or "" if subnets else ""
 

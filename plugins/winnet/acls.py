@@ -10,7 +10,7 @@ Imported only when a config has ACLs.
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 from libhns import policies as hp
 from plugins.cni.config import check_count
@@ -143,7 +143,7 @@ def _addresses(value, where: str) -> list:
     for item in _items(value):
         try:
             text = str(item).strip()
-            out.append(ipaddress.ip_network(text, strict=False) if "/" in text else ipaddress.ip_address(text))
+            out.append(ipaddr.ip_network(text, strict=False) if "/" in text else ipaddr.ip_address(text))
         except ValueError:
             raise CniError(INVALID_CONFIG, f"{where}: {item!r} is not an IP address or CIDR",
                            'give addresses as "10.0.0.5", "10.96.0.0/12", or a list of them') from None

@@ -1,7 +1,7 @@
 """Pure translation: an endpoint plan -> the HNS V1 / HCN V2 endpoint document -> the CNI result."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -25,11 +25,11 @@ class Address(FrozenRecord):
 
     @property
     def ip(self) -> str:
-        return str(ipaddress.ip_interface(self.interface).ip)
+        return str(ipaddr.ip_interface(self.interface).ip)
 
     @property
     def version(self) -> int:
-        return ipaddress.ip_interface(self.interface).version
+        return ipaddr.ip_interface(self.interface).version
 
     @property
     def default_route(self) -> str:
@@ -115,10 +115,10 @@ def build_result(name: str, mac: str, sandbox: str, addresses: Sequence[Address]
 
 def bridge_gateway(interface: str) -> str:
     """win-bridge's gateway: the subnet's second address (.2, ::2), where flanneld's cbr0_ep lives."""
-    net = ipaddress.ip_interface(interface).network
+    net = ipaddr.ip_interface(interface).network
     return str(net.network_address + 2)
 
 
 def overlay_mac(prefix: str, ipv4: str) -> str:
     """win-overlay's MAC: the prefix then the four IPv4 bytes (10.244.1.5 -> 0E-2A-0a-f4-01-05)."""
-    return prefix + "".join(f"-{b:02x}" for b in ipaddress.IPv4Address(ipv4).packed)
+    return prefix + "".join(f"-{b:02x}" for b in ipaddr.ip_address(ipv4).packed)

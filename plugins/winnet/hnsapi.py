@@ -5,7 +5,7 @@ them; it never branches on the API itself. Everything goes through ``libhns.clie
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Protocol
@@ -65,7 +65,7 @@ def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
     """An existing endpoint's addresses with their prefix and gateway (for retries and CHECK)."""
     out = []
     for ip in ep.ip_addresses:
-        addr = ipaddress.ip_address(ip)
+        addr = ipaddr.ip_address(ip)
         prefix = _prefix_for(ep, network, addr)
         gateway = _gateway_for(ep, addr.version)
         out.append(Address(interface=f"{ip}/{prefix}", gateway=gateway))
@@ -74,7 +74,7 @@ def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
 
 def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
     for subnet in network.subnets:
-        net = ipaddress.ip_network(subnet.prefix, strict=False)
+        net = ipaddr.ip_network(subnet.prefix, strict=False)
         if addr in net:
             return net.prefixlen
     if addr.version == 4 and getattr(ep, "prefix_length", None):

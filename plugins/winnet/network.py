@@ -18,12 +18,11 @@ the only I/O, through the plugin's ``EndpointApi``, with the clock injectable fo
 """
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import ntpath
 import os
 import posixpath
 import time
-from collections.abc import Mapping
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
             if field in section:
                 raise _bad(field, f"applies to Overlay (VXLAN) networks, not {network_type}",
                            "remove it, or use win-overlay for a VXLAN network")
-    nets = [ipaddress.ip_network(s, strict=False) for s in _listed(section.get("subnet"))]
+    nets = [ipaddr.ip_network(s, strict=False) for s in _listed(section.get("subnet"))]
     if len({n.version for n in nets}) != len(nets):
         raise _bad("subnet", "lists two subnets of the same IP family", "give one IPv4 and at most one IPv6 subnet")
     if any(n.version == 6 for n in nets) and not ipv6:
@@ -90,7 +89,7 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
                    "give this network an IPv4 subnet only")
     gateways: dict[int, str] = {}
     for gw in _listed(section.get("gateway")):
-        ip = ipaddress.ip_address(gw)
+        ip = ipaddr.ip_address(gw)
         net = next((n for n in nets if n.version == ip.version), None)
         if net is None or ip not in net or ip.version in gateways:
             what = (f"is a second IPv{ip.version} gateway" if ip.version in gateways
@@ -117,17 +116,17 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
 def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
     """An IPAM range (host-local's ``subnet`` or ``ranges``) outside the network's subnets: HNS
     would refuse every endpoint with 0x803B002F after the address was taken, so say it first."""
-    if not isinstance(ipam, Mapping):
+    if not isinstance(ipam, dict):
         return None
     found = [("ipam.subnet", ipam.get("subnet"))]
     ranges = ipam.get("ranges")
     for i, rset in enumerate(ranges if isinstance(ranges, list) else ()):
         for j, r in enumerate(rset if isinstance(rset, list) else ()):
-            found.append((f"ipam.ranges[{i}][{j}].subnet", r.get("subnet") if isinstance(r, Mapping) else None))
-    nets = [ipaddress.ip_network(s.prefix) for s in spec.subnets]
+            found.append((f"ipam.ranges[{i}][{j}].subnet", r.get("subnet") if isinstance(r, dict) else None))
+    nets = [ipaddr.ip_network(s.prefix) for s in spec.subnets]
     for field, text in found:
         try:
-            want = ipaddress.ip_network(text, strict=False) if isinstance(text, str) else None
+            want = ipaddr.ip_network(text, strict=False) if isinstance(text, str) else None
         except ValueError:
             want = None
         if want is None:
@@ -155,7 +154,7 @@ def document(spec: NetworkSpec, feature: Callable[[str], bool], schema: str = "v
 
 def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
     """An existing network of this name that the section does not describe: an error naming both."""
-    have = sorted(str(ipaddress.ip_network(s.prefix, strict=False)) for s in network.subnets)
+    have = sorted(str(ipaddr.ip_network(s.prefix, strict=False)) for s in network.subnets)
     want = sorted(s.prefix for s in spec.subnets)
     differs = not network.is_type(spec.type) or have != want
     if not differs and spec.overlay and network.vsid is not None and network.vsid != spec.vni:
@@ -272,7 +271,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     v4 = next((s for s in spec.subnets if s.version == 4), None)
     if v4 is None:
         return
-    ip = str(ipaddress.ip_network(v4.prefix).network_address + 2)
+    ip = str(ipaddr.ip_network(v4.prefix).network_address + 2)
     ep = api.create_host_endpoint(network, host_endpoint_name(spec.name), ip)
     log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
 

@@ -1,7 +1,7 @@
 """host-local allocator over an in-memory store: the reference's allocator_test.go, ported."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 import pytest
 
@@ -9,7 +9,7 @@ from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.ipam_host_local.allocator import Owner, allocate, allocate_all, candidates
 from plugins.ipam_host_local.ranges import Range, RangeSet
 
-ip = ipaddress.ip_address
+ip = ipaddr.ip_address
 
 
 class FakeStore:
@@ -62,7 +62,7 @@ def test_iter_from_middle():
 
 
 def _raw_range(start: str, end: str, subnet: str) -> Range:
-    return Range(ipaddress.ip_network(subnet, strict=False), ip(start), ip(end))
+    return Range(ipaddr.ip_network(subnet, strict=False), ip(start), ip(end))
 
 
 @pytest.mark.parametrize("last,start", [("192.168.1.3", "192.168.2.0"), (None, "192.168.1.0")])
@@ -156,7 +156,7 @@ def test_a_failing_retry_keeps_the_address_the_first_add_reserved():
     store = FakeStore()
     [held] = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
     with pytest.raises(CniError):  # the second set's requested IP is outside every range
-        allocate_all([mkalloc()], store, Owner("ID", "eth0"), requested=[ipaddress.ip_address("10.9.9.9")])
+        allocate_all([mkalloc()], store, Owner("ID", "eth0"), requested=[ipaddr.ip_address("10.9.9.9")])
     assert store.owned_by(Owner("ID", "eth0")) == [held.ip]
 
 

@@ -1,13 +1,13 @@
 """host-local ranges and range sets: the reference's range_test.go and range_set_test.go."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 
 import pytest
 
 from plugins.ipam_host_local.ranges import Range, RangeError, RangeSet, parse_ip, parse_ip_or_cidr
 
-ip = ipaddress.ip_address
+ip = ipaddr.ip_address
 
 
 def test_defaults_v4():

@@ -3,7 +3,7 @@ Go plugin) and crashes: no duplicates, addresses inside their ranges, gateway/ne
 never handed out, rollback complete, and the index either detected stale or equal to the files."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import os
 import shutil
 import tempfile
@@ -22,7 +22,7 @@ SETS = (
     RangeSet.canonical([Range.canonical("10.0.0.0/29"), Range.canonical("10.0.1.0/30", gateway="10.0.1.2")]),
     RangeSet.canonical([Range.canonical("2001:db8::/125", "2001:db8::2", "2001:db8::6", "2001:db8::3")]),
 )
-NEVER = {ipaddress.ip_address(a) for a in ("10.0.0.0", "10.0.0.1", "10.0.0.7", "10.0.1.0", "10.0.1.2",
+NEVER = {ipaddr.ip_address(a) for a in ("10.0.0.0", "10.0.0.1", "10.0.0.7", "10.0.1.0", "10.0.1.2",
                                            "10.0.1.3", "2001:db8::3", "2001:db8::7")}
 owners = st.builds(Owner, st.sampled_from(["a", "b", "c", "d", "e", "f"]), st.sampled_from(["eth0", "eth1"]))
 
@@ -31,7 +31,7 @@ class HostLocalMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="hl-sm-")
-        self.model: dict[ipaddress.IPv4Address | ipaddress.IPv6Address, Owner] = {}
+        self.model: dict[ipaddr.Address, Owner] = {}
 
     def teardown(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -79,7 +79,7 @@ class HostLocalMachine(RuleBasedStateMachine):
     def foreign_add(self, owner: Owner, pick: int) -> None:
         """The Go plugin reserves a free address: a file appears behind our index's back."""
         free = [a for s in SETS for r in s.ranges
-                for a in map(ipaddress.ip_address, range(int(r.range_start), int(r.range_end) + 1))
+                for a in (ipaddr.Address(n, r.version) for n in range(int(r.range_start), int(r.range_end) + 1))
                 if a not in NEVER and a not in self.model and not self._held(owner, s)]
         if free:
             a = free[pick % len(free)]

@@ -1,7 +1,7 @@
 """host-local disk store, reservation index and lock: bytes on disk, staleness, crash healing."""
 from __future__ import annotations
 
-import ipaddress
+from libhns import ipaddr
 import multiprocessing
 import os
 import sys
@@ -15,7 +15,7 @@ from plugins.ipam_host_local.allocator import Owner
 from plugins.cni.lock import FileLock
 from plugins.ipam_host_local.store import DiskStore, open_store
 
-ip = ipaddress.ip_address
+ip = ipaddr.ip_address
 A, B = Owner("ctr-a", "eth0"), Owner("ctr-b", "eth0")
 
 

@@ -73,17 +73,22 @@ def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
 # modules a few lines of ours replace (on Windows every module is a file to open and scan).
 POD_HEAVY = {"dataclasses", "inspect", "typing", "uuid", "pathlib", "tempfile", "shutil", "logging", "enum",
              "re", "urllib.parse", "jsonschema", "platform", "json", "contextlib", "threading", "copy", "weakref",
-             "importlib", "warnings"}
+             "importlib", "warnings", "ipaddress", "functools", "collections", "types", "itertools", "operator"}
+# Run without site (-I -S), as the frozen bundle starts: what site imports (functools, collections…)
+# would otherwise hide what the pod path pulls in. sys.prefix is the venv's, as site would set it,
+# so the venv's console scripts on CNI_PATH still run in-process.
 POD_PROBE = """
-import io, json, sys
+import io, sys
 sys.path.insert(0, sys.argv[1])
-import libhns.sim, libhns.sim.simulator, libhns.hnsctl  # the simulator stands in for HNS: not on a node's path
+sys.prefix = sys.argv[4]
+from libhns import jsontext
+import libhns.sim, libhns.sim.simulator  # the simulator stands in for HNS: not on a node's path
 base = set(sys.modules)
 from plugins.flannel.__main__ import main
-env = json.loads(sys.argv[2])
+env = jsontext.loads(sys.argv[2])
 out = io.StringIO()
 assert main(env, io.BytesIO(sys.argv[3].encode()), out) == 0, out.getvalue()
-print(json.dumps(sorted(set(sys.modules) - base)))
+print(jsontext.dumps(sorted(set(sys.modules) - base)))
 """
 
 
@@ -108,7 +113,8 @@ def _pod_modules(tmp_path, command: str) -> set[str]:
             "dataDir": str(tmp_path / "flannel"), "ipam": {"dataDir": str(tmp_path / "ipam")},
             "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [{"name": "EndpointPolicy", "value": {
                 "Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}]}}
-    proc = subprocess.run([sys.executable, "-I", "-c", POD_PROBE, str(REPO), json.dumps(env), json.dumps(conf)],
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", POD_PROBE, str(REPO), json.dumps(env), json.dumps(conf),
+                           sys.prefix],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stdout))
