@@ -265,10 +265,10 @@ def _prefixlen(text: str, version: int) -> int:
         try:
             mask = _v4_int(text)
         except ValueError:
-            mask = -1
-        for candidate in (mask, mask ^ 0xFFFFFFFF if mask >= 0 else -1):
-            ones = bin(candidate).count("1") if candidate >= 0 else -1
-            if ones >= 0 and candidate == (0xFFFFFFFF << (32 - ones)) & 0xFFFFFFFF:
+            mask = None
+        for candidate in () if mask is None else (mask, mask ^ 0xFFFFFFFF):  # netmask, host mask
+            ones = bin(candidate).count("1")
+            if candidate == (0xFFFFFFFF << (32 - ones)) & 0xFFFFFFFF:
                 return ones
     raise ValueError(f"{text!r} is not a valid netmask")
 
@@ -295,7 +295,3 @@ def ip_network(text: str, strict: bool = True) -> Network:
         raise ValueError(f"{text} has host bits set")
     return iface.network
 
-
-def is_network(value: object, version: int | None = None) -> bool:
-    """Whether ``value`` is a Network (of that version)."""
-    return type(value) is Network and (version is None or value.version == version)

@@ -356,4 +356,4 @@ def from_v1(doc: Mapping[str, Any], network_id: str) -> tuple[dict[str, Any], di
             flags |= bit
     v2["Flags"] = flags
     v2["SchemaVersion"] = {"Major": 2, "Minor": 0}
-    return v2, v1form.extra(doc, _V1_KEYS)
+    return v2, without(doc, *_V1_KEYS)

@@ -293,4 +293,4 @@ def from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, dict[st
     if g("Flags") is not None:
         v2["Flags"] = g("Flags")
     v2["SchemaVersion"] = {"Major": 2, "Minor": 0}
-    return v2, g("ManagementIP"), v1form.extra(doc, _V1_KEYS)
+    return v2, g("ManagementIP"), without(doc, *_V1_KEYS)

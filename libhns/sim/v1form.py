@@ -12,7 +12,7 @@ from libhns import policies as P
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping
+    from typing import Any, Callable
 
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 
@@ -66,7 +66,3 @@ def policy_setting(policies: Any, type_: str, key: str) -> Any:
             return P.get_ci(settings, key) if isinstance(settings, dict) else P.get_ci(p, key)
     return None
 
-
-def extra(doc: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
-    """The keys of a V1 request the V2 document has no place for (echoed back as HNS does)."""
-    return {k: v for k, v in doc.items() if k.casefold() not in known}
