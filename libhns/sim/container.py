@@ -5,7 +5,8 @@ HNS has no such object; the simulator keeps one per ``register_container`` so th
 """
 from __future__ import annotations
 
-from libhns.sim.record import HCS_E_SYSTEM_ALREADY_EXISTS, HCS_E_SYSTEM_NOT_FOUND, Record
+from libhns.errors import HCS_E_SYSTEM_ALREADY_EXISTS, HCS_E_SYSTEM_NOT_FOUND
+from libhns.sim.record import Record
 from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing

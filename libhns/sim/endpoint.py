@@ -8,12 +8,12 @@ from libhns import ipaddr
 from libhns import guid
 from libhns import policies as P
 from libhns.sim import v1form
+from libhns.errors import (E_INVALIDARG, HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_ENDPOINT_ALREADY_ATTACHED,
+                           HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_ENDPOINT_NOT_FOUND, HCN_E_INVALID_ENDPOINT,
+                           HCN_E_NETWORK_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED)
 from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_str, modify_policies
-from libhns.sim.record import (HCN_E_ADDR_INVALID_OR_RESERVED,
-                               HCN_E_ENDPOINT_ALREADY_ATTACHED, HCN_E_ENDPOINT_NOT_ATTACHED,
-                               HCN_E_ENDPOINT_NOT_FOUND, HCN_E_NETWORK_NOT_FOUND,
-                               HCN_E_REQUEST_UNSUPPORTED, Record, norm_id, requested_id, without)
-from libhns.sim.validate import E_INVALIDARG, HCN_E_INVALID_ENDPOINT, Reject, check_v1_policies, check_v2_policies
+from libhns.sim.record import Record, norm_id, requested_id, without
+from libhns.sim.validate import Reject, check_v1_policies, check_v2_policies
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:

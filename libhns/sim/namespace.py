@@ -4,11 +4,11 @@ requests)."""
 from __future__ import annotations
 
 from libhns import policies as P
+from libhns.errors import (E_INVALIDARG, GCN_E_DEFAULTNAMESPACE_EXISTS, HCN_E_ENDPOINT_ALREADY_ATTACHED,
+                           HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_REQUEST_UNSUPPORTED)
 from libhns.sim.endpoint import DETACHED
-from libhns.sim.record import (GCN_E_DEFAULTNAMESPACE_EXISTS, HCN_E_ENDPOINT_ALREADY_ATTACHED,
-                               HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_REQUEST_UNSUPPORTED, Record,
-                               requested_id)
-from libhns.sim.validate import E_INVALIDARG, Reject
+from libhns.sim.record import Record, requested_id
+from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:

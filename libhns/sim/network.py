@@ -7,13 +7,11 @@ import time
 
 from libhns import policies as P
 from libhns.sim import v1form
-from libhns.sim.record import (ERROR_OBJECT_ALREADY_EXISTS,
-                               HCN_E_ENTITY_HAS_REFERENCES, HCN_E_NETWORK_ALREADY_EXISTS,
-                               HCN_E_NETWORK_NOT_FOUND, HCN_E_POLICY_ALREADY_EXISTS,
-                               HCN_E_POLICY_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED, Record,
-                               requested_id, without)
-from libhns.sim.validate import (E_INVALIDARG, HCN_E_INVALID_NETWORK, Reject, check_prefix,
-                                 check_v1_policies, check_v2_policies, network_type)
+from libhns.errors import (ERROR_OBJECT_ALREADY_EXISTS, E_INVALIDARG, HCN_E_ENTITY_HAS_REFERENCES,
+                           HCN_E_INVALID_NETWORK, HCN_E_NETWORK_ALREADY_EXISTS, HCN_E_NETWORK_NOT_FOUND,
+                           HCN_E_POLICY_ALREADY_EXISTS, HCN_E_POLICY_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED)
+from libhns.sim.record import Record, requested_id, without
+from libhns.sim.validate import Reject, check_prefix, check_v1_policies, check_v2_policies, network_type
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
-"""What every simulated HNS object shares: the stored record, its ID rules, and the HRESULTs HNS
-answers about objects (missing, already there, attached or not).
+"""What every simulated HNS object shares: the stored record and its ID rules. The HRESULTs the
+kinds answer with (missing, already there, attached or not) are libhns.errors' named codes.
 
 A kind (``network.py``, ``endpoint.py``, ``namespace.py``, ``loadbalancer.py``,
 ``container.py``) is a ``Record`` subclass holding HNS's rules for that object: how it is
@@ -12,7 +12,8 @@ import os
 
 from libhns import guid
 from libhns.jsonci import get_ci
-from libhns.sim.validate import E_INVALIDARG, Reject
+from libhns.errors import ERROR_ALREADY_EXISTS, ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
+from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:
@@ -20,22 +21,6 @@ if TYPE_CHECKING:
 
     from libhns.sim.state import HnsState
 
-HCN_E_NETWORK_NOT_FOUND = 0x803B0001
-HCN_E_ENDPOINT_NOT_FOUND = 0x803B0002
-HCN_E_POLICY_NOT_FOUND = 0x803B0008
-HCN_E_NETWORK_ALREADY_EXISTS = 0x803B0010
-HCN_E_POLICY_ALREADY_EXISTS = 0x803B0012
-HCN_E_ENDPOINT_ALREADY_ATTACHED = 0x803B0014
-HCN_E_REQUEST_UNSUPPORTED = 0x803B0015
-GCN_E_DEFAULTNAMESPACE_EXISTS = 0x803B0029
-HCN_E_ENTITY_HAS_REFERENCES = 0x803B002C
-HCN_E_ADDR_INVALID_OR_RESERVED = 0x803B002F
-HCN_E_ENDPOINT_NOT_ATTACHED = 0x803B0034
-ERROR_NOT_FOUND = 0x80070490
-ERROR_ALREADY_EXISTS = 0x800700B7
-ERROR_OBJECT_ALREADY_EXISTS = 0x80071392
-HCS_E_SYSTEM_NOT_FOUND = 0xC037010E
-HCS_E_SYSTEM_ALREADY_EXISTS = 0xC037010F
 GUID_NULL = "00000000-0000-0000-0000-000000000000"
 
 

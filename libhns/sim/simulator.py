@@ -16,15 +16,15 @@ from libhns import errors, jsontext
 from libhns.guid import is_guid
 from libhns.jsonci import get_ci
 from libhns.raw import hcn_function
+from libhns.errors import ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.container import ComputeSystem
 from libhns.sim.endpoint import Endpoint
 from libhns.sim.faults import Fault, parse_faults
 from libhns.sim.namespace import Namespace
-from libhns.sim.record import ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.kinds import KINDS, V1_COLLECTIONS
 from libhns.sim.state import DEFAULT_MANAGEMENT_IP, HnsState
 from libhns.sim.store import Store, default_state_dir
-from libhns.sim.validate import E_INVALIDARG, Reject, parse_document
+from libhns.sim.validate import Reject, parse_document
 
 TYPE_CHECKING = False  # every simulated pod command imports this module: no typing at run time
 if TYPE_CHECKING:

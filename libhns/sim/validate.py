@@ -2,23 +2,15 @@
 unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of the simulator."""
 from __future__ import annotations
 
-from libhns import ipaddr
-
-from libhns import jsontext
+from libhns import ipaddr, jsontext
 from libhns import policies as P
+from libhns.errors import (HCN_E_INVALID_JSON, HCN_E_INVALID_NETWORK_TYPE, HCN_E_INVALID_POLICY,
+                           HCN_E_INVALID_POLICY_TYPE, HCN_E_INVALID_PREFIX)
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
-HCN_E_INVALID_NETWORK = 0x803B000A
-HCN_E_INVALID_NETWORK_TYPE = 0x803B000B
-HCN_E_INVALID_ENDPOINT = 0x803B000C
-HCN_E_INVALID_POLICY = 0x803B000D
-HCN_E_INVALID_POLICY_TYPE = 0x803B000E
-HCN_E_INVALID_JSON = 0x803B001B
-HCN_E_INVALID_PREFIX = 0x803B0030
-E_INVALIDARG = 0x80070057
 
 #: V2 policy types that mean nothing without Settings.
 _NEEDS_SETTINGS = {"PortMapping", "SDNRoute", "ProviderAddress", "ACL", "QOS", "PortName",

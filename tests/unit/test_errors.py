@@ -23,6 +23,15 @@ def test_every_hcn_code_is_named_and_explained() -> None:
     assert len(set(names)) == len(names)
 
 
+
+def test_each_named_constant_is_the_code_of_that_name() -> None:
+    """The constants the simulator answers with and the client compares with are HNS's codes."""
+    constants = {name: value for name, value in vars(errors).items()
+                 if name.isupper() and name.startswith(("S_", "E_", "ERROR_", "HCN_E_", "GCN_E_", "HCS_E_"))}
+    assert len(constants) > 20
+    for name, value in constants.items():
+        assert errors.hresult_name(value) == name, (name, hex(value))
+
 @pytest.mark.parametrize("hr, name", [
     (0x803B0001, "HCN_E_NETWORK_NOT_FOUND"), (0x803B0002, "HCN_E_ENDPOINT_NOT_FOUND"),
     (0x803B000D, "HCN_E_INVALID_POLICY"), (0x803B000E, "HCN_E_INVALID_POLICY_TYPE"),
