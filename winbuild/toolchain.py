@@ -137,19 +137,41 @@ def ensure_prefix(prefix: Path) -> Path:
 
 
 _WINE_FLAKE = b"[WinError 1359]"
+#: The runs ``run_wine`` made again, for a run's summary (tests/windows/conftest.py prints them).
+RETRIED: list[str] = []
+
+
+def _start_failed(proc: subprocess.CompletedProcess) -> str | None:
+    """Why a run is one of Wine's transient start failures, or None. Wine now and then fails a
+    CreateProcess inside the program with ERROR_INTERNAL_ERROR (1359), which PyInstaller's
+    isolated sub-interpreters hit. And Windows CPython stops with exit status 1 before running
+    any code when Wine hands it a standard handle it cannot use ("init_sys_streams: can't
+    initialize sys standard streams", WinError 6); that message is lost when the bad handle is
+    stderr, so the run exits non-zero with nothing on either stream (seen once in CI, a flannel
+    ADD). A program that ran says why it failed."""
+    if not proc.returncode:
+        return None
+    if _WINE_FLAKE in proc.stderr:
+        return "WinError 1359"
+    if not (proc.stdout.strip() or proc.stderr.strip()):
+        return f"exit status {proc.returncode} without a word"
+    return None
 
 
 def run_wine(prefix: Path, argv: list[str], *, input: bytes = b"", cwd: Path | None = None,
-             env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess:
-    """Run a Windows program. Windows CPython needs stdin, stdout and stderr to be pipes. Wine
-    now and then fails a CreateProcess inside the program with ERROR_INTERNAL_ERROR (1359), which
-    PyInstaller's isolated sub-interpreters hit; that failure is retried once, nothing else is."""
+             env: dict[str, str] | None = None, check: bool = False,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run a Windows program (Windows CPython needs stdin, stdout and stderr to be pipes). A
+    transient start failure (``_start_failed``) is run again once, and listed in ``RETRIED``;
+    nothing else is, so a failure that repeats still fails."""
     for attempt in (1, 2):
         proc = subprocess.run([str(WINE), *argv], input=input, capture_output=True, cwd=cwd,
-                              env=env or wine_env(prefix))
-        if not (proc.returncode and _WINE_FLAKE in proc.stderr and attempt == 1):
+                              env=env or wine_env(prefix), timeout=timeout)
+        why = _start_failed(proc)
+        if not why or attempt == 2:
             break
-        sys.stderr.write(f"warning: Wine failed a process start (WinError 1359) in {argv[0]}; retrying once\n")
+        RETRIED.append(f"{' '.join(argv[:2])}: {why}")
+        sys.stderr.write(f"warning: Wine failed a process start ({why}) in {argv[0]}; retrying once\n")
     if check and proc.returncode:
         sys.stderr.buffer.write(proc.stdout + proc.stderr)
         raise ToolchainError(f"{' '.join(argv[:3])} ... failed under Wine with exit status {proc.returncode}")

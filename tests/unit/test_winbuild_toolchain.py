@@ -19,6 +19,7 @@ def fake_wine(tmp_path, monkeypatch, message: str):
     wine.write_text(FAKE_WINE.format(count=count, message=message))
     wine.chmod(0o755)
     monkeypatch.setattr(toolchain, "WINE", wine)
+    monkeypatch.setattr(toolchain, "RETRIED", [])
     return count
 
 
@@ -28,6 +29,17 @@ def test_the_wine_process_start_flake_is_retried_once(tmp_path, monkeypatch, cap
     assert proc.stdout == b"ran python.exe -m PyInstaller\n"
     assert count.read_text().strip() == "2"
     assert "retrying once" in capsys.readouterr().err
+    assert toolchain.RETRIED == ["python.exe -m: WinError 1359"]
+
+
+def test_a_silent_non_zero_exit_is_retried_once(tmp_path, monkeypatch):
+    """Windows CPython refusing a standard handle exits 1 before any code runs, its message lost
+    on the bad handle: nothing on either stream, so it never ran."""
+    count = fake_wine(tmp_path, monkeypatch, "")
+    proc = toolchain.run_wine(tmp_path, ["flannel.exe"], env={})
+    assert proc.returncode == 0 and proc.stdout == b"ran flannel.exe\n"
+    assert count.read_text().strip() == "2"
+    assert toolchain.RETRIED == ["flannel.exe: exit status 1 without a word"]
 
 
 def test_any_other_failure_is_reported_at_once(tmp_path, monkeypatch):

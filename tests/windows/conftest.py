@@ -49,5 +49,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"Wine: median win-bridge.exe VERSION {_TIMINGS['version_s']:.2f} s, "
             f"trivial Windows program {_TIMINGS['floor_s']:.2f} s (the Wine floor)")
+    for line in toolchain.RETRIED:
+        terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
     for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py, #23
         terminalreporter.write_line(line)

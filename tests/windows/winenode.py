@@ -85,9 +85,10 @@ class WineNode(Node):
         return self.drive_c.joinpath(*[p for p in rest.split("\\") if p])
 
     def wine(self, program: str, *args: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess:
-        """Run a Windows program (``C:\\...``) from ``C:\\k``, all three standard handles piped."""
-        return subprocess.run([str(toolchain.WINE), program, *args], input=stdin, capture_output=True,
-                              cwd=self.drive_c / "k", env={**self.win_env, **env}, timeout=300)
+        """Run a Windows program (``C:\\...``) from ``C:\\k``, all three standard handles piped;
+        a start Wine botched is made again once (``toolchain.run_wine``)."""
+        return toolchain.run_wine(self.prefix, [program, *args], input=stdin, cwd=self.drive_c / "k",
+                                  env={**self.win_env, **env}, timeout=300)
 
     def exe(self, name: str) -> str:
         return f"{CNI_DIR}\\{name}.exe"
