@@ -94,7 +94,23 @@ def _v6_str(value: int) -> str:
     return ":".join(text)
 
 
-class Address:
+class _Value:
+    """What addresses, networks and interfaces share: equal when of one class with one
+    ``_identity``, hashed by it, shown as ``ipaddress`` shows them (``IPv4Network('10.0.0.0/8')``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"IPv{self.version}{type(self).__name__}({str(self)!r})"
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._identity() == other._identity()
+
+
+class Address(_Value):
     """An IPv4 or IPv6 address: ordered within its family, hashable, ``+``/``-`` an int."""
 
     __slots__ = ("_ip", "version")
@@ -127,15 +143,8 @@ class Address:
             return ".".join(str(self._ip >> shift & 0xFF) for shift in (24, 16, 8, 0))
         return _v6_str(self._ip)
 
-    def __repr__(self) -> str:
-        return f"IPv{self.version}Address({str(self)!r})"
-
-    def __hash__(self) -> int:
-        return hash((self._ip, self.version))
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is Address and self._ip == other._ip
-                and self.version == other.version)
+    def _identity(self) -> tuple[int, int]:
+        return self._ip, self.version
 
     def _key(self, other: Address) -> int:
         if type(other) is not Address or other.version != self.version:
@@ -161,25 +170,15 @@ class Address:
         return Address(self._ip - n, self.version)
 
 
-class Network:
+class Network(_Value):
     """A prefix: ``network_address``/``prefixlen``, with membership of addresses and networks."""
 
-    __slots__ = ("network_address", "prefixlen")
+    __slots__ = ("network_address", "prefixlen", "version", "max_prefixlen", "num_addresses")
 
     def __init__(self, network_address: Address, prefixlen: int) -> None:
         self.network_address, self.prefixlen = network_address, prefixlen
-
-    @property
-    def version(self) -> int:
-        return self.network_address.version
-
-    @property
-    def max_prefixlen(self) -> int:
-        return self.network_address.max_prefixlen
-
-    @property
-    def num_addresses(self) -> int:
-        return 1 << (self.max_prefixlen - self.prefixlen)
+        self.version, self.max_prefixlen = network_address.version, network_address.max_prefixlen
+        self.num_addresses = 1 << (self.max_prefixlen - prefixlen)
 
     @property
     def broadcast_address(self) -> Address:
@@ -207,40 +206,23 @@ class Network:
     def __str__(self) -> str:
         return f"{self.network_address}/{self.prefixlen}"
 
-    def __repr__(self) -> str:
-        return f"IPv{self.version}Network({str(self)!r})"
-
-    def __hash__(self) -> int:
-        return hash((self.network_address, self.prefixlen))
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is Network and self.network_address == other.network_address
-                and self.prefixlen == other.prefixlen)
+    def _identity(self) -> tuple[Address, int]:
+        return self.network_address, self.prefixlen
 
 
-class Interface:
+class Interface(_Value):
     """An address with its network (``10.244.4.5/24``)."""
 
-    __slots__ = ("ip", "network")
+    __slots__ = ("ip", "network", "version")
 
     def __init__(self, ip: Address, network: Network) -> None:
-        self.ip, self.network = ip, network
-
-    @property
-    def version(self) -> int:
-        return self.ip.version
+        self.ip, self.network, self.version = ip, network, ip.version
 
     def __str__(self) -> str:
         return f"{self.ip}/{self.network.prefixlen}"
 
-    def __repr__(self) -> str:
-        return f"IPv{self.version}Interface({str(self)!r})"
-
-    def __hash__(self) -> int:
-        return hash((self.ip, self.network))
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Interface and self.ip == other.ip and self.network == other.network
+    def _identity(self) -> tuple[Address, Network]:
+        return self.ip, self.network
 
 
 def ip_address(text: str) -> Address:
