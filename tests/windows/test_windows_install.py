@@ -15,7 +15,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 from hnsnode import Run, first_ip
 from testdata import FIXTURES
 from winenode import WineNode, toolchain
