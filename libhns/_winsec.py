@@ -150,7 +150,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     _GENERIC_READ, _GENERIC_WRITE = 0x80000000, 0x40000000
     _FILE_APPEND_DATA, _READ_CONTROL, _WRITE_DAC, _WRITE_OWNER = 0x4, 0x20000, 0x40000, 0x80000
     _SHARE_ALL = 0x1 | 0x2 | 0x4
-    _OPEN_EXISTING, _OPEN_ALWAYS = 3, 4
+    _CREATE_NEW, _OPEN_EXISTING, _OPEN_ALWAYS = 1, 3, 4
     _FLAG_BACKUP_SEMANTICS, _FLAG_OPEN_REPARSE_POINT = 0x02000000, 0x00200000
     _ATTR_DIRECTORY, _ATTR_REPARSE_POINT = 0x10, 0x400
     _SE_FILE_OBJECT = 1
@@ -253,7 +253,37 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         if owner and not _known(owner, _trusted()):
             raise UnsafePath(path, f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user")
 
-    def secure_dir(path: str, sddl: str) -> None:
+    def walk(path: str, sddl: str | None, create: bool, last: str) -> str | None:
+        """``safefs._walk_posix`` on Windows: each component from the drive's root opened itself
+        (``FILE_FLAG_OPEN_REPARSE_POINT``), a junction or symbolic link refused, one another
+        user owns refused or (``last == "claim"``) given to Administrators with ``sddl``; the
+        final folder others may write repaired ("repair", "claim") or refused. Folders on the way
+        are judged by their owner alone: the drive's root lets every user add folders."""
+        drive, rest = os.path.splitdrive(os.path.abspath(path))
+        parts = [p for p in rest.replace("/", "\\").split("\\") if p]
+        here, claimed = drive + "\\", None
+        for i, part in enumerate(parts):
+            here = os.path.join(here, part)
+            final = i == len(parts) - 1
+            if create and _make_dir(here, sddl):
+                continue
+            why = _component_problem(here, final)
+            if why is None:
+                continue
+            if last == "claim":
+                _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL)
+                claimed = why if final else claimed
+            elif final and last == "repair" and why.startswith("is writable"):
+                _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL)
+            elif why.startswith("is writable"):
+                raise UnsafePath(here, why, "what is in it cannot be trusted: give it an admin-only ACL "
+                                 f"(icacls {here} /inheritance:r /grant:r SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F)")
+            else:
+                raise UnsafePath(here, why)
+        return claimed
+
+    def _make_dir(path: str, sddl: str) -> bool:
+        """Create ``path`` with ``sddl``; False when it exists already."""
         desc = _Descriptor(sddl)
         try:
             sa = desc.attributes()
@@ -262,17 +292,15 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             desc.close()
         if not created and ctypes.get_last_error() != _ERROR_ALREADY_EXISTS:
             _check(False, f"CreateDirectory {path}")
-        if not created:
-            _examine_dir(path, repair=sddl)
+        return bool(created)
 
-    def check_dir(path: str) -> None:
-        _examine_dir(path, repair=None)
-
-    def _examine_dir(path: str, repair: str | None) -> None:
-        """Refuse a reparse point or a folder someone else owns; one that others may write is
-        given the ``repair`` DACL, or refused without one."""
-        handle = _open_handle(path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING,
-                              _FLAG_BACKUP_SEMANTICS, None)
+    def _component_problem(path: str, final: bool) -> str | None:
+        try:
+            handle = _open_handle(path, _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+        except OSError as exc:
+            if exc.winerror in (2, 3):
+                raise FileNotFoundError(2, f"{path} does not exist", path) from None
+            raise
         try:
             attrs = _info(handle).dwFileAttributes
             if attrs & _ATTR_REPARSE_POINT:
@@ -280,25 +308,59 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             if not attrs & _ATTR_DIRECTORY:
                 raise UnsafePath(path, "is not a folder")
             found = _handle_sddl(handle)
-            _refuse_untrusted(path, found)
-            others = sddl_writers(found, _trusted())
-            if others and repair is None:
-                raise UnsafePath(path, f"is writable by {names(others)}",
-                                 "what is in it cannot be trusted: give it an admin-only ACL "
-                                 f"(icacls {path} /inheritance:r /grant:r SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F)")
-            if others:  # ours, but others may write: take it back
-                _set_dacl(handle, repair)
+        finally:
+            _CloseHandle(handle)
+        owner = _owner(found)
+        if owner and not _known(owner, _trusted()):
+            return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user"
+        others = sddl_writers(found, _trusted()) if final else []
+        return f"is writable by {names(others)}" if others else None
+
+    def entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None, bool]:
+        """``safefs._posix_entry_problem`` on Windows; a kept entry inherits only its folder's DACL."""
+        handle = _open_handle(path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+        try:
+            info = _info(handle)
+            folder = bool(info.dwFileAttributes & _ATTR_DIRECTORY)
+            reparse = bool(info.dwFileAttributes & _ATTR_REPARSE_POINT)
+            owner = _owner(_handle_sddl(handle))
+            if owner and not _known(owner, _trusted()):
+                return f"owned by {names([owner])}", folder and not reparse
+            if reparse:
+                return ("a junction or symbolic link (reparse point)" if suspicious else None), False
+            if suspicious and not folder and info.nNumberOfLinks > 1:
+                return f"a file with {info.nNumberOfLinks} hard links", False
+            if not repair:
+                return None, folder
+            desc = _Descriptor("D:")
+            try:
+                rc = _SetSecurityInfo(handle, _SE_FILE_OBJECT, _DACL_INFO | _UNPROTECTED_DACL, None, None,
+                                      desc.dacl(), None)
+            finally:
+                desc.close()
+            if rc:
+                raise OSError(0, f"SetSecurityInfo {path}: {ctypes.FormatError(rc)}", path, rc)
+            return None, folder
         finally:
             _CloseHandle(handle)
 
-    def _set_dacl(handle, sddl: str) -> None:
-        desc = _Descriptor(sddl)
+    def create_new(path: str) -> int:
+        """A write descriptor on a file this call creates (``CREATE_NEW``; the reparse-point flag,
+        so a link at ``path`` is an error, never followed); it inherits its folder's DACL."""
         try:
-            rc = _SetSecurityInfo(handle, _SE_FILE_OBJECT, _DACL_INFO | _PROTECTED_DACL, None, None, desc.dacl(), None)
-            if rc:
-                raise OSError(0, f"SetSecurityInfo: {ctypes.FormatError(rc)}", None, rc)
-        finally:
-            desc.close()
+            handle = _open_handle(path, _GENERIC_WRITE, _CREATE_NEW, 0, None)
+        except OSError as exc:
+            if exc.winerror in (80, _ERROR_ALREADY_EXISTS):  # ERROR_FILE_EXISTS
+                raise FileExistsError(17, f"{path} exists", path) from None
+            raise
+        return msvcrt.open_osfhandle(handle, os.O_WRONLY | os.O_BINARY)
+
+    def fresh_dir(path: str, sddl: str) -> None:
+        if not _make_dir(path, sddl):
+            raise FileExistsError(17, f"{path} exists", path)
+        why = _component_problem(path, True)
+        if why:
+            raise UnsafePath(path, why)
 
     def open_file(path: str, flags: int, sddl: str) -> int:
         if flags & os.O_APPEND:
@@ -327,19 +389,6 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         except BaseException:
             _CloseHandle(handle)
             raise
-
-    def protect(path: str, sddl: str) -> None:
-        """``path`` gets owner Administrators and the protected ``sddl``; everything below it
-        (reparse points are neither followed nor changed) owner Administrators and only what it
-        inherits, like ``icacls /setowner`` + ``/reset /T``."""
-        if not _apply(path, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL):
-            raise UnsafePath(path, "is a reparse point (a junction or symbolic link)")
-        pending = [path]
-        while pending:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    if _apply(entry.path, "O:BAD:", _OWNER_INFO | _DACL_INFO | _UNPROTECTED_DACL) and entry.is_dir():
-                        pending.append(entry.path)
 
     def _apply(path: str, sddl: str, what: int) -> bool:
         """Set the owner and DACL of ``sddl`` on ``path``; False (nothing done) for a reparse point."""

@@ -31,6 +31,7 @@ from plugins.wincni.__main__ import build_parser, main as wincni_main
 from plugins.wincni.install import run as install_run
 from plugins.wincni.disk import Disk
 from plugins.wincni.facts import default_paths
+from plugins.registry import COMMANDS
 
 from testdata import FIXTURES, GOLDENS
 
@@ -434,3 +435,13 @@ def golden_calls(name: str, step: int) -> list[str]:
     """The reference's raw calls for one recorded step (Close calls left out)."""
     doc = json.loads((GOLDENS / name).read_text())
     return [c["fn"] for c in doc["steps"][step]["calls"] if "Close" not in c["fn"]]
+
+
+def release(root: Path, build: str, mark: str = "") -> Path:
+    """A release folder as specs/wincni.spec makes it: launchers beside _wincni-<build>."""
+    folder = root / f"release-{build}"
+    (folder / f"_wincni-{build}" / "plugins").mkdir(parents=True, exist_ok=True)
+    (folder / f"_wincni-{build}" / "python313.dll").write_text(f"python of {build}")
+    for c in COMMANDS:  # as PyInstaller's launchers name their contents folder
+        (folder / c).write_bytes(f"{c} {build}{mark}\0pyi-contents-directory _wincni-{build}\0".encode())
+    return folder

@@ -4,12 +4,18 @@ On Windows a running ``.exe`` (and a DLL a process loaded) can be renamed but ne
 deleted, and a folder holding such a file can be neither renamed nor deleted: those calls raise
 ``PermissionError``. Install relies on exactly that and nothing more; tests give it a ``Disk``
 that enforces the same rules on Linux, where nothing is ever held.
+
+Nothing here writes, deletes or lists through a link: files are written new (``safefs.open_new``)
+and renamed into place; an entry to get rid of is unlinked, or renamed to a fresh trash name
+beside it and deleted from there.
 """
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import os
 import shutil
+import stat
 
 
 class Disk:
@@ -17,6 +23,8 @@ class Disk:
         """(files, folders) directly in ``path``; both empty when it does not exist. Links are
         neither: a link placed in a CNI directory is not ours to follow."""
         files, dirs = [], []
+        if os.path.islink(path):
+            return files, dirs
         try:
             with os.scandir(path) as entries:
                 for e in entries:
@@ -38,6 +46,13 @@ class Disk:
         except FileNotFoundError:
             return None
 
+    def read_trusted(self, path: str, cap: int) -> bytes:
+        """At most ``cap`` bytes of an administrator's own regular file, opened without following
+        a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
+        from libhns.safefs import open_read
+        with open(open_read(path), "rb") as f:
+            return f.read(cap)
+
     def same(self, a: str, b: str) -> bool:
         try:
             return filecmp.cmp(a, b, shallow=False)
@@ -45,21 +60,83 @@ class Disk:
             return False
 
     def makedirs(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
+        """``path`` as an admin-only folder, reached without following a link (``safefs.secure_dir``)."""
+        from libhns.safefs import secure_dir
+        secure_dir(path)
 
-    def protect(self, path: str) -> None:
-        """Administrators (root) alone may write ``path`` and what is in it; Users read and run
-        (the ACL ``build.ps1 -Install`` sets): the plugins run from here as SYSTEM."""
-        from libhns.safefs import protect_dir
-        protect_dir(path)
+    def claim(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Make ``path`` (and every folder on the way) admin-only: Administrators (root) alone
+        may write, Users read and run (the ACL ``build.ps1 -Install`` sets); why it had to be
+        taken over, and what in it an administrator did not lay (``safefs.claim_dir``)."""
+        from libhns.safefs import claim_dir
+        return claim_dir(path)
+
+    def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """What ``claim`` would say, changing nothing (a dry run)."""
+        from libhns.safefs import foreign_entries, writable_by_others
+        if not os.path.isdir(path) or os.path.islink(path):
+            return None, []
+        why = writable_by_others(path)
+        return why, foreign_entries(path, suspicious=why is not None)
+
+    def discard(self, path: str) -> None:
+        """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
+        to a fresh name beside it first (its owner can no longer swap it) and deleted from there."""
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+        trash = self.fresh_name(path + ".wincni-trash")
+        os.rename(path, trash)
+        shutil.rmtree(trash)
+
+    def fresh_name(self, base: str) -> str:
+        """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""
+        path, n = base, 0
+        while os.path.lexists(path):
+            n += 1
+            path = f"{base}.{n}"
+        return path
+
+    def fresh_dir(self, path: str) -> None:
+        """Create the admin-only folder ``path``, which must not exist (``safefs.fresh_dir``)."""
+        from libhns.safefs import fresh_dir
+        fresh_dir(path)
+
+    def digest(self, path: str) -> str:
+        """sha256 over the folder ``path``: every name, kind and file content below it, links
+        not followed (a link counts as one, so it never matches a folder install copied)."""
+        h = hashlib.sha256()
+        pending = [""]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(os.path.join(path, rel)) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for e in entries:
+                name = os.path.join(rel, e.name)
+                if e.is_symlink() or getattr(e, "is_junction", bool)():  # is_junction: 3.12+
+                    h.update(b"L" + name.encode("utf-8", "surrogateescape") + b"\0")
+                elif e.is_dir(follow_symlinks=False):
+                    h.update(b"D" + name.encode("utf-8", "surrogateescape") + b"\0")
+                    pending.append(name)
+                else:
+                    h.update(b"F" + name.encode("utf-8", "surrogateescape") + b"\0")
+                    with open(os.path.join(path, name), "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+        return h.hexdigest()
 
     def copy_file(self, src: str, dst: str) -> None:
-        shutil.copyfile(src, dst)
-        shutil.copymode(src, dst)
+        """``dst`` created new (never through what was there), with ``src``'s bytes and mode."""
+        from libhns.safefs import open_new
+        mode = stat.S_IMODE(os.stat(src).st_mode)
+        with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
+            shutil.copyfileobj(f_src, f_dst)
+            if hasattr(os, "fchmod"):  # POSIX: the umask may have taken the execute bits
+                os.fchmod(f_dst.fileno(), mode)
 
     def copy_tree(self, src: str, dst: str) -> None:
         # copyfile, not copytree's default copy2: on Windows copy2 calls CopyFile2, which adds
-        # nothing here (metadata) and which Wine lacks (the Windows test lane).
+        # nothing here (metadata) and which Wine lacks (the Windows test lane). ``dst`` is made
+        # new (copytree refuses an existing one), so nobody else put anything in it.
         shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
 
     def replace(self, src: str, dst: str) -> None:
@@ -81,9 +158,13 @@ class Disk:
         shutil.rmtree(path)
 
     def write_atomic(self, path: str, data: bytes) -> None:
-        """A reader sees the old file or the new one, never a part: temp file beside it, then rename."""
+        """A reader sees the old file or the new one, never a part: a temp file beside it made
+        new (a leftover of an interrupted run is unlinked first), then renamed over it."""
+        from libhns.safefs import open_new
         tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.wincni-tmp")
-        with open(tmp, "wb") as f:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        with open(open_new(tmp), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -4,6 +4,13 @@ its conf dir, shadowing configs moved aside; ``--uninstall`` undoes exactly that
 The imperative shell: it reads the node, asks ``layout`` and ``render`` (pure) what to do, and
 does it through a ``Disk``. The upgrade rules (why launchers are renamed aside, when an old build's
 contents folder goes) are in ``layout``'s docstring.
+
+A folder install finds may have been prepared by a user (on Windows anyone may create folders at
+the root of C:). So before anything is read from or laid into the bin or conf dir, the folder is
+taken over (``Disk.claim``: admin-owned, nobody else may write) and every entry in it an
+administrator did not lay is removed (bin dir) or moved to a fresh admin-only quarantine folder
+(conf dir), never followed; only then is the manifest read, and believed only when it is an
+admin's file whose paths all lie in the bin and conf dirs.
 """
 from __future__ import annotations
 
@@ -15,6 +22,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from libhns.errors import UnsafePath
 
 from . import layout
 from .disk import Disk
@@ -68,7 +77,7 @@ def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk:
         bin_dir, conf_dir = _dirs(args, disk, platform, out)
         out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
         if args.uninstall:
-            _uninstall(bin_dir, disk, out, args.dry_run)
+            _uninstall(args, bin_dir, conf_dir, disk, platform, cwd, out)
         else:
             _install(args, bin_dir, conf_dir, disk, platform, cwd, out)
     except InstallError as exc:
@@ -94,13 +103,65 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> 
                 found = parse(raw, args.containerd_config, fallback)
             except ConfigError as exc:
                 raise InstallError(str(exc)) from None
-    return args.cni_bin_dir or found.bin_dir, args.cni_conf_dir or found.conf_dir
+    return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
 
 
 # ---------------------------------------------------------------------------- install
 
 def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
              out: Outcome) -> None:
+    rendered = _render(args, platform, cwd, out)
+    with _bundle(args.source, disk) as bundle:
+        out.build = bundle.build
+        try:
+            previous = _take(bin_dir, conf_dir, disk, out, args.dry_run)
+            files, dirs = disk.listdir(bin_dir)
+            laid = bool(previous.digest(bundle.contents)) and bundle.contents in dirs and \
+                disk.digest(os.path.join(bin_dir, bundle.contents)) == previous.digest(bundle.contents)
+            bin_steps = layout.plan_bin(bundle, bin_dir, files + dirs,
+                                        lambda n: disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n)),
+                                        previous, laid)
+            if not args.dry_run:
+                for step in bin_steps:
+                    out.steps.append(_lay(step, bin_dir, previous.build, disk))
+                out.steps += cleanup(bin_dir, bundle.build, disk)
+            _folder(conf_dir, disk, out, args.dry_run, quarantine=True)
+            conf_files, _ = disk.listdir(conf_dir)
+            existing = _read(disk, out.conf_path, MAX_CONF)
+            conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
+            if existing != rendered:
+                out.diff = "".join(difflib.unified_diff(
+                    (existing or b"").decode("utf-8", "replace").splitlines(True), rendered.decode().splitlines(True),
+                    out.conf_path if existing is not None else "/dev/null", out.conf_path))
+            if args.dry_run:
+                out.steps += bin_steps + conf_steps
+                return
+            moved = []
+            for step in conf_steps:
+                if step.action == "write":
+                    disk.write_atomic(step.path, rendered)
+                elif step.action == "disable":
+                    target = step.path + layout.DISABLED
+                    disk.replace(step.path, target)
+                    moved.append((step.path, target))
+                out.steps.append(step)
+            contents = previous.digest(bundle.contents) if laid else disk.digest(os.path.join(bin_dir, bundle.contents))
+            manifest = Manifest(build=bundle.build, launchers=bundle.launchers, conf=out.conf_path,
+                                conf_digest=hashlib.sha256(rendered).hexdigest(),
+                                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))),
+                                contents=tuple((n, d) for n, d in previous.contents if n != bundle.contents and
+                                               disk.exists(os.path.join(bin_dir, n))) + ((bundle.contents, contents),))
+            disk.write_atomic(os.path.join(bin_dir, layout.MANIFEST), manifest.encode())
+        except UnsafePath as exc:
+            raise InstallError(f"{exc}; nothing was laid through it") from None
+        except OSError as exc:
+            raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
+                               "running install again finishes the job") from None
+
+
+def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> bytes:
+    """The config to install, loaded by the plugins' own loaders first; InstallError (nothing
+    changed yet) for anything a plugin would refuse."""
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
 
@@ -118,55 +179,44 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
     linux = netconf.linux_mismatch(backend)
     if linux is not None:
         out.warnings.append(f"{linux[0]}; fix: {linux[1]}")
-    rendered = render.encode(doc)
+    return render.encode(doc)
 
-    with _bundle(args.source, disk) as bundle:
-        out.build = bundle.build
-        manifest_path = os.path.join(bin_dir, layout.MANIFEST)
-        previous = _manifest(disk, manifest_path)
-        files, dirs = disk.listdir(bin_dir)
-        bin_steps = layout.plan_bin(bundle, bin_dir, files + dirs,
-                                    lambda n: disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n)),
-                                    previous)
-        conf_files, _ = disk.listdir(conf_dir)
-        existing = _read(disk, out.conf_path, MAX_CONF)
-        conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
-        if existing != rendered:
-            out.diff = "".join(difflib.unified_diff(
-                (existing or b"").decode("utf-8", "replace").splitlines(True), rendered.decode().splitlines(True),
-                out.conf_path if existing is not None else "/dev/null", out.conf_path))
-        if args.dry_run:
-            out.steps = bin_steps + conf_steps
-            return
-        try:
-            disk.makedirs(bin_dir)
-            disk.protect(bin_dir)  # before anything is laid in: nobody else may add or swap a file meanwhile
-            for step in bin_steps:
-                out.steps.append(_lay(step, bin_dir, previous.build, disk))
-            out.steps += cleanup(bin_dir, bundle.build, disk)
-            disk.makedirs(conf_dir)
-            disk.protect(conf_dir)
-            moved = []
-            for step in conf_steps:
-                if step.action == "write":
-                    disk.write_atomic(step.path, rendered)
-                elif step.action == "disable":
-                    target = step.path + layout.DISABLED
-                    disk.replace(step.path, target)
-                    moved.append((step.path, target))
-                out.steps.append(step)
-            manifest = Manifest(build=bundle.build, launchers=bundle.launchers, conf=out.conf_path,
-                                conf_digest=hashlib.sha256(rendered).hexdigest(),
-                                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))))
-            disk.write_atomic(manifest_path, manifest.encode())
-        except OSError as exc:
-            raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
-                               "running install again finishes the job") from None
+
+def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> Manifest:
+    """Take the bin dir over (a dry run: say what that would do) and read the manifest in it."""
+    suspicious = _folder(bin_dir, disk, out, dry_run, quarantine=False)
+    return _manifest(disk, os.path.join(bin_dir, layout.MANIFEST), conf_dir, out, suspicious)
+
+
+def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool) -> bool:
+    """Make ``path`` admin-only and rid it of what an administrator did not lay (removed; with
+    ``quarantine``, moved into a fresh admin-only folder in it instead), saying so; a dry run
+    only says. True when it had to be taken over (or would be)."""
+    why, foreign = disk.survey(path) if dry_run else disk.claim(path)
+    if why:
+        out.steps.append(Step("takeover", path, detail=f"{why}: {'would be ' if dry_run else ''}made admin-only"))
+    folder = ""
+    for entry, problem in foreign:
+        if not quarantine:
+            if not dry_run:
+                disk.discard(entry)
+            out.steps.append(Step("remove", entry, detail=f"{problem}: not laid by an administrator"))
+            continue
+        if not folder:
+            folder = disk.fresh_name(os.path.join(path, layout.QUARANTINE))
+            if not dry_run:
+                disk.fresh_dir(folder)
+        if not dry_run:
+            disk.rename(entry, disk.fresh_name(os.path.join(folder, os.path.basename(entry))))
+        out.steps.append(Step("quarantine", entry, detail=f"{problem}: not laid by an administrator; moved to {folder}"))
+    return why is not None
 
 
 def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
     """One launcher or the contents folder into place; a running launcher is renamed aside."""
     if step.action == "copy":
+        if disk.exists(step.path):  # not the folder install laid: out of the way before the fresh copy
+            _discard_contents(step.path, disk)
         partial = step.path + layout.PARTIAL
         if disk.exists(partial):
             disk.rmtree(partial)
@@ -175,6 +225,8 @@ def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
     elif step.action in ("install", "replace"):
         name = os.path.basename(step.path)
         new = os.path.join(bin_dir, f".{name}.wincni-new")
+        if disk.exists(new):  # an interrupted run's
+            disk.remove(new)
         disk.copy_file(step.source, new)
         try:
             disk.replace(new, step.path)
@@ -188,6 +240,16 @@ def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
         except PermissionError:
             return Step("aside", step.path, detail=f"in use: moved to {_aside(step.path, bin_dir, previous_build, disk)}")
     return step
+
+
+def _discard_contents(path: str, disk: Disk) -> None:
+    """A contents folder renamed to ``<name>.trash`` (refused while a process holds a file in it),
+    then deleted; a later cleanup finishes what a crash left."""
+    doomed = path + layout.TRASH
+    if disk.exists(doomed):
+        disk.rmtree(doomed)
+    disk.rename(path, doomed)
+    disk.rmtree(doomed)
 
 
 def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
@@ -223,11 +285,11 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
                    "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
     for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
         path = os.path.join(bin_dir, name)
-        doomed = path if name.endswith((layout.TRASH, layout.PARTIAL)) else path + layout.TRASH
         try:
-            if doomed != path:
-                disk.rename(path, doomed)  # refused while a process holds a file in it
-            disk.rmtree(doomed)
+            if name.endswith((layout.TRASH, layout.PARTIAL)):
+                disk.rmtree(path)
+            else:
+                _discard_contents(path, disk)
             steps.append(Step("remove", path, detail="old build, no longer used"))
         except OSError:
             steps.append(Step("held", path, detail="in use: removed by a later install"))
@@ -243,14 +305,58 @@ def _quietly(op, path: str) -> None:
 
 # ---------------------------------------------------------------------------- uninstall
 
-def _uninstall(bin_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> None:
+def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
+               out: Outcome) -> None:
+    if not os.path.isdir(bin_dir):
+        out.warnings.append(f"no {bin_dir}: nothing installed by wincni install there")
+        return
+    try:
+        manifest = _take(bin_dir, conf_dir, disk, out, args.dry_run)
+        if os.path.isdir(conf_dir):
+            _folder(conf_dir, disk, out, args.dry_run, quarantine=True)
+    except UnsafePath as exc:
+        raise InstallError(f"{exc}; nothing was removed through it") from None
+    except OSError as exc:
+        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     manifest_path = os.path.join(bin_dir, layout.MANIFEST)
-    manifest = _manifest(disk, manifest_path)
-    out.build = manifest.build
-    if not manifest.build:
+    trusted = bool(manifest.build)
+    if trusted:
+        out.build, out.conf_path = manifest.build, manifest.conf
+        plan = _laid(manifest, bin_dir, disk)
+    elif any(w.startswith(manifest_path) for w in out.warnings):
+        plan = _provable(args, bin_dir, conf_dir, disk, platform, cwd, out)
+    else:
         out.warnings.append(f"no {layout.MANIFEST} in {bin_dir}: nothing installed by wincni install there")
         return
-    out.conf_path = manifest.conf
+    if args.dry_run:
+        out.steps += plan + ([Step("remove", os.path.join(bin_dir, layout.CONTENTS_PREFIX + manifest.build))]
+                             if trusted else [])
+        return
+    try:
+        for step in plan:
+            if step.action == "restore":
+                disk.rename(step.source, step.path)
+                out.steps.append(step)
+            elif step.action == "remove" and os.path.dirname(step.path) == conf_dir:
+                disk.remove(step.path)
+                out.steps.append(step)
+            elif step.action == "remove" and os.path.basename(step.path).startswith(layout.CONTENTS_PREFIX):
+                _discard_contents(step.path, disk)
+                out.steps.append(step)
+            elif step.action == "remove":
+                out.steps.append(_lay(step, bin_dir, manifest.build, disk))
+            else:
+                out.steps.append(step)
+        if trusted:
+            out.steps += cleanup(bin_dir, "", disk)
+            disk.remove(manifest_path)
+    except OSError as exc:
+        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+
+
+def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
+    """What the manifest says install laid: its config unless changed since, the configs it
+    moved aside, its launchers."""
     plan = []
     conf = _read(disk, manifest.conf, MAX_CONF) if manifest.conf else None
     if conf is not None:
@@ -259,46 +365,72 @@ def _uninstall(bin_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> None:
                          detail="" if ours else "changed since install: left in place"))
     plan += [Step("restore", original, disabled) for original, disabled in manifest.moved
              if disk.exists(disabled) and not disk.exists(original)]
-    plan += [Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers if disk.exists(os.path.join(bin_dir, n))]
-    if dry_run:
-        out.steps = plan + [Step("remove", os.path.join(bin_dir, layout.CONTENTS_PREFIX + manifest.build))]
-        return
+    return plan + [Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers
+                   if disk.exists(os.path.join(bin_dir, n))]
+
+
+def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
+              out: Outcome) -> list[Step]:
+    """Without a manifest to believe, what uninstall can prove install laid: the launchers and
+    contents folder of this release (``--from``, else the running one) byte for byte, the config
+    this install renders. Nothing is restored."""
+    plan = []
+    conf = os.path.join(conf_dir, args.conf_name)
     try:
-        for step in plan:
-            if step.action == "remove" and step.path == manifest.conf:
-                disk.remove(step.path)
-                out.steps.append(step)
-            elif step.action == "restore":
-                disk.rename(step.source, step.path)
-                out.steps.append(step)
-            elif step.action == "remove":
-                out.steps.append(_lay(step, bin_dir, manifest.build, disk))
-            else:
-                out.steps.append(step)
-        out.steps += cleanup(bin_dir, "", disk)
-        disk.remove(manifest_path)
-    except OSError as exc:
-        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+        if _read(disk, conf, MAX_CONF) == _render(args, platform, cwd, out):
+            plan.append(Step("remove", conf, detail="the config this install renders"))
+    except InstallError as exc:
+        out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
+    try:
+        with _bundle(args.source, disk) as bundle:
+            out.build = bundle.build
+            contents = os.path.join(bin_dir, bundle.contents)
+            plan += [Step("remove", os.path.join(bin_dir, n), detail=f"the launcher of build {bundle.build}")
+                     for n in bundle.launchers if disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n))]
+            if disk.exists(contents) and disk.digest(contents) == disk.digest(os.path.join(bundle.root, bundle.contents)):
+                plan.append(Step("remove", contents, detail=f"the contents of build {bundle.build}"))
+    except InstallError as exc:
+        out.warnings.append(f"launchers left in place: no release to compare them with ({exc})")
+    return plan
 
 
 # ---------------------------------------------------------------------------- inputs
 
 def _read(disk: Disk, path: str, cap: int) -> bytes | None:
+    """The file's bytes; InstallError when it is over ``cap`` (never cut short) or unreadable."""
     try:
-        return disk.read(path, cap)
+        raw = disk.read(path, cap + 1)
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if raw is not None and len(raw) > cap:
+        raise InstallError(f"{path} is larger than {cap >> 10} KiB, the most install reads: not a file it "
+                           "can use (move it away, or pass the dirs it names with --cni-bin-dir and --cni-conf-dir)")
+    return raw
 
 
-def _manifest(disk: Disk, path: str) -> Manifest:
-    raw = _read(disk, path, layout.MAX_MANIFEST)
-    if raw is None:
+def _manifest(disk: Disk, path: str, conf_dir: str, out: Outcome, suspicious: bool) -> Manifest:
+    """The manifest in a folder already taken over, believed only when it is an administrator's
+    own regular file (not a link, no other hard link) whose paths all lie in the bin and conf
+    dirs; anything else is ignored with a warning."""
+    if not disk.exists(path):
         return Manifest()
-    try:
-        return Manifest.decode(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InstallError(f"{path} is not a wincni install manifest ({exc}): move it away and run install "
-                           "again") from None
+    why, manifest = ("the folder is not admin-only yet", Manifest()) if suspicious else (None, Manifest())
+    if why is None:
+        try:
+            raw = disk.read_trusted(path, layout.MAX_MANIFEST + 1)
+            manifest = Manifest.decode(raw)
+            why = "larger than a manifest" if len(raw) > layout.MAX_MANIFEST else manifest.problem(conf_dir)
+        except UnsafePath as exc:
+            why = exc.problem
+        except (ValueError, UnicodeDecodeError) as exc:
+            why = f"not a wincni install manifest ({exc})"
+        except OSError as exc:
+            why = f"cannot be read ({exc.strerror or exc})"
+    if why is None:
+        return manifest
+    out.warnings.append(f"{path} ignored: {why}; only what provably matches this release is removed or "
+                        "replaced, nothing is restored")
+    return Manifest()
 
 
 class _bundle:

@@ -11,6 +11,10 @@ itself, its name baked into the exe by specs/wincni.spec)::
     <bin>\\.wincni-old\\<older build>\\*.exe   launchers renamed aside while running
     <bin>\\.wincni-install.json               the manifest: what install laid down
 
+The manifest is believed only when ``Manifest.problem`` finds nothing: every path it names is a
+plain name in the bin or conf dir. A contents folder is kept only when the manifest names it with
+the digest the folder has now; otherwise it is replaced by a fresh copy.
+
 Windows refuses to overwrite or delete a running ``.exe`` but lets it be renamed, and refuses to
 rename a folder holding a file in use. So an upgrade copies the new contents folder under its
 own name first (the old build's processes keep theirs), then replaces each launcher, renaming a
@@ -33,13 +37,14 @@ TRASH = ".trash"  # a contents folder renamed for deletion (proof that nothing h
 FOREIGN = "previous"  # aside folder for launchers install did not lay (e.g. the Go plugins)
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni's ConfFiles loads
 DISABLED = ".disabled-by-wincni"
+QUARANTINE = ".wincni-quarantine"  # in the conf dir: configs install found there but no administrator laid
 MAX_MANIFEST = 1 << 20
 
 
 @dataclass(frozen=True)
 class Step:
     """One thing to do (or done): ``action`` is the table's first column."""
-    action: str  # copy install replace keep aside remove held write disable restore
+    action: str  # copy install replace keep aside remove held write disable restore takeover quarantine
     path: str
     source: str = ""
     detail: str = ""
@@ -52,11 +57,32 @@ class Manifest:
     conf: str = ""
     conf_digest: str = ""  # sha256 of what install wrote, so uninstall removes only that
     moved: tuple[tuple[str, str], ...] = ()  # (original, disabled) config paths
+    contents: tuple[tuple[str, str], ...] = ()  # (contents folder name, its digest) install laid
 
     def encode(self) -> bytes:
         return (json.dumps({"build": self.build, "launchers": list(self.launchers), "conf": self.conf,
-                            "confDigest": self.conf_digest, "moved": [list(m) for m in self.moved]},
-                           indent=2) + "\n").encode()
+                            "confDigest": self.conf_digest, "moved": [list(m) for m in self.moved],
+                            "contents": [list(c) for c in self.contents]}, indent=2) + "\n").encode()
+
+    def digest(self, name: str) -> str:
+        """The digest install recorded for the contents folder ``name``, "" if none."""
+        return dict(self.contents).get(name, "")
+
+    def problem(self, conf_dir: str) -> str | None:
+        """Why this cannot be a manifest install wrote for ``conf_dir``, or None: every config
+        path must be a plain name directly in ``conf_dir`` (no "..", no other folder or drive), a
+        moved config's new name its old one plus ``DISABLED``, every contents folder a build's."""
+        paths = ([self.conf] if self.conf else []) + [p for pair in self.moved for p in pair]
+        for path in paths:
+            if os.path.dirname(path) != conf_dir or not _plain(os.path.basename(path)):
+                return f"{path!r} is not a file name in {conf_dir}"
+        for original, disabled in self.moved:
+            if disabled != original + DISABLED:
+                return f"{disabled!r} is not {original!r} moved aside"
+        for name, _ in self.contents:
+            if not (name.startswith(CONTENTS_PREFIX) and _is_build(name) and _plain(name)):
+                return f"{name!r} is not a contents folder"
+        return None
 
     @classmethod
     def decode(cls, raw: bytes) -> "Manifest":
@@ -64,13 +90,16 @@ class Manifest:
         doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        launchers, moved = doc.get("launchers") or [], doc.get("moved") or []
+        launchers, moved, contents = doc.get("launchers") or [], doc.get("moved") or [], doc.get("contents") or []
         if not all(isinstance(n, str) and _plain(n) for n in launchers):
             raise ValueError("launchers must be file names")
-        if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m) for m in moved):
-            raise ValueError("moved must be [original, disabled] pairs")
+        for key, pairs in (("moved", moved), ("contents", contents)):
+            if not isinstance(pairs, list) or not all(
+                    isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m) for m in pairs):
+                raise ValueError(f"{key} must be a list of pairs of strings")
         return cls(build=str(doc.get("build") or ""), launchers=tuple(launchers), conf=str(doc.get("conf") or ""),
-                   conf_digest=str(doc.get("confDigest") or ""), moved=tuple((a, b) for a, b in moved))
+                   conf_digest=str(doc.get("confDigest") or ""), moved=tuple((a, b) for a, b in moved),
+                   contents=tuple((a, b) for a, b in contents))
 
 
 @dataclass(frozen=True)
@@ -99,16 +128,20 @@ class Bundle:
 
 
 def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callable[[str], bool],
-             previous: Manifest) -> list[Step]:
+             previous: Manifest, laid: bool) -> list[Step]:
     """Steps laying ``bundle`` into ``bin_dir`` (whose top-level names are ``present``).
 
-    ``same(name)``: the launcher in bin_dir already has the bundle's bytes. Launchers the previous
-    install laid that this build no longer has are removed, so no launcher outlives its contents.
+    ``same(name)``: the launcher in bin_dir already has the bundle's bytes. ``laid``: the contents
+    folder there is the one the manifest names, digest and all; any other is replaced. Launchers
+    the previous install laid that this build no longer has are removed, so no launcher outlives
+    its contents.
     """
     present = set(present)
     j = os.path.join
-    steps = [Step("keep" if bundle.contents in present else "copy", j(bin_dir, bundle.contents),
-                  j(bundle.root, bundle.contents), f"build {bundle.build}")]
+    there = bundle.contents in present
+    steps = [Step("keep" if there and laid else "copy", j(bin_dir, bundle.contents), j(bundle.root, bundle.contents),
+                  f"build {bundle.build}" + ("; the folder there is not the one install laid: replaced"
+                                             if there and not laid else ""))]
     for name in bundle.launchers:
         if name not in present:
             steps.append(Step("install", j(bin_dir, name), j(bundle.root, name)))

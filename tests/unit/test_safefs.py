@@ -88,20 +88,53 @@ def test_a_file_another_user_owns_is_refused(tmp_path):
 
 
 @root_only
-def test_protect_dir_gives_the_install_folder_and_its_contents_to_root_without_group_or_other_write(tmp_path):
-    """The POSIX half of the install ACL (``wincni install`` calls it; build.ps1 runs icacls)."""
-    top = tmp_path / "bin"
-    (top / "_internal").mkdir(parents=True)
-    (top / "_internal" / "x.pyc").write_text("")
-    for p in (top, top / "_internal", top / "_internal" / "x.pyc"):
+@root_only
+def test_claim_dir_takes_a_users_folder_over_and_lists_what_in_it_is_not_an_admins(tmp_path):
+    """The install folder a user prepared: root's afterwards with no write for others; what the
+    user left in it (their files, links, a hard-linked file) is listed, never chowned or followed."""
+    top = tmp_path / "opt" / "bin"
+    (top / "_wincni-x").mkdir(parents=True)
+    (top / "_wincni-x" / "payload").write_text("")
+    (top / "ours").write_text("")
+    (top / "linked").write_text("")
+    os.link(top / "linked", tmp_path / "elsewhere")
+    (top / "link").symlink_to(tmp_path)
+    for p in (tmp_path / "opt", top, top / "_wincni-x", top / "_wincni-x" / "payload"):
         p.chmod(0o777)
         os.chown(p, NOBODY, NOBODY)
+    (top / "ours").chmod(0o666)
     assert safefs.writable_by_others(str(top)) == "its owner (uid 65534)"
-    safefs.protect_dir(str(top))
-    for p in (top, top / "_internal", top / "_internal" / "x.pyc"):
+    assert safefs.foreign_entries(str(top), suspicious=False) == [(str(top / "_wincni-x"), "owned by uid 65534")]
+    assert (top / "ours").stat().st_mode & 0o022
+    assert safefs.claim_dir(str(top)) == ("is owned by uid 65534, not by root or this user", [
+        (str(top / "_wincni-x"), "owned by uid 65534"), (str(top / "link"), "a symbolic link"),
+        (str(top / "linked"), "a file with 2 hard links")])
+    for p in (tmp_path / "opt", top):
         st = p.stat()
         assert st.st_uid == 0 and not st.st_mode & 0o022, p
     assert safefs.writable_by_others(str(top)) is None
+    assert (top / "_wincni-x").stat().st_uid == NOBODY and not (top / "ours").stat().st_mode & 0o022
+    assert safefs.claim_dir(str(top))[0] is None
+
+
+def test_every_folder_on_the_way_is_opened_without_following_a_link(tmp_path):
+    (tmp_path / "real" / "store").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for fn in (safefs.secure_dir, safefs.check_dir, safefs.claim_dir):
+        with pytest.raises(safefs.UnsafePath, match="symbolic link") as caught:
+            fn(str(tmp_path / "link" / "store" / "net"))
+        assert caught.value.path == str(tmp_path / "link")
+    assert sorted(os.listdir(tmp_path / "real" / "store")) == []
+
+
+def test_open_new_never_writes_through_what_was_there(tmp_path):
+    (tmp_path / "victim").write_text("secret")
+    (tmp_path / "link").symlink_to(tmp_path / "victim")
+    for name in ("link", "victim"):
+        with pytest.raises(FileExistsError):
+            safefs.open_new(str(tmp_path / name))
+    os.close(safefs.open_new(str(tmp_path / "new")))
+    assert (tmp_path / "victim").read_text() == "secret" and (tmp_path / "new").is_file()
 
 
 def test_writable_by_others_names_who(tmp_path):

@@ -16,7 +16,7 @@ from plugins import registry
 from plugins.wincni.disk import Disk
 from plugins.winnet.policies import fit_user_policies
 
-from hnsnode import Node
+from hnsnode import Node, release
 from testdata import FIXTURES
 
 COMMANDS = registry.COMMANDS
@@ -56,16 +56,6 @@ class WindowsDisk(Disk):
         if self._holds(src):
             raise PermissionError(13, "in use", src)
         super().rename(src, dst)
-
-
-def release(root: Path, build: str, mark: str = "") -> Path:
-    """A release folder as specs/wincni.spec makes it: launchers beside _wincni-<build>."""
-    folder = root / f"release-{build}"
-    (folder / f"_wincni-{build}" / "plugins").mkdir(parents=True, exist_ok=True)
-    (folder / f"_wincni-{build}" / "python313.dll").write_text(f"python of {build}")
-    for c in COMMANDS:  # as PyInstaller's launchers name their contents folder
-        (folder / c).write_bytes(f"{c} {build}{mark}\0pyi-contents-directory _wincni-{build}\0".encode())
-    return folder
 
 
 def launcher_build(path: Path) -> str:
@@ -295,12 +285,35 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
                                                               "NeedEncap": True}}]}}]}
 
 
-def test_a_manifest_that_is_not_ours_stops_install(node: Node, tmp_path: Path) -> None:
+def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path) -> None:
     node.cni_bin.mkdir()
     (node.cni_bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
-    assert "not a wincni install manifest" in done["error"] and not (node.cni_bin / "flannel").exists()
-    assert "not a wincni install manifest" in node.install("--uninstall", expect=1)["error"]
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    [warning] = done["warnings"]
+    assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()
+
+
+@pytest.mark.parametrize("manifest, why", [
+    ({"conf": "/etc/shadow"}, "'/etc/shadow' is not a file name in"),
+    ({"moved": [["{conf}/0-x.conf", "/root/.ssh/authorized_keys"]]}, "is not a file name in"),
+    ({"moved": [["{conf}/../x.conf", "{conf}/../x.conf.disabled-by-wincni"]]}, "is not a file name in"),
+    ({"moved": [["{conf}/x.conf", "{conf}/y.conf"]]}, "is not '"),
+    ({"contents": [["..", "0" * 64]]}, "'..' is not a contents folder"),
+])
+def test_a_manifest_naming_paths_outside_its_folders_is_ignored_and_uninstall_restores_nothing(
+        node: Node, tmp_path: Path, manifest: dict, why: str) -> None:
+    """Even an administrator's manifest: every path must lie in the conf dir (or be a plain name)."""
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node.install("--from", str(rel))
+    doc = json.loads((node.cni_bin / layout.MANIFEST).read_text())
+    for key, value in manifest.items():
+        doc[key] = json.loads(json.dumps(value).replace("{conf}", str(node.conf_dir)))
+    (node.cni_bin / layout.MANIFEST).write_text(json.dumps(doc))
+    done = node.install("--uninstall", "--from", str(rel))
+    assert any(why in w and "ignored" in w for w in done["warnings"]), done["warnings"]
+    assert "restore" not in actions(done).values()
+    assert actions(done)["flannel"] == "remove" and actions(done)["10-flannel.conflist"] == "remove"
+    assert actions(done)["_wincni-0.1.0-aaa-1"] == "remove" and not (node.cni_bin / "flannel").exists()
 
 
 def test_keep_others_leaves_shadowing_configs(node: Node, tmp_path: Path) -> None:

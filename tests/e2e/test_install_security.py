@@ -1,0 +1,171 @@
+"""Issue #29: ``wincni install`` in folders a local user prepared, tried as that user would.
+
+The attacker is real (``test_security.as_nobody``: a child dropped to uid 65534): it creates the
+bin and conf dirs in a world-writable sticky folder (``arena``, like C:\\ on Windows where every
+user may create folders) and plants links, folders and files in them; then root runs install.
+Each test checks the victim (root-only files and folders) is untouched, that no installed path is
+a link or another user's, and what install printed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from hnsnode import SUBNET, Node, release
+from test_security import NOBODY, _flannel_conf, _mkdir, _symlink, _write, as_nobody, root_only
+from test_security import arena, node, victim  # noqa: F401 - fixtures
+from testdata import FIXTURES
+
+BUILD = "0.1.0-aaa-1"
+pytestmark = root_only
+
+
+def _makedirs(*paths: Path) -> None:
+    for path in paths:
+        for p in reversed([path, *path.parents]):
+            if not p.exists():
+                _mkdir(p)
+
+
+@pytest.fixture
+def prepared(tmp_path: Path, arena: Path) -> Node:  # noqa: F811
+    """A node whose bin and conf dirs the attacker created first, in the arena, as theirs."""
+    node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
+    node.cni_bin, node.conf_dir = arena / "opt" / "cni" / "bin", arena / "etc" / "cni" / "net.d"
+    as_nobody(_makedirs, node.cni_bin, node.conf_dir)
+    return node
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A root-only folder with files: where the attacker would like root to delete or write."""
+    path = tmp_path / "vault"
+    (path / "keys").mkdir(parents=True)
+    (path / "keys" / "id").write_text("key\n")
+    path.chmod(0o700)
+    return path
+
+
+def assert_admins_only(*tops: Path) -> None:
+    """Every path under ``tops`` (and every folder on the way up to the arena) is root's, not a link."""
+    for top in tops:
+        for p in [top, *top.parents[:2]]:
+            st = p.lstat()
+            assert not stat.S_ISLNK(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022, p
+        for folder, dirs, files in os.walk(top):
+            for name in dirs + files:
+                st = os.lstat(os.path.join(folder, name))
+                assert not stat.S_ISLNK(st.st_mode) and st.st_uid == 0, os.path.join(folder, name)
+
+
+def steps(done: dict) -> set[tuple[str, str]]:
+    return {(s["action"], s["path"]) for s in done["steps"]}
+
+
+def test_links_planted_under_installs_temporary_names_are_removed_never_followed(prepared, tmp_path, arena,
+                                                                                 victim, vault) -> None:
+    """Finding 1: ``.flannel.wincni-new`` -> the attacker's program, ``.wincni-old`` -> a root-only
+    folder, the config's temporary name -> a root-only file."""
+    node = prepared
+    program = arena / "evil"
+    as_nobody(_write, program, "#!/bin/sh\necho attacker\n")
+    as_nobody(_symlink, program, node.cni_bin / ".flannel.wincni-new")
+    as_nobody(_symlink, vault, node.cni_bin / ".wincni-old")
+    as_nobody(_symlink, victim, node.conf_dir / ".10-flannel.conflist.wincni-tmp")
+    done = node.install("--from", str(release(tmp_path, BUILD)))
+    assert {("takeover", str(node.cni_bin)), ("takeover", str(node.conf_dir)),
+            ("remove", str(node.cni_bin / ".flannel.wincni-new")),
+            ("remove", str(node.cni_bin / ".wincni-old")),
+            ("quarantine", str(node.conf_dir / ".10-flannel.conflist.wincni-tmp"))} <= steps(done), done["steps"]
+    assert program.read_text() == "#!/bin/sh\necho attacker\n" and victim.read_text() == "secret\n"
+    assert (vault / "keys" / "id").read_text() == "key\n"
+    assert (node.cni_bin / "flannel").read_bytes().startswith(f"flannel {BUILD}".encode())
+    assert node.read_cni_conf()["name"] == "vxlan0"
+    [quarantine] = node.conf_dir.glob(".wincni-quarantine*")
+    assert os.path.islink(quarantine / ".10-flannel.conflist.wincni-tmp")
+    assert stat.S_IMODE(quarantine.lstat().st_mode) == 0o700
+    (quarantine / ".10-flannel.conflist.wincni-tmp").unlink()  # the one link left, where nobody can reach it
+    assert_admins_only(node.cni_bin, node.conf_dir)
+
+
+def test_a_planted_contents_folder_is_replaced_not_kept(prepared, tmp_path) -> None:
+    """Finding 1: ``_wincni-<build>`` with the attacker's payload was reported KEEP and ran as root."""
+    node = prepared
+    planted = node.cni_bin / f"_wincni-{BUILD}"
+    as_nobody(_mkdir, planted)
+    as_nobody(_write, planted / "python313.dll", "payload")
+    table = node.install("--from", str(release(tmp_path, BUILD)), output="table")
+    assert f"REMOVE   {planted}  (owned by uid {NOBODY}: not laid by an administrator)" in table
+    assert f"COPY     {planted}" in table and f"KEEP     {planted}" not in table
+    assert (planted / "python313.dll").read_text() == f"python of {BUILD}"
+    assert_admins_only(node.cni_bin, node.conf_dir)
+
+
+def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_path) -> None:
+    node = prepared
+    as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
+    done = node.install("--from", str(release(tmp_path, BUILD)))
+    assert ("quarantine", str(node.conf_dir / "05-evil.conflist")) in steps(done)
+    assert sorted(p.name for p in node.conf_dir.iterdir() if not p.name.startswith(".wincni-quarantine")) == [
+        "10-flannel.conflist"]
+    assert_admins_only(node.cni_bin)
+
+
+def test_a_planted_manifest_restores_and_deletes_nothing(prepared, tmp_path, arena, victim, vault) -> None:
+    """Finding 2: ``moved`` made uninstall "restore" the attacker's file into a root-only folder, and
+    ``conf`` + ``confDigest`` made it delete any file whose digest the attacker could compute."""
+    node = prepared
+    as_nobody(_write, arena / "keys", "ssh-ed25519 attacker\n")
+    manifest = {"build": BUILD, "launchers": [], "conf": str(victim),
+                "confDigest": hashlib.sha256(victim.read_bytes()).hexdigest(),
+                "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]]}
+    as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps(manifest))
+    done = node.install("--uninstall", "--from", str(release(tmp_path, BUILD)))
+    assert ("remove", str(node.cni_bin / ".wincni-install.json")) in steps(done)
+    assert not {a for a, _ in steps(done)} & {"restore"} and not (vault / "authorized_keys").exists()
+    assert victim.read_text() == "secret\n" and (arena / "keys").read_text() == "ssh-ed25519 attacker\n"
+    assert_admins_only(node.cni_bin)
+
+
+def test_a_planted_manifest_is_not_carried_into_the_new_one(prepared, tmp_path, arena, vault) -> None:
+    node = prepared
+    manifest = {"build": "0.0.1-old-1", "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]]}
+    as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps(manifest))
+    node.install("--from", str(release(tmp_path, BUILD)))
+    written = json.loads((node.cni_bin / ".wincni-install.json").read_text())
+    assert written["moved"] == [] and written["build"] == BUILD
+
+
+def test_a_link_higher_up_the_bin_dir_is_refused_and_nothing_is_laid(tmp_path, arena, vault) -> None:
+    node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
+    as_nobody(_symlink, vault, arena / "opt")
+    node.cni_bin, node.conf_dir = arena / "opt" / "bin", tmp_path / "net.d"
+    done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
+    assert f"{arena / 'opt'} is a symbolic link" in done["error"]
+    assert sorted(p.name for p in vault.iterdir()) == ["keys"] and not node.conf_dir.exists()
+
+
+# ---------------------------------------------------------------- finding 5: stores
+
+def test_host_local_never_follows_a_link_a_user_planted_above_its_store(tmp_path, arena, vault) -> None:
+    as_nobody(_symlink, vault, arena / "cni")
+    node = Node(tmp_path / "node", "host-local")
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
+            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(arena / "cni" / "networks")}}
+    run = node.run("ADD", conf, "pod1", "/x")
+    run.failed(5, str(arena / "cni"), "symbolic link")
+    assert sorted(p.name for p in vault.iterdir()) == ["keys"]
+
+
+def test_flannel_never_follows_a_link_a_user_planted_above_its_data_dir(tmp_path, node, arena,  # noqa: F811
+                                                                        vault) -> None:
+    as_nobody(_symlink, vault, arena / "var")
+    rc, err = node.flannel("ADD", _flannel_conf(node, arena / "var" / "flannel"))
+    assert (rc, err["code"]) == (1, 5), err
+    assert str(arena / "var") in err["msg"] and "symbolic link" in err["msg"]
+    assert sorted(p.name for p in vault.iterdir()) == ["keys"]
