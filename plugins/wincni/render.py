@@ -51,10 +51,13 @@ def encode(doc: dict[str, Any]) -> bytes:
 
 
 def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: str) -> None:
-    """Load ``doc`` as the plugins would for an ADD on a node of this cluster: flannel's config,
-    net-conf.json's rules, the delegate flannel builds, the delegate plugin's own validation."""
+    """Load ``doc`` as the plugins would for an ADD on a node of this cluster: the bytes the
+    runtime hands flannel, through the CNI checks every plugin runs first (its version, the
+    network name rule), flannel's config, net-conf.json's rules, the delegate flannel builds
+    (same checks), the delegate plugin's own validation."""
     import importlib
 
+    from plugins.cni.config import decode
     from plugins.flannel import delegate, subnet_env
     from plugins.flannel.config import FlannelConf
     from plugins.winnet.lifecycle import Lifecycle
@@ -62,13 +65,28 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
     from plugins.registry import flavor_module
 
     from .facts import first_plugin
-    fconf = FlannelConf.from_conf(first_plugin(doc), platform, cwd)
+    conf = decode(encode(doc))
+    _cni_checks(conf, backend)
+    fconf = FlannelConf.from_conf(first_plugin(conf), platform, cwd)
     cluster = ipaddress.ip_network(backend.network, strict=False)
     subnet = next(cluster.subnets(new_prefix=max(cluster.prefixlen, 24)))
     lease = subnet_env.parse(f"FLANNEL_NETWORK={cluster}\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\n"
                              "FLANNEL_IPMASQ=true\n", "(a lease of this cluster)")
     built = delegate.build(fconf, lease, backend)
+    _cni_checks(built, backend)
     Lifecycle(importlib.import_module(flavor_module(built["type"])).FLAVOR).load_conf(built, "ADD")
+
+
+def _cni_checks(conf: dict[str, Any], backend: netconf.Backend) -> None:
+    """What ``plugins.cni.skel`` checks before any plugin reads a config; a refused name is
+    traced back to where it came from, net-conf.json's Backend.Name."""
+    from plugins.cni.config import check_name, cni_version
+    cni_version(conf)
+    try:
+        check_name(conf)
+    except CniError as exc:
+        raise CniError(exc.code, f"flanneld's net-conf.json {backend.path}: Backend.Name becomes the CNI network "
+                       f"name, which every plugin refuses: {exc.msg}", exc.details) from None
 
 
 def _policy(value: dict[str, Any]) -> dict[str, Any]:

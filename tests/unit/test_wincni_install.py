@@ -197,6 +197,23 @@ def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node
     assert not node.cni_bin.exists() and not node.conf_dir.exists()
 
 
+@pytest.mark.parametrize("name, words", [
+    ("a/b", "invalid characters"), ("..", "invalid characters"), ("cbr0.", "ends with a dot"),
+    ("NUL", "reserved device name"), ("n" * 129, "over the limit of 128"),
+])
+def test_a_network_name_every_plugin_refuses_fails_the_install_and_changes_nothing(
+        node: Node, tmp_path: Path, name: str, words: str) -> None:
+    """Finding 3: the name flanneld takes from Backend.Name passed install, and every pod ADD then
+    failed with code 7: the rendered config goes through the plugins' own name rule first."""
+    node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": name,
+                                                                                 "VNI": 4096}}))
+    node.conf_dir.mkdir()
+    (node.conf_dir / "0-containerd-nat.json").write_text("{}")
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    assert "Backend.Name" in done["error"] and words in done["error"], done["error"]
+    assert not node.cni_bin.exists() and [p.name for p in node.conf_dir.iterdir()] == ["0-containerd-nat.json"]
+
+
 def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> None:
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": "vxlan0"}}))
     [warning] = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))["warnings"]
