@@ -93,11 +93,11 @@ def _net_conf_default(platform: str) -> str:
 
 
 def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> tuple[str, str]:
-    from .containerd import ConfigError, CniDirs, defaults, parse
+    from .containerd import MAX_CONFIG, ConfigError, CniDirs, defaults, parse
     fallback = defaults(platform)
     found = CniDirs(fallback["bin_dir"], fallback["conf_dir"])
     if not (args.cni_bin_dir and args.cni_conf_dir):
-        raw = _read(disk, args.containerd_config, MAX_CONF)
+        raw = _read(disk, args.containerd_config, MAX_CONFIG)
         if raw is not None:
             try:
                 found = parse(raw, args.containerd_config, fallback)

@@ -190,6 +190,23 @@ def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None
     assert "config.toml is not valid TOML" in done["error"] and "--cni-bin-dir" in done["error"]
 
 
+@pytest.mark.parametrize("text, words", [
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nests arrays or tables deeper"),
+    ('[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "C:\\u0000x"\n', "NUL or control character"),
+    ("# pad\n" * (1 << 18) + '[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "{bin}"\n', "larger than 1024 KiB"),
+])
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_a_containerd_config_install_cannot_use_is_a_clear_error_in_the_chosen_format(
+        node: Node, tmp_path: Path, text: str, words: str, output: str) -> None:
+    """Finding 4: deep nesting and a NUL were tracebacks, and past 1 MiB the file was cut and its
+    cni section silently missed (install then targeted the default dirs)."""
+    (tmp_path / "config.toml").write_text(text.replace("{bin}", str(node.cni_bin)))
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1, output=output)
+    error = done["error"] if output == "json" else done.split("FAILED: ", 1)[1]
+    assert str(tmp_path / "config.toml") in error and words in error and "--cni-bin-dir" in error, error
+    assert not node.cni_bin.exists() and not node.conf_dir.exists()
+
+
 def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node, tmp_path: Path) -> None:
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}}))
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
