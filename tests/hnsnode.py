@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -84,7 +85,7 @@ class Node:
         wrapper.write_text(_IPAM_WRAPPER.format(log=self.ipam_log, real=VENV_BIN / "host-local"))
         wrapper.chmod(0o755)
         for delegate in ("win-bridge", "win-overlay", "flannel"):  # what flannel finds on CNI_PATH; doctor's set
-            (self.bin / delegate).symlink_to(VENV_BIN / delegate)
+            shutil.copy(VENV_BIN / delegate, self.bin / delegate)  # copies: the doctor fails a linked launcher
         self.flannel_dir = root / "flannel"
         self.subnet_env = root / "subnet.env"
         self.net_conf = root / "net-conf.json"

@@ -4,6 +4,7 @@ Address-space questions are ``netaddr.IPSet`` algebra (netaddr stays off every p
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -51,6 +52,11 @@ def plugins(f: Facts) -> Check:
     if missing:
         return Check("plugins", FAIL, f"{', '.join(missing)} not found in {f.bin_dir}",
                      f"copy {', '.join(m + '.exe' for m in missing)} from the wincni bundle into {f.bin_dir}")
+    if f.bin_audit:
+        return Check("plugins", FAIL, "; ".join(f.bin_audit) + ": the runtime runs them as SYSTEM/root",
+                     f"wincni install --from <the release zip> --cni-bin-dir {f.bin_dir} --cni-conf-dir "
+                     f"{os.path.dirname(f.conf_path)} (it takes the folder over, removes what no administrator "
+                     "laid and replaces what it cannot vouch for)")
     return Check("plugins", OK, f"{', '.join(dict.fromkeys(wanted))} present in {f.bin_dir}")
 
 

@@ -54,6 +54,9 @@ class Disk:
             return f.read(cap)
 
     def same(self, a: str, b: str) -> bool:
+        """``b`` has ``a``'s bytes, and is a file of its own (a link never is the same)."""
+        if os.path.islink(b):
+            return False
         try:
             return filecmp.cmp(a, b, shallow=False)
         except OSError:

@@ -66,6 +66,7 @@ class Facts:
     reach: str = ""
     simulated: bool = False  # the plugins would run on the HNS simulator on Windows
     open_dirs: tuple[tuple[str, str, str], ...] = ()  # (what, folder, who else may write it)
+    bin_audit: tuple[str, ...] = ()  # what in the bin dir no administrator vouches for (install.audit)
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -127,7 +128,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  **hns, policies=policies, source_vip_path=opts["source_vip"],
                  source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
                  store_problem=store_problem, reach=opts.get("reach") or "",
-                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs)
+                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs,
+                 bin_audit=read_bin_audit(opts["cni_bin_dir"], os.path.dirname(conf_path), plugin, delegate_type))
 
 
 def read_conf(path: str) -> tuple[dict | None, Problem | None]:
@@ -247,6 +249,13 @@ def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
     return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
             "stale_endpoints": stale}
+
+
+def read_bin_audit(bin_dir: str, conf_dir: str, *plugins: str) -> tuple[str, ...]:
+    from .install import audit
+    files = _listdir(bin_dir) or frozenset()
+    names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in files]
+    return audit(bin_dir, conf_dir, names)
 
 
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

@@ -428,9 +428,38 @@ def _manifest(disk: Disk, path: str, conf_dir: str, out: Outcome, suspicious: bo
             why = f"cannot be read ({exc.strerror or exc})"
     if why is None:
         return manifest
-    out.warnings.append(f"{path} ignored: {why}; only what provably matches this release is removed or "
+    out.warnings.append(f"{path} ignored: {why}; only what provably matches the release is removed or "
                         "replaced, nothing is restored")
     return Manifest()
+
+
+def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None) -> tuple[str, ...]:
+    """What the doctor's ``plugins`` check holds against the bin dir: writable by others, one of
+    ``launchers`` a link or not an administrator's, a contents folder the manifest (when there
+    is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now."""
+    from libhns.safefs import writable_by_others
+    disk = disk or Disk()
+    found = []
+    for path in [bin_dir] + [os.path.join(bin_dir, n) for n in launchers]:
+        try:
+            who = writable_by_others(path)
+        except OSError:
+            continue
+        if who:
+            found.append(f"{path} is {who}" if who.startswith("a ") else f"{path} is writable by {who}")
+    path = os.path.join(bin_dir, layout.MANIFEST)
+    if not disk.exists(path):
+        return tuple(found)
+    out = Outcome()
+    manifest = _manifest(disk, path, os.path.normpath(conf_dir), out, suspicious=False)
+    found += out.warnings[:1]
+    for name in disk.listdir(bin_dir)[1]:
+        folder = os.path.join(bin_dir, name)
+        if name.startswith(layout.CONTENTS_PREFIX) and not name.endswith((layout.PARTIAL, layout.TRASH)) and \
+                manifest.digest(name) != disk.digest(folder):
+            found.append(f"{folder} is not the contents folder install laid (its manifest does not name it "
+                         "with the digest it has now)")
+    return tuple(found)
 
 
 class _bundle:

@@ -14,7 +14,7 @@ from plugins.wincni import checks
 from plugins.wincni.__main__ import main
 from plugins.wincni.facts import Facts, Problem
 
-from hnsnode import EXCEPTIONS, Node, lease_text
+from hnsnode import EXCEPTIONS, Node, lease_text, release
 
 LEASE = lease_text("10.244.4.1/24")
 
@@ -83,6 +83,42 @@ def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
 def test_plugins_missing_from_bin_dir(bridge: Node) -> None:
     (bridge.bin / "host-local").unlink()
     failed(bridge.doctor(), "plugins", "host-local")
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (lambda n: ((n.bin / "flannel").unlink(), (n.bin / "flannel").symlink_to(n.root / "elsewhere")),
+     ("flannel is a symbolic link",)),
+    (lambda n: n.bin.chmod(0o777), ("writable by every user",)),
+    (lambda n: (n.bin / "host-local").chmod(0o666), ("host-local is writable by",)),
+])
+def test_plugins_fails_a_launcher_others_could_swap_and_its_fix_line_works_as_printed(
+        bridge: Node, tmp_path: Path, spoil, words: tuple) -> None:
+    spoil(bridge)
+    check = failed(bridge.doctor(), "plugins", *words, "wincni install --from <the release zip>")
+    _run_install_fix(bridge, tmp_path, check["fix"])
+    assert bridge.doctor()["plugins"]["status"] == "ok"
+
+
+def test_plugins_fails_a_contents_folder_the_manifest_does_not_vouch_for(bridge: Node, tmp_path: Path) -> None:
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    bridge.cni_bin, bridge.conf_dir = bridge.bin, bridge.conf_dir
+    bridge.install("--from", str(rel))
+    assert bridge.doctor()["plugins"]["status"] == "ok"
+    (bridge.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").write_text("payload")
+    check = failed(bridge.doctor(), "plugins", "_wincni-0.1.0-aaa-1 is not the contents folder install laid")
+    _run_install_fix(bridge, tmp_path, check["fix"])
+    assert bridge.doctor()["plugins"]["status"] == "ok"
+    assert (bridge.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").read_text() == "python of 0.1.0-aaa-1"
+
+
+def _run_install_fix(node: Node, tmp_path: Path, fix: str) -> None:
+    """The fix line as printed, the release put where it says <the release zip>."""
+    import shlex
+    argv = shlex.split(fix.split(" (", 1)[0].replace("<the release zip>", str(release(tmp_path, "0.1.0-aaa-1"))))
+    assert argv[0] == "wincni"
+    node.cni_bin = Path(argv[argv.index("--cni-bin-dir") + 1])
+    node.conf_dir = Path(argv[argv.index("--cni-conf-dir") + 1])
+    node.install(*argv[2:], dirs=False)
 
 
 def test_hns_network_absent(bridge: Node) -> None:
