@@ -184,10 +184,10 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     try:
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
-            child = _open_component(fd, part, here, create)
+            final = i == len(parts) - 1
+            child = _open_component(fd, part, here, create, final)
             os.close(fd)
             fd = child
-            final = i == len(parts) - 1
             why = _component_problem(os.fstat(fd), here, final)
             if why is None:
                 continue
@@ -207,7 +207,7 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     return claimed
 
 
-def _open_component(parent: int, name: str, here: str, create: int | None) -> int:
+def _open_component(parent: int, name: str, here: str, create: int | None, final: bool) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         return os.open(name, flags, dir_fd=parent)
@@ -218,10 +218,14 @@ def _open_component(parent: int, name: str, here: str, create: int | None) -> in
             os.mkdir(name, create, dir_fd=parent)
         except FileExistsError:
             pass
-        return _open_component(parent, name, here, None)
-    except OSError:  # ELOOP / ENOTDIR: say which
-        st = os.lstat(name, dir_fd=parent)
-        raise UnsafePath(here, "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a directory") from None
+        return _open_component(parent, name, here, None, final)
+    except OSError as exc:  # ELOOP / ENOTDIR: a link is refused, so is a file where the folder should be
+        if stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
+            raise UnsafePath(here, "is a symbolic link") from None
+        if final:
+            raise UnsafePath(here, "is not a directory") from None
+        exc.filename = here
+        raise
 
 
 def _component_problem(st: os.stat_result, here: str, final: bool) -> str | None:

@@ -66,7 +66,7 @@ class Facts:
     reach: str = ""
     simulated: bool = False  # the plugins would run on the HNS simulator on Windows
     open_dirs: tuple[tuple[str, str, str], ...] = ()  # (what, folder, who else may write it)
-    bin_audit: tuple[str, ...] = ()  # what in the bin dir no administrator vouches for (install.audit)
+    bin_audit: tuple[str, ...] = ()  # what in the bin dir no administrator vouches for (trust.audit)
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -252,7 +252,7 @@ def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
 
 
 def read_bin_audit(bin_dir: str, conf_dir: str, *plugins: str) -> tuple[str, ...]:
-    from .install import audit
+    from .trust import audit
     files = _listdir(bin_dir) or frozenset()
     names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in files]
     return audit(bin_dir, conf_dir, names)

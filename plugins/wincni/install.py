@@ -28,6 +28,7 @@ from libhns.errors import UnsafePath
 from . import layout
 from .disk import Disk
 from .layout import Manifest, Step
+from .trust import read_manifest
 
 MAX_CONF = 1 << 20
 MAX_LAUNCHER = 64 << 20
@@ -185,7 +186,10 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
 def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> Manifest:
     """Take the bin dir over (a dry run: say what that would do) and read the manifest in it."""
     suspicious = _folder(bin_dir, disk, out, dry_run, quarantine=False)
-    return _manifest(disk, os.path.join(bin_dir, layout.MANIFEST), conf_dir, out, suspicious)
+    manifest, why = read_manifest(disk, os.path.join(bin_dir, layout.MANIFEST), conf_dir, suspicious)
+    if why:
+        out.warnings.append(why)
+    return manifest
 
 
 def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool) -> bool:
@@ -406,60 +410,6 @@ def _read(disk: Disk, path: str, cap: int) -> bytes | None:
         raise InstallError(f"{path} is larger than {cap >> 10} KiB, the most install reads: not a file it "
                            "can use (move it away, or pass the dirs it names with --cni-bin-dir and --cni-conf-dir)")
     return raw
-
-
-def _manifest(disk: Disk, path: str, conf_dir: str, out: Outcome, suspicious: bool) -> Manifest:
-    """The manifest in a folder already taken over, believed only when it is an administrator's
-    own regular file (not a link, no other hard link) whose paths all lie in the bin and conf
-    dirs; anything else is ignored with a warning."""
-    if not disk.exists(path):
-        return Manifest()
-    why, manifest = ("the folder is not admin-only yet", Manifest()) if suspicious else (None, Manifest())
-    if why is None:
-        try:
-            raw = disk.read_trusted(path, layout.MAX_MANIFEST + 1)
-            manifest = Manifest.decode(raw)
-            why = "larger than a manifest" if len(raw) > layout.MAX_MANIFEST else manifest.problem(conf_dir)
-        except UnsafePath as exc:
-            why = exc.problem
-        except (ValueError, UnicodeDecodeError) as exc:
-            why = f"not a wincni install manifest ({exc})"
-        except OSError as exc:
-            why = f"cannot be read ({exc.strerror or exc})"
-    if why is None:
-        return manifest
-    out.warnings.append(f"{path} ignored: {why}; only what provably matches the release is removed or "
-                        "replaced, nothing is restored")
-    return Manifest()
-
-
-def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None) -> tuple[str, ...]:
-    """What the doctor's ``plugins`` check holds against the bin dir: writable by others, one of
-    ``launchers`` a link or not an administrator's, a contents folder the manifest (when there
-    is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now."""
-    from libhns.safefs import writable_by_others
-    disk = disk or Disk()
-    found = []
-    for path in [bin_dir] + [os.path.join(bin_dir, n) for n in launchers]:
-        try:
-            who = writable_by_others(path)
-        except OSError:
-            continue
-        if who:
-            found.append(f"{path} is {who}" if who.startswith("a ") else f"{path} is writable by {who}")
-    path = os.path.join(bin_dir, layout.MANIFEST)
-    if not disk.exists(path):
-        return tuple(found)
-    out = Outcome()
-    manifest = _manifest(disk, path, os.path.normpath(conf_dir), out, suspicious=False)
-    found += out.warnings[:1]
-    for name in disk.listdir(bin_dir)[1]:
-        folder = os.path.join(bin_dir, name)
-        if name.startswith(layout.CONTENTS_PREFIX) and not name.endswith((layout.PARTIAL, layout.TRASH)) and \
-                manifest.digest(name) != disk.digest(folder):
-            found.append(f"{folder} is not the contents folder install laid (its manifest does not name it "
-                         "with the digest it has now)")
-    return tuple(found)
 
 
 class _bundle:
