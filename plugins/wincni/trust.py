@@ -17,7 +17,7 @@ def read_manifest(disk: Disk, path: str, conf_dir: str, suspicious: bool) -> tup
     the bin and conf dirs; else an empty one and the warning saying why it was ignored."""
     if not disk.exists(path):
         return Manifest(), ""
-    why = "the folder is not admin-only yet" if suspicious else None
+    why = "it lies in a folder others could write (install had to take it over)" if suspicious else None
     if why is None:
         try:
             raw = disk.read_trusted(path, layout.MAX_MANIFEST + 1)

@@ -436,3 +436,28 @@ def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node:
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     for path in (node.cni_bin, node.conf_dir, node.cni_bin / "nat", node.cni_bin / "flannel"):
         assert path.stat().st_mode & 0o022 == 0, (path, oct(path.stat().st_mode))
+
+
+def test_a_contents_folder_is_kept_only_with_the_digest_the_manifest_names(node: Node, tmp_path: Path) -> None:
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node.install("--from", str(rel))
+    contents = node.cni_bin / "_wincni-0.1.0-aaa-1"
+    assert actions(node.install("--from", str(rel)))["_wincni-0.1.0-aaa-1"] == "keep"
+    (contents / "plugins" / "extra.py").write_text("changed since")
+    done = node.install("--from", str(rel))
+    step = next(s for s in done["steps"] if s["path"] == str(contents))
+    assert step["action"] == "copy" and "not the one install laid: replaced" in step["detail"]
+    assert not (contents / "plugins" / "extra.py").exists() and not list(node.cni_bin.glob("*.trash"))
+    (node.cni_bin / layout.MANIFEST).unlink()  # an install killed before its manifest: no folder is vouched for
+    assert actions(node.install("--from", str(rel)))["_wincni-0.1.0-aaa-1"] == "copy"
+
+
+def test_a_manifest_in_a_folder_others_could_write_is_not_believed(node: Node, tmp_path: Path) -> None:
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node.install("--from", str(rel))
+    node.cni_bin.chmod(0o777)
+    done = node.install("--from", str(rel))
+    assert actions(done)["opt-cni-bin"] == "takeover" and actions(done)["_wincni-0.1.0-aaa-1"] == "copy"
+    [warning] = done["warnings"]
+    assert "ignored: it lies in a folder others could write" in warning
+    assert set(actions(node.install("--from", str(rel))).values()) == {"keep"}
