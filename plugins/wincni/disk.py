@@ -88,7 +88,7 @@ class Disk:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
             os.unlink(path)
             return
-        trash = self.fresh_name(path + ".wincni-trash")
+        trash = self.fresh_name(path + ".wincni-trash")  # layout.DISCARDED: a later install's cleanup finishes it
         os.rename(path, trash)
         shutil.rmtree(trash)
 

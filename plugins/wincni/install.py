@@ -219,13 +219,15 @@ def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool
 def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
     """One launcher or the contents folder into place; a running launcher is renamed aside."""
     if step.action == "copy":
-        if disk.exists(step.path):  # not the folder install laid: out of the way before the fresh copy
-            _discard_contents(step.path, disk)
         partial = step.path + layout.PARTIAL
         if disk.exists(partial):
             disk.rmtree(partial)
         disk.copy_tree(step.source, partial)
+        # One there is not the folder install laid: swapped for the fresh copy (two renames apart).
+        doomed = _trash(step.path, disk) if disk.exists(step.path) else ""
         disk.rename(partial, step.path)
+        if doomed:
+            disk.rmtree(doomed)
     elif step.action in ("install", "replace"):
         name = os.path.basename(step.path)
         new = os.path.join(bin_dir, f".{name}.wincni-new")
@@ -247,13 +249,18 @@ def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
 
 
 def _discard_contents(path: str, disk: Disk) -> None:
-    """A contents folder renamed to ``<name>.trash`` (refused while a process holds a file in it),
-    then deleted; a later cleanup finishes what a crash left."""
+    """A contents folder deleted, after a rename proved nothing holds a file in it (Windows
+    refuses the rename then); a later cleanup finishes what a crash left."""
+    disk.rmtree(_trash(path, disk))
+
+
+def _trash(path: str, disk: Disk) -> str:
+    """``path`` renamed to ``<name>.trash`` (an older one deleted first); the new name."""
     doomed = path + layout.TRASH
     if disk.exists(doomed):
         disk.rmtree(doomed)
     disk.rename(path, doomed)
-    disk.rmtree(doomed)
+    return doomed
 
 
 def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
@@ -287,6 +294,9 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
         _quietly(disk.rmdir, aside_root)
     steps += [Step("held", os.path.join(bin_dir, layout.CONTENTS_PREFIX + build), detail="kept for its running "
                    "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
+    for name in disk.listdir(bin_dir)[1]:  # what an interrupted Disk.discard left
+        if layout.DISCARDED in name:
+            _quietly(disk.rmtree, os.path.join(bin_dir, name))
     for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
         path = os.path.join(bin_dir, name)
         try:

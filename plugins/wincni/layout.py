@@ -37,6 +37,7 @@ TRASH = ".trash"  # a contents folder renamed for deletion (proof that nothing h
 FOREIGN = "previous"  # aside folder for launchers install did not lay (e.g. the Go plugins)
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni's ConfFiles loads
 DISABLED = ".disabled-by-wincni"
+DISCARDED = ".wincni-trash"  # an entry no administrator laid, renamed aside to be deleted (Disk.discard)
 QUARANTINE = ".wincni-quarantine"  # in the conf dir: configs install found there but no administrator laid
 MAX_MANIFEST = 1 << 20
 
