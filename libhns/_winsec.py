@@ -258,7 +258,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         (``FILE_FLAG_OPEN_REPARSE_POINT``), a junction or symbolic link refused, one another
         user owns refused or (``last == "claim"``) given to Administrators with ``sddl``; the
         final folder others may write repaired ("repair", "claim") or refused. Folders on the way
-        are judged by their owner alone: the drive's root lets every user add folders."""
+        are judged by their owner alone (an administrator's folder under C:\\ inherits "modify"
+        for Authenticated Users), except that "claim" takes over one others may write too; the
+        drive's root, where every user may add folders, is never judged."""
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
         here, claimed = drive + "\\", None
@@ -267,7 +269,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             final = i == len(parts) - 1
             if create and _make_dir(here, sddl):
                 continue
-            why = _component_problem(here, final)
+            why = _component_problem(here, final or last == "claim")
             if why is None:
                 continue
             if last == "claim":

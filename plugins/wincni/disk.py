@@ -85,7 +85,11 @@ class Disk:
     def discard(self, path: str) -> None:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
         to a fresh name beside it first (its owner can no longer swap it) and deleted from there."""
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
+        st = os.lstat(path)
+        if getattr(st, "st_file_attributes", 0) & 0x400:  # Windows: a junction or symbolic link itself
+            (os.rmdir if st.st_file_attributes & 0x10 else os.unlink)(path)  # folder- or file-like
+            return
+        if not stat.S_ISDIR(st.st_mode):
             os.unlink(path)
             return
         trash = self.fresh_name(path + ".wincni-trash")  # layout.DISCARDED: a later install's cleanup finishes it

@@ -5,10 +5,11 @@ SetSecurityInfo with the protected install DACL).
 
 What Wine 8 cannot stage (see test_windows_security.py): every file is the prefix user's, so
 "owned by another user" cannot be planted; it makes no reparse points, so a junction or symbolic
-link cannot be planted either: a Unix symlink stands in, which Wine follows without reporting,
-and the test shows that install still never writes through it (the name is unlinked, then
-created new). A folder others may write is staged with Unix mode bits (Wine's Everyone ACE), a
-planted hard link with ``os.link``.
+link cannot be planted either. A Unix symlink is no stand-in: Wine follows it without reporting,
+even in DeleteFileW (a first version of this test saw the link's target deleted where Windows
+deletes the link). So the planted entries are hard links to files outside (the victims), under
+install's own temporary names too, which a folder taken over loses (``REMOVE``); a folder others
+may write is staged with Unix mode bits (Wine's Everyone ACE).
 """
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
         path.write_text(f"secret {name}")
     (bin_dir / "stray.exe").write_text("someone's tool")
     os.link(victims["hard"], bin_dir / "hard.exe")
-    (bin_dir / ".flannel.exe.wincni-new").symlink_to(victims["launcher"])
-    (net_d / ".10-flannel.conflist.wincni-tmp").symlink_to(victims["conf"])
+    os.link(victims["launcher"], bin_dir / ".flannel.exe.wincni-new")
+    os.link(victims["conf"], net_d / ".10-flannel.conflist.wincni-tmp")
     planted = bin_dir / f"_wincni-{build}"
     planted.mkdir()
     (planted / "python313.dll").write_text("payload")
@@ -55,7 +56,9 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     done = json.loads(proc.stdout)
     (node.root / "install-premade.json").write_text(json.dumps(done, indent=1))
     steps = {(s["action"], s["path"]) for s in done["steps"]}
-    assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe")} <= steps, done["steps"]
+    assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe"),
+            ("remove", BIN + r"\.flannel.exe.wincni-new"),
+            ("quarantine", NET_D + r"\.10-flannel.conflist.wincni-tmp")} <= steps, done["steps"]
     copy = next(s for s in done["steps"] if s["path"] == BIN + rf"\_wincni-{build}")
     assert copy["action"] == "copy" and "not the one install laid" in copy["detail"], copy
     assert any("ignored" in w and "folder others could write" in w for w in done["warnings"]), done["warnings"]

@@ -78,6 +78,7 @@ elif step == "opened-up":  # the test gave "other" write access from the Linux s
     out["foreign_folder"] = refusal(safefs.secure_dir, base + "\\locks")
     out["foreign_file"] = refusal(safefs.open_lock, base + "\\locks\\network-x.lock")
     ws._TRUSTED[:] = []
+elif step == "claim":  # the test gave the folder itself "other" write access and planted a link in it
     out["claimed"] = safefs.claim_dir(base)  # the install ACL: owner Administrators, protected DACL
     out["protected"] = sddl(base, True)
     for name in ("wincni.log", "planted.lnk"):  # CREATE_NEW + the reparse-point flag: never through what is there
@@ -115,21 +116,23 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
 
     folder = node.path(r"C:\wincni-sec\locks")
     os.chmod(folder, 0o777)  # what Wine shows as Everyone: write
-    os.chmod(folder.parent, 0o777)
-    victim = node.root / "victim"
-    victim.write_text("secret")
-    (folder.parent / "planted.lnk").symlink_to(victim)  # Wine makes no reparse points: a Unix link stands in
     second = _probe(node, "opened-up")
     assert second["writers"] == "Everyone" and "writable by Everyone" in second["check_dir"]
     assert second["writers_after"] is None and not os.stat(folder).st_mode & 0o002
     assert f"owned by {me}" in second["foreign_folder"] and f"owned by {me}" in second["foreign_file"]
-    assert ws_writers(second["protected"], me) == [], second["protected"]
-    why, foreign = second["claimed"]
-    assert why == "is writable by Everyone" and not os.stat(folder.parent).st_mode & 0o002, second["claimed"]
+
+    os.chmod(folder.parent, 0o777)
+    victim = node.root / "victim"
+    victim.write_text("secret")
+    (folder.parent / "planted.lnk").symlink_to(victim)  # Wine makes no reparse points: a Unix link stands in
+    third = _probe(node, "claim")
+    assert ws_writers(third["protected"], me) == [], third["protected"]
+    why, foreign = third["claimed"]
+    assert why == "is writable by Everyone" and not os.stat(folder.parent).st_mode & 0o002, third["claimed"]
     assert {(path.rsplit("\\", 1)[1], problem) for path, problem in foreign} == {
         ("wincni.log", "a file with 2 hard links"), ("hard.log", "a file with 2 hard links")}, foreign
-    assert second["new_wincni.log"] == second["new_planted.lnk"] == "exists" and victim.read_text() == "secret"
-    assert ws_writers(second["fresh"], me) == [], second["fresh"]
+    assert third["new_wincni.log"] == third["new_planted.lnk"] == "exists" and victim.read_text() == "secret"
+    assert ws_writers(third["fresh"], me) == [], third["fresh"]
 
 
 def ws_writers(sddl: str, me: str) -> list[str]:
