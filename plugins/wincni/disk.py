@@ -79,8 +79,11 @@ class Disk:
         from libhns.safefs import foreign_entries, writable_by_others
         if not os.path.isdir(path) or os.path.islink(path):
             return None, []
-        why = writable_by_others(path)
-        return why, foreign_entries(path, suspicious=why is not None)
+        who = writable_by_others(path)
+        if who is None:
+            return None, foreign_entries(path, suspicious=False)
+        why = f"is {who}" if who.startswith("a ") else f"is writable by {who}"
+        return why, foreign_entries(path, suspicious=True)
 
     def discard(self, path: str) -> None:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed

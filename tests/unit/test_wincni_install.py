@@ -461,3 +461,17 @@ def test_a_manifest_in_a_folder_others_could_write_is_not_believed(node: Node, t
     [warning] = done["warnings"]
     assert "ignored: it lies in a folder others could write" in warning
     assert set(actions(node.install("--from", str(rel))).values()) == {"keep"}
+
+
+def test_a_dry_run_says_what_taking_a_folder_over_would_do_and_changes_nothing(node: Node, tmp_path: Path) -> None:
+    node.cni_bin.mkdir()
+    (tmp_path / "elsewhere").write_text("x")
+    os.link(tmp_path / "elsewhere", node.cni_bin / "linked")
+    (node.cni_bin / "link").symlink_to(tmp_path / "elsewhere")
+    node.cni_bin.chmod(0o777)
+    plan = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--dry-run")
+    assert {(s["action"], os.path.basename(s["path"])) for s in plan["steps"]} >= {
+        ("takeover", "opt-cni-bin"), ("remove", "linked"), ("remove", "link")}
+    takeover = next(s for s in plan["steps"] if s["action"] == "takeover")
+    assert takeover["detail"] == "is writable by every user: would be made admin-only"
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == ["link", "linked"] and node.cni_bin.stat().st_mode & 0o002
