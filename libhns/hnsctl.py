@@ -41,10 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True,
                                                                     parser_class=Parser)
-    p = net.add_parser("list")
+    p = net.add_parser("list", help="every network")
     _output_options(p)
-    for action in ("show", "delete"):
-        p = net.add_parser(action)
+    for action, what in (("show", "one network's document"), ("delete", "delete a network")):
+        p = net.add_parser(action, help=what)
         p.add_argument("network", help="name or ID")
         _output_options(p)
     p = net.add_parser("create", help="create a network as flanneld/start.ps1 would")
@@ -66,14 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True,
                                                                      parser_class=Parser)
-    p = ep.add_parser("list")
+    p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
-    for action in ("show", "delete"):
-        p = ep.add_parser(action)
+    for action, what in (("show", "one endpoint's document"), ("delete", "delete an endpoint")):
+        p = ep.add_parser(action, help=what)
         p.add_argument("endpoint", help="name or ID")
         _output_options(p)
-    p = ep.add_parser("create")
+    p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
     p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
@@ -84,10 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    for action in ("list", "create"):
-        _output_options(ns.add_parser(action))
-    for action in ("show", "delete"):
-        p = ns.add_parser(action)
+    for action, what in (("list", "every namespace"), ("create", "create a namespace (as containerd does for a pod)")):
+        _output_options(ns.add_parser(action, help=what))
+    for action, what in (("show", "one namespace's document"), ("delete", "delete a namespace")):
+        p = ns.add_parser(action, help=what)
         p.add_argument("namespace", help="ID")
         _output_options(p)
     for action in ("attach", "detach"):
@@ -99,12 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     ct = sub.add_parser("container", help="running containers for V1 hot attach "
                         "(only on the simulator)").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    _output_options(ct.add_parser("list"))
+    _output_options(ct.add_parser("list", help="every simulated container"))
     p = sub.add_parser("restart", help="restart HNS as Restart-Service hns would: non-persistent "
                        "networks and their endpoints are lost (only on the simulator)")
     _output_options(p)
-    for action in ("create", "delete"):
-        p = ct.add_parser(action)
+    for action, what in (("create", "start a simulated container (a pause container)"),
+                         ("delete", "stop a simulated container")):
+        p = ct.add_parser(action, help=what)
         p.add_argument("container", help="container ID")
         _output_options(p)
     return parser
@@ -291,7 +292,7 @@ class _Ctl:
 
     def _found(self, what: str, ref: str, obj: Any) -> Any:
         if obj is None:
-            raise errors.NotFound("hnsctl", None, None, f"{what} {ref!r} not found")
+            raise errors.NotFound(f"{what} {ref!r}", None, None, "not found")
         return obj
 
     def _network(self, a: argparse.Namespace, ref: str) -> Any:
@@ -479,6 +480,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except errors.HnsError as exc:
         stderr.write(f"hnsctl: {exc}\n")
         return 1
+    except BrokenPipeError:  # stdout's reader went away: the entry point ends quietly
+        raise
     except (ValueError, OSError) as exc:
         stderr.write(f"hnsctl: {exc}\n")
         return 1
@@ -487,7 +490,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 
 def entry() -> None:
     """Console script ``hnsctl``."""
-    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    from libhns.closedpipe import exit_with
+    exit_with(lambda: main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

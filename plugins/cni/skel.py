@@ -166,6 +166,8 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             _write(stdout, doc)
         log.event("done", ms=round((time.perf_counter() - started) * 1000, 1))
         return 0
+    except StdoutClosed:
+        raise
     except CniError as err:
         log.event("error", code=err.code, msg=err.msg, details=err.details,
                   ms=round((time.perf_counter() - started) * 1000, 1))
@@ -208,9 +210,17 @@ def _version_doc(data: bytes) -> dict:
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 
 
+class StdoutClosed(Exception):
+    """The result could not be written: the reader of stdout went away. Not a CNI error (nobody
+    would read it): ``console_entry`` ends the process quietly (``libhns.closedpipe``)."""
+
+
 def _write(stdout: TextIO, doc: dict) -> None:
-    stdout.write(jsontext.dumps(doc, indent=4) + "\n")
-    stdout.flush()
+    try:
+        stdout.write(jsontext.dumps(doc, indent=4) + "\n")
+        stdout.flush()
+    except BrokenPipeError:
+        raise StdoutClosed() from None
 
 
 def console_entry(spec: PluginSpec) -> None:
@@ -223,7 +233,11 @@ def console_entry(spec: PluginSpec) -> None:
     command loaded cost ~2 ms of every frozen command (more than any one import)."""
     import os
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
-    status = run(spec, os.environ, stdin, sys.stdout)
+    try:
+        status = run(spec, os.environ, stdin, sys.stdout)
+    except StdoutClosed:
+        from libhns.closedpipe import end_closed
+        end_closed()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -31,10 +31,22 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                                            "host-local store; print its flags"), platform)
     r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
     r.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
-    r.add_argument("--min-age", type=float, default=300.0, metavar="SECONDS",
+    r.add_argument("--min-age", type=_seconds, default=300.0, metavar="SECONDS",
                    help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
+    r.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return p
+
+
+def _seconds(text: str) -> float:
+    """A duration: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def render_table(checks: list, out: TextIO) -> None:
@@ -70,7 +82,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         from . import reclaim
         opts = {**defaults, "cni_conf": args.cni_conf}
         facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr)
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, args.output)
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
@@ -87,7 +99,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 
 def entry() -> None:
     """Console script ``wincni``."""
-    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    from libhns.closedpipe import exit_with
+    exit_with(lambda: main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

@@ -200,8 +200,9 @@ def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
     return aside
 
 
-def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
-    """Delete parked launchers nothing runs any more, then the contents folders no launcher needs."""
+def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> list[Step]:
+    """Delete parked launchers nothing runs any more, then the contents folders no launcher needs
+    (``uninstalled``: the build uninstall removes, named as such)."""
     steps: list[Step] = []
     parked: dict[str, int] = {}
     aside_root = os.path.join(bin_dir, layout.ASIDE_DIR)
@@ -228,10 +229,15 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
             if doomed != path:
                 disk.rename(path, doomed)  # refused while a process holds a file in it
             disk.rmtree(doomed)
-            steps.append(Step("remove", path, detail="old build, no longer used"))
+            steps.append(Step("remove", path, detail=_contents_detail(name, uninstalled)))
         except OSError:
             steps.append(Step("held", path, detail="in use: removed by a later install"))
     return steps
+
+
+def _contents_detail(name: str, uninstalled: str) -> str:
+    return "the uninstalled build" if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled else \
+        "old build, no longer used"
 
 
 def _quietly(op, path: str) -> None:
@@ -261,7 +267,9 @@ def _uninstall(bin_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> None:
              if disk.exists(disabled) and not disk.exists(original)]
     plan += [Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers if disk.exists(os.path.join(bin_dir, n))]
     if dry_run:
-        out.steps = plan + [Step("remove", os.path.join(bin_dir, layout.CONTENTS_PREFIX + manifest.build))]
+        contents = layout.CONTENTS_PREFIX + manifest.build
+        out.steps = plan + [Step("remove", os.path.join(bin_dir, contents),
+                                 detail=_contents_detail(contents, manifest.build))]
         return
     try:
         for step in plan:
@@ -275,7 +283,7 @@ def _uninstall(bin_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> None:
                 out.steps.append(_lay(step, bin_dir, manifest.build, disk))
             else:
                 out.steps.append(step)
-        out.steps += cleanup(bin_dir, "", disk)
+        out.steps += cleanup(bin_dir, "", disk, manifest.build)
         disk.remove(manifest_path)
     except OSError as exc:
         raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
@@ -310,6 +318,9 @@ class _bundle:
 
     def __enter__(self) -> layout.Bundle:
         root = self.source
+        if root and not self.disk.exists(root):
+            raise InstallError(f"--from {root} does not exist: pass the release folder (make dist's dist/wincni, "
+                               "or the unpacked release zip) or the release zip")
         if not root:
             if not getattr(sys, "frozen", False):
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
@@ -386,7 +397,7 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
     if args.dry_run and out.diff:
         stdout.write("\n" + out.diff)
     if error:
-        stdout.write(f"\nFAILED: {error}\n")
+        stdout.write(f"FAILED: {error}\n")
         return
     changed = sum(s.action not in ("keep", "held") for s in out.steps)
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")
