@@ -69,10 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
-    for action, what in (("show", "one endpoint's document"), ("delete", "delete an endpoint")):
-        p = ep.add_parser(action, help=what)
-        p.add_argument("endpoint", help="name or ID")
-        _output_options(p)
+    p = ep.add_parser("show", help="one endpoint's document")
+    p.add_argument("endpoint", help="name or ID")
+    _output_options(p)
+    p = ep.add_parser("delete", help="delete endpoints")
+    p.add_argument("endpoint", nargs="+", help="name or ID (several: the doctor's stale-endpoints fix)")
+    _output_options(p)
     p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
@@ -388,9 +390,11 @@ class _Ctl:
         _show(self.out, a, ep)
 
     def endpoint_delete(self, a: argparse.Namespace) -> None:
-        ep = self._endpoint(a, a.endpoint)
-        self._view(a).delete_endpoint(ep.id)
-        self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
+        """Each in turn; the first that fails stops the rest (those before it stay deleted)."""
+        for ref in a.endpoint:
+            ep = self._endpoint(a, ref)
+            self._view(a).delete_endpoint(ep.id)
+            self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:

@@ -53,6 +53,8 @@ def render_table(checks: list, out: TextIO) -> None:
     width = max((len(c.id) for c in checks), default=0)
     for c in checks:
         out.write(f"{c.status.upper():<4}  {c.id:<{width}}  {c.message}\n")
+        if c.status != "ok" and c.run:
+            out.write(f"{'':<4}  {'':<{width}}  run: {c.run}\n")
         if c.status != "ok" and c.fix:
             out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
     failed = sum(c.status == "fail" for c in checks)
@@ -89,7 +91,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
             "cni_bin_dir": args.cni_bin_dir, "reach": args.reach}
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()))
     if args.output == "json":
-        json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix} for c in results]},
+        json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run}
+                              for c in results]},
                   stdout, indent=2)
         stdout.write("\n")
     else:
