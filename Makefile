@@ -20,7 +20,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: dist
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
 
 test: $(STAMP)
