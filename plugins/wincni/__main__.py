@@ -23,6 +23,8 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument("--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)")
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument("--quick", action="store_true", help="only what decides whether a pod can get a network now, "
+                   "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
     from . import install, sourcevip
     install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
@@ -88,8 +90,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
-            "cni_bin_dir": args.cni_bin_dir, "reach": args.reach}
-    results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()))
+            "cni_bin_dir": args.cni_bin_dir, "reach": args.reach, "quick": args.quick}
+    results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
     if args.output == "json":
         json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run}
                               for c in results]},

@@ -455,5 +455,13 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     ipam_store, stale_endpoints, permissions)
 
 
-def run(facts: Facts) -> list[Check]:
-    return [c for c in (check(facts) for check in ALL) if c is not None]
+# ``wincni doctor --quick`` (the DaemonSet's readiness probe): what decides whether a pod can get a
+# network now, from reads alone; host-local's store (its lock and index are written) and the scan of
+# every endpoint are left out.
+QUICK = frozenset({"backend", "config", "plugins", "hns-network", "subnet-env", "exceptions", "net-conf", "vxlan",
+                   "hns-features", "permissions"})
+
+
+def run(facts: Facts, quick: bool = False) -> list[Check]:
+    chosen = [check for check in ALL if not quick or check.__name__.replace("_", "-") in QUICK]
+    return [c for c in (check(facts) for check in chosen) if c is not None]

@@ -118,10 +118,11 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
-    hns = read_hns(env, name)
+    quick = bool(opts.get("quick"))
+    hns = read_hns(env, name, endpoints=not quick)
     network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
-    reservations, young, store_problem = read_store(ipam_dir, platform)
+    reservations, young, store_problem = read_store(ipam_dir if not quick else "", platform)
     policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
     open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
                                 "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
@@ -247,28 +248,28 @@ def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
     return flavor.automatic_policies(user, netconf, network, (), "v1")
 
 
-def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
+def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
     """HNS's side of the facts, by field: version, features, the network named ``name``, its
-    endpoints and the stale ones among them; or only ``hns_problem``."""
+    endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
     from libhns.client import HnsClient
     from libhns.errors import EnvError, HnsError
     try:
         client = HnsClient.from_env(env)
         version, features = client.version(), client.features()
         network = client.get_network_by_name(name) if name else None
-        endpoints, stale = (), ()
-        if network is not None:
+        found, stale = (), ()
+        if network is not None and endpoints:
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
             v1 = HnsV1Api(client, "", "")
             eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
-            endpoints = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
+            found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
             stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
     except EnvError as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
-    return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
+    return {"hns_version": version, "features": features, "network": network, "endpoints": found,
             "stale_endpoints": stale}
 
 
