@@ -7,7 +7,6 @@ validated by ``wincni install`` itself, and the image carrying what the manifest
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -21,7 +20,7 @@ import yaml
 from plugins.wincni.__main__ import build_parser
 from plugins.wincni.facts import default_paths
 
-from testdata import FIXTURES
+from gotool import go_tool
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
@@ -30,14 +29,7 @@ RESOURCES = ("rbac.yaml", "wincni-flannel.yaml", "kube-proxy-windows.yaml", "mod
 
 
 def kustomize() -> Path:
-    """kustomize, built once into the tool cache; a machine without Go skips, CI fails saying why."""
-    from winbuild.gotools import ToolUnavailable, tool
-    try:
-        return tool("kustomize")
-    except ToolUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"kustomize is needed to render deploy/ and cannot be built: {exc}")
-        pytest.skip(f"kustomize cannot be built here: {exc}")
+    return go_tool("kustomize", "render deploy/")
 
 
 def render(tmp_path: Path, **knobs: str) -> list[dict]:

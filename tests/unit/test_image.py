@@ -7,26 +7,20 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from gotool import go_tool
 from winbuild import image
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def crane() -> Path:
-    from winbuild.gotools import ToolUnavailable, tool
-    try:
-        return tool("crane")
-    except ToolUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"crane is needed to build the image archive and cannot be built: {exc}")
-        pytest.skip(f"crane cannot be built here: {exc}")
+    return go_tool("crane", "build the image archive")
 
 
 def blob(archive: tarfile.TarFile, digest: str) -> bytes:
