@@ -74,8 +74,8 @@ def plugins(f: Facts) -> Check:
         return Check("plugins", FAIL, f"CNI bin dir {f.bin_dir} cannot be read",
                      "pass --cni-bin-dir with the folder the runtime runs the plugins from (containerd's "
                      "config.toml bin_dir, or bin_dirs on containerd 2.1+)")
-    if _no_config(f, "plugins"):
-        return _no_config(f, "plugins")
+    if skipped := _no_config(f, "plugins"):
+        return skipped
     wanted = [p for p in (f.plugin, f.delegate_type, "host-local") if p]
     missing = [p for p in dict.fromkeys(wanted) if p not in f.bin_files and f"{p}.exe" not in f.bin_files]
     if missing:
@@ -138,8 +138,8 @@ def _standalone(f: Facts, section: Any) -> Check | None:
 def subnet_env(f: Facts) -> Check:
     if f.lease_problem:
         return _failed("subnet-env", f.lease_problem)
-    if _no_config(f, "subnet-env"):
-        return _no_config(f, "subnet-env")
+    if skipped := _no_config(f, "subnet-env"):
+        return skipped
     if f.lease is None:
         return Check("subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config")
     subnet = f.lease.subnet
@@ -210,8 +210,8 @@ def net_conf(f: Facts) -> Check:
     from plugins.flannel import netconf
     if f.backend_problem:
         return _failed("net-conf", f.backend_problem)
-    if _no_config(f, "net-conf"):
-        return _no_config(f, "net-conf")
+    if skipped := _no_config(f, "net-conf"):
+        return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
         return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
@@ -259,8 +259,8 @@ def source_vip(f: Facts) -> Check:
     if f.source_vip_problem:
         return _sourcevip(f, FAIL, f.source_vip_problem.message)
     if f.source_vip is None:
-        if _no_config(f, "source-vip"):
-            return _no_config(f, "source-vip")
+        if skipped := _no_config(f, "source-vip"):
+            return skipped
         if f.delegate_type == "win-overlay":
             return _sourcevip(f, WARN, f"{f.source_vip_path} not found; kube-proxy (overlay) needs a source VIP")
         return Check("source-vip", OK, f"{f.source_vip_path} not present (only overlay kube-proxy uses it)")
@@ -298,8 +298,8 @@ def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
 def hns_features(f: Facts) -> Check:
     if f.features is None:
         return _skipped("hns-features", "HNS not reachable")
-    if _no_config(f, "hns-features"):
-        return _no_config(f, "hns-features")
+    if skipped := _no_config(f, "hns-features"):
+        return skipped
     needs = []
     if f.netconf is not None and f.netconf.loopback_dsr:
         needs.append(("loopbackDSR", "dsr"))
