@@ -484,8 +484,6 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except errors.HnsError as exc:
         stderr.write(f"hnsctl: {exc}\n")
         return 1
-    except BrokenPipeError:  # stdout's reader went away: the entry point ends quietly
-        raise
     except (ValueError, OSError) as exc:
         stderr.write(f"hnsctl: {exc}\n")
         return 1
@@ -495,7 +493,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 def entry() -> None:
     """Console script ``hnsctl``."""
     from libhns.closedpipe import exit_with
-    exit_with(lambda: main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

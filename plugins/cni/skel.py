@@ -10,6 +10,7 @@ import sys
 import time
 
 from libhns import jsontext
+from libhns.closedpipe import StdoutClosed, end_closed, reader_gone
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -210,17 +211,16 @@ def _version_doc(data: bytes) -> dict:
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 
 
-class StdoutClosed(Exception):
-    """The result could not be written: the reader of stdout went away. Not a CNI error (nobody
-    would read it): ``console_entry`` ends the process quietly (``libhns.closedpipe``)."""
-
-
 def _write(stdout: TextIO, doc: dict) -> None:
+    """A result the runtime cannot read any more (its end of stdout closed) is ``StdoutClosed``, not a
+    CNI error: nobody would read that either; ``console_entry`` ends the process quietly."""
     try:
         stdout.write(jsontext.dumps(doc, indent=4) + "\n")
         stdout.flush()
-    except BrokenPipeError:
-        raise StdoutClosed() from None
+    except OSError as exc:
+        if reader_gone(exc):
+            raise StdoutClosed() from None
+        raise
 
 
 def console_entry(spec: PluginSpec) -> None:
@@ -236,7 +236,6 @@ def console_entry(spec: PluginSpec) -> None:
     try:
         status = run(spec, os.environ, stdin, sys.stdout)
     except StdoutClosed:
-        from libhns.closedpipe import end_closed
         end_closed()
     for stream in (sys.stdout, sys.stderr):
         try:

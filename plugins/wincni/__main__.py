@@ -105,7 +105,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 def entry() -> None:
     """Console script ``wincni``."""
     from libhns.closedpipe import exit_with
-    exit_with(lambda: main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

@@ -112,3 +112,29 @@ def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
         Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 3}, "ADD")
     assert "[1, 2]" in exc.value.msg and "0" not in exc.value.msg.split("is not one of")[1], exc.value.msg
     assert Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 0}, "ADD")[1].api_version is None
+
+
+@pytest.mark.parametrize("exc, platform, gone", [
+    (BrokenPipeError(32, "Broken pipe"), "linux", True), (BrokenPipeError(32, "Broken pipe"), "win32", True),
+    (OSError(22, "Invalid argument"), "win32", True),  # how Windows reports a write to a closed pipe
+    (OSError(22, "Invalid argument"), "linux", False), (OSError(5, "I/O error"), "win32", False)])
+def test_which_write_failures_mean_the_reader_went_away(exc: OSError, platform: str, gone: bool) -> None:
+    from libhns.closedpipe import reader_gone
+    assert reader_gone(exc, platform) is gone
+
+
+def test_only_stdout_s_own_failure_is_stdout_closed() -> None:
+    """A command's own I/O errors stay OSError (its except clauses handle them); the guarded stream's
+    closed pipe is StdoutClosed, which none of them catches."""
+    from libhns.closedpipe import GuardedStdout, StdoutClosed
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(StdoutClosed):
+        GuardedStdout(Closed()).write("x")
+    assert not issubclass(StdoutClosed, OSError)
+    out = GuardedStdout(io.StringIO())
+    out.write("kept")
+    assert out.getvalue() == "kept"
