@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench dist dist-windows test-windows clean venv
+.PHONY: demo test bench dist dist-windows test-windows image clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -20,7 +20,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: dist
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
 
 test: $(STAMP)
@@ -39,11 +39,17 @@ dist: $(STAMP)
 dist-windows: $(STAMP)
 	$(VPY) -m winbuild.dist
 
+# The HostProcess image (deploy/Dockerfile) as an OCI image archive in dist-image/, built on Linux
+# with crane, which winbuild/gotools.py builds from the Go module proxy (as flanneld.exe); BASE=<image>
+# appends to the HostProcess base image where its registry is reachable (winbuild/image.py).
+image: dist-windows
+	$(VPY) -m winbuild.image
+
 # That zip run as Windows processes under Wine against the simulator (tests/windows; not in `make test`).
 test-windows: $(STAMP)
 	$(VPY) -m pip install -q -e '.[windows]'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/windows
 
 clean:
-	rm -rf $(VENV) build dist dist-windows .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) build dist dist-windows dist-image .pytest_cache .hypothesis *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

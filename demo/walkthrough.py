@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "fixtures"
+DIST = Path(__file__).resolve().parents[1] / "dist" / "wincni"  # `make dist`'s release folder (`make demo` builds it)
 POD_SUBNET = "10.244.4.0/24"
 
 
@@ -50,6 +52,7 @@ class Node:
                     "WINCNI_LOG_FILE": str(self.root / "wincni.log")}
         self.conf = self.root / "cni.conf"
         self.plugin = "flannel"  # what the kubelet runs: the config's "type"
+        self.bin = BIN  # where the runtime finds it
 
     def run(self, argv: list[str], stdin: bytes = b"", env: dict | None = None, show: str = "") -> subprocess.CompletedProcess:
         if show:
@@ -92,7 +95,7 @@ class Node:
             shown += " (+ prevResult)"
         if extra:
             shown += " (+ " + ", ".join(f"{k}={json.dumps(v)}" for k, v in extra.items()) + ")"
-        proc = self.run([str(BIN / self.plugin)], json.dumps(conf).encode(), env, show=shown)
+        proc = self.run([str(self.bin / self.plugin)], json.dumps(conf).encode(), env, show=shown)
         out = proc.stdout.decode().strip()
         doc = json.loads(out) if out else None
         for line in proc.stderr.decode().splitlines():
@@ -248,9 +251,70 @@ def doctor(node: Node) -> None:
     expect(proc.returncode == 0, "wincni doctor finds nothing wrong with the node")
 
 
+def node_day(root: Path) -> None:
+    """What the DaemonSet does on a node, with the release folder: install (the operator's template,
+    the kubelet's DNS) -> doctor -> the doctor's own run: command -> doctor -> a pod -> uninstall."""
+    heading("node 4: a node's day with the release folder (make dist): install -> doctor -> a pod -> uninstall")
+    (root / "day").mkdir()
+    node = Node(root / "day", "vxlan0", "vxlan")
+    say(f"The release folder: {DIST}. flanneld and kubeadm have left their files and the Overlay network:")
+    node.hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", POD_SUBNET, "--management-ip", "10.127.130.36",
+                quiet=True)
+    node.write("net-conf.json", json.dumps({"Network": "10.244.0.0/16", "Backend": {
+        "name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}}).encode())
+    node.write("subnet.env", (FIXTURES / "subnet.env").read_bytes(), show=False)
+    node.write("kubelet.yaml", b"kind: KubeletConfiguration\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n")
+    say("\nThe operator's conflist template (on a cluster, the wincni-cni-template ConfigMap); install fills in its __TOKENS__:")
+    node.write("template.conflist", json.dumps({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [{
+        "type": "flannel", "subnetFile": str(node.root / "subnet.env"), "netConf": str(node.root / "net-conf.json"),
+        "dataDir": str(node.root / "flannel"), "ipam": {"dataDir": str(node.root / "ipam")},
+        "capabilities": {"portMappings": True, "dns": True},
+        "delegate": {"type": "__DELEGATE_TYPE__", "dns": {"Nameservers": ["__DNS_SERVER__"], "Search": ["svc.__DNS_DOMAIN__"]},
+                     "policies": [
+                         {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["__CLUSTER_CIDR__", "__SERVICE_CIDR__"]}},
+                         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "__SERVICE_CIDR__", "NeedEncap": True}}]}}]},
+        indent=2).encode())
+    bin_dir, conf_dir = node.root / "bin", node.root / "net.d"
+    dirs = ["--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(conf_dir), "--containerd-config", str(node.root / "config.toml")]
+
+    def wincni(exe: Path, *args: str, expect_rc: int = 0) -> str:
+        proc = node.run([str(exe), *args], show=f"{exe} " + " ".join(args))
+        say(proc.stdout.decode().rstrip())
+        if proc.returncode != expect_rc or proc.stderr:
+            raise DemoFailed(f"wincni {args[0]} exited {proc.returncode}: {proc.stderr.decode()}")
+        return proc.stdout.decode()
+
+    wincni(DIST / "wincni", "install", *dirs, "--net-conf", str(node.root / "net-conf.json"),
+           "--kubelet-config", str(node.root / "kubelet.yaml"), "--template", str(node.root / "template.conflist"))
+    conflist = json.loads((conf_dir / "10-flannel.conflist").read_text())
+    expect(conflist["plugins"][0]["delegate"]["dns"] == {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+           "the config carries the kubelet's clusterDNS and clusterDomain")
+    doctor = ["doctor", "--cni-conf", str(conf_dir), "--cni-bin-dir", str(bin_dir), "--source-vip", str(node.root / "SourceVip.json")]
+    table = wincni(bin_dir / "wincni", *doctor)
+    [run] = [line.split("run: ", 1)[1] for line in table.splitlines() if "run: " in line]
+    say("\nThe doctor's run: line, pasted as printed:")
+    proc = node.run(shlex.split(run), show=run)
+    say(proc.stdout.decode().rstrip())
+    expect(proc.returncode == 0, "the fix ran")
+    expect("0 failed, 0 warnings" in wincni(bin_dir / "wincni", *doctor), "the doctor finds nothing wrong any more")
+
+    say("\nA pod, as containerd runs it: the conflist's plugin with the list's name and cniVersion (what libcni hands it):")
+    node.write("cni.conf", json.dumps({"cniVersion": conflist["cniVersion"], "name": conflist["name"], **conflist["plugins"][0]},
+                                      indent=2).encode(), show=False)
+    node.bin, node.env["CNI_PATH"] = bin_dir, str(bin_dir)
+    netns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    result = node.cni("ADD", "pod1", netns)
+    expect(pod_names(node.endpoints()) == {"pod1_vxlan0"}, "the installed plugins made the pod's endpoint")
+    node.cni("DEL", "pod1", netns, prev=result)
+    expect(not pod_names(node.endpoints()), "and removed it")
+    wincni(DIST / "wincni", "install", "--uninstall", *dirs)
+    expect(not list(bin_dir.iterdir()) and not list(conf_dir.iterdir()), "uninstall took exactly what install laid down")
+
+
 def main() -> int:
-    if not (BIN / "flannel").exists():
-        say(f"error: {BIN / 'flannel'} not found; run `make demo` (it installs the console scripts)")
+    if not (BIN / "flannel").exists() or not (DIST / "wincni").exists():
+        say(f"error: {BIN / 'flannel'} or {DIST / 'wincni'} not found; run `make demo` (it installs the console "
+            "scripts and builds the release folder)")
         return 1
     root = Path(tempfile.mkdtemp(prefix="wincni-demo-"))
     try:
@@ -291,6 +355,7 @@ def main() -> int:
         lifecycle(overlay)
         doctor(overlay)
         standalone(root)
+        node_day(root)
 
         heading("done: every step did what it should")
         if "--keep" in sys.argv:

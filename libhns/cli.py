@@ -7,9 +7,9 @@ from typing import NoReturn
 
 
 class UsageError(Exception):
-    """Bad arguments: reported as one line on stderr, exit status 2."""
+    """Bad arguments: reported on stderr (what is wrong, then the usage line), exit status 2."""
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")

@@ -41,10 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True,
                                                                     parser_class=Parser)
-    p = net.add_parser("list")
+    p = net.add_parser("list", help="every network")
     _output_options(p)
-    for action in ("show", "delete"):
-        p = net.add_parser(action)
+    for action, what in (("show", "one network's document"), ("delete", "delete a network")):
+        p = net.add_parser(action, help=what)
         p.add_argument("network", help="name or ID")
         _output_options(p)
     p = net.add_parser("create", help="create a network as flanneld/start.ps1 would")
@@ -66,14 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True,
                                                                      parser_class=Parser)
-    p = ep.add_parser("list")
+    p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
-    for action in ("show", "delete"):
-        p = ep.add_parser(action)
-        p.add_argument("endpoint", help="name or ID")
-        _output_options(p)
-    p = ep.add_parser("create")
+    p = ep.add_parser("show", help="one endpoint's document")
+    p.add_argument("endpoint", help="name or ID")
+    _output_options(p)
+    p = ep.add_parser("delete", help="delete endpoints")
+    p.add_argument("endpoint", nargs="+", help="name or ID (several: the doctor's stale-endpoints fix)")
+    _output_options(p)
+    p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
     p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
@@ -84,10 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    for action in ("list", "create"):
-        _output_options(ns.add_parser(action))
-    for action in ("show", "delete"):
-        p = ns.add_parser(action)
+    for action, what in (("list", "every namespace"), ("create", "create a namespace (as containerd does for a pod)")):
+        _output_options(ns.add_parser(action, help=what))
+    for action, what in (("show", "one namespace's document"), ("delete", "delete a namespace")):
+        p = ns.add_parser(action, help=what)
         p.add_argument("namespace", help="ID")
         _output_options(p)
     for action in ("attach", "detach"):
@@ -99,12 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     ct = sub.add_parser("container", help="running containers for V1 hot attach "
                         "(only on the simulator)").add_subparsers(
         dest="action", required=True, parser_class=Parser)
-    _output_options(ct.add_parser("list"))
+    _output_options(ct.add_parser("list", help="every simulated container"))
     p = sub.add_parser("restart", help="restart HNS as Restart-Service hns would: non-persistent "
                        "networks and their endpoints are lost (only on the simulator)")
     _output_options(p)
-    for action in ("create", "delete"):
-        p = ct.add_parser(action)
+    for action, what in (("create", "start a simulated container (a pause container)"),
+                         ("delete", "stop a simulated container")):
+        p = ct.add_parser(action, help=what)
         p.add_argument("container", help="container ID")
         _output_options(p)
     return parser
@@ -291,7 +294,7 @@ class _Ctl:
 
     def _found(self, what: str, ref: str, obj: Any) -> Any:
         if obj is None:
-            raise errors.NotFound("hnsctl", None, None, f"{what} {ref!r} not found")
+            raise errors.NotFound(f"{what} {ref!r}", None, None, "not found")
         return obj
 
     def _network(self, a: argparse.Namespace, ref: str) -> Any:
@@ -387,9 +390,11 @@ class _Ctl:
         _show(self.out, a, ep)
 
     def endpoint_delete(self, a: argparse.Namespace) -> None:
-        ep = self._endpoint(a, a.endpoint)
-        self._view(a).delete_endpoint(ep.id)
-        self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
+        """Each in turn; the first that fails stops the rest (those before it stay deleted)."""
+        for ref in a.endpoint:
+            ep = self._endpoint(a, ref)
+            self._view(a).delete_endpoint(ep.id)
+            self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:
@@ -487,7 +492,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 
 def entry() -> None:
     """Console script ``hnsctl``."""
-    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    from libhns.closedpipe import exit_with
+    exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,18 @@ SOURCE_VIP = "10.244.4.9"
 EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]  # cluster, services, node subnet
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 
+# The kubelet's config.yaml as kubeadm writes it (abridged): what install reads the cluster DNS from.
+KUBELET_CONFIG = """apiVersion: kubelet.config.k8s.io/v1beta1
+authentication:
+  anonymous:
+    enabled: false
+cgroupDriver: systemd
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+kind: KubeletConfiguration
+"""
+
 # host-local behind a recorder: one "<COMMAND> <containerID>" line per IPAM invocation.
 _IPAM_WRAPPER = """#!/bin/sh
 echo "$CNI_COMMAND $CNI_CONTAINERID" >> "{log}"
@@ -93,6 +105,7 @@ class Node:
         self.conf_dir = root / "etc-cni-net.d"  # the CNI config dir: doctor reads it, install writes it
         self.cni_bin = root / "opt-cni-bin"  # where install puts the plugins (absent until it does)
         self.disk = Disk()  # install's file system (a test may give it Windows' rules)
+        self.kubelet_config = root / "kubelet" / "config.yaml"
         self.cni_conf: dict | None = None  # what doctor() writes to conf_dir first, when set
         self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
                     "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
@@ -192,9 +205,13 @@ class Node:
         return "none"
 
     def install_argv(self, *args: str, output: str = "json", dirs: bool = True) -> list[str]:
-        """``wincni install`` from this node's net-conf.json, into ``cni_bin`` and ``conf_dir`` with ``dirs``."""
+        """``wincni install`` from this node's net-conf.json and kubelet config (kubeadm's, written
+        unless the test wrote its own), into ``cni_bin`` and ``conf_dir`` with ``dirs``."""
+        if not self.kubelet_config.exists():
+            _write(self.kubelet_config, KUBELET_CONFIG.encode())
         base = ["install", "--net-conf", str(self.net_conf), "--node-ip", f"{MGMT_IP}/24",
-                "--containerd-config", str(self.root / "config.toml"), "-o", output]
+                "--containerd-config", str(self.root / "config.toml"), "--kubelet-config", str(self.kubelet_config),
+                "-o", output]
         if dirs:
             base += ["--cni-bin-dir", str(self.cni_bin), "--cni-conf-dir", str(self.conf_dir)]
         return base + list(args)

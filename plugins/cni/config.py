@@ -77,7 +77,10 @@ def cni_version(conf: Mapping[str, Any]) -> str:
     version = conf.get("cniVersion")
     if version is None or version == "":
         return ver.IMPLICIT
-    if not isinstance(version, str) or version not in ver.SUPPORTED:
+    if not isinstance(version, str):
+        raise CniError(INVALID_CONFIG, f"cniVersion: {jsontext.dumps(version)[:40]} is not a string",
+                       f'write the version in quotes, e.g. "cniVersion": "{ver.LATEST}"')
+    if version not in ver.SUPPORTED:
         raise CniError(INCOMPATIBLE_VERSION, "incompatible CNI versions",
                        f'config is "{version}", plugin supports {ver.supported_list()}')
     return version

@@ -10,6 +10,7 @@ import sys
 import time
 
 from libhns import jsontext
+from libhns.closedpipe import StdoutClosed, end_closed, reader_gone
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -166,6 +167,8 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             _write(stdout, doc)
         log.event("done", ms=round((time.perf_counter() - started) * 1000, 1))
         return 0
+    except StdoutClosed:
+        raise
     except CniError as err:
         log.event("error", code=err.code, msg=err.msg, details=err.details,
                   ms=round((time.perf_counter() - started) * 1000, 1))
@@ -209,8 +212,15 @@ def _version_doc(data: bytes) -> dict:
 
 
 def _write(stdout: TextIO, doc: dict) -> None:
-    stdout.write(jsontext.dumps(doc, indent=4) + "\n")
-    stdout.flush()
+    """A result the runtime cannot read any more (its end of stdout closed) is ``StdoutClosed``, not a
+    CNI error: nobody would read that either; ``console_entry`` ends the process quietly."""
+    try:
+        stdout.write(jsontext.dumps(doc, indent=4) + "\n")
+        stdout.flush()
+    except OSError as exc:
+        if reader_gone(exc):
+            raise StdoutClosed() from None
+        raise
 
 
 def console_entry(spec: PluginSpec) -> None:
@@ -223,7 +233,10 @@ def console_entry(spec: PluginSpec) -> None:
     command loaded cost ~2 ms of every frozen command (more than any one import)."""
     import os
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
-    status = run(spec, os.environ, stdin, sys.stdout)
+    try:
+        status = run(spec, os.environ, stdin, sys.stdout)
+    except StdoutClosed:
+        end_closed()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -93,8 +93,10 @@ def check(backend: Backend, conf_name: str) -> None:
         raise CniError(INVALID_CONFIG, "; ".join(msg for msg, _ in found), "; ".join(fix for _, fix in found))
 
 
-def problems(backend: Backend, conf_name: str) -> list[tuple[str, str]]:
-    """(message, fix) for each thing Windows refuses, in terms an operator can act on."""
+def problems(backend: Backend, conf_name: str, conf_path: str = "",
+             hns_has_conf_name: bool = False) -> list[tuple[str, str]]:
+    """(message, fix) for each thing Windows refuses, in terms an operator can act on; the doctor
+    says where the CNI config is and whether HNS holds a network of its name."""
     if backend.type not in DELEGATES:
         return []
     found = []
@@ -109,9 +111,15 @@ def problems(backend: Backend, conf_name: str) -> list[tuple[str, str]]:
                           f"the Windows VXLAN stack only uses UDP port {VXLAN_PORT}; "
                           f"remove Backend.Port or set it to {VXLAN_PORT}"))
     if backend.network_name != conf_name:
-        found.append((f"the HNS network is called {backend.network_name} but this config is named {conf_name}",
-                      f'flanneld names its {_HNS_TYPES[backend.type]} network after Backend.Name in {backend.path}; '
-                      f'set "name": "{backend.network_name}" in the CNI config (or Backend.Name to "{conf_name}")'))
+        made, config = _HNS_TYPES[backend.type], f"the CNI config {conf_path}".rstrip()
+        if hns_has_conf_name:  # the network flanneld made is the config's: net-conf.json is the odd one out
+            found.append((f"{where}: Backend.Name is {backend.network_name}, but HNS holds the {made} network "
+                          f"{conf_name} {config} names",
+                          f'set Backend.Name to "{conf_name}" in {backend.path} (flanneld names its network after it)'))
+        else:
+            found.append((f"{where}: Backend.Name is {backend.network_name}, {config} names {conf_name}",
+                          f'flanneld names its {made} network after Backend.Name: set "name": "{backend.network_name}" '
+                          f'in {config} (or Backend.Name to "{conf_name}" in {backend.path})'))
     return found
 
 

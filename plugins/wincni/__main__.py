@@ -23,6 +23,8 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument("--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)")
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument("--quick", action="store_true", help="only what decides whether a pod can get a network now, "
+                   "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
     from . import install, sourcevip
     install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
@@ -31,16 +33,30 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                                            "host-local store; print its flags"), platform)
     r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
     r.add_argument("--cni-conf", default=defaults["cni_conf"], help="config file or directory (default %(default)s)")
-    r.add_argument("--min-age", type=float, default=300.0, metavar="SECONDS",
+    r.add_argument("--min-age", type=_seconds, default=300.0, metavar="SECONDS",
                    help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
+    r.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return p
+
+
+def _seconds(text: str) -> float:
+    """A duration: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def render_table(checks: list, out: TextIO) -> None:
     width = max((len(c.id) for c in checks), default=0)
     for c in checks:
         out.write(f"{c.status.upper():<4}  {c.id:<{width}}  {c.message}\n")
+        if c.status != "ok" and c.run:
+            out.write(f"{'':<4}  {'':<{width}}  run: {c.run}\n")
         if c.status != "ok" and c.fix:
             out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
     failed = sum(c.status == "fail" for c in checks)
@@ -70,14 +86,15 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         from . import reclaim
         opts = {**defaults, "cni_conf": args.cni_conf}
         facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr)
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, args.output)
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
-            "cni_bin_dir": args.cni_bin_dir, "reach": args.reach}
-    results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()))
+            "cni_bin_dir": args.cni_bin_dir, "reach": args.reach, "quick": args.quick}
+    results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
     if args.output == "json":
-        json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix} for c in results]},
+        json.dump({"checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run}
+                              for c in results]},
                   stdout, indent=2)
         stdout.write("\n")
     else:
@@ -87,7 +104,8 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 
 def entry() -> None:
     """Console script ``wincni``."""
-    sys.exit(main(sys.argv[1:], sys.stdout, sys.stderr, os.environ))
+    from libhns.closedpipe import exit_with
+    exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 
 if __name__ == "__main__":

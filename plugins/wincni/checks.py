@@ -20,10 +20,37 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 
 @dataclass(frozen=True)
 class Check:
+    """``fix`` is prose naming the file and what to set in it (or what else to do); ``run`` is a
+    command, whole and alone with the node's paths filled in, that makes this check pass when run
+    as printed on this node (tests/unit/test_doctor_fixes.py runs every one)."""
     id: str
     status: str
     message: str
     fix: str = ""
+    run: str = ""
+
+
+def command(f: Facts, program: str, *args: str) -> str:
+    """One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
+    PATH) and ``args``, quoted for the node's shell."""
+    import ntpath
+    import posixpath
+    if f.tools:
+        program = (ntpath if f.windows else posixpath).join(f.tools, program + (".exe" if f.windows else ""))
+    if f.windows:
+        from subprocess import list2cmdline
+        return list2cmdline([program, *args])
+    return _shell([program, *args])
+
+
+def _shell(argv: list[str]) -> str:
+    import shlex
+    return shlex.join(argv)
+
+
+def _no_config(f: Facts, id_: str) -> Check | None:
+    """The check needs to know which config the pods use: not checked when it could not be read."""
+    return _skipped(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 
 
 def _skipped(id_: str, needs: str) -> Check:
@@ -46,7 +73,10 @@ def config(f: Facts) -> Check:
 def plugins(f: Facts) -> Check:
     if f.bin_files is None:
         return Check("plugins", FAIL, f"CNI bin dir {f.bin_dir} cannot be read",
-                     "pass --cni-bin-dir, the kubelet's --cni-bin-dir (C:\\k\\cni by default)")
+                     "pass --cni-bin-dir with the folder the runtime runs the plugins from (containerd's "
+                     "config.toml bin_dir, or bin_dirs on containerd 2.1+)")
+    if skipped := _no_config(f, "plugins"):
+        return skipped
     wanted = [p for p in (f.plugin, f.delegate_type, "host-local") if p]
     missing = [p for p in dict.fromkeys(wanted) if p not in f.bin_files and f"{p}.exe" not in f.bin_files]
     if missing:
@@ -73,16 +103,19 @@ def hns_network(f: Facts) -> Check:
     if f.network is None:
         return Check("hns-network", FAIL, f"no HNS network named {f.name!r} (Get-HnsNetwork)",
                      "flanneld creates it at start; if its log says \"Waiting for the Network to be created\", "
-                     "check the Backend name in net-conf.json and the host adapter; or fix \"name\" in the CNI config")
+                     f"check Backend.name in {f.net_conf_path} and the host adapter; or set \"name\" in "
+                     f"{f.conf_path} to the network flanneld made")
     types = f.flavor.network_types if f.flavor is not None else ()
     if types and not any(f.network.is_type(t) for t in types):
         return Check("hns-network", FAIL, f"HNS network {f.name} is {f.network.network_type}; "
                      f"{f.delegate_type} needs {' or '.join(types)}",
-                     f"use the delegate for {f.network.network_type} networks, or recreate the network")
+                     f"set the delegate's \"type\" in {f.conf_path} to the plugin for {f.network.network_type} "
+                     f"networks, or Backend.Type in {f.net_conf_path} to what the network should be and recreate it")
     mgmt = f.network.management_ip
     if f.delegate_type == "win-overlay" and not mgmt:
         return Check("hns-network", FAIL, f"overlay network {f.name} has no ProviderAddress (management IP)",
-                     "recreate it on the host adapter that carries the node IP (flanneld does this on restart)")
+                     "HNS sets it from the host adapter's IP: give the adapter the node IP, then restart flanneld "
+                     "so it creates the network again")
     return Check("hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else ""))
 
 
@@ -111,6 +144,8 @@ def _standalone(f: Facts, section: Any) -> Check | None:
 def subnet_env(f: Facts) -> Check:
     if f.lease_problem:
         return _failed("subnet-env", f.lease_problem)
+    if skipped := _no_config(f, "subnet-env"):
+        return skipped
     if f.lease is None:
         return Check("subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config")
     subnet = f.lease.subnet
@@ -120,7 +155,9 @@ def subnet_env(f: Facts) -> Check:
     if subnet is None or IPNetwork(str(subnet)) not in hns:
         return Check("subnet-env", FAIL, f"FLANNEL_SUBNET={subnet} is not inside HNS network {f.name}'s subnets "
                      f"({', '.join(s.prefix for s in f.network.subnets) or 'none'})",
-                     "the node got a new lease: stop flanneld, remove the HNS network and let flanneld recreate it")
+                     f"the node got a new lease: remove the HNS network (pods on it lose their network), then restart "
+                     f"flanneld so it creates {f.name} with the new subnet",
+                     command(f, "hnsctl", "network", "delete", f.network.id))
     return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
 
 
@@ -130,14 +167,14 @@ def exceptions(f: Facts) -> Check:
     bad = [e for e in _exception_entries(f.policies) + routes(f.policies) if _net(e) is None]
     if bad:
         return Check("exceptions", FAIL, f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
-                     "HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12")
+                     f"HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12, in {f.conf_path}")
     excepted = excepted_set(f.policies)
     needed = list(_must_not_nat(f))
     missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
     if missing:
         return Check("exceptions", FAIL, "OutBoundNAT ExceptionList misses " + ", ".join(f"{w} {c}" for w, c in missing)
                      + ": pod traffic there is SNAT'ed to the node IP",
-                     f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in the CNI config")
+                     f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in {f.conf_path}")
     return Check("exceptions", OK, "ExceptionList covers " + (", ".join(f"{w} {c}" for w, c in needed) or "nothing needed"))
 
 
@@ -166,10 +203,11 @@ def reach(f: Facts) -> Check | None:
         if ip in internal:
             return Check("reach", OK, f"traffic to {ip} keeps the pod IP (cluster-internal)")
         return Check("reach", FAIL, f"traffic to {ip} is not SNAT'ed: it leaves with the pod IP, which nothing "
-                     "outside the cluster routes back", f"remove the entry covering {ip} from the ExceptionList")
+                     "outside the cluster routes back",
+                     f"remove the entry covering {ip} from the OutBoundNAT policy's ExceptionList in {f.conf_path}")
     if ip in internal:
         return Check("reach", FAIL, f"traffic to {ip} (cluster-internal) is SNAT'ed to the node IP",
-                     f"add a range covering {ip} to the ExceptionList")
+                     f"add a range covering {ip} to the OutBoundNAT policy's ExceptionList in {f.conf_path}")
     return Check("reach", OK, f"traffic to {ip} is SNAT'ed to the node IP (right for destinations outside the cluster)")
 
 
@@ -178,18 +216,22 @@ def net_conf(f: Facts) -> Check:
     from plugins.flannel import netconf
     if f.backend_problem:
         return _failed("net-conf", f.backend_problem)
+    if skipped := _no_config(f, "net-conf"):
+        return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
         return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
-                     "pass --net-conf with flanneld's net-conf.json" if status == WARN else "")
+                     "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's), or set "
+                     f"\"netConf\" in {f.conf_path} to where it is" if status == WARN else "")
     try:
         wanted = f.backend.delegate_type()
     except CniError as err:
         return Check("net-conf", FAIL, err.msg, err.details)
-    found = netconf.problems(f.backend, f.name)
+    found = netconf.problems(f.backend, f.name, f.conf_path, f.network is not None)
     if f.delegate_type and wanted != f.delegate_type:
         found.append((f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
-                      f'set "delegate": {{"type": "{wanted}"}} (or remove the type: flannel then follows net-conf.json)'))
+                      f'set "delegate": {{"type": "{wanted}"}} in {f.conf_path} (or remove the type: flannel then '
+                      'follows net-conf.json)'))
     if found:
         return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
     linux = netconf.linux_mismatch(f.backend)
@@ -203,29 +245,38 @@ def vxlan(f: Facts) -> Check | None:
         return None
     problems = f.flavor.network_problems(f.network)
     if problems:
-        return Check("vxlan", FAIL, "; ".join(problems), "remove the network and restart flanneld after fixing net-conf.json")
+        return Check("vxlan", FAIL, "; ".join(problems),
+                     f"remove the network, then restart flanneld (after fixing {f.net_conf_path}: see net-conf) so "
+                     "it creates the network again", command(f, "hnsctl", "network", "delete", f.network.id))
     peers = "Linux flannel peers agree" if f.backend is not None and not f.backend.unset else \
         "Linux flannel peers agree only if net-conf.json sets them (see net-conf)"
     return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: {peers}")
 
 
+def _sourcevip(f: Facts, status: str, problem: str) -> Check:
+    """What ``wincni sourcevip`` mends: it reserves an address of the current subnet in host-local's
+    store for the node and writes the file kube-proxy's start reads (kube-proxy only reads it at start)."""
+    return Check("source-vip", status, problem,
+                 f"then restart kube-proxy so it starts with the address {f.source_vip_path} holds",
+                 command(f, "wincni", "sourcevip", "--cni-conf", f.conf_path, "--out", f.source_vip_path))
+
+
 def source_vip(f: Facts) -> Check:
     if f.source_vip_problem:
-        return Check("source-vip", FAIL, f.source_vip_problem.message, f.source_vip_problem.fix or
-                     "delete it and restart kube-proxy")
+        return _sourcevip(f, FAIL, f.source_vip_problem.message)
     if f.source_vip is None:
+        if skipped := _no_config(f, "source-vip"):
+            return skipped
         if f.delegate_type == "win-overlay":
-            return Check("source-vip", WARN, f"{f.source_vip_path} not found; kube-proxy (overlay) needs a source VIP",
-                         "kube-proxy creates it at start (--source-vip); check its log")
+            return _sourcevip(f, WARN, f"{f.source_vip_path} not found; kube-proxy (overlay) needs a source VIP")
         return Check("source-vip", OK, f"{f.source_vip_path} not present (only overlay kube-proxy uses it)")
     if f.lease is None or f.lease.subnet is None:
         return _skipped("source-vip", "no FLANNEL_SUBNET")
     subnet = IPSet([str(f.lease.subnet)])
     outside = [a for a in f.source_vip if _ip(a) not in subnet]
     if outside or not f.source_vip:
-        return Check("source-vip", FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
-                     f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
-                     f"run wincni sourcevip (it reserves one in the new subnet), then restart kube-proxy")
+        return _sourcevip(f, FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
+                          f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)")
     inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
     return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
 
@@ -238,23 +289,23 @@ def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
         return None  # on L2Bridge kube-proxy uses no source VIP
     holders = dict(f.reservations)
     pods = {name[: -len(f.name) - 1] for name, _ in f.endpoints if name.endswith(f"_{f.name}")}
-    fix = "run wincni sourcevip (it reserves the address in host-local's store), then restart kube-proxy"
     for vip in f.source_vip:
         holder = holders.get(vip)
         if holder in pods:
-            return Check("source-vip", FAIL, f"source VIP {vip} is also pod {holder}'s address", fix)
+            return _sourcevip(f, FAIL, f"source VIP {vip} is also pod {holder}'s address")
         if holder is None:
-            return Check("source-vip", WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give "
-                         "it to a pod", fix)
+            return _sourcevip(f, WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give it to a pod")
         if not holder.startswith(PINNED_PREFIX):
-            return Check("source-vip", WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
-                         "(no runtime lists it)", fix)
+            return _sourcevip(f, WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
+                              "(no runtime lists it)")
     return Check("source-vip", OK, f"{inside}, reserved in {f.ipam_dir} for the node")
 
 
 def hns_features(f: Facts) -> Check:
     if f.features is None:
         return _skipped("hns-features", "HNS not reachable")
+    if skipped := _no_config(f, "hns-features"):
+        return skipped
     needs = []
     if f.netconf is not None and f.netconf.loopback_dsr:
         needs.append(("loopbackDSR", "dsr"))
@@ -268,8 +319,11 @@ def hns_features(f: Facts) -> Check:
     lacking = [what for what, feature in needs if not getattr(f.features, feature)]
     version = ".".join(map(str, f.hns_version or ()))
     if lacking:
+        where = {"loopbackDSR": f"loopbackDSR from {f.conf_path}", "dual-stack": "the IPv6 subnet from "
+                 f"{f.net_conf_path}", "VXLAN port policy": f"Backend.Port from {f.net_conf_path}"}
         return Check("hns-features", FAIL, f"HNS {version} does not support {', '.join(lacking)}",
-                     "remove it from the config, or update Windows to a build whose HNS supports it")
+                     f"remove {', '.join(where[w] for w in lacking)}, or update Windows to a build whose HNS "
+                     "supports it")
     return Check("hns-features", OK, f"HNS {version} supports " + (", ".join(w for w, _ in needs) or "everything the config uses"))
 
 
@@ -283,20 +337,36 @@ def ipam_store(f: Facts) -> Check:
     pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
-    stale = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
-             if cid not in pods and not cid.startswith(PINNED_PREFIX)]  # pinned: the node's own (source VIP)
-    stale += [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
+    # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
+    orphans = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
+               if cid not in pods and not cid.startswith(PINNED_PREFIX) and ip not in f.young]
+    bad = [cid for cid, ips in pods.items() if cid not in held or any(owner.get(ip) != cid for ip in ips)]
+    stale = [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
     stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}" if ip in owner
               else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
               for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip) != cid]
     if stale:
-        return Check("ipam-store", WARN, "; ".join(stale),
-                     "the runtime's CNI GC removes them (containerd 2.x); by hand: "
-                     f"CNI_COMMAND=GC {f.plugin} < {f.conf_path} with \"cni.dev/valid-attachments\" listing the live pods, "
-                     f"or, for the reservations alone, wincni reclaim --cni-conf {f.conf_path}")
+        return Check("ipam-store", WARN, "; ".join(orphans + stale),
+                     "an endpoint whose pod is gone is the stale-endpoints check's to remove; for a live pod, remove "
+                     f"its pod sandbox ({', '.join(bad)}; crictl rmp): the kubelet starts it again with an address "
+                     "host-local reserves" + (
+                         f"; then the reservations go with wincni reclaim --cni-conf {f.conf_path}" if orphans else ""))
+    if orphans:
+        return Check("ipam-store", WARN, "; ".join(orphans),
+                     "the runtime's CNI GC releases them (containerd 2.x); this releases every reservation older than "
+                     f"{_minutes()} whose pod has no HNS endpoint",
+                     command(f, "wincni", "reclaim", "--cni-conf", f.conf_path))
     own = sum(cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
-    return Check("ipam-store", OK, f"{len(f.reservations) - own} reservation(s) in {f.ipam_dir} match the HNS endpoints"
-                 + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else ""))
+    waiting = sum(cid not in pods and not cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
+    return Check("ipam-store", OK, f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
+                 "HNS endpoints" + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
+                 + (f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale "
+                    "once older)" if waiting else ""))
+
+
+def _minutes() -> str:
+    from .reclaim import DEFAULT_MIN_AGE
+    return f"{DEFAULT_MIN_AGE / 60:g} minutes"
 
 
 def stale_endpoints(f: Facts) -> Check:
@@ -307,9 +377,8 @@ def stale_endpoints(f: Facts) -> Check:
         return Check("stale-endpoints", OK, f"every pod endpoint on {f.name} belongs to a live sandbox")
     listed = [f"{name} ({id_}, {', '.join(ips) or 'no address'})" for name, id_, ips in f.stale_endpoints]
     return Check("stale-endpoints", WARN, f"{len(listed)} endpoint(s) on {f.name} have no live sandbox: " + "; ".join(listed),
-                 "the runtime's CNI GC removes them; by hand: "
-                 + "; ".join(f"hnsctl endpoint delete {id_}" for _, id_, _ in f.stale_endpoints)
-                 + f", then wincni reclaim --cni-conf {f.conf_path} releases their addresses")
+                 "the runtime's CNI GC removes them; this deletes them, and the ipam-store check then names the "
+                 "reservations to release", command(f, "hnsctl", "endpoint", "delete", *(id_ for _, id_, _ in f.stale_endpoints)))
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:
@@ -364,8 +433,9 @@ def backend(f: Facts) -> Check | None:
     if not f.simulated:
         return None
     return Check("backend", FAIL, "LIBHNS_BACKEND=sim: the plugins would run on the HNS simulator, so pods get no "
-                 "real network", "remove LIBHNS_BACKEND (and WINCNI_ALLOW_SIMULATOR) from the kubelet's / "
-                 "containerd's environment")
+                 "real network", "remove LIBHNS_BACKEND (and WINCNI_ALLOW_SIMULATOR) from containerd's environment "
+                 "(the Environment value of HKLM\\SYSTEM\\CurrentControlSet\\Services\\containerd) and the "
+                 "machine's (System Properties, Environment Variables), then restart containerd")
 
 
 def permissions(f: Facts) -> Check | None:
@@ -373,10 +443,17 @@ def permissions(f: Facts) -> Check | None:
     if not f.open_dirs:
         return None
     listed = "; ".join(f"{label} {path} is writable by {who}" for label, path, who in f.open_dirs)
+    if f.windows:
+        return Check("permissions", WARN, listed,
+                     "the plugins run as SYSTEM from and with these folders: give each an admin-only ACL (wincni "
+                     "install and build.ps1 -Install do it for the bin dir): icacls <folder> /inheritance:r /grant:r "
+                     "SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)RX")
+    modes = [path for _, path, who in f.open_dirs if who in ("its group", "every user", "its group and every user")]
     return Check("permissions", WARN, listed,
-                 "the plugins run as SYSTEM/root from and with these folders: give them an admin-only ACL "
-                 "(wincni install and build.ps1 -Install do it for the bin dir; icacls <dir> /inheritance:r /grant:r "
-                 "SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)RX) or chmod go-w")
+                 "the plugins run as root from and with these folders: only root may write them" +
+                 ("" if len(modes) == len(f.open_dirs) else "; give the others to root (chown root:root) and replace a "
+                  "symbolic link by the folder it points at"),
+                 _shell(["chmod", "go-w", *modes]) if len(modes) == len(f.open_dirs) else "")
 
 
 ALL: tuple[Callable[[Facts], Check | None], ...] = (
@@ -384,5 +461,13 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     ipam_store, stale_endpoints, permissions)
 
 
-def run(facts: Facts) -> list[Check]:
-    return [c for c in (check(facts) for check in ALL) if c is not None]
+# ``wincni doctor --quick`` (the DaemonSet's readiness probe): what decides whether a pod can get a
+# network now, from reads alone; host-local's store (its lock and index are written) and the scan of
+# every endpoint are left out.
+QUICK = frozenset({"backend", "config", "plugins", "hns-network", "subnet-env", "exceptions", "net-conf", "vxlan",
+                   "hns-features", "permissions"})
+
+
+def run(facts: Facts, quick: bool = False) -> list[Check]:
+    chosen = [check for check in ALL if not quick or check.__name__.replace("_", "-") in QUICK]
+    return [c for c in (check(facts) for check in chosen) if c is not None]

@@ -67,6 +67,9 @@ class Facts:
     simulated: bool = False  # the plugins would run on the HNS simulator on Windows
     open_dirs: tuple[tuple[str, str, str], ...] = ()  # (what, folder, who else may write it)
     bin_audit: tuple[str, ...] = ()  # what in the bin dir no administrator vouches for (trust.audit)
+    young: frozenset[str] = frozenset()  # reserved too recently to call stale: an ADD may be in flight
+    windows: bool = False  # the node's platform: how a fix command is quoted and named
+    tools: str = ""  # the folder of the running frozen wincni (hnsctl beside it); "" = found on PATH
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -74,11 +77,15 @@ def default_paths(platform: str) -> dict[str, str]:
 
 
 def find_conf(path: str) -> str:
-    """A directory means the kubelet's pick: the first ``*.conf``/``*.conflist`` in lexical order."""
+    """A directory means the runtime's pick: the first ``*.conf``/``*.conflist``/``*.json`` in
+    lexical order (``dir/*.conf`` when there is none)."""
     if not os.path.isdir(path):
         return path
     names = sorted(n for n in os.listdir(path) if n.endswith((".conf", ".conflist", ".json")))
-    return os.path.join(path, names[0]) if names else os.path.join(path, "*.conf")
+    return os.path.join(path, names[0]) if names else os.path.join(path, NO_CONF)
+
+
+NO_CONF = "*.conf"
 
 
 def first_plugin(conf: dict) -> dict:
@@ -94,7 +101,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     """Every read the doctor makes, in the order each needs the one before; each reader returns
     values or a ``Problem``, and the facts are built once at the end."""
     conf_path = find_conf(opts["cni_conf"])
-    conf, conf_problem = read_conf(conf_path)
+    conf, conf_problem = read_conf(conf_path, opts["cni_conf"])
     plugin = str(conf.get("type") or "") if conf is not None else ""
     fconf, subnet_env_path, net_conf_path = None, opts["subnet_env"], opts["net_conf"]
     if conf is not None and plugin == "flannel":
@@ -112,10 +119,11 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
-    hns = read_hns(env, name)
+    quick = bool(opts.get("quick"))
+    hns = read_hns(env, name, endpoints=not quick)
     network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
-    reservations, store_problem = read_store(ipam_dir, platform)
+    reservations, young, store_problem = read_store(ipam_dir if not quick else "", platform)
     policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
     open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
                                 "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
@@ -128,18 +136,34 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  **hns, policies=policies, source_vip_path=opts["source_vip"],
                  source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
                  store_problem=store_problem, reach=opts.get("reach") or "",
-                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs,
+                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs, young=young,
+                 windows=platform == "win32", tools=_tools(),
                  bin_audit=read_bin_audit(opts["cni_bin_dir"], os.path.dirname(conf_path), plugin, delegate_type))
 
 
-def read_conf(path: str) -> tuple[dict | None, Problem | None]:
-    """The CNI config the kubelet would use (``first_plugin`` of a conflist), with its name checked."""
+def _tools() -> str:
+    """Where the fix commands' programs are: beside the running frozen wincni, else on PATH."""
+    import sys
+    return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
+
+
+def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
+    """The CNI config the runtime would use (``first_plugin`` of a conflist), with its name checked;
+    ``given`` is --cni-conf as passed (a file or the folder ``path`` was picked from)."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
+    if not os.path.lexists(given):
+        return None, Problem(f"--cni-conf {given} does not exist", "pass --cni-conf with the pods' CNI config file, "
+                             "or the folder the runtime loads it from (containerd's config.toml conf_dir, where "
+                             "wincni install writes 10-flannel.conflist)")
+    if os.path.basename(path) == NO_CONF and os.path.dirname(path) == given:
+        return None, Problem(f"{given} holds no *.conf, *.conflist or *.json file: pods get no network",
+                             f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
+                             "or pass --cni-conf with the folder or file that holds the config")
     raw = _read(path)
     if isinstance(raw, Problem):
-        return None, Problem(f"CNI config: {raw.message}", f"the kubelet reads the first *.conf/*.conflist in "
-                             f"{os.path.dirname(path) or '.'}; pass --cni-conf FILE")
+        return None, Problem(f"CNI config: {raw.message}", f"run the doctor as the user the runtime runs as "
+                             f"(Administrator), or pass --cni-conf with a config you can read")
     try:
         conf = first_plugin(decode(raw))
         check_name(conf)
@@ -226,28 +250,28 @@ def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
     return flavor.automatic_policies(user, netconf, network, (), "v1")
 
 
-def read_hns(env: Mapping[str, str], name: str) -> dict[str, Any]:
+def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
     """HNS's side of the facts, by field: version, features, the network named ``name``, its
-    endpoints and the stale ones among them; or only ``hns_problem``."""
+    endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
     from libhns.client import HnsClient
     from libhns.errors import EnvError, HnsError
     try:
         client = HnsClient.from_env(env)
         version, features = client.version(), client.features()
         network = client.get_network_by_name(name) if name else None
-        endpoints, stale = (), ()
-        if network is not None:
+        found, stale = (), ()
+        if network is not None and endpoints:
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
             v1 = HnsV1Api(client, "", "")
             eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
-            endpoints = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
+            found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
             stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
     except EnvError as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
-    return {"hns_version": version, "features": features, "network": network, "endpoints": endpoints,
+    return {"hns_version": version, "features": features, "network": network, "endpoints": found,
             "stale_endpoints": stale}
 
 
@@ -285,20 +309,29 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
         found += [get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")]
         return tuple(str(a).split("/")[0] for a in found), None
     except (ValueError, UnicodeDecodeError, AttributeError, TypeError) as err:
-        return None, Problem(f"{path} is not a CNI result: {err}", "delete it and restart kube-proxy; it writes a fresh one")
+        return None, Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one")
 
 
-def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, Problem | None]:
-    """host-local's reservations (IP, container ID) for the network; None when unknown."""
+def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str],
+                                                     Problem | None]:
+    """host-local's reservations (IP, container ID) for the network (None when unknown), and those
+    younger than reclaim's ``--min-age`` (its rule: an ADD may still be creating their endpoint)."""
+    import time
+
     from plugins.ipam_host_local.store import open_store
+
+    from .reclaim import DEFAULT_MIN_AGE
     if not ipam_dir or not os.path.isdir(ipam_dir):
-        return (() if ipam_dir else None), None
+        return (() if ipam_dir else None), frozenset(), None
     try:
         with open_store(ipam_dir, platform) as store:
-            return tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations()), None
+            found = tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations())
+            now = time.time()
+            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < DEFAULT_MIN_AGE)
+            return found, young, None
     except OSError as err:
-        return None, Problem(f"cannot read host-local's store {ipam_dir}: {err}",
-                             "run the doctor as the user the kubelet runs as (Administrator)")
+        return None, frozenset(), Problem(f"cannot read host-local's store {ipam_dir}: {err}",
+                                          "run the doctor as the user the runtime runs as (Administrator)")
 
 
 def _listdir(path: str) -> frozenset[str] | None:

@@ -45,6 +45,7 @@ class Outcome:
     steps: list[Step] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     diff: str = ""
+    dns: dict = field(default_factory=dict)  # the cluster DNS the config was rendered with, and whence
     build: str = ""
     bin_dir: str = ""
     conf_path: str = ""
@@ -61,6 +62,16 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("--net-conf", default=_net_conf_default(platform), metavar="FILE",
                    help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)")
     p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
+    p.add_argument("--kubelet-config", default=_kubelet_config_default(platform), metavar="FILE",
+                   help="the kubelet's config, for clusterDNS and clusterDomain (default %(default)s)")
+    p.add_argument("--cluster-dns", action="append", default=[], metavar="IP",
+                   help="the cluster DNS service's address (default: the kubelet config's clusterDNS, else the "
+                        "service CIDR's tenth address); repeat for more")
+    p.add_argument("--cluster-domain", default="", metavar="DOMAIN",
+                   help="(default: the kubelet config's clusterDomain, else cluster.local)")
+    p.add_argument("--template", default="", metavar="FILE",
+                   help="a conflist template the operator owns (e.g. from a ConfigMap): its __TOKENS__ filled in, "
+                        "nothing else changed; default: wincni's own config")
     p.add_argument("--node-ip", default="", metavar="IP[/PREFIX]",
                    help="the node's management IP (host-gw; default: the address of the default route's interface)")
     p.add_argument("--conf-name", default="10-flannel.conflist", metavar="NAME", help="(default %(default)s)")
@@ -86,6 +97,10 @@ def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk:
         return EXIT_FAILED
     _print(args, out, stdout)
     return EXIT_OK
+
+
+def _kubelet_config_default(platform: str) -> str:
+    return r"C:\var\lib\kubelet\config.yaml" if platform == "win32" else "/var/lib/kubelet/config.yaml"
 
 
 def _net_conf_default(platform: str) -> str:
@@ -173,7 +188,15 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
             raise InstallError(f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
                                "(the kube-flannel-cfg ConfigMap's net-conf.json)")
         netconf.check(backend, backend.network_name)
-        doc = render.conflist(backend, args.service_cidr, args.node_ip or _default_node_ip(backend))
+        template = _read(disk, args.template, render.MAX_TEMPLATE + 1) if args.template else None
+        if args.template and template is None:
+            raise InstallError(f"--template {args.template} does not exist")
+        uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template)
+        node_ip = args.node_ip or (_default_node_ip() if backend.type == "host-gw" or uses_node else "")
+        servers, domain = _cluster_dns(args, disk, out)
+        values = render.values(backend, args.service_cidr, node_ip, servers, domain)
+        out.dns = {"servers": [values["__DNS_SERVER__"]], "domain": values["__DNS_DOMAIN__"], **out.dns}
+        doc = render.conflist(values) if template is None else render.from_template(template, args.template, values)
         render.validate(doc, backend, platform, cwd)
     except CniError as exc:
         raise InstallError(f"{exc.msg}: {exc.details}" if exc.details else exc.msg) from None
@@ -273,8 +296,9 @@ def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
     return aside
 
 
-def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
-    """Delete parked launchers nothing runs any more, then the contents folders no launcher needs."""
+def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> list[Step]:
+    """Delete parked launchers nothing runs any more, then the contents folders no launcher needs
+    (``uninstalled``: the build uninstall removes, named as such)."""
     steps: list[Step] = []
     parked: dict[str, int] = {}
     aside_root = os.path.join(bin_dir, layout.ASIDE_DIR)
@@ -304,10 +328,15 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
                 disk.rmtree(path)
             else:
                 _discard_contents(path, disk)
-            steps.append(Step("remove", path, detail="old build, no longer used"))
+            steps.append(Step("remove", path, detail=_contents_detail(name, uninstalled)))
         except OSError:
             steps.append(Step("held", path, detail="in use: removed by a later install"))
     return steps
+
+
+def _contents_detail(name: str, uninstalled: str) -> str:
+    return "the uninstalled build" if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled else \
+        "old build, no longer used"
 
 
 def _quietly(op, path: str) -> None:
@@ -343,8 +372,9 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
         out.warnings.append(f"no {layout.MANIFEST} in {bin_dir}: nothing installed by wincni install there")
         return
     if args.dry_run:
-        out.steps += plan + ([Step("remove", os.path.join(bin_dir, layout.CONTENTS_PREFIX + manifest.build))]
-                             if trusted else [])
+        contents = layout.CONTENTS_PREFIX + manifest.build
+        out.steps += plan + ([Step("remove", os.path.join(bin_dir, contents),
+                                   detail=_contents_detail(contents, manifest.build))] if trusted else [])
         return
     try:
         for step in plan:
@@ -362,7 +392,7 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
             else:
                 out.steps.append(step)
         if trusted:
-            out.steps += cleanup(bin_dir, "", disk)
+            out.steps += cleanup(bin_dir, "", disk, manifest.build)
             disk.remove(manifest_path)
     except OSError as exc:
         raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
@@ -431,6 +461,9 @@ class _bundle:
 
     def __enter__(self) -> layout.Bundle:
         root = self.source
+        if root and not self.disk.exists(root):
+            raise InstallError(f"--from {root} does not exist: pass the release folder (make dist's dist/wincni, "
+                               "or the unpacked release zip) or the release zip")
         if not root:
             if not getattr(sys, "frozen", False):
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
@@ -471,12 +504,40 @@ def _unzip(path: str) -> str:
     return tmp
 
 
-def _default_node_ip(backend: object) -> str:
-    """host-gw needs it; vxlan does not (win-overlay takes the management IP from HNS). The source
-    address the routing table picks for an outside destination: the default route's interface,
-    as flannel's scripts choose it. A UDP connect sends nothing."""
-    if getattr(backend, "type", "") != "host-gw":
-        return ""
+def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tuple[str, ...], str]:
+    """(servers, domain): the flags, else the kubelet's own config, else ((), "") for the defaults
+    ``render.values`` applies, with a warning saying so. ``out.dns["from"]`` says which."""
+    from . import kubelet
+    try:
+        for ip in args.cluster_dns:
+            kubelet.check_server(ip, "--cluster-dns")
+        if args.cluster_domain:
+            kubelet.check_domain(args.cluster_domain, "--cluster-domain")
+        found = kubelet.ClusterDns((), "")
+        if not (args.cluster_dns and args.cluster_domain):
+            raw = _read(disk, args.kubelet_config, kubelet.MAX_BYTES + 1)
+            if raw is not None and len(raw) > kubelet.MAX_BYTES:
+                raise kubelet.KubeletConfigError(f"{args.kubelet_config} is over {kubelet.MAX_BYTES >> 20} MiB: "
+                                                 "not a kubelet config")
+            if raw is not None:
+                found = kubelet.parse(raw.decode("utf-8-sig", "replace"), args.kubelet_config)
+            else:
+                out.warnings.append(f"no kubelet config at {args.kubelet_config}: pass --kubelet-config, or "
+                                    "--cluster-dns and --cluster-domain, unless kubeadm's defaults (the service "
+                                    "CIDR's tenth address, cluster.local) are this cluster's")
+    except kubelet.KubeletConfigError as exc:
+        raise InstallError(f"{exc}; or pass --cluster-dns and --cluster-domain") from None
+    servers, domain = tuple(args.cluster_dns) or found.servers, args.cluster_domain or found.domain
+    out.dns = {"from": "flags" if args.cluster_dns and args.cluster_domain else
+               args.kubelet_config if found.servers or found.domain else "defaults"}
+    return servers, domain
+
+
+def _default_node_ip() -> str:
+    """host-gw needs it (and a template naming __NODE_IP__); vxlan does not (win-overlay takes the
+    management IP from HNS). The source address the routing table picks for an outside
+    destination: the default route's interface, as flannel's scripts choose it. A UDP connect
+    sends nothing."""
     import socket
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -493,6 +554,8 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
         doc: dict = {"build": out.build, "binDir": out.bin_dir, "config": out.conf_path, "dryRun": args.dry_run,
                      "steps": [{"action": s.action, "path": s.path, "detail": s.detail} for s in out.steps],
                      "warnings": out.warnings}
+        if not args.uninstall:
+            doc["dns"] = out.dns
         if args.dry_run and not args.uninstall:
             doc["diff"] = out.diff
         if error:
@@ -507,7 +570,7 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
     if args.dry_run and out.diff:
         stdout.write("\n" + out.diff)
     if error:
-        stdout.write(f"\nFAILED: {error}\n")
+        stdout.write(f"FAILED: {error}\n")
         return
     changed = sum(s.action not in ("keep", "held") for s in out.steps)
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")

@@ -25,25 +25,41 @@ def reclaimable(facts: Any, allocations: list[tuple[Any, Any]], age_of: Any, min
             if (owner is None or owner.container_id not in pods) and age_of(ip) >= min_age]
 
 
-def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, err: TextIO) -> int:
+def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, err: TextIO,
+        output: str = "table") -> int:
     """0: done (or nothing to do); 1: HNS or the store could not be read, nothing released."""
+    doc: dict[str, Any] = {"network": facts.name, "store": facts.ipam_dir, "dryRun": dry_run, "released": []}
     if facts.conf_problem or facts.hns_problem:
         problem = facts.conf_problem or facts.hns_problem
-        err.write(f"wincni reclaim: {problem.message}\n  fix: {problem.fix}\n")
+        if output == "json":
+            _json(out, {**doc, "error": problem.message, "fix": problem.fix})
+        else:
+            err.write(f"wincni reclaim: {problem.message}\n  fix: {problem.fix}\n")
         return 1
-    if not facts.ipam_dir or not os.path.isdir(facts.ipam_dir):
+    released: list[tuple[str, str]] = []
+    if facts.ipam_dir and os.path.isdir(facts.ipam_dir):
+        from plugins.ipam_host_local.store import open_store
+        now = time.time()
+        with open_store(facts.ipam_dir, platform) as store:
+            store.rescan()
+            released = reclaimable(facts, store.allocations(), lambda ip: now - store.reserved_at(ip), min_age)
+            if not dry_run:
+                for ip, _ in released:
+                    store.release(ip)
+    elif output == "table":
         out.write(f"no host-local store for network {facts.name}: nothing to reclaim\n")
         return 0
-    from plugins.ipam_host_local.store import open_store
-    now = time.time()
-    with open_store(facts.ipam_dir, platform) as store:
-        store.rescan()
-        released = reclaimable(facts, store.allocations(), lambda ip: now - store.reserved_at(ip), min_age)
-        if not dry_run:
-            for ip, _ in released:
-                store.release(ip)
+    if output == "json":
+        _json(out, {**doc, "released": [{"ip": ip, "containerID": cid} for ip, cid in released]})
+        return 0
     for ip, cid in released:
         out.write(f"{'would release' if dry_run else 'released'} {ip} "
                   f"(reserved for {cid or 'no container'}, which has no HNS endpoint on {facts.name})\n")
     out.write(f"{len(released)} reservation(s) {'would be released' if dry_run else 'released'} in {facts.ipam_dir}\n")
     return 0
+
+
+def _json(out: TextIO, doc: dict[str, Any]) -> None:
+    import json
+    json.dump(doc, out, indent=2)
+    out.write("\n")

@@ -6,44 +6,93 @@ service CIDR (win-overlay adds the ProviderAddress itself, from the network's ma
 Go plugin does). host-gw -> win-bridge: the same plus the node's management subnet (or IP) as an
 exception and a /32 ROUTE to the node IP. V1 policy form without ``apiVersion``: wincni picks HCN
 for containerd and translates. A conflist at cniVersion 1.0.0, which containerd 1.7 and 2.x load
-and which gives CHECK.
+and which gives CHECK. Or the operator's own template (``from_template``), whose ``__TOKENS__`` take
+the same ``values``. Either way ``validate`` loads the result as the plugins would.
 """
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from typing import Any
 
 from plugins.cni.errors import INVALID_CONFIG, CniError
 from plugins.flannel import netconf
 
 CNI_VERSION = "1.0.0"
-DNS_SEARCH = ("svc.cluster.local",)
+DEFAULT_DOMAIN = "cluster.local"  # the kubelet's and kubeadm's default clusterDomain
+MAX_TEMPLATE = 1 << 20
+TOKEN = re.compile(r"__[A-Z][A-Z_]*[A-Z]__")
 
 
-def conflist(backend: netconf.Backend, service_cidr: str, node_ip: str) -> dict[str, Any]:
-    """The ``10-flannel.conflist`` document; CniError (code 7) naming the input at fault."""
+def values(backend: netconf.Backend, service_cidr: str, node_ip: str, dns_servers: tuple[str, ...],
+           dns_domain: str) -> dict[str, str]:
+    """What a config is rendered from, by template token; CniError (code 7) naming the input at
+    fault. The DNS server falls back to kubeadm's convention, the service CIDR's tenth address
+    (with the "dns" capability the runtime's per-pod DNS replaces it anyway)."""
     cluster = _cidr(backend.network, f"net-conf.json {backend.path}: Network",
                     'flanneld needs the cluster CIDR there, e.g. "Network": "10.244.0.0/16"')
     service = _cidr(service_cidr, "--service-cidr", "the cluster's service CIDR (kube-apiserver "
                     "--service-cluster-ip-range), e.g. 10.96.0.0/12")
-    delegate_type = backend.delegate_type()
-    exceptions = [str(cluster), str(service)]
-    routes = [str(service)]
-    if delegate_type == "win-bridge":
+    out = {"__NETWORK_NAME__": backend.network_name, "__DELEGATE_TYPE__": backend.delegate_type(),
+           "__CLUSTER_CIDR__": str(cluster), "__SERVICE_CIDR__": str(service),
+           "__DNS_SERVER__": (dns_servers or (str(service[10]),))[0], "__DNS_DOMAIN__": dns_domain or DEFAULT_DOMAIN}
+    if node_ip:
         node = _node(node_ip)
-        exceptions.append(str(node.network))
-        routes.append(f"{node.ip}/32")
+        out.update({"__NODE_IP__": str(node.ip), "__NODE_SUBNET__": str(node.network)})
+    return out
+
+
+def conflist(v: dict[str, str]) -> dict[str, Any]:
+    """The ``10-flannel.conflist`` document wincni renders when the operator gives no template."""
+    exceptions = [v["__CLUSTER_CIDR__"], v["__SERVICE_CIDR__"]]
+    routes = [v["__SERVICE_CIDR__"]]
+    if v["__DELEGATE_TYPE__"] == "win-bridge":
+        exceptions.append(v["__NODE_SUBNET__"])
+        routes.append(v["__NODE_IP__"] + "/32")
     policies = [_policy({"Type": "OutBoundNAT", "ExceptionList": exceptions})]
     policies += [_policy({"Type": "ROUTE", "DestinationPrefix": r, "NeedEncap": True}) for r in routes]
-    # kubeadm's convention: the cluster DNS service is the tenth address of the service CIDR.
-    # With the "dns" capability the runtime's per-pod DNS replaces it; it is the fallback.
-    dns = {"Nameservers": [str(service[10])], "Search": list(DNS_SEARCH)}
-    return {"cniVersion": CNI_VERSION, "name": backend.network_name, "plugins": [{
+    dns = {"Nameservers": [v["__DNS_SERVER__"]], "Search": ["svc." + v["__DNS_DOMAIN__"]]}
+    return {"cniVersion": CNI_VERSION, "name": v["__NETWORK_NAME__"], "plugins": [{
         "type": "flannel",
         "capabilities": {"portMappings": True, "dns": True},
-        "delegate": {"type": delegate_type, "dns": dns, "policies": policies},
+        "delegate": {"type": v["__DELEGATE_TYPE__"], "dns": dns, "policies": policies},
     }]}
+
+
+def template_tokens(raw: bytes) -> set[str]:
+    return set(TOKEN.findall(raw.decode("utf-8", "replace")))
+
+
+def from_template(raw: bytes, path: str, v: dict[str, str]) -> dict[str, Any]:
+    """The operator's conflist template (a ConfigMap's) with each ``__TOKEN__`` inside its string
+    values replaced; nothing else is added, dropped or reordered. CniError (code 7) for a template
+    that is not a JSON object or names a token wincni does not know."""
+    from plugins.cni.config import decode
+    if len(raw) > MAX_TEMPLATE:
+        raise CniError(INVALID_CONFIG, f"template {path} is over {MAX_TEMPLATE >> 20} MiB",
+                       "a CNI config template is a few KiB: check --template")
+    unknown = sorted(template_tokens(raw) - set(v))
+    if unknown:
+        known = ", ".join(sorted(v))
+        raise CniError(INVALID_CONFIG, f"template {path}: unknown {', '.join(unknown)}",
+                       f"this node knows {known}" + ("" if "__NODE_IP__" in v else
+                                                      " (__NODE_IP__ and __NODE_SUBNET__ with --node-ip or host-gw)"))
+    try:
+        doc = decode(raw)
+    except CniError as err:
+        raise CniError(INVALID_CONFIG, f"template {path}: {err.msg}", err.details) from None
+    return _substitute(doc, v)
+
+
+def _substitute(node: Any, v: dict[str, str]) -> Any:
+    if isinstance(node, str):
+        return TOKEN.sub(lambda m: v[m.group(0)], node)
+    if isinstance(node, list):
+        return [_substitute(x, v) for x in node]
+    if isinstance(node, dict):
+        return {k: _substitute(x, v) for k, x in node.items()}
+    return node
 
 
 def encode(doc: dict[str, Any]) -> bytes:
@@ -67,13 +116,22 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
     from .facts import first_plugin
     conf = decode(encode(doc))
     _cni_checks(conf, backend)
-    fconf = FlannelConf.from_conf(first_plugin(conf), platform, cwd)
+    first = first_plugin(conf)
+    if first.get("type") != "flannel":
+        raise CniError(INVALID_CONFIG, f"the config's first plugin is {first.get('type')!r}, not flannel",
+                       "wincni install lays a config for flannel: start the template from the one wincni renders "
+                       "(wincni install --dry-run prints it)")
+    fconf = FlannelConf.from_conf(first, platform, cwd)
     cluster = ipaddress.ip_network(backend.network, strict=False)
     subnet = next(cluster.subnets(new_prefix=max(cluster.prefixlen, 24)))
     lease = subnet_env.parse(f"FLANNEL_NETWORK={cluster}\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\n"
                              "FLANNEL_IPMASQ=true\n", "(a lease of this cluster)")
     built = delegate.build(fconf, lease, backend)
     _cni_checks(built, backend)
+    if built["type"] != backend.delegate_type():
+        raise CniError(INVALID_CONFIG, f"the delegate's type {built['type']} cannot run on the network flanneld makes "
+                       f"for Backend.Type {backend.type} in {backend.path}",
+                       f'set "type": "{backend.delegate_type()}" in the delegate, or leave it out')
     Lifecycle(importlib.import_module(flavor_module(built["type"])).FLAVOR).load_conf(built, "ADD")
 
 

@@ -36,6 +36,8 @@ def canonicalize(conf: Mapping[str, Any]) -> dict:
                 break
     if out.get("ipMasqNetwork") == "":  # Go's zero value: no exception, not a bad CIDR
         del out["ipMasqNetwork"]
+    if type(out.get("apiVersion")) is int and out["apiVersion"] == 0:  # Go's zero value: unset
+        del out["apiVersion"]
     if isinstance(out.get("dns"), dict):
         out["dns"] = {_canon(k, _DNS_KEYS): v for k, v in out["dns"].items()}
     for list_key in ("policies", "AdditionalArgs"):

@@ -154,7 +154,7 @@ def test_a_network_name_flanneld_did_not_create_is_refused_before_anything_runs(
     node.net_conf.write_bytes((FIXTURES / "net-conf.vxlan.json").read_bytes())
     rc, out = node.flannel("ADD", node.flannel_conf("cni.conf.l2bridge-v1.json"))
     assert (rc, out["code"]) == (1, 7)
-    assert out["msg"] == "the HNS network is called vxlan0 but this config is named cbr0"
+    assert out["msg"] == f"flanneld's net-conf.json {node.net_conf}: Backend.Name is vxlan0, the CNI config names cbr0"
     assert node.calls() == [] and node.saved() == {}
 
 

@@ -83,12 +83,16 @@ def test_hnsctl_runs():
 
 
 def test_wincni_doctor_runs_every_check(tmp_path):
-    """The operator executable carries its checks and netaddr; on an empty node every check reports, none crashes."""
+    """The operator executable carries its checks and netaddr (--reach parses with it); on an empty
+    node every check reports, none crashes: config fails, those that need it are not checked."""
     env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
-    proc = run_exe("wincni", env, args=("doctor", "--cni-conf", str(tmp_path), "--cni-bin-dir", str(DIST), "-o", "json"))
+    proc = run_exe("wincni", env, args=("doctor", "--cni-conf", str(tmp_path), "--cni-bin-dir", str(DIST),
+                                        "--reach", "8.8.8.8", "-o", "json"))
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
-    checks = {c["id"]: c["status"] for c in json.loads(proc.stdout)["checks"]}
-    assert checks["config"] == "fail" and checks["hns-features"] == "ok"
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["config"]["status"] == "fail" and "holds no *.conf" in checks["config"]["message"]
+    for id_ in ("hns-features", "reach", "plugins"):
+        assert checks[id_]["status"] == "warn" and checks[id_]["message"].startswith("not checked"), checks[id_]
 
 
 def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):

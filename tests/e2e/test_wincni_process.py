@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 
 from hnsnode import VENV_BIN, Node
 
@@ -26,6 +28,8 @@ def test_win_bridge_node_with_pods_then_a_leaked_reservation(tmp_path) -> None:
     assert "1 reservation" in found["ipam-store"]["message"]
 
     node.hnsctl("endpoint", "delete", "pod1_cbr0")  # the endpoint vanished (HNS restart), the IP stayed
+    for reservation in (node.ipam_dir / "cbr0").iterdir():  # an hour ago: past reclaim's --min-age
+        os.utime(reservation, (time.time() - 3600,) * 2)
     rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
     assert rc == 0 and found["ipam-store"]["status"] == "warn" and "pod1" in found["ipam-store"]["message"]
 

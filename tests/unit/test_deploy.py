@@ -1,9 +1,16 @@
-"""deploy/: every manifest valid against the Kubernetes API schema (kubernetes-validate's bundled
-schemas, offline, strict: unknown fields fail), HostProcess as Windows needs it, every ``wincni``
-command line accepted by our own argument parser, and the image carrying what the manifests run."""
+"""deploy/: ``kubectl apply -k deploy/`` in every variant it offers (one per network mode, and with
+each knob turned), rendered by kustomize itself (built from the Go module proxy by
+``winbuild.gotools``), every object valid against the Kubernetes API schema (kubernetes-validate's
+bundled schemas, offline, strict: unknown fields fail), HostProcess as Windows needs it, every
+``wincni`` command line accepted by wincni's own parser, each mode's CNI template rendered and
+validated by ``wincni install`` itself, and the image carrying what the manifests run."""
 from __future__ import annotations
 
+import json
 import re
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import kubernetes_validate
@@ -13,13 +20,43 @@ import yaml
 from plugins.wincni.__main__ import build_parser
 from plugins.wincni.facts import default_paths
 
+from gotool import go_tool
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
+MODES = ("vxlan", "host-gw")
+RESOURCES = ("rbac.yaml", "wincni-flannel.yaml", "kube-proxy-windows.yaml", "modes/vxlan/kube-proxy-source-vip.yaml")
 
 
-def documents() -> list[tuple[str, dict]]:
-    return [(p.name, doc) for p in MANIFESTS for doc in yaml.safe_load_all(p.read_text()) if doc]
+def kustomize() -> Path:
+    return go_tool("kustomize", "render deploy/")
+
+
+def render(tmp_path: Path, **knobs: str) -> list[dict]:
+    """``kustomize build`` of a copy of deploy/ with knobs turned: mode, namespace, image, serviceCIDR."""
+    copy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("image"))
+    text = (copy / "kustomization.yaml").read_text()
+    edits = {"mode": (r"  - modes/vxlan\n", "  - modes/{}\n"), "namespace": (r"\nnamespace: kube-flannel\n", "\nnamespace: {}\n"),
+             "image": (r"newName: registry\.example/wincni-flannel\n", "newName: {}\n"),
+             "service_cidr": (r"serviceCIDR=10\.96\.0\.0/12", "serviceCIDR={}")}
+    for knob, value in knobs.items():
+        pattern, replacement = edits[knob]
+        text, n = re.subn(pattern, replacement.format(value).replace("\\n", "\n"), text)
+        assert n == 1, (knob, text)
+    (copy / "kustomization.yaml").write_text(text)
+    proc = subprocess.run([str(kustomize()), "build", str(copy)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+@pytest.fixture(scope="module", params=MODES)
+def variant(request, tmp_path_factory) -> tuple[str, list[dict]]:
+    return request.param, render(tmp_path_factory.mktemp(request.param), mode=request.param)
+
+
+def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
 
 def containers(doc: dict) -> list[dict]:
@@ -27,65 +64,168 @@ def containers(doc: dict) -> list[dict]:
     return spec.get("initContainers", []) + spec["containers"]
 
 
-def test_there_are_manifests() -> None:
-    assert {p.name for p in MANIFESTS} == {"wincni-flannel.yaml", "kube-proxy-windows.yaml"}
-
-
-@pytest.mark.parametrize("name, doc", documents(), ids=lambda x: x if isinstance(x, str) else "")
-def test_valid_against_the_kubernetes_api_schema(name: str, doc: dict) -> None:
+def validate(doc: dict) -> None:
     version = kubernetes_validate.latest_version()
     assert tuple(map(int, version.split(".")[:2])) >= (1, 33), version  # a current minor, bundled
     kubernetes_validate.validate(doc, version, strict=True)
 
 
-def test_a_wrong_field_is_caught() -> None:
+# ------------------------------------------------------------------------------ schema
+
+def test_every_rendered_object_is_valid(variant) -> None:
+    mode, docs = variant
+    assert sorted(f"{d['kind']}/{d['metadata']['name'].rsplit('-', 1)[0] if d['kind'] == 'ConfigMap' else d['metadata']['name']}"
+                  for d in docs) == ["ClusterRole/wincni-flannel", "ClusterRoleBinding/wincni-flannel",
+                                     "ClusterRoleBinding/wincni-kube-proxy", "ConfigMap/wincni-cni-template",
+                                     "ConfigMap/wincni-settings", "DaemonSet/wincni-flannel-windows",
+                                     "DaemonSet/wincni-kube-proxy-windows", "ServiceAccount/wincni-flannel",
+                                     "ServiceAccount/wincni-kube-proxy"], mode
+    for doc in docs:
+        validate(doc)
+
+
+@pytest.mark.parametrize("name", RESOURCES)
+def test_every_resource_file_is_valid_as_it_stands(name: str) -> None:
+    for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
+        if name.startswith("modes/"):  # a strategic-merge patch: valid once merged (above), a partial object here
+            assert doc["kind"] == "DaemonSet"
+            continue
+        validate(doc)
+
+
+def test_a_wrong_field_is_caught(variant) -> None:
     """The validation above can fail: a typo'd field in an otherwise valid DaemonSet."""
-    _, doc = documents()[0]
-    doc["spec"]["template"]["spec"]["hostNetwrk"] = True
+    _, docs = variant
+    ds = json.loads(json.dumps(by_kind(docs, "DaemonSet")["wincni-flannel-windows"]))
+    ds["spec"]["template"]["spec"]["hostNetwrk"] = True
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+        validate(ds)
 
 
-@pytest.mark.parametrize("name, doc", documents(), ids=lambda x: x if isinstance(x, str) else "")
-def test_hostprocess_daemonsets_on_windows_nodes(name: str, doc: dict) -> None:
-    assert (doc["kind"], doc["metadata"]["namespace"]) == ("DaemonSet", "kube-system")
-    spec = doc["spec"]["template"]["spec"]
-    assert spec["nodeSelector"] == {"kubernetes.io/os": "windows"} and spec["hostNetwork"] is True
-    assert spec["securityContext"]["windowsOptions"] == {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}
+# ------------------------------------------------------------------------------ knobs
+
+def test_the_knobs_reach_every_object(tmp_path: Path) -> None:
+    docs = render(tmp_path, namespace="kube-system", image="my.registry/wincni", service_cidr="10.112.0.0/12")
+    for doc in docs:
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert doc["metadata"]["namespace"] == "kube-system", doc["metadata"]
+    for binding in by_kind(docs, "ClusterRoleBinding").values():
+        assert [s["namespace"] for s in binding["subjects"]] == ["kube-system"]
+    images = {c["image"] for ds in by_kind(docs, "DaemonSet").values() for c in containers(ds)}
+    assert images == {"my.registry/wincni:0.1.0", "sigwindowstools/kube-proxy:v1.34.0-flannel-hostprocess"}
+    [settings] = [d for d in docs if d["metadata"]["name"].startswith("wincni-settings-")]
+    assert settings["data"] == {"serviceCIDR": "10.112.0.0/12"}
+    install = next(c for c in containers(by_kind(docs, "DaemonSet")["wincni-flannel-windows"]) if c["name"] == "install-cni")
+    [ref] = [e["valueFrom"]["configMapKeyRef"] for e in install["env"] if e["name"] == "SERVICE_CIDR"]
+    assert ref == {"name": settings["metadata"]["name"], "key": "serviceCIDR"}  # kustomize's hashed name, followed
 
 
-def wincni_command_lines() -> list[tuple[str, list[str]]]:
-    return [(c["name"], c["args"]) for _, doc in documents() for c in containers(doc)
-            if c["command"][0].endswith("\\wincni.exe")]
+def test_the_service_accounts_the_daemonsets_use_are_bound(variant) -> None:
+    _, docs = variant
+    accounts = set(by_kind(docs, "ServiceAccount"))
+    bound = {s["name"] for b in by_kind(docs, "ClusterRoleBinding").values() for s in b["subjects"]}
+    used = {ds["spec"]["template"]["spec"]["serviceAccountName"] for ds in by_kind(docs, "DaemonSet").values()}
+    assert used == accounts == bound == {"wincni-flannel", "wincni-kube-proxy"}
+    rules = by_kind(docs, "ClusterRole")["wincni-flannel"]["rules"]
+    assert {(r["resources"][0], v) for r in rules for v in r["verbs"]} >= {("nodes", "list"), ("nodes", "watch"),
+                                                                             ("nodes/status", "patch")}
 
 
-def test_every_wincni_command_line_parses() -> None:
-    found = wincni_command_lines()
-    assert {args[0] for _, args in found} == {"install", "sourcevip"}
+# ------------------------------------------------------------------------------ what runs
+
+def test_hostprocess_daemonsets_on_windows_nodes(variant) -> None:
+    _, docs = variant
+    for ds in by_kind(docs, "DaemonSet").values():
+        spec = ds["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"kubernetes.io/os": "windows"} and spec["hostNetwork"] is True
+        assert spec["securityContext"]["windowsOptions"] == {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}
+
+
+def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
+    """Container name -> the wincni arguments it runs (the readiness probe's through cmd /c), with
+    the $(VAR)s Kubernetes expands from the settings ConfigMap filled in."""
+    settings = next(d["data"] for d in docs if d["metadata"]["name"].startswith("wincni-settings-"))
+    out = {}
+    for ds in by_kind(docs, "DaemonSet").values():
+        for c in containers(ds):
+            line = c["command"] + c.get("args", [])
+            if line[0].endswith("\\wincni.exe"):
+                out[c["name"]] = [a.replace("$(SERVICE_CIDR)", settings["serviceCIDR"]) for a in line[1:]]
+            probe = c.get("readinessProbe", {}).get("exec", {}).get("command")
+            if probe:
+                assert probe[:2] == ["cmd.exe", "/c"]
+                exe, *args = shlex.split(probe[2].replace("\\", "/"))
+                assert exe == f"{SANDBOX}/wincni/wincni.exe"
+                out[c["name"] + " readiness"] = [a.replace("/", "\\") for a in args]
+    return out
+
+
+def test_every_wincni_command_line_parses(variant) -> None:
+    mode, docs = variant
+    found = wincni_command_lines(docs)
+    want = {"install-cni": "install", "kube-flannel readiness": "doctor"} | ({"source-vip": "sourcevip"} if mode == "vxlan" else {})
+    assert {name: args[0] for name, args in found.items()} == want
     parser = build_parser(default_paths("win32"), "win32")
-    for _, args in found:
-        parsed = parser.parse_args(args)  # UsageError (not SystemExit) on anything it does not take
-        assert parsed.command == args[0]
+    parsed = {name: parser.parse_args(args) for name, args in found.items()}  # UsageError on anything it does not take
+    assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
+    assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
 
 
-def test_install_reads_the_mounted_net_conf_and_sourcevip_what_install_wrote() -> None:
+def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(variant) -> None:
+    mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
-    parsed = {a[0]: parser.parse_args(a) for _, a in wincni_command_lines()}
-    _, flannel = next(d for d in documents() if d[0] == "wincni-flannel.yaml")
-    [init] = flannel["spec"]["template"]["spec"]["initContainers"]
-    [mount] = [m["mountPath"] for m in init["volumeMounts"]]
-    assert parsed["install"].net_conf == SANDBOX + mount.replace("/", "\\") + "net-conf.json"
-    assert parsed["install"].source == SANDBOX + "\\wincni"
-    assert parsed["sourcevip"].cni_conf == "C:\\etc\\cni\\net.d\\" + parsed["install"].conf_name
+    parsed = {name: parser.parse_args(args) for name, args in wincni_command_lines(docs).items()}
+    flannel = by_kind(docs, "DaemonSet")["wincni-flannel-windows"]
+    install = next(c for c in containers(flannel) if c["name"] == "install-cni")
+    mounts = {m["name"]: SANDBOX + m["mountPath"].replace("/", "\\") for m in install["volumeMounts"]}
+    volumes = {v["name"]: v["configMap"]["name"] for v in flannel["spec"]["template"]["spec"]["volumes"]}
+    assert parsed["install-cni"].net_conf == mounts["flannel-cfg"] + "net-conf.json" and volumes["flannel-cfg"] == "kube-flannel-cfg"
+    assert parsed["install-cni"].template == mounts["cni-template"] + "10-flannel.conflist"
+    [template] = [d for d in docs if d["metadata"]["name"] == volumes["cni-template"]]
+    assert set(template["data"]) == {"10-flannel.conflist"}
+    assert parsed["install-cni"].source == SANDBOX + "\\wincni"
+    written = "C:\\etc\\cni\\net.d\\" + parsed["install-cni"].conf_name
+    assert parsed["kube-flannel readiness"].cni_conf == "C:\\etc\\cni\\net.d"
+    kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
+    env = {e["name"]: e.get("value") for c in containers(kube_proxy) for e in c.get("env", [])}
+    assert env["CNI_CONF"] == written
+    if mode == "vxlan":
+        assert parsed["source-vip"].cni_conf == written and env["SOURCE_VIP_FILE"] == parsed["source-vip"].out
+    else:
+        assert "SOURCE_VIP_FILE" not in env
 
 
-def test_the_image_carries_what_the_manifests_run() -> None:
+@pytest.mark.parametrize("mode, netconf, node_ip", [("vxlan", "net-conf.vxlan.json", ""),
+                                                    ("host-gw", "net-conf.host-gw.json", "10.127.130.36")])
+def test_each_mode_s_template_is_what_wincni_renders_by_default(tmp_path: Path, mode: str, netconf: str,
+                                                                node_ip: str) -> None:
+    """The shipped templates load in the plugins' loaders (install validates them) and say what
+    wincni's own config says: an operator starts from the default and changes what they mean to."""
+    from test_wincni_install import install_node, release
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    node = install_node(tmp_path / "default", netconf)
+    node.install("--from", str(rel), "--node-ip", node_ip or "0.0.0.0")
+    templated = install_node(tmp_path / "template", netconf)
+    templated.install("--from", str(rel), "--node-ip", node_ip or "0.0.0.0",
+                      "--template", str(DEPLOY / "modes" / mode / "cni-template.conflist"))
+    assert templated.read_cni_conf() == node.read_cni_conf()
+
+
+def test_the_image_carries_what_the_manifests_run(variant) -> None:
+    _, docs = variant
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     copies = dict(re.findall(r"^COPY (\S+) (\S+)$", dockerfile, re.M))
-    assert copies["image/wincni/"] == "/wincni/" and copies["start-flanneld.ps1"] == "/flannel/start-flanneld.ps1"
-    assert (DEPLOY / "start-flanneld.ps1").is_file()
-    run_paths = {arg for _, doc in documents() for c in containers(doc) for arg in c["command"] + c.get("args", [])
-                 if arg.startswith(SANDBOX + "\\")}
-    for path in run_paths:
+    assert copies["image/wincni/"] == "/wincni/" and copies["image/flanneld.exe"] == "/flannel/flanneld.exe"
+    for script in ("start-flanneld.ps1", "start-kube-proxy.ps1", "kubeconfig.ps1"):
+        assert (DEPLOY / script).is_file() and copies[script] == f"/flannel/{script}"
+    daemonsets = by_kind(docs, "DaemonSet").values()
+    run = {arg for ds in daemonsets for c in containers(ds) for arg in c["command"] + c.get("args", [])
+           if arg.startswith(SANDBOX + "\\")}
+    mounted = {m["mountPath"].strip("/").split("/")[0] for ds in daemonsets for c in containers(ds)
+               for m in c.get("volumeMounts", [])}
+    for path in run:
         top = path[len(SANDBOX) + 1:].split("\\")[0]
-        assert any(dst.strip("/").split("/")[0] == top for dst in copies.values()) or top == "etc", path
+        assert top in mounted or any(dst.strip("/").split("/")[0] == top for dst in copies.values()), path
+    kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
+    [copy] = [c for c in containers(kube_proxy) if c["name"] == "scripts"]
+    assert "flannel\\*.ps1" in copy["args"][-1] and "wincni-scripts" in copy["args"][-1]

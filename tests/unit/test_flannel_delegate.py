@@ -91,7 +91,7 @@ def test_an_unsupported_backend_is_an_error_only_when_it_must_pick():
 
 
 def test_backend_checks_apply_even_with_an_explicit_type():
-    with pytest.raises(CniError, match="the HNS network is called vxlan0 but this config is named cni-flannel"):
+    with pytest.raises(CniError, match="Backend.Name is vxlan0, the CNI config names cni-flannel"):
         build(flannel(delegate={"type": "win-overlay"}), LEASE, backend("vxlan", "vxlan0"))
 
 

@@ -42,11 +42,11 @@ def test_network_names_default_like_flanneld():
     ({"Type": "vxlan", "Name": "vxlan0", "VNI": 1}, "vxlan0", "Backend.VNI 1 is not allowed on Windows", "at least 4096"),
     ({"Type": "vxlan", "Name": "vxlan0", "VNI": 4095}, "vxlan0", "Backend.VNI 4095", "at least 4096"),
     ({"Type": "vxlan", "Name": "vxlan0", "Port": 8472}, "vxlan0", "Backend.Port 8472 is not allowed on Windows", "4789"),
-    ({"Type": "vxlan", "Name": "vxlan0"}, "cbr0", "the HNS network is called vxlan0 but this config is named cbr0",
+    ({"Type": "vxlan", "Name": "vxlan0"}, "cbr0", "Backend.Name is vxlan0, the CNI config names cbr0",
      '"name": "vxlan0"'),
-    ({"Type": "host-gw", "Name": "cbr0"}, "vxlan0", "the HNS network is called cbr0 but this config is named vxlan0",
+    ({"Type": "host-gw", "Name": "cbr0"}, "vxlan0", "Backend.Name is cbr0, the CNI config names vxlan0",
      "L2Bridge"),
-    ({"Type": "vxlan"}, "vxlan0", "the HNS network is called flannel.4096 but this config is named vxlan0", "Backend.Name"),
+    ({"Type": "vxlan"}, "vxlan0", "Backend.Name is flannel.4096, the CNI config names vxlan0", "Backend.Name"),
 ])
 def test_what_windows_refuses_is_a_config_error_with_the_fix(backend, conf_name, message, fix):
     with pytest.raises(CniError) as err:
@@ -132,7 +132,7 @@ def test_a_sandbox_id_that_is_not_a_file_name_is_refused(netns):
 def test_every_problem_is_reported_at_once():
     with pytest.raises(CniError) as err:
         netconf.check(backend_of({"Backend": {"Type": "vxlan", "Name": "v1", "VNI": 1, "Port": 8472}}), "v0")
-    for word in ("Backend.VNI 1", "Backend.Port 8472", "called v1"):
+    for word in ("Backend.VNI 1", "Backend.Port 8472", "Backend.Name is v1"):
         assert word in err.value.msg
     for word in ("at least 4096", "4789", '"name": "v1"'):
         assert word in err.value.details

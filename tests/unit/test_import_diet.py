@@ -24,7 +24,7 @@ print(" ".join(sorted(set(sys.modules) - base)))
 OS = {"os", "os.path", "stat", "_stat", "genericpath", "posixpath", "ntpath", "__future__"}
 CORE = {"plugins", "plugins.cni", "plugins.cni.skel", "plugins.cni.log", "plugins.cni.version",
         "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__",
-        "libhns", "libhns.jsontext", "_json"}
+        "libhns", "libhns.jsontext", "libhns.closedpipe", "_json"}
 # Rejected input never reaches the handlers: env and config checks only.
 CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config", "plugins.cni.names"}
 # Only text that is not JSON needs the json package (libhns.jsontext reads the rest without it).

@@ -55,12 +55,21 @@ def overlay(tmp_path: Path) -> Node:
     return sim_node(tmp_path, "overlay")
 
 
+# Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
+CHECK_IDS = {"backend", "config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "vxlan",
+             "source-vip", "hns-features", "ipam-store", "stale-endpoints", "permissions"}
+
+
+def test_every_check_id_is_pinned() -> None:
+    assert {fn.__name__.replace("_", "-") for fn in checks.ALL} == CHECK_IDS
+
+
 def test_healthy_node_passes_every_check(node: Node) -> None:
     found = node.doctor("--reach", "8.8.8.8", expect=0)
     assert {c["status"] for c in found.values()} == {"ok"}, found
-    expected = {"config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "source-vip",
-                "hns-features", "ipam-store", "stale-endpoints"} | ({"vxlan"} if node.network == "vxlan0" else set())
-    assert set(found) == expected
+    silent = {"backend", "permissions"} | ({"vxlan"} if node.network == "cbr0" else set())  # say nothing when fine
+    assert set(found) == CHECK_IDS - silent
+    assert {c["run"] for c in found.values()} == {""}
 
 
 def test_config_invalid_names_the_field(bridge: Node) -> None:
@@ -230,10 +239,11 @@ def test_hns_too_old_for_the_vxlan_port_policy(tmp_path: Path) -> None:
 def test_store_and_endpoints_disagree_is_a_warning(bridge: Node) -> None:
     store = bridge.root / "ipam" / "cbr0"
     (store / "10.244.4.77").write_bytes(b"ghostpod\r\neth0")
+    age(store / "10.244.4.77")
     bridge.hnsctl("endpoint", "create", "lostpod_cbr0", "--network", "cbr0", "--ip", "10.244.4.8")
     check = bridge.doctor(expect=0)["ipam-store"]
     assert check["status"] == "warn"
-    for word in ("ghostpod", "10.244.4.77", "lostpod", "10.244.4.8", "GC"):
+    for word in ("ghostpod", "10.244.4.77", "lostpod", "10.244.4.8", "crictl rmp", "wincni reclaim"):
         assert word in check["message"] + check["fix"]
     assert "10.244.4.9" not in check["message"]  # the source VIP's pinned reservation is the node's own
 
@@ -253,11 +263,29 @@ def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: N
     found = bridge.doctor(expect=0)
     check = found["stale-endpoints"]
     assert check["status"] == "warn" and "gone_cbr0" in check["message"] and "10.244.4.19" in check["message"]
-    assert f"hnsctl endpoint delete {stale_id}" in check["fix"] and "wincni reclaim" in check["fix"]
+    assert check["run"].startswith(f"hnsctl endpoint delete {stale_id}") and "ipam-store" in check["fix"]
     store_check = found["ipam-store"]
     assert "endpoint gone_cbr0 holds 10.244.4.19, which host-local reserves for otherpod" in store_check["message"]
     assert "endpoint moved_cbr0 holds 10.244.4.21, which host-local has not reserved" in store_check["message"]
-    assert "wincni reclaim" in store_check["fix"]
+    assert "stale-endpoints" in store_check["fix"] and "gone, moved" in store_check["fix"]
+
+
+def age(*paths: Path, seconds: float = 3600) -> None:
+    """Reservations made ``seconds`` ago: past reclaim's --min-age, so stale when no endpoint holds them."""
+    import os
+    import time
+    for path in paths:
+        os.utime(path, (time.time() - seconds,) * 2)
+
+
+def test_a_young_reservation_without_an_endpoint_is_an_add_in_flight(bridge: Node) -> None:
+    store = bridge.root / "ipam" / "cbr0"
+    (store / "10.244.4.77").write_bytes(b"starting\r\neth0")
+    check = bridge.doctor(expect=0)["ipam-store"]
+    assert check["status"] == "ok" and "1 younger than 5 minutes have no endpoint yet" in check["message"], check
+    age(store / "10.244.4.77")
+    check = bridge.doctor(expect=0)["ipam-store"]
+    assert check["status"] == "warn" and "10.244.4.77 reserved for starting" in check["message"], check
 
 
 def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:

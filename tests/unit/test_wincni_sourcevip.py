@@ -129,7 +129,7 @@ def test_the_doctor_agrees(node: Node) -> None:
     (node.ipam_dir / "vxlan0" / vip).write_bytes(b"pod7\r\neth0")  # and a pod did
     node.hnsctl("endpoint", "create", "pod7_vxlan0", "--network", "vxlan0", "--ip", vip)
     check = doctor()["source-vip"]
-    assert check["status"] == "fail" and "pod7" in check["message"] and "wincni sourcevip" in check["fix"]
+    assert check["status"] == "fail" and "pod7" in check["message"] and "wincni sourcevip" in check["run"]
 
 
 def test_table_output_and_a_bad_config(node: Node) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import tree_sitter
 import tree_sitter_powershell
 
@@ -63,3 +64,13 @@ def test_install_gives_the_plugin_folder_an_admin_only_acl() -> None:
     text = source.decode()
     install = text[text.index("function Install-Bundle"):]
     assert install.index("Protect-CniBinDir") < install.index("Copy-Item") < install.index("Reset-CniBinDirContents")
+
+
+@pytest.mark.parametrize("name", ["start-flanneld.ps1", "start-kube-proxy.ps1", "kubeconfig.ps1"])
+def test_the_deploy_scripts_parse_without_errors(name: str) -> None:
+    """deploy/'s HostProcess start scripts run only on a cluster: here they are at least parsed."""
+    path = ROOT / "deploy" / name
+    source, root = _parse(path)
+    bad = [f"line {n.start_point[0] + 1}: {source[n.start_byte:n.end_byte][:60].decode(errors='replace')!r}"
+           for n in _nodes(root) if n.type == "ERROR" or n.is_missing]
+    assert not bad and not root.has_error, f"{name} syntax errors:\n" + "\n".join(bad)

@@ -25,6 +25,7 @@ from winbuild.dist import COMMANDS
 OPT_BIN, NET_D = r"C:\opt\cni\bin", r"C:\etc\cni\net.d"
 # Its own network and net-conf.json: the node is shared with test_windows_lane.py.
 NETWORK, NET_CONF = "vxlan7", r"C:\etc\kube-flannel-install\net-conf.json"
+KUBELET_CONFIG = r"C:\var\lib\kubelet\config.yaml"
 LOG = r"C:\k\install-pods.log"
 
 
@@ -98,14 +99,19 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     net_d.mkdir(parents=True, exist_ok=True)
     (net_d / "0-containerd-nat.json").write_text('{"cniVersion": "0.3.0", "name": "nat", "type": "nat"}')
     shutil.copy(release_zip, node.path(r"C:\wincni-release.zip"))
+    kubelet = node.path(KUBELET_CONFIG)  # read at its Windows default path: the DNS comes from it
+    kubelet.parent.mkdir(parents=True, exist_ok=True)
+    kubelet.write_text("kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.100.0.10\r\nclusterDomain: corp.example\r\n")
 
     first = install(node, r"C:\k\cni\wincni.exe", "--from", r"C:\wincni-release.zip")
     build = first["build"]
+    assert first["dns"] == {"servers": ["10.100.0.10"], "domain": "corp.example", "from": KUBELET_CONFIG}
     bin_dir = node.path(OPT_BIN)
     assert first["binDir"] == OPT_BIN and first["config"] == NET_D + r"\10-flannel.conflist"
     assert {p.name for p in bin_dir.iterdir()} >= {*(f"{c}.exe" for c in COMMANDS), CONTENTS_PREFIX + build}
     assert sorted(p.name for p in net_d.iterdir()) == ["0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist"]
     doc = json.loads((net_d / "10-flannel.conflist").read_text())
+    assert doc["plugins"][0]["delegate"]["dns"] == {"Nameservers": ["10.100.0.10"], "Search": ["svc.corp.example"]}
     conf = {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0]}
 
     netns = node.sandbox("v2", "inst-pod1")

@@ -9,14 +9,16 @@ host-local store hold afterwards.
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hnsnode import first_ip
 from testdata import FIXTURES
-from winenode import WineNode
+from winenode import WineNode, toolchain
 
 from winbuild.dist import PLUGINS
 
@@ -221,3 +223,22 @@ def test_standalone_first_adds_create_one_network_under_the_programdata_lock(nod
         assert node.run("DEL", conf, cid, netns).ok
         node.assert_clean(cid)
     assert "solo0" in {n["Name"] for n in node.hnsctl("network", "list", "-o", "json")}  # DEL keeps it
+
+
+@pytest.mark.parametrize("argv, stdin, env", [
+    (("wincni", "doctor", "-o", "json"), b"", {}),
+    (("hnsctl", "dump", "-o", "json"), b"", {}),
+    (("win-bridge",), b"{}", {"CNI_COMMAND": "VERSION"}),
+])
+def test_a_closed_stdout_ends_a_windows_program_quietly(node: WineNode, argv: tuple, stdin: bytes, env: dict) -> None:
+    """As tests/e2e/test_closed_pipe.py, for the .exe files: stdout a pipe whose reader has exited."""
+    read, write = os.pipe()
+    reader = subprocess.Popen(["head", "-c", "0"], stdin=read)
+    os.close(read)
+    reader.wait(timeout=30)
+    try:
+        proc = subprocess.run([str(toolchain.WINE), node.exe(argv[0]), *argv[1:]], input=stdin, stdout=write,
+                              stderr=subprocess.PIPE, cwd=node.drive_c / "k", env={**node.win_env, **env}, timeout=300)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141 and proc.stderr == b"", (proc.returncode, proc.stderr.decode(errors="replace"))

@@ -1,0 +1,140 @@
+"""The small findings of issue 31 (an operator's careless inputs and odd words), one test each."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from libhns import hnsctl
+from plugins.cni import config
+from plugins.cni.errors import INVALID_CONFIG, CniError
+from plugins.wincni.__main__ import main as wincni
+
+from hnsnode import Node
+from test_wincni_install import install_node, release
+
+
+def run_hnsctl(node: Node, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    rc = hnsctl.main(list(argv), out, err, node.env)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_hnsctl_names_itself_once(tmp_path: Path) -> None:
+    rc, _, err = run_hnsctl(Node(tmp_path), "endpoint", "show", "nope")
+    assert rc == 1 and err == "hnsctl: endpoint 'nope': not found\n"
+
+
+@pytest.mark.parametrize("group, actions", [
+    ("network", ("list", "show", "delete", "create")), ("endpoint", ("list", "show", "delete", "create")),
+    ("namespace", ("list", "create", "show", "delete", "attach", "detach")),
+    ("container", ("list", "create", "delete"))])
+def test_hnsctl_group_help_describes_every_action(capsys, group: str, actions: tuple) -> None:
+    with pytest.raises(SystemExit):
+        hnsctl.build_parser().parse_args([group, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    described = {line.split()[0] for line in lines if line.startswith("    ") and len(line.split()) > 1}
+    assert described == set(actions), lines
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["hnsctl", "network", "create"], "usage: hnsctl network create"),
+    (["hnsctl", "endpoint", "list", "--bogus"], "usage: hnsctl"),
+    (["wincni", "doctor", "-o", "yaml"], "usage: wincni doctor"),
+    (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim")])
+def test_argument_errors_say_what_and_show_the_usage(tmp_path: Path, argv: list[str], usage: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    main = hnsctl.main if argv[0] == "hnsctl" else wincni
+    assert main(argv[1:], out, err, {}) == 2 and out.getvalue() == ""
+    first, *rest = err.getvalue().splitlines()
+    assert first.startswith(argv[0]) and rest and rest[0].startswith(usage), err.getvalue()
+
+
+def test_reclaim_refuses_a_negative_age() -> None:
+    err = io.StringIO()
+    assert wincni(["reclaim", "--min-age", "-5"], io.StringIO(), err, {}) == 2
+    assert "'-5' is not a number of seconds (0 or more)" in err.getvalue()
+
+
+def test_reclaim_speaks_json(tmp_path: Path) -> None:
+    node = Node(tmp_path).bridge()
+    conf_path = tmp_path / "10-bridge.conf"
+    conf_path.write_text(json.dumps(node.conf()))
+    store = node.ipam_dir / "cbr0"
+    store.mkdir(parents=True)
+    (store / "10.244.4.50").write_bytes(b"gone\r\neth0")
+    out = io.StringIO()
+    assert wincni(["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "-o", "json"], out, io.StringIO(),
+                  node.env, platform="linux", cwd=str(tmp_path)) == 0
+    assert json.loads(out.getvalue()) == {"network": "cbr0", "store": str(store), "dryRun": False,
+                                          "released": [{"ip": "10.244.4.50", "containerID": "gone"}]}
+    assert not (store / "10.244.4.50").exists()
+
+
+def test_install_from_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    done = node.install("--from", str(tmp_path / "nope"), expect=1)
+    assert done["error"].startswith(f"--from {tmp_path / 'nope'} does not exist"), done
+
+
+def test_install_failed_follows_its_steps_without_a_blank_line(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    table = node.install("--from", str(tmp_path / "nope"), expect=1, output="table")
+    assert table.startswith("FAILED: --from ") and "\n\n" not in table, table
+
+
+def test_uninstall_calls_the_build_it_removes_by_its_name(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    dry = node.install("--uninstall", "--dry-run")
+    done = node.install("--uninstall")
+    for result in (dry, done):
+        [step] = [s for s in result["steps"] if s["path"].endswith("_wincni-0.1.0-aaa-1")]
+        assert step["detail"] == "the uninstalled build", result
+
+
+@pytest.mark.parametrize("value", [1.0, 1, True, ["1.0.0"]])
+def test_a_cni_version_that_is_not_a_string_is_a_type_error(value) -> None:
+    with pytest.raises(CniError) as exc:
+        config.cni_version({"cniVersion": value})
+    assert exc.value.code == INVALID_CONFIG and "is not a string" in exc.value.msg
+    assert '"cniVersion": "1.1.0"' in exc.value.details
+
+
+def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
+    from plugins.win_bridge.flavor import FLAVOR
+    from plugins.winnet.lifecycle import Lifecycle
+    base = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    with pytest.raises(CniError) as exc:
+        Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 3}, "ADD")
+    assert "[1, 2]" in exc.value.msg and "0" not in exc.value.msg.split("is not one of")[1], exc.value.msg
+    assert Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 0}, "ADD")[1].api_version is None
+
+
+@pytest.mark.parametrize("exc, platform, gone", [
+    (BrokenPipeError(32, "Broken pipe"), "linux", True), (BrokenPipeError(32, "Broken pipe"), "win32", True),
+    (OSError(22, "Invalid argument"), "win32", True),  # how Windows reports a write to a closed pipe
+    (OSError(22, "Invalid argument"), "linux", False), (OSError(5, "I/O error"), "win32", False)])
+def test_which_write_failures_mean_the_reader_went_away(exc: OSError, platform: str, gone: bool) -> None:
+    from libhns.closedpipe import reader_gone
+    assert reader_gone(exc, platform) is gone
+
+
+def test_only_stdout_s_own_failure_is_stdout_closed() -> None:
+    """A command's own I/O errors stay OSError (its except clauses handle them); the guarded stream's
+    closed pipe is StdoutClosed, which none of them catches."""
+    from libhns.closedpipe import GuardedStdout, StdoutClosed
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(StdoutClosed):
+        GuardedStdout(Closed()).write("x")
+    assert not issubclass(StdoutClosed, OSError)
+    out = GuardedStdout(io.StringIO())
+    out.write("kept")
+    assert out.getvalue() == "kept"
