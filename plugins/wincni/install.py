@@ -126,7 +126,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> 
 
 def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
              out: Outcome) -> None:
-    rendered = _render(args, platform, cwd, out)
+    rendered = _render(args, platform, cwd, out, disk)
     with _bundle(args.source, disk) as bundle:
         out.build = bundle.build
         try:
@@ -175,7 +175,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
                                "running install again finishes the job") from None
 
 
-def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> bytes:
+def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, disk: Disk) -> bytes:
     """The config to install, loaded by the plugins' own loaders first; InstallError (nothing
     changed yet) for anything a plugin would refuse."""
     from plugins.cni.errors import CniError
@@ -421,7 +421,7 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
     plan = []
     conf = os.path.join(conf_dir, args.conf_name)
     try:
-        if _read(disk, conf, MAX_CONF) == _render(args, platform, cwd, out):
+        if _read(disk, conf, MAX_CONF) == _render(args, platform, cwd, out, disk):
             plan.append(Step("remove", conf, detail="the config this install renders"))
     except InstallError as exc:
         out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
