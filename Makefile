@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench dist dist-windows test-windows clean venv
+.PHONY: demo test bench bench-windows dist dist-windows test-windows clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -38,6 +38,11 @@ dist: $(STAMP)
 # Installs Wine and mingw with apt when missing (as root), the rest into ~/.cache/wincni-windows.
 dist-windows: $(STAMP)
 	$(VPY) -m winbuild.dist
+
+# The Windows lane's benchmark alone, with more rounds: that zip against the Go reference plugins
+# (built for Windows from their modules into the same cache) and the Windows CPython floor, under Wine.
+bench-windows: dist-windows
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PYTHONPATH="$(CURDIR)" $(VPY) bench/windows.py --reps 15
 
 # That zip run as Windows processes under Wine against the simulator (tests/windows; not in `make test`).
 test-windows: $(STAMP)
