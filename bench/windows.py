@@ -24,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 from verdict import verdict
@@ -139,12 +140,19 @@ def install_go(node) -> None:
         shutil.copy(exe, target / exe.name)
 
 
-def measure(node, reps: int = REPS) -> dict:
-    """Medians (seconds: wall clock and the process's CPU) of every step on both sides and of
-    the two floors, HNS calls per command, and the machine's load average before and after: ``report``'s input."""
-    ours, go = Side("wincni", "C:\\k\\cni", 40), Side("Go", GO_DIR, 50)
+def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
+    """Medians (seconds: wall clock and the process's CPU) of every step on every side and of
+    the two floors, HNS calls per command, and the machine's load average before and after:
+    ``report``'s input. The sides are ours (the node's release zip), Go's, and ``others``: more
+    release zips (e.g. the build before a change) laid beside ours and timed in the same rounds."""
+    sides = [Side("wincni", "C:\\k\\cni", 40), Side("Go", GO_DIR, 50)]
     install_go(node)
-    for side in (ours, go):
+    for n, other in enumerate(others, 2):
+        side = Side(f"zip{n}", f"C:\\k\\cni-zip{n}", 50 + 10 * n)
+        with zipfile.ZipFile(other) as zf:
+            zf.extractall(node.path(side.cni_dir))
+        sides.append(side)
+    for side in sides:
         side.setup(node)
     timer = Timer(node)
     python = toolchain.winpath(toolchain.ensure_python(toolchain.cache_dir()))
@@ -162,25 +170,26 @@ def measure(node, reps: int = REPS) -> dict:
             calls[key] = names
 
     for rep in range(reps + 1):
-        sides = (ours, go) if rep % 2 else (go, ours)
+        turn = sides[rep % len(sides):] + sides[:rep % len(sides)]  # who goes first rotates
         timed(("floor", "Windows CPython"), rep, [python, "-I", "-S", "-c", "pass"])
         timed(("floor", "Wine"), rep, [toolchain.winpath(node.trivial)])
-        for side in sides:
+        for side in turn:
             timed((VERSION, side.name), rep, [side.exe("host-local")], version, CNI_COMMAND="VERSION")
         for label, plugin, api in PODS:
             pods = {}
-            for side in sides:
+            for side in turn:
                 cid = f"bench-{side.name.lower()}-{plugin}-{api}-{rep}"
                 pods[side.name] = cid, node.sandbox(api, cid), side.conf(plugin, api)
             for command in ("ADD", "DEL"):
-                for side in sides:
+                for side in turn:
                     cid, netns, conf = pods[side.name]
                     timed((f"{label} {command}", side.name), rep, [side.exe(plugin)], conf, CNI_COMMAND=command,
                           CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=side.cni_dir)
     load.append(os.getloadavg()[0])
     return {"medians": {key: statistics.median(values) for key, values in samples.items()},
             "cpu": {key: statistics.median(values) for key, values in cpu.items()},
-            "calls": {key: len(names) for key, names in calls.items()}, "reps": reps, "load": load}
+            "calls": {key: len(names) for key, names in calls.items()}, "reps": reps, "load": load,
+            "others": {f"zip{n}": str(other) for n, other in enumerate(others, 2)}}
 
 
 def report(figures: dict, zip_bytes: int) -> list[str]:
@@ -202,15 +211,20 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
                  f"Wine floor (an empty mingw program) {med[('floor', 'Wine')] * 1000:.0f} ms; CPU: wincni "
                  f"{cpu[(VERSION, 'wincni')] * 1000:.0f}, Go {cpu[(VERSION, 'Go')] * 1000:.0f}, CPython floor "
                  f"{cpu[('floor', 'Windows CPython')] * 1000:.0f}, Wine floor {cpu[('floor', 'Wine')] * 1000:.0f} ms")
+    for name, path in figures["others"].items():
+        lines.append(f"     {name} ({path}), same rounds: " + "; ".join(
+            f"{step} {med[(step, name)] * 1000:.0f} ms ({med[(step, name)] / med[(step, 'Go')]:.2f}x Go, "
+            f"own CPU {cpu[(step, name)] * 1000:.0f})" for step in STEPS))
     lines.append(f"     (medians of {figures['reps']} interleaved rounds; 1-min load average "
                  f"{figures['load'][0]:.1f} before, {figures['load'][1]:.1f} after)")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``make bench-windows``, or ``PYTHONPATH=. python bench/windows.py [ZIP...]``: the report for
-    the release zip (default: the one ``make dist-windows`` built), or for zips built with other
-    packaging options, one fresh Wine node each, to compare them."""
+    """``make bench-windows``, or ``PYTHONPATH=. python bench/windows.py [ZIP [OTHER...]]``: the
+    report for a release zip (default: the one ``make dist-windows`` built); each OTHER zip (another
+    build: before a change, another packaging option) is timed in the same rounds on the same node
+    and reported beside it."""
     import argparse
     import sys
     import tempfile
@@ -226,16 +240,15 @@ def main(argv: list[str] | None = None) -> int:
     zips = args.zips or sorted((root / "dist-windows").glob("wincni-*-windows-amd64.zip"))[-1:]
     if not zips:
         ap.error("no release zip: run `make dist-windows` first")
-    for zip_path in zips:
-        with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
-            node = WineNode(Path(tmp), zip_path)
-            try:
-                figures = measure(node, args.reps)
-            finally:
-                node.close()
-        print(zip_path)
-        for line in report(figures, zip_path.stat().st_size):
-            print("  " + line, flush=True)
+    with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
+        node = WineNode(Path(tmp), zips[0])
+        try:
+            figures = measure(node, args.reps, tuple(zips[1:]))
+        finally:
+            node.close()
+    print(zips[0])
+    for line in report(figures, zips[0].stat().st_size):
+        print("  " + line, flush=True)
     return 0
 
 
