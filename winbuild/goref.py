@@ -49,7 +49,7 @@ def go_env(cache: Path) -> dict[str, str]:
     """Cross-compiling for windows/amd64 with the Go found, module and build caches under ``cache``."""
     return dict(os.environ, GOOS="windows", GOARCH="amd64", CGO_ENABLED="0", GOTOOLCHAIN="local",
                 GOMODCACHE=str(cache / "go" / "mod"), GOCACHE=str(cache / "go" / "build"),
-                GOFLAGS="-mod=readonly -trimpath -buildvcs=false")
+                GOFLAGS="-mod=readonly -trimpath -buildvcs=false -modcacherw")  # rm -rf clears the cache
 
 
 def _go(go: str, args: list[str], env: dict[str, str], cwd: Path | None = None) -> str:

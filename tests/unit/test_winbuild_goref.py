@@ -41,7 +41,7 @@ def test_built_once_per_cache_for_windows(tmp_path, fake_go):
     assert "| mod download -json github.com/containernetworking/plugins@v1.9.1" in runs[1]
     assert goref.ensure_go_plugins(cache) == target
     assert fake_go.read_text().splitlines()[len(runs):] == ["windows/amd64 -mod=readonly -trimpath -buildvcs=false"
-                                                            " | version"]  # the stamp holds: nothing rebuilt
+                                                            " -modcacherw | version"]  # the stamp holds: nothing rebuilt
 
 
 def test_without_go_the_lane_says_how_to_get_it(tmp_path, monkeypatch):
