@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test bench dist dist-windows test-windows image clean venv
+.PHONY: demo test bench bench-windows dist dist-windows test-windows image clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -44,6 +44,11 @@ dist-windows: $(STAMP)
 # appends to the HostProcess base image where its registry is reachable (winbuild/image.py).
 image: dist-windows
 	$(VPY) -m winbuild.image
+
+# The Windows lane's benchmark alone, with more rounds: that zip against the Go reference plugins
+# (built for Windows from their modules into the same cache) and the Windows CPython floor, under Wine.
+bench-windows: dist-windows
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PYTHONPATH="$(CURDIR)" $(VPY) bench/windows.py --reps 15
 
 # That zip run as Windows processes under Wine against the simulator (tests/windows; not in `make test`).
 test-windows: $(STAMP)

@@ -1,30 +1,99 @@
-"""The Windows lane's budgets (#23): the release zip's executables under Wine against the Windows
-CPython floor (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), medians
-taken in the same run, rounds interleaved so drift hits floor and commands alike.
+"""The Windows lane's benchmark (#23, #33): the release zip's executables under Wine against the Go
+reference plugins built for Windows (``winbuild/goref.py``) and against the Windows CPython floor
+(the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
+fake HNS DLLs. Medians are taken in the same run with the rounds interleaved (each step runs on
+both sides back to back, which side goes first alternating by round), so drift and the other
+work on the machine hit both sides alike.
 
-Timed as the issue prescribes, with the Wine server kept running (``wineserver -p``); see ``Timer``
-for why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode.WineNode``
-(the fake HNS DLLs, ``C:\\k\\cni``); ``report`` turns its figures into PASS/FAIL lines.
+Each side has its own networks, flanneld lease and host-local stores (``Side``), so neither sees
+the other's addresses; both use the same configs apart from names. The chain runs at CNI 0.4.0
+because the Go flannel the proxy serves predates CNI 1.0 (see ``winbuild/goref.py``). The fake
+HNS server counts every DLL call a process makes, so the Go side's HNS calls per command are
+counted the same way as ours.
+
+Timed as #23 prescribes, with the Wine server kept running (``wineserver -p``); see ``Timer`` for
+why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode.WineNode``;
+``report`` turns its figures into PASS/FAIL lines: a benchmark, nothing here fails a test.
 """
 from __future__ import annotations
 
 import json
+import os
+import resource
+import shutil
 import statistics
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 from verdict import verdict
 
-from winbuild import toolchain
+from winbuild import goref, toolchain
 
-NETWORK, SUBNET, GATEWAY = "bench0", "10.244.40.0/24", "10.244.40.1"
-LEASE = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.40.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
-POLICY = {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}
-BENCH_DIR = r"C:\bench"
-REPS = 7  # medians of 7 rounds (plus one warm-up): about 40 Wine processes, well under a minute
-# (label, budget over the floor), #23; never relaxed to pass.
-BUDGETS = (("host-local VERSION", 1.5), ("flannel->win-bridge->host-local V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
+CHAIN = "flannel->win-bridge->host-local"
+VERSION = "host-local VERSION"
+# The pod steps, in the order each round runs them: (label, plugin run, HNS API).
+PODS = (("win-bridge V2", "win-bridge", "v2"), ("win-overlay V2", "win-overlay", "v2"),
+        (f"{CHAIN} V2", "flannel", "v2"), ("win-bridge V1", "win-bridge", "v1"),
+        ("win-overlay V1", "win-overlay", "v1"))
+STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", "DEL")))
+# Against Go (#33; never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
+GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
+# Against the Windows CPython floor (#23): (step, budget).
+FLOOR_BUDGETS = ((VERSION, 1.5), (f"{CHAIN} V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
+REPS = 7  # the lane's medians: 7 rounds (plus one warm-up) of 24 Wine processes, about a minute
+BENCH_DIR = "C:\\bench"
+GO_DIR = "C:\\goref"  # the Go plugins' CNI_PATH on the node; ours are in C:\k\cni
+SERVICES = "10.96.0.0/12"
+
+
+def gateway(subnet: str) -> str:
+    """A /24's .1, where flanneld puts the gateway."""
+    return subnet.rsplit(".", 1)[0] + ".1"
+
+
+class Side:
+    """One contender: where its plugins are, and its own networks, lease and stores."""
+
+    def __init__(self, name: str, cni_dir: str, octet: int) -> None:
+        self.name, self.cni_dir = name, cni_dir
+        self.bridge, self.overlay = f"{name.lower()}-cbr0", f"{name.lower()}-vxlan0"
+        self.bridge_subnet, self.overlay_subnet = f"10.244.{octet}.0/24", f"10.244.{octet + 1}.0/24"
+        self.dir = f"{BENCH_DIR}\\{name.lower()}"
+
+    def setup(self, node) -> None:
+        """Its two HNS networks (as flanneld makes them) and flanneld's lease."""
+        for name, kind, subnet, extra in ((self.bridge, "L2Bridge", self.bridge_subnet, ["--adapter", "Ethernet"]),
+                                          (self.overlay, "Overlay", self.overlay_subnet,
+                                           ["--vsid", "4096", "--management-ip", "10.127.130.36"])):
+            node.hnsctl("network", "create", name, "--type", kind, "--subnet", subnet, "--gateway", gateway(subnet),
+                        *extra)
+        lease = node.path(self.dir + "\\subnet.env")
+        lease.parent.mkdir(parents=True, exist_ok=True)
+        lease.write_text(f"FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET={gateway(self.bridge_subnet)}/24\r\n"
+                         "FLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n")
+
+    def exe(self, plugin: str) -> str:
+        return f"{self.cni_dir}\\{plugin}.exe"
+
+    def conf(self, plugin: str, api: str) -> bytes:
+        """The same config for both sides, bar names: what a flannel node's CNI config holds."""
+        v2 = api == "v2"
+        nat = ({"Type": "OutBoundNAT", "Settings": {"Exceptions": [SERVICES]}} if v2
+               else {"Type": "OutBoundNAT", "ExceptionList": [SERVICES]})
+        policies = [{"name": "EndpointPolicy", "value": nat}]
+        if plugin == "flannel":
+            return json.dumps({"cniVersion": "0.4.0", "name": self.bridge, "type": "flannel",
+                               "subnetFile": self.dir + "\\subnet.env", "dataDir": self.dir + "\\flannel",
+                               "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": policies}}).encode()
+        network, subnet = ((self.bridge, self.bridge_subnet) if plugin == "win-bridge"
+                           else (self.overlay, self.overlay_subnet))
+        doc = {"cniVersion": "1.0.0", "name": network, "type": plugin, "apiVersion": 2 if v2 else 1,
+               "policies": policies, "ipam": {"type": "host-local", "subnet": subnet, "dataDir": self.dir + "\\ipam"}}
+        if plugin == "win-overlay":
+            doc["ipMasq"] = True
+        return json.dumps(doc).encode()
 
 
 class Timer:
@@ -42,62 +111,120 @@ class Timer:
         subprocess.run([wineserver, "-p"], env=node.win_env, check=True, **quiet)
         subprocess.run([str(toolchain.WINE), str(node.trivial)], env=node.win_env, timeout=120, **quiet)
 
-    def run(self, argv: list[str], stdin: bytes = b"", **env: str) -> float:
-        """Seconds the program took; a failure is an AssertionError with its output."""
+    def run(self, argv: list[str], stdin: bytes = b"", **env: str) -> tuple[float, float, list[str]]:
+        """Seconds the program took, the CPU seconds its process used (less disturbed by the
+        machine's other work than the wall clock; neither the Wine server's nor the fake HNS's, nor
+        that of the Windows processes it starts, which Wine does not make its children: Go's
+        host-local and flannel's delegate are missing from the Go side's figure),
+        and the HNS calls it made (the fake HNS's names, Close calls left out as the goldens count
+        them); a failure is an AssertionError with its output."""
+        calls = self.node.server.calls
+        before, cpu = len(calls), _children_cpu()
         started = time.perf_counter()
         proc = self.node.wine(*argv, stdin=stdin, **env)
         elapsed = time.perf_counter() - started
-        assert proc.returncode == 0, (argv, proc.stdout.decode(), proc.stderr.decode())
-        return elapsed
+        assert proc.returncode == 0, (argv, env, proc.stdout.decode(), proc.stderr.decode())
+        return elapsed, _children_cpu() - cpu, [name for name in calls[before:] if "Close" not in name]
 
 
-def measure(node, reps: int = REPS) -> dict[str, float]:
-    """Median seconds of the floor and the three budgeted commands."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def install_go(node) -> None:
+    """The Go reference plugins into ``GO_DIR`` on the node (built on first use)."""
+    target = node.path(GO_DIR)
+    target.mkdir(parents=True, exist_ok=True)
+    for exe in goref.ensure_go_plugins().glob("*.exe"):
+        shutil.copy(exe, target / exe.name)
+
+
+def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
+    """Medians (seconds: wall clock and the process's CPU) of every step on every side and of
+    the two floors, HNS calls per command, and the machine's load average before and after:
+    ``report``'s input. The sides are ours (the node's release zip), Go's, and ``others``: more
+    release zips (e.g. the build before a change) laid beside ours and timed in the same rounds."""
+    sides = [Side("wincni", "C:\\k\\cni", 40), Side("Go", GO_DIR, 50)]
+    install_go(node)
+    for n, other in enumerate(others, 2):
+        side = Side(f"zip{n}", f"C:\\k\\cni-zip{n}", 50 + 10 * n)
+        with zipfile.ZipFile(other) as zf:
+            zf.extractall(node.path(side.cni_dir))
+        sides.append(side)
+    for side in sides:
+        side.setup(node)
     timer = Timer(node)
     python = toolchain.winpath(toolchain.ensure_python(toolchain.cache_dir()))
-    node.hnsctl("network", "create", NETWORK, "--type", "L2Bridge", "--subnet", SUBNET, "--gateway", GATEWAY,
-                "--adapter", "Ethernet")
-    node.path(BENCH_DIR).mkdir(parents=True, exist_ok=True)
-    (node.path(BENCH_DIR) / "subnet.env").write_text(LEASE)
-    flannel = json.dumps({"cniVersion": "1.0.0", "name": NETWORK, "type": "flannel",
-                          "subnetFile": BENCH_DIR + r"\subnet.env", "dataDir": BENCH_DIR + r"\flannel",
-                          "ipam": {"dataDir": BENCH_DIR + r"\ipam"},
-                          "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [POLICY]}}).encode()
-    bridge = json.dumps({"cniVersion": "1.0.0", "name": NETWORK, "type": "win-bridge", "apiVersion": 2,
-                         "policies": [POLICY], "ipam": {"type": "host-local", "subnet": SUBNET,
-                                                        "dataDir": BENCH_DIR + r"\ipam"}}).encode()
+    samples: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    calls: dict[tuple[str, str], list[str]] = {}
+    load = [os.getloadavg()[0]]
     version = json.dumps({"cniVersion": "1.1.0"}).encode()
-    samples: dict[str, list[float]] = {"floor": [], BUDGETS[0][0]: [], BUDGETS[1][0]: [], BUDGETS[2][0]: []}
-    for rep in range(reps + 1):  # round 0 warms the caches and is not counted
-        floor = timer.run([python, "-I", "-S", "-c", "pass"])
-        ver = timer.run([node.exe("host-local")], version, CNI_COMMAND="VERSION")
-        cid = f"bench-add{rep}"
-        add = timer.run([node.exe("flannel")], flannel, CNI_COMMAND="ADD", CNI_CONTAINERID=cid,
-                        CNI_NETNS=node.sandbox("v2", cid))
-        cid = f"bench-del{rep}"
-        netns = node.sandbox("v2", cid)
-        timer.run([node.exe("win-bridge")], bridge, CNI_COMMAND="ADD", CNI_CONTAINERID=cid, CNI_NETNS=netns)
-        dele = timer.run([node.exe("win-bridge")], bridge, CNI_COMMAND="DEL", CNI_CONTAINERID=cid,
-                         CNI_NETNS=netns)
-        if rep:
-            for key, value in zip(samples, (floor, ver, add, dele)):
-                samples[key].append(value)
-    return {key: statistics.median(values) for key, values in samples.items()}
+
+    def timed(key: tuple[str, str], rep: int, argv: list[str], stdin: bytes = b"", **env: str) -> None:
+        elapsed, used, names = timer.run(argv, stdin, **env)
+        if rep:  # round 0 warms the caches and is not counted
+            samples.setdefault(key, []).append(elapsed)
+            cpu.setdefault(key, []).append(used)
+            calls[key] = names
+
+    for rep in range(reps + 1):
+        turn = sides[rep % len(sides):] + sides[:rep % len(sides)]  # who goes first rotates
+        timed(("floor", "Windows CPython"), rep, [python, "-I", "-S", "-c", "pass"])
+        timed(("floor", "Wine"), rep, [toolchain.winpath(node.trivial)])
+        for side in turn:
+            timed((VERSION, side.name), rep, [side.exe("host-local")], version, CNI_COMMAND="VERSION")
+        for label, plugin, api in PODS:
+            pods = {}
+            for side in turn:
+                cid = f"bench-{side.name.lower()}-{plugin}-{api}-{rep}"
+                pods[side.name] = cid, node.sandbox(api, cid), side.conf(plugin, api)
+            for command in ("ADD", "DEL"):
+                for side in turn:
+                    cid, netns, conf = pods[side.name]
+                    timed((f"{label} {command}", side.name), rep, [side.exe(plugin)], conf, CNI_COMMAND=command,
+                          CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=side.cni_dir)
+    load.append(os.getloadavg()[0])
+    return {"medians": {key: statistics.median(values) for key, values in samples.items()},
+            "cpu": {key: statistics.median(values) for key, values in cpu.items()},
+            "calls": {key: len(names) for key, names in calls.items()}, "reps": reps, "load": load,
+            "others": {f"zip{n}": str(other) for n, other in enumerate(others, 2)}}
 
 
-def report(figures: dict[str, float], zip_bytes: int) -> list[str]:
-    """The budget lines, then the figures they came from."""
-    floor = figures["floor"]
-    lines = [verdict(f"Wine {label} / Windows CPython floor", figures[label] / floor, limit)
-             for label, limit in BUDGETS]
+def report(figures: dict, zip_bytes: int) -> list[str]:
+    """The budget lines (against Go, then against the floor), then the figures they came from."""
+    med, cpu, calls = figures["medians"], figures["cpu"], figures["calls"]
+    floor = med[("floor", "Windows CPython")]
+    lines = []
+    for step, limit in GO_BUDGETS.items():
+        ours, go = med[(step, "wincni")], med[(step, "Go")]
+        lines.append(verdict(f"Wine {step} / Go", ours / go, limit)
+                     + f"  [{ours * 1000:.0f} vs {go * 1000:.0f} ms; own CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
+                       f"{cpu[(step, 'Go')] * 1000:.0f} ms; HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]")
+    lines += [verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
+              for step, limit in FLOOR_BUDGETS]
     lines.append(verdict("release zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
-    lines.append("     (figures, medians) " + "; ".join(f"{k} {v * 1000:.0f} ms" for k, v in figures.items()))
+    ours, go = med[(VERSION, "wincni")], med[(VERSION, "Go")]
+    lines.append(f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "
+                 f"Windows CPython floor {floor * 1000:.0f} ms (wincni {ours / floor:.2f}x it), "
+                 f"Wine floor (an empty mingw program) {med[('floor', 'Wine')] * 1000:.0f} ms; CPU: wincni "
+                 f"{cpu[(VERSION, 'wincni')] * 1000:.0f}, Go {cpu[(VERSION, 'Go')] * 1000:.0f}, CPython floor "
+                 f"{cpu[('floor', 'Windows CPython')] * 1000:.0f}, Wine floor {cpu[('floor', 'Wine')] * 1000:.0f} ms")
+    for name, path in figures["others"].items():
+        lines.append(f"     {name} ({path}), same rounds: " + "; ".join(
+            f"{step} {med[(step, name)] * 1000:.0f} ms ({med[(step, name)] / med[(step, 'Go')]:.2f}x Go, "
+            f"own CPU {cpu[(step, name)] * 1000:.0f})" for step in STEPS))
+    lines.append(f"     (medians of {figures['reps']} interleaved rounds; 1-min load average "
+                 f"{figures['load'][0]:.1f} before, {figures['load'][1]:.1f} after)")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``PYTHONPATH=. python bench/windows.py ZIP...``: the same figures for release zips built with other packaging
-    options (one fresh Wine node each), to compare them; ``make test-windows`` reports the real zip."""
+    """``make bench-windows``, or ``PYTHONPATH=. python bench/windows.py [ZIP [OTHER...]]``: the
+    report for a release zip (default: the one ``make dist-windows`` built); each OTHER zip (another
+    build: before a change, another packaging option) is timed in the same rounds on the same node
+    and reported beside it."""
     import argparse
     import sys
     import tempfile
@@ -107,19 +234,21 @@ def main(argv: list[str] | None = None) -> int:
     from winenode import WineNode
 
     ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
-    ap.add_argument("zips", nargs="+", type=Path)
+    ap.add_argument("zips", nargs="*", type=Path)
     ap.add_argument("--reps", type=int, default=REPS)
     args = ap.parse_args(argv)
-    for zip_path in args.zips:
-        with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
-            node = WineNode(Path(tmp), zip_path)
-            try:
-                figures = measure(node, args.reps)
-            finally:
-                node.close()
-        print(zip_path)
-        for line in report(figures, zip_path.stat().st_size):
-            print("  " + line, flush=True)
+    zips = args.zips or sorted((root / "dist-windows").glob("wincni-*-windows-amd64.zip"))[-1:]
+    if not zips:
+        ap.error("no release zip: run `make dist-windows` first")
+    with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
+        node = WineNode(Path(tmp), zips[0])
+        try:
+            figures = measure(node, args.reps, tuple(zips[1:]))
+        finally:
+            node.close()
+    print(zips[0])
+    for line in report(figures, zips[0].stat().st_size):
+        print("  " + line, flush=True)
     return 0
 
 

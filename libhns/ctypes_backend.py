@@ -71,11 +71,17 @@ def _hcn_argtypes(op: str, kind: str) -> list[Any]:
     return [*args, _PSTR] if has_record else list(args)
 
 
+#: LoadLibraryEx's LOAD_LIBRARY_SEARCH_SYSTEM32: the HNS DLLs come from System32 only, as
+#: hcsshim loads them (NewLazySystemDLL), never from the executable's folders that the default
+#: search tries first (two failed opens per DLL on every pod command).
+_SYSTEM32 = 0x800
+
+
 def _windll(name: str) -> Any:
     loader = getattr(ctypes, "WinDLL", None)
     if loader is None:
         raise OSError(f"{name} exists only on Windows; use LIBHNS_BACKEND=sim here")
-    return loader(name)
+    return loader(name, winmode=_SYSTEM32)
 
 
 def _default_ole32() -> Any:

@@ -44,5 +44,10 @@ class ComputeSystem(Record):
             if ep is not None:
                 ep.shared = [c for c in ep.shared if c.casefold() != self.id.casefold()]
 
+    def properties(self) -> dict[str, Any]:
+        """What HcsGetComputeSystemProperties answers (HCS schema 1 ``ContainerProperties``): a
+        process-isolated Windows container, which is what hcsshim checks before a hot-attach."""
+        return {"Id": self.id, "SystemType": "Container", "RuntimeOsType": "windows", "State": self.doc.get("State")}
+
     def v1(self, st: HnsState) -> dict[str, Any]:
         return {"Id": self.id, "State": self.doc.get("State"), "Endpoints": list(self.endpoints)}

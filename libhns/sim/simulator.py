@@ -275,6 +275,14 @@ class Simulator:
             self._write(change)
         return self._run_hcs("HcsModifyComputeSystem", run)
 
+    def hcs_get_compute_system_properties(self, handle: Any, query: str) -> str:
+        """The container's properties, whatever ``query`` asks (hcsshim asks for the defaults)."""
+        def run() -> str:
+            h = self._live(handle, "ComputeSystem")
+            parse_document(query, allow_empty=True, code=E_INVALIDARG)
+            return jsontext.dumps(self._read().get("ComputeSystem", h.id).properties(), separators=_COMPACT)
+        return self._run_hcs("HcsGetComputeSystemProperties", run)
+
     def hcs_close_compute_system(self, handle: Any) -> None:
         self.hcn_close("ComputeSystem", handle)
 

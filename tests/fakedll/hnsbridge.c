@@ -241,3 +241,25 @@ EXPORT HcsModifyComputeSystem(void *handle, PCWSTR configuration, PWSTR *result)
 EXPORT HcsCloseComputeSystem(void *handle) {
     return forward("HcsCloseComputeSystem", NULL, handle, NULL, NULL, NULL, NULL, NULL, NULL);
 }
+
+/* The three hcsshim adds around a V1 hot-attach (the Go reference plugins call them; libhns does
+   not). The fake HCS sends no notifications, so the callback is kept but never called: hcsshim
+   waits for one only when it starts or stops a compute system, which no CNI plugin does. */
+EXPORT HcsRegisterComputeSystemCallback(void *handle, void *callback, void *context,
+                                        void **callback_handle) {
+    (void)callback;
+    (void)context;
+    return forward("HcsRegisterComputeSystemCallback", NULL, handle, NULL, NULL, NULL, NULL, NULL,
+                   callback_handle);
+}
+
+EXPORT HcsUnregisterComputeSystemCallback(void *callback_handle) {
+    return forward("HcsUnregisterComputeSystemCallback", NULL, callback_handle, NULL, NULL, NULL,
+                   NULL, NULL, NULL);
+}
+
+EXPORT HcsGetComputeSystemProperties(void *handle, PCWSTR query, PWSTR *properties,
+                                     PWSTR *result) {
+    return forward("HcsGetComputeSystemProperties", NULL, handle, query, NULL, NULL, properties,
+                   result, NULL);
+}

@@ -116,6 +116,13 @@ class Session:
         if name == "HcsCloseComputeSystem":
             sim.hcs_close_compute_system(self._handles.pop(handle, None))
             return 0, None
+        if name == "HcsGetComputeSystemProperties":
+            return 0, sim.hcs_get_compute_system_properties(self._handle(handle), s[0] or "")
+        if name == "HcsRegisterComputeSystemCallback":  # no notifications are sent: nothing to keep
+            return self._keep(("callback", self._handle(handle))), None
+        if name == "HcsUnregisterComputeSystemCallback":
+            self._handles.pop(handle, None)
+            return 0, None
         raise HnsError(name, 0x8007007F, None, f"fakehns: no export {name}")  # ERROR_PROC_NOT_FOUND
 
 
@@ -131,6 +138,7 @@ class _Handler(socketserver.StreamRequestHandler):
         session = Session(env)
         while (request := read_fields(self.rfile)) is not None:
             name, guid, handle, *strings = request
+            self.server.calls.append((name or b"").decode())  # type: ignore[attr-defined]
             (number,) = struct.unpack("<Q", handle or bytes(8))
             hr, new, out, record = session.call((name or b"").decode(), guid, number,
                                                 [_text(x) for x in strings])
@@ -145,6 +153,9 @@ class Server(socketserver.ThreadingTCPServer):
     def __init__(self, port: int = 0, env: Mapping[str, str] | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.env = dict(os.environ if env is None else env)
+        #: The name of every call any process made, in order: what each program asks of HNS,
+        #: counted the same way for the Go reference plugins and ours (bench/windows.py).
+        self.calls: list[str] = []
 
     @property
     def port(self) -> int:

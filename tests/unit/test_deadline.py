@@ -2,12 +2,13 @@
 against a tiny RawHns fake whose calls hang, fail or answer as told."""
 from __future__ import annotations
 
+import _thread
 import json
 import time
 
 import pytest
 
-from libhns import errors
+from libhns import deadline, errors
 from libhns.deadline import DeadlineBackend, Limits
 from libhns.sim.faults import parse_faults
 
@@ -76,6 +77,51 @@ def test_a_hung_call_raises_timeout_naming_the_call_and_the_wait():
     assert time.monotonic() - start < 1.0
     assert "HNSCall POST /endpoints/" in str(e.value) and "per-call timeout 0.3 s" in str(e.value)
     assert errors.try_later(e.value)
+
+
+class CountingThreads:
+    """libhns.deadline's ``_thread``, counting the threads it starts."""
+
+    def __init__(self):
+        self.started = 0
+
+    def start_new_thread(self, fn, args):
+        self.started += 1
+        return _thread.start_new_thread(fn, args)
+
+    def __getattr__(self, name):
+        return getattr(_thread, name)
+
+
+def test_a_commands_calls_share_one_worker_thread_until_one_hangs(monkeypatch):
+    """Starting a thread per call cost ~1.5 ms each under Wine; a hung call's thread is left
+    inside HNS and the next call gets a new one."""
+    threads = CountingThreads()
+    monkeypatch.setattr(deadline, "_thread", threads)
+    raw = bounded(Script("[]", "[]", "[]", 2.0, "[]", "[]"))
+    assert [raw.hcn_enumerate("Endpoint", "") for _ in range(3)] == ["[]"] * 3
+    assert threads.started == 1
+    with pytest.raises(errors.Timeout):
+        raw.hcn_enumerate("Endpoint", "")
+    assert [raw.hcn_enumerate("Endpoint", "") for _ in range(2)] == ["[]"] * 2
+    assert threads.started == 2
+
+
+def test_calls_from_two_threads_at_once_both_complete():
+    raw = bounded(Script(0.2, "[]"))
+    answers = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def other():
+        answers.append(raw.hcn_enumerate("Endpoint", ""))
+        done.release()
+
+    _thread.start_new_thread(other, ())
+    time.sleep(0.05)  # the other thread's call holds the worker
+    answers.append(raw.hcn_enumerate("Endpoint", ""))
+    assert done.acquire(timeout=2)
+    assert sorted(answers) == ["[]", "late"]
 
 
 def test_retries_stop_at_the_command_deadline():

@@ -453,6 +453,18 @@ def test_hcs_hot_attach_shared_endpoint(sim):
         sim.hcs_open_compute_system("app1")
 
 
+def test_hcs_properties_of_a_container(sim):
+    """What hcsshim reads before a V1 hot-attach (the Go reference plugins under the Wine lane)."""
+    sim.register_container("pause1")
+    h = sim.hcs_open_compute_system("pause1")
+    props = json.loads(sim.hcs_get_compute_system_properties(h, '{"PropertyTypes":null}'))
+    assert props == {"Id": "pause1", "SystemType": "Container", "RuntimeOsType": "windows", "State": "Running"}
+    sim.hcs_close_compute_system(h)
+    with pytest.raises(errors.HnsError) as exc:
+        sim.hcs_get_compute_system_properties(h, "")
+    assert exc.value.hresult == 0x80070006  # E_HANDLE
+
+
 def test_closed_handle_is_invalid_and_counted(sim):
     net = create(sim, "Network", l2bridge())
     h = sim.hcn_open("Network", net["ID"])

@@ -111,6 +111,28 @@ def test_hns_fault_mid_add_leaves_nothing_behind(cluster: WineNode) -> None:
     assert not node.ip_files(), "the address was not released"
 
 
+def test_the_hns_dlls_come_from_system32_only(cluster: WineNode) -> None:
+    """A computenetwork.dll beside the executables or in their contents folder is never loaded
+    (LoadLibrary's default search tries both before System32; hcsshim loads from System32 only)."""
+    node = cluster
+    node.network = "cbr0"
+    cni = node.path(r"C:\k\cni")
+    planted = [cni / "computenetwork.dll", *(d / "computenetwork.dll" for d in cni.glob("_wincni-*"))]
+    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": 2,
+            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    netns = node.sandbox("v2", "planted")
+    try:
+        for path in planted:
+            path.write_bytes(b"MZ: not the DLL HNS is")
+        add = node.run("ADD", conf, "planted", netns)
+        assert add.ok, (add.out, add.stderr)
+        assert node.run("DEL", conf, "planted", netns).ok
+    finally:
+        for path in planted:
+            path.unlink()
+    node.assert_clean("planted")
+
+
 def test_a_hung_hcn_create_endpoint_is_code_11_in_time_and_the_next_add_succeeds(cluster: WineNode,
                                                                                  timings: dict) -> None:
     """The ctypes call blocks in the DLL (the simulator behind it sleeps); the .exe gives up at
