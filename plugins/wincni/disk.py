@@ -123,15 +123,16 @@ class Disk:
                 entries = sorted(it, key=lambda e: e.name)
             for e in entries:
                 name = os.path.join(rel, e.name)
-                if e.is_symlink() or getattr(e, "is_junction", bool)():  # is_junction: 3.12+
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode) or getattr(st, "st_file_attributes", 0) & 0x400:  # a junction too
                     h.update(b"L" + name.encode("utf-8", "surrogateescape") + b"\0")
-                elif e.is_dir(follow_symlinks=False):
+                elif stat.S_ISDIR(st.st_mode):
                     h.update(b"D" + name.encode("utf-8", "surrogateescape") + b"\0")
                     pending.append(name)
                 else:
-                    h.update(b"F" + name.encode("utf-8", "surrogateescape") + b"\0")
-                    with open(os.path.join(path, name), "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
+                    content = _file_digest(os.path.join(path, name))
+                    h.update((b"F" if content else b"S") + name.encode("utf-8", "surrogateescape") + b"\0")
+                    h.update(content)
         return h.hexdigest()
 
     def copy_file(self, src: str, dst: str) -> None:
@@ -179,3 +180,18 @@ class Disk:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+
+def _file_digest(path: str) -> bytes:
+    """sha256 of the regular file ``path``, read in chunks; b"" for anything else (a FIFO, a
+    device, a link put there since the folder was listed): opened without following a link and
+    without waiting (``O_NONBLOCK``), so a planted FIFO or /dev/zero never hangs the caller."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return hashlib.file_digest(f, "sha256").digest()
