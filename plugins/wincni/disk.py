@@ -46,6 +46,15 @@ class Disk:
         except FileNotFoundError:
             return None
 
+    def read_entry(self, path: str, cap: int) -> bytes | None:
+        """At most ``cap`` bytes of the file ``path`` in a CNI folder; None when absent, a link
+        (never followed: in a dry run the folder may still be a user's) or not a regular file."""
+        fd = _open_plain(path)
+        if fd is None:
+            return None
+        with open(fd, "rb") as f:
+            return f.read(cap) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
     def read_trusted(self, path: str, cap: int) -> bytes:
         """At most ``cap`` bytes of an administrator's own regular file, opened without following
         a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
@@ -182,14 +191,31 @@ class Disk:
         os.replace(tmp, path)
 
 
+def _open_plain(path: str) -> int | None:
+    """A read descriptor on ``path`` opened without following a final link and without waiting
+    (``O_NONBLOCK``: a FIFO a user planted never hangs us); None when absent or a link (Windows:
+    a reparse point, judged by ``lstat`` as os.open has no no-follow flag there)."""
+    try:
+        if os.name == "nt" and os.lstat(path).st_file_attributes & 0x400:
+            return None
+        return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) |
+                       getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:
+        if os.path.islink(path):
+            return None
+        raise
+
+
 def _file_digest(path: str) -> bytes:
     """sha256 of the regular file ``path``, read in chunks; b"" for anything else (a FIFO, a
-    device, a link put there since the folder was listed): opened without following a link and
-    without waiting (``O_NONBLOCK``), so a planted FIFO or /dev/zero never hangs the caller."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    device, a link put there since the folder was listed), never followed nor waited on."""
     try:
-        fd = os.open(path, flags)
+        fd = _open_plain(path)
     except OSError:
+        return b""
+    if fd is None:
         return b""
     with open(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

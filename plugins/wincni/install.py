@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Callable, TextIO
 
 from libhns.errors import UnsafePath
 
@@ -98,7 +98,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> 
     fallback = defaults(platform)
     found = CniDirs(fallback["bin_dir"], fallback["conf_dir"])
     if not (args.cni_bin_dir and args.cni_conf_dir):
-        raw = _read(disk, args.containerd_config, MAX_CONFIG)
+        raw = _read(disk.read, args.containerd_config, MAX_CONFIG)
         if raw is not None:
             try:
                 found = parse(raw, args.containerd_config, fallback)
@@ -128,7 +128,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
                 out.steps += cleanup(bin_dir, bundle.build, disk)
             _folder(conf_dir, disk, out, args.dry_run, quarantine=True)
             conf_files, _ = disk.listdir(conf_dir)
-            existing = _read(disk, out.conf_path, MAX_CONF)
+            existing = _read(disk.read_entry, out.conf_path, MAX_CONF)
             conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
             if existing != rendered:
                 out.diff = "".join(difflib.unified_diff(
@@ -372,7 +372,7 @@ def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
     """What the manifest says install laid: its config unless changed since, the configs it
     moved aside, its launchers."""
     plan = []
-    conf = _read(disk, manifest.conf, MAX_CONF) if manifest.conf else None
+    conf = _read(disk.read_entry, manifest.conf, MAX_CONF) if manifest.conf else None
     if conf is not None:
         ours = hashlib.sha256(conf).hexdigest() == manifest.conf_digest
         plan.append(Step("remove" if ours else "keep", manifest.conf,
@@ -391,7 +391,7 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
     plan = []
     conf = os.path.join(conf_dir, args.conf_name)
     try:
-        if _read(disk, conf, MAX_CONF) == _render(args, platform, cwd, out):
+        if _read(disk.read_entry, conf, MAX_CONF) == _render(args, platform, cwd, out):
             plan.append(Step("remove", conf, detail="the config this install renders"))
     except InstallError as exc:
         out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
@@ -410,10 +410,11 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
 
 # ---------------------------------------------------------------------------- inputs
 
-def _read(disk: Disk, path: str, cap: int) -> bytes | None:
-    """The file's bytes; InstallError when it is over ``cap`` (never cut short) or unreadable."""
+def _read(read: Callable[[str, int], bytes | None], path: str, cap: int) -> bytes | None:
+    """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap``
+    (never cut short) or unreadable."""
     try:
-        raw = disk.read(path, cap + 1)
+        raw = read(path, cap + 1)
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
     if raw is not None and len(raw) > cap:

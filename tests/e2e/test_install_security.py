@@ -150,6 +150,21 @@ def test_a_link_higher_up_the_bin_dir_is_refused_and_nothing_is_laid(tmp_path, a
     assert sorted(p.name for p in vault.iterdir()) == ["keys"] and not node.conf_dir.exists()
 
 
+def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path, arena, victim) -> None:
+    """A dry run takes nothing over, so the config's name may still be the user's link (to a
+    root-only file, whose lines the diff printed) or FIFO (install hung in open()): neither is
+    read; the plan says it would be quarantined and the diff is against nothing."""
+    node = prepared
+    as_nobody(_symlink, victim, node.conf_dir / "10-flannel.conflist")
+    table = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)), output="table")
+    assert "secret" not in table and f"QUARANTINE {node.conf_dir / '10-flannel.conflist'}" in table
+    assert "--- /dev/null" in table
+    os.unlink(node.conf_dir / "10-flannel.conflist")
+    as_nobody(os.mkfifo, node.conf_dir / "10-flannel.conflist")
+    done = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)))
+    assert done["diff"].startswith("--- /dev/null") and victim.read_text() == "secret\n"
+
+
 # ---------------------------------------------------------------- finding 5: stores
 
 def test_host_local_never_follows_a_link_a_user_planted_above_its_store(tmp_path, arena, vault) -> None:
