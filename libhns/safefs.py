@@ -115,6 +115,19 @@ def fresh_dir(path: str) -> None:
     _check_posix_dir(path, repair=False)
 
 
+def purge(path: str) -> None:
+    """Delete the folder ``path`` (already renamed aside) and all in it, which another user may
+    own. POSIX ``shutil.rmtree`` works on descriptors and never follows a link swapped in; on
+    Windows it lists a folder, then enters each subfolder by path, so a user could swap one for
+    a junction in between and make SYSTEM delete elsewhere: every folder below is first taken
+    over top down (owner Administrators, admin-only DACL; each opened itself, a reparse point
+    never entered), after which nobody else can add or swap an entry anywhere in the tree."""
+    import shutil
+    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+        _win.seize_tree(path, ADMIN_ONLY)
+    shutil.rmtree(path)
+
+
 def open_append(path: str) -> int:
     """A descriptor appending to ``path`` (created owner-only), refused when it is not ours."""
     return _open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -221,7 +234,7 @@ def _open_component(parent: int, name: str, here: str, create: int | None, final
         return _open_component(parent, name, here, None, final)
     except OSError as exc:  # ELOOP / ENOTDIR: a link is refused, so is a file where the folder should be
         if stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
-            raise UnsafePath(here, "is a symbolic link") from None
+            raise UnsafePath(here, "is a symbolic link", UnsafePath.LINK_FIX) from None
         if final:
             raise UnsafePath(here, "is not a directory") from None
         exc.filename = here

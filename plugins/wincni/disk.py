@@ -96,7 +96,7 @@ class Disk:
 
     def discard(self, path: str) -> None:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
-        to a fresh name beside it first (its owner can no longer swap it) and deleted from there."""
+        to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
         st = os.lstat(path)
         if getattr(st, "st_file_attributes", 0) & 0x400:  # Windows: a junction or symbolic link itself
             (os.rmdir if st.st_file_attributes & 0x10 else os.unlink)(path)  # folder- or file-like
@@ -106,7 +106,13 @@ class Disk:
             return
         trash = self.fresh_name(path + ".wincni-trash")  # layout.DISCARDED: a later install's cleanup finishes it
         os.rename(path, trash)
-        shutil.rmtree(trash)
+        self.purge(trash)
+
+    def purge(self, path: str) -> None:
+        """Delete the folder ``path`` another user may own, never through a link or junction
+        swapped in while it is deleted (``safefs.purge``)."""
+        from libhns.safefs import purge
+        purge(path)
 
     def fresh_name(self, base: str) -> str:
         """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""

@@ -296,7 +296,7 @@ def cleanup(bin_dir: str, current: str, disk: Disk) -> list[Step]:
                    "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
     for name in disk.listdir(bin_dir)[1]:  # what an interrupted Disk.discard left
         if layout.DISCARDED in name:
-            _quietly(disk.rmtree, os.path.join(bin_dir, name))
+            _quietly(disk.purge, os.path.join(bin_dir, name))
     for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
         path = os.path.join(bin_dir, name)
         try:
