@@ -235,11 +235,11 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             sa = desc.attributes() if desc else None
             handle = _CreateFileW(path, access, _SHARE_ALL, ctypes.byref(sa) if sa else None, disposition,
                                   flags | _FLAG_OPEN_REPARSE_POINT, None)
+            err = ctypes.get_last_error()  # before LocalFree, another call through kernel32, may touch it
         finally:
             if desc:
                 desc.close()
         if handle == _INVALID or handle is None:
-            err = ctypes.get_last_error()
             raise OSError(0, f"cannot open {path}: {ctypes.FormatError(err)}", path, err)
         return handle
 
@@ -295,10 +295,11 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         try:
             sa = desc.attributes()
             created = _CreateDirectoryW(path, ctypes.byref(sa))
+            err = ctypes.get_last_error()  # before LocalFree, another call through kernel32, may touch it
         finally:
             desc.close()
-        if not created and ctypes.get_last_error() != _ERROR_ALREADY_EXISTS:
-            _check(False, f"CreateDirectory {path}")
+        if not created and err != _ERROR_ALREADY_EXISTS:
+            raise OSError(0, f"CreateDirectory {path}: {ctypes.FormatError(err)}", path, err)
         return bool(created)
 
     def _component_problem(path: str, final: bool) -> tuple[str | None, tuple[int, int, int]]:
