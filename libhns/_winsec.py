@@ -259,8 +259,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         user owns refused or (``last == "claim"``) given to Administrators with ``sddl``; the
         final folder others may write repaired ("repair", "claim") or refused. Folders on the way
         are judged by their owner alone (an administrator's folder under C:\\ inherits "modify"
-        for Authenticated Users), except that "claim" takes over one others may write too; the
-        drive's root, where every user may add folders, is never judged."""
+        for Authenticated Users), except that "claim" takes over one others may write too
+        ("survey": says why the final one would be, changing nothing); the drive's root, where
+        every user may add folders, is never judged."""
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
         here, claimed = drive + "\\", None
@@ -268,17 +269,18 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             here = os.path.join(here, part)
             final = i == len(parts) - 1
             try:  # the common case first: it exists (a failed CreateDirectoryW per component is dear)
-                why, seen = _component_problem(here, final or last == "claim")
+                why, seen = _component_problem(here, final or last in ("claim", "survey"))
             except FileNotFoundError:
                 if not create:
                     raise
                 if _make_dir(here, sddl):
                     continue
-                why, seen = _component_problem(here, final or last == "claim")  # made meanwhile by someone else
+                why, seen = _component_problem(here, final or last in ("claim", "survey"))  # made meanwhile
             if why is None:
                 continue
             if last == "claim":
                 _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL, seen)
+            if last in ("claim", "survey"):
                 claimed = why if final else claimed
             elif final and last == "repair" and why.startswith("is writable"):
                 _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL, seen)

@@ -74,6 +74,20 @@ def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[str | None
     return why, _entries(path, why is not None, repair=True)
 
 
+def survey_dir(path: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """What ``claim_dir`` would return, changing nothing (``wincni install --dry-run``): the
+    same walk, so a link on the way is refused as the real run refuses it, never followed to
+    list what lies behind it. (None, []) when a folder of the path does not exist yet."""
+    try:
+        if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+            why = _win.walk(path, None, create=False, last="survey")
+        else:
+            why = _walk_posix(path, None, "survey")
+    except FileNotFoundError:
+        return None, []
+    return why, foreign_entries(path, why is not None)
+
+
 def foreign_entries(path: str, suspicious: bool) -> list[tuple[str, str]]:
     """(path, why) for each entry under the admin-only folder ``path`` that an administrator did
     not lay: owned by anyone else, and when ``suspicious`` (a folder just taken over) also a link,
@@ -190,7 +204,8 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     by others unless sticky (``/tmp``). ``create``: make missing ones with that mode. ``last``
     says what an untrusted final folder gets: "refuse", "repair" (ours but writable by others:
     take it back) or "claim" (make it root's, no write for others; every component on the way
-    likewise); "claim" returns why it was needed. UnsafePath names the component at fault."""
+    likewise); "claim" returns why it was needed, "survey" why it would be, changing nothing.
+    UnsafePath names the component at fault."""
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
     fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     here, claimed = "/", None
@@ -209,6 +224,7 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
                     os.fchown(fd, 0, 0)
                 st = os.fstat(fd)
                 os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
+            if last in ("claim", "survey"):
                 claimed = why if final else claimed
             elif final and last == "repair" and why.startswith("is writable"):
                 os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)

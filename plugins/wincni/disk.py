@@ -84,15 +84,9 @@ class Disk:
         return claim_dir(path)
 
     def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
-        """What ``claim`` would say, changing nothing (a dry run)."""
-        from libhns.safefs import foreign_entries, writable_by_others
-        if not os.path.isdir(path) or os.path.islink(path):
-            return None, []
-        who = writable_by_others(path)
-        if who is None:
-            return None, foreign_entries(path, suspicious=False)
-        why = f"is {who}" if who.startswith("a ") else f"is writable by {who}"
-        return why, foreign_entries(path, suspicious=True)
+        """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``)."""
+        from libhns.safefs import survey_dir
+        return survey_dir(path)
 
     def discard(self, path: str) -> None:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed

@@ -148,6 +148,10 @@ def test_a_link_higher_up_the_bin_dir_is_refused_and_nothing_is_laid(tmp_path, a
     done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
     assert f"{arena / 'opt'} is a symbolic link" in done["error"]
     assert sorted(p.name for p in vault.iterdir()) == ["keys"] and not node.conf_dir.exists()
+    for args, folder in ((["--dry-run"], "bin"), (["--dry-run", "--uninstall"], "keys")):  # as the real run:
+        node.cni_bin = arena / "opt" / folder  # no plan made through the link (of what lies behind it)
+        done = node.install(*args, "--from", str(release(tmp_path, BUILD)), expect=1)
+        assert f"{arena / 'opt'} is a symbolic link" in done["error"] and not done["steps"], done
 
 
 def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path, arena, victim) -> None:

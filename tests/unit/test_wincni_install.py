@@ -473,5 +473,5 @@ def test_a_dry_run_says_what_taking_a_folder_over_would_do_and_changes_nothing(n
     assert {(s["action"], os.path.basename(s["path"])) for s in plan["steps"]} >= {
         ("takeover", "opt-cni-bin"), ("remove", "linked"), ("remove", "link")}
     takeover = next(s for s in plan["steps"] if s["action"] == "takeover")
-    assert takeover["detail"] == "is writable by every user: would be made admin-only"
+    assert takeover["detail"] == "is writable by others (mode 0777): would be made admin-only"  # as install says it
     assert sorted(p.name for p in node.cni_bin.iterdir()) == ["link", "linked"] and node.cni_bin.stat().st_mode & 0o002

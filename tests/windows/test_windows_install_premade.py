@@ -50,8 +50,15 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     for folder in (bin_dir.parent, bin_dir, net_d):
         os.chmod(folder, 0o777)  # Wine: Everyone may write
 
-    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--from", r"C:\premade-release.zip", "--cni-bin-dir", BIN,
-                     "--cni-conf-dir", NET_D, "--net-conf", NET_CONF, "-o", "json")
+    args = ("install", "--from", r"C:\premade-release.zip", "--cni-bin-dir", BIN, "--cni-conf-dir", NET_D,
+            "--net-conf", NET_CONF, "-o", "json")
+    proc = node.wine(r"C:\k\cni\wincni.exe", *args, "--dry-run")  # _winsec.walk's survey: says, changes nothing
+    assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
+    plan = {(s["action"], s["path"]) for s in json.loads(proc.stdout)["steps"]}
+    assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe")} <= plan, plan
+    assert os.stat(bin_dir).st_mode & 0o002 and (bin_dir / "hard.exe").exists()
+
+    proc = node.wine(r"C:\k\cni\wincni.exe", *args)
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     done = json.loads(proc.stdout)
     (node.root / "install-premade.json").write_text(json.dumps(done, indent=1))
