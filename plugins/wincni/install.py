@@ -351,7 +351,7 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
             if step.action == "restore":
                 disk.rename(step.source, step.path)
                 out.steps.append(step)
-            elif step.action == "remove" and os.path.dirname(step.path) == conf_dir:
+            elif step.action == "remove" and layout.in_folder(step.path, conf_dir):
                 disk.remove(step.path)
                 out.steps.append(step)
             elif step.action == "remove" and os.path.basename(step.path).startswith(layout.CONTENTS_PREFIX):

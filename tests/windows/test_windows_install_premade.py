@@ -80,8 +80,8 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     written = json.loads((bin_dir / ".wincni-install.json").read_text())
     assert written["moved"] == [] and [name for name, _ in written["contents"]] == [f"_wincni-{build}"]
 
-    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--uninstall", "--cni-bin-dir", BIN, "--cni-conf-dir", NET_D,
-                     "--net-conf", NET_CONF, "-o", "json")
+    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--uninstall", "--cni-bin-dir", BIN.lower(),  # one folder
+                     "--cni-conf-dir", NET_D.lower().replace("\\", "/"), "--net-conf", NET_CONF, "-o", "json")  # to Windows
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     assert sorted(p.name for p in bin_dir.iterdir()) == ["stray.exe"]
     assert not (net_d / "10-flannel.conflist").exists()
