@@ -22,6 +22,7 @@ Standard library and ctypes only (no pywin32), and nothing heavy on a plugin's s
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -222,6 +223,7 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
             if last == "claim":
                 if os.geteuid() == 0:
                     os.fchown(fd, 0, 0)
+                _drop_acls(fd)
                 st = os.fstat(fd)
                 os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
             if last in ("claim", "survey"):
@@ -234,6 +236,18 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     finally:
         os.close(fd)
     return claimed
+
+
+def _drop_acls(fd: int) -> None:
+    """Remove the POSIX ACLs of a folder taken over: its user may have set a default ACL that
+    would give them access to everything made in it later (chown and chmod leave it; the mask
+    chmod sets tames only the folder's own access ACL)."""
+    for name in ("system.posix_acl_default", "system.posix_acl_access"):
+        try:
+            os.removexattr(fd, name)
+        except OSError as exc:  # none there, or a file system without ACLs
+            if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
 
 
 def _open_component(parent: int, name: str, here: str, create: int | None, final: bool) -> int:

@@ -106,6 +106,53 @@ def test_a_planted_contents_folder_is_replaced_not_kept(prepared, tmp_path) -> N
     assert_admins_only(node.cni_bin, node.conf_dir)
 
 
+def _grant_self_by_default_acl(folder: Path) -> None:
+    """As the folder's owner: a default POSIX ACL giving the attacker rwx on whatever is made in it
+    (the one thing chown and chmod leave; Windows' counterpart, inheritable ACEs, a protected DACL drops)."""
+    import struct
+    undefined = 0xFFFFFFFF
+    entries = [(0x01, 7, undefined), (0x02, 7, NOBODY), (0x04, 5, undefined), (0x10, 7, undefined), (0x20, 5, undefined)]
+    os.setxattr(folder, "system.posix_acl_default",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
+
+
+def _change(paths: list[Path]) -> None:
+    """As the attacker: fail (exit 1) if any of ``paths`` can be written (a folder: added to)."""
+    for path in paths:
+        try:
+            if path.is_dir():
+                (path / "planted").write_text("x")
+            else:
+                with open(path, "a") as f:
+                    f.write("payload")
+        except OSError:
+            continue
+        raise AssertionError(f"wrote {path}")
+
+
+@pytest.mark.parametrize("remade", [False, True], ids=["bin-dir-kept", "bin-dir-made-in-the-users-folder"])
+def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(prepared, tmp_path, remade) -> None:
+    """The takeover chowned and chmodded the folders but left their default ACLs: the contents
+    folder install then copied in (files 0666, folders 0777 before the mask) was the attacker's to
+    change, and so was a bin dir install made inside the user's folder (it inherits the ACL)."""
+    node = prepared
+    try:
+        as_nobody(_grant_self_by_default_acl, node.cni_bin.parent)
+        as_nobody(_grant_self_by_default_acl, node.cni_bin)
+    except AssertionError:
+        pytest.skip("this file system keeps no POSIX ACLs")
+    if remade:
+        node.cni_bin.rmdir()
+    node.install("--from", str(release(tmp_path, BUILD)))
+    laid = [node.cni_bin, *node.cni_bin.rglob("*")]
+    assert len(laid) > 8
+    try:
+        as_nobody(_change, laid)
+    except AssertionError:
+        pytest.fail("the user could write in (or add to) what install laid")
+    assert_admins_only(node.cni_bin, node.conf_dir)
+
+
 def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_path) -> None:
     node = prepared
     as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
