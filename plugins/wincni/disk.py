@@ -145,19 +145,25 @@ class Disk:
         return h.hexdigest()
 
     def copy_file(self, src: str, dst: str) -> None:
-        """``dst`` created new (never through what was there), with ``src``'s bytes and mode."""
+        """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
+        any write bit for group and others (a release folder others may write is no reason)."""
         from libhns.safefs import open_new
-        mode = stat.S_IMODE(os.stat(src).st_mode)
+        mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
         with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
             shutil.copyfileobj(f_src, f_dst)
             if hasattr(os, "fchmod"):  # POSIX: the umask may have taken the execute bits
                 os.fchmod(f_dst.fileno(), mode)
 
     def copy_tree(self, src: str, dst: str) -> None:
-        # copyfile, not copytree's default copy2: on Windows copy2 calls CopyFile2, which adds
-        # nothing here (metadata) and which Wine lacks (the Windows test lane). ``dst`` is made
-        # new (copytree refuses an existing one), so nobody else put anything in it.
-        shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
+        """``dst`` made new (an existing one is an error), so nobody else put anything in it, with
+        ``src``'s files and folders (links in the release followed), made under a umask taking
+        write from others whatever ours was (0 in some containers), and never opened up after:
+        not ``shutil.copytree``, which copies each folder's mode once it is filled."""
+        old = os.umask(0o022)
+        try:
+            _copy_tree(src, dst)
+        finally:
+            os.umask(old)
 
     def replace(self, src: str, dst: str) -> None:
         os.replace(src, dst)
@@ -189,6 +195,15 @@ class Disk:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    # copyfile, not copy2: on Windows copy2 calls CopyFile2, which adds nothing here (metadata)
+    # and which Wine lacks (the Windows test lane).
+    os.mkdir(dst)
+    with os.scandir(src) as entries:
+        for e in entries:
+            (_copy_tree if e.is_dir() else shutil.copyfile)(e.path, os.path.join(dst, e.name))
 
 
 def _open_plain(path: str) -> int | None:
