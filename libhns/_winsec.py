@@ -235,11 +235,11 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             sa = desc.attributes() if desc else None
             handle = _CreateFileW(path, access, _SHARE_ALL, ctypes.byref(sa) if sa else None, disposition,
                                   flags | _FLAG_OPEN_REPARSE_POINT, None)
+            err = ctypes.get_last_error()  # before LocalFree, another call through kernel32, may touch it
         finally:
             if desc:
                 desc.close()
         if handle == _INVALID or handle is None:
-            err = ctypes.get_last_error()
             raise OSError(0, f"cannot open {path}: {ctypes.FormatError(err)}", path, err)
         return handle
 
@@ -259,24 +259,31 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         user owns refused or (``last == "claim"``) given to Administrators with ``sddl``; the
         final folder others may write repaired ("repair", "claim") or refused. Folders on the way
         are judged by their owner alone (an administrator's folder under C:\\ inherits "modify"
-        for Authenticated Users), except that "claim" takes over one others may write too; the
-        drive's root, where every user may add folders, is never judged."""
+        for Authenticated Users), except that "claim" takes over one others may write too
+        ("survey": says why the final one would be, changing nothing); the drive's root, where
+        every user may add folders, is never judged."""
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
         here, claimed = drive + "\\", None
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
             final = i == len(parts) - 1
-            if create and _make_dir(here, sddl):
-                continue
-            why = _component_problem(here, final or last == "claim")
+            try:  # the common case first: it exists (a failed CreateDirectoryW per component is dear)
+                why, seen = _component_problem(here, final or last in ("claim", "survey"))
+            except FileNotFoundError:
+                if not create:
+                    raise
+                if _make_dir(here, sddl):
+                    continue
+                why, seen = _component_problem(here, final or last in ("claim", "survey"))  # made meanwhile
             if why is None:
                 continue
             if last == "claim":
-                _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL)
+                _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL, seen)
+            if last in ("claim", "survey"):
                 claimed = why if final else claimed
             elif final and last == "repair" and why.startswith("is writable"):
-                _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL)
+                _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL, seen)
             elif why.startswith("is writable"):
                 raise UnsafePath(here, why, "what is in it cannot be trusted: give it an admin-only ACL "
                                  f"(icacls {here} /inheritance:r /grant:r SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F)")
@@ -290,13 +297,15 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         try:
             sa = desc.attributes()
             created = _CreateDirectoryW(path, ctypes.byref(sa))
+            err = ctypes.get_last_error()  # before LocalFree, another call through kernel32, may touch it
         finally:
             desc.close()
-        if not created and ctypes.get_last_error() != _ERROR_ALREADY_EXISTS:
-            _check(False, f"CreateDirectory {path}")
+        if not created and err != _ERROR_ALREADY_EXISTS:
+            raise OSError(0, f"CreateDirectory {path}: {ctypes.FormatError(err)}", path, err)
         return bool(created)
 
-    def _component_problem(path: str, final: bool) -> str | None:
+    def _component_problem(path: str, final: bool) -> tuple[str | None, tuple[int, int, int]]:
+        """Why the folder ``path`` cannot be trusted (or None), and which file it is (``_identity``)."""
         try:
             handle = _open_handle(path, _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
         except OSError as exc:
@@ -304,19 +313,23 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 raise FileNotFoundError(2, f"{path} does not exist", path) from None
             raise
         try:
-            attrs = _info(handle).dwFileAttributes
-            if attrs & _ATTR_REPARSE_POINT:
-                raise UnsafePath(path, "is a reparse point (a junction or symbolic link)")
-            if not attrs & _ATTR_DIRECTORY:
+            info = _info(handle)
+            if info.dwFileAttributes & _ATTR_REPARSE_POINT:
+                raise UnsafePath(path, "is a reparse point (a junction or symbolic link)", UnsafePath.LINK_FIX)
+            if not info.dwFileAttributes & _ATTR_DIRECTORY:
                 raise UnsafePath(path, "is not a folder")
-            found = _handle_sddl(handle)
+            found, seen = _handle_sddl(handle), _identity(info)
         finally:
             _CloseHandle(handle)
         owner = _owner(found)
         if owner and not _known(owner, _trusted()):
-            return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user"
+            return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user", seen
         others = sddl_writers(found, _trusted()) if final else []
-        return f"is writable by {names(others)}" if others else None
+        return (f"is writable by {names(others)}" if others else None), seen
+
+    def _identity(info: _FileInfo) -> tuple[int, int, int]:
+        """Volume serial and file index: the same file whatever name reaches it."""
+        return info.dwVolumeSerialNumber, info.nFileIndexHigh, info.nFileIndexLow
 
     def entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None, bool]:
         """``safefs._posix_entry_problem`` on Windows; a kept entry inherits only its folder's DACL."""
@@ -360,7 +373,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     def fresh_dir(path: str, sddl: str) -> None:
         if not _make_dir(path, sddl):
             raise FileExistsError(17, f"{path} exists", path)
-        why = _component_problem(path, True)
+        why, _ = _component_problem(path, True)
         if why:
             raise UnsafePath(path, why)
 
@@ -392,13 +405,19 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             _CloseHandle(handle)
             raise
 
-    def _apply(path: str, sddl: str, what: int) -> bool:
-        """Set the owner and DACL of ``sddl`` on ``path``; False (nothing done) for a reparse point."""
+    def _apply(path: str, sddl: str, what: int, seen: tuple[int, int, int] | None = None) -> bool:
+        """Set the owner and DACL of ``sddl`` on ``path``; False (nothing done) for a reparse point.
+        ``seen``: the file a check found at ``path`` (``_identity``), which this must still be:
+        UnsafePath when a link or another folder was put in its place in between."""
         handle = _open_handle(path, _READ_CONTROL | _WRITE_DAC | _WRITE_OWNER, _OPEN_EXISTING,
                               _FLAG_BACKUP_SEMANTICS, None)
         desc = _Descriptor(sddl)
         try:
-            if _info(handle).dwFileAttributes & _ATTR_REPARSE_POINT:
+            info = _info(handle)
+            if seen is not None and _identity(info) != seen:
+                raise UnsafePath(path, "was replaced while it was being checked (a junction or another folder put "
+                                 "in its place)", "nothing was done through it: check who can write its parent")
+            if info.dwFileAttributes & _ATTR_REPARSE_POINT:
                 return False
             owner, defaulted = _PVOID(), wintypes.BOOL()
             _check(_GetSDOwner(desc.ptr, ctypes.byref(owner), ctypes.byref(defaulted)), "GetSecurityDescriptorOwner")
@@ -409,6 +428,22 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         finally:
             desc.close()
             _CloseHandle(handle)
+
+    def seize_tree(path: str, sddl: str) -> None:
+        """Owner Administrators and ``sddl`` (protected) on the folder ``path`` and every folder
+        below, each parent before its children, so an entry is listed only once nobody else
+        can add or rename one beside it; a reparse point is left as it is, never entered."""
+        pending = [path]
+        while pending:
+            folder = pending.pop()
+            try:
+                if not _apply(folder, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL):
+                    continue
+            except FileNotFoundError:  # its owner deleted it: nothing to take
+                continue
+            with os.scandir(folder) as entries:
+                pending += [e.path for e in entries if e.is_dir(follow_symlinks=False) and
+                            not e.stat(follow_symlinks=False).st_file_attributes & _ATTR_REPARSE_POINT]
 
     def writers(path: str) -> str | None:
         handle = _open_handle(path, _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)

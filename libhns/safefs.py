@@ -22,6 +22,7 @@ Standard library and ctypes only (no pywin32), and nothing heavy on a plugin's s
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -74,6 +75,20 @@ def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[str | None
     return why, _entries(path, why is not None, repair=True)
 
 
+def survey_dir(path: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """What ``claim_dir`` would return, changing nothing (``wincni install --dry-run``): the
+    same walk, so a link on the way is refused as the real run refuses it, never followed to
+    list what lies behind it. (None, []) when a folder of the path does not exist yet."""
+    try:
+        if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+            why = _win.walk(path, None, create=False, last="survey")
+        else:
+            why = _walk_posix(path, None, "survey")
+    except FileNotFoundError:
+        return None, []
+    return why, foreign_entries(path, why is not None)
+
+
 def foreign_entries(path: str, suspicious: bool) -> list[tuple[str, str]]:
     """(path, why) for each entry under the admin-only folder ``path`` that an administrator did
     not lay: owned by anyone else, and when ``suspicious`` (a folder just taken over) also a link,
@@ -113,6 +128,19 @@ def fresh_dir(path: str) -> None:
         return
     os.mkdir(path, 0o700)
     _check_posix_dir(path, repair=False)
+
+
+def purge(path: str) -> None:
+    """Delete the folder ``path`` (already renamed aside) and all in it, which another user may
+    own. POSIX ``shutil.rmtree`` works on descriptors and never follows a link swapped in; on
+    Windows it lists a folder, then enters each subfolder by path, so a user could swap one for
+    a junction in between and make SYSTEM delete elsewhere: every folder below is first taken
+    over top down (owner Administrators, admin-only DACL; each opened itself, a reparse point
+    never entered), after which nobody else can add or swap an entry anywhere in the tree."""
+    import shutil
+    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+        _win.seize_tree(path, ADMIN_ONLY)
+    shutil.rmtree(path)
 
 
 def open_append(path: str) -> int:
@@ -177,7 +205,8 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     by others unless sticky (``/tmp``). ``create``: make missing ones with that mode. ``last``
     says what an untrusted final folder gets: "refuse", "repair" (ours but writable by others:
     take it back) or "claim" (make it root's, no write for others; every component on the way
-    likewise); "claim" returns why it was needed. UnsafePath names the component at fault."""
+    likewise); "claim" returns why it was needed, "survey" why it would be, changing nothing.
+    UnsafePath names the component at fault."""
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
     fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     here, claimed = "/", None
@@ -194,8 +223,10 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
             if last == "claim":
                 if os.geteuid() == 0:
                     os.fchown(fd, 0, 0)
+                _drop_acls(fd)
                 st = os.fstat(fd)
                 os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
+            if last in ("claim", "survey"):
                 claimed = why if final else claimed
             elif final and last == "repair" and why.startswith("is writable"):
                 os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
@@ -205,6 +236,18 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
     finally:
         os.close(fd)
     return claimed
+
+
+def _drop_acls(fd: int) -> None:
+    """Remove the POSIX ACLs of a folder taken over: its user may have set a default ACL that
+    would give them access to everything made in it later (chown and chmod leave it; the mask
+    chmod sets tames only the folder's own access ACL)."""
+    for name in ("system.posix_acl_default", "system.posix_acl_access"):
+        try:
+            os.removexattr(fd, name)
+        except OSError as exc:  # none there, or a file system without ACLs
+            if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
 
 
 def _open_component(parent: int, name: str, here: str, create: int | None, final: bool) -> int:
@@ -221,7 +264,7 @@ def _open_component(parent: int, name: str, here: str, create: int | None, final
         return _open_component(parent, name, here, None, final)
     except OSError as exc:  # ELOOP / ENOTDIR: a link is refused, so is a file where the folder should be
         if stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
-            raise UnsafePath(here, "is a symbolic link") from None
+            raise UnsafePath(here, "is a symbolic link", UnsafePath.LINK_FIX) from None
         if final:
             raise UnsafePath(here, "is not a directory") from None
         exc.filename = here

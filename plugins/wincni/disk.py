@@ -46,6 +46,15 @@ class Disk:
         except FileNotFoundError:
             return None
 
+    def read_entry(self, path: str, cap: int) -> bytes | None:
+        """At most ``cap`` bytes of the file ``path`` in a CNI folder; None when absent, a link
+        (never followed: in a dry run the folder may still be a user's) or not a regular file."""
+        fd = _open_plain(path)
+        if fd is None:
+            return None
+        with open(fd, "rb") as f:
+            return f.read(cap) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
     def read_trusted(self, path: str, cap: int) -> bytes:
         """At most ``cap`` bytes of an administrator's own regular file, opened without following
         a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
@@ -75,19 +84,13 @@ class Disk:
         return claim_dir(path)
 
     def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
-        """What ``claim`` would say, changing nothing (a dry run)."""
-        from libhns.safefs import foreign_entries, writable_by_others
-        if not os.path.isdir(path) or os.path.islink(path):
-            return None, []
-        who = writable_by_others(path)
-        if who is None:
-            return None, foreign_entries(path, suspicious=False)
-        why = f"is {who}" if who.startswith("a ") else f"is writable by {who}"
-        return why, foreign_entries(path, suspicious=True)
+        """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``)."""
+        from libhns.safefs import survey_dir
+        return survey_dir(path)
 
     def discard(self, path: str) -> None:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
-        to a fresh name beside it first (its owner can no longer swap it) and deleted from there."""
+        to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
         st = os.lstat(path)
         if getattr(st, "st_file_attributes", 0) & 0x400:  # Windows: a junction or symbolic link itself
             (os.rmdir if st.st_file_attributes & 0x10 else os.unlink)(path)  # folder- or file-like
@@ -97,7 +100,13 @@ class Disk:
             return
         trash = self.fresh_name(path + ".wincni-trash")  # layout.DISCARDED: a later install's cleanup finishes it
         os.rename(path, trash)
-        shutil.rmtree(trash)
+        self.purge(trash)
+
+    def purge(self, path: str) -> None:
+        """Delete the folder ``path`` another user may own, never through a link or junction
+        swapped in while it is deleted (``safefs.purge``)."""
+        from libhns.safefs import purge
+        purge(path)
 
     def fresh_name(self, base: str) -> str:
         """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""
@@ -123,31 +132,38 @@ class Disk:
                 entries = sorted(it, key=lambda e: e.name)
             for e in entries:
                 name = os.path.join(rel, e.name)
-                if e.is_symlink() or getattr(e, "is_junction", bool)():  # is_junction: 3.12+
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode) or getattr(st, "st_file_attributes", 0) & 0x400:  # a junction too
                     h.update(b"L" + name.encode("utf-8", "surrogateescape") + b"\0")
-                elif e.is_dir(follow_symlinks=False):
+                elif stat.S_ISDIR(st.st_mode):
                     h.update(b"D" + name.encode("utf-8", "surrogateescape") + b"\0")
                     pending.append(name)
                 else:
-                    h.update(b"F" + name.encode("utf-8", "surrogateescape") + b"\0")
-                    with open(os.path.join(path, name), "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
+                    content = _file_digest(os.path.join(path, name))
+                    h.update((b"F" if content else b"S") + name.encode("utf-8", "surrogateescape") + b"\0")
+                    h.update(content)
         return h.hexdigest()
 
     def copy_file(self, src: str, dst: str) -> None:
-        """``dst`` created new (never through what was there), with ``src``'s bytes and mode."""
+        """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
+        any write bit for group and others (a release folder others may write is no reason)."""
         from libhns.safefs import open_new
-        mode = stat.S_IMODE(os.stat(src).st_mode)
+        mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
         with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
             shutil.copyfileobj(f_src, f_dst)
             if hasattr(os, "fchmod"):  # POSIX: the umask may have taken the execute bits
                 os.fchmod(f_dst.fileno(), mode)
 
     def copy_tree(self, src: str, dst: str) -> None:
-        # copyfile, not copytree's default copy2: on Windows copy2 calls CopyFile2, which adds
-        # nothing here (metadata) and which Wine lacks (the Windows test lane). ``dst`` is made
-        # new (copytree refuses an existing one), so nobody else put anything in it.
-        shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
+        """``dst`` made new (an existing one is an error), so nobody else put anything in it, with
+        ``src``'s files and folders (links in the release followed), made under a umask taking
+        write from others whatever ours was (0 in some containers), and never opened up after:
+        not ``shutil.copytree``, which copies each folder's mode once it is filled."""
+        old = os.umask(0o022)
+        try:
+            _copy_tree(src, dst)
+        finally:
+            os.umask(old)
 
     def replace(self, src: str, dst: str) -> None:
         os.replace(src, dst)
@@ -179,3 +195,44 @@ class Disk:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    # copyfile, not copy2: on Windows copy2 calls CopyFile2, which adds nothing here (metadata)
+    # and which Wine lacks (the Windows test lane).
+    os.mkdir(dst)
+    with os.scandir(src) as entries:
+        for e in entries:
+            (_copy_tree if e.is_dir() else shutil.copyfile)(e.path, os.path.join(dst, e.name))
+
+
+def _open_plain(path: str) -> int | None:
+    """A read descriptor on ``path`` opened without following a final link and without waiting
+    (``O_NONBLOCK``: a FIFO a user planted never hangs us); None when absent or a link (Windows:
+    a reparse point, judged by ``lstat`` as os.open has no no-follow flag there)."""
+    try:
+        if os.name == "nt" and os.lstat(path).st_file_attributes & 0x400:
+            return None
+        return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) |
+                       getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:
+        if os.path.islink(path):
+            return None
+        raise
+
+
+def _file_digest(path: str) -> bytes:
+    """sha256 of the regular file ``path``, read in chunks; b"" for anything else (a FIFO, a
+    device, a link put there since the folder was listed), never followed nor waited on."""
+    try:
+        fd = _open_plain(path)
+    except OSError:
+        return b""
+    if fd is None:
+        return b""
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return hashlib.file_digest(f, "sha256").digest()

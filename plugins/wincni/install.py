@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Callable, TextIO
 
 from libhns.errors import UnsafePath
 
@@ -113,7 +113,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> 
     fallback = defaults(platform)
     found = CniDirs(fallback["bin_dir"], fallback["conf_dir"])
     if not (args.cni_bin_dir and args.cni_conf_dir):
-        raw = _read(disk, args.containerd_config, MAX_CONFIG)
+        raw = _read(disk.read, args.containerd_config, MAX_CONFIG)
         if raw is not None:
             try:
                 found = parse(raw, args.containerd_config, fallback)
@@ -143,7 +143,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
                 out.steps += cleanup(bin_dir, bundle.build, disk)
             _folder(conf_dir, disk, out, args.dry_run, quarantine=True)
             conf_files, _ = disk.listdir(conf_dir)
-            existing = _read(disk, out.conf_path, MAX_CONF)
+            existing = _read(disk.read_entry, out.conf_path, MAX_CONF)
             conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
             if existing != rendered:
                 out.diff = "".join(difflib.unified_diff(
@@ -188,7 +188,7 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, dis
             raise InstallError(f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
                                "(the kube-flannel-cfg ConfigMap's net-conf.json)")
         netconf.check(backend, backend.network_name)
-        template = _read(disk, args.template, render.MAX_TEMPLATE + 1) if args.template else None
+        template = _read(disk.read, args.template, render.MAX_TEMPLATE + 1) if args.template else None
         if args.template and template is None:
             raise InstallError(f"--template {args.template} does not exist")
         uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template)
@@ -320,7 +320,7 @@ def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> li
                    "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
     for name in disk.listdir(bin_dir)[1]:  # what an interrupted Disk.discard left
         if layout.DISCARDED in name:
-            _quietly(disk.rmtree, os.path.join(bin_dir, name))
+            _quietly(disk.purge, os.path.join(bin_dir, name))
     for name in layout.stale_contents(disk.listdir(bin_dir)[1], parked, current):
         path = os.path.join(bin_dir, name)
         try:
@@ -381,7 +381,7 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
             if step.action == "restore":
                 disk.rename(step.source, step.path)
                 out.steps.append(step)
-            elif step.action == "remove" and os.path.dirname(step.path) == conf_dir:
+            elif step.action == "remove" and layout.in_folder(step.path, conf_dir):
                 disk.remove(step.path)
                 out.steps.append(step)
             elif step.action == "remove" and os.path.basename(step.path).startswith(layout.CONTENTS_PREFIX):
@@ -402,7 +402,7 @@ def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
     """What the manifest says install laid: its config unless changed since, the configs it
     moved aside, its launchers."""
     plan = []
-    conf = _read(disk, manifest.conf, MAX_CONF) if manifest.conf else None
+    conf = _read(disk.read_entry, manifest.conf, MAX_CONF) if manifest.conf else None
     if conf is not None:
         ours = hashlib.sha256(conf).hexdigest() == manifest.conf_digest
         plan.append(Step("remove" if ours else "keep", manifest.conf,
@@ -421,7 +421,7 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
     plan = []
     conf = os.path.join(conf_dir, args.conf_name)
     try:
-        if _read(disk, conf, MAX_CONF) == _render(args, platform, cwd, out, disk):
+        if _read(disk.read_entry, conf, MAX_CONF) == _render(args, platform, cwd, out, disk):
             plan.append(Step("remove", conf, detail="the config this install renders"))
     except InstallError as exc:
         out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
@@ -440,10 +440,11 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
 
 # ---------------------------------------------------------------------------- inputs
 
-def _read(disk: Disk, path: str, cap: int) -> bytes | None:
-    """The file's bytes; InstallError when it is over ``cap`` (never cut short) or unreadable."""
+def _read(read: Callable[[str, int], bytes | None], path: str, cap: int) -> bytes | None:
+    """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap``
+    (never cut short) or unreadable."""
     try:
-        raw = disk.read(path, cap + 1)
+        raw = read(path, cap + 1)
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
     if raw is not None and len(raw) > cap:
@@ -515,7 +516,7 @@ def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tu
             kubelet.check_domain(args.cluster_domain, "--cluster-domain")
         found = kubelet.ClusterDns((), "")
         if not (args.cluster_dns and args.cluster_domain):
-            raw = _read(disk, args.kubelet_config, kubelet.MAX_BYTES + 1)
+            raw = _read(disk.read, args.kubelet_config, kubelet.MAX_BYTES + 1)
             if raw is not None and len(raw) > kubelet.MAX_BYTES:
                 raise kubelet.KubeletConfigError(f"{args.kubelet_config} is over {kubelet.MAX_BYTES >> 20} MiB: "
                                                  "not a kubelet config")

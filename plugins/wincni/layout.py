@@ -75,7 +75,7 @@ class Manifest:
         moved config's new name its old one plus ``DISABLED``, every contents folder a build's."""
         paths = ([self.conf] if self.conf else []) + [p for pair in self.moved for p in pair]
         for path in paths:
-            if os.path.dirname(path) != conf_dir or not _plain(os.path.basename(path)):
+            if not in_folder(path, conf_dir) or not _plain(os.path.basename(path)):
                 return f"{path!r} is not a file name in {conf_dir}"
         for original, disabled in self.moved:
             if disabled != original + DISABLED:
@@ -211,6 +211,12 @@ def plan_conf(conf_dir: str, present: Iterable[str], ours: str, rendered: bytes,
             steps.append(Step("disable", j(conf_dir, name), detail=f"sorts before {ours}: containerd would load it "
                               f"instead; moved to {name}{DISABLED}"))
     return steps
+
+
+def in_folder(path: str, folder: str) -> bool:
+    """``path`` is a name directly in ``folder``, as the file system compares names (Windows:
+    ``C:\\etc`` and ``c:/etc`` are one folder, so an install run with either spelling is the same)."""
+    return os.path.normcase(os.path.dirname(path)) == os.path.normcase(folder)
 
 
 def _is_build(name: str) -> bool:

@@ -106,6 +106,53 @@ def test_a_planted_contents_folder_is_replaced_not_kept(prepared, tmp_path) -> N
     assert_admins_only(node.cni_bin, node.conf_dir)
 
 
+def _grant_self_by_default_acl(folder: Path) -> None:
+    """As the folder's owner: a default POSIX ACL giving the attacker rwx on whatever is made in it
+    (the one thing chown and chmod leave; Windows' counterpart, inheritable ACEs, a protected DACL drops)."""
+    import struct
+    undefined = 0xFFFFFFFF
+    entries = [(0x01, 7, undefined), (0x02, 7, NOBODY), (0x04, 5, undefined), (0x10, 7, undefined), (0x20, 5, undefined)]
+    os.setxattr(folder, "system.posix_acl_default",
+                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
+
+
+def _change(paths: list[Path]) -> None:
+    """As the attacker: fail (exit 1) if any of ``paths`` can be written (a folder: added to)."""
+    for path in paths:
+        try:
+            if path.is_dir():
+                (path / "planted").write_text("x")
+            else:
+                with open(path, "a") as f:
+                    f.write("payload")
+        except OSError:
+            continue
+        raise AssertionError(f"wrote {path}")
+
+
+@pytest.mark.parametrize("remade", [False, True], ids=["bin-dir-kept", "bin-dir-made-in-the-users-folder"])
+def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(prepared, tmp_path, remade) -> None:
+    """The takeover chowned and chmodded the folders but left their default ACLs: the contents
+    folder install then copied in (files 0666, folders 0777 before the mask) was the attacker's to
+    change, and so was a bin dir install made inside the user's folder (it inherits the ACL)."""
+    node = prepared
+    try:
+        as_nobody(_grant_self_by_default_acl, node.cni_bin.parent)
+        as_nobody(_grant_self_by_default_acl, node.cni_bin)
+    except AssertionError:
+        pytest.skip("this file system keeps no POSIX ACLs")
+    if remade:
+        node.cni_bin.rmdir()
+    node.install("--from", str(release(tmp_path, BUILD)))
+    laid = [node.cni_bin, *node.cni_bin.rglob("*")]
+    assert len(laid) > 8
+    try:
+        as_nobody(_change, laid)
+    except AssertionError:
+        pytest.fail("the user could write in (or add to) what install laid")
+    assert_admins_only(node.cni_bin, node.conf_dir)
+
+
 def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_path) -> None:
     node = prepared
     as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
@@ -148,6 +195,25 @@ def test_a_link_higher_up_the_bin_dir_is_refused_and_nothing_is_laid(tmp_path, a
     done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
     assert f"{arena / 'opt'} is a symbolic link" in done["error"]
     assert sorted(p.name for p in vault.iterdir()) == ["keys"] and not node.conf_dir.exists()
+    for args, folder in ((["--dry-run"], "bin"), (["--dry-run", "--uninstall"], "keys")):  # as the real run:
+        node.cni_bin = arena / "opt" / folder  # no plan made through the link (of what lies behind it)
+        done = node.install(*args, "--from", str(release(tmp_path, BUILD)), expect=1)
+        assert f"{arena / 'opt'} is a symbolic link" in done["error"] and not done["steps"], done
+
+
+def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path, arena, victim) -> None:
+    """A dry run takes nothing over, so the config's name may still be the user's link (to a
+    root-only file, whose lines the diff printed) or FIFO (install hung in open()): neither is
+    read; the plan says it would be quarantined and the diff is against nothing."""
+    node = prepared
+    as_nobody(_symlink, victim, node.conf_dir / "10-flannel.conflist")
+    table = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)), output="table")
+    assert "secret" not in table and f"QUARANTINE {node.conf_dir / '10-flannel.conflist'}" in table
+    assert "--- /dev/null" in table
+    os.unlink(node.conf_dir / "10-flannel.conflist")
+    as_nobody(os.mkfifo, node.conf_dir / "10-flannel.conflist")
+    done = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)))
+    assert done["diff"].startswith("--- /dev/null") and victim.read_text() == "secret\n"
 
 
 # ---------------------------------------------------------------- finding 5: stores

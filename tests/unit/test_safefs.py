@@ -124,6 +124,7 @@ def test_every_folder_on_the_way_is_opened_without_following_a_link(tmp_path):
         with pytest.raises(safefs.UnsafePath, match="symbolic link") as caught:
             fn(str(tmp_path / "link" / "store" / "net"))
         assert caught.value.path == str(tmp_path / "link")
+        assert "name the folder it points to instead" in caught.value.fix  # an admin's /opt/cni/bin -> /usr/lib/cni
     assert sorted(os.listdir(tmp_path / "real" / "store")) == []
 
 

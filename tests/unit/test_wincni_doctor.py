@@ -120,6 +120,26 @@ def test_plugins_fails_a_contents_folder_the_manifest_does_not_vouch_for(bridge:
     assert (bridge.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").read_text() == "python of 0.1.0-aaa-1"
 
 
+def test_plugins_never_waits_on_a_fifo_in_a_contents_folder(bridge: Node, tmp_path: Path) -> None:
+    """The digest opens without waiting and without following: a FIFO (or a link swapped in) in
+    a ``_wincni-*`` folder of a bin dir others may write is a mismatch, not a doctor hung in open()."""
+    import os
+    import threading
+    import time
+    bridge.cni_bin, bridge.conf_dir = bridge.bin, bridge.conf_dir
+    bridge.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    fifo = bridge.bin / "_wincni-0.1.0-aaa-1" / "plugins" / "pipe"
+    os.mkfifo(fifo)
+    unblock = threading.Timer(10, lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
+    unblock.start()  # the old digest's open() returns only once a writer comes
+    try:
+        started = time.monotonic()
+        failed(bridge.doctor(), "plugins", "_wincni-0.1.0-aaa-1 is not the contents folder install laid")
+        assert time.monotonic() - started < 5
+    finally:
+        unblock.cancel()
+
+
 def _run_install_fix(node: Node, tmp_path: Path, fix: str) -> None:
     """The fix line as printed, the release put where it says <the release zip>."""
     import shlex

@@ -438,6 +438,25 @@ def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node:
         assert path.stat().st_mode & 0o022 == 0, (path, oct(path.stat().st_mode))
 
 
+def test_nothing_install_lays_is_writable_by_others_whatever_the_umask_and_the_releases_modes(
+        node: Node, tmp_path: Path) -> None:
+    """Run with umask 0 (as some containers start) from a release folder others may write: the
+    contents folder copied in was 0777/0666, its launchers kept their 0777, so any local user
+    could change what then runs as root."""
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    for path in [rel, *rel.rglob("*")]:
+        path.chmod(0o777)
+    old = os.umask(0)
+    try:
+        node.install("--from", str(rel))
+    finally:
+        os.umask(old)
+    laid = [node.cni_bin, *node.cni_bin.rglob("*"), node.conf_dir, *node.conf_dir.iterdir()]
+    assert len(laid) > 10
+    assert [(str(p), oct(p.stat().st_mode)) for p in laid if p.stat().st_mode & 0o022] == []
+    assert os.access(node.cni_bin / "flannel", os.X_OK)
+
+
 def test_a_contents_folder_is_kept_only_with_the_digest_the_manifest_names(node: Node, tmp_path: Path) -> None:
     rel = release(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
@@ -473,5 +492,5 @@ def test_a_dry_run_says_what_taking_a_folder_over_would_do_and_changes_nothing(n
     assert {(s["action"], os.path.basename(s["path"])) for s in plan["steps"]} >= {
         ("takeover", "opt-cni-bin"), ("remove", "linked"), ("remove", "link")}
     takeover = next(s for s in plan["steps"] if s["action"] == "takeover")
-    assert takeover["detail"] == "is writable by every user: would be made admin-only"
+    assert takeover["detail"] == "is writable by others (mode 0777): would be made admin-only"  # as install says it
     assert sorted(p.name for p in node.cni_bin.iterdir()) == ["link", "linked"] and node.cni_bin.stat().st_mode & 0o002

@@ -50,8 +50,15 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     for folder in (bin_dir.parent, bin_dir, net_d):
         os.chmod(folder, 0o777)  # Wine: Everyone may write
 
-    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--from", r"C:\premade-release.zip", "--cni-bin-dir", BIN,
-                     "--cni-conf-dir", NET_D, "--net-conf", NET_CONF, "-o", "json")
+    args = ("install", "--from", r"C:\premade-release.zip", "--cni-bin-dir", BIN, "--cni-conf-dir", NET_D,
+            "--net-conf", NET_CONF, "-o", "json")
+    proc = node.wine(r"C:\k\cni\wincni.exe", *args, "--dry-run")  # _winsec.walk's survey: says, changes nothing
+    assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
+    plan = {(s["action"], s["path"]) for s in json.loads(proc.stdout)["steps"]}
+    assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe")} <= plan, plan
+    assert os.stat(bin_dir).st_mode & 0o002 and (bin_dir / "hard.exe").exists()
+
+    proc = node.wine(r"C:\k\cni\wincni.exe", *args)
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     done = json.loads(proc.stdout)
     (node.root / "install-premade.json").write_text(json.dumps(done, indent=1))
@@ -73,8 +80,8 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     written = json.loads((bin_dir / ".wincni-install.json").read_text())
     assert written["moved"] == [] and [name for name, _ in written["contents"]] == [f"_wincni-{build}"]
 
-    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--uninstall", "--cni-bin-dir", BIN, "--cni-conf-dir", NET_D,
-                     "--net-conf", NET_CONF, "-o", "json")
+    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--uninstall", "--cni-bin-dir", BIN.lower(),  # one folder
+                     "--cni-conf-dir", NET_D.lower().replace("\\", "/"), "--net-conf", NET_CONF, "-o", "json")  # to Windows
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     assert sorted(p.name for p in bin_dir.iterdir()) == ["stray.exe"]
     assert not (net_d / "10-flannel.conflist").exists()

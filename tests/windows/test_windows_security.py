@@ -8,8 +8,9 @@ GetSecurityInfo / SetSecurityInfo, ConvertSecurityDescriptorToStringSecurityDesc
 OpenProcessToken, LockFileEx with LOCKFILE_FAIL_IMMEDIATELY.
 
 ``wincni install``'s side: ``claim_dir`` (owner Administrators and the protected install DACL
-on a folder others may write, what in it no administrator laid listed) and ``open_new``
-(CREATE_NEW with FILE_FLAG_OPEN_REPARSE_POINT refusing a name that exists, a link included).
+on a folder others may write, what in it no administrator laid listed), ``open_new``
+(CREATE_NEW with FILE_FLAG_OPEN_REPARSE_POINT refusing a name that exists, a link included) and
+``purge`` (a tree others may write taken over folder by folder, then deleted).
 
 What Wine 8 does not honour, so these cases cannot show it: it keeps no real DACLs (a descriptor
 given at creation, or set later, is reduced to the Unix mode bits: Administrators reads back as the
@@ -89,6 +90,12 @@ elif step == "claim":  # the test gave the folder itself "other" write access an
             out["new_" + name] = "exists"
     os.close(safefs.open_new(base + "\\fresh.tmp"))
     out["fresh"] = sddl(base + "\\fresh.tmp", False)
+elif step == "purge":  # a user's tree (others may write every folder of it) deleted as a discarded entry is
+    tree = base + "\\tree"
+    ws.seize_tree(tree, safefs.ADMIN_ONLY)  # each folder taken over before it is listed
+    out["writers"] = [safefs.writable_by_others(p) for p in (tree, tree + "\\a", tree + "\\a\\b")]
+    safefs.purge(tree)
+    out["gone"] = not os.path.lexists(tree)
 print(json.dumps(out))
 """
 
@@ -133,6 +140,14 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
         ("wincni.log", "a file with 2 hard links"), ("hard.log", "a file with 2 hard links")}, foreign
     assert third["new_wincni.log"] == third["new_planted.lnk"] == "exists" and victim.read_text() == "secret"
     assert ws_writers(third["fresh"], me) == [], third["fresh"]
+
+    tree = folder.parent / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    for sub in (tree, tree / "a", tree / "a" / "b"):
+        (sub / "file").write_text("x")
+        os.chmod(sub, 0o777)
+    fourth = _probe(node, "purge")
+    assert fourth == {"writers": [None, None, None], "gone": True}, fourth
 
 
 def ws_writers(sddl: str, me: str) -> list[str]:
