@@ -190,6 +190,15 @@ def actions_of(result: dict) -> dict[str, str]:
         **TEMPLATE["plugins"][0]["delegate"], "type": "win-bridge"}}]}, ("win-overlay",)),
     ("[1, 2]", ("template",)),
     ("{", ("template",)),
+    # what decodes to a token is one (an escaped "_"); a token in a key is never filled in
+    ('{"cniVersion": "1.0.0", "name": "\\u005f_FOO__", "plugins": [{"type": "flannel"}]}', ("unknown __FOO__",)),
+    ({**TEMPLATE, "plugins": [{**TEMPLATE["plugins"][0], "__DNS_SERVER__": 1}]}, ("__DNS_SERVER__ in a key",)),
+    ('{"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [{"type": "flannel", "x": '
+     + "[" * 700 + "]" * 700 + "}]}", ("nests deeper than 32",)),
+    # a .conflist without its list: containerd could load no config at all
+    ({k: v for k, v in TEMPLATE.items() if k != "plugins"}, ('"plugins" is not a list',)),
+    ({**TEMPLATE, "plugins": []}, ('"plugins" is not a list',)),
+    ({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "type": "flannel"}, ('"plugins" is not a list',)),
 ])
 def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path: Path, doc, words: tuple) -> None:
     node = install_node(tmp_path)
@@ -197,6 +206,14 @@ def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path:
                         "--node-ip", "", expect=1)
     assert all(w in done["error"] for w in words), done
     assert not node.conf_dir.exists()
+
+
+def test_a_template_without_a_name_is_not_blamed_on_net_conf(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    doc = {k: v for k, v in TEMPLATE.items() if k != "name"}
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(write_template(tmp_path, doc)),
+                        expect=1)
+    assert done["error"].startswith("missing network name") and "Backend.Name" not in done["error"], done
 
 
 def test_a_host_gw_template_gets_the_node_address(tmp_path: Path) -> None:
