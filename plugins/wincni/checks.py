@@ -32,14 +32,17 @@ class Check:
 
 def command(f: Facts, program: str, *args: str) -> str:
     """One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
-    PATH) and ``args``, quoted for the node's shell."""
+    PATH) and ``args``, quoted for the node's shell (PowerShell on Windows, which runs a quoted
+    program, ``C:\Program Files\…``, only after its call operator ``&``; unquoted, the line is
+    the same for cmd)."""
     import ntpath
     import posixpath
     if f.tools:
         program = (ntpath if f.windows else posixpath).join(f.tools, program + (".exe" if f.windows else ""))
     if f.windows:
         from subprocess import list2cmdline
-        return list2cmdline([program, *args])
+        line = list2cmdline([program, *args])
+        return "& " + line if line.startswith('"') else line
     return _shell([program, *args])
 
 

@@ -203,9 +203,13 @@ def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> No
 
 
 def test_windows_commands_are_quoted_for_windows_and_name_the_frozen_folder() -> None:
+    """PowerShell (the Windows node's shell) takes a quoted program only after ``&``: without it the
+    line is a string expression and the next word a parse error."""
     facts = Facts(windows=True, tools=r"C:\Program Files\wincni")
     assert checks.command(facts, "wincni", "reclaim", "--cni-conf", r"C:\etc\cni\net.d\10-flannel.conflist") == \
-        r'"C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
+        r'& "C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
+    assert checks.command(Facts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B") == \
+        r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"  # the same line in cmd and PowerShell
 
 
 def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:
