@@ -34,6 +34,8 @@ clusterDomain: corp.example
      ClusterDns(("10.3.0.10",), "a.b")),
     ("kind: KubeletConfiguration\nnested:\n  clusterDNS: [1.1.1.1]\n", ClusterDns((), "")),
     ("clusterDNS: []\nclusterDomain:\n", ClusterDns((), "")),
+    # dual-stack: the config names one DNS server, the IPv4 one (an IPv6 one beside it is not an error)
+    ("clusterDNS:\n- fd00:10:96::a\n- 10.96.0.10\n", ClusterDns(("10.96.0.10",), "")),
 ])
 def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: ClusterDns) -> None:
     assert parse(text, "config.yaml") == want
@@ -41,7 +43,7 @@ def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: C
 
 @pytest.mark.parametrize("text, words", [
     ("clusterDNS:\n- 10.96.0.300\n", ("clusterDNS '10.96.0.300' is not an IPv4 address",)),
-    ("clusterDNS:\n- fd00::10\n", ("not an IPv4 address",)),
+    ("clusterDNS:\n- fd00::10\n", ("clusterDNS holds no IPv4 address", "--cluster-dns")),
     ("clusterDNS:\n  server: 10.96.0.10\n", ("line 2", "must be a list of plain values")),
     ("clusterDNS: [10.96.0.10\n", ("line 1", "must end on its line")),
     ("clusterDomain: 'cluster.local\n", ("line 1", "unterminated quote")),
@@ -50,6 +52,7 @@ def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: C
     ("clusterDNS: [1.1.1.1]\nclusterDNS: [2.2.2.2]\n", ("line 2", "set twice")),
     ("clusterDNS: &anchor 1.1.1.1\n", ("not a plain value",)),
     ('{"clusterDNS": "10.96.0.10", ', ("not JSON",)),
+    ('{"clusterDNS": [167772170]}', ("clusterDNS 167772170 is not an IPv4 address",)),  # a number is no address
 ])
 def test_what_it_cannot_read_is_an_error_naming_file_and_line(text: str, words: tuple) -> None:
     with pytest.raises(KubeletConfigError) as exc:
