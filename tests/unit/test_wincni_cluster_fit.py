@@ -211,6 +211,18 @@ def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path:
     assert not node.conf_dir.exists()
 
 
+def test_a_chained_plugin_the_node_lacks_is_warned_about(tmp_path: Path) -> None:
+    """containerd fails every pod's ADD on a chained type it cannot find: said, until it is there."""
+    node = install_node(tmp_path)
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    doc = {**TEMPLATE, "plugins": [*TEMPLATE["plugins"], {"type": "portmap", "capabilities": {"portMappings": True}}]}
+    template = str(write_template(tmp_path, doc))
+    [warning] = node.install("--from", str(rel), "--template", template)["warnings"]
+    assert "chains plugin 'portmap'" in warning and str(node.cni_bin) in warning
+    (node.cni_bin / "portmap").write_bytes(b"")  # laid by someone else: nothing to say
+    assert node.install("--from", str(rel), "--template", template)["warnings"] == []
+
+
 def test_a_template_without_a_name_is_not_blamed_on_net_conf(tmp_path: Path) -> None:
     node = install_node(tmp_path)
     doc = {k: v for k, v in TEMPLATE.items() if k != "name"}
