@@ -450,7 +450,9 @@ def permissions(f: Facts) -> Check | None:
         return Check("permissions", WARN, listed,
                      "the plugins run as SYSTEM from and with these folders: give each an admin-only ACL (wincni "
                      "install and build.ps1 -Install do it for the bin dir): icacls <folder> /inheritance:r /grant:r "
-                     "SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)RX")
+                     '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX" (SYSTEM, '
+                     "Administrators, Users by SID, as their names differ by language; quoted, or PowerShell reads "
+                     "(OI) as a command)")
     modes = [path for _, path, who in f.open_dirs if who in ("its group", "every user", "its group and every user")]
     return Check("permissions", WARN, listed,
                  "the plugins run as root from and with these folders: only root may write them" +

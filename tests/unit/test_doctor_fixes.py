@@ -212,6 +212,17 @@ def test_windows_commands_are_quoted_for_windows_and_name_the_frozen_folder() ->
         r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"  # the same line in cmd and PowerShell
 
 
+def test_the_windows_acl_fix_pastes_into_powershell_and_any_language() -> None:
+    """icacls' grants quoted (unquoted, PowerShell runs "(OI)" as a command) and by SID (SYSTEM,
+    Administrators and Users are named otherwise on a German or French Windows)."""
+    import re
+    check = checks.permissions(Facts(windows=True, open_dirs=(("CNI bin dir", r"C:\opt\cni\bin", "Users"),)))
+    command = "icacls" + check.fix.split("icacls", 1)[1]
+    unquoted = re.sub(r'"[^"]*"', "", command.split(" (SYSTEM")[0])
+    assert "(" not in unquoted, command
+    assert '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX"' in command
+
+
 def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:
     """The one check the simulated Linux node cannot break (it judges a Windows node's environment)."""
     check = checks.backend(Facts(simulated=True))
