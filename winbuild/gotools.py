@@ -73,7 +73,11 @@ def _go_binary() -> str:
 def _go(*args: str, env: dict[str, str]) -> None:
     full = {**os.environ, **env}
     full = {k: v for k, v in full.items() if v != "" or k not in env}  # "" in env: unset it
-    proc = subprocess.run([_go_binary(), *args], env=full, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    try:
+        proc = subprocess.run([_go_binary(), *args], env=full, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ToolUnavailable(f"go {' '.join(args)} did not finish in {BUILD_TIMEOUT_S:g} s: is the Go module "
+                              "proxy reachable (GOPROXY)?") from None
     if proc.returncode != 0:
         raise ToolUnavailable(f"go {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 from libhns import jsontext
-from libhns.closedpipe import StdoutClosed, end_closed, reader_gone
+from libhns.closedpipe import StdoutClosed, StdoutFailed, end_closed, end_failed, failed
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -167,7 +167,7 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             _write(stdout, doc)
         log.event("done", ms=round((time.perf_counter() - started) * 1000, 1))
         return 0
-    except StdoutClosed:
+    except (StdoutClosed, StdoutFailed):
         raise
     except CniError as err:
         log.event("error", code=err.code, msg=err.msg, details=err.details,
@@ -213,14 +213,14 @@ def _version_doc(data: bytes) -> dict:
 
 def _write(stdout: TextIO, doc: dict) -> None:
     """A result the runtime cannot read any more (its end of stdout closed) is ``StdoutClosed``, not a
-    CNI error: nobody would read that either; ``console_entry`` ends the process quietly."""
+    CNI error: nobody would read that either; ``console_entry`` ends the process quietly. Any other
+    failure to write it is ``StdoutFailed`` (said on stderr, status 1): a CNI error could not be
+    written either."""
     try:
         stdout.write(jsontext.dumps(doc, indent=4) + "\n")
         stdout.flush()
     except OSError as exc:
-        if reader_gone(exc):
-            raise StdoutClosed() from None
-        raise
+        raise failed(exc) from None
 
 
 def console_entry(spec: PluginSpec) -> None:
@@ -237,6 +237,8 @@ def console_entry(spec: PluginSpec) -> None:
         status = run(spec, os.environ, stdin, sys.stdout)
     except StdoutClosed:
         end_closed()
+    except StdoutFailed as exc:
+        end_failed(exc)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -24,7 +24,8 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument("--cni-bin-dir", default=defaults["cni_bin_dir"], help="the plugins' directory (default %(default)s)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument("--quick", action="store_true", help="only what decides whether a pod can get a network now, "
-                   "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan")
+                   "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
+                   "no contents-folder digest")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
     from . import install, sourcevip
     install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "

@@ -32,14 +32,17 @@ class Check:
 
 def command(f: Facts, program: str, *args: str) -> str:
     """One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
-    PATH) and ``args``, quoted for the node's shell."""
+    PATH) and ``args``, quoted for the node's shell (PowerShell on Windows, which runs a quoted
+    program, ``C:\Program Files\…``, only after its call operator ``&``; unquoted, the line is
+    the same for cmd)."""
     import ntpath
     import posixpath
     if f.tools:
         program = (ntpath if f.windows else posixpath).join(f.tools, program + (".exe" if f.windows else ""))
     if f.windows:
         from subprocess import list2cmdline
-        return list2cmdline([program, *args])
+        line = list2cmdline([program, *args])
+        return "& " + line if line.startswith('"') else line
     return _shell([program, *args])
 
 
@@ -447,7 +450,9 @@ def permissions(f: Facts) -> Check | None:
         return Check("permissions", WARN, listed,
                      "the plugins run as SYSTEM from and with these folders: give each an admin-only ACL (wincni "
                      "install and build.ps1 -Install do it for the bin dir): icacls <folder> /inheritance:r /grant:r "
-                     "SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)RX")
+                     '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX" (SYSTEM, '
+                     "Administrators, Users by SID, as their names differ by language; quoted, or PowerShell reads "
+                     "(OI) as a command)")
     modes = [path for _, path, who in f.open_dirs if who in ("its group", "every user", "its group and every user")]
     return Check("permissions", WARN, listed,
                  "the plugins run as root from and with these folders: only root may write them" +

@@ -138,7 +138,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  store_problem=store_problem, reach=opts.get("reach") or "",
                  simulated=simulated_on_windows(env, platform), open_dirs=open_dirs, young=young,
                  windows=platform == "win32", tools=_tools(),
-                 bin_audit=read_bin_audit(opts["cni_bin_dir"], os.path.dirname(conf_path), plugin, delegate_type))
+                 bin_audit=read_bin_audit(opts["cni_bin_dir"], os.path.dirname(conf_path), plugin, delegate_type,
+                                          digests=not quick))
 
 
 def _tools() -> str:
@@ -275,11 +276,13 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
             "stale_endpoints": stale}
 
 
-def read_bin_audit(bin_dir: str, conf_dir: str, *plugins: str) -> tuple[str, ...]:
+def read_bin_audit(bin_dir: str, conf_dir: str, *plugins: str, digests: bool = True) -> tuple[str, ...]:
+    """``digests`` off (--quick, the readiness probe every 30 s): who may write the folder and the
+    launchers, without hashing every contents folder (16 MiB each) against the manifest."""
     from .trust import audit
     files = _listdir(bin_dir) or frozenset()
     names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in files]
-    return audit(bin_dir, conf_dir, names)
+    return audit(bin_dir, conf_dir, names, digests=digests)
 
 
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

@@ -132,6 +132,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
         try:
             previous = _take(bin_dir, conf_dir, disk, out, args.dry_run)
             files, dirs = disk.listdir(bin_dir)
+            out.warnings += _missing_plugins(rendered, bundle.launchers + tuple(files), bin_dir)
             laid = bool(previous.digest(bundle.contents)) and bundle.contents in dirs and \
                 disk.digest(os.path.join(bin_dir, bundle.contents)) == previous.digest(bundle.contents)
             bin_steps = layout.plan_bin(bundle, bin_dir, files + dirs,
@@ -173,6 +174,15 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
         except OSError as exc:
             raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
                                "running install again finishes the job") from None
+
+
+def _missing_plugins(rendered: bytes, present: tuple[str, ...], bin_dir: str) -> list[str]:
+    """A plugin the config chains after flannel that is neither laid by install nor in the bin dir
+    (a template's ``{"type": "portmap"}``): containerd fails every pod's ADD on it."""
+    have = {n[:-4] if n.lower().endswith(".exe") else n for n in present}
+    chained = [p.get("type") for p in json.loads(rendered).get("plugins", [])[1:] if isinstance(p, dict)]
+    return [f"the config chains plugin {t!r}, which is not in {bin_dir}: every pod's ADD fails until it is "
+            "there (or remove it from the template)" for t in dict.fromkeys(chained) if t not in have]
 
 
 def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, disk: Disk) -> bytes:

@@ -40,6 +40,10 @@ def parse(text: str, path: str) -> ClusterDns:
         servers = [servers]
     if not isinstance(servers, list):
         raise KubeletConfigError(f"{path}: clusterDNS must be a list of IP addresses")
+    servers = [ip for ip in servers if not _ipv6(ip)]  # a dual-stack cluster's second DNS address
+    if found.get("clusterDNS") and not servers:
+        raise KubeletConfigError(f"{path}: clusterDNS holds no IPv4 address (Windows pods resolve through the "
+                                 "cluster DNS service's IPv4 address): pass --cluster-dns")
     for ip in servers:
         check_server(ip, f"{path}: clusterDNS")
     domain = found.get("clusterDomain", "")
@@ -48,9 +52,17 @@ def parse(text: str, path: str) -> ClusterDns:
     return ClusterDns(tuple(servers), domain)
 
 
+def _ipv6(ip: object) -> bool:
+    try:
+        ipaddress.IPv6Address(ip if isinstance(ip, str) else None)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def check_server(ip: object, what: str) -> None:
     try:
-        ipaddress.IPv4Address(ip)
+        ipaddress.IPv4Address(ip if isinstance(ip, str) else None)  # not a number: JSON's 167772170
     except (ValueError, TypeError):
         raise KubeletConfigError(f"{what} {ip!r} is not an IPv4 address (Windows pods resolve through the "
                                  "cluster DNS service's IPv4 address, e.g. 10.96.0.10)") from None

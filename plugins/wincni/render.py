@@ -67,22 +67,58 @@ def template_tokens(raw: bytes) -> set[str]:
 def from_template(raw: bytes, path: str, v: dict[str, str]) -> dict[str, Any]:
     """The operator's conflist template (a ConfigMap's) with each ``__TOKEN__`` inside its string
     values replaced; nothing else is added, dropped or reordered. CniError (code 7) for a template
-    that is not a JSON object or names a token wincni does not know."""
+    that is not a JSON object with a "plugins" list, nests deeper than ``MAX_DEPTH``, names a token
+    wincni does not know or puts one in a key."""
     from plugins.cni.config import decode
     if len(raw) > MAX_TEMPLATE:
         raise CniError(INVALID_CONFIG, f"template {path} is over {MAX_TEMPLATE >> 20} MiB",
                        "a CNI config template is a few KiB: check --template")
-    unknown = sorted(template_tokens(raw) - set(v))
+    try:
+        doc = decode(raw)
+    except CniError as err:
+        raise CniError(INVALID_CONFIG, f"template {path}: {err.msg}",
+                       "the template must be a JSON object (a .conflist)") from None
+    in_values, in_keys = _tokens(doc, path)
+    if in_keys:
+        raise CniError(INVALID_CONFIG, f"template {path}: {', '.join(sorted(in_keys))} in a key",
+                       "tokens are filled in string values only: write the key itself")
+    unknown = sorted(in_values - set(v))
     if unknown:
         known = ", ".join(sorted(v))
         raise CniError(INVALID_CONFIG, f"template {path}: unknown {', '.join(unknown)}",
                        f"this node knows {known}" + ("" if "__NODE_IP__" in v else
                                                       " (__NODE_IP__ and __NODE_SUBNET__ with --node-ip or host-gw)"))
-    try:
-        doc = decode(raw)
-    except CniError as err:
-        raise CniError(INVALID_CONFIG, f"template {path}: {err.msg}", err.details) from None
+    plugins = doc.get("plugins")
+    if not isinstance(plugins, list) or not plugins or not all(isinstance(p, dict) for p in plugins):
+        raise CniError(INVALID_CONFIG, f'template {path}: "plugins" is not a list of plugin objects',
+                       'install writes a .conflist: "plugins": [{"type": "flannel", ...}] (wincni install '
+                       "--dry-run prints the one it renders)")
     return _substitute(doc, v)
+
+
+MAX_DEPTH = 32  # a CNI config nests 5 deep; _substitute recurses once per level
+
+
+def _tokens(doc: Any, path: str) -> tuple[set[str], set[str]]:
+    """The tokens in ``doc``'s string values and in its keys, as decoded (a ``\\u005f`` escape
+    included); CniError for nesting deeper than ``MAX_DEPTH``."""
+    values: set[str] = set()
+    keys: set[str] = set()
+    pending = [(doc, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise CniError(INVALID_CONFIG, f"template {path} nests deeper than {MAX_DEPTH} levels",
+                           "a CNI config nests a few levels: check --template")
+        if isinstance(node, str):
+            values.update(TOKEN.findall(node))
+        elif isinstance(node, list):
+            pending += [(x, depth + 1) for x in node]
+        elif isinstance(node, dict):
+            for key in node:
+                keys.update(TOKEN.findall(key))
+            pending += [(x, depth + 1) for x in node.values()]
+    return values, keys
 
 
 def _substitute(node: Any, v: dict[str, str]) -> Any:
@@ -137,12 +173,15 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
 
 def _cni_checks(conf: dict[str, Any], backend: netconf.Backend) -> None:
     """What ``plugins.cni.skel`` checks before any plugin reads a config; a refused name is
-    traced back to where it came from, net-conf.json's Backend.Name."""
+    traced back to where it came from when that is net-conf.json's Backend.Name (not a template's
+    own or missing "name")."""
     from plugins.cni.config import check_name, cni_version
     cni_version(conf)
     try:
         check_name(conf)
     except CniError as exc:
+        if conf.get("name") != backend.network_name:
+            raise
         raise CniError(exc.code, f"flanneld's net-conf.json {backend.path}: Backend.Name becomes the CNI network "
                        f"name, which every plugin refuses: {exc.msg}", exc.details) from None
 

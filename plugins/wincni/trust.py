@@ -35,10 +35,12 @@ def read_manifest(disk: Disk, path: str, conf_dir: str, suspicious: bool) -> tup
                         "nothing is restored")
 
 
-def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None) -> tuple[str, ...]:
+def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None,
+          digests: bool = True) -> tuple[str, ...]:
     """What the doctor's ``plugins`` check holds against the bin dir: writable by others, one of
     ``launchers`` a link or not an administrator's, a contents folder the manifest (when there
-    is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now."""
+    is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now (only
+    with ``digests``)."""
     from libhns.safefs import writable_by_others
     disk = disk or Disk()
     found = []
@@ -50,7 +52,7 @@ def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None =
         if who:
             found.append(f"{path} is {who}" if who.startswith("a ") else f"{path} is writable by {who}")
     path = os.path.join(bin_dir, layout.MANIFEST)
-    if not disk.exists(path):
+    if not digests or not disk.exists(path):
         return tuple(found)
     manifest, why = read_manifest(disk, path, os.path.normpath(conf_dir), suspicious=False)
     found += [why] if why else []

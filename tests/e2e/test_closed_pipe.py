@@ -74,3 +74,14 @@ def test_every_command_is_covered(node: Node) -> None:
     assert list(commands(node)) == NAMES
     assert {argv[0] for argv, _, _ in commands(node).values()} == {
         "win-bridge", "win-overlay", "host-local", "flannel", "hnsctl", "wincni"}
+
+
+@pytest.mark.parametrize("name", ["win-bridge VERSION", "win-overlay error", "hnsctl dump json", "wincni doctor json"])
+def test_a_stdout_that_fails_otherwise_is_an_error_said_in_one_line(node: Node, name: str) -> None:
+    """``> /dev/full`` (a full disk) is a real failure, never taken for a closed pipe: status 1 and
+    one line on stderr naming the program and why, no traceback."""
+    argv, stdin, env = commands(node)[name]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(VENV_BIN / argv[0]), *argv[1:]], input=stdin, stdout=full, stderr=subprocess.PIPE,
+                              env={**node.env, **env}, timeout=120)
+    assert (proc.returncode, proc.stderr.decode()) == (1, f"{argv[0]}: cannot write to stdout: No space left on device\n")

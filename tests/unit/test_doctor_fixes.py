@@ -203,9 +203,24 @@ def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> No
 
 
 def test_windows_commands_are_quoted_for_windows_and_name_the_frozen_folder() -> None:
+    """PowerShell (the Windows node's shell) takes a quoted program only after ``&``: without it the
+    line is a string expression and the next word a parse error."""
     facts = Facts(windows=True, tools=r"C:\Program Files\wincni")
     assert checks.command(facts, "wincni", "reclaim", "--cni-conf", r"C:\etc\cni\net.d\10-flannel.conflist") == \
-        r'"C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
+        r'& "C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
+    assert checks.command(Facts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B") == \
+        r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"  # the same line in cmd and PowerShell
+
+
+def test_the_windows_acl_fix_pastes_into_powershell_and_any_language() -> None:
+    """icacls' grants quoted (unquoted, PowerShell runs "(OI)" as a command) and by SID (SYSTEM,
+    Administrators and Users are named otherwise on a German or French Windows)."""
+    import re
+    check = checks.permissions(Facts(windows=True, open_dirs=(("CNI bin dir", r"C:\opt\cni\bin", "Users"),)))
+    command = "icacls" + check.fix.split("icacls", 1)[1]
+    unquoted = re.sub(r'"[^"]*"', "", command.split(" (SYSTEM")[0])
+    assert "(" not in unquoted, command
+    assert '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX"' in command
 
 
 def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:

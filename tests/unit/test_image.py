@@ -54,6 +54,28 @@ def test_the_archive_holds_the_dockerfile_s_files_for_windows(tmp_path: Path) ->
     assert all(n in ("Files", "Hives") or n.startswith("Files/") for n in names), names
 
 
+def test_the_archive_pushes_as_the_readme_says(tmp_path: Path) -> None:
+    """README "The image": unpacked, then ``crane push <folder>`` (the archive file itself is read
+    as a docker tarball and refused)."""
+    import subprocess
+    context = tmp_path / "deploy"
+    (context / "image").mkdir(parents=True)
+    (context / "Dockerfile").write_text("FROM x\nCOPY image/flanneld.exe /flannel/flanneld.exe\n")
+    (context / "image" / "flanneld.exe").write_bytes(b"MZ flanneld")
+    out = image.build(context, tmp_path / "wincni-flannel.oci.tar", "test", crane())
+    layout = tmp_path / "oci"
+    layout.mkdir()
+    with tarfile.open(out) as archive:
+        archive.extractall(layout)
+    with image._Registry(crane()) as registry:
+        pushed = subprocess.run([str(crane()), "push", str(layout), f"{registry}/wincni-flannel:test", "--insecure"],
+                                capture_output=True, text=True, timeout=120)
+        assert pushed.returncode == 0, pushed.stderr
+        as_file = subprocess.run([str(crane()), "push", str(out), f"{registry}/wincni-flannel:file", "--insecure"],
+                                 capture_output=True, text=True, timeout=120)
+        assert as_file.returncode != 0 and "manifest.json" in as_file.stderr
+
+
 def test_a_missing_staged_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM x\nCOPY image/flanneld.exe /flannel/flanneld.exe\n")
     with pytest.raises(FileNotFoundError, match="image/flanneld.exe .*stage it first"):

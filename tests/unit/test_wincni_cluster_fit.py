@@ -34,6 +34,8 @@ clusterDomain: corp.example
      ClusterDns(("10.3.0.10",), "a.b")),
     ("kind: KubeletConfiguration\nnested:\n  clusterDNS: [1.1.1.1]\n", ClusterDns((), "")),
     ("clusterDNS: []\nclusterDomain:\n", ClusterDns((), "")),
+    # dual-stack: the config names one DNS server, the IPv4 one (an IPv6 one beside it is not an error)
+    ("clusterDNS:\n- fd00:10:96::a\n- 10.96.0.10\n", ClusterDns(("10.96.0.10",), "")),
 ])
 def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: ClusterDns) -> None:
     assert parse(text, "config.yaml") == want
@@ -41,7 +43,7 @@ def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: C
 
 @pytest.mark.parametrize("text, words", [
     ("clusterDNS:\n- 10.96.0.300\n", ("clusterDNS '10.96.0.300' is not an IPv4 address",)),
-    ("clusterDNS:\n- fd00::10\n", ("not an IPv4 address",)),
+    ("clusterDNS:\n- fd00::10\n", ("clusterDNS holds no IPv4 address", "--cluster-dns")),
     ("clusterDNS:\n  server: 10.96.0.10\n", ("line 2", "must be a list of plain values")),
     ("clusterDNS: [10.96.0.10\n", ("line 1", "must end on its line")),
     ("clusterDomain: 'cluster.local\n", ("line 1", "unterminated quote")),
@@ -50,6 +52,7 @@ def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: C
     ("clusterDNS: [1.1.1.1]\nclusterDNS: [2.2.2.2]\n", ("line 2", "set twice")),
     ("clusterDNS: &anchor 1.1.1.1\n", ("not a plain value",)),
     ('{"clusterDNS": "10.96.0.10", ', ("not JSON",)),
+    ('{"clusterDNS": [167772170]}', ("clusterDNS 167772170 is not an IPv4 address",)),  # a number is no address
 ])
 def test_what_it_cannot_read_is_an_error_naming_file_and_line(text: str, words: tuple) -> None:
     with pytest.raises(KubeletConfigError) as exc:
@@ -190,6 +193,15 @@ def actions_of(result: dict) -> dict[str, str]:
         **TEMPLATE["plugins"][0]["delegate"], "type": "win-bridge"}}]}, ("win-overlay",)),
     ("[1, 2]", ("template",)),
     ("{", ("template",)),
+    # what decodes to a token is one (an escaped "_"); a token in a key is never filled in
+    ('{"cniVersion": "1.0.0", "name": "\\u005f_FOO__", "plugins": [{"type": "flannel"}]}', ("unknown __FOO__",)),
+    ({**TEMPLATE, "plugins": [{**TEMPLATE["plugins"][0], "__DNS_SERVER__": 1}]}, ("__DNS_SERVER__ in a key",)),
+    ('{"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [{"type": "flannel", "x": '
+     + "[" * 700 + "]" * 700 + "}]}", ("nests deeper than 32",)),
+    # a .conflist without its list: containerd could load no config at all
+    ({k: v for k, v in TEMPLATE.items() if k != "plugins"}, ('"plugins" is not a list',)),
+    ({**TEMPLATE, "plugins": []}, ('"plugins" is not a list',)),
+    ({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "type": "flannel"}, ('"plugins" is not a list',)),
 ])
 def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path: Path, doc, words: tuple) -> None:
     node = install_node(tmp_path)
@@ -197,6 +209,26 @@ def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path:
                         "--node-ip", "", expect=1)
     assert all(w in done["error"] for w in words), done
     assert not node.conf_dir.exists()
+
+
+def test_a_chained_plugin_the_node_lacks_is_warned_about(tmp_path: Path) -> None:
+    """containerd fails every pod's ADD on a chained type it cannot find: said, until it is there."""
+    node = install_node(tmp_path)
+    rel = release(tmp_path, "0.1.0-aaa-1")
+    doc = {**TEMPLATE, "plugins": [*TEMPLATE["plugins"], {"type": "portmap", "capabilities": {"portMappings": True}}]}
+    template = str(write_template(tmp_path, doc))
+    [warning] = node.install("--from", str(rel), "--template", template)["warnings"]
+    assert "chains plugin 'portmap'" in warning and str(node.cni_bin) in warning
+    (node.cni_bin / "portmap").write_bytes(b"")  # laid by someone else: nothing to say
+    assert node.install("--from", str(rel), "--template", template)["warnings"] == []
+
+
+def test_a_template_without_a_name_is_not_blamed_on_net_conf(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    doc = {k: v for k, v in TEMPLATE.items() if k != "name"}
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(write_template(tmp_path, doc)),
+                        expect=1)
+    assert done["error"].startswith("missing network name") and "Backend.Name" not in done["error"], done
 
 
 def test_a_host_gw_template_gets_the_node_address(tmp_path: Path) -> None:

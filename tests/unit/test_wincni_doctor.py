@@ -140,6 +140,18 @@ def test_plugins_never_waits_on_a_fifo_in_a_contents_folder(bridge: Node, tmp_pa
         unblock.cancel()
 
 
+def test_the_readiness_probe_leaves_the_contents_digest_to_the_full_doctor(bridge: Node, tmp_path: Path) -> None:
+    """--quick runs every 30 s on every node: it hashes no contents folder (16 MiB each); the
+    full doctor does."""
+    bridge.cni_bin = bridge.bin
+    bridge.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    (bridge.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").write_text("payload")
+    assert bridge.doctor("--quick")["plugins"]["status"] == "ok"
+    failed(bridge.doctor(), "plugins", "_wincni-0.1.0-aaa-1 is not the contents folder install laid")
+    bridge.bin.chmod(0o777)  # what is cheap to see, --quick still sees
+    failed(bridge.doctor("--quick"), "plugins", "writable by every user")
+
+
 def _run_install_fix(node: Node, tmp_path: Path, fix: str) -> None:
     """The fix line as printed, the release put where it says <the release zip>."""
     import shlex
