@@ -9,6 +9,8 @@ import importlib.util
 import py_compile
 import sys
 import threading
+import zipfile
+import zipimport
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,7 @@ SOURCES = {
 
 @pytest.fixture
 def bundle(tmp_path):
-    """A contents folder as the spec makes it: wincni.pack, data files and boot .pyc loose."""
+    """A contents folder as the spec makes it: wincni.pack, base_library.zip and the data files."""
     work, root = tmp_path / "work", tmp_path / "contents"
     datas = []
     for rel, text in SOURCES.items():
@@ -55,9 +57,11 @@ def bundle(tmp_path):
     (work / "data.json").write_text('{"kept": "beside the module"}')
     datas.append(("packdemo/data.json", str(work / "data.json"), "DATA"))
     packed: dict = {}
-    kept = pack.take(datas, packed)
+    boot: dict = {}
+    kept = pack.take(datas, packed, boot)
     root.mkdir()
     pack.write(packed, str(root))
+    pack.write_boot(boot, str(root))
     for dest, source, _ in kept:  # what COLLECT copies
         (root / dest).parent.mkdir(parents=True, exist_ok=True)
         (root / dest).write_bytes(Path(source).read_bytes())
@@ -70,15 +74,31 @@ def bundle(tmp_path):
         del sys.modules[name]
 
 
-def test_modules_come_from_the_pack_and_only_boot_modules_and_data_stay_loose(bundle):
+def test_modules_come_from_the_pack_and_only_data_stay_loose(bundle):
     root, finder, kept = bundle
-    assert sorted(dest for dest, _, _ in kept) == ["encodings/demo.pyc", "packdemo/data.json", "struct.pyc"]
-    assert not list(root.glob("packdemo/**/*.pyc"))
+    assert [dest for dest, _, _ in kept] == ["packdemo/data.json"]
+    assert not list(root.glob("**/*.pyc"))
     packdemo = importlib.import_module("packdemo")
     assert packdemo.GREETING == "from the pack"
     assert packdemo.__spec__.loader is finder
     assert packdemo.__file__ == str(root / "packdemo" / "__init__.pyc")
     assert packdemo.__path__ == [str(root / "packdemo")]
+
+
+def test_boot_modules_are_stored_in_base_library_zip_for_zipimport(bundle):
+    """What starts the interpreter before the hook: one archive PyInstaller's bootloader puts first on
+    sys.path, read by zipimport (no folder of 120 codecs to list, no loose file per module)."""
+    root, _, _ = bundle
+    archive = root / pack.BOOT_ZIP
+    with zipfile.ZipFile(archive) as zf:
+        assert sorted(zf.namelist()) == ["encodings/demo.pyc", "struct.pyc"]
+        assert {info.compress_type for info in zf.infolist()} == {zipfile.ZIP_STORED}
+    importer = zipimport.zipimporter(str(archive))
+    assert importer.find_spec("struct").origin == str(archive / "struct.pyc")
+    demo = zipimport.zipimporter(str(archive / "encodings"))
+    assert demo.get_code("demo").co_filename.endswith("demo.py")
+    with pytest.raises(AssertionError, match="never packed"):
+        exec(demo.get_code("demo"), {})
 
 
 def test_a_packed_module_finds_the_data_files_beside_it(bundle):
