@@ -57,8 +57,24 @@ def write_boot(boot: dict, directory: str) -> str:
     return path
 
 
-def write(packed: dict, directory: str) -> str:
-    """Write the pack of ``packed`` into ``directory`` (layout: pyi_rth_wincni_pack.py); returns its path."""
+def extension_name(dest: str) -> str:
+    """The module name of a collected extension module: ``select.pyd`` -> ``select``,
+    ``rpds/rpds.cp313-win_amd64.pyd`` -> ``rpds.rpds``; PyInstaller puts the standard library's
+    under ``python3.X/lib-dynload/`` on Linux, which is no package."""
+    parts = dest.replace("\\", "/").split("/")
+    if len(parts) > 2 and parts[-2] == "lib-dynload":
+        parts = parts[-1:]
+    return ".".join(parts[:-1] + [parts[-1].split(".")[0]])
+
+
+def extensions(binaries: list) -> dict:
+    """Module name -> path in the contents folder of each extension module in ``binaries``."""
+    return {extension_name(dest): dest for dest, _source, kind in binaries if kind == "EXTENSION"}
+
+
+def write(packed: dict, extension_paths: dict, directory: str) -> str:
+    """Write the pack of ``packed`` into ``directory`` (layout: pyi_rth_wincni_pack.py), its index
+    also naming where each extension module lies; returns its path."""
     index, blobs, offset = {}, [], 0
     for name, (is_package, source) in sorted(packed.items()):
         with open(source, "rb") as f:
@@ -66,7 +82,7 @@ def write(packed: dict, directory: str) -> str:
         index[name] = (is_package, offset, len(code))
         blobs.append(code)
         offset += len(code)
-    head = marshal.dumps(index)
+    head = marshal.dumps((index, dict(sorted(extension_paths.items()))))
     path = os.path.join(directory, NAME)
     with open(path, "wb") as f:
         f.write(len(head).to_bytes(4, "little") + head + b"".join(blobs))
