@@ -267,9 +267,14 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
             final = i == len(parts) - 1
-            if create and _make_dir(here, sddl):
-                continue
-            why = _component_problem(here, final or last == "claim")
+            try:  # an existing folder is examined first: creating it is tried only when it is missing
+                why = _component_problem(here, final or last == "claim")
+            except FileNotFoundError:
+                if not create:
+                    raise
+                if _make_dir(here, sddl):
+                    continue
+                why = _component_problem(here, final or last == "claim")  # made by someone else meanwhile
             if why is None:
                 continue
             if last == "claim":
