@@ -4,8 +4,8 @@ A pod command imports about a hundred modules. As loose ``.pyc`` files each cost
 and an open (under Wine 4-5 ms a module, ~0.15 ms on Linux; on a Windows node the open is also what
 antivirus hooks); PyInstaller's own archive would be one file, but it embeds a copy of it in each of
 our six executables. ``wincni.pack`` (written by specs/bootstrap/pack.py) is one file in the shared
-contents folder: a 4-byte length, a marshalled index ``{module name: (is package, offset, size)}``,
-then each module's marshalled code. The index is read here and the file kept open; a module's code is
+contents folder: a 4-byte length, a marshalled index ``({module name: (is package, offset, size)},
+{extension module name: its path in the contents folder})``, then each module's marshalled code. The index is read here and the file kept open; a module's code is
 read (seek, read) and unmarshalled only when it is imported, so a start pays for what it imports and
 not for the 6 MB of the rest. Modules keep the ``__file__`` their loose ``.pyc`` would have had, so
 data files beside them (our JSON Schemas, jsonschema's metaschemas) are found as before. Runs before
@@ -19,20 +19,23 @@ import sys
 
 
 class PackFinder:
-    """A meta path finder and loader over the modules of ``wincni.pack``."""
+    """A meta path finder and loader over the modules of ``wincni.pack``, and a finder of the
+    bundle's extension modules: the pack's index names where each lies, so importing ``_ctypes``
+    costs no listing of the contents folder (the path finder's) nor probes of the other
+    ``sys.path`` entries first (base_library.zip, a ``lib-dynload`` that is not there on Windows)."""
 
     def __init__(self, root, file):
         self.root = root
         self.file = file
         size = int.from_bytes(file.read(4), "little")
-        self.modules = marshal.loads(file.read(size))
+        self.modules, self.extensions = marshal.loads(file.read(size))
         self.base = 4 + size
         self.lock = _thread.allocate_lock()  # one file position; imports in two threads take turns
 
     def find_spec(self, name, path=None, target=None):
         entry = self.modules.get(name)
         if entry is None:
-            return None
+            return self._extension_spec(name)
         is_package = entry[0]
         where = os.path.join(self.root, *name.split("."))
         origin = os.path.join(where, "__init__.pyc") if is_package else where + ".pyc"
@@ -40,6 +43,16 @@ class PackFinder:
         spec.has_location = True  # __file__ = origin
         if is_package:
             spec.submodule_search_locations = [where]
+        return spec
+
+    def _extension_spec(self, name):
+        where = self.extensions.get(name)
+        if where is None:
+            return None
+        origin = os.path.join(self.root, where)
+        loader = sys.modules["_frozen_importlib_external"].ExtensionFileLoader(name, origin)
+        spec = sys.modules["_frozen_importlib"].ModuleSpec(name, loader, origin=origin)
+        spec.has_location = True
         return spec
 
     def create_module(self, spec):

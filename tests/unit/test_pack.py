@@ -9,6 +9,8 @@ import importlib.util
 import py_compile
 import sys
 import threading
+import zipfile
+import zipimport
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,17 @@ SOURCES = {
 }
 
 
+# An extension module of this interpreter that nothing here imports: the bundle's index names it
+# under the folder PyInstaller gives the standard library's on Linux.
+_EXT = next(m for m in ("_lsprof", "mmap", "_bisect", "_heapq", "array") if m not in sys.modules
+            and getattr(importlib.util.find_spec(m), "origin", "").endswith((".so", ".pyd")))
+EXTENSION = (f"python3.X/lib-dynload/{Path(importlib.util.find_spec(_EXT).origin).name}",
+             importlib.util.find_spec(_EXT).origin)
+
+
 @pytest.fixture
 def bundle(tmp_path):
-    """A contents folder as the spec makes it: wincni.pack, data files and boot .pyc loose."""
+    """A contents folder as the spec makes it: wincni.pack, base_library.zip and the data files."""
     work, root = tmp_path / "work", tmp_path / "contents"
     datas = []
     for rel, text in SOURCES.items():
@@ -55,10 +65,13 @@ def bundle(tmp_path):
     (work / "data.json").write_text('{"kept": "beside the module"}')
     datas.append(("packdemo/data.json", str(work / "data.json"), "DATA"))
     packed: dict = {}
-    kept = pack.take(datas, packed)
+    boot: dict = {}
+    kept = pack.take(datas, packed, boot)
     root.mkdir()
-    pack.write(packed, str(root))
-    for dest, source, _ in kept:  # what COLLECT copies
+    pack.write(packed, pack.extensions([(EXTENSION[0], "", "EXTENSION"), ("VCRUNTIME140.dll", "", "BINARY")]),
+               str(root))
+    pack.write_boot(boot, str(root))
+    for dest, source, _ in [*kept, (*EXTENSION, "EXTENSION")]:  # what COLLECT copies
         (root / dest).parent.mkdir(parents=True, exist_ok=True)
         (root / dest).write_bytes(Path(source).read_bytes())
     saved = list(sys.meta_path)
@@ -66,19 +79,57 @@ def bundle(tmp_path):
     yield root, finder, kept
     sys.meta_path[:] = saved
     finder.file.close()
-    for name in [m for m in sys.modules if m == "packdemo" or m.startswith("packdemo.")]:
+    for name in [m for m in sys.modules if m in ("packdemo", _EXT) or m.startswith("packdemo.")]:
         del sys.modules[name]
 
 
-def test_modules_come_from_the_pack_and_only_boot_modules_and_data_stay_loose(bundle):
+def test_modules_come_from_the_pack_and_only_data_stay_loose(bundle):
     root, finder, kept = bundle
-    assert sorted(dest for dest, _, _ in kept) == ["encodings/demo.pyc", "packdemo/data.json", "struct.pyc"]
-    assert not list(root.glob("packdemo/**/*.pyc"))
+    assert [dest for dest, _, _ in kept] == ["packdemo/data.json"]
+    assert not list(root.glob("**/*.pyc"))
     packdemo = importlib.import_module("packdemo")
     assert packdemo.GREETING == "from the pack"
     assert packdemo.__spec__.loader is finder
     assert packdemo.__file__ == str(root / "packdemo" / "__init__.pyc")
     assert packdemo.__path__ == [str(root / "packdemo")]
+
+
+def test_boot_modules_are_stored_in_base_library_zip_for_zipimport(bundle):
+    """What starts the interpreter before the hook: one archive PyInstaller's bootloader puts first on
+    sys.path, read by zipimport (no folder of 120 codecs to list, no loose file per module)."""
+    root, _, _ = bundle
+    archive = root / pack.BOOT_ZIP
+    with zipfile.ZipFile(archive) as zf:
+        assert sorted(zf.namelist()) == ["encodings/demo.pyc", "struct.pyc"]
+        assert {info.compress_type for info in zf.infolist()} == {zipfile.ZIP_STORED}
+    importer = zipimport.zipimporter(str(archive))
+    assert importer.find_spec("struct").origin == str(archive / "struct.pyc")
+    demo = zipimport.zipimporter(str(archive / "encodings"))
+    assert demo.get_code("demo").co_filename.endswith("demo.py")
+    with pytest.raises(AssertionError, match="never packed"):
+        exec(demo.get_code("demo"), {})
+
+
+def test_an_extension_module_is_found_through_the_index_without_the_path_finder(bundle, monkeypatch):
+    """The index says where each extension module lies: no sys.path entry is searched (under Wine
+    the path finder listed the contents folder and probed base_library.zip and lib-dynload)."""
+    root, finder, _ = bundle
+    monkeypatch.setattr(sys, "path", [])
+    sys.path_importer_cache.clear()
+    module = importlib.import_module(_EXT)
+    assert module.__spec__.loader.__class__.__name__ == "ExtensionFileLoader"
+    assert module.__file__ == str(root / EXTENSION[0])
+    assert finder.find_spec("VCRUNTIME140") is None and finder.find_spec("absent") is None
+
+
+@pytest.mark.parametrize("dest, expected", [
+    ("_ctypes.pyd", "_ctypes"),
+    ("rpds\\rpds.cp313-win_amd64.pyd", "rpds.rpds"),
+    ("python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so", "_json"),
+    ("rpds/rpds.cpython-311-x86_64-linux-gnu.so", "rpds.rpds"),
+])
+def test_module_names_of_collected_extensions(dest, expected):
+    assert pack.extension_name(dest) == expected
 
 
 def test_a_packed_module_finds_the_data_files_beside_it(bundle):
