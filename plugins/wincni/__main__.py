@@ -127,9 +127,9 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
             "cni_bin_dir": args.cni_bin_dir or found.bin_dir, "reach": args.reach, "quick": args.quick}
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
-    given = bool(args.cni_conf and args.cni_bin_dir)
-    looked = {"conf": opts["cni_conf"], "binDir": opts["cni_bin_dir"],
-              "from": "--cni-conf and --cni-bin-dir given" if given else found.why}
+    from .containerd import said
+    given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
+    looked = {"conf": opts["cni_conf"], "binDir": opts["cni_bin_dir"], "from": said(given, found)}
     if args.output == "json":
         json.dump({"cniDirs": looked,
                    "checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run}
@@ -137,7 +137,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
                   stdout, indent=2)
         stdout.write("\n")
     else:
-        if not given:  # the doctor chose: say where it looked and why
+        if len(given) < 2:  # the doctor chose: say where it looked and why
             stdout.write(f"CNI config {looked['conf']}, plugins {looked['binDir']}: {looked['from']}\n\n")
         render_table(results, stdout)
     return 1 if any(c.status == "fail" for c in results) else 0

@@ -141,6 +141,11 @@ def parse(raw: bytes, path: str, fallback: CniDirs) -> CniDirs:
     return CniDirs(bin_dir or fallback.bin_dir, conf_dir or fallback.conf_dir, why)
 
 
+def said(given: list[str], found: CniDirs) -> str:
+    """Why the folders a command uses are those: the flags ``given`` for them, ``found`` for the rest."""
+    return "; ".join([" and ".join(given) + " given"] * bool(given) + [found.why] * (len(given) < 2))
+
+
 def _first(sections: list[dict], key: str, kind: type) -> str:
     for cni in sections:
         value = cni.get(key)

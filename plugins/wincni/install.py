@@ -114,7 +114,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str,
           out: Outcome) -> tuple[str, str]:
     """The flags, else where ``containerd.locate`` says containerd looks (its defaults even on a
     node without containerd yet: install lays for containerd)."""
-    from .containerd import ConfigError, CniDirs, locate
+    from .containerd import ConfigError, CniDirs, locate, said
     found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
     given = [flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value]
     if len(given) < 2:
@@ -122,7 +122,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str,
             found = locate(platform, env, disk.read, os.path.isdir, args.containerd_config)
         except ConfigError as exc:
             raise InstallError(f"{exc}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
-    out.dirs_from = "; ".join([" and ".join(given) + " given"] * bool(given) + [found.why] * (len(given) < 2))
+    out.dirs_from = said(given, found)
     return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
 
 

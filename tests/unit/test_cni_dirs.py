@@ -130,6 +130,8 @@ def test_a_plain_doctor_finds_what_install_wrote_where_config_toml_said(tmp_path
     # found and loaded (its delegate waits for flanneld's lease, which this node has not yet)
     assert checks["config"]["message"].startswith(f"{conf_dir / containerd.CONF_NAME}: flannel config valid"), checks
     assert checks["plugins"]["status"] == "ok", checks["plugins"]
+    one = json.loads(wincni("doctor", "--cni-conf", str(conf_dir), "-o", "json")[1])["cniDirs"]
+    assert one == {"conf": str(conf_dir), "binDir": str(bin_dir), "from": f"--cni-conf given; {config} names them"}
     _, table = wincni("doctor")
     assert table.splitlines()[0] == f"CNI config {conf_dir}, plugins {bin_dir}: {config} names them"
     assert json.loads(wincni("dirs", "-o", "json")[1]) == {"binDir": str(bin_dir), "confDir": str(conf_dir),
