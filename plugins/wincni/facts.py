@@ -17,12 +17,11 @@ from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 
 # Where a Windows node keeps things (the Kubernetes Windows guide, flanneld, kube-proxy); off
 # Windows the Linux places, so the same flags drive the simulator.
-WINDOWS_PATHS = {"cni_conf": r"C:\k\cni\config", "subnet_env": r"C:\run\flannel\subnet.env",
-                 "net_conf": r"C:\etc\kube-flannel\net-conf.json", "source_vip": r"C:\k\SourceVip.json",
-                 "cni_bin_dir": r"C:\k\cni"}
-POSIX_PATHS = {"cni_conf": "/etc/cni/net.d", "subnet_env": "/run/flannel/subnet.env",
-               "net_conf": "/etc/kube-flannel/net-conf.json", "source_vip": "/var/lib/kube-proxy/SourceVip.json",
-               "cni_bin_dir": "/opt/cni/bin"}
+# The CNI folders are containerd.locate's to say.
+WINDOWS_PATHS = {"subnet_env": r"C:\run\flannel\subnet.env", "net_conf": r"C:\etc\kube-flannel\net-conf.json",
+                 "source_vip": r"C:\k\SourceVip.json"}
+POSIX_PATHS = {"subnet_env": "/run/flannel/subnet.env", "net_conf": "/etc/kube-flannel/net-conf.json",
+               "source_vip": "/var/lib/kube-proxy/SourceVip.json"}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import Callable, Mapping, TextIO
 
 from libhns.errors import UnsafePath
 
@@ -49,16 +49,16 @@ class Outcome:
     build: str = ""
     bin_dir: str = ""
     conf_path: str = ""
+    dirs_from: str = ""  # why these bin and conf dirs (containerd.locate's answer)
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
-    from .containerd import defaults
-    d = defaults(platform)
+    from .containerd import CONF_NAME, add_config_argument
     p.add_argument("--from", dest="source", metavar="DIR|ZIP",
                    help="the release folder or zip (default: the folder this wincni runs from)")
-    p.add_argument("--cni-bin-dir", help=f"default: containerd's bin_dir(s), else {d['bin_dir']}")
-    p.add_argument("--cni-conf-dir", help=f"default: containerd's conf_dir, else {d['conf_dir']}")
-    p.add_argument("--containerd-config", default=d["config"], metavar="FILE", help="(default %(default)s)")
+    p.add_argument("--cni-bin-dir", help="default: containerd's bin_dir(s), else its own default (wincni dirs says)")
+    p.add_argument("--cni-conf-dir", help="default: containerd's conf_dir, else its own default (wincni dirs says)")
+    add_config_argument(p, platform)
     p.add_argument("--net-conf", default=_net_conf_default(platform), metavar="FILE",
                    help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)")
     p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
@@ -74,19 +74,21 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
                         "nothing else changed; default: wincni's own config")
     p.add_argument("--node-ip", default="", metavar="IP[/PREFIX]",
                    help="the node's management IP (host-gw; default: the address of the default route's interface)")
-    p.add_argument("--conf-name", default="10-flannel.conflist", metavar="NAME", help="(default %(default)s)")
+    p.add_argument("--conf-name", default=CONF_NAME, metavar="NAME", help="(default %(default)s)")
     p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
     p.add_argument("--uninstall", action="store_true", help="remove what install laid down, restore moved configs")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
-def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk: Disk | None = None) -> int:
-    """0 done (warnings allowed), 1 failed; the steps done so far are printed either way."""
+def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk: Disk | None = None,
+        env: Mapping[str, str] | None = None) -> int:
+    """0 done (warnings allowed), 1 failed; the steps done so far are printed either way. ``env``
+    gives %ProgramFiles% (containerd's folder on Windows)."""
     disk = disk or Disk()
     out = Outcome()
     try:
-        bin_dir, conf_dir = _dirs(args, disk, platform, out)
+        bin_dir, conf_dir = _dirs(args, disk, platform, env or {}, out)
         out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
         if args.uninstall:
             _uninstall(args, bin_dir, conf_dir, disk, platform, cwd, out)
@@ -108,17 +110,19 @@ def _net_conf_default(platform: str) -> str:
     return default_paths(platform)["net_conf"]
 
 
-def _dirs(args: argparse.Namespace, disk: Disk, platform: str, out: Outcome) -> tuple[str, str]:
-    from .containerd import MAX_CONFIG, ConfigError, CniDirs, defaults, parse
-    fallback = defaults(platform)
-    found = CniDirs(fallback["bin_dir"], fallback["conf_dir"])
-    if not (args.cni_bin_dir and args.cni_conf_dir):
-        raw = _read(disk.read, args.containerd_config, MAX_CONFIG)
-        if raw is not None:
-            try:
-                found = parse(raw, args.containerd_config, fallback)
-            except ConfigError as exc:
-                raise InstallError(str(exc)) from None
+def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str, str],
+          out: Outcome) -> tuple[str, str]:
+    """The flags, else where ``containerd.locate`` says containerd looks (its defaults even on a
+    node without containerd yet: install lays for containerd)."""
+    from .containerd import ConfigError, CniDirs, locate, said
+    found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
+    given = [flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value]
+    if len(given) < 2:
+        try:
+            found = locate(platform, env, disk.read, os.path.isdir, args.containerd_config)
+        except ConfigError as exc:
+            raise InstallError(f"{exc}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
+    out.dirs_from = said(given, found)
     return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
 
 
@@ -562,7 +566,8 @@ def _default_node_ip() -> str:
 
 def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = "") -> None:
     if args.output == "json":
-        doc: dict = {"build": out.build, "binDir": out.bin_dir, "config": out.conf_path, "dryRun": args.dry_run,
+        doc: dict = {"build": out.build, "binDir": out.bin_dir, "config": out.conf_path, "dirsFrom": out.dirs_from,
+                     "dryRun": args.dry_run,
                      "steps": [{"action": s.action, "path": s.path, "detail": s.detail} for s in out.steps],
                      "warnings": out.warnings}
         if not args.uninstall:
@@ -585,4 +590,6 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
         return
     changed = sum(s.action not in ("keep", "held") for s in out.steps)
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")
+    if out.dirs_from:
+        stdout.write(f"\nCNI dirs {out.bin_dir} and {os.path.dirname(out.conf_path)}: {out.dirs_from}")
     stdout.write(f"\nbuild {out.build or '-'}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")

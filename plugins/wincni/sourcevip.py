@@ -29,10 +29,12 @@ class SourceVipError(Exception):
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
-    from .containerd import defaults
+    from .containerd import CONF_NAME, add_config_argument
     from .facts import default_paths
-    p.add_argument("--cni-conf", default=os.path.join(defaults(platform)["conf_dir"], "10-flannel.conflist"),
-                   metavar="FILE", help="the pods' CNI config (default: what wincni install wrote, %(default)s)")
+    p.add_argument("--cni-conf", metavar="FILE",
+                   help=f"the pods' CNI config (default: what wincni install wrote, {CONF_NAME} in the runtime's "
+                        "conf dir: wincni dirs)")
+    add_config_argument(p, platform)
     p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
                    help="the host-local result kube-proxy's scripts read (default %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",

@@ -7,11 +7,13 @@ validated by ``wincni install`` itself, and the image carrying what the manifest
 from __future__ import annotations
 
 import json
+import ntpath
 import re
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -142,8 +144,9 @@ def test_hostprocess_daemonsets_on_windows_nodes(variant) -> None:
 
 
 def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
-    """Container name -> the wincni arguments it runs (the readiness probe's through cmd /c), with
-    the $(VAR)s Kubernetes expands from the settings ConfigMap filled in."""
+    """Container name -> the wincni arguments it runs (the readiness probe's and the cni-dirs init
+    container's through cmd /c: one command, its stdout redirected to a file at most), with the
+    $(VAR)s Kubernetes expands from the settings ConfigMap filled in."""
     settings = next(d["data"] for d in docs if d["metadata"]["name"].startswith("wincni-settings-"))
     out = {}
     for ds in by_kind(docs, "DaemonSet").values():
@@ -152,26 +155,63 @@ def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
             if line[0].endswith("\\wincni.exe"):
                 out[c["name"]] = [a.replace("$(SERVICE_CIDR)", settings["serviceCIDR"]) for a in line[1:]]
             probe = c.get("readinessProbe", {}).get("exec", {}).get("command")
-            if probe:
-                assert probe[:2] == ["cmd.exe", "/c"]
-                exe, *args = shlex.split(probe[2].replace("\\", "/"))
-                assert exe == f"{SANDBOX}/wincni/wincni.exe"
-                out[c["name"] + " readiness"] = [a.replace("/", "\\") for a in args]
+            for name, cmd in ((c["name"] + " readiness", probe), (c["name"], line)):
+                if cmd and cmd[0] == "cmd.exe":
+                    assert cmd[1:2] == ["/c"] and len(cmd) == 3
+                    exe, *args = shlex.split(cmd[2].replace("\\", "/"))
+                    assert exe == f"{SANDBOX}/wincni/wincni.exe" and not {"&", "|", "&&", "||"} & set(args)
+                    args = args[:-2] if args[-2:-1] == [">"] else args
+                    out[name] = [a.replace("/", "\\") for a in args]
     return out
 
 
 def test_every_wincni_command_line_parses(variant) -> None:
     mode, docs = variant
     found = wincni_command_lines(docs)
-    want = {"install-cni": "install", "kube-flannel readiness": "doctor"} | ({"source-vip": "sourcevip"} if mode == "vxlan" else {})
+    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs"} | (
+        {"source-vip": "sourcevip"} if mode == "vxlan" else {})
     assert {name: args[0] for name, args in found.items()} == want
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in found.items()}  # UsageError on anything it does not take
     assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
     assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
+    assert parsed["cni-dirs"].output == "json"
 
 
-def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(variant) -> None:
+# containerd's config.toml on the node: naming other folders (with a space, as containerd's own
+# defaults have), leaving them out (containerd's defaults), absent (containerd's folder is there).
+NODES = {
+    "config names them": {r"C:\Program Files\containerd\config.toml":
+                          b'version = 3\n[plugins."io.containerd.cri.v1.runtime".cni]\n'
+                          b'  bin_dirs = ["D:\\\\k8s cni\\\\bin"]\n  conf_dir = "D:\\\\k8s cni\\\\conf"\n'},
+    "config leaves them out": {r"C:\Program Files\containerd\config.toml": b"version = 2\n"},
+    "no config": {},
+}
+
+
+class NodeFiles:
+    """A Windows node's files as install's ``Disk`` and the doctor's reader see them."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def read(self, path: str, cap: int) -> bytes | None:
+        return self.files[path][:cap] if path in self.files else None
+
+    @staticmethod
+    def isdir(path: str) -> bool:
+        return path == r"C:\Program Files\containerd"
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(variant, node: str) -> None:
+    """Where install writes is what its own arguments make of this node's containerd config; the
+    readiness probe, the source-VIP init container and kube-proxy's script then look exactly there
+    (review of #31: they hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
+    other folders the probe never passed and kube-proxy never started)."""
+    from plugins.wincni.__main__ import where
+    from plugins.wincni.containerd import CONF_NAME
+    from plugins.wincni.install import Outcome, _dirs
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in wincni_command_lines(docs).items()}
@@ -184,15 +224,35 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     [template] = [d for d in docs if d["metadata"]["name"] == volumes["cni-template"]]
     assert set(template["data"]) == {"10-flannel.conflist"}
     assert parsed["install-cni"].source == SANDBOX + "\\wincni"
-    written = "C:\\etc\\cni\\net.d\\" + parsed["install-cni"].conf_name
-    assert parsed["kube-flannel readiness"].cni_conf == "C:\\etc\\cni\\net.d"
-    kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
-    env = {e["name"]: e.get("value") for c in containers(kube_proxy) for e in c.get("env", [])}
-    assert env["CNI_CONF"] == written
-    if mode == "vxlan":
-        assert parsed["source-vip"].cni_conf == written and env["SOURCE_VIP_FILE"] == parsed["source-vip"].out
+
+    files, env = NodeFiles(NODES[node]), {"ProgramFiles": r"C:\Program Files"}
+    bin_dir, conf_dir = _dirs(parsed["install-cni"], files, "win32", env, Outcome())
+    written = ntpath.join(conf_dir, parsed["install-cni"].conf_name)
+    if node == "config names them":
+        assert (bin_dir, conf_dir) == (r"D:\k8s cni\bin", r"D:\k8s cni\conf")
     else:
-        assert "SOURCE_VIP_FILE" not in env
+        assert (bin_dir, conf_dir) == (r"C:\Program Files\containerd\cni\bin", r"C:\Program Files\containerd\cni\conf")
+
+    def seen_by(command: str) -> Any:
+        return where(parsed[command], "win32", env, files.read, files.isdir)
+
+    probe = parsed["kube-flannel readiness"]
+    assert probe.cni_conf is None and probe.cni_bin_dir is None
+    assert (seen_by("kube-flannel readiness").conf_dir, seen_by("kube-flannel readiness").bin_dir) == (conf_dir, bin_dir)
+    kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
+    env_vars = {e["name"]: e.get("value") for c in containers(kube_proxy) for e in c.get("env", [])}
+    assert "CNI_CONF" not in env_vars  # the script reads cni-dirs.json, what `wincni dirs` said
+    [dirs] = [c for c in containers(kube_proxy) if c["name"] == "cni-dirs"]
+    assert dirs["command"][2].endswith("> %CONTAINER_SANDBOX_MOUNT_POINT%\\wincni-scripts\\cni-dirs.json")
+    assert seen_by("cni-dirs").conf_dir == conf_dir
+    script = (DEPLOY / "start-kube-proxy.ps1").read_text()
+    assert "(Join-Path $PSScriptRoot 'cni-dirs.json')" in script
+    assert f"(Join-Path $dirs.confDir '{CONF_NAME}')" in script and parsed["install-cni"].conf_name == CONF_NAME
+    if mode == "vxlan":
+        assert parsed["source-vip"].cni_conf is None and ntpath.join(seen_by("source-vip").conf_dir, CONF_NAME) == written
+        assert env_vars["SOURCE_VIP_FILE"] == parsed["source-vip"].out
+    else:
+        assert "SOURCE_VIP_FILE" not in env_vars
 
 
 @pytest.mark.parametrize("mode, netconf, node_ip", [("vxlan", "net-conf.vxlan.json", ""),

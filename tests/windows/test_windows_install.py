@@ -1,6 +1,7 @@
 """``wincni.exe install`` from the release zip on a Windows node (Wine): into C:\\opt\\cni\\bin and
-C:\\etc\\cni\\net.d, a pod through the installed config, then an upgrade while a plugin process holds
-its .exe open, the next pod on the new build, and the old build removed once nothing runs it.
+C:\\etc\\cni\\net.d, as a sig-windows-tools containerd config.toml names them, a pod through the
+installed config, then an upgrade while a plugin process holds its .exe open, the next pod on the
+new build, and the old build removed once nothing runs it.
 
 The "newer build" is this build with another build ID: its launchers name their contents folder
 (PyInstaller's option in the archive's table of contents), so the copy gets the folder renamed and
@@ -26,6 +27,9 @@ OPT_BIN, NET_D = r"C:\opt\cni\bin", r"C:\etc\cni\net.d"
 # Its own network and net-conf.json: the node is shared with test_windows_lane.py.
 NETWORK, NET_CONF = "vxlan7", r"C:\etc\kube-flannel-install\net-conf.json"
 KUBELET_CONFIG = r"C:\var\lib\kubelet\config.yaml"
+# Not at containerd's default place: the node is shared, and test_windows_lane.py's doctor reads
+# the C:\k\cni layout of a node without containerd (test_windows_dirs.py covers the default place).
+CONTAINERD_CONFIG = r"C:\etc\containerd-install\config.toml"
 LOG = r"C:\k\install-pods.log"
 
 
@@ -51,7 +55,7 @@ def record(node: WineNode, what: str, result: dict) -> None:
 
 
 def install(node: WineNode, wincni: str, *args: str) -> dict:
-    proc = node.wine(wincni, "install", "--net-conf", NET_CONF, "-o", "json", *args)
+    proc = node.wine(wincni, "install", "--net-conf", NET_CONF, "--containerd-config", CONTAINERD_CONFIG, "-o", "json", *args)
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     return json.loads(proc.stdout)
 
@@ -99,6 +103,10 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     net_d.mkdir(parents=True, exist_ok=True)
     (net_d / "0-containerd-nat.json").write_text('{"cniVersion": "0.3.0", "name": "nat", "type": "nat"}')
     shutil.copy(release_zip, node.path(r"C:\wincni-release.zip"))
+    containerd = node.path(CONTAINERD_CONFIG)
+    containerd.parent.mkdir(parents=True, exist_ok=True)
+    containerd.write_text(f'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".cni]\r\n'
+                          f'  bin_dir = "{OPT_BIN}"\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"))
     kubelet = node.path(KUBELET_CONFIG)  # read at its Windows default path: the DNS comes from it
     kubelet.parent.mkdir(parents=True, exist_ok=True)
     kubelet.write_text("kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.100.0.10\r\nclusterDomain: corp.example\r\n")
@@ -108,6 +116,7 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     assert first["dns"] == {"servers": ["10.100.0.10"], "domain": "corp.example", "from": KUBELET_CONFIG}
     bin_dir = node.path(OPT_BIN)
     assert first["binDir"] == OPT_BIN and first["config"] == NET_D + r"\10-flannel.conflist"
+    assert first["dirsFrom"] == CONTAINERD_CONFIG + " names them"
     assert {p.name for p in bin_dir.iterdir()} >= {*(f"{c}.exe" for c in COMMANDS), CONTENTS_PREFIX + build}
     assert sorted(p.name for p in net_d.iterdir()) == ["0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist"]
     doc = json.loads((net_d / "10-flannel.conflist").read_text())
