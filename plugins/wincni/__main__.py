@@ -65,12 +65,12 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return install.run(args, stdout, platform, cwd or os.getcwd())
     if args.command == "sourcevip":
         from . import sourcevip
-        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())
+        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
         from . import reclaim
         opts = {**defaults, "cni_conf": args.cni_conf}
         facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr)
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env)
     opts = {"cni_conf": args.cni_conf, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
