@@ -37,9 +37,11 @@ from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
 from plugins.wincni.__main__ import main as wincni_main
 
-from hnsnode import EXCEPTIONS, MGMT_IP, VENV_BIN, Node, lease_text, net_conf_doc
+from hnsnode import EXCEPTIONS, VENV_BIN, Node, net_conf_doc
+from unit.test_wincni_install import release
 
 STATS: Counter = Counter()
+TRACE: list[str] = []  # the steps of the current example
 SUBNETS = ("10.244.4", "10.244.7")
 VIP_OWNER = ownership.PINNED_PREFIX + "source-vip"
 
@@ -58,6 +60,8 @@ class NodeDay(RuleBasedStateMachine):
         self.serial = 0
         self.subnet = SUBNETS[0]
         self.reclaimed_at_zero = False
+        self.builds = 0
+        TRACE.clear()
 
     def teardown(self) -> None:
         import shutil
@@ -67,6 +71,7 @@ class NodeDay(RuleBasedStateMachine):
     # ------------------------------------------------------------------ the node's side
     @initialize(kind=st.sampled_from(["bridge", "overlay"]))
     def flanneld_starts(self, kind: str) -> None:
+        self.step("flanneld")
         self.kind = kind
         self.name = "cbr0" if kind == "bridge" else "vxlan0"
         self.node.network = self.name
@@ -81,7 +86,6 @@ class NodeDay(RuleBasedStateMachine):
         self.node.cni_conf = self.conf
         self.node.write_cni_conf(self.conf)
         self.flanneld_network()
-        self.step("install")
 
     def flanneld_network(self) -> None:
         subnet, gw = f"{self.subnet}.0/24", f"{self.subnet}.1"
@@ -93,6 +97,11 @@ class NodeDay(RuleBasedStateMachine):
             self.node.overlay(subnet=subnet)
 
     def step(self, what: str, fault: bool = False) -> None:
+        """Count a step (and a fault), and note it with the rule's arguments in ``TRACE``: what a
+        failure in the soak, where hypothesis may not replay it, is reported with."""
+        import sys
+        args = {k: v for k, v in sys._getframe(1).f_locals.items() if k not in ("self", "data")}
+        TRACE.append(f"{sys._getframe(1).f_code.co_name}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
         STATS["steps"] += 1
         STATS[f"step:{what}"] += 1
         if fault:
@@ -145,67 +154,62 @@ class NodeDay(RuleBasedStateMachine):
     # ------------------------------------------------------------------ pods
     @rule(api=st.sampled_from(["v1", "v2"]))
     def add_pod(self, api: str) -> None:
+        self.step("add")
         cid, netns = self.new_pod(api)
         self.added(cid, netns, *self.flannel("ADD", cid, netns))
-        self.step("add")
 
     @precondition(lambda self: self.pods)
     @rule(data=st.data())
     def del_pod(self, data: st.DataObject) -> None:
+        self.step("del")
         cid = data.draw(st.sampled_from(sorted(self.pods)))
         self.remove(cid, self.pods[cid][0])
-        self.step("del")
 
     @precondition(lambda self: self.pods)
     @rule(data=st.data())
     def check_pod(self, data: st.DataObject) -> None:
+        self.step("check")
         cid = data.draw(st.sampled_from(sorted(self.pods)))
         netns, ip = self.pods[cid]
         prev = {"cniVersion": "1.0.0", "ips": [{"address": f"{ip}/24"}]}
         rc, out = self.flannel("CHECK", cid, netns, conf={**self.conf, "prevResult": prev})
         assert rc == 0, out
-        self.step("check")
 
     @precondition(lambda self: self.pods)
     @rule(data=st.data())
     def retried_add(self, data: st.DataObject) -> None:
         """The runtime asks again for a pod that runs: the same answer, nothing new."""
+        self.step("retried-add")
         cid = data.draw(st.sampled_from(sorted(self.pods)))
         netns, ip = self.pods[cid]
         rc, out = self.flannel("ADD", cid, netns)
         assert rc == 0 and out["ips"][0]["address"].split("/")[0] == ip, out
-        self.step("retried-add")
 
     @rule()
     def runtime_gc(self) -> None:
+        self.step("gc")
         conf = {**self.conf, "cniVersion": "1.1.0",
                 "cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"} for cid in self.pods]}
         rc, out = self.flannel("GC", conf=conf)
         assert rc == 0, out
-        self.step("gc")
 
     # ------------------------------------------------------------------ faults
-    @rule(api=st.sampled_from(["v1", "v2"]))
-    def add_meets_a_transient_rpc_error(self, api: str) -> None:
+    @rule(api=st.sampled_from(["v1", "v2"]), what=st.sampled_from(["0x800706BA", "stale-ip", "live-ip"]))
+    def add_meets_a_fault(self, api: str, what: str) -> None:
+        """HNS restarting (a transient RPC error, retried), or an endpoint left on the pod's
+        address by a gone sandbox (removed) or a live one (never touched: code 11)."""
+        self.step(f"fault:{what}", fault=True)
         target = "HcnCreateEndpoint#1" if api == "v2" else "HNSCall:POST /endpoints/#1"
         Simulator.from_env(self.node.env).reset_fault_counters()
         cid, netns = self.new_pod(api)
-        self.added(cid, netns, *self.flannel("ADD", cid, netns, LIBHNS_SIM_FAULTS=f"{target}=0x800706BA"))
-        self.step("add", fault=True)
-
-    @rule(api=st.sampled_from(["v1", "v2"]), plant=st.sampled_from(["stale-ip", "live-ip"]))
-    def add_meets_a_planted_endpoint(self, api: str, plant: str) -> None:
-        target = "HcnCreateEndpoint#1" if api == "v2" else "HNSCall:POST /endpoints/#1"
-        Simulator.from_env(self.node.env).reset_fault_counters()
-        cid, netns = self.new_pod(api)
-        rc, out = self.flannel("ADD", cid, netns, LIBHNS_SIM_FAULTS=f"{target}={plant}")
-        if plant == "live-ip":
-            assert rc == 1 and out["code"] == 11, out  # never deletes what a live sandbox holds
+        rc, out = self.flannel("ADD", cid, netns, LIBHNS_SIM_FAULTS=f"{target}={what}")
+        if what == "live-ip":
+            assert rc == 1 and out["code"] == 11, out
         self.added(cid, netns, rc, out)
-        self.step(f"plant:{plant}", fault=True)
 
     @rule(api=st.sampled_from(["v1", "v2"]), call=st.sampled_from(["create", "attach"]))
     def add_hangs_past_the_deadline(self, api: str, call: str) -> None:
+        self.step("hang", fault=True)
         targets = {("v2", "create"): "HcnCreateEndpoint", ("v2", "attach"): "HcnModifyNamespace",
                    ("v1", "create"): "HNSCall:POST /endpoints/", ("v1", "attach"): "HcsModifyComputeSystem"}
         Simulator.from_env(self.node.env).reset_fault_counters()
@@ -214,11 +218,11 @@ class NodeDay(RuleBasedStateMachine):
                                LIBHNS_COMMAND_TIMEOUT="0.8")
         time.sleep(0.6)  # HNS answers the abandoned call late, as it does
         self.added(cid, netns, rc, out)
-        self.step("hang", fault=True)
 
     @rule(api=st.sampled_from(["v1", "v2"]), after=st.floats(0.0, 0.8), retry=st.booleans())
     def add_killed(self, api: str, after: float, retry: bool) -> None:
         """kill -9 of an ADD at a random moment; the runtime retries it, or gives the pod up (DEL)."""
+        self.step("kill", fault=True)
         cid, netns = self.new_pod(api)
         env = {**self.node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0"}
         proc = subprocess.Popen([str(VENV_BIN / "flannel")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -232,11 +236,39 @@ class NodeDay(RuleBasedStateMachine):
             self.added(cid, netns, *self.flannel("ADD", cid, netns))
         else:
             self.remove(cid, netns)
-        self.step("kill", fault=True)
+
+    @rule(api=st.sampled_from(["v1", "v2"]))
+    def reclaim_races_a_retried_add(self, api: str) -> None:
+        """A killed ADD left its reservation long ago (no endpoint); the runtime retries it while
+        the operator runs ``wincni reclaim`` with the default --min-age."""
+        self.step("reclaim-race", fault=True)
+        cid, netns = self.new_pod(api)
+        rc, out = self.flannel("ADD", cid, netns)
+        if rc:
+            return self.added(cid, netns, rc, out)
+        ep = self.node.endpoints()[f"{cid}_{self.name}"]
+        self.node.hnsctl("endpoint", "delete", ep["ID"])  # as if the kill came before the endpoint
+        self.age_reservations()
+        import threading
+        done: list = []
+        racer = threading.Thread(target=lambda: done.append(self.wincni(
+            "reclaim", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"))))
+        racer.start()
+        self.added(cid, netns, *self.flannel("ADD", cid, netns))
+        racer.join()
+        assert done and done[0][0] == 0, done
+
+    def age_reservations(self) -> None:
+        """Time passes: every reservation is past the reclaim window."""
+        store = self.node.ipam_dir / self.name
+        then = time.time() - 2 * ownership.IN_FLIGHT_SECONDS
+        for path in store.iterdir() if store.exists() else ():
+            os.utime(path, (then, then))
 
     @rule(live=st.booleans())
     def planted_endpoint_elsewhere(self, live: bool) -> None:
         """An endpoint of a future pod's name on another network; live or left by a gone sandbox."""
+        self.step("plant:elsewhere", fault=True)
         cid = f"pod{self.serial + 1}"
         other = "elsewhere"
         if not any(n["Name"] == other for n in self.node.hnsctl("network", "list", "-o", "json")):
@@ -253,13 +285,13 @@ class NodeDay(RuleBasedStateMachine):
             assert rc == 1 and out["code"] == 11 and ep["ID"] in out["msg"], out
             assert ep["ID"] in {e["ID"] for e in self.node.endpoints_v2().values()}
         self.added(cid, netns, rc, out)
-        self.step("plant:elsewhere", fault=True)
 
     # ------------------------------------------------------------------ node events
     @rule(new_subnet=st.booleans())
     def hns_restart(self, new_subnet: bool) -> None:
         """A reboot: the network and its endpoints are gone; flanneld makes it again (maybe with a
         new lease); the runtime tears down the pods it had (DEL), as it recreates sandboxes."""
+        self.step("hns-restart", fault=True)
         self.node.hnsctl("restart")
         for net in self.node.hnsctl("network", "list", "-o", "json"):  # cbr0 is persistent: a reboot drops it here
             if net["Name"] == self.name:
@@ -275,44 +307,41 @@ class NodeDay(RuleBasedStateMachine):
             self.remove(cid, netns)
         if self.vip:
             self.sourcevip()
-        self.step("hns-restart", fault=True)
 
     @precondition(lambda self: self.kind == "overlay")
     @rule()
     def sourcevip(self) -> None:
+        self.step("sourcevip")
         rc, out = self.wincni("sourcevip", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"),
                               "--out", str(self.node.source_vip), "--timeout", "5", "-o", "json")
         assert rc == 0, out
         self.vip = json.loads(out)["sourceVip"]
         assert self.vip.startswith(self.subnet + ".")
-        self.step("sourcevip")
 
     @precondition(lambda self: self.kind == "bridge")
     @rule()
     def sourcevip_on_a_bridge(self) -> None:
+        self.step("sourcevip")
         rc, out = self.wincni("sourcevip", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"),
                               "--out", str(self.node.source_vip), "--timeout", "5")
         assert rc == 2 and "kube-proxy needs no source VIP" in out, out
-        self.step("sourcevip")
 
     @rule(min_age=st.sampled_from(["0", None]), old=st.booleans())
     def reclaim(self, min_age: str | None, old: bool) -> None:
         """``old``: time passed, every reservation is past the reclaim window."""
+        self.step("reclaim")
         if old:
-            store = self.node.ipam_dir / self.name
-            for path in store.iterdir() if store.exists() else ():
-                then = time.time() - 2 * ownership.IN_FLIGHT_SECONDS
-                os.utime(path, (then, then))
+            self.age_reservations()
         args = ("--min-age", min_age) if min_age else ()
         rc, out = self.wincni("reclaim", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"), *args)
         assert rc == 0, out
         self.reclaimed_at_zero = bool(min_age) or old
-        self.step("reclaim")
 
     @rule()
     def recover_and_ask_the_doctor(self) -> None:
         """What an operator does after a bad hour: end leftover sandboxes, GC, reclaim, sourcevip;
         then the doctor finds nothing wrong."""
+        self.step("doctor")
         dump = self.node.hnsctl("dump", "-o", "json")
         mine = {netns.upper() for netns, _ in self.pods.values()}
         for ns in dump["namespaces"]:
@@ -330,7 +359,31 @@ class NodeDay(RuleBasedStateMachine):
                and c["status"] != "ok"}
         assert not bad, bad
         STATS["checks"] += 1
-        self.step("doctor")
+
+    @rule(pods_meanwhile=st.integers(0, 3))
+    def install_or_upgrade(self, pods_meanwhile: int) -> None:
+        """``wincni install`` of a new build (the DaemonSet's rollout) while pods come and go."""
+        self.step("install")
+        import threading
+        self.builds += 1
+        rel = release(self.root, f"0.1.{self.builds}-aaa-1")
+        done: list = []
+        upgrade = threading.Thread(target=lambda: done.append(self.node.install("--from", str(rel), "--keep-others")))
+        upgrade.start()
+        for _ in range(pods_meanwhile):
+            cid, netns = self.new_pod("v2")
+            self.added(cid, netns, *self.flannel("ADD", cid, netns))
+        upgrade.join()
+        assert done and done[0]["build"].startswith(f"0.1.{self.builds}-"), done
+
+    @precondition(lambda self: self.builds)
+    @rule()
+    def uninstall(self) -> None:
+        """The DaemonSet is deleted: what install laid goes, the pods' state stays."""
+        self.step("uninstall")
+        self.node.install("--uninstall")
+        assert not any(self.node.cni_bin.iterdir())
+        self.builds = 0
 
     # ------------------------------------------------------------------ invariants
     @invariant()
@@ -379,9 +432,10 @@ def test_soak() -> None:
     while time.monotonic() < end:
         try:
             run_machine(examples=5, steps=40)
-        except Exception as err:  # noqa: BLE001 - counted, the first one re-raised at the end
+        except Exception as err:  # noqa: BLE001 - counted and shown; the first one re-raised at the end
             failures += 1
             first = first or err
+            print(f"\nsoak: failure {failures}: {type(err).__name__}: {str(err)[:2000]}\n  after: {' -> '.join(TRACE)}")
         runs += 1
     print(f"\nsoak: {float(os.environ['SOAK_MINUTES']):g} min, {runs} runs, {STATS['steps']} steps, "
           f"{STATS['faults']} faults injected, {STATS['checks']} invariant checks passed, {failures} failures")

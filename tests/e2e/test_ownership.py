@@ -17,9 +17,6 @@ from plugins.wincni.__main__ import main as wincni_main
 
 from hnsnode import SUBNET, Node
 
-CONFLIST = "10-flannel.conflist"
-
-
 def wincni(node: Node, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     rc = wincni_main(list(argv), out, err, node.env, platform="linux", cwd=str(node.root))
@@ -114,52 +111,3 @@ def test_a_network_left_half_made_is_made_again_by_the_next_add(standalone: Node
     run = standalone.run("ADD", conf, "pod1", standalone.sandbox("v2", "pod1"))
     assert run.ok and "an earlier ADD was stopped while setting it up" in run.stderr, (run.out, run.stderr)
     assert {"cbr9_ep", "pod1_cbr9"} <= set(standalone.endpoints()) and not (locks / "network-cbr9.setup").exists()
-
-
-# 5 -------------------------------------------------------------------------------------------
-@pytest.fixture
-def lease_node(tmp_path: Path) -> Node:
-    node = Node(tmp_path).lease()
-    node.write_cni_conf({"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
-        "type": "flannel", "subnetFile": str(node.subnet_env), "ipam": {"dataDir": str(node.ipam_dir)},
-        "delegate": {"type": "win-overlay"}}]}, CONFLIST)
-    return node
-
-
-def sourcevip(node: Node, *args: str) -> tuple[int, dict, str]:
-    rc, out, err = wincni(node, "sourcevip", "--cni-conf", str(node.conf_dir / CONFLIST),
-                          "--out", str(node.root / "sourceVip.json"), "-o", "json", *args)
-    return rc, json.loads(out), err
-
-
-def test_sourcevip_timeout_bounds_the_whole_command_and_names_what_it_waits_for(lease_node: Node) -> None:
-    lease_node.overlay()
-    lease_node.env["LIBHNS_SIM_FAULTS"] = "HcnEnumerateNetworks=hang:40"
-    start = time.monotonic()
-    rc, doc, err = sourcevip(lease_node, "--timeout", "6")
-    took = time.monotonic() - start
-    assert rc == 1 and took < 9, (took, doc)
-    assert "an answer from HNS" in doc["error"] and "TIMEOUT" in doc["error"], doc
-    assert "waiting for" in err and str(lease_node.subnet_env) in err and "vxlan0" in err and "s more" in err, err
-
-
-def test_sourcevip_refuses_on_an_l2bridge_network(lease_node: Node) -> None:
-    lease_node.bridge("vxlan0")  # host-gw: the network of this name is an L2Bridge, with flanneld's _ep at .2
-    rc, doc, _ = sourcevip(lease_node, "--timeout", "5")
-    assert rc == 2 and "kube-proxy needs no source VIP" in doc["error"], doc
-    assert lease_node.ip_files() == {}
-
-
-def test_sourcevip_never_reserves_an_address_an_endpoint_holds(lease_node: Node) -> None:
-    lease_node.overlay()
-    lease_node.hnsctl("endpoint", "create", "leftover_vxlan0", "--network", "vxlan0", "--ip", "10.244.4.2")
-    rc, doc, _ = sourcevip(lease_node, "--timeout", "5")
-    assert rc == 0 and doc["sourceVip"] != "10.244.4.2", doc
-
-
-def test_the_doctor_fails_a_source_vip_an_endpoint_holds(lease_node: Node) -> None:
-    lease_node.bridge("cbr0").reserve_source_vip("10.244.4.2", network="cbr0")  # what the old sourcevip did
-    lease_node.cni_conf = lease_node.flannel_files("bridge")
-    lease_node.reserve_source_vip("10.244.4.2", network="cbr0")
-    found = lease_node.doctor()
-    assert found["source-vip"]["status"] == "fail" and "cbr0_ep" in found["source-vip"]["message"], found["source-vip"]
