@@ -291,12 +291,21 @@ def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], 
 def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     """flanneld's ``<name>_ep``: the host's vNIC on the bridge at the IPv4 subnet's .2, which
     win-bridge gives every pod as its gateway; made and host-attached through HNSCall on
-    either API, as flanneld does."""
+    either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
+    removed first, by the same rule as a pod's (``stale.clear_addresses``: code 11 for one in use)."""
+    from libhns.errors import InvalidAddress
     v4 = next((s for s in spec.subnets if s.version == 4), None)
     if v4 is None:
         return
     ip = str(ipaddr.ip_network(v4.prefix).network_address + 2)
-    ep = api.create_host_endpoint(network, host_endpoint_name(spec.name), ip)
+    name = host_endpoint_name(spec.name)
+    try:
+        ep = api.create_host_endpoint(network, name, ip)
+    except InvalidAddress:
+        from . import stale
+        if not stale.clear_addresses(api, network, spec.name, [ip], name):
+            raise
+        ep = api.create_host_endpoint(network, name, ip)
     log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
 
 

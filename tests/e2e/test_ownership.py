@@ -111,3 +111,16 @@ def test_a_network_left_half_made_is_made_again_by_the_next_add(standalone: Node
     run = standalone.run("ADD", conf, "pod1", standalone.sandbox("v2", "pod1"))
     assert run.ok and "an earlier ADD was stopped while setting it up" in run.stderr, (run.out, run.stderr)
     assert {"cbr9_ep", "pod1_cbr9"} <= set(standalone.endpoints()) and not (locks / "network-cbr9.setup").exists()
+
+
+def test_a_stale_endpoint_on_the_host_endpoints_address_is_cleared_a_live_one_never(standalone: Node) -> None:
+    """The set-up of a standalone network meets what a gone sandbox left on .2 (removed, by the
+    stale rule), or what a live one holds (code 11, untouched, the network not used)."""
+    conf = standalone.conf(network={"subnet": SUBNET, "adapter": "Ethernet"})
+    run = standalone.fault_run("ADD", conf, "pod1", standalone.sandbox("v2", "pod1"), "HNSCall:POST /endpoints/#1=stale-ip")
+    assert run.ok and "removing stale HNS endpoint previous-1_cbr9" in run.stderr, (run.out, run.stderr)
+    assert standalone.endpoints()["cbr9_ep"]["IPAddress"] == "10.244.4.2"
+    standalone.hnsctl("restart")
+    run = standalone.fault_run("ADD", conf, "pod2", standalone.sandbox("v2", "pod2"), "HNSCall:POST /endpoints/#1=live-ip")
+    run.failed(11, "10.244.4.2", "previous-1_cbr9", "still exists")  # the simulator counts plants per store
+    assert set(standalone.endpoints()) == {"previous-1_cbr9"} and "pod2" not in standalone.ip_files().values()
