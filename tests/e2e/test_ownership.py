@@ -67,6 +67,20 @@ def test_a_retried_add_renews_the_reservation_it_reuses_so_reclaim_keeps_it(over
     assert overlay.ip_files() == {ip: "pod1"}
 
 
+def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasing_it(overlay: Node) -> None:
+    """The facts were read before the pod's ADD made its endpoint: the re-check against HNS keeps it."""
+    import dataclasses
+
+    from plugins.wincni import facts, reclaim
+    ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
+    age(overlay.ipam_dir / overlay.network / ip, 3600)
+    opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf")}
+    before = dataclasses.replace(facts.gather(opts, overlay.env, "linux", str(overlay.root)), endpoints=())
+    out = io.StringIO()
+    assert reclaim.run(before, "linux", 0, False, out, io.StringIO(), overlay.env) == 0
+    assert f"kept {ip}: {ownership.LIVE_ENDPOINT}" in out.getvalue() and overlay.ip_files() == {ip: "pod1"}
+
+
 # 3 -------------------------------------------------------------------------------------------
 def test_an_add_never_deletes_a_live_endpoint_on_another_network(overlay: Node) -> None:
     overlay.bridge("other", host_endpoint=False)
