@@ -49,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
                    help="the host-local result kube-proxy's scripts read (default %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="wait this long for flanneld's lease and the HNS network's management IP (default %(default)s)")
+                   help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
+                   "HNS network's management IP (default %(default)s)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
