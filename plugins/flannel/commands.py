@@ -109,6 +109,9 @@ def gc(req: Request) -> None:
         req.exec_plugin(doc["type"], "GC", delegate.encode(doc))
     for key in mine:
         if store.prune(key, valid):
+            from plugins.cni.ownership import freed
+            freed("flannel GC", f"saved delegate config {store.path(key)}",
+                  "no attachment the runtime lists uses it")
             log.event("gc", removed=store.path(key))
     store.drop_orphans({a.container_id for a in valid} | set(store.keys()))
 

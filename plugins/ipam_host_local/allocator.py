@@ -11,17 +11,12 @@ if TYPE_CHECKING:
 else:
     Protocol = object  # Store is a Protocol for type checkers, a plain class at run time
 
+from plugins.cni.ownership import pinned
 from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.cni.result import IPConfig
 
 from .ranges import IPAddress, Range, RangeSet
-
-
-# A container ID no runtime can pass (CNI container IDs start with a letter or digit), so no pod's
-# DEL matches it and GC, which releases what the runtime does not list, keeps it: node-owned
-# reservations such as kube-proxy's source VIP (``wincni sourcevip``).
-PINNED_PREFIX = "_wincni-"
 
 
 class Owner(FrozenRecord):
@@ -38,7 +33,8 @@ class Owner(FrozenRecord):
 
     @property
     def pinned(self) -> bool:
-        return self.container_id.startswith(PINNED_PREFIX)
+        """Node-owned (``plugins.cni.ownership``): no pod's DEL matches it and GC keeps it."""
+        return pinned(self.container_id)
 
     def content(self) -> bytes:
         """The reservation file's bytes, CRLF on every OS like the reference."""
@@ -69,6 +65,9 @@ class Store(Protocol):
 
     def owned_by(self, owner: Owner) -> list[IPAddress]:
         """Addresses reserved to exactly this (container ID, ifname)."""
+
+    def renew(self, ip: IPAddress) -> None:
+        """Mark ``ip``'s reservation as made now: a retried ADD reuses it (``plugins.cni.ownership``)."""
 
 
 class Allocation(FrozenRecord):
@@ -121,10 +120,12 @@ def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
     ``held`` are the addresses already reserved to exactly this (container ID, ifname): an ADD
     retried after the first one was killed or timed out past its reservation. That address is
     this attachment's; it is handed back (the Go plugin refuses with "duplicate allocation",
-    which leaves it reserved for nothing and the pod unable to start).
+    which leaves it reserved for nothing and the pod unable to start), renewed, so that reclaim
+    sees an ADD in flight again rather than a reservation its pod abandoned long ago.
     """
     mine = next((ip for ip in held if rset.contains(ip) and requested in (None, ip)), None)
     if mine is not None:
+        store.renew(mine)
         return Allocation(mine, rset.range_for(mine))
     if requested is not None:
         r = rset.range_for(requested)

@@ -60,25 +60,31 @@ def check(req: Request) -> None:
 
 
 def gc(req: Request) -> None:
-    """Release every reservation whose (container ID, ifname) is not a valid attachment.
-
-    Legacy id-only reservations stay while any attachment of that container is valid; pinned
-    ones (``Owner.pinned``) always stay.
+    """Release every reservation whose (container ID, ifname) is not a valid attachment, by the
+    node's one ownership rule (``plugins.cni.ownership.gc_keeps``): legacy id-only reservations
+    stay while any attachment of that container is valid; the node's own always stay.
     """
+    from plugins.cni import ownership
     cfg = config.load_location(req.conf, req.platform, req.command)
     valid = valid_attachments(req.conf)
     if valid is None:
         log.warning("GC without cni.dev/valid-attachments: nothing released")
         return
-    valid_ids = {cid for cid, _ in valid}
     if not os.path.isdir(cfg.directory):
         return
     with _store(cfg.directory, req.platform) as store:
         store.rescan()  # GC is rare and must see every file, whatever wrote it
-        stale = [ip for ip, owner in store.allocations() if not _still_valid(owner, valid, valid_ids)]
-        for ip in stale:
+        stale = [(ip, owner) for ip, owner in store.allocations()
+                 if owner is None or not ownership.gc_keeps(owner.container_id, owner.ifname, valid)]
+        for ip, owner in stale:
             store.release(ip)
-    log.event("gc", released=[str(ip) for ip in stale], valid_attachments=len(valid))
+            ownership.freed("host-local GC", f"the reservation of {ip} in {cfg.directory}",
+                            f"reserved for {_who(owner)}, which the runtime no longer lists")
+    log.event("gc", released=[str(ip) for ip, _ in stale], valid_attachments=len(valid))
+
+
+def _who(owner: Owner | None) -> str:
+    return f"{owner.container_id} ({owner.ifname or 'any interface'})" if owner else "an unreadable owner"
 
 
 def status(req: Request) -> None:
@@ -97,16 +103,6 @@ def status(req: Request) -> None:
         if used >= rset.size():
             raise CniError(NOT_AVAILABLE, f"no IP addresses available in range set: {rset}",
                            f"all {rset.size()} addresses are reserved; delete pods or widen the range")
-
-
-def _still_valid(owner: Owner | None, valid: set[tuple[str, str]], valid_ids: set[str]) -> bool:
-    if owner is None:
-        return False
-    if owner.pinned:  # the node's own (kube-proxy's source VIP): no runtime ever lists it
-        return True
-    if owner.legacy:
-        return owner.container_id in valid_ids
-    return (owner.container_id, owner.ifname) in valid
 
 
 def _dns(path: str) -> DNS:

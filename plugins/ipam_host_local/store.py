@@ -75,6 +75,16 @@ class DiskStore:
             ips = self.index.owned_by(owner)
         return [parse_ip(ip) for ip in ips]
 
+    def owner_of(self, ip: IPAddress | str) -> Owner | None:
+        """The reservation file's owner as it is on disk now (None: gone or unreadable)."""
+        return self._owner_of(str(ip))
+
+    def renew(self, ip: IPAddress | str) -> None:
+        try:
+            os.utime(self._path(str(ip)))
+        except FileNotFoundError:
+            pass
+
     # ---- commands ----
     def find(self, owner: Owner) -> list[IPAddress]:
         """(id, ifname)'s addresses, else the id's legacy id-only ones (the reference's two-step match)."""

@@ -28,6 +28,8 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                    "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
                    "no contents-folder digest")
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
+
     from . import containerd, install, sourcevip
     containerd.add_config_argument(d, platform)
     install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
@@ -36,7 +38,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                                            "host-local store; print its flags"), platform)
     r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
     r.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
-    r.add_argument("--min-age", type=_seconds, default=300.0, metavar="SECONDS",
+    r.add_argument("--min-age", type=_seconds, default=IN_FLIGHT_SECONDS, metavar="SECONDS",
                    help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     r.add_argument("-o", "--output", choices=("table", "json"), default="table")
@@ -116,12 +118,12 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     if args.command == "sourcevip":
         from . import containerd, sourcevip
         args.cni_conf = args.cni_conf or os.path.join(found.conf_dir, containerd.CONF_NAME)
-        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd())
+        return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
         from . import reclaim
         opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
         facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, args.output)
+        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
     opts = {"cni_conf": args.cni_conf or found.conf_dir, "subnet_env": args.subnet_env or defaults["subnet_env"],
             "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
             "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,

@@ -286,19 +286,24 @@ def source_vip(f: Facts) -> Check:
 
 def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
     """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
-    gets it and GC keeps it. None when that holds or the store was not read."""
-    from plugins.ipam_host_local.allocator import PINNED_PREFIX
+    gets it and GC keeps it, and no HNS endpoint holds it. None when that holds or the store was
+    not read."""
+    from plugins.cni import ownership
+    for vip in f.source_vip:
+        user = next((name for name, ips in f.endpoints if vip in ips), None)
+        if user is not None:
+            return _sourcevip(f, FAIL, f"source VIP {vip} is also HNS endpoint {user}'s address")
     if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
         return None  # on L2Bridge kube-proxy uses no source VIP
     holders = dict(f.reservations)
-    pods = {name[: -len(f.name) - 1] for name, _ in f.endpoints if name.endswith(f"_{f.name}")}
+    pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {None}
     for vip in f.source_vip:
         holder = holders.get(vip)
         if holder in pods:
             return _sourcevip(f, FAIL, f"source VIP {vip} is also pod {holder}'s address")
         if holder is None:
             return _sourcevip(f, WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give it to a pod")
-        if not holder.startswith(PINNED_PREFIX):
+        if not ownership.pinned(holder):
             return _sourcevip(f, WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
                               "(no runtime lists it)")
     return Check("source-vip", OK, f"{inside}, reserved in {f.ipam_dir} for the node")
@@ -335,19 +340,20 @@ def ipam_store(f: Facts) -> Check:
         return _failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
         return _skipped("ipam-store", "no host-local store or HNS network")
-    from plugins.ipam_host_local.allocator import PINNED_PREFIX
+    from plugins.cni import ownership
     suffix = f"_{f.name}"
-    pods = {name[: -len(suffix)]: ips for name, ips in f.endpoints if name.endswith(suffix)}
+    pods = {ownership.pod_of(name, f.name): ips for name, ips in f.endpoints if ownership.pod_of(name, f.name)}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
     # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
     orphans = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
-               if cid not in pods and not cid.startswith(PINNED_PREFIX) and ip not in f.young]
+               if cid not in pods and not ownership.pinned(cid) and ip not in f.young]
     bad = [cid for cid, ips in pods.items() if cid not in held or any(owner.get(ip) != cid for ip in ips)]
     stale = [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
     stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}" if ip in owner
               else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
               for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip) != cid]
+    stale += [c for c in ownership.conflicts(list(f.reservations), list(f.endpoints), f.name) if c not in stale]
     if stale:
         return Check("ipam-store", WARN, "; ".join(orphans + stale),
                      "an endpoint whose pod is gone is the stale-endpoints check's to remove; for a live pod, remove "
@@ -359,8 +365,8 @@ def ipam_store(f: Facts) -> Check:
                      "the runtime's CNI GC releases them (containerd 2.x); this releases every reservation older than "
                      f"{_minutes()} whose pod has no HNS endpoint",
                      command(f, "wincni", "reclaim", "--cni-conf", f.conf_path))
-    own = sum(cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
-    waiting = sum(cid not in pods and not cid.startswith(PINNED_PREFIX) for _, cid in f.reservations)
+    own = sum(ownership.pinned(cid) for _, cid in f.reservations)
+    waiting = sum(cid not in pods and not ownership.pinned(cid) for _, cid in f.reservations)
     return Check("ipam-store", OK, f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
                  "HNS endpoints" + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
                  + (f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale "

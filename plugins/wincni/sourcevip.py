@@ -2,9 +2,14 @@
 
 winkernel kube-proxy (overlay) needs ``--source-vip``, an address of the node's pod subnet that
 no pod may hold. It is reserved through host-local's own allocator in the pods' store (the same
-network name and dataDir as the pods' config) under a pinned owner (``Owner.pinned``): no pod's
-DEL matches it and GC keeps it. Running it again returns the same address; after the node got a
-new FLANNEL_SUBNET the old address is released and one of the new subnet reserved.
+network name and dataDir as the pods' config) under an owner of the node's reserved ``_wincni-``
+namespace: by the ownership rule (``plugins.cni.ownership``) no pod's DEL matches it, and GC and
+``wincni reclaim`` keep it. Running it again returns the same address; after the node got a new
+FLANNEL_SUBNET the old address is released and one of the new subnet reserved. It never reserves
+an address HNS already gives to an endpoint (flanneld's ``<network>_ep``, a leftover pod's).
+``--timeout`` bounds the whole command, each HNS call given what is left, and while it waits a
+line on stderr every ``PROGRESS_S`` says for what and how much longer. On an L2Bridge (host-gw)
+network kube-proxy takes no source VIP: it refuses (exit status 2).
 ``sourceVip.json`` is the host-local result in the 0.2.0 shape the existing scripts read
 (``ip4.ip``).
 """
@@ -16,16 +21,24 @@ import os
 import time
 from typing import Any, Callable, Mapping, TextIO
 
-from plugins.ipam_host_local.allocator import PINNED_PREFIX, Owner
+from plugins.cni.ownership import PINNED_PREFIX
+from plugins.ipam_host_local.allocator import Owner
 
 OWNER = Owner(PINNED_PREFIX + "source-vip", "sourcevip")
 RESULT_VERSION = "0.2.0"  # sourceVip.json as kube-proxy's start scripts read it: ip4.ip
 MAX_CONF = 1 << 20
 POLL_S = 1.0
+PROGRESS_S = 5.0
 
 
 class SourceVipError(Exception):
     """Cannot reserve: the message names what is missing and what to do (exit status 1)."""
+    status = 1
+
+
+class NotNeeded(SourceVipError):
+    """The network takes no source VIP (L2Bridge): nothing to do, and saying so is a usage error (2)."""
+    status = 2
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -38,21 +51,23 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
                    help="the host-local result kube-proxy's scripts read (default %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="wait this long for flanneld's lease and the HNS network's management IP (default %(default)s)")
+                   help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
+                   "HNS network's management IP (default %(default)s)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platform: str, cwd: str,
-        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> int:
+        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+        stderr: TextIO | None = None) -> int:
     from plugins.cni.errors import CniError
     try:
         name, ipam_of = _pods_config(args.cni_conf, platform, cwd)
-        network, ipam = _wait(name, ipam_of, env, args.timeout, clock, sleep)
-        ip, released, directory = reserve(name, ipam, platform)
+        network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr)
+        ip, released, directory = reserve(name, ipam, platform, taken)
         changed = _write(args.out, _result(ip))
     except SourceVipError as exc:
         _print(args, stdout, {"error": str(exc)})
-        return 1
+        return exc.status
     except CniError as exc:
         _print(args, stdout, {"error": f"{exc.msg}: {exc.details}" if exc.details else exc.msg})
         return 1
@@ -97,36 +112,67 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
         if lease.subnet is None or lease.subnet.version != 4:
             raise SourceVipError(f"{fconf.subnet_file} has no IPv4 FLANNEL_SUBNET")
         return {**fconf.ipam, "type": "host-local", "subnet": str(lease.subnet)}  # what flannel gives the pods
+    from_lease.lease_path = fconf.subnet_file  # type: ignore[attr-defined]  # named while waiting
     return name, from_lease
 
 
 def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mapping[str, str], timeout: float,
-          clock: Callable[[], float], sleep: Callable[[float], None]) -> tuple[Any, Mapping[str, Any]]:
-    """Poll (bounded) until the HNS network has its management IP and the pods' IPAM is known."""
+          clock: Callable[[], float], sleep: Callable[[float], None],
+          stderr: TextIO | None = None) -> tuple[Any, Mapping[str, Any], set[str]]:
+    """Poll until the HNS network has its management IP and the pods' IPAM is known, all within
+    ``timeout`` (each HNS call is given what is left, at most ``PROGRESS_S``, so a hung HNS is
+    reported too); (network, IPAM, addresses HNS gives to endpoints on it). A line on ``stderr``
+    at the first miss and every ``PROGRESS_S`` after says what it waits for."""
     from libhns.client import HnsClient
+    from libhns.deadline import Limits
     from libhns.errors import EnvError, HnsError
-    deadline = clock() + timeout
+    start = clock()
+    deadline = start + timeout
+    said = start - PROGRESS_S
+    missing = ""
     while True:
-        try:
-            network = HnsClient.from_env(env).get_network_by_name(name)
-        except EnvError as err:
-            raise SourceVipError(f"cannot query HNS: {err}") from None
-        except (HnsError, OSError):
-            network = None  # HNS restarting: as good as not there yet
-        ipam = ipam_of()
-        if network is not None and network.management_ip and ipam is not None:
-            return network, ipam
-        if clock() >= deadline:
-            missing = ("flanneld's lease (subnet.env)" if ipam is None else
-                       f"HNS network {name!r}" if network is None else f"the management IP of HNS network {name!r}")
+        now = clock()
+        if missing and now >= deadline:
             raise SourceVipError(f"{missing} not there after {timeout:g} s: is flanneld running on this node? "
                                  "(its log: \"Waiting for the Network to be created\")")
-        sleep(POLL_S)
+        if missing and stderr is not None and now - said >= PROGRESS_S:
+            said = now
+            stderr.write(f"wincni sourcevip: waiting for {missing}{_where(ipam_of, name)}, "
+                         f"{deadline - now:.0f} s more\n")
+            stderr.flush()
+        if missing:
+            sleep(min(POLL_S, deadline - now))
+        left = max(deadline - clock(), 0.001)
+        hns_error = None
+        try:
+            client = HnsClient.from_env(env, Limits(call=min(PROGRESS_S, left), command=left))
+            network = client.get_network_by_name(name)
+            if network is not None and not network.is_type("Overlay"):
+                raise NotNeeded(f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
+                                "VIP there; run it without --source-vip (nothing was reserved)")
+            taken = {ip for ep in client.list_endpoints(network.id) for ip in ep.ip_addresses} if network else set()
+        except EnvError as err:
+            raise SourceVipError(f"cannot query HNS: {err}") from None
+        except (HnsError, OSError) as err:
+            network, hns_error = None, err  # HNS restarting, or hung: as good as not there yet
+        ipam = ipam_of()
+        if network is not None and network.management_ip and ipam is not None:
+            return network, ipam, taken
+        missing = ("flanneld's lease (subnet.env)" if ipam is None else
+                   f"an answer from HNS ({hns_error})" if hns_error is not None else
+                   f"HNS network {name!r}" if network is None else f"the management IP of HNS network {name!r}")
 
 
-def reserve(name: str, ipam: Mapping[str, Any], platform: str) -> tuple[Any, list[str], str]:
+def _where(ipam_of: Any, name: str) -> str:
+    lease = getattr(ipam_of, "lease_path", "")
+    return f" (lease {lease}, network {name})" if lease else f" (network {name})"
+
+
+def reserve(name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] = frozenset()) -> tuple[Any, list[str], str]:
     """(IPConfig, addresses released as stale, store directory). Idempotent: the address
-    already reserved to OWNER in the current subnet is returned again."""
+    already reserved to OWNER in the current subnet is returned again, unless HNS now gives it
+    to an endpoint (``taken``): never one of those."""
+    from plugins.cni import ownership
     from plugins.cni.errors import IO_FAILURE, CniError
     from plugins.ipam_host_local import config
     from plugins.ipam_host_local.allocator import allocate_all
@@ -137,13 +183,28 @@ def reserve(name: str, ipam: Mapping[str, Any], platform: str) -> tuple[Any, lis
         raise SourceVipError(f"the pods' IPAM for {name} has no IPv4 range: kube-proxy's source VIP is IPv4")
     try:
         with open_store(cfg.directory, platform) as store:
-            stale = [ip for ip in store.owned_by(OWNER) if not v4[0].contains(ip)]
-            for ip in stale:  # from an earlier FLANNEL_SUBNET
+            stale = [ip for ip in store.owned_by(OWNER) if not v4[0].contains(ip) or str(ip) in taken]
+            for ip in stale:  # from an earlier FLANNEL_SUBNET, or an address an endpoint holds
                 store.release(ip)
-            [allocation] = allocate_all(v4, store, OWNER)
+                ownership.freed("wincni sourcevip", f"its reservation of {ip} in {cfg.directory}",
+                                "an endpoint holds it" if str(ip) in taken else "outside the current FLANNEL_SUBNET")
+            [allocation] = allocate_all(v4, _Avoiding(store, taken), OWNER)
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot use host-local's store {cfg.directory}: {exc.strerror or exc}") from None
     return allocation.ip_config(), [str(ip) for ip in stale], cfg.directory
+
+
+class _Avoiding:
+    """host-local's store, refusing the addresses HNS gives to endpoints (as if reserved)."""
+
+    def __init__(self, store: Any, taken: set[str]) -> None:
+        self.store, self.taken = store, taken
+
+    def reserve(self, owner: Owner, ip: Any, range_id: int) -> bool:
+        return str(ip) not in self.taken and self.store.reserve(owner, ip, range_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
 
 def _result(ip: Any) -> dict:

@@ -232,8 +232,12 @@ class Lifecycle:
         with hns_step(f"error while looking up HNS endpoint {name}"):
             existing = api.endpoint(name)
             if existing is not None and not _same(existing.network_id, network.id):
-                log.warning(f"endpoint {name} belongs to another network; replacing it")
-                api.release(existing)
+                from . import stale
+                try:
+                    stale.replace_elsewhere(api, existing, name)
+                except CniError:
+                    self.release_ip(req, conf, netconf)  # a killed earlier ADD's, when there is one
+                    raise
                 existing = None
         if isinstance(api, HnsV1Api) and api.shared:
             if existing is None:
@@ -292,6 +296,13 @@ class Lifecycle:
                     except Exception as err:  # noqa: BLE001 - report, keep undoing
                         log.warning(f"rollback: could not {what}: {err}")
             raise
+
+    def release_ip(self, req: Request, conf: dict, netconf: NetConf) -> None:
+        """IPAM DEL for this attachment, best effort (the error being raised is what counts)."""
+        try:
+            self.run_ipam(req, conf, netconf, "DEL")
+        except CniError as err:
+            log.warning(f"could not release the pod's IPAM reservation: {err}")
 
     def addresses(self, ipam: dict | None, network: Any, api: EndpointApi, req: Request) -> tuple[Address, ...]:
         if ipam is None:
@@ -385,18 +396,21 @@ class Lifecycle:
             return
         keep = {cid for cid, _ in attachments}
         api = self.api(netconf, req, need_netns=False)
-        suffix = "_" + netconf.name
+        from plugins.cni.ownership import freed, pod_of
         failures = []
         with hns_step(f"error while listing endpoints of network {netconf.name}"):
             network = api.network(netconf.name)
             endpoints = api.endpoints_of(network) if network is not None else []
         for ep in endpoints:
             ep_name = ep.name or ""
-            if not ep_name.endswith(suffix) or ep_name[: -len(suffix)] in keep or not ep_name[: -len(suffix)]:
+            pod = pod_of(ep_name, netconf.name)  # only <sandbox>_<network>: never flanneld's or others'
+            if not pod or pod in keep:
                 continue
             try:
                 with hns_step(f"GC: failed to remove stale endpoint {ep_name}"):
                     api.release_stale(ep)
+                freed(f"{self.flavor.plugin} GC", f"HNS endpoint {ep_name} ({ep.id})",
+                      f"sandbox {pod} is not among the runtime's valid attachments")
                 log.event("gc-endpoint", endpoint=ep_name)
             except CniError as err:
                 failures.append(err)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
 from plugins.cni import log
+from plugins.cni.ownership import host_endpoint_name
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
 
 #: Linux flannel's VXLAN settings; Windows nodes on the same overlay must use them (VNI >= 4096).
@@ -202,26 +203,53 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: s
            timeout: float = MANAGEMENT_IP_TIMEOUT) -> Any:
     """Find or create the network under the node-wide lock. A network this call creates is set
     up completely before the lock is released (management IP, then flanneld's HostRoute or host
-    endpoint), so the ADDs queued behind it find it ready; if that fails it is deleted again,
-    and the next ADD starts over. A network of another shape is a code-7 error."""
+    endpoint), so the ADDs queued behind it find it ready; if that fails it is deleted again in
+    the undo window (its own deadline: the command's may be what failed), and the next ADD starts
+    over. A marker beside the lock says a set-up is under way: a network found with it (its ADD
+    was killed, or could not delete it) is half made, and is deleted and made again. A network of
+    another shape is a code-7 error."""
     from plugins.cni.lock import FileLock
 
-    with FileLock(lock_path(spec.name, locks)):
+    lock = lock_path(spec.name, locks)
+    marker = lock[: -len(".lock")] + ".setup"
+    with FileLock(lock):
         network = api.network(spec.name)
+        if network is not None and os.path.exists(marker):
+            if not _discard(api, spec, network, "an earlier ADD was stopped while setting it up"):
+                raise CniError(TRY_AGAIN_LATER, f"HNS network {spec.name} is half set up and could not be deleted yet",
+                               "the next ADD tries again; or delete it: hnsctl network delete " + spec.name)
+            network = None
         if network is None:
+            _mark(marker)
             network, ours = _create(api, spec, document(spec, feature, api.schema))
             if ours:
                 try:
-                    return _set_up(api, spec, network, feature, clock, sleep, timeout)
+                    network = _set_up(api, spec, network, feature, clock, sleep, timeout)
                 except BaseException:
-                    _discard(api, spec, network)
+                    with api.client.undo_window():
+                        if _discard(api, spec, network, "its set-up failed"):
+                            _unmark(marker)
                     raise
+            _unmark(marker)
+            if ours:
+                return network
         problem = mismatch(spec, network)
         if problem is not None:
             raise problem
         if not network.management_ip and reports_management_ip(spec, api.schema):
             network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     return network
+
+
+def _mark(path: str) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600))
+
+
+def _unmark(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def reports_management_ip(spec: NetworkSpec, schema: str) -> bool:
@@ -260,31 +288,41 @@ def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], 
     return network
 
 
-def host_endpoint_name(network: str) -> str:
-    return f"{network}_ep"
-
-
 def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     """flanneld's ``<name>_ep``: the host's vNIC on the bridge at the IPv4 subnet's .2, which
     win-bridge gives every pod as its gateway; made and host-attached through HNSCall on
-    either API, as flanneld does."""
+    either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
+    removed first, by the same rule as a pod's (``stale.clear_addresses``: code 11 for one in use)."""
+    from libhns.errors import InvalidAddress
     v4 = next((s for s in spec.subnets if s.version == 4), None)
     if v4 is None:
         return
     ip = str(ipaddr.ip_network(v4.prefix).network_address + 2)
-    ep = api.create_host_endpoint(network, host_endpoint_name(spec.name), ip)
+    name = host_endpoint_name(spec.name)
+    try:
+        ep = api.create_host_endpoint(network, name, ip)
+    except InvalidAddress:
+        from . import stale
+        if not stale.clear_addresses(api, network, spec.name, [ip], name):
+            raise
+        ep = api.create_host_endpoint(network, name, ip)
     log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
 
 
-def _discard(api: Any, spec: NetworkSpec, network: Any) -> None:
-    """Undo a creation whose set-up failed (best effort: the error being raised is what counts)."""
+def _discard(api: Any, spec: NetworkSpec, network: Any, why: str) -> bool:
+    """Delete a network this plugin made but could not set up, with its host endpoint (best
+    effort: the error being raised is what counts); whether it is gone."""
+    from plugins.cni.ownership import freed
     try:
         if not spec.overlay:
             api.delete_host_endpoint(host_endpoint_name(spec.name))
         api.delete_network(network)
-        log.event("network-discarded", network=spec.name, id=network.id)
     except Exception as err:  # noqa: BLE001 - report, keep the original error
-        log.warning(f"could not delete the half-set-up HNS network {spec.name}: {err}")
+        log.warning(f"could not delete the half-set-up HNS network {spec.name}: {err}; the next ADD deletes it")
+        return False
+    freed("ADD", f"HNS network {spec.name} ({network.id})", f"{why}; the next ADD makes it again")
+    log.event("network-discarded", network=spec.name, id=network.id)
+    return True
 
 
 def _wait_for_management_ip(api: Any, network: Any, name: str, clock: Callable[[], float],

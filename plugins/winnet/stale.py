@@ -2,12 +2,14 @@
 
 A crash, a reboot or a kubelet restart leaves endpoints behind that hold a pod's name or an
 address host-local now hands to another pod, and HNS then refuses the new pod (kubernetes
-#68511, Windows-Containers #631). The rules: an endpoint is *stale* when nothing alive holds it
+#68511, Windows-Containers #631). What may go is the node's one ownership rule
+(``plugins.cni.ownership.endpoint_kept``): an endpoint is *stale* when nothing alive holds it
 (``EndpointApi.in_use``: no existing namespace, no running compute system). A stale endpoint of
-the pod's own name is replaced; a stale endpoint of ours (``<sandbox>_<network>``) on the address
-HNS refused is removed and the create retried once; anything else — in use, or not ours — is
-never touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with
-the endpoint's name, ID, addresses and why.
+the pod's own name is replaced, on whatever network it is; a stale endpoint of ours
+(``<sandbox>_<network>``) on the address HNS refused is removed and the create retried once;
+anything else — attached to a live sandbox on any network, flanneld's, or not ours — is never
+touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
+endpoint's name, ID, addresses and why.
 """
 from __future__ import annotations
 
@@ -15,22 +17,29 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any
 
-from plugins.cni import log
+from plugins.cni import log, ownership
 from plugins.cni.errors import TRY_AGAIN_LATER, CniError
 
+_RELEASED = "the pod's IPAM reservation was released; "
 
-def remove(api: Any, ep: Any, why: str) -> None:
+
+def remove(api: Any, ep: Any, why: str, who: str = "ADD") -> None:
     """Detach and delete ``ep``, saying so."""
     addresses = ", ".join(ep.ip_addresses) or "no address"
-    log.warning(f"removing stale HNS endpoint {ep.name} ({ep.id}, {addresses}): {why}")
+    ownership.freed(who, f"stale HNS endpoint {ep.name} ({ep.id}, {addresses})", why)
     log.event("stale-endpoint-removed", endpoint=ep.name, id=ep.id, ips=list(ep.ip_addresses), why=why)
     api.release_stale(ep)
 
 
-def is_ours(ep: Any, network_name: str) -> bool:
-    """``<sandbox>_<network>``: the name this plugin gives the endpoints it creates."""
-    name = ep.name or ""
-    return name.endswith("_" + network_name) and len(name) > len(network_name) + 1
+def replace_elsewhere(api: Any, ep: Any, pod: str) -> None:
+    """The pod's endpoint name on another network: removed when its sandbox is gone, else code
+    11 naming it (the caller releases the pod's reservation)."""
+    if api.in_use(ep):
+        raise CniError(TRY_AGAIN_LATER, f"HNS endpoint {ep.name} ({ep.id}) for {pod} exists on another network "
+                       f"({ep.network_id}) and is {ownership.ATTACHED}; it was left alone",
+                       _RELEASED + f"delete that endpoint if it is a leftover (hnsctl endpoint delete {ep.id}), "
+                       "then the runtime's retry succeeds")
+    remove(api, ep, "it is on another network and its sandbox is gone; this ADD creates the pod's endpoint anew")
 
 
 def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[str], pod: str) -> bool:
@@ -42,15 +51,12 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
     holders = [ep for ep in api.endpoints_of(network) if wanted & set(ep.ip_addresses)]
     for ep in holders:
         ip = ", ".join(sorted(wanted & set(ep.ip_addresses)))
-        if not is_ours(ep, network_name):
-            problem = "was not created by this plugin"
-        elif api.in_use(ep):
-            problem = "belongs to a sandbox that still exists"
-        else:
+        problem = ownership.endpoint_kept(ep.name or "", network_name, api.in_use(ep))
+        if not problem:
             continue
-        raise CniError(TRY_AGAIN_LATER, f"address {ip} for {pod} is held by HNS endpoint {ep.name} ({ep.id}), which {problem}; "
+        raise CniError(TRY_AGAIN_LATER, f"address {ip} for {pod} is held by HNS endpoint {ep.name} ({ep.id}), which is {problem}; "
                        "it was left alone",
-                       "the pod's IPAM reservation was released; if that endpoint is a leftover, delete it "
+                       _RELEASED + "if that endpoint is a leftover, delete it "
                        f"(hnsctl endpoint delete {ep.id}) or run the network's GC, then the runtime's retry succeeds")
     for ep in holders:
         remove(api, ep, f"it holds {', '.join(sorted(wanted & set(ep.ip_addresses)))}, which IPAM assigned to {pod}, "
@@ -61,4 +67,4 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
 def left_behind(api: Any, endpoints: list[Any], network_name: str) -> list[Any]:
     """Those of ``endpoints`` (V1 view: it shows both namespaces and V1 containers) that are ours
     and that no live sandbox holds (for ``wincni doctor``)."""
-    return [ep for ep in endpoints if is_ours(ep, network_name) and not api.in_use(ep)]
+    return [ep for ep in endpoints if not ownership.endpoint_kept(ep.name or "", network_name, api.in_use(ep))]

@@ -18,6 +18,7 @@ class FakeStore:
     def __init__(self, taken: dict[str, str] | None = None, last: dict[int, str] | None = None) -> None:
         self.files = {ip(k): Owner(v, "eth0") for k, v in (taken or {}).items()}
         self.last = {k: ip(v) for k, v in (last or {}).items()}
+        self.renewed: list = []
 
     def reserve(self, owner, addr, range_id):
         if addr in self.files:
@@ -34,6 +35,9 @@ class FakeStore:
 
     def owned_by(self, owner):
         return [a for a, o in self.files.items() if o == owner]
+
+    def renew(self, addr):
+        self.renewed.append(addr)
 
 
 def rset(*subnets: str) -> RangeSet:
@@ -149,6 +153,7 @@ def test_a_retried_add_gets_the_address_it_already_holds():
     again = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
     assert [a.ip for a in again] == [a.ip for a in first] and str(first[0].ip) == "192.168.1.2"
     assert len(store.owned_by(Owner("ID", "eth0"))) == 1
+    assert store.renewed == [first[0].ip]  # issue 30: the retry renews it (reclaim sees an ADD in flight)
     assert str(allocate(mkalloc(), store, 0, Owner("ID", "eth1")).ip) == "192.168.1.3"
 
 

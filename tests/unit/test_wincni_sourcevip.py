@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -31,13 +32,13 @@ def node(tmp_path: Path) -> Node:
     return node
 
 
-def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None) -> dict:
+def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None, stderr=None) -> dict:
     argv = ["sourcevip", "--cni-conf", str(node.conf_dir / CONFLIST), "--out", str(node.root / OUT),
             "-o", "json", *args]
     parsed = build_parser(default_paths("linux"), "linux").parse_args(argv)
     out = io.StringIO()
     extra = {"clock": clock, "sleep": sleep} if clock else {}
-    rc = run(parsed, out, node.env, "linux", str(node.root), **extra)
+    rc = run(parsed, out, node.env, "linux", str(node.root), stderr=stderr, **extra)
     doc = json.loads(out.getvalue())
     assert rc == expect, doc
     return doc
@@ -150,3 +151,57 @@ def test_the_doctor_counts_the_source_vip_as_the_nodes_own(node: Node) -> None:
     store = node.doctor("--source-vip", str(node.root / OUT))["ipam-store"]
     assert store["status"] == "ok" and store["message"].startswith("0 reservation(s)")
     assert "1 of the node's own" in store["message"]
+
+
+# Issue 30, finding 5 -----------------------------------------------------------------------------
+def test_the_timeout_bounds_the_whole_command_and_it_says_what_it_waits_for(node: Node) -> None:
+    """HNS hangs: --timeout 6 ends it in about 6 s (it took the 30 s per-call deadline), naming HNS
+    (it blamed the network), with a line on stderr naming the lease and the network meanwhile."""
+    node.overlay()
+    node.env["LIBHNS_SIM_FAULTS"] = "HcnEnumerateNetworks=hang:40"
+    err = io.StringIO()
+    start = time.monotonic()
+    doc = sourcevip(node, "--timeout", "6", expect=1, stderr=err)
+    assert time.monotonic() - start < 9
+    assert "an answer from HNS" in doc["error"] and "TIMEOUT" in doc["error"], doc
+    line = err.getvalue().splitlines()[0]
+    assert "waiting for" in line and str(node.subnet_env) in line and "network vxlan0" in line and "s more" in line, line
+
+
+def test_progress_lines_come_every_few_seconds_saying_how_much_longer(node: Node) -> None:
+    now, err = [0.0], io.StringIO()
+    sourcevip(node, "--timeout", "12", expect=1, clock=lambda: now[0],
+              sleep=lambda s: now.__setitem__(0, now[0] + s), stderr=err)
+    lines = err.getvalue().splitlines()
+    assert [line.rsplit(", ", 1)[1] for line in lines] == ["12 s more", "7 s more", "2 s more"], lines
+    assert all("HNS network 'vxlan0'" in line for line in lines)
+
+
+def test_on_an_l2bridge_network_it_refuses_and_reserves_nothing(node: Node) -> None:
+    node.bridge("vxlan0")  # host-gw: the network is an L2Bridge, flanneld's _ep at .2
+    doc = sourcevip(node, "--timeout", "5", expect=2)
+    assert "kube-proxy needs no source VIP" in doc["error"], doc
+    assert not (node.ipam_dir / "vxlan0").exists()
+
+
+def test_never_an_address_hns_gives_to_an_endpoint(node: Node) -> None:
+    node.overlay()
+    node.hnsctl("endpoint", "create", "leftover_vxlan0", "--network", "vxlan0", "--ip", "10.244.4.2")
+    assert sourcevip(node)["sourceVip"] == "10.244.4.3"
+
+
+def test_an_address_an_endpoint_took_since_is_given_up_for_another(node: Node) -> None:
+    node.overlay()
+    old = sourcevip(node)["sourceVip"]
+    node.hnsctl("endpoint", "create", "squatter", "--network", "vxlan0", "--ip", old)
+    doc = sourcevip(node)
+    assert doc["released"] == [old] and doc["sourceVip"] != old and list(reserved(node)) == [doc["sourceVip"]]
+
+
+def test_the_doctor_fails_a_source_vip_an_endpoint_holds(tmp_path: Path) -> None:
+    """What the old sourcevip did on host-gw: cbr0_ep's address as the source VIP, and doctor said OK."""
+    bridge = Node(tmp_path)
+    bridge.cni_conf = bridge.flannel_files("bridge")
+    bridge.bridge("cbr0").reserve_source_vip("10.244.4.2", network="cbr0")
+    found = bridge.doctor()
+    assert found["source-vip"]["status"] == "fail" and "cbr0_ep" in found["source-vip"]["message"], found

@@ -2,6 +2,7 @@
 mismatch rule, and find-or-create with its management-IP wait (a fake API and a fake clock)."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -151,6 +152,13 @@ class FakeApi:
         self.attach_error = attach_error
         self.endpoints: dict[str, dict] = {}
         self.calls: list[str] = []
+
+    @property
+    def client(self):  # HnsClient.undo_window: no deadline over a fake
+        return self
+
+    def undo_window(self):
+        return contextlib.nullcontext()
 
     def network(self, name: str):
         self.calls.append("network")

@@ -1,0 +1,111 @@
+"""The one ownership rule: what on a node is in use, and who may free what, after how long.
+
+Reclaim (``wincni reclaim``), the runtime's GC (host-local, flannel, win-bridge/win-overlay), the
+doctor and the stale-endpoint cleanup of ADD (``plugins/winnet/stale.py``) all ask this module;
+none decides on its own. Pure: callers read the store and HNS and pass what they saw.
+
+In use — freed by nobody but its owner:
+1. a reservation of ours whose pod has a live endpoint (HNS holds ``<container>_<network>``);
+2. an ADD in flight: a reservation younger than ``IN_FLIGHT_SECONDS`` (an ADD reserves before it
+   creates the endpoint; a retried ADD that reuses its reservation renews its age);
+3. an owner in the reserved ``_wincni-`` namespace (``PINNED_PREFIX``: the node's own, e.g.
+   kube-proxy's source VIP), which only the tool that made it frees (``wincni sourcevip``, when the
+   pod subnet changed);
+4. flanneld's own endpoints (``<network>_ep``, any host endpoint) and every endpoint not named
+   ``<sandbox>_<network>``: never ours to delete;
+5. an endpoint attached to a namespace or a container that exists, whatever network it is on.
+
+Who frees what:
+- a pod's DEL: that pod's reservation and endpoint;
+- the runtime's GC: reservations, saved configs and endpoints of attachments the runtime no longer
+  lists (it knows its pods), except 3 and 4;
+- ``wincni reclaim``: reservations that are none of 1-3 once at least ``--min-age`` old (default
+  ``IN_FLIGHT_SECONDS``), each checked again under the store's lock just before it is released;
+- an ADD: an endpoint of ours on its own address or name that is none of 4-5.
+Each freeing says who freed what and why (``freed``).
+"""
+from __future__ import annotations
+
+from . import log
+
+#: Container IDs no runtime passes (CNI IDs start with a letter or digit): the node's own owners.
+PINNED_PREFIX = "_wincni-"
+#: Longer than any ADD may hold a reservation without its endpoint: the command deadline (100 s)
+#: plus the undo window (10 s), well rounded up. ``wincni reclaim``'s default ``--min-age``.
+IN_FLIGHT_SECONDS = 300.0
+#: Why each kind of thing is kept (the words reclaim, GC and the doctor print).
+LIVE_ENDPOINT = "its pod has a live HNS endpoint"
+IN_FLIGHT = "young enough to be an ADD in flight"
+NODE_OWNED = "owned by the node (the reserved _wincni- namespace)"
+ATTACHED = "in use by a sandbox that still exists (a namespace or a running container)"
+FLANNELD = "flanneld's own endpoint"
+NOT_OURS = "not created by this plugin (its name is not <sandbox>_<network>)"
+
+
+def pinned(container_id: str) -> bool:
+    return container_id.startswith(PINNED_PREFIX)
+
+
+def pod_of(endpoint_name: str, network: str) -> str:
+    """The sandbox of a ``<sandbox>_<network>`` endpoint name; "" for any other name."""
+    suffix = "_" + network
+    name = endpoint_name or ""
+    return name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else ""
+
+
+def host_endpoint_name(network: str) -> str:
+    """flanneld's (and standalone mode's) host vNIC on a bridge network."""
+    return f"{network}_ep"
+
+
+def reservation_kept(container_id: str, live_pods: "set[str] | frozenset[str]", age: float, min_age: float) -> str:
+    """Why a reservation must stay ("" when reclaim may release it): ``live_pods`` are the
+    sandboxes with an endpoint on the network, ``age`` the reservation's in seconds."""
+    if pinned(container_id):
+        return NODE_OWNED
+    if container_id and container_id in live_pods:
+        return LIVE_ENDPOINT
+    if age < min_age:
+        return IN_FLIGHT
+    return ""
+
+
+def gc_keeps(container_id: str, ifname: str, valid: "set[tuple[str, str]]") -> bool:
+    """The runtime's GC: keep what it lists (an id-only legacy reservation while any of that
+    container's attachments is listed) and what belongs to the node."""
+    if pinned(container_id):
+        return True
+    if not ifname:
+        return any(cid == container_id for cid, _ in valid)
+    return (container_id, ifname) in valid
+
+
+def endpoint_kept(name: str, network: str, attached_alive: bool) -> str:
+    """Why an endpoint must stay when an ADD or GC would remove it ("" when it may go)."""
+    if attached_alive:
+        return ATTACHED
+    if name == host_endpoint_name(network):
+        return FLANNELD
+    if not pod_of(name, network):
+        return NOT_OURS
+    return ""
+
+
+def conflicts(reservations: "list[tuple[str, str]]", endpoints: "list[tuple[str, tuple[str, ...]]]",
+              network: str) -> list[str]:
+    """Addresses HNS gives to an endpoint that host-local reserves for someone else (the doctor):
+    the next pod, or the reservation's owner, would meet that endpoint."""
+    owner = dict(reservations)
+    out = []
+    for name, ips in endpoints:
+        pod = pod_of(name, network)
+        for ip in ips:
+            if ip in owner and owner[ip] != pod:
+                out.append(f"endpoint {name} holds {ip}, which host-local reserves for {owner[ip] or '?'}")
+    return out
+
+
+def freed(who: str, what: str, why: str) -> None:
+    """Every freeing, on stderr (kept by the runtime) and in the debug log: who freed what, why."""
+    log.warning(f"{who}: removing {what}: {why}")
+    log.event("freed", who=who, what=what, why=why)
