@@ -31,7 +31,7 @@ class Check:
 
 
 def command(f: Facts, program: str, *args: str) -> str:
-    """One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
+    r"""One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
     PATH) and ``args``, quoted for the node's shell (PowerShell on Windows, which runs a quoted
     program, ``C:\Program Files\…``, only after its call operator ``&``; unquoted, the line is
     the same for cmd)."""

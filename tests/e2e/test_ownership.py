@@ -74,7 +74,7 @@ def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasin
     from plugins.wincni import facts, reclaim
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)
-    opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf")}
+    opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf"), "cni_bin_dir": ""}
     before = dataclasses.replace(facts.gather(opts, overlay.env, "linux", str(overlay.root)), endpoints=())
     out = io.StringIO()
     assert reclaim.run(before, "linux", 0, False, out, io.StringIO(), overlay.env) == 0
