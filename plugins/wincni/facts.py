@@ -162,8 +162,8 @@ def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
                              "or pass --cni-conf with the folder or file that holds the config")
     raw = _read(path)
     if isinstance(raw, Problem):
-        return None, Problem(f"CNI config: {raw.message}", f"run the doctor as the user the runtime runs as "
-                             f"(Administrator), or pass --cni-conf with a config you can read")
+        return None, Problem(f"CNI config: {raw.message}", "run the doctor as the user the runtime runs as "
+                             "(Administrator), or pass --cni-conf with a config you can read")
     try:
         conf = first_plugin(decode(raw))
         check_name(conf)
