@@ -134,7 +134,7 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
     with _bundle(args.source, disk) as bundle:
         out.build = bundle.build
         try:
-            previous = _take(bin_dir, conf_dir, disk, out, args.dry_run)
+            previous, _ = _take(bin_dir, conf_dir, disk, out, args.dry_run)
             files, dirs = disk.listdir(bin_dir)
             out.warnings += _missing_plugins(rendered, bundle.launchers + tuple(files), bin_dir)
             laid = bool(previous.digest(bundle.contents)) and bundle.contents in dirs and \
@@ -220,13 +220,14 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, dis
     return render.encode(doc)
 
 
-def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> Manifest:
-    """Take the bin dir over (a dry run: say what that would do) and read the manifest in it."""
+def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> tuple[Manifest, bool]:
+    """Take the bin dir over (a dry run: say what that would do) and read the manifest in it;
+    True when one was there but ignored (the warning says why)."""
     suspicious = _folder(bin_dir, disk, out, dry_run, quarantine=False)
     manifest, why = read_manifest(disk, os.path.join(bin_dir, layout.MANIFEST), conf_dir, suspicious)
     if why:
         out.warnings.append(why)
-    return manifest
+    return manifest, bool(why)
 
 
 def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool) -> bool:
@@ -368,7 +369,7 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
         out.warnings.append(f"no {bin_dir}: nothing installed by wincni install there")
         return
     try:
-        manifest = _take(bin_dir, conf_dir, disk, out, args.dry_run)
+        manifest, ignored = _take(bin_dir, conf_dir, disk, out, args.dry_run)
         if os.path.isdir(conf_dir):
             _folder(conf_dir, disk, out, args.dry_run, quarantine=True)
     except UnsafePath as exc:
@@ -380,7 +381,7 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
     if trusted:
         out.build, out.conf_path = manifest.build, manifest.conf
         plan = _laid(manifest, bin_dir, disk)
-    elif any(w.startswith(manifest_path) for w in out.warnings):
+    elif ignored:
         plan = _provable(args, bin_dir, conf_dir, disk, platform, cwd, out)
     else:
         out.warnings.append(f"no {layout.MANIFEST} in {bin_dir}: nothing installed by wincni install there")
