@@ -98,7 +98,8 @@ class Disk:
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(path)
             return
-        trash = self.fresh_name(path + ".wincni-trash")  # layout.DISCARDED: a later install's cleanup finishes it
+        from .layout import DISCARDED
+        trash = self.fresh_name(path + DISCARDED)  # a later install's cleanup finishes it
         os.rename(path, trash)
         self.purge(trash)
 
