@@ -202,7 +202,8 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, dis
             raise InstallError(f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
                                "(the kube-flannel-cfg ConfigMap's net-conf.json)")
         netconf.check(backend, backend.network_name)
-        template = _read(disk.read, args.template, render.MAX_TEMPLATE + 1) if args.template else None
+        template = _read(disk.read, args.template, render.MAX_TEMPLATE,
+                         "a CNI config template is a few KiB: check --template") if args.template else None
         if args.template and template is None:
             raise InstallError(f"--template {args.template} does not exist")
         uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template)
@@ -455,16 +456,16 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
 
 # ---------------------------------------------------------------------------- inputs
 
-def _read(read: Callable[[str, int], bytes | None], path: str, cap: int) -> bytes | None:
-    """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap``
-    (never cut short) or unreadable."""
+def _read(read: Callable[[str, int], bytes | None], path: str, cap: int,
+          fix: str = "not a file install can use: move it away") -> bytes | None:
+    """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap`` (a
+    whole number of MiB; never cut short: ``fix`` says what to do) or unreadable."""
     try:
         raw = read(path, cap + 1)
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
     if raw is not None and len(raw) > cap:
-        raise InstallError(f"{path} is larger than {cap >> 10} KiB, the most install reads: not a file it "
-                           "can use (move it away, or pass the dirs it names with --cni-bin-dir and --cni-conf-dir)")
+        raise InstallError(f"{path} is over {cap >> 20} MiB, the most install reads: {fix}")
     return raw
 
 
@@ -531,10 +532,8 @@ def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tu
             kubelet.check_domain(args.cluster_domain, "--cluster-domain")
         found = kubelet.ClusterDns((), "")
         if not (args.cluster_dns and args.cluster_domain):
-            raw = _read(disk.read, args.kubelet_config, kubelet.MAX_BYTES + 1)
-            if raw is not None and len(raw) > kubelet.MAX_BYTES:
-                raise kubelet.KubeletConfigError(f"{args.kubelet_config} is over {kubelet.MAX_BYTES >> 20} MiB: "
-                                                 "not a kubelet config")
+            raw = _read(disk.read, args.kubelet_config, kubelet.MAX_BYTES,
+                        "not a kubelet config; pass --cluster-dns and --cluster-domain")
             if raw is not None:
                 found = kubelet.parse(raw.decode("utf-8-sig", "replace"), args.kubelet_config)
             else:
