@@ -81,7 +81,7 @@ class Manifest:
             if disabled != original + DISABLED:
                 return f"{disabled!r} is not {original!r} moved aside"
         for name, _ in self.contents:
-            if not (name.startswith(CONTENTS_PREFIX) and _is_build(name) and _plain(name)):
+            if not (is_contents(name) and _plain(name)):
                 return f"{name!r} is not a contents folder"
         return None
 
@@ -117,7 +117,7 @@ class Bundle:
     @classmethod
     def of(cls, root: str, files: Iterable[str], dirs: Iterable[str]) -> "Bundle":
         """ValueError naming what is wrong with the folder."""
-        builds = sorted(d[len(CONTENTS_PREFIX):] for d in dirs if d.startswith(CONTENTS_PREFIX) and _is_build(d))
+        builds = sorted(d[len(CONTENTS_PREFIX):] for d in dirs if is_contents(d))
         if len(builds) != 1:
             raise ValueError(f"{root} must hold exactly one {CONTENTS_PREFIX}<build> folder beside the executables, "
                              f"found {len(builds)}" + (" (an _internal folder: a build older than wincni install)"
@@ -191,7 +191,7 @@ def stale_contents(present: Iterable[str], asides: Mapping[str, int], current: s
     for name in sorted(present):
         if name.endswith((PARTIAL, TRASH)) and name.startswith(CONTENTS_PREFIX):
             out.append(name)
-        elif name.startswith(CONTENTS_PREFIX) and _is_build(name):
+        elif is_contents(name):
             build = name[len(CONTENTS_PREFIX):]
             if build != current and not asides.get(build):
                 out.append(name)
@@ -219,8 +219,9 @@ def in_folder(path: str, folder: str) -> bool:
     return os.path.normcase(os.path.dirname(path)) == os.path.normcase(folder)
 
 
-def _is_build(name: str) -> bool:
-    return not name.endswith((PARTIAL, TRASH)) and len(name) > len(CONTENTS_PREFIX)
+def is_contents(name: str) -> bool:
+    """``name`` is a build's contents folder (not one half copied or being deleted)."""
+    return name.startswith(CONTENTS_PREFIX) and not name.endswith((PARTIAL, TRASH)) and len(name) > len(CONTENTS_PREFIX)
 
 
 def is_launcher(name: str) -> bool:

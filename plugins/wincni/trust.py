@@ -58,8 +58,7 @@ def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None =
     found += [why] if why else []
     for name in disk.listdir(bin_dir)[1]:
         folder = os.path.join(bin_dir, name)
-        if name.startswith(layout.CONTENTS_PREFIX) and not name.endswith((layout.PARTIAL, layout.TRASH)) and \
-                manifest.digest(name) != disk.digest(folder):
+        if layout.is_contents(name) and manifest.digest(name) != disk.digest(folder):
             found.append(f"{folder} is not the contents folder install laid (its manifest does not name it "
                          "with the digest it has now)")
     return tuple(found)
