@@ -127,7 +127,7 @@ def fresh_dir(path: str) -> None:
         _win.fresh_dir(path, ADMIN_ONLY)
         return
     os.mkdir(path, 0o700)
-    _check_posix_dir(path, repair=False)
+    _check_posix_dir(path)
 
 
 def purge(path: str) -> None:
@@ -183,7 +183,7 @@ def _open_bits(st: os.stat_result) -> int:
     return 0o002 if st.st_gid == 0 else 0o022
 
 
-def _check_posix_dir(path: str, repair: bool) -> None:
+def _check_posix_dir(path: str) -> None:
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePath(path, "is a symbolic link")
@@ -191,11 +191,9 @@ def _check_posix_dir(path: str, repair: bool) -> None:
         raise UnsafePath(path, "is not a directory")
     if not _trusted_uid(st.st_uid):
         raise UnsafePath(path, f"is owned by uid {st.st_uid}, not by root or this user")
-    if st.st_mode & _open_bits(st) and not repair:
+    if st.st_mode & _open_bits(st):
         raise UnsafePath(path, f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
                          f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there")
-    if repair and st.st_mode & 0o022:  # ours, left writable by a umask of 0 or an older version: take it back
-        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
 
 
 def _walk_posix(path: str, create: int | None, last: str) -> str | None:
