@@ -21,8 +21,11 @@ def read_manifest(disk: Disk, path: str, conf_dir: str, suspicious: bool) -> tup
     if why is None:
         try:
             raw = disk.read_trusted(path, layout.MAX_MANIFEST + 1)
-            manifest = Manifest.decode(raw)
-            why = "larger than a manifest" if len(raw) > layout.MAX_MANIFEST else manifest.problem(conf_dir)
+            if len(raw) > layout.MAX_MANIFEST:
+                why = "larger than a manifest"
+            else:
+                manifest = Manifest.decode(raw)
+                why = manifest.problem(conf_dir)
         except UnsafePath as exc:
             why = exc.problem
         except (ValueError, UnicodeDecodeError) as exc:
