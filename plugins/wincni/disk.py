@@ -92,8 +92,8 @@ class Disk:
         """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
         to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
         st = os.lstat(path)
-        if getattr(st, "st_file_attributes", 0) & 0x400:  # Windows: a junction or symbolic link itself
-            (os.rmdir if st.st_file_attributes & 0x10 else os.unlink)(path)  # folder- or file-like
+        if _reparse_point(st):  # Windows: a junction or symbolic link itself, folder- or file-like
+            (os.rmdir if st.st_file_attributes & stat.FILE_ATTRIBUTE_DIRECTORY else os.unlink)(path)
             return
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(path)
@@ -134,7 +134,7 @@ class Disk:
             for e in entries:
                 name = os.path.join(rel, e.name)
                 st = e.stat(follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode) or getattr(st, "st_file_attributes", 0) & 0x400:  # a junction too
+                if stat.S_ISLNK(st.st_mode) or _reparse_point(st):  # a junction too
                     h.update(b"L" + name.encode("utf-8", "surrogateescape") + b"\0")
                 elif stat.S_ISDIR(st.st_mode):
                     h.update(b"D" + name.encode("utf-8", "surrogateescape") + b"\0")
@@ -207,12 +207,17 @@ def _copy_tree(src: str, dst: str) -> None:
             (_copy_tree if e.is_dir() else shutil.copyfile)(e.path, os.path.join(dst, e.name))
 
 
+def _reparse_point(st: os.stat_result) -> bool:
+    """Windows: ``st`` (an ``lstat``'s) is a junction or link itself; never on POSIX."""
+    return bool(getattr(st, "st_file_attributes", 0) & stat.FILE_ATTRIBUTE_REPARSE_POINT)
+
+
 def _open_plain(path: str) -> int | None:
     """A read descriptor on ``path`` opened without following a final link and without waiting
     (``O_NONBLOCK``: a FIFO a user planted never hangs us); None when absent or a link (Windows:
     a reparse point, judged by ``lstat`` as os.open has no no-follow flag there)."""
     try:
-        if os.name == "nt" and os.lstat(path).st_file_attributes & 0x400:
+        if os.name == "nt" and _reparse_point(os.lstat(path)):
             return None
         return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) |
                        getattr(os, "O_BINARY", 0))
