@@ -34,6 +34,9 @@ def values(backend: netconf.Backend, service_cidr: str, node_ip: str, dns_server
                     'flanneld needs the cluster CIDR there, e.g. "Network": "10.244.0.0/16"')
     service = _cidr(service_cidr, "--service-cidr", "the cluster's service CIDR (kube-apiserver "
                     "--service-cluster-ip-range), e.g. 10.96.0.0/12")
+    if not dns_servers and service.num_addresses <= 10:
+        raise CniError(INVALID_CONFIG, f"--service-cidr {service} has no tenth address for the cluster DNS service",
+                       "pass --cluster-dns with its address (or --kubelet-config with clusterDNS)")
     out = {"__NETWORK_NAME__": backend.network_name, "__DELEGATE_TYPE__": backend.delegate_type(),
            "__CLUSTER_CIDR__": str(cluster), "__SERVICE_CIDR__": str(service),
            "__DNS_SERVER__": (dns_servers or (str(service[10]),))[0], "__DNS_DOMAIN__": dns_domain or DEFAULT_DOMAIN}

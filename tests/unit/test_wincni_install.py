@@ -239,6 +239,8 @@ def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("args, words", [
     (("--service-cidr", "10.96.0.0/33"), ("--service-cidr", "not a CIDR")),
+    (("--service-cidr", "10.96.0.0/29", "--kubelet-config", "/nonexistent/config.yaml"),
+     ("--service-cidr 10.96.0.0/29", "--cluster-dns")),
     (("--node-ip", "nope"), ("--node-ip",)),
 ])
 def test_bad_inputs_name_the_flag(tmp_path: Path, args: tuple, words: tuple) -> None:
