@@ -374,8 +374,8 @@ def ipam_store(f: Facts) -> Check:
 
 
 def _minutes() -> str:
-    from .reclaim import DEFAULT_MIN_AGE
-    return f"{DEFAULT_MIN_AGE / 60:g} minutes"
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
+    return f"{IN_FLIGHT_SECONDS / 60:g} minutes"
 
 
 def stale_endpoints(f: Facts) -> Check:

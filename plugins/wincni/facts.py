@@ -319,19 +319,19 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
 def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str],
                                                      Problem | None]:
     """host-local's reservations (IP, container ID) for the network (None when unknown), and those
-    younger than reclaim's ``--min-age`` (its rule: an ADD may still be creating their endpoint)."""
+    younger than reclaim's default ``--min-age``, the ownership rule's ``IN_FLIGHT_SECONDS`` (an ADD
+    may still be creating their endpoint)."""
     import time
 
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
     from plugins.ipam_host_local.store import open_store
-
-    from .reclaim import DEFAULT_MIN_AGE
     if not ipam_dir or not os.path.isdir(ipam_dir):
         return (() if ipam_dir else None), frozenset(), None
     try:
         with open_store(ipam_dir, platform) as store:
             found = tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations())
             now = time.time()
-            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < DEFAULT_MIN_AGE)
+            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < IN_FLIGHT_SECONDS)
             return found, young, None
     except OSError as err:
         return None, frozenset(), Problem(f"cannot read host-local's store {ipam_dir}: {err}",

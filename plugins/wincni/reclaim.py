@@ -16,9 +16,7 @@ import os
 import time
 from typing import Any, Callable, Mapping, TextIO
 
-from plugins.cni.ownership import IN_FLIGHT_SECONDS, reservation_kept
-
-DEFAULT_MIN_AGE = IN_FLIGHT_SECONDS
+from plugins.cni.ownership import reservation_kept
 
 
 def live_pods(facts: Any) -> set[str]:
