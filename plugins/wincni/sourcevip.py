@@ -50,10 +50,22 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     add_config_argument(p, platform)
     p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
                    help="the host-local result kube-proxy's scripts read (default %(default)s)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                    help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
                    "HNS network's management IP (default %(default)s)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def seconds(text: str) -> float:
+    """A duration option's type (--timeout, reclaim's --min-age): a finite number of seconds, 0 or
+    more; NaN or infinity would make a deadline that never passes."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platform: str, cwd: str,
