@@ -342,7 +342,7 @@ def ipam_store(f: Facts) -> Check:
         return _skipped("ipam-store", "no host-local store or HNS network")
     from plugins.cni import ownership
     suffix = f"_{f.name}"
-    pods = {ownership.pod_of(name, f.name): ips for name, ips in f.endpoints if ownership.pod_of(name, f.name)}
+    pods = {pod: ips for name, ips in f.endpoints if (pod := ownership.pod_of(name, f.name))}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
     # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
