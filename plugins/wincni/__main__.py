@@ -38,7 +38,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
                                            "host-local store; print its flags"), platform)
     r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
     r.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
-    r.add_argument("--min-age", type=_seconds, default=IN_FLIGHT_SECONDS, metavar="SECONDS",
+    r.add_argument("--min-age", type=sourcevip.seconds, default=IN_FLIGHT_SECONDS, metavar="SECONDS",
                    help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     r.add_argument("-o", "--output", choices=("table", "json"), default="table")
@@ -71,17 +71,6 @@ def where(args: argparse.Namespace, platform: str, env: Mapping[str, str],
     except containerd.ConfigError as exc:
         found = containerd.defaults(platform, env)
         return replace(found, why=f"{exc} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
-
-
-def _seconds(text: str) -> float:
-    """A duration: a finite number of seconds, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
 
 
 def render_table(checks: list, out: TextIO) -> None:

@@ -342,7 +342,7 @@ def ipam_store(f: Facts) -> Check:
         return _skipped("ipam-store", "no host-local store or HNS network")
     from plugins.cni import ownership
     suffix = f"_{f.name}"
-    pods = {ownership.pod_of(name, f.name): ips for name, ips in f.endpoints if ownership.pod_of(name, f.name)}
+    pods = {pod: ips for name, ips in f.endpoints if (pod := ownership.pod_of(name, f.name))}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
     # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
@@ -374,8 +374,8 @@ def ipam_store(f: Facts) -> Check:
 
 
 def _minutes() -> str:
-    from .reclaim import DEFAULT_MIN_AGE
-    return f"{DEFAULT_MIN_AGE / 60:g} minutes"
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
+    return f"{IN_FLIGHT_SECONDS / 60:g} minutes"
 
 
 def stale_endpoints(f: Facts) -> Check:

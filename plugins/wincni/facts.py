@@ -127,9 +127,10 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
                                 "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
                                 "flannel data dir": getattr(fconf, "data_dir", "")})
+    bin_files = _listdir(opts["cni_bin_dir"])
     return Facts(conf_path=conf_path, conf_problem=conf_problem, plugin=plugin, name=name,
                  delegate_type=delegate_type, netconf=netconf, flavor=flavor,
-                 ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=_listdir(opts["cni_bin_dir"]),
+                 ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=bin_files,
                  subnet_env_path=subnet_env_path, lease=lease, lease_problem=lease_problem,
                  net_conf_path=net_conf_path, backend=backend, backend_problem=backend_problem,
                  **hns, policies=policies, source_vip_path=opts["source_vip"],
@@ -137,8 +138,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
                  store_problem=store_problem, reach=opts.get("reach") or "",
                  simulated=simulated_on_windows(env, platform), open_dirs=open_dirs, young=young,
                  windows=platform == "win32", tools=_tools(),
-                 bin_audit=read_bin_audit(opts["cni_bin_dir"], os.path.dirname(conf_path), plugin, delegate_type,
-                                          digests=not quick))
+                 bin_audit=read_bin_audit(opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin,
+                                          delegate_type, digests=not quick))
 
 
 def _tools() -> str:
@@ -275,12 +276,13 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
             "stale_endpoints": stale}
 
 
-def read_bin_audit(bin_dir: str, conf_dir: str, *plugins: str, digests: bool = True) -> tuple[str, ...]:
-    """``digests`` off (--quick, the readiness probe every 30 s): who may write the folder and the
-    launchers, without hashing every contents folder (16 MiB each) against the manifest."""
+def read_bin_audit(bin_dir: str, files: frozenset[str] | None, conf_dir: str, *plugins: str,
+                   digests: bool = True) -> tuple[str, ...]:
+    """``files``: the bin dir's listing, already read for ``Facts.bin_files``. ``digests`` off
+    (--quick, the readiness probe every 30 s): who may write the folder and the launchers, without
+    hashing every contents folder (16 MiB each) against the manifest."""
     from .trust import audit
-    files = _listdir(bin_dir) or frozenset()
-    names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in files]
+    names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in (files or ())]
     return audit(bin_dir, conf_dir, names, digests=digests)
 
 
@@ -317,19 +319,19 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
 def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str],
                                                      Problem | None]:
     """host-local's reservations (IP, container ID) for the network (None when unknown), and those
-    younger than reclaim's ``--min-age`` (its rule: an ADD may still be creating their endpoint)."""
+    younger than reclaim's default ``--min-age``, the ownership rule's ``IN_FLIGHT_SECONDS`` (an ADD
+    may still be creating their endpoint)."""
     import time
 
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
     from plugins.ipam_host_local.store import open_store
-
-    from .reclaim import DEFAULT_MIN_AGE
     if not ipam_dir or not os.path.isdir(ipam_dir):
         return (() if ipam_dir else None), frozenset(), None
     try:
         with open_store(ipam_dir, platform) as store:
             found = tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations())
             now = time.time()
-            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < DEFAULT_MIN_AGE)
+            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < IN_FLIGHT_SECONDS)
             return found, young, None
     except OSError as err:
         return None, frozenset(), Problem(f"cannot read host-local's store {ipam_dir}: {err}",

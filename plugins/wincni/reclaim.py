@@ -16,9 +16,7 @@ import os
 import time
 from typing import Any, Callable, Mapping, TextIO
 
-from plugins.cni.ownership import IN_FLIGHT_SECONDS, reservation_kept
-
-DEFAULT_MIN_AGE = IN_FLIGHT_SECONDS
+from plugins.cni.ownership import reservation_kept
 
 
 def live_pods(facts: Any) -> set[str]:
@@ -35,10 +33,18 @@ def reclaimable(facts: Any, allocations: list[tuple[Any, Any]], age_of: Any, min
 
 
 def endpoint_exists(env: Mapping[str, str], network: str) -> Callable[[str], bool]:
-    """Whether HNS holds ``<container>_<network>`` now (the re-check before each release)."""
+    """Whether HNS holds ``<container>_<network>`` now (the re-check before each release). HNS is
+    opened at the first question: a run with no candidate opens it only once, for the facts."""
     from libhns.client import HnsClient
-    client = HnsClient.from_env(env)
-    return lambda cid: bool(cid) and client.get_endpoint_by_name(f"{cid}_{network}") is not None
+    clients: list[Any] = []
+
+    def alive(cid: str) -> bool:
+        if not cid:
+            return False
+        if not clients:
+            clients.append(HnsClient.from_env(env))
+        return clients[0].get_endpoint_by_name(f"{cid}_{network}") is not None
+    return alive
 
 
 def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, err: TextIO,

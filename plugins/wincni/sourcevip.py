@@ -50,10 +50,22 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     add_config_argument(p, platform)
     p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
                    help="the host-local result kube-proxy's scripts read (default %(default)s)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                    help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
                    "HNS network's management IP (default %(default)s)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def seconds(text: str) -> float:
+    """A duration option's type (--timeout, reclaim's --min-age): a finite number of seconds, 0 or
+    more; NaN or infinity would make a deadline that never passes."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platform: str, cwd: str,
@@ -61,8 +73,8 @@ def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platfo
         stderr: TextIO | None = None) -> int:
     from plugins.cni.errors import CniError
     try:
-        name, ipam_of = _pods_config(args.cni_conf, platform, cwd)
-        network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr)
+        name, ipam_of, lease = _pods_config(args.cni_conf, platform, cwd)
+        network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr, lease)
         ip, released, directory = reserve(name, ipam, platform, taken)
         changed = _write(args.out, _result(ip))
     except SourceVipError as exc:
@@ -79,9 +91,9 @@ def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platfo
     return 0
 
 
-def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], Mapping[str, Any] | None]]:
-    """The network name, and how to get the pods' IPAM section once it exists (flannel: from its
-    lease, which flanneld writes once the network is up)."""
+def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], Mapping[str, Any] | None], str]:
+    """The network name, how to get the pods' IPAM section once it exists (flannel: from its
+    lease, which flanneld writes once the network is up), and that lease's path ("" without flannel)."""
     from plugins.cni.config import check_name, decode
     from plugins.flannel import subnet_env
     from plugins.flannel.config import FlannelConf
@@ -99,7 +111,7 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
         ipam = conf.get("ipam")
         if not isinstance(ipam, dict):
             raise SourceVipError(f"{path}: {conf.get('type')!r} config without an ipam section: nothing to reserve in")
-        return name, lambda: ipam
+        return name, lambda: ipam, ""
     fconf = FlannelConf.from_conf(conf, platform, cwd)
 
     def from_lease() -> Mapping[str, Any] | None:
@@ -112,13 +124,12 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
         if lease.subnet is None or lease.subnet.version != 4:
             raise SourceVipError(f"{fconf.subnet_file} has no IPv4 FLANNEL_SUBNET")
         return {**fconf.ipam, "type": "host-local", "subnet": str(lease.subnet)}  # what flannel gives the pods
-    from_lease.lease_path = fconf.subnet_file  # type: ignore[attr-defined]  # named while waiting
-    return name, from_lease
+    return name, from_lease, fconf.subnet_file
 
 
 def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mapping[str, str], timeout: float,
           clock: Callable[[], float], sleep: Callable[[float], None],
-          stderr: TextIO | None = None) -> tuple[Any, Mapping[str, Any], set[str]]:
+          stderr: TextIO | None = None, lease: str = "") -> tuple[Any, Mapping[str, Any], set[str]]:
     """Poll until the HNS network has its management IP and the pods' IPAM is known, all within
     ``timeout`` (each HNS call is given what is left, at most ``PROGRESS_S``, so a hung HNS is
     reported too); (network, IPAM, addresses HNS gives to endpoints on it). A line on ``stderr``
@@ -137,7 +148,7 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
                                  "(its log: \"Waiting for the Network to be created\")")
         if missing and stderr is not None and now - said >= PROGRESS_S:
             said = now
-            stderr.write(f"wincni sourcevip: waiting for {missing}{_where(ipam_of, name)}, "
+            stderr.write(f"wincni sourcevip: waiting for {missing}{_where(lease, name)}, "
                          f"{deadline - now:.0f} s more\n")
             stderr.flush()
         if missing:
@@ -163,8 +174,7 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
                    f"HNS network {name!r}" if network is None else f"the management IP of HNS network {name!r}")
 
 
-def _where(ipam_of: Any, name: str) -> str:
-    lease = getattr(ipam_of, "lease_path", "")
+def _where(lease: str, name: str) -> str:
     return f" (lease {lease}, network {name})" if lease else f" (network {name})"
 
 

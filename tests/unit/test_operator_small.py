@@ -43,7 +43,8 @@ def test_hnsctl_group_help_describes_every_action(capsys, group: str, actions: t
     (["hnsctl", "network", "create"], "usage: hnsctl network create"),
     (["hnsctl", "endpoint", "list", "--bogus"], "usage: hnsctl"),
     (["wincni", "doctor", "-o", "yaml"], "usage: wincni doctor"),
-    (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim")])
+    (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim"),
+    (["wincni", "sourcevip", "--timeout", "nan"], "usage: wincni sourcevip")])
 def test_argument_errors_say_what_and_show_the_usage(tmp_path: Path, argv: list[str], usage: str) -> None:
     out, err = io.StringIO(), io.StringIO()
     main = hnsctl.main if argv[0] == "hnsctl" else wincni
