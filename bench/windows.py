@@ -240,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     zips = args.zips or sorted((root / "dist-windows").glob("wincni-*-windows-amd64.zip"))[-1:]
     if not zips:
         ap.error("no release zip: run `make dist-windows` first")
+    for zip_path in zips:
+        if not zipfile.is_zipfile(zip_path):
+            ap.error(f"{zip_path} is not a release zip (`make dist-windows` writes one to dist-windows/)")
     with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
         node = WineNode(Path(tmp), zips[0])
         try:

@@ -162,6 +162,10 @@ def main(argv: list[str]) -> int:
     except (gotools.ToolUnavailable, RuntimeError, FileNotFoundError) as exc:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
+    except zipfile.BadZipFile as exc:
+        print(f"make image: {release} is not the Windows release zip ({exc}): pass `make dist-windows`'s zip",
+              file=sys.stderr)
+        return 1
     index = json.loads(tarfile.open(out).extractfile("index.json").read())
     print(f"{out}: OCI image archive, {index['manifests'][0]['digest']}"
           + ("" if args.base else " (no base image: see winbuild/image.py)"))
