@@ -9,7 +9,8 @@ exception. The client never knows which backend it talks to.
 from __future__ import annotations
 
 
-from libhns import errors, guid, jsontext
+from basics import jsontext
+from libhns import errors, guid
 from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
                             HostComputeNetwork, HnsObject, same_id)
 from libhns.raw import RawHns

@@ -285,7 +285,7 @@ def _envelope_failure(envelope: str) -> BaseException | None:
     ``ErrorCode``), else None; other envelopes are the caller's to read."""
     if '"ErrorCode"' not in (envelope or ""):
         return None
-    from libhns import jsontext
+    from basics import jsontext
 
     try:
         doc = jsontext.loads(envelope)

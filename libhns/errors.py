@@ -150,20 +150,6 @@ RETRY_SECONDS: dict[int, float] = {
 }
 
 
-class UnsafePath(PermissionError):
-    """A path the plugins refuse to trust (``libhns.safefs``); ``str()`` says which, why and what to do."""
-    FIX = "it was not created by the plugins: remove it (or give it to SYSTEM/root) so they can make their own"
-    #: A link or junction on the way to a folder: an administrator's may be meant (/opt/cni/bin -> /usr/lib/cni).
-    LINK_FIX = ("a link is never followed: if an administrator made it, name the folder it points to instead; "
-                "else remove it")
-
-    def __init__(self, path: str, problem: str, fix: str = FIX) -> None:
-        super().__init__(f"{path} {problem}: {fix}")
-        self.path = path
-        self.problem = problem
-        self.fix = fix
-
-
 class EnvError(ValueError):
     """A ``LIBHNS_*`` environment variable that cannot be used; the message names it and the
     form it takes. Raised only while the backend is chosen, before any HNS call."""
@@ -319,7 +305,7 @@ def win32_code(hr: int) -> int | None:
 
 def error_record(hresult: int, message: str | None = None) -> str:
     """The ErrorRecord text HCN returns for a failure, byte for byte in HNS's compact form."""
-    from libhns import jsontext
+    from basics import jsontext
 
     hr = _u32(hresult)
     text = message if message is not None else (hresult_message(hr) or "")
@@ -331,7 +317,7 @@ def parse_record(record: str | None) -> tuple[int | None, str | None]:
     """(code, text) of an HCN ErrorRecord or HCS result document; text that is not JSON is all message."""
     if not record or not record.strip():
         return None, None
-    from libhns import jsontext
+    from basics import jsontext
 
     try:
         doc = jsontext.loads(record)

@@ -15,7 +15,8 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from libhns import guid, jsontext
+from basics import jsontext
+from libhns import guid
 from libhns.raw import Handle, RawHns, hcn_function
 
 T = TypeVar("T")
@@ -56,7 +57,7 @@ class JournalBackend:
 
     # --- writing -------------------------------------------------------------------------------
     def _write(self, entry: dict[str, Any]) -> None:
-        from libhns.safefs import open_append
+        from basics.safefs import open_append
 
         line = (jsontext.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:

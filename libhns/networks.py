@@ -7,7 +7,7 @@ standalone mode — so the two can never drift apart. The V2 (HCN) form is the s
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 from libhns.policies import to_v1
 

@@ -9,7 +9,7 @@ plugins need from them.
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
     T = TypeVar("T", bound="HnsObject")
 
-from libhns import guid, jsontext
-from libhns.jsonci import get_ci
+from basics import jsontext
+from libhns import guid
+from basics.jsonci import get_ci
 from libhns.policies import policy_type
 
 JsonDict = dict  # a parsed JSON object

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     Schema = Literal["v1", "v2"]
     Policy = dict[str, Any]
 
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 
 #: CNI / hcsshim protocol names -> IANA numbers (hcsshim ProtocolType).
 PROTOCOLS: dict[str, int] = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmp": 1, "icmpv6": 58, "igmp": 2}

@@ -12,7 +12,7 @@ PLUGINS = {"win-bridge": "plugins.win_bridge", "win-overlay": "plugins.win_overl
 # The plugins that create HNS endpoints; each package has ``flavor.FLAVOR``.
 ENDPOINT_PLUGINS = ("win-bridge", "win-overlay")
 # The operator tools: name -> module with ``entry()``.
-TOOLS = {"hnsctl": "libhns.hnsctl", "wincni": "plugins.wincni.__main__"}
+TOOLS = {"hnsctl": "tools.hnsctl", "wincni": "tools.wincni.__main__"}
 COMMANDS = (*PLUGINS, *TOOLS)
 
 

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from libhns import hnsctl
+from tools import hnsctl
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
-from plugins.wincni.__main__ import build_parser, main as wincni_main
-from plugins.wincni.install import run as install_run
-from plugins.wincni.disk import Disk
-from plugins.wincni.facts import default_paths
+from tools.wincni.__main__ import build_parser, main as wincni_main
+from tools.wincni.install import run as install_run
+from tools.wincni.disk import Disk
+from tools.wincni.facts import default_paths
 from plugins.registry import COMMANDS
 
 from testdata import FIXTURES, GOLDENS

@@ -3,7 +3,7 @@ create, policies and ports on modify, attachment to the host, a container or a n
 V1 view and V1 requests)."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 from libhns import guid
 from libhns import policies as P

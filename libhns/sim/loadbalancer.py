@@ -2,7 +2,7 @@
 never create one), but its endpoints must exist."""
 from __future__ import annotations
 
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from libhns.sim.record import Record
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing

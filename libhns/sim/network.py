@@ -2,7 +2,7 @@
 V1 view and V1 requests)."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import time
 
 from libhns import policies as P

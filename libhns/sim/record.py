@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from libhns import guid
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from libhns.errors import ERROR_ALREADY_EXISTS, ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.validate import Reject
 

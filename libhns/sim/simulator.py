@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 
-from libhns import errors, jsontext
+from basics import jsontext
+from libhns import errors
 from libhns.guid import is_guid
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from libhns.raw import hcn_function
 from libhns.errors import ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.container import ComputeSystem

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from libhns import jsontext
+from basics import jsontext
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ object ``HcnEnumerateEndpoints`` finds; each kind derives its V1 answer with the
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 from libhns import policies as P
 

@@ -2,7 +2,7 @@
 unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of the simulator."""
 from __future__ import annotations
 
-from libhns import ipaddr, jsontext
+from basics import ipaddr, jsontext
 from libhns import policies as P
 from libhns.errors import (HCN_E_INVALID_JSON, HCN_E_INVALID_NETWORK_TYPE, HCN_E_INVALID_POLICY,
                            HCN_E_INVALID_POLICY_TYPE, HCN_E_INVALID_PREFIX)

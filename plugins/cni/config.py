@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
-from libhns import jsontext
+from basics import jsontext
 from . import version as ver
 from .names import PATTERN, file_name_problem, is_name
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
@@ -201,7 +201,7 @@ _FORMAT_NAMES = {"cidr": "CIDR", "ip": "IP address", "ipv4": "IPv4 address", "ma
 
 
 def _format_checker(validator_cls: Any) -> Any:
-    from libhns import ipaddr
+    from basics import ipaddr
 
     checker = validator_cls.FORMAT_CHECKER
 
@@ -248,7 +248,7 @@ def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
 
 def iter_policies(conf: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """(name, value) of each ``policies`` entry, keys read like Go (Name/name, Value/value)."""
-    from libhns.jsonci import get_ci
+    from basics.jsonci import get_ci
     for entry in get_ci(conf, "policies") or []:
         if isinstance(entry, dict):
             yield get_ci(entry, "name", ""), get_ci(entry, "value")

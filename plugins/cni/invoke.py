@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from libhns import jsontext
+from basics import jsontext
 from . import log
 from .names import file_name_problem, is_name
 from .errors import INTERNAL, INVALID_CONFIG, CniError
@@ -51,17 +51,18 @@ def _same_dir(a, b):
         return False
 
 
-def inprocess_module(name, exe, env, platform=sys.platform):
+def inprocess_module(name, exe, env, siblings, platform=sys.platform):
     """The module to run ``name`` from in-process, or None when ``exe`` must be executed.
+    ``siblings`` (plugin type -> our entry module, or None) is handed in by the plugin: the CNI
+    core does not know which plugins we ship.
 
     Frozen: ``exe`` lies in our own bundle folder. Source: ``exe`` is this interpreter's console
     script (in ``sys.prefix``'s script folder, and, where it is a text script, launching our entry
     point with this very interpreter), so another installation of ours on CNI_PATH is executed.
     """
-    from plugins.registry import PLUGINS, entry_module
-    if name not in PLUGINS or env.get("WINCNI_NO_INPROCESS") == "1":
+    module = siblings(name) if siblings else None
+    if module is None or env.get("WINCNI_NO_INPROCESS") == "1":
         return None
-    module = entry_module(name)
     folder = os.path.dirname(os.path.realpath(exe))
     if getattr(sys, "frozen", False):
         return module if _same_dir(folder, os.path.dirname(sys.executable)) else None
@@ -84,12 +85,14 @@ def inprocess_module(name, exe, env, platform=sys.platform):
 
 class Executor:
     """How a found plugin runs: one of ours from this installation in-process, anything else as a
-    process. ``run`` is skel's ``run``, handed in by the caller so this module never imports skel;
-    a test replaces the whole executor, as an httpx transport."""
-    __slots__ = ("run",)
+    process. ``run`` is skel's ``run``, handed in by the caller so this module never imports skel,
+    and ``siblings`` the plugin's table of in-process plugins (``inprocess_module``); a test
+    replaces the whole executor, as an httpx transport."""
+    __slots__ = ("run", "siblings")
 
-    def __init__(self, run):
+    def __init__(self, run, siblings=None):
         self.run = run
+        self.siblings = siblings
 
     def spawn(self, name, exe, stdin, env):
         import subprocess
@@ -119,7 +122,7 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, executor, platfor
     exe = find_plugin(name, paths, platform)
     child_env = dict(env)
     child_env["CNI_COMMAND"] = command
-    module = inprocess_module(name, exe, env, platform)
+    module = inprocess_module(name, exe, env, executor.siblings, platform)
     started = time.perf_counter()
     if module is None:
         rc, out, stderr_text = executor.spawn(name, exe, stdin, child_env)

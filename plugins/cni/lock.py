@@ -4,7 +4,7 @@ byte on Windows.
 
 Unlike the reference, a lock is never trusted blindly: it lives in an admin-only folder
 (``secure_dir``), the file is opened without following links and refused when someone else owns
-it (``libhns.safefs``), and the wait has a deadline: a process that holds the lock for longer
+it (``basics.safefs``), and the wait has a deadline: a process that holds the lock for longer
 makes the command fail with code 11 naming the lock and its holder, instead of blocking every
 pod on the node for as long as it likes.
 """
@@ -30,7 +30,7 @@ _MAX_POLL = 0.016
 def secure_dir(path: str, mode: int = 0o755) -> str:
     """Create ``path`` admin-only, or accept it when we can trust it; else code 5 saying why
     (other OS errors are the caller's to word)."""
-    from libhns.safefs import UnsafePath, secure_dir as make
+    from basics.safefs import UnsafePath, secure_dir as make
     try:
         make(path, mode)
     except UnsafePath as exc:
@@ -42,7 +42,7 @@ class FileLock:
     """An exclusive lock on ``path`` (or on ``<path>/lock`` when ``path`` is a directory)."""
 
     def __init__(self, path: str, timeout: float = LOCK_TIMEOUT) -> None:
-        from libhns.safefs import UnsafePath, open_lock
+        from basics.safefs import UnsafePath, open_lock
         if os.path.isdir(path):
             path = os.path.join(path, LOCK_NAME)
         self.path = path

@@ -2,7 +2,7 @@
 
 The debug log is on when ``WINCNI_LOG_FILE`` (env) or ``logFile`` (the runtime's config, never a
 saved or delegated one) names a file. It is opened without following links, refused when another
-user owns it, and created owner-only (``libhns.safefs``): a refusal is one warning on stderr, and
+user owns it, and created owner-only (``basics.safefs``): a refusal is one warning on stderr, and
 the command goes on without the log.
 Deliberately not the ``logging`` package: a plugin lives for one command, and start-up matters.
 """
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from libhns import jsontext
+from basics import jsontext
 
 TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time here
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def event(kind: str, **fields: Any) -> None:
         return
     record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
               "plugin": _state["plugin"], "pid": os.getpid(), "event": kind, **_state["fields"], **fields}
-    from libhns.safefs import UnsafePath, open_append
+    from basics.safefs import UnsafePath, open_append
     try:
         line = (jsontext.dumps(record, default=str) + "\n").encode()
         fd = open_append(path)

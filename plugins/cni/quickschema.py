@@ -124,7 +124,7 @@ def _pattern(value: Any, arg: str, root: dict, schema: dict) -> bool:
 def _format(value: Any, arg: str, root: dict, schema: dict) -> bool:
     if not isinstance(value, str):
         return True
-    from libhns import ipaddr
+    from basics import ipaddr
     try:
         if arg == "ip":
             ipaddr.ip_address(value)

@@ -6,7 +6,7 @@ the runtime gets what its cniVersion can carry (0.1.0/0.2.0 ip4/ip6, 0.3.x/0.4.0
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from libhns import jsontext
-from libhns.jsonci import get_ci
+from basics import jsontext
+from basics.jsonci import get_ci
 
 from .config import check_count
 from .errors import INVALID_CONFIG, CniError

@@ -2,15 +2,15 @@
 
 ``run`` validates in the order that is cheapest first (env, stdin, JSON, name, version) and
 imports the plugin's handler module only when a real command needs it, so VERSION and
-rejected input never pay for jsonschema, netaddr or libhns.
+rejected input never pay for jsonschema, netaddr or HNS.
 """
 from __future__ import annotations
 
 import sys
 import time
 
-from libhns import jsontext
-from libhns.closedpipe import StdoutClosed, StdoutFailed, end_closed, end_failed, failed
+from basics import jsontext
+from basics.closedpipe import StdoutClosed, StdoutFailed, end_closed, end_failed, failed
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -18,7 +18,7 @@ from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, 
 
 TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
 if TYPE_CHECKING:
-    from typing import Any, Mapping, TextIO
+    from typing import Any, Callable, Mapping, TextIO
 
     from .env import CmdArgs
     from .result import Result
@@ -32,17 +32,25 @@ MAX_STDIN = 4 << 20
 
 
 class PluginSpec:
-    """A plugin: its name, the dotted module holding add/delete/check/gc/status(req), and its
-    one-line description (a plain class: ``dataclasses`` costs more to import than a VERSION)."""
-    __slots__ = ("name", "handlers", "description")
+    """A plugin: its name, ``handlers`` (a function importing and returning the module that holds
+    add/delete/check/gc/status(req): called only once a real command is valid), its one-line
+    description, and what the core may not import itself: ``backend`` (env, platform -> the HNS
+    backend's name, for the debug log's start line) and ``siblings`` (plugin type -> the entry module
+    of that plugin of ours, or None: in-process delegation). A plain class: ``dataclasses`` costs
+    more to import than a VERSION."""
+    __slots__ = ("name", "handlers", "description", "backend", "siblings")
 
-    def __init__(self, name: str, handlers: str, description: str) -> None:
+    def __init__(self, name: str, handlers: Callable[[], Any], description: str,
+                 backend: Callable[[Mapping[str, str], str], str] | None = None,
+                 siblings: Callable[[str], str | None] | None = None) -> None:
         self.name = name
         self.handlers = handlers
         self.description = description
+        self.backend = backend
+        self.siblings = siblings
 
     def __repr__(self) -> str:
-        return f"PluginSpec(name={self.name!r}, handlers={self.handlers!r})"
+        return f"PluginSpec(name={self.name!r})"
 
     def main(self, env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
         """The plugin's in-process entry point (tests, in-process delegation)."""
@@ -55,11 +63,12 @@ class PluginSpec:
 
 class Request:
     """Everything a handler may read; nothing below it touches os.environ or sys.stdin."""
-    __slots__ = ("cmd", "stdin", "conf", "cni_version", "platform", "_cache")
+    __slots__ = ("cmd", "stdin", "conf", "cni_version", "platform", "siblings", "_cache")
 
     def __init__(self, cmd: CmdArgs, stdin: bytes, conf: dict, cni_version: str,
-                 platform: str = sys.platform) -> None:
+                 platform: str = sys.platform, siblings: Callable[[str], str | None] | None = None) -> None:
         self.cmd = cmd
+        self.siblings = siblings
         self.stdin = stdin
         self.conf = conf
         self.cni_version = cni_version
@@ -110,7 +119,7 @@ class Request:
         """Run another plugin (IPAM, delegate) from CNI_PATH with this request's environment."""
         from .invoke import Executor, exec_plugin
         return exec_plugin(name, command or self.command, self.stdin if stdin is None else stdin,
-                           self.env, self.cmd.path, self.cni_version, Executor(run), self.platform)
+                           self.env, self.cmd.path, self.cni_version, Executor(run, self.siblings), self.platform)
 
 
 def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
@@ -152,13 +161,12 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
                       command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
         if log.enabled():
             from . import buildinfo
-            from libhns.backend import backend_name
             log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
                       commit=buildinfo.commit() or None, build=buildinfo.build() or None,
-                      backend=backend_name(env, platform))
-        __import__(spec.handlers)  # not importlib.import_module: importlib (and warnings) on every command
-        handlers = sys.modules[spec.handlers]
-        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform)
+                      backend=spec.backend(env, platform) if spec.backend else None)
+        handlers = spec.handlers()
+        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform,
+                      siblings=spec.siblings)
         if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
             return 0  # like the Go skel: a plugin without GC/STATUS has nothing to collect and is ready
         result = getattr(handlers, _HANDLER[command])(req)

@@ -1,8 +1,15 @@
 """flannel: the meta plugin that turns flanneld's lease into a delegate config. Run as ``flannel`` or ``python -m plugins.flannel``."""
-from plugins.cni.skel import PluginSpec
+from plugins.spec import plugin
 
-SPEC = PluginSpec(name='flannel', handlers='plugins.flannel.commands',
-                  description="reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
+
+def handlers():
+    """The command handlers, imported only once a real command is valid."""
+    from plugins.flannel import commands
+    return commands
+
+
+SPEC = plugin('flannel', handlers,
+                     "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
 main = SPEC.main
 entry = SPEC.entry
 

@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.cni import log
 from plugins.cni.config import valid_attachments
 from plugins.cni.errors import (INTERNAL, INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, TRY_AGAIN_LATER,

@@ -6,9 +6,9 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.cni.record import FrozenRecord
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.cni.config import node_path, validate_for
 from plugins.cni.names import file_name_problem, is_name
 from plugins.cni.env import MAX_CONTAINER_ID

@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.cni.errors import INVALID_CONFIG, CniError
 
 from . import netconf

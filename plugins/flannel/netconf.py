@@ -7,9 +7,9 @@ those into one config error naming the fix, and lets the delegate type follow th
 from __future__ import annotations
 
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.cni.record import FrozenRecord
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
 
 VXLAN_PORT = 4789  # the only UDP port the Windows VXLAN stack uses

@@ -11,7 +11,7 @@ atomic without a lock, and dockershim attaches several containers (pause + app c
 Dot-names never collide with saved configs: a container ID cannot start with a dot.
 
 A saved config is run as SYSTEM/root at DEL, so ``dataDir`` is checked before anything in it is
-believed or written (``libhns.safefs``: a real folder, owned by root/SYSTEM/Administrators, that
+believed or written (``basics.safefs``: a real folder, owned by root/SYSTEM/Administrators, that
 nobody else may write; created so when absent) and each config is read without following a link
 and refused when another user owns it. A failed check is code 5 naming the folder and the fix.
 """
@@ -51,7 +51,7 @@ class Store:
         ``create`` makes it admin-only when absent (ADD)."""
         if self._trusted:
             return True
-        from libhns.safefs import UnsafePath, check_dir
+        from basics.safefs import UnsafePath, check_dir
         try:
             check_dir(self.dir)
         except FileNotFoundError:
@@ -77,7 +77,7 @@ class Store:
             os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
 
     def load(self, key: str) -> bytes | None:
-        from libhns.safefs import UnsafePath, open_read
+        from basics.safefs import UnsafePath, open_read
         if not self._trust():
             return None
         path = self.path(key)

@@ -6,7 +6,7 @@ malformed raises ``LeaseError`` and never anything else, so a bad file can't cra
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 from plugins.cni.record import FrozenRecord
 

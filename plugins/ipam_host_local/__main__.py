@@ -1,8 +1,15 @@
 """host-local: IPAM from local ranges, stored on disk like the Go plugin. Run as ``host-local`` or ``python -m plugins.ipam_host_local``."""
-from plugins.cni.skel import PluginSpec
+from plugins.spec import plugin
 
-SPEC = PluginSpec(name='host-local', handlers='plugins.ipam_host_local.commands',
-                  description='host-local IPAM: addresses from local ranges, stored on disk')
+
+def handlers():
+    """The command handlers, imported only once a real command is valid."""
+    from plugins.ipam_host_local import commands
+    return commands
+
+
+SPEC = plugin('host-local', handlers,
+                     'host-local IPAM: addresses from local ranges, stored on disk')
 main = SPEC.main
 entry = SPEC.entry
 

@@ -12,11 +12,11 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.cni.record import FrozenRecord
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.cni.config import check_count, node_path, validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from plugins.cni.result import Route

@@ -5,7 +5,7 @@ Messages are the Go plugin's, because operators grep logs for them.
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterable

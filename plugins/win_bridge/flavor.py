@@ -1,13 +1,13 @@
 """What makes win-bridge win-bridge: L2Bridge/L2Tunnel networks, the .2 gateway, ipMasqNetwork."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
 
-from libhns import jsontext
+from basics import jsontext
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, bridge_gateway
 from plugins.winnet.lifecycle import Flavor

@@ -1,8 +1,15 @@
 """win-overlay: pod endpoints on an HNS Overlay (VXLAN) network (flannel vxlan). Run as ``win-overlay`` or ``python -m plugins.win_overlay``."""
-from plugins.cni.skel import PluginSpec
+from plugins.spec import plugin
 
-SPEC = PluginSpec(name='win-overlay', handlers='plugins.win_overlay.commands',
-                  description='HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)')
+
+def handlers():
+    """The command handlers, imported only once a real command is valid."""
+    from plugins.win_overlay import commands
+    return commands
+
+
+SPEC = plugin('win-overlay', handlers,
+                     'HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)')
 main = SPEC.main
 entry = SPEC.entry
 

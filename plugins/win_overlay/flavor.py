@@ -2,7 +2,7 @@
 derived from the pod IP, the provider-address policy, and VXLAN sanity for Linux flannel."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import os
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ Imported only when a config has ACLs.
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 from libhns import policies as hp
 from plugins.cni.config import check_count

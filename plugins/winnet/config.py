@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 from libhns.guid import is_guid
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.cni.config import check_count
 from plugins.cni.record import FrozenRecord, Record
 

@@ -1,7 +1,7 @@
 """Pure translation: an endpoint plan -> the HNS V1 / HCN V2 endpoint document -> the CNI result."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from libhns import jsontext
+from basics import jsontext
 from libhns.guid import is_guid
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for

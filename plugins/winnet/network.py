@@ -18,7 +18,7 @@ the only I/O, through the plugin's ``EndpointApi``, with the clock injectable fo
 """
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import ntpath
 import os
 import posixpath

@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 
-from libhns import jsontext
+from basics import jsontext
 from libhns import policies as hp
 from plugins.cni.errors import CniError, INVALID_CONFIG
 

@@ -4,10 +4,12 @@ Its own module is its handler module, so it works both as ``python _echo_plugin.
 ``python -m``. ADD answers with a fixed address; ``"crash": true`` in the config makes it fail
 unexpectedly.
 """
+import sys
+
 from plugins.cni import skel
 from plugins.cni.result import IPConfig, Result
 
-SPEC = skel.PluginSpec("echo", __name__, "a CNI plugin for protocol tests")
+SPEC = skel.PluginSpec("echo", lambda: sys.modules[__name__], "a CNI plugin for protocol tests")
 
 
 def add(req):

@@ -154,14 +154,16 @@ def test_debug_log_is_json_lines_and_stdout_stays_one_result(tmp_path):
 START_UP = """
 import io, json, sys
 from plugins.cni import skel
-spec = skel.PluginSpec("p", "no_such_handlers", "never imported")
+def handlers():
+    import no_such_handlers  # noqa: F401
+spec = skel.PluginSpec("p", handlers, "never imported")
 add = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "n", "CNI_IFNAME": "eth0"}
 rcs = [skel.run(spec, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for env, data in [
     ({"CNI_COMMAND": "VERSION"}, b'{"cniVersion": "1.0.0"}'),
     ({"CNI_COMMAND": "ADD"}, b'{"cniVersion": "1.0.0", "name": "n"}'),
     (add, b'{"cniVersion": '),
 ]]
-heavy = ("jsonschema", "netaddr", "libhns.client", "libhns.backend")  # libhns.jsontext is the JSON reader
+heavy = ("jsonschema", "netaddr", "libhns.client", "libhns.backend")  # basics.jsontext is the JSON reader
 print(json.dumps({"rcs": rcs, "heavy": [m for m in heavy if m in sys.modules]}))
 """
 

@@ -20,7 +20,7 @@ def hnsctl(tmp_path: Path):
                 "PYTHONPATH": str(REPO)})
 
     def run(*args: str, ok: bool = True, extra_env: dict | None = None):
-        proc = subprocess.run([sys.executable, "-m", "libhns.hnsctl", *args], cwd=tmp_path,
+        proc = subprocess.run([sys.executable, "-m", "tools.hnsctl", *args], cwd=tmp_path,
                               env={**env, **(extra_env or {})}, capture_output=True, text=True,
                               timeout=30)
         if ok:

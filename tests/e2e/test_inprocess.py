@@ -13,6 +13,7 @@ from hnsnode import VENV_BIN, Node
 from test_flannel_lifecycle import api_of
 
 from plugins.cni.invoke import inprocess_module
+from plugins.spec import sibling
 
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 STAMP = re.compile(r" \d{16,} ")  # the time stamp in host-local's index file
@@ -66,9 +67,9 @@ def test_only_this_installation_runs_inprocess(tmp_path):
     link.symlink_to(real)
     copy = tmp_path / "host-local"
     copy.write_bytes(real.read_bytes())
-    assert inprocess_module("host-local", str(real), {}) == "plugins.ipam_host_local.__main__"
-    assert inprocess_module("host-local", str(link), {}) == "plugins.ipam_host_local.__main__"
-    assert inprocess_module("host-local", str(copy), {}) is None
-    assert inprocess_module("host-local", str(real), {"WINCNI_NO_INPROCESS": "1"}) is None
-    assert inprocess_module("bridge", str(real), {}) is None
-    assert inprocess_module("win-bridge", str(real), {}) is None  # host-local's script is not win-bridge
+    assert inprocess_module("host-local", str(real), {}, sibling) == "plugins.ipam_host_local.__main__"
+    assert inprocess_module("host-local", str(link), {}, sibling) == "plugins.ipam_host_local.__main__"
+    assert inprocess_module("host-local", str(copy), {}, sibling) is None
+    assert inprocess_module("host-local", str(real), {"WINCNI_NO_INPROCESS": "1"}, sibling) is None
+    assert inprocess_module("bridge", str(real), {}, sibling) is None
+    assert inprocess_module("win-bridge", str(real), {}, sibling) is None  # host-local's script is not win-bridge

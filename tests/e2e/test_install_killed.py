@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hnsnode import VENV_BIN, Node, release
 from plugins import registry
-from plugins.wincni import layout
+from tools.wincni import layout
 from testdata import FIXTURES
 
 

@@ -35,7 +35,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from libhns.sim import Simulator
 from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
-from plugins.wincni.__main__ import main as wincni_main
+from tools.wincni.__main__ import main as wincni_main
 
 from hnsnode import EXCEPTIONS, VENV_BIN, Node, net_conf_doc
 from unit.test_wincni_install import release

@@ -13,7 +13,7 @@ import pytest
 
 from plugins.cni import ownership
 from plugins.ipam_host_local.__main__ import main as host_local_main
-from plugins.wincni.__main__ import main as wincni_main
+from tools.wincni.__main__ import main as wincni_main
 
 from hnsnode import SUBNET, Node
 
@@ -71,7 +71,7 @@ def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasin
     """The facts were read before the pod's ADD made its endpoint: the re-check against HNS keeps it."""
     import dataclasses
 
-    from plugins.wincni import facts, reclaim
+    from tools.wincni import facts, reclaim
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)
     opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf"), "cni_bin_dir": ""}

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.cni import config, log, runtimeconfig
 from plugins.cni.errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from plugins.wincni import containerd
-from plugins.wincni.__main__ import main
-from plugins.wincni.containerd import CniDirs, ConfigError, locate
+from tools.wincni import containerd
+from tools.wincni.__main__ import main
+from tools.wincni.containerd import CniDirs, ConfigError, locate
 
 from hnsnode import Node, release
 from testdata import FIXTURES

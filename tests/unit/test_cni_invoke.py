@@ -142,6 +142,8 @@ def test_exec_is_in_the_debug_log(tmp_path, child, stderr):
 
 class RecordingExecutor:
     """Answers for the child without starting anything: the executor is the one I/O seam."""
+    siblings = None  # no plugin of ours: every child is spawned
+
     def __init__(self, rc, out, err=""):
         self.answer, self.calls = (rc, out, err), []
 

@@ -10,7 +10,7 @@ import _fake_handlers
 from plugins.cni import skel
 from plugins.cni.errors import INCOMPATIBLE_VERSION, INTERNAL, INVALID_ENV, IO_FAILURE, TRY_AGAIN_LATER
 
-SPEC = skel.PluginSpec("fake", _fake_handlers.__name__, "a plugin for tests")
+SPEC = skel.PluginSpec("fake", lambda: _fake_handlers, "a plugin for tests")
 ENV = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c1", "CNI_NETNS": "ns", "CNI_IFNAME": "eth0",
        "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAME=web", "CNI_PATH": "/opt/cni/bin"}
 CONF = {"cniVersion": "1.0.0", "name": "net", "type": "fake"}
@@ -103,7 +103,12 @@ def test_request_execs_from_cni_path_split_for_its_platform():
 
 # ---------------------------------------------------------------- laziness and logging
 
-UNIMPORTABLE = skel.PluginSpec("lazy", "no_such_module_anywhere", "never imported")
+def _unimportable():
+    import no_such_module_anywhere  # noqa: F401 - the cheap answers never get here
+    raise AssertionError("unreachable")
+
+
+UNIMPORTABLE = skel.PluginSpec("lazy", _unimportable, "never imported")
 
 
 @pytest.mark.parametrize("kwargs, code", [

@@ -19,8 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from plugins.wincni.__main__ import build_parser
-from plugins.wincni.facts import default_paths
+from tools.wincni.__main__ import build_parser
+from tools.wincni.facts import default_paths
 
 from gotool import go_tool
 
@@ -209,9 +209,9 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     readiness probe, the source-VIP init container and kube-proxy's script then look exactly there
     (review of #31: they hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
     other folders the probe never passed and kube-proxy never started)."""
-    from plugins.wincni.__main__ import where
-    from plugins.wincni.containerd import CONF_NAME
-    from plugins.wincni.install import Outcome, _dirs
+    from tools.wincni.__main__ import where
+    from tools.wincni.containerd import CONF_NAME
+    from tools.wincni.install import Outcome, _dirs
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in wincni_command_lines(docs).items()}

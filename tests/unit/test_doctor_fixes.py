@@ -14,8 +14,8 @@ from typing import Callable
 
 import pytest
 
-from plugins.wincni import checks
-from plugins.wincni.facts import Facts
+from tools.wincni import checks
+from tools.wincni.facts import Facts
 
 from hnsnode import SOURCE_VIP, VENV_BIN, Node
 from test_wincni_doctor import CHECK_IDS, age, sim_node
@@ -187,7 +187,7 @@ def test_a_missing_config_leaves_the_checks_that_need_it_unchecked(tmp_path: Pat
 def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> None:
     import io
 
-    from plugins.wincni.__main__ import main
+    from tools.wincni.__main__ import main
     node = sim_node(tmp_path, "overlay")
     node.source_vip.unlink()
     node.write_cni_conf(node.cni_conf)

@@ -1,7 +1,7 @@
 """flanneld's subnet.env parser: the reference's cases (flannel_linux_test.go), CRLF, repeats, bad values."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 import pytest
 from hypothesis import given, settings

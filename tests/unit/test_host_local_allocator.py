@@ -1,7 +1,7 @@
 """host-local allocator over an in-memory store: the reference's allocator_test.go, ported."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 import pytest
 

@@ -1,7 +1,7 @@
 """host-local configuration: the reference's config_test.go, plus the bad-input table."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import json
 
 import pytest

@@ -1,7 +1,7 @@
 """host-local ranges and range sets: the reference's range_test.go and range_set_test.go."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 
 import pytest
 

@@ -3,7 +3,7 @@ Go plugin) and crashes: no duplicates, addresses inside their ranges, gateway/ne
 never handed out, rollback complete, and the index either detected stale or equal to the files."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import os
 import shutil
 import tempfile

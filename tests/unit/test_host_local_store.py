@@ -1,7 +1,7 @@
 """host-local disk store, reservation index and lock: bytes on disk, staleness, crash healing."""
 from __future__ import annotations
 
-from libhns import ipaddr
+from basics import ipaddr
 import multiprocessing
 import os
 import sys

@@ -23,11 +23,11 @@ print(" ".join(sorted(set(sys.modules) - base)))
 """
 OS = {"os", "os.path", "stat", "_stat", "genericpath", "posixpath", "ntpath", "__future__"}
 CORE = {"plugins", "plugins.cni", "plugins.cni.skel", "plugins.cni.log", "plugins.cni.version",
-        "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__",
-        "libhns", "libhns.jsontext", "libhns.closedpipe", "_json"}
+        "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__", "plugins.spec",
+        "basics", "basics.jsontext", "basics.closedpipe", "_json"}
 # Rejected input never reaches the handlers: env and config checks only.
 CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config", "plugins.cni.names"}
-# Only text that is not JSON needs the json package (libhns.jsontext reads the rest without it).
+# Only text that is not JSON needs the json package (basics.jsontext reads the rest without it).
 JSON = {"json", "json.decoder", "json.encoder", "json.scanner"}
 HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib", "urllib.parse",
          "jsonschema", "netaddr", "libhns.client", "libhns.backend", "subprocess", "ipaddress", "json", "re", "enum"}
@@ -81,7 +81,7 @@ POD_PROBE = """
 import io, sys
 sys.path.insert(0, sys.argv[1])
 sys.prefix = sys.argv[4]
-from libhns import jsontext
+from basics import jsontext
 import libhns.sim, libhns.sim.simulator  # the simulator stands in for HNS: not on a node's path
 base = set(sys.modules)
 from plugins.flannel.__main__ import main
@@ -94,7 +94,7 @@ print(jsontext.dumps(sorted(set(sys.modules) - base)))
 
 def _pod_modules(tmp_path, command: str) -> set[str]:
     """A flannel -> win-bridge -> host-local command (HCN, in one process) on a simulated node."""
-    from libhns import hnsctl
+    from tools import hnsctl
     hns = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
     for args in (["network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24"],
                  ["endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host"]):
@@ -143,7 +143,7 @@ def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
     for command in ("ADD", "DEL"):
         modules = _pod_modules(tmp_path, command)
         assert not modules & POD_HEAVY, f"{command} imported {sorted(modules & POD_HEAVY)}"
-        ours = sorted(m for m in modules if m.split(".")[0] in ("plugins", "libhns"))
+        ours = sorted(m for m in modules if m.split(".")[0] in ("basics", "libhns", "plugins", "tools"))
         assert "plugins.win_bridge.commands" in ours and "plugins.ipam_host_local.commands" in ours, ours
         offenders = {m: sorted(_top_level_imports(m) & POD_HEAVY) for m in ours}
         assert not any(offenders.values()), {m: v for m, v in offenders.items() if v}
@@ -152,7 +152,7 @@ def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
 def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():
     """The modules only Windows runs on the pod path (the ctypes backend, the Win32 security
     calls, the lock): no Linux run imports them, so their top-level imports are checked here."""
-    for module in ("libhns.ctypes_backend", "libhns._winsec", "plugins.cni.lock", "libhns.safefs"):
+    for module in ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs"):
         assert not _top_level_imports(module) & POD_HEAVY, module
 
 

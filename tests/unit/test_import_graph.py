@@ -1,16 +1,27 @@
-"""No import circle inside ``plugins/`` or ``libhns/``: a module's imports, at its top or inside
-its functions, never lead back to it (a circle is two modules that are really one idea)."""
+"""The import graph of our packages, at module top and inside functions: the layers of
+docs/ARCHITECTURE.md ("Layers") hold, and no import circle (a circle is two modules that are really
+one idea)."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+#: Bottom to top; each layer may import itself and what its entry names, nothing else of ours.
+LAYERS = {
+    "basics": (),                                # general helpers
+    "libhns": ("basics",),                       # HNS only
+    "plugins.cni": ("basics",),                  # the CNI core: no libhns
+    "plugins": ("basics", "libhns"),             # the plugins and what only they share; no tools
+    "tools": ("basics", "libhns", "plugins"),    # wincni, hnsctl
+}
+#: The plugins proper: none imports another (flannel reaches a delegate only through exec_plugin).
+PLUGINS = ("plugins.win_bridge", "plugins.win_overlay", "plugins.flannel", "plugins.ipam_host_local")
 
 
 def modules() -> dict[str, Path]:
     out = {}
-    for path in [*REPO.glob("plugins/**/*.py"), *REPO.glob("libhns/**/*.py")]:
+    for path in [p for pkg in LAYERS for p in REPO.glob(f"{pkg}/**/*.py")]:
         parts = path.relative_to(REPO).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
@@ -53,3 +64,30 @@ def test_no_import_circles():
                     seen.add(nxt)
                     stack.append((nxt, trail + (nxt,)))
     assert not circles, "\n".join(sorted(set(circles)))
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def layer(name: str) -> str:
+    """The most specific layer holding module ``name``."""
+    return max((pkg for pkg in LAYERS if _within(name, pkg)), key=len)
+
+
+def test_every_module_is_in_a_layer():
+    assert {name.split(".")[0] for name in modules()} == {pkg.split(".")[0] for pkg in LAYERS}
+
+
+def test_layers_import_only_downwards():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        allowed = (layer(name), *LAYERS[layer(name)])
+        own = next((p for p in PLUGINS if _within(name, p)), None)
+        for target in sorted(imports(name, path, known)):
+            if not any(_within(target, pkg) for pkg in allowed):
+                wrong.append(f"{name} ({layer(name)}) imports {target} ({layer(target)})")
+            elif own and any(_within(target, p) for p in PLUGINS if p != own):
+                wrong.append(f"{name} imports another plugin's {target}")
+    assert not wrong, "\n".join(wrong)

@@ -1,4 +1,4 @@
-"""libhns.ipaddr against the standard library's ipaddress, on generated text: the same answers
+"""basics.ipaddr against the standard library's ipaddress, on generated text: the same answers
 (value, version, text, prefix) and the same refusals, so swapping one for the other on the pod path
 changes no behaviour."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from libhns import ipaddr
+from basics import ipaddr
 
 OCTET = st.one_of(st.integers(0, 255).map(str), st.sampled_from(["", "00", "01", "256", "1a", " 1", "٣", "0x1"]))
 V4 = st.lists(OCTET, min_size=1, max_size=5).map(".".join)

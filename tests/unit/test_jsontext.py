@@ -1,4 +1,4 @@
-"""libhns.jsontext is json.loads / json.dumps without the json package's import cost: held equal
+"""basics.jsontext is json.loads / json.dumps without the json package's import cost: held equal
 to json on any value, any text, every option the plugins use."""
 import json
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from libhns import jsontext
+from basics import jsontext
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
@@ -82,7 +82,7 @@ def test_default_and_unserializable_values():
 
 
 def test_importing_it_and_reading_valid_json_imports_no_json_package():
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from libhns import jsontext; "
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from basics import jsontext; "
              "jsontext.dumps(jsontext.loads('{\"a\": [1, 2.5, null]}'), indent=4); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('json', 're', 'enum')))")
     proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(Path(__file__).resolve().parents[2])],

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from libhns import hnsctl
+from tools import hnsctl
 from plugins.cni import config
 from plugins.cni.errors import INVALID_CONFIG, CniError
-from plugins.wincni.__main__ import main as wincni
+from tools.wincni.__main__ import main as wincni
 
 from hnsnode import Node
 from test_wincni_install import install_node, release
@@ -120,14 +120,14 @@ def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
     (OSError(22, "Invalid argument"), "win32", True),  # how Windows reports a write to a closed pipe
     (OSError(22, "Invalid argument"), "linux", False), (OSError(5, "I/O error"), "win32", False)])
 def test_which_write_failures_mean_the_reader_went_away(exc: OSError, platform: str, gone: bool) -> None:
-    from libhns.closedpipe import reader_gone
+    from basics.closedpipe import reader_gone
     assert reader_gone(exc, platform) is gone
 
 
 def test_only_stdout_s_own_failure_is_stdout_closed() -> None:
     """A command's own I/O errors stay OSError (its except clauses handle them); the guarded stream's
     closed pipe is StdoutClosed, which none of them catches."""
-    from libhns.closedpipe import GuardedStdout, StdoutClosed
+    from basics.closedpipe import GuardedStdout, StdoutClosed
 
     class Closed(io.StringIO):
         def write(self, text: str) -> int:

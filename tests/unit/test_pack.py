@@ -193,7 +193,7 @@ def test_our_bundled_code_neither_reads_docstrings_nor_relies_on_asserts():
 
     root = BOOTSTRAP.parents[1]
     found = []
-    for path in sorted([*root.glob("plugins/**/*.py"), *root.glob("libhns/**/*.py")]):
+    for path in sorted(p for pkg in ("basics", "libhns", "plugins", "tools") for p in root.glob(f"{pkg}/**/*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Assert) or (isinstance(node, ast.Attribute) and node.attr == "__doc__"):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")

@@ -1,4 +1,4 @@
-"""libhns.safefs (issue #20): admin-only folders, no-follow owner-checked files, the install ACL,
+"""basics.safefs (issue #20): admin-only folders, no-follow owner-checked files, the install ACL,
 the doctor's "who else may write this", and the SDDL reading the Windows side relies on."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from libhns import _winsec as ws
-from libhns import safefs
+from basics import _winsec as ws
+from basics import safefs
 
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="files owned by another user need root to make")
@@ -191,9 +191,9 @@ def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run
 
 
 def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
-    from plugins.wincni import checks
+    from tools.wincni import checks
     from libhns.backend import simulated_on_windows
-    from plugins.wincni.facts import Facts
+    from tools.wincni.facts import Facts
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
     found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
@@ -203,8 +203,8 @@ def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulato
 
 
 def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
-    from plugins.wincni import checks
-    from plugins.wincni.facts import Facts, read_open_dirs
+    from tools.wincni import checks
+    from tools.wincni.facts import Facts, read_open_dirs
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin").chmod(0o757)

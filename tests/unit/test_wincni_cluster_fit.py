@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.wincni.kubelet import ClusterDns, KubeletConfigError, parse
+from tools.wincni.kubelet import ClusterDns, KubeletConfigError, parse
 
 from hnsnode import Node
 from test_wincni_install import install_node, release

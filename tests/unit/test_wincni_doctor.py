@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from libhns.objects import HostComputeNetwork
-from plugins.wincni import checks
-from plugins.wincni.__main__ import main
-from plugins.wincni.facts import Facts, Problem
+from tools.wincni import checks
+from tools.wincni.__main__ import main
+from tools.wincni.facts import Facts, Problem
 
 from hnsnode import EXCEPTIONS, Node, lease_text, release
 
@@ -373,7 +373,7 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
 
 def test_help_names_the_version_and_commit_like_every_executable(capsys):
     from plugins.cni.buildinfo import describe
-    from plugins.wincni.__main__ import main
+    from tools.wincni.__main__ import main
     assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
     assert f"wincni {describe()}" in capsys.readouterr().out
 

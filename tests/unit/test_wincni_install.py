@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from plugins.wincni import layout
-from plugins.wincni.__main__ import main
+from tools.wincni import layout
+from tools.wincni.__main__ import main
 from plugins import registry
-from plugins.wincni.disk import Disk
+from tools.wincni.disk import Disk
 from plugins.winnet.policies import fit_user_policies
 
 from hnsnode import Node, release

@@ -12,9 +12,9 @@ import pytest
 from plugins.cni import skel
 from plugins.flannel import subnet_env
 from plugins.ipam_host_local.__main__ import SPEC as HOST_LOCAL
-from plugins.wincni.__main__ import build_parser, main
-from plugins.wincni.facts import default_paths
-from plugins.wincni.sourcevip import run
+from tools.wincni.__main__ import build_parser, main
+from tools.wincni.facts import default_paths
+from tools.wincni.sourcevip import run
 
 from hnsnode import Node
 

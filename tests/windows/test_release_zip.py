@@ -5,7 +5,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from plugins.wincni.layout import CONTENTS_PREFIX
+from tools.wincni.layout import CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
 
 

@@ -20,7 +20,7 @@ from hnsnode import Run, first_ip
 from testdata import FIXTURES
 from winenode import WineNode, toolchain
 
-from plugins.wincni.layout import ASIDE_DIR, CONTENTS_PREFIX
+from tools.wincni.layout import ASIDE_DIR, CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
 
 OPT_BIN, NET_D = r"C:\opt\cni\bin", r"C:\etc\cni\net.d"

@@ -1,4 +1,4 @@
-"""Issue #20 on Windows: ``libhns.safefs`` through the real Win32 security API, and the release's
+"""Issue #20 on Windows: ``basics.safefs`` through the real Win32 security API, and the release's
 executables refusing the simulator and device names.
 
 The safefs cases run our source under the lane's Windows CPython (the embeddable one the release
@@ -30,7 +30,7 @@ from winenode import ROOT, WineNode, toolchain
 PROBE = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from libhns import safefs, _winsec as ws
+from basics import safefs, _winsec as ws
 from plugins.cni.errors import CniError
 from plugins.cni.lock import FileLock
 out = {}
@@ -151,7 +151,7 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
 
 
 def ws_writers(sddl: str, me: str) -> list[str]:
-    from libhns import _winsec
+    from basics import _winsec
     return _winsec.sddl_writers(sddl, _winsec.TRUSTED_SIDS | {me})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from libhns.errors import UnsafePath
+from basics.errors import UnsafePath
 
 from . import layout
 from .disk import Disk
@@ -44,7 +44,7 @@ def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None =
     ``launchers`` a link or not an administrator's, a contents folder the manifest (when there
     is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now (only
     with ``digests``)."""
-    from libhns.safefs import writable_by_others
+    from basics.safefs import writable_by_others
     disk = disk or Disk()
     found = []
     for path in [bin_dir] + [os.path.join(bin_dir, n) for n in launchers]:

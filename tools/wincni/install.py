@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, TextIO
 
-from libhns.errors import UnsafePath
+from basics.errors import UnsafePath
 
 from . import layout
 from .disk import Disk

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from libhns import errors
-from libhns.cli import Parser, UsageError
+from basics.cli import Parser, UsageError
 from libhns.client import HnsClient
 from libhns import guid
 from libhns.objects import HnsObject
@@ -492,7 +492,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 
 def entry() -> None:
     """Console script ``hnsctl``."""
-    from libhns.closedpipe import exit_with
+    from basics.closedpipe import exit_with
     exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 

@@ -1,6 +1,6 @@
 """What ``wincni install`` lays into the CNI bin dir, and how an upgrade swaps builds under load.
 
-Pure planning: directory listings in, steps out; ``plugins.wincni.install`` carries them out.
+Pure planning: directory listings in, steps out; ``tools.wincni.install`` carries them out.
 
 The layout (one build per contents folder, which PyInstaller's one-folder exe loads from beside
 itself, its name baked into the exe by specs/wincni.spec)::

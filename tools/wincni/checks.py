@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from libhns.policies import to_v2
 
 from .facts import Facts, Problem

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from libhns.backend import simulated_on_windows
-from libhns.jsonci import get_ci
+from basics.jsonci import get_ci
 from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 
 # Where a Windows node keeps things (the Kubernetes Windows guide, flanneld, kube-proxy); off
@@ -289,7 +289,7 @@ def read_bin_audit(bin_dir: str, files: frozenset[str] | None, conf_dir: str, *p
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
     """(what, folder, who else may write it) for each folder the plugins run from or trust that
     someone besides administrators may write (mode bits on Linux, the DACL on Windows)."""
-    from libhns.safefs import writable_by_others
+    from basics.safefs import writable_by_others
     out = []
     for label, path in folders.items():
         try:

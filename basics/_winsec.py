@@ -99,7 +99,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     import msvcrt
     import os
 
-    from libhns.errors import UnsafePath
+    from basics.errors import UnsafePath
 
     _PVOID = ctypes.c_void_p
 

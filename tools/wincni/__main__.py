@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from libhns.cli import Parser, UsageError
+from basics.cli import Parser, UsageError
 
 
 def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
@@ -145,7 +145,7 @@ def _print_dirs(found: Any, output: str, stdout: TextIO) -> int:
 
 def entry() -> None:
     """Console script ``wincni``."""
-    from libhns.closedpipe import exit_with
+    from basics.closedpipe import exit_with
     exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 

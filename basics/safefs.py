@@ -27,7 +27,7 @@ import os
 import stat
 import sys
 
-from libhns.errors import UnsafePath  # noqa: F401 - raised here, caught by the callers
+from basics.errors import UnsafePath  # noqa: F401 - raised here, caught by the callers
 
 #: SDDL of the folders the plugins write or lock in, and of the files they create: SYSTEM and
 #: Administrators full control, nobody else, nothing inherited from above (``P``).
@@ -308,7 +308,7 @@ def _check_posix_file(fd: int, path: str) -> None:
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-    from libhns import _winsec as _win
+    from basics import _winsec as _win
 
     def _open(path: str, flags: int) -> int:
         return _win.open_file(path, flags, _FILE_SDDL)

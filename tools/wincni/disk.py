@@ -58,7 +58,7 @@ class Disk:
     def read_trusted(self, path: str, cap: int) -> bytes:
         """At most ``cap`` bytes of an administrator's own regular file, opened without following
         a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
-        from libhns.safefs import open_read
+        from basics.safefs import open_read
         with open(open_read(path), "rb") as f:
             return f.read(cap)
 
@@ -73,19 +73,19 @@ class Disk:
 
     def makedirs(self, path: str) -> None:
         """``path`` as an admin-only folder, reached without following a link (``safefs.secure_dir``)."""
-        from libhns.safefs import secure_dir
+        from basics.safefs import secure_dir
         secure_dir(path)
 
     def claim(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
         """Make ``path`` (and every folder on the way) admin-only: Administrators (root) alone
         may write, Users read and run (the ACL ``build.ps1 -Install`` sets); why it had to be
         taken over, and what in it an administrator did not lay (``safefs.claim_dir``)."""
-        from libhns.safefs import claim_dir
+        from basics.safefs import claim_dir
         return claim_dir(path)
 
     def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
         """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``)."""
-        from libhns.safefs import survey_dir
+        from basics.safefs import survey_dir
         return survey_dir(path)
 
     def discard(self, path: str) -> None:
@@ -106,7 +106,7 @@ class Disk:
     def purge(self, path: str) -> None:
         """Delete the folder ``path`` another user may own, never through a link or junction
         swapped in while it is deleted (``safefs.purge``)."""
-        from libhns.safefs import purge
+        from basics.safefs import purge
         purge(path)
 
     def fresh_name(self, base: str) -> str:
@@ -119,7 +119,7 @@ class Disk:
 
     def fresh_dir(self, path: str) -> None:
         """Create the admin-only folder ``path``, which must not exist (``safefs.fresh_dir``)."""
-        from libhns.safefs import fresh_dir
+        from basics.safefs import fresh_dir
         fresh_dir(path)
 
     def digest(self, path: str) -> str:
@@ -148,7 +148,7 @@ class Disk:
     def copy_file(self, src: str, dst: str) -> None:
         """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
         any write bit for group and others (a release folder others may write is no reason)."""
-        from libhns.safefs import open_new
+        from basics.safefs import open_new
         mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
         with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
             shutil.copyfileobj(f_src, f_dst)
@@ -187,7 +187,7 @@ class Disk:
     def write_atomic(self, path: str, data: bytes) -> None:
         """A reader sees the old file or the new one, never a part: a temp file beside it made
         new (a leftover of an interrupted run is unlinked first), then renamed over it."""
-        from libhns.safefs import open_new
+        from basics.safefs import open_new
         tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.wincni-tmp")
         if os.path.lexists(tmp):
             os.unlink(tmp)

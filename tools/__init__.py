@@ -1,0 +1,1 @@
+"""The operator tools (``wincni``: doctor, install, sourcevip, reclaim; ``hnsctl``), above the plugins."""
