@@ -6,6 +6,7 @@ from basics import ipaddr
 import time
 
 from libhns import policies as P
+from libhns.objects import default_gateway
 from libhns.sim import v1form
 from libhns.errors import (ERROR_OBJECT_ALREADY_EXISTS, E_INVALIDARG, HCN_E_ENTITY_HAS_REFERENCES,
                            HCN_E_INVALID_NETWORK, HCN_E_NETWORK_ALREADY_EXISTS, HCN_E_NETWORK_NOT_FOUND,
@@ -190,7 +191,7 @@ class Network(Record):
         doc = self.doc
         out: dict[str, Any] = {"ID": doc["ID"], "Name": self.name,
                                "Type": doc.get("Type", "NAT").lower()}
-        adapter = v1form.policy_setting(doc.get("Policies"), "NetAdapterName", "NetworkAdapterName")
+        adapter = P.setting(doc.get("Policies"), "NetAdapterName", "NetworkAdapterName")
         if adapter:
             out["NetworkAdapterName"] = adapter
         out["Policies"] = [P.to_v1(p) for p in doc.get("Policies") or ()
@@ -200,7 +201,7 @@ class Network(Record):
         for ipam in doc.get("Ipams") or ():
             for s in P.get_ci(ipam, "Subnets") or ():
                 sub: dict[str, Any] = {"AddressPrefix": P.get_ci(s, "IpAddressPrefix")}
-                gw = v1form.gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
+                gw = default_gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
                     sub["AddressPrefix"], strict=False).version)
                 if gw:
                     sub["GatewayAddress"] = gw
@@ -210,7 +211,7 @@ class Network(Record):
         out.update(v1form.dns_to_v1(doc.get("Dns")))
         if self.mgmt_ip and not self.mgmt_pending():
             out["ManagementIP"] = self.mgmt_ip
-        drmac = v1form.policy_setting(doc.get("Policies"), "DrMacAddress", "Address")
+        drmac = P.setting(doc.get("Policies"), "DrMacAddress", "Address")
         if drmac:
             out["DrMacAddress"] = drmac
         out["Flags"] = doc.get("Flags", 0)

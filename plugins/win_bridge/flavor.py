@@ -35,8 +35,8 @@ class BridgeFlavor(Flavor):
         return out
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
-        return pol.add_outbound_nat_exception(policies, conf.ip_masq_network, schema)
+                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+        return pol.OutboundNat.add_exception(policies, conf.ip_masq_network, form)
 
 
 def _start_after_gateway(rng: dict) -> None:

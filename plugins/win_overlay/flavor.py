@@ -31,10 +31,10 @@ class OverlayFlavor(Flavor):
         return overlay_mac(conf.endpoint_mac_prefix or DEFAULT_MAC_PREFIX, v4.ip) if v4 else ""
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
-        out = pol.add_provider_address(policies, network.management_ip or "", schema)
+                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+        out = pol.ProviderAddress.add(policies, network.management_ip or "", form)
         if conf.ip_masq and network.subnets:
-            out = pol.add_outbound_nat_exception(out, network.subnets[0].prefix, schema)
+            out = pol.OutboundNat.add_exception(out, network.subnets[0].prefix, form)
         return out
 
     def network_problems(self, network: Any) -> list[str]:
