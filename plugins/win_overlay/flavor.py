@@ -8,6 +8,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any
 
+from plugins.registry import name_of
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, overlay_mac
 from plugins.winnet.lifecycle import Flavor
@@ -51,5 +52,5 @@ class OverlayFlavor(Flavor):
         return problems
 
 
-FLAVOR = OverlayFlavor(plugin="win-overlay", network_types=("Overlay",), ipv6=False,
+FLAVOR = OverlayFlavor(plugin=name_of(__package__), network_types=("Overlay",), ipv6=False,
                        schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))
