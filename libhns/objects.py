@@ -125,6 +125,11 @@ def v1_text(items: Any) -> str:
     return ",".join(items)
 
 
+def default_prefix(version: int) -> str:
+    """The destination of IP ``version``'s default route."""
+    return _DEFAULT_ROUTES[version == 6]
+
+
 def default_gateway(routes: list[Any] | None, version: int | None = None) -> str | None:
     """The next hop of the default route (of IP ``version``, any when None) among V2 ``Routes``."""
     for r in routes or ():

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from libhns import policies as hp
-from libhns.objects import v1_text
+from libhns.objects import default_prefix, v1_text
 from plugins.cni.record import FrozenRecord, Record
 from plugins.cni.result import DNS, IPConfig, Interface, Result, Route
 
@@ -35,7 +35,7 @@ class Address(FrozenRecord):
 
     @property
     def default_route(self) -> str:
-        return "0.0.0.0/0" if self.version == 4 else "::/0"
+        return default_prefix(self.version)
 
 
 class EndpointPlan(Record):
