@@ -96,13 +96,22 @@ def v1_document(plan: EndpointPlan) -> dict:
     return doc
 
 
-class V2Form:
-    """What an HCN (V2) endpoint takes: policies with their keys in ``Settings`` (each type's
-    ``v2`` document), every address, the whole DNS. The lifecycle gets it from the adapter
-    (``EndpointApi.policy_form``) and never asks which form it holds."""
+class _Form:
+    """What one HNS API's endpoints take. The lifecycle gets its form from the adapter
+    (``EndpointApi.policy_form``) and never asks which it holds."""
     __slots__ = ()
-    name = "V2"
-    api = "apiVersion 2 (HCN)"
+    shape = ""  # what ``libhns.policies.schema_of`` says of a policy of this form
+
+    def holds(self, policy: dict) -> bool:
+        """Whether ``policy`` is already in this form (or in none: ``{"Type": "OutBoundNAT"}``)."""
+        return hp.schema_of(policy) in (None, self.shape)
+
+
+class V2Form(_Form):
+    """HCN: policies with their keys in ``Settings`` (each type's ``v2`` document), every
+    address, the whole DNS."""
+    __slots__ = ()
+    shape, name, api = "v2", "V2", "apiVersion 2 (HCN)"
 
     def policy(self, kind: hp.Kind, *args: Any, **settings: Any) -> dict:
         return kind.v2(*args, **settings)
@@ -110,10 +119,6 @@ class V2Form:
     def fit(self, policy: dict) -> dict:
         """``policy`` (of either API) in this form."""
         return hp.to_v2(policy)
-
-    def holds(self, policy: dict) -> bool:
-        """Whether ``policy`` is already in this form (or in none: ``{"Type": "OutBoundNAT"}``)."""
-        return hp.schema_of(policy) in (None, "v2")
 
     def setting(self, policy: dict, kind: hp.Kind, key: str) -> Any:
         """Setting ``key`` (its V2 name) of a policy of this form, read exactly (as the reference does)."""
@@ -129,21 +134,17 @@ class V2Form:
         return dns
 
 
-class V1Form:
-    """What an HNSCall (V1) endpoint takes: flat policies (each type's ``v1`` document), one IPv4
-    address, DNS as a server list and a suffix list."""
+class V1Form(_Form):
+    """HNSCall: flat policies (each type's ``v1`` document), one IPv4 address, DNS as a server
+    list and a suffix list."""
     __slots__ = ()
-    name = "V1"
-    api = "apiVersion 1 (HNS V1)"
+    shape, name, api = "v1", "V1", "apiVersion 1 (HNS V1)"
 
     def policy(self, kind: hp.Kind, *args: Any, **settings: Any) -> dict:
         return kind.v1(*args, **settings)
 
     def fit(self, policy: dict) -> dict:
         return hp.to_v1(policy)
-
-    def holds(self, policy: dict) -> bool:
-        return hp.schema_of(policy) in (None, "v1")
 
     def setting(self, policy: dict, kind: hp.Kind, key: str) -> Any:
         return policy.get(kind.v1_key(key))
