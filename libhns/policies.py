@@ -51,9 +51,6 @@ V1_ONLY_TYPES: frozenset[str] = frozenset({"NAT", "PA", "ROUTE", "ELB", "PROXY",
 #: Type names that exist only in V2.
 V2_ONLY_TYPES: frozenset[str] = frozenset({"PortMapping", "SDNRoute"})
 
-_V1_TO_V2_TYPE = {"ROUTE": "SDNRoute", "PA": "ProviderAddress", "NAT": "PortMapping"}
-_V2_TO_V1_TYPE = {v: k for k, v in _V1_TO_V2_TYPE.items()}
-
 
 def canonical_type(name: str, known: frozenset[str] | set[str]) -> str | None:
     """The spelling of ``name`` in ``known``, matched case-insensitively; None when not there."""
