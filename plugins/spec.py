@@ -16,6 +16,7 @@ def sibling(name):
     return entry_module(name) if name in PLUGINS else None
 
 
-def plugin(name, handlers, description):
-    """The ``SPEC`` of one of our plugins."""
-    return PluginSpec(name, handlers, description, backend=backend_name, siblings=sibling)
+def plugin(package, handlers, description):
+    """The ``SPEC`` of the plugin in ``package`` (its ``__package__``), named as the registry names it."""
+    from plugins.registry import name_of
+    return PluginSpec(name_of(package), handlers, description, backend=backend_name, siblings=sibling)
