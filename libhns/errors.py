@@ -85,11 +85,9 @@ HRESULTS.update({
     0x80004001: ("E_NOTIMPL", "Not implemented."),
     0x80004005: ("E_FAIL", "Unspecified error."),
     0x80070005: ("E_ACCESSDENIED", "Access is denied."),
-    0x80070006: ("E_HANDLE", "The handle is invalid."),
     0x8007000E: ("E_OUTOFMEMORY", "Not enough memory resources are available to complete this operation."),
     0x80070057: ("E_INVALIDARG", "The parameter is incorrect."),
     0x800700B7: ("ERROR_ALREADY_EXISTS", "Cannot create a file when that file already exists."),
-    0x8007007E: ("ERROR_MOD_NOT_FOUND", "The specified module could not be found."),
     0x80070490: ("ERROR_NOT_FOUND", "Element not found."),
     0x80071392: ("ERROR_OBJECT_ALREADY_EXISTS", "The object already exists."),
     0x800706BA: ("RPC_S_SERVER_UNAVAILABLE", "The RPC server is unavailable."),
@@ -109,6 +107,7 @@ S_OK = 0x00000000
 E_FAIL = 0x80004005
 E_INVALIDARG = 0x80070057
 E_ACCESSDENIED = 0x80070005
+# Named for the simulator's answers only: left out of HRESULTS so their error text stays the bare code.
 E_HANDLE = 0x80070006
 ERROR_MOD_NOT_FOUND = 0x8007007E
 E_NOTIMPL = 0x80004001
