@@ -107,9 +107,10 @@ S_OK = 0x00000000
 E_FAIL = 0x80004005
 E_INVALIDARG = 0x80070057
 E_ACCESSDENIED = 0x80070005
-# Named for the simulator's answers only: left out of HRESULTS so their error text stays the bare code.
 E_HANDLE = 0x80070006
 ERROR_MOD_NOT_FOUND = 0x8007007E
+#: Named for the simulator's answers, but not in ``HRESULTS``: their error text stays the bare code it always was.
+UNLISTED = frozenset({E_HANDLE, ERROR_MOD_NOT_FOUND})
 E_NOTIMPL = 0x80004001
 ERROR_NOT_FOUND = 0x80070490
 ERROR_ALREADY_EXISTS = 0x800700B7
