@@ -28,6 +28,12 @@ def entry_module(name: str) -> str:
     return PLUGINS[name] + ".__main__" if name in PLUGINS else TOOLS[name]
 
 
+def sibling(name: str) -> str | None:
+    """The entry module of plugin ``name`` when it is one we ship, else None: what ``plugins/spec.py``
+    hands the CNI core for in-process delegation (the core imports no registry)."""
+    return entry_module(name) if name in PLUGINS else None
+
+
 def flavor_module(name: str) -> str:
     """The module holding endpoint plugin ``name``'s ``FLAVOR``."""
     if name not in ENDPOINT_PLUGINS:
