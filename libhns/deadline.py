@@ -203,10 +203,11 @@ class DeadlineBackend:
         must not be refused because the command's own deadline (the likely failure) passed."""
         return _Grace(self)
 
-    def _call(self, call: str, fn: Callable[[], T],
+    def _call(self, call: str | tuple[str, str], fn: Callable[[], T],
               transient: Callable[[T], BaseException | None] = lambda _: None) -> T:
         """``fn`` within the limits; ``transient`` finds a "try again" failure in an answer that
-        is not an exception (a V1 envelope), which is retried like a raised one."""
+        is not an exception (a V1 envelope), which is retried like a raised one. ``call`` names
+        the call for a timeout: its name, or HCN's (op, kind), spelled only when one is raised."""
         first = self._clock()
         backoff = _FIRST_BACKOFF
         while True:
@@ -216,7 +217,7 @@ class DeadlineBackend:
             budget = self.limits.call if per_call else left
             which = f"per-call timeout {self.limits.call:g} s" if per_call else self._which
             if budget <= 0:
-                raise errors.Timeout(call, start - first, which + " had already passed")
+                raise errors.Timeout(_name(call), start - first, which + " had already passed")
             try:
                 finished, result = self._bounded(fn, budget)
             except errors.HnsError as err:
@@ -224,7 +225,7 @@ class DeadlineBackend:
                     raise
             else:
                 if not finished:
-                    raise errors.Timeout(call, self._clock() - first, which)
+                    raise errors.Timeout(_name(call), self._clock() - first, which)
                 failure = transient(result)
                 if failure is None or not self._may_retry(failure, first, backoff):
                     return result
@@ -238,23 +239,23 @@ class DeadlineBackend:
 
     # --- HCN -----------------------------------------------------------------------------------
     def hcn_enumerate(self, kind: str, query: str) -> str:
-        return self._call(hcn_function("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query))
+        return self._call(("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query))
 
     def hcn_create(self, kind: str, id: Any, settings: str, network: Handle | None = None) -> Handle:
-        return self._call(hcn_function("Create", kind),
+        return self._call(("Create", kind),
                           lambda: self.inner.hcn_create(kind, id, settings, network))
 
     def hcn_open(self, kind: str, id: Any) -> Handle:
-        return self._call(hcn_function("Open", kind), lambda: self.inner.hcn_open(kind, id))
+        return self._call(("Open", kind), lambda: self.inner.hcn_open(kind, id))
 
     def hcn_modify(self, kind: str, handle: Handle, settings: str) -> None:
-        self._call(hcn_function("Modify", kind), lambda: self.inner.hcn_modify(kind, handle, settings))
+        self._call(("Modify", kind), lambda: self.inner.hcn_modify(kind, handle, settings))
 
     def hcn_query(self, kind: str, handle: Handle, query: str) -> str:
-        return self._call(hcn_function("Query", kind), lambda: self.inner.hcn_query(kind, handle, query))
+        return self._call(("Query", kind), lambda: self.inner.hcn_query(kind, handle, query))
 
     def hcn_delete(self, kind: str, id: Any) -> None:
-        self._call(hcn_function("Delete", kind), lambda: self.inner.hcn_delete(kind, id))
+        self._call(("Delete", kind), lambda: self.inner.hcn_delete(kind, id))
 
     def _close(self, fn: Callable[[], None]) -> None:
         # A __del__ while the interpreter exits: no thread can start, and the call could block
@@ -278,6 +279,11 @@ class DeadlineBackend:
 
     def hcs_close_compute_system(self, handle: Handle) -> None:
         self._close(lambda: self.inner.hcs_close_compute_system(handle))
+
+
+def _name(call: str | tuple[str, str]) -> str:
+    """The name a timeout reports: ``hcn_function``'s export name for an HCN (op, kind)."""
+    return call if isinstance(call, str) else hcn_function(*call)
 
 
 def _envelope_failure(envelope: str) -> BaseException | None:

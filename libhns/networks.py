@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from basics import ipaddr
 
-from libhns.policies import to_v1
+from libhns.objects import default_prefix
+from libhns.policies import PROVIDER_ADDRESS, VSID, to_v1
 
 TYPE_CHECKING = False  # on the pod path (and the simulator's): no typing at run time
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), 
     if adapter:
         policies.append({"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": adapter}})
     if management_ip:
-        policies.append({"Type": "ProviderAddress", "Settings": {"ProviderAddress": management_ip}})
+        policies.append(PROVIDER_ADDRESS.v2(management_ip))
     if dr_mac:
         policies.append({"Type": "DrMacAddress", "Settings": {"Address": dr_mac}})
     if vxlan_port is not None:
@@ -58,9 +59,9 @@ def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), 
     entries = []
     for s in subnets:
         entry: dict[str, Any] = {"IpAddressPrefix": s.prefix, "Routes": [
-            {"NextHop": s.gateway, "DestinationPrefix": "::/0" if s.version == 6 else "0.0.0.0/0"}]}
+            {"NextHop": s.gateway, "DestinationPrefix": default_prefix(s.version)}]}
         if s.vsid is not None:
-            entry["Policies"] = [{"Type": "VSID", "Settings": {"IsolationId": s.vsid}}]
+            entry["Policies"] = [VSID.v2(s.vsid)]
         entries.append(entry)
     if entries:
         doc["Ipams"] = [{"Type": "Static", "Subnets": entries}]

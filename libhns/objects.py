@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 from basics import jsontext
 from libhns import guid
 from basics.jsonci import get_ci
-from libhns.policies import policy_type
+from libhns.policies import setting
 
 JsonDict = dict  # a parsed JSON object
 
@@ -113,33 +113,35 @@ class Subnet:
         return ipaddr.ip_network(self.prefix, strict=False)
 
 
-def _policy(policies: list[Any] | None, type_: str) -> JsonDict | None:
-    """The first policy of ``type_`` (case-insensitive) in a list of either schema."""
-    for p in policies or ():
-        if isinstance(p, dict) and (policy_type(p) or "").casefold() == type_.casefold():
-            return dict(p)
-    return None
+def v1_list(text: Any) -> list[str]:
+    """A V1 comma string ("10.0.0.10,10.0.0.11": how HNSCall holds DNS lists), or a list, as a list."""
+    if isinstance(text, list):
+        return [str(t) for t in text]
+    return [t.strip() for t in str(text or "").split(",") if t.strip()]
 
 
-def _setting(policies: list[Any] | None, type_: str, key: str) -> Any:
-    """``key`` of the first ``type_`` policy, from ``Settings`` (V2) or flat (V1)."""
-    p = _policy(policies, type_)
-    if p is None:
-        return None
-    settings = get_ci(p, "Settings")
-    if isinstance(settings, dict):
-        return get_ci(settings, key)
-    return get_ci(p, key)
+def v1_text(items: Any) -> str:
+    """A list as V1's comma string (the inverse of ``v1_list``)."""
+    return ",".join(items)
 
 
-def _default_gateway(routes: list[Any] | None, version: int | None = None) -> str | None:
+def default_prefix(version: int) -> str:
+    """The destination of IP ``version``'s default route."""
+    return _DEFAULT_ROUTES[version == 6]
+
+
+def default_gateway(routes: list[Any] | None, version: int | None = None) -> str | None:
+    """The next hop of the default route (of IP ``version``, any when None) among V2 ``Routes``."""
     for r in routes or ():
         if not isinstance(r, dict):
             continue
         dest, hop = get_ci(r, "DestinationPrefix"), get_ci(r, "NextHop")
         if dest in _DEFAULT_ROUTES and hop:
-            if version is None or ipaddr.ip_address(hop).version == version:
-                return hop
+            try:
+                if version is None or ipaddr.ip_address(hop).version == version:
+                    return hop
+            except ValueError:
+                continue
     return None
 
 
@@ -165,14 +167,14 @@ class _NetworkProperties:
     def vsid(self) -> int | None:
         """The first subnet's VSID (overlay VNI)."""
         for s in self.subnets:
-            v = _setting(list(s.policies), "VSID", self._vsid_key)
+            v = setting(list(s.policies), "VSID", self._vsid_key)
             if v is not None:
                 return int(v)
         return None
 
     @property
     def vxlan_port(self) -> int | None:
-        v = _setting(self.policies, "VxlanPort", "Port")
+        v = setting(self.policies, "VxlanPort", "Port")
         return None if v is None else int(v)
 
 
@@ -194,22 +196,22 @@ class HostComputeNetwork(_NetworkProperties, HnsObject):
             for s in get_ci(ipam, "Subnets") or ():
                 prefix = get_ci(s, "IpAddressPrefix")
                 if prefix:
-                    out.append(Subnet(prefix, _default_gateway(get_ci(s, "Routes")),
+                    out.append(Subnet(prefix, default_gateway(get_ci(s, "Routes")),
                                       tuple(get_ci(s, "Policies") or ())))
         return out
 
     @property
     def management_ip(self) -> str | None:
         """The ProviderAddress network policy HNS sets on overlay networks."""
-        return _setting(self.policies, "ProviderAddress", "ProviderAddress")
+        return setting(self.policies, "ProviderAddress", "ProviderAddress")
 
     @property
     def dr_mac_address(self) -> str | None:
-        return _setting(self.policies, "DrMacAddress", "Address")
+        return setting(self.policies, "DrMacAddress", "Address")
 
     @property
     def adapter_name(self) -> str | None:
-        return _setting(self.policies, "NetAdapterName", "NetworkAdapterName")
+        return setting(self.policies, "NetAdapterName", "NetworkAdapterName")
 
 
 class HostComputeEndpoint(HnsObject):
@@ -236,7 +238,11 @@ class HostComputeEndpoint(HnsObject):
     @property
     def gateway(self) -> str | None:
         """The IPv4 default route's NextHop (else the IPv6 one)."""
-        return _default_gateway(self.routes, 4) or _default_gateway(self.routes, 6)
+        return self.gateway_of(4) or self.gateway_of(6)
+
+    def gateway_of(self, version: int) -> str | None:
+        """The NextHop of IP ``version``'s default route, if any (none when HNS chose the address)."""
+        return default_gateway(self.routes, version)
 
     @property
     def namespace_id(self) -> str | None:
@@ -309,7 +315,7 @@ class HNSNetwork(_NetworkProperties, HnsObject):
 
     @property
     def dr_mac_address(self) -> str | None:
-        return self.dr_mac_address_field or _setting(self.policies, "DrMacAddress", "Address")
+        return self.dr_mac_address_field or setting(self.policies, "DrMacAddress", "Address")
 
     @property
     def adapter_name(self) -> str | None:
@@ -335,6 +341,10 @@ class HNSEndpoint(HnsObject):
     @property
     def gateway(self) -> str | None:
         return self.gateway_address or self.gateway_address_v6 or None
+
+    def gateway_of(self, version: int) -> str | None:
+        """The gateway of IP ``version`` (V1 keeps one field per family)."""
+        return self.gateway_address if version == 4 else self.gateway_address_v6
 
     @property
     def namespace_id(self) -> str | None:

@@ -3,8 +3,10 @@
 V1 (HNSCall) policies are flat — every key sits next to ``Type``; V2 (HCN) policies wrap their
 keys in ``Settings``. Several types are also renamed between the two (ROUTE ↔ SDNRoute, PA ↔
 ProviderAddress, NAT ↔ PortMapping). Plugin configs carry either shape, HNS rejects the wrong one
-(HCN_E_INVALID_POLICY), so builders take ``schema`` and ``to_v1``/``to_v2`` convert. Pure
-functions, no I/O; the simulator validates with the same tables.
+(HCN_E_INVALID_POLICY). So each type is one ``Kind`` here, holding both documents (``v1`` /
+``v2``) and their translation; ``to_v1``/``to_v2`` convert any policy. Pure, no I/O; the
+simulator validates with the same tables. (The CNI side of each type, the config keys it reads,
+is ``plugins/winnet/policies.py``.)
 """
 from __future__ import annotations
 
@@ -49,9 +51,6 @@ V1_ONLY_TYPES: frozenset[str] = frozenset({"NAT", "PA", "ROUTE", "ELB", "PROXY",
 #: Type names that exist only in V2.
 V2_ONLY_TYPES: frozenset[str] = frozenset({"PortMapping", "SDNRoute"})
 
-_V1_TO_V2_TYPE = {"ROUTE": "SDNRoute", "PA": "ProviderAddress", "NAT": "PortMapping"}
-_V2_TO_V1_TYPE = {v: k for k, v in _V1_TO_V2_TYPE.items()}
-
 
 def canonical_type(name: str, known: frozenset[str] | set[str]) -> str | None:
     """The spelling of ``name`` in ``known``, matched case-insensitively; None when not there."""
@@ -87,88 +86,202 @@ def protocol_number(protocol: str | int) -> int:
     return number
 
 
-def _wrap(type_: str, settings: dict[str, Any], schema: Schema) -> Policy:
-    if schema == "v2":
-        return {"Type": type_, "Settings": settings}
-    if schema == "v1":
-        return {"Type": type_, **settings}
-    raise ValueError(f"schema must be 'v1' or 'v2', not {schema!r}")
-
-
 def _drop_none(**kv: Any) -> dict[str, Any]:
     return {k: v for k, v in kv.items() if v is not None}
 
 
-# --- builders -----------------------------------------------------------------------------------
-
-def outbound_nat(exceptions: list[str] | None = None, destinations: list[str] | None = None, *,
-                 vip: str | None = None, schema: Schema = "v2") -> Policy:
-    """OutBoundNAT: SNAT except to ``exceptions``, or (loopback DSR) only for ``destinations``."""
-    if schema == "v1":
-        return _wrap("OutBoundNAT", _drop_none(VIP=vip, ExceptionList=_list(exceptions),
-                                               Destinations=_list(destinations)), "v1")
-    return _wrap("OutBoundNAT", _drop_none(VirtualIP=vip, Exceptions=_list(exceptions),
-                                           Destinations=_list(destinations)), schema)
-
-
-def route(destination_prefix: str, *, next_hop: str | None = None, need_encap: bool = True,
-          schema: Schema = "v2") -> Policy:
-    """SDNRoute (V2) / ROUTE (V1): traffic to ``destination_prefix`` is encapsulated (service CIDR)."""
-    settings = _drop_none(DestinationPrefix=destination_prefix, NextHop=next_hop,
-                          NeedEncap=need_encap)
-    return _wrap("ROUTE" if schema == "v1" else "SDNRoute", settings, schema)
-
-
-def provider_address(address: str, *, schema: Schema = "v2") -> Policy:
-    """ProviderAddress (V2) / PA (V1): the host's management IP on an overlay endpoint."""
-    if schema == "v1":
-        return {"Type": "PA", "PA": address}
-    return _wrap("ProviderAddress", {"ProviderAddress": address}, schema)
-
-
-def port_mapping(internal_port: int, external_port: int, protocol: str | int = "tcp", *,
-                 vip: str | None = None, flags: int | None = None,
-                 schema: Schema = "v2") -> Policy:
-    """PortMapping (V2, numeric IANA protocol) / NAT (V1, the protocol string as given)."""
-    if schema == "v1":
-        return _wrap("NAT", _drop_none(Protocol=str(protocol), InternalPort=internal_port,
-                                       ExternalPort=external_port, VIP=vip), "v1")
-    settings = _drop_none(InternalPort=internal_port, ExternalPort=external_port,
-                          Protocol=protocol_number(protocol), VIP=vip, Flags=flags)
-    return _wrap("PortMapping", settings, schema)
-
-
-def acl(*, action: str = "Allow", direction: str = "In", protocols: str | int | None = None,
-        local_addresses: str | None = None, remote_addresses: str | None = None,
-        local_ports: str | int | None = None, remote_ports: str | int | None = None,
-        rule_type: str | None = None, priority: int | None = None, id: str | None = None,
-        schema: Schema = "v2") -> Policy:
-    """ACL: ``Protocols`` and ports are strings in both schemas ("6", "80,443")."""
-    settings = _drop_none(
-        Id=id, Protocols=None if protocols is None else str(protocol_number(protocols)),
-        Action=action, Direction=direction, LocalAddresses=local_addresses,
-        RemoteAddresses=remote_addresses,
-        LocalPorts=None if local_ports is None else str(local_ports),
-        RemotePorts=None if remote_ports is None else str(remote_ports),
-        RuleType=rule_type, Priority=priority)
-    return _wrap("ACL", settings, schema)
-
-
-def vsid(isolation_id: int, *, schema: Schema = "v2") -> Policy:
-    """VSID subnet policy (overlay virtual subnet id / VNI)."""
-    if schema == "v1":
-        return {"Type": "VSID", "VSID": isolation_id}
-    return _wrap("VSID", {"IsolationId": isolation_id}, schema)
-
-
-def policy(type_: str, settings: Mapping[str, Any] | None = None, *,
-           schema: Schema = "v2") -> Policy:
-    """Any other policy type, passed through: V2 wraps ``settings``, V1 flattens them."""
-    return _wrap(type_, dict(settings or {}), schema)
-
-
 def _list(values: list[str] | None) -> list[str] | None:
     return None if values is None else list(values)
+
+
+def _rename(src: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[str, Any]:
+    """Copy ``src`` renaming keys per ``mapping`` (matched case-insensitively); others kept."""
+    low = {k.casefold(): v for k, v in mapping.items()}
+    return {low.get(k.casefold(), k): v for k, v in src.items()}
+
+
+# --- one kind per policy type: its V1 and V2 documents and the translation between them ----------
+
+class Kind:
+    """One HNS policy type, as hcsshim keeps one type and one settings struct per policy: its
+    name in each API, its document in each (``v1`` / ``v2``, taking the same settings), and the
+    translation of a document of one API into the other (``to_v2`` / ``to_v1``, the pairs hcsshim
+    maps between internal/hns/hnspolicy.go and hcn/hcnpolicy.go). Each type's subclass builds
+    its documents; the base translation renames keys only."""
+    __slots__ = ("v1_type", "v2_type", "v1_keys", "endpoint")
+
+    def __init__(self, v1_type: str, v2_type: str = "", v1_keys: Mapping[str, str] | None = None,
+                 endpoint: bool = True) -> None:
+        self.v1_type, self.v2_type = v1_type, v2_type or v1_type
+        self.v1_keys = dict(v1_keys or {})  # V1 flat key -> V2 Settings key
+        self.endpoint = endpoint  # an endpoint policy (user policies of this type are translated)
+
+    def v1_key(self, v2_key: str) -> str:
+        """The V1 name of Settings key ``v2_key``."""
+        return next((k for k, v in self.v1_keys.items() if v == v2_key), v2_key)
+
+    def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
+        return {"Type": self.v2_type, "Settings": _rename(flat, self.v1_keys)}
+
+    def to_v1(self, type_: str, settings: dict[str, Any]) -> Policy:
+        return {"Type": self.v1_type, **_rename(settings, {v: k for k, v in self.v1_keys.items()})}
+
+
+class _OutBoundNat(Kind):
+    """OutBoundNAT: SNAT except to ``Exceptions``, or (loopback DSR) only for ``Destinations``."""
+    __slots__ = ()
+
+    def v1(self, exceptions: list[str] | None = None, destinations: list[str] | None = None,
+           vip: str | None = None) -> Policy:
+        return {"Type": "OutBoundNAT", **_drop_none(VIP=vip, ExceptionList=_list(exceptions),
+                                                     Destinations=_list(destinations))}
+
+    def v2(self, exceptions: list[str] | None = None, destinations: list[str] | None = None,
+           vip: str | None = None) -> Policy:
+        return {"Type": "OutBoundNAT", "Settings": _drop_none(VirtualIP=vip, Exceptions=_list(exceptions),
+                                                              Destinations=_list(destinations))}
+
+
+class _Route(Kind):
+    """SDNRoute (V2) / ROUTE (V1): traffic to ``destination_prefix`` is encapsulated (service CIDR)."""
+    __slots__ = ()
+
+    def v1(self, destination_prefix: str, next_hop: str | None = None, need_encap: bool = True) -> Policy:
+        return {"Type": "ROUTE", **self._settings(destination_prefix, next_hop, need_encap)}
+
+    def v2(self, destination_prefix: str, next_hop: str | None = None, need_encap: bool = True) -> Policy:
+        return {"Type": "SDNRoute", "Settings": self._settings(destination_prefix, next_hop, need_encap)}
+
+    @staticmethod
+    def _settings(destination_prefix: str, next_hop: str | None, need_encap: bool) -> dict[str, Any]:
+        return _drop_none(DestinationPrefix=destination_prefix, NextHop=next_hop, NeedEncap=need_encap)
+
+
+class _ProviderAddress(Kind):
+    """ProviderAddress (V2) / PA (V1): the host's management IP on an overlay endpoint."""
+    __slots__ = ()
+
+    def v1(self, address: str) -> Policy:
+        return {"Type": "PA", "PA": address}
+
+    def v2(self, address: str) -> Policy:
+        return {"Type": "ProviderAddress", "Settings": {"ProviderAddress": address}}
+
+    def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
+        return self.v2(get_ci(flat, "PA"))
+
+    def to_v1(self, type_: str, settings: dict[str, Any]) -> Policy:
+        return self.v1(get_ci(settings, "ProviderAddress"))
+
+
+class _PortMapping(Kind):
+    """PortMapping (V2, numeric IANA protocol, ``Flags`` bit 4 = reserved external port) / NAT (V1,
+    the protocol string as given, ``ExternalPortReserved``)."""
+    __slots__ = ()
+
+    def v1(self, internal_port: int, external_port: int, protocol: str | int = "tcp",
+           vip: str | None = None) -> Policy:
+        """V1's NAT has no host IP (hcsshim's NatPolicy): ``vip`` is taken, like V2's, and not sent."""
+        return {"Type": "NAT", "Protocol": str(protocol), "InternalPort": internal_port, "ExternalPort": external_port}
+
+    def v2(self, internal_port: int, external_port: int, protocol: str | int = "tcp",
+           vip: str | None = None) -> Policy:
+        return {"Type": "PortMapping", "Settings": _drop_none(
+            InternalPort=internal_port, ExternalPort=external_port, Protocol=protocol_number(protocol), VIP=vip)}
+
+    def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
+        settings = {k: v for k, v in flat.items() if k.casefold() not in ("protocol", "externalportreserved")}
+        proto = get_ci(flat, "Protocol")
+        if proto is not None:
+            settings["Protocol"] = protocol_number(proto)
+        if get_ci(flat, "ExternalPortReserved"):
+            settings["Flags"] = int(settings.get("Flags", 0)) | 4
+        return {"Type": "PortMapping", "Settings": settings}
+
+    def to_v1(self, type_: str, settings: dict[str, Any]) -> Policy:
+        out: Policy = {"Type": "NAT"}
+        for k, v in settings.items():
+            low = k.casefold()
+            if low == "protocol":
+                out["Protocol"] = _V1_PROTOCOL_NAMES.get(int(v), str(v))
+            elif low == "flags":
+                if int(v) & 4:
+                    out["ExternalPortReserved"] = True
+                if int(v) & ~4:
+                    out["Flags"] = int(v) & ~4
+            else:
+                out[k] = v
+        return out
+
+
+class _Acl(Kind):
+    """ACL: ``Protocols`` and ports are strings in both APIs ("6", "80,443"); old V1 documents
+    may spell them ``Protocol`` / ``LocalPort`` / ``RemotePort``."""
+    __slots__ = ()
+
+    def v1(self, **settings: Any) -> Policy:
+        return {"Type": "ACL", **self._settings(**settings)}
+
+    def v2(self, **settings: Any) -> Policy:
+        return {"Type": "ACL", "Settings": self._settings(**settings)}
+
+    @staticmethod
+    def _settings(*, action: str = "Allow", direction: str = "In", protocols: str | int | None = None,
+                  local_addresses: str | None = None, remote_addresses: str | None = None,
+                  local_ports: str | int | None = None, remote_ports: str | int | None = None,
+                  rule_type: str | None = None, priority: int | None = None, id: str | None = None) -> dict[str, Any]:
+        return _drop_none(
+            Id=id, Protocols=None if protocols is None else str(protocol_number(protocols)),
+            Action=action, Direction=direction, LocalAddresses=local_addresses,
+            RemoteAddresses=remote_addresses,
+            LocalPorts=None if local_ports is None else str(local_ports),
+            RemotePorts=None if remote_ports is None else str(remote_ports),
+            RuleType=rule_type, Priority=priority)
+
+    def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
+        return {"Type": "ACL", "Settings": _acl_v1_to_v2(flat)}
+
+    def to_v1(self, type_: str, settings: dict[str, Any]) -> Policy:
+        return {"Type": type_, **settings}
+
+
+class _Isolation(Kind):
+    """VSID / VLAN subnet policies: V1 names the id after the type, V2 calls it ``IsolationId``."""
+    __slots__ = ()
+
+    def v1(self, isolation_id: int) -> Policy:
+        return {"Type": self.v1_type, self.v1_type: isolation_id}
+
+    def v2(self, isolation_id: int) -> Policy:
+        return {"Type": self.v2_type, "Settings": {"IsolationId": isolation_id}}
+
+    def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
+        name = self.v1_type
+        settings = {k: v for k, v in flat.items() if k.casefold() != name.casefold()}
+        settings["IsolationId"] = get_ci(flat, name)
+        return {"Type": name, "Settings": settings}
+
+    def to_v1(self, type_: str, settings: dict[str, Any]) -> Policy:
+        rest = {k: v for k, v in settings.items() if k.casefold() != "isolationid"}
+        return {"Type": self.v1_type, self.v1_type: get_ci(settings, "IsolationId"), **rest}
+
+
+OUTBOUND_NAT = _OutBoundNat("OutBoundNAT", v1_keys={"ExceptionList": "Exceptions", "VIP": "VirtualIP"})
+ROUTE = _Route("ROUTE", "SDNRoute")
+PROVIDER_ADDRESS = _ProviderAddress("PA", "ProviderAddress", v1_keys={"PA": "ProviderAddress"})
+PORT_MAPPING = _PortMapping("NAT", "PortMapping")
+ACL = _Acl("ACL")
+VSID = _Isolation("VSID", endpoint=False)
+VLAN = _Isolation("VLAN", endpoint=False)
+#: Every kind whose V1 and V2 documents we translate, by V1 and by V2 type name (casefolded).
+_BY_V1 = {k.v1_type.casefold(): k for k in (OUTBOUND_NAT, ROUTE, PROVIDER_ADDRESS, PORT_MAPPING, ACL, VSID, VLAN)}
+_BY_V2 = {k.v2_type.casefold(): k for k in _BY_V1.values()}
+
+
+def translatable(type_: str) -> bool:
+    """An endpoint policy type (either API's spelling) whose documents ``to_v1``/``to_v2`` translate."""
+    kind = _BY_V1.get(type_.casefold()) or _BY_V2.get(type_.casefold())
+    return kind is not None and kind.endpoint
 
 
 # --- schema detection and translation -----------------------------------------------------------
@@ -195,59 +308,28 @@ def schema_of(policy: Mapping[str, Any]) -> Schema | None:
     return None
 
 
-def _settings_of(policy: Mapping[str, Any]) -> dict[str, Any]:
-    s = get_ci(policy, "Settings")
-    return dict(s) if isinstance(s, dict) else {}
-
-
-def _flat_of(policy: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in policy.items() if k.casefold() != "type"}
-
-
-def _rename(src: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[str, Any]:
-    """Copy ``src`` renaming keys per ``mapping`` (matched case-insensitively); others kept."""
-    low = {k.casefold(): v for k, v in mapping.items()}
-    return {low.get(k.casefold(), k): v for k, v in src.items()}
-
-
-_OUTBOUND_V1_TO_V2 = {"ExceptionList": "Exceptions", "VIP": "VirtualIP"}
-_OUTBOUND_V2_TO_V1 = {v: k for k, v in _OUTBOUND_V1_TO_V2.items()}
+def setting(policies: Any, type_: str, key: str) -> Any:
+    """Setting ``key`` of the first policy of ``type_`` (case-insensitive) in a list of either
+    schema: from ``Settings`` (V2) or its flat keys (V1); None when there is none."""
+    for p in policies or ():
+        if isinstance(p, dict) and (policy_type(p) or "").casefold() == type_.casefold():
+            settings = get_ci(p, "Settings")
+            return get_ci(settings, key) if isinstance(settings, dict) else get_ci(p, key)
+    return None
 
 
 def to_v2(policy: Mapping[str, Any]) -> Policy:
-    """The V2 equivalent of a V1 policy (the pairs hcsshim maps between internal/hns/hnspolicy.go and
-    hcn/hcnpolicy.go: OutBoundNAT ExceptionList/Settings.Exceptions, ROUTE/SDNRoute, PA/ProviderAddress,
-    NAT/PortMapping); a V2 policy is returned as a copy."""
+    """The V2 equivalent of a V1 policy (its kind's ``to_v2``; an unknown type keeps its keys);
+    a V2 policy is returned as a copy."""
     if schema_of(policy) == "v2":
-        return {"Type": policy_type(policy), "Settings": _settings_of(policy)}
+        s = get_ci(policy, "Settings")
+        return {"Type": policy_type(policy), "Settings": dict(s) if isinstance(s, dict) else {}}
     t = policy_type(policy)
     if t is None:
         raise ValueError(f"policy has no Type: {dict(policy)!r}")
-    flat = _flat_of(policy)
-    key = t.casefold()
-    if key == "outboundnat":
-        return {"Type": "OutBoundNAT", "Settings": _rename(flat, _OUTBOUND_V1_TO_V2)}
-    if key == "route":
-        return {"Type": "SDNRoute", "Settings": flat}
-    if key == "pa":
-        return {"Type": "ProviderAddress", "Settings": {"ProviderAddress": get_ci(flat, "PA")}}
-    if key == "nat":
-        settings = {k: v for k, v in flat.items()
-                    if k.casefold() not in ("protocol", "externalportreserved")}
-        proto = get_ci(flat, "Protocol")
-        if proto is not None:
-            settings["Protocol"] = protocol_number(proto)
-        if get_ci(flat, "ExternalPortReserved"):
-            settings["Flags"] = int(settings.get("Flags", 0)) | 4
-        return {"Type": "PortMapping", "Settings": settings}
-    if key == "acl":
-        return {"Type": "ACL", "Settings": _acl_v1_to_v2(flat)}
-    if key in ("vsid", "vlan"):
-        name = "VSID" if key == "vsid" else "VLAN"
-        settings = {k: v for k, v in flat.items() if k.casefold() != key}
-        settings["IsolationId"] = get_ci(flat, name)
-        return {"Type": name, "Settings": settings}
-    return {"Type": t, "Settings": flat}
+    flat = {k: v for k, v in policy.items() if k.casefold() != "type"}
+    kind = _BY_V1.get(t.casefold())
+    return kind.to_v2(t, flat) if kind is not None else {"Type": t, "Settings": flat}
 
 
 def _acl_v1_to_v2(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,30 +357,7 @@ def to_v1(policy: Mapping[str, Any]) -> Policy:
     t = policy_type(policy)
     if t is None:
         raise ValueError(f"policy has no Type: {dict(policy)!r}")
-    s = _settings_of(policy)
-    key = t.casefold()
-    if key == "outboundnat":
-        return {"Type": "OutBoundNAT", **_rename(s, _OUTBOUND_V2_TO_V1)}
-    if key == "sdnroute":
-        return {"Type": "ROUTE", **s}
-    if key == "provideraddress":
-        return {"Type": "PA", "PA": get_ci(s, "ProviderAddress")}
-    if key == "portmapping":
-        out: Policy = {"Type": "NAT"}
-        for k, v in s.items():
-            low = k.casefold()
-            if low == "protocol":
-                out["Protocol"] = _V1_PROTOCOL_NAMES.get(int(v), str(v))
-            elif low == "flags":
-                if int(v) & 4:
-                    out["ExternalPortReserved"] = True
-                if int(v) & ~4:
-                    out["Flags"] = int(v) & ~4
-            else:
-                out[k] = v
-        return out
-    if key in ("vsid", "vlan"):
-        name = "VSID" if key == "vsid" else "VLAN"
-        rest = {k: v for k, v in s.items() if k.casefold() != "isolationid"}
-        return {"Type": name, name: get_ci(s, "IsolationId"), **rest}
-    return {"Type": t, **s}
+    s = get_ci(policy, "Settings")
+    s = dict(s) if isinstance(s, dict) else {}
+    kind = _BY_V2.get(t.casefold())
+    return kind.to_v1(t, s) if kind is not None else {"Type": t, **s}

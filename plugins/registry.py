@@ -1,8 +1,9 @@
 """Every command wincni ships, in one place.
 
 The PyInstaller spec builds one executable per entry, in-process delegation runs the plugins
-from it, the doctor finds the endpoint plugins' flavors here, and a unit test holds setup.cfg's
-console scripts equal to it. Plain data: in-process delegation reads it on the pod path.
+from it, each plugin's ``SPEC`` takes its name from it, the doctor finds the endpoint plugins'
+flavors here, and unit tests hold setup.cfg's console scripts and build.ps1's ``$Commands`` equal
+to it. Plain data: in-process delegation reads it on the pod path.
 """
 
 # The CNI plugins: name -> package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
@@ -16,9 +17,21 @@ TOOLS = {"hnsctl": "tools.hnsctl", "wincni": "tools.wincni.__main__"}
 COMMANDS = (*PLUGINS, *TOOLS)
 
 
+def name_of(package: str) -> str:
+    """The command name of the plugin in ``package`` (``plugins.win_bridge`` -> ``win-bridge``):
+    a plugin's ``SPEC`` and flavor take their name from here, so it is written once."""
+    return next(name for name, pkg in PLUGINS.items() if pkg == package)
+
+
 def entry_module(name: str) -> str:
     """The module whose ``entry()`` runs command ``name``."""
     return PLUGINS[name] + ".__main__" if name in PLUGINS else TOOLS[name]
+
+
+def sibling(name: str) -> str | None:
+    """The entry module of plugin ``name`` when it is one we ship, else None: what ``plugins/spec.py``
+    hands the CNI core for in-process delegation (the core imports no registry)."""
+    return entry_module(name) if name in PLUGINS else None
 
 
 def flavor_module(name: str) -> str:

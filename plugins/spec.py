@@ -1,7 +1,9 @@
 """What every plugin hands the CNI core, which imports neither libhns nor the registry: the HNS
 backend's name for the debug log's start line (every plugin's, so a node on the simulator shows in
-any log) and our sibling plugins for in-process delegation. Both import only when called."""
+any log; libhns is imported only when it is called) and the registry's ``sibling`` lookup for
+in-process delegation (plain data, handed over as it is)."""
 from plugins.cni.skel import PluginSpec
+from plugins.registry import name_of, sibling
 
 
 def backend_name(env, platform):
@@ -10,12 +12,6 @@ def backend_name(env, platform):
     return name(env, platform)
 
 
-def sibling(name):
-    """The entry module of plugin ``name`` when it is one we ship, else None."""
-    from plugins.registry import PLUGINS, entry_module
-    return entry_module(name) if name in PLUGINS else None
-
-
-def plugin(name, handlers, description):
-    """The ``SPEC`` of one of our plugins."""
-    return PluginSpec(name, handlers, description, backend=backend_name, siblings=sibling)
+def plugin(package, handlers, description):
+    """The ``SPEC`` of the plugin in ``package`` (its ``__package__``), named as the registry names it."""
+    return PluginSpec(name_of(package), handlers, description, backend=backend_name, siblings=sibling)

@@ -7,6 +7,7 @@ from basics import ipaddr
 
 from libhns import guid
 from libhns import policies as P
+from libhns.objects import default_gateway, default_prefix
 from libhns.sim import v1form
 from libhns.errors import (E_INVALIDARG, HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_ENDPOINT_ALREADY_ATTACHED,
                            HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_ENDPOINT_NOT_FOUND, HCN_E_INVALID_ENDPOINT,
@@ -198,7 +199,7 @@ class Endpoint(Record):
                 out["IPv6Address"] = ip
                 if plen is not None:
                     out["IPv6PrefixLength"] = plen
-        gw4, gw6 = v1form.gateway(doc.get("Routes"), 4), v1form.gateway(doc.get("Routes"), 6)
+        gw4, gw6 = default_gateway(doc.get("Routes"), 4), default_gateway(doc.get("Routes"), 6)
         if gw4:
             out["GatewayAddress"] = gw4
         if gw6:
@@ -339,9 +340,9 @@ def from_v1(doc: Mapping[str, Any], network_id: str) -> tuple[dict[str, Any], di
         v2["IpConfigurations"] = cfgs
     routes = []
     if g("GatewayAddress"):
-        routes.append({"NextHop": g("GatewayAddress"), "DestinationPrefix": "0.0.0.0/0"})
+        routes.append({"NextHop": g("GatewayAddress"), "DestinationPrefix": default_prefix(4)})
     if g("GatewayAddressV6"):
-        routes.append({"NextHop": g("GatewayAddressV6"), "DestinationPrefix": "::/0"})
+        routes.append({"NextHop": g("GatewayAddressV6"), "DestinationPrefix": default_prefix(6)})
     if routes:
         v2["Routes"] = routes
     dns = v1form.dns_from_v1(g)

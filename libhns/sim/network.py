@@ -6,6 +6,7 @@ from basics import ipaddr
 import time
 
 from libhns import policies as P
+from libhns.objects import default_gateway, default_prefix
 from libhns.sim import v1form
 from libhns.errors import (ERROR_OBJECT_ALREADY_EXISTS, E_INVALIDARG, HCN_E_ENTITY_HAS_REFERENCES,
                            HCN_E_INVALID_NETWORK, HCN_E_NETWORK_ALREADY_EXISTS, HCN_E_NETWORK_NOT_FOUND,
@@ -110,8 +111,7 @@ class Network(Record):
                 raise Reject(ERROR_OBJECT_ALREADY_EXISTS)
         policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_NETWORK_TYPES, "network")
         ipams = _check_ipams(P.get_ci(doc, "Ipams"))
-        pa = next((P.get_ci(p.get("Settings", {}), "ProviderAddress") for p in policies
-                   if p["Type"] == "ProviderAddress"), None)
+        pa = P.setting(policies, "ProviderAddress", "ProviderAddress")
         mgmt = management_ip or pa or (st.management_ip if ntype in _ADAPTER_TYPES else None)
         mac_pool = P.get_ci(doc, "MacPool") or {}
         if not P.get_ci(mac_pool, "Ranges"):
@@ -120,7 +120,7 @@ class Network(Record):
                        "schemaversion")
         if ntype == "Overlay":
             if pa is None:
-                policies.append({"Type": "ProviderAddress", "Settings": {"ProviderAddress": mgmt}})
+                policies.append(P.PROVIDER_ADDRESS.v2(mgmt))
             if not any(p["Type"] == "DrMacAddress" for p in policies):
                 start = mac_int(P.get_ci(mac_pool["Ranges"][0], "StartMacAddress"))
                 policies.append({"Type": "DrMacAddress",
@@ -190,7 +190,7 @@ class Network(Record):
         doc = self.doc
         out: dict[str, Any] = {"ID": doc["ID"], "Name": self.name,
                                "Type": doc.get("Type", "NAT").lower()}
-        adapter = v1form.policy_setting(doc.get("Policies"), "NetAdapterName", "NetworkAdapterName")
+        adapter = P.setting(doc.get("Policies"), "NetAdapterName", "NetworkAdapterName")
         if adapter:
             out["NetworkAdapterName"] = adapter
         out["Policies"] = [P.to_v1(p) for p in doc.get("Policies") or ()
@@ -200,7 +200,7 @@ class Network(Record):
         for ipam in doc.get("Ipams") or ():
             for s in P.get_ci(ipam, "Subnets") or ():
                 sub: dict[str, Any] = {"AddressPrefix": P.get_ci(s, "IpAddressPrefix")}
-                gw = v1form.gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
+                gw = default_gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
                     sub["AddressPrefix"], strict=False).version)
                 if gw:
                     sub["GatewayAddress"] = gw
@@ -210,7 +210,7 @@ class Network(Record):
         out.update(v1form.dns_to_v1(doc.get("Dns")))
         if self.mgmt_ip and not self.mgmt_pending():
             out["ManagementIP"] = self.mgmt_ip
-        drmac = v1form.policy_setting(doc.get("Policies"), "DrMacAddress", "Address")
+        drmac = P.setting(doc.get("Policies"), "DrMacAddress", "Address")
         if drmac:
             out["DrMacAddress"] = drmac
         out["Flags"] = doc.get("Flags", 0)
@@ -276,8 +276,7 @@ def from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, dict[st
             sub["Policies"] = spol
         gw = P.get_ci(s, "GatewayAddress")
         if gw:
-            default = "::/0" if ":" in str(prefix) else "0.0.0.0/0"
-            sub["Routes"] = [{"NextHop": gw, "DestinationPrefix": default}]
+            sub["Routes"] = [{"NextHop": gw, "DestinationPrefix": default_prefix(6 if ":" in str(prefix) else 4)}]
         subnets.append(sub)
     v2: dict[str, Any] = {"Name": g("Name"), "Type": g("Type")}
     if g("ID"):

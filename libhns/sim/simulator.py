@@ -17,7 +17,7 @@ from libhns import errors
 from libhns.guid import is_guid
 from basics.jsonci import get_ci
 from libhns.raw import hcn_function
-from libhns.errors import ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
+from libhns.errors import E_HANDLE, ERROR_MOD_NOT_FOUND, ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.container import ComputeSystem
 from libhns.sim.endpoint import Endpoint
 from libhns.sim.faults import Fault, parse_faults
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 DEFAULT_VERSION = (13, 2)
 #: HCN's V2 API appeared with HNS 9.2; below that computenetwork.dll does not exist.
 _V2_MIN_VERSION = (9, 2)
-ERROR_MOD_NOT_FOUND = 0x8007007E
-E_HANDLE = 0x80070006
 _COMPACT = (",", ":")  # HNS answers compact JSON
 
 

@@ -62,38 +62,26 @@ class PluginSpec:
 
 
 class Request:
-    """Everything a handler may read; nothing below it touches os.environ or sys.stdin."""
-    __slots__ = ("cmd", "stdin", "conf", "cni_version", "platform", "siblings", "_cache")
+    """Everything a handler may read; nothing below it touches os.environ or sys.stdin. The
+    ``CNI_*`` arguments a handler reads at every step are plain attributes (a property each was
+    a call into this module per read); what costs an import stays a lazy property."""
+    __slots__ = ("cmd", "command", "container_id", "netns", "ifname", "env", "stdin", "conf", "cni_version",
+                 "platform", "siblings", "_cache")
 
     def __init__(self, cmd: CmdArgs, stdin: bytes, conf: dict, cni_version: str,
                  platform: str = sys.platform, siblings: Callable[[str], str | None] | None = None) -> None:
         self.cmd = cmd
+        self.command = cmd.command
+        self.container_id = cmd.container_id
+        self.netns = cmd.netns
+        self.ifname = cmd.ifname
+        self.env = cmd.env
         self.siblings = siblings
         self.stdin = stdin
         self.conf = conf
         self.cni_version = cni_version
         self.platform = platform
         self._cache: dict = {}
-
-    @property
-    def command(self) -> str:
-        return self.cmd.command
-
-    @property
-    def container_id(self) -> str:
-        return self.cmd.container_id
-
-    @property
-    def netns(self) -> str:
-        return self.cmd.netns
-
-    @property
-    def ifname(self) -> str:
-        return self.cmd.ifname
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return self.cmd.env
 
     @property
     def cni_args(self) -> dict[str, str]:

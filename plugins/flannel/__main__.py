@@ -8,8 +8,7 @@ def handlers():
     return commands
 
 
-SPEC = plugin('flannel', handlers,
-                     "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
+SPEC = plugin(__package__, handlers, "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
 main = SPEC.main
 entry = SPEC.entry
 

@@ -8,8 +8,7 @@ def handlers():
     return commands
 
 
-SPEC = plugin('host-local', handlers,
-                     'host-local IPAM: addresses from local ranges, stored on disk')
+SPEC = plugin(__package__, handlers, 'host-local IPAM: addresses from local ranges, stored on disk')
 main = SPEC.main
 entry = SPEC.entry
 

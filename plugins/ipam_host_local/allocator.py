@@ -36,22 +36,6 @@ class Owner(FrozenRecord):
         """Node-owned (``plugins.cni.ownership``): no pod's DEL matches it and GC keeps it."""
         return pinned(self.container_id)
 
-    def content(self) -> bytes:
-        """The reservation file's bytes, CRLF on every OS like the reference."""
-        return f"{self.container_id.strip()}\r\n{self.ifname}".encode()
-
-    @classmethod
-    def parse(cls, data: bytes) -> "Owner | None":
-        """A reservation file's owner; None when the content is not one we could ever match."""
-        try:
-            text = data.decode().strip()
-        except UnicodeDecodeError:
-            return None
-        cid, sep, ifname = text.partition("\r\n")
-        if text.split() != ([cid, ifname] if sep else [cid]):  # no whitespace inside either field
-            return None
-        return cls(cid, ifname)
-
 
 class Store(Protocol):
     def reserve(self, owner: Owner, ip: IPAddress, range_id: int) -> bool:

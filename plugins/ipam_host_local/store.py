@@ -43,7 +43,7 @@ class DiskStore:
             fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _O_BINARY)
         try:
             try:
-                os.write(fd, owner.content())
+                os.write(fd, reservation_content(owner))
             finally:
                 os.close(fd)
         except OSError:
@@ -152,7 +152,7 @@ class DiskStore:
         except OSError:
             return None
         try:
-            return Owner.parse(os.read(fd, 4096))
+            return reservation_owner(os.read(fd, 4096))
         except OSError:
             return None
         finally:
@@ -191,6 +191,23 @@ class open_store:
         finally:
             self._lock.__exit__(kind, exc, tb)
         return False
+
+
+def reservation_content(owner: Owner) -> bytes:
+    """A reservation file's bytes, CRLF on every OS like the reference."""
+    return f"{owner.container_id.strip()}\r\n{owner.ifname}".encode()
+
+
+def reservation_owner(data: bytes) -> Owner | None:
+    """A reservation file's owner; None when the content is not one we could ever match."""
+    try:
+        text = data.decode().strip()
+    except UnicodeDecodeError:
+        return None
+    cid, sep, ifname = text.partition("\r\n")
+    if text.split() != ([cid, ifname] if sep else [cid]):  # no whitespace inside either field
+        return None
+    return Owner(cid, ifname)
 
 
 def _empty(path: str) -> bool:

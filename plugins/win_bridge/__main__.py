@@ -8,8 +8,7 @@ def handlers():
     return commands
 
 
-SPEC = plugin('win-bridge', handlers,
-                     'HNS L2Bridge pod networking for Windows nodes (HCN V2 and HNS V1)')
+SPEC = plugin(__package__, handlers, 'HNS L2Bridge pod networking for Windows nodes (HCN V2 and HNS V1)')
 main = SPEC.main
 entry = SPEC.entry
 

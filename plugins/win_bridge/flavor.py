@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from basics import jsontext
+from plugins.registry import name_of
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, bridge_gateway
 from plugins.winnet.lifecycle import Flavor
@@ -35,8 +36,8 @@ class BridgeFlavor(Flavor):
         return out
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
-        return pol.add_outbound_nat_exception(policies, conf.ip_masq_network, schema)
+                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+        return pol.OutboundNat.add_exception(policies, conf.ip_masq_network, form)
 
 
 def _start_after_gateway(rng: dict) -> None:
@@ -51,5 +52,5 @@ def _start_after_gateway(rng: dict) -> None:
         rng["rangeStart"] = str(net.network_address + 3)
 
 
-FLAVOR = BridgeFlavor(plugin="win-bridge", network_types=("L2Bridge", "L2Tunnel"),
+FLAVOR = BridgeFlavor(plugin=name_of(__package__), network_types=("L2Bridge", "L2Tunnel"),
                       schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))

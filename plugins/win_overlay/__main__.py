@@ -8,8 +8,7 @@ def handlers():
     return commands
 
 
-SPEC = plugin('win-overlay', handlers,
-                     'HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)')
+SPEC = plugin(__package__, handlers, 'HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)')
 main = SPEC.main
 entry = SPEC.entry
 

@@ -8,6 +8,7 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any
 
+from plugins.registry import name_of
 from plugins.winnet import policies as pol
 from plugins.winnet.documents import Address, overlay_mac
 from plugins.winnet.lifecycle import Flavor
@@ -31,10 +32,10 @@ class OverlayFlavor(Flavor):
         return overlay_mac(conf.endpoint_mac_prefix or DEFAULT_MAC_PREFIX, v4.ip) if v4 else ""
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
-        out = pol.add_provider_address(policies, network.management_ip or "", schema)
+                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+        out = pol.ProviderAddress.add(policies, network.management_ip or "", form)
         if conf.ip_masq and network.subnets:
-            out = pol.add_outbound_nat_exception(out, network.subnets[0].prefix, schema)
+            out = pol.OutboundNat.add_exception(out, network.subnets[0].prefix, form)
         return out
 
     def network_problems(self, network: Any) -> list[str]:
@@ -51,5 +52,5 @@ class OverlayFlavor(Flavor):
         return problems
 
 
-FLAVOR = OverlayFlavor(plugin="win-overlay", network_types=("Overlay",), ipv6=False,
+FLAVOR = OverlayFlavor(plugin=name_of(__package__), network_types=("Overlay",), ipv6=False,
                        schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))

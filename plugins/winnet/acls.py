@@ -42,11 +42,12 @@ class AclRule:
         self.priority, self.rule_type, self.id = priority, rule_type, id
         self.needs = _needs(self)
 
-    def render(self, schema: str) -> dict:
-        return hp.acl(action=self.action, direction=self.direction, protocols=self.protocol,
+    def render(self, form) -> dict:
+        """The rule as an ACL policy in ``form`` (``documents.V1`` / ``V2``)."""
+        return form.policy(hp.ACL, action=self.action, direction=self.direction, protocols=self.protocol,
                       local_ports=self.local_ports or None, remote_ports=self.remote_ports or None,
                       local_addresses=self.local_addresses or None, remote_addresses=self.remote_addresses or None,
-                      priority=self.priority, rule_type=self.rule_type or None, id=self.id or None, schema=schema)
+                      priority=self.priority, rule_type=self.rule_type or None, id=self.id or None)
 
 
 def parse(rules: list, source: str = "acls") -> list[AclRule]:

@@ -14,9 +14,9 @@ else:
 
 from libhns import errors as hns_errors
 from plugins.cni import log
-from libhns.objects import same_id
+from libhns.objects import same_id, v1_list
 
-from .documents import Address, EndpointPlan, v1_document, v2_document
+from .documents import V1, V2, Address, EndpointPlan, v1_document, v2_document
 from libhns.guid import is_guid
 
 from .config import DnsSettings
@@ -24,6 +24,7 @@ from .config import DnsSettings
 
 class EndpointApi(Protocol):
     schema: str  # "v1" | "v2": the policy schema this API takes
+    policy_form: Any  # documents.V1 | V2: the form this API's policies and DNS take
 
     def network(self, name: str) -> Any | None: ...
     def create_network(self, doc: dict) -> Any: ...
@@ -67,7 +68,7 @@ def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
     for ip in ep.ip_addresses:
         addr = ipaddr.ip_address(ip)
         prefix = _prefix_for(ep, network, addr)
-        gateway = _gateway_for(ep, addr.version)
+        gateway = ep.gateway_of(addr.version) or ""
         out.append(Address(interface=f"{ip}/{prefix}", gateway=gateway))
     return tuple(out)
 
@@ -82,19 +83,10 @@ def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
     return 32 if addr.version == 4 else 128
 
 
-def _gateway_for(ep: Any, version: int) -> str:
-    if hasattr(ep, "gateway_address"):  # V1: flat fields
-        return (ep.gateway_address if version == 4 else ep.gateway_address_v6) or ""
-    want = "0.0.0.0/0" if version == 4 else "::/0"  # V2: the family's default route, if any
-    for r in ep.routes or ():  # none when HNS chose the address (no IPAM)
-        if str(r.get("DestinationPrefix")) == want:
-            return str(r.get("NextHop") or "")
-    return ""
-
-
 class HcnApi(_HostVnic):
     """HCN: every pod sandbox has its own HostComputeNamespace (CNI_NETNS is its GUID)."""
     schema = "v2"
+    policy_form = V2
 
     def __init__(self, client: Any, netns: str) -> None:
         self.client = client
@@ -193,7 +185,7 @@ class _Attached:
 
 def _ignorable_detach(err: Exception) -> bool:
     # Already gone, or never attached: the goal of a detach is reached.
-    return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == 0x803B0034
+    return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == hns_errors.HCN_E_ENDPOINT_NOT_ATTACHED
 
 
 def _unless_timeout(err: Exception) -> None:
@@ -206,6 +198,7 @@ class HnsV1Api(_HostVnic):
     """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
     (CNI_NETNS=container:<pause id>) share it."""
     schema = "v1"
+    policy_form = V1
 
     def __init__(self, client: Any, container_id: str, netns: str) -> None:
         self.client = client
@@ -276,8 +269,7 @@ class HnsV1Api(_HostVnic):
         return self.client.v1_list_endpoints(network.id)
 
     def dns(self, ep: Any) -> DnsSettings:
-        split = lambda s: tuple(x for x in (s or "").split(",") if x)  # noqa: E731
-        return DnsSettings(nameservers=split(ep.dns_server_list), search=split(ep.dns_suffix))
+        return DnsSettings(nameservers=tuple(v1_list(ep.dns_server_list)), search=tuple(v1_list(ep.dns_suffix)))
 
     def release_stale(self, ep: Any) -> None:
         """GC has no container to act for: detach every container still listed, then delete."""

@@ -21,7 +21,7 @@ from plugins.cni.result import Result
 from plugins.cni.skel import Request
 
 from . import policies as pol
-from .documents import Address, EndpointPlan, applied_dns, build_result
+from .documents import Address, EndpointPlan, build_result
 from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
 from .config import NetConf, canonicalize, choose_api, endpoint_name, merged_dns
 
@@ -89,7 +89,9 @@ class Flavor:
         return ""
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], schema: str) -> list[dict]:
+                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+        """The policies this plugin adds on its own to ``policies`` (in ``form``, ``documents.V1``
+        / ``V2``), each through its type's home in ``policies.py``."""
         return policies
 
     def network_problems(self, network: Any) -> list[str]:
@@ -189,42 +191,19 @@ class Lifecycle:
 
     def policies(self, netconf: NetConf, req: Request, network: Any, addresses: tuple[Address, ...],
                  api: EndpointApi, features: "_Features") -> list[dict]:
-        schema = api.schema
-        out = pol.fit_user_policies(netconf.policies, netconf.policy_sources, schema)
-        out = self.flavor.automatic_policies(out, netconf, network, addresses, schema)
-        out = pol.add_port_mappings(out, req.runtime_config.port_mappings, schema)
-        if netconf.loopback_dsr and addresses:
-            if features.get("dsr"):
-                for a in addresses:
-                    out = pol.add_loopback_dsr(out, a.ip, schema)
-            else:
-                log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
-        return out + self.acl_policies(netconf, req, schema, features)
-
-    def acl_policies(self, netconf: NetConf, req: Request, schema: str, features: "_Features") -> list[dict]:
-        """``acls`` and ``allowPortMappingAcls`` as ACL policies; code 7 for a rule this HNS lacks
-        the features for (HNS itself would refuse it with a bare 0x803B000D)."""
-        if not (netconf.acls or netconf.allow_port_mapping_acls):
-            return []
-        from . import acls
-        rules = acls.parse(list(netconf.acls))
-        if netconf.allow_port_mapping_acls:
-            rules += acls.port_mapping_rules(req.runtime_config.port_mappings)
-        gaps = acls.unsupported(rules, features.get)
-        if gaps:
-            raise CniError(INVALID_CONFIG, gaps[0], "; ".join(gaps[1:] + ["remove or simplify the rule, or upgrade Windows"]))
-        return [rule.render(schema) for rule in rules]
+        if netconf.loopback_dsr and addresses and not features.get("dsr"):
+            log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
+        return pol.endpoint_policies(self.flavor, netconf, network, addresses, req.runtime_config.port_mappings,
+                                     api.policy_form, features.get)
 
     # ------------------------------------------------------------------ ADD
     def add(self, req: Request) -> Result:
         conf, netconf = self.load(req)
         api = self.api(netconf, req, need_netns=True)
-        # Policies and port mappings that cannot be sent are config errors: report them before
-        # IPAM reserves an address (the full list is built again once the addresses are known).
-        pol.add_port_mappings(pol.fit_user_policies(netconf.policies, netconf.policy_sources, api.schema),
-                              req.runtime_config.port_mappings, api.schema)
+        # Policies, port mappings and ACLs that cannot be sent are config errors: report them before
+        # IPAM reserves an address (the full list is built again once the network and addresses are known).
         features = _Features(api)
-        self.acl_policies(netconf, req, api.schema, features)
+        self.policies(netconf, req, None, (), api, features)
         network = self.ensure(api, netconf, req, features)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
@@ -286,7 +265,7 @@ class Lifecycle:
             undo.append(("detach the endpoint", lambda: api.release(ep)))
             if not addresses:  # no IPAM: HNS chose the address
                 return self.result_of(ep, network, api, req)
-            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, applied_dns(plan.dns, api.schema),
+            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, api.policy_form.applied_dns(plan.dns),
                                 req.cni_version)
         except BaseException:
             with api.client.undo_window():  # its own deadline: the command's may be what failed
@@ -379,7 +358,7 @@ class Lifecycle:
         missing = pol.missing_policies(wanted, ep.policies or [])
         if missing:
             problems.append("it lacks the policies " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in missing))
-        extra = pol.missing_policies(pol.of_type(ep.policies or [], "ACL"), pol.of_type(wanted, "ACL"))
+        extra = pol.missing_policies(pol.of_type(ep.policies or [], pol.Acl.kind), pol.of_type(wanted, pol.Acl.kind))
         if extra:  # ACLs are exact: a rule the config no longer has still filters the pod's traffic
             problems.append("it carries ACLs the config does not ask for " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in extra))
         if problems:

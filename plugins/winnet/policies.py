@@ -1,113 +1,207 @@
-"""Endpoint policies: user policies fitted to the chosen API, and the automatic ones.
+"""Endpoint policies, one home per type: the CNI config keys each reads, what it adds to an
+endpoint (through libhns's ``Kind``, which holds its V1 and V2 documents and their translation),
+and what the doctor reads of it; and ``endpoint_policies``, the one list of them an endpoint
+gets, which the lifecycle sends and the doctor checks.
 
-The automatic helpers follow the Go reference's dedupe rules exactly (a policy already carrying
-the value makes them a no-op; otherwise a *separate* policy is appended, never merged), so the
-documents HNS receives match what operators' existing configs produce with the Go plugins.
-Everything here is pure: lists of policy dicts in, lists out.
+A new policy type: its ``Kind`` in ``libhns/policies.py``, a class here (``CONFIG`` names the
+config keys it reads; ``tests/unit/test_winnet_policies.py`` holds them to the schemas), and its
+line in ``endpoint_policies``. The automatic additions follow the Go reference's dedupe rules
+exactly (a policy already carrying the value makes them a no-op; otherwise a *separate* policy is
+appended, never merged), so the documents HNS receives match what operators' existing configs
+produce with the Go plugins. Everything here is pure: lists of policy dicts in, lists out, in the
+``form`` (``documents.V1`` / ``V2``) the caller's adapter takes.
 """
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Sequence
+    from typing import Any, Callable, Iterable, Sequence
 
 from basics import jsontext
+from basics.jsonci import get_ci
 from libhns import policies as hp
 from plugins.cni.errors import CniError, INVALID_CONFIG
 
-# Types whose V1 and V2 shapes we know how to translate into each other.
-_TRANSLATABLE = {"outboundnat", "route", "sdnroute", "pa", "provideraddress", "nat", "portmapping", "acl"}
+
+class UserPolicies:
+    """Config ``policies`` (``{"Name": "EndpointPolicy", "Value": {...}}``): passed to HNS as
+    written when in the endpoint's form, translated when their type is one libhns translates,
+    refused (code 7 naming the entry) otherwise. The reference passes V1-shaped values to HCN (HNS
+    answers 0x803B000D); we never send a policy HNS would refuse for its shape."""
+    CONFIG = ("policies",)
+
+    @staticmethod
+    def fit(values: Sequence[Any], sources: Sequence[str], form: Any) -> list[dict]:
+        out = []
+        for value, source in zip(values, sources):
+            if not isinstance(value, dict) or not isinstance(hp.policy_type(value), str):
+                raise CniError(INVALID_CONFIG, f"{source}: {jsontext.dumps(value)[:120]} is not an HNS policy",
+                               'an endpoint policy value is an object with a "Type", e.g. {"Type": "OutBoundNAT", ...}')
+            ptype = hp.policy_type(value)
+            if form.holds(value):
+                fitted = dict(value)
+            elif hp.translatable(ptype):
+                fitted = form.fit(value)
+            else:
+                raise CniError(INVALID_CONFIG, f"{source}: policy type {ptype!r} is written for the other HNS API and has no {form.api} equivalent",
+                               f"rewrite it in the {form.name} schema or set apiVersion to match it")
+            if form.unknown(fitted):
+                raise CniError(INVALID_CONFIG, f"{source}: unknown HCN endpoint policy type {ptype!r}",
+                               "known types: " + ", ".join(sorted(hp.KNOWN_V2_ENDPOINT_TYPES)))
+            out.append(fitted)
+        return out
 
 
-def fit_user_policies(values: Sequence[Any], sources: Sequence[str], schema: str) -> list[dict]:
-    """Translate each user policy into ``schema`` ('v1'/'v2'), or reject it naming where it came from.
+def of_type(policies: Iterable[dict], kind: hp.Kind) -> list[dict]:
+    """The policies of ``kind``, by either API's name. Exact (case-sensitive) type match, like
+    the reference's jsonparser lookups."""
+    return [p for p in policies if p.get("Type") in (kind.v1_type, kind.v2_type)]
 
-    The reference passes V1-shaped values to HCN (HNS answers 0x803B000D); we never send a
-    policy HNS would refuse for its shape.
-    """
+
+class OutboundNat:
+    """OutBoundNAT: pod traffic leaves with the node's address except to its exceptions.
+    ``ipMasqNetwork`` (win-bridge) and ``ipMasq`` (win-overlay: the network's first subnet) add an
+    exception; ``loopbackDSR`` adds a ``Destinations`` policy per pod address when HNS supports DSR
+    (a pod reaching itself through a service VIP). The doctor: every exception is a destination pods
+    reach with their own address."""
+    kind = hp.OUTBOUND_NAT
+    CONFIG = ("ipMasqNetwork", "ipMasq", "loopbackDSR")
+
+    @staticmethod
+    def add_exception(policies: list[dict], cidr: str, form: Any) -> list[dict]:
+        """Don't SNAT traffic to ``cidr`` (cluster CIDR or node pod subnet)."""
+        if not cidr:
+            return policies
+        for p in of_type(policies, hp.OUTBOUND_NAT):
+            if cidr in (form.setting(p, hp.OUTBOUND_NAT, "Exceptions") or []):
+                return policies
+        return policies + [form.policy(hp.OUTBOUND_NAT, exceptions=[cidr])]
+
+    @staticmethod
+    def add_destination(policies: list[dict], ip: str, form: Any) -> list[dict]:
+        """Loopback DSR for ``ip`` (the caller checks HNS supports DSR)."""
+        if not ip:
+            return policies
+        for p in of_type(policies, hp.OUTBOUND_NAT):
+            if ip in (form.setting(p, hp.OUTBOUND_NAT, "Destinations") or []):
+                return policies
+        return policies + [form.policy(hp.OUTBOUND_NAT, destinations=[ip])]
+
+    @staticmethod
+    def exceptions(policies: Iterable[Any]) -> list[Any]:
+        """Every exception entry of every OutBoundNAT policy of either API (unreadable ones skipped)."""
+        out: list[Any] = []
+        for p in as_v2(policies):
+            if p["Type"].casefold() == "outboundnat":
+                entries = get_ci(p["Settings"], "Exceptions") or []
+                out += entries if isinstance(entries, list) else [entries]
+        return out
+
+
+class Route:
+    """ROUTE (V1) / SDNRoute (V2): only from the config's ``policies`` (the service CIDR, the
+    management IP, encapsulated). The doctor: each destination is cluster-internal, so it must
+    also be an OutBoundNAT exception."""
+    kind = hp.ROUTE
+    CONFIG = ("policies",)
+
+    @staticmethod
+    def destinations(policies: Iterable[Any]) -> list[str]:
+        out = [get_ci(p["Settings"], "DestinationPrefix") for p in as_v2(policies) if p["Type"].casefold() == "sdnroute"]
+        return [str(r) for r in out if r]
+
+
+class ProviderAddress:
+    """PA (V1) / ProviderAddress (V2): win-overlay endpoints encapsulate with the host's provider
+    (management) address, read from the HNS network, not from the config."""
+    kind = hp.PROVIDER_ADDRESS
+    CONFIG = ()
+
+    @staticmethod
+    def add(policies: list[dict], address: str, form: Any) -> list[dict]:
+        if not address:
+            return policies
+        for p in of_type(policies, hp.PROVIDER_ADDRESS):
+            if address == form.setting(p, hp.PROVIDER_ADDRESS, "ProviderAddress"):
+                return policies
+        return policies + [form.policy(hp.PROVIDER_ADDRESS, address)]
+
+
+class PortMapping:
+    """NAT (V1) / PortMapping (V2): one per ``runtimeConfig.portMappings`` entry (the
+    ``portMappings`` capability); a bad protocol or port is code 7 naming the entry."""
+    kind = hp.PORT_MAPPING
+    CONFIG = ("capabilities",)
+
+    @staticmethod
+    def add(policies: list[dict], mappings: Sequence[Any], form: Any) -> list[dict]:
+        out = list(policies)
+        for i, pm in enumerate(mappings):
+            try:
+                hp.protocol_number(pm.protocol)
+            except ValueError:
+                raise CniError(INVALID_CONFIG,
+                               f"runtimeConfig.portMappings[{i}].protocol: {pm.protocol!r} is not a valid protocol",
+                               "use tcp, udp, icmpv4, icmpv6, igmp or an IANA protocol number") from None
+            for port, label in ((pm.host_port, "hostPort"), (pm.container_port, "containerPort")):
+                if not 0 < port < 65536:
+                    raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}].{label}: {port} is out of range",
+                                   "ports are 1-65535")
+            out.append(form.policy(hp.PORT_MAPPING, pm.container_port, pm.host_port, pm.protocol, vip=pm.host_ip))
+        return out
+
+
+class Acl:
+    """ACL: the config's ``acls`` rules and, with ``allowPortMappingAcls``, one allow rule per
+    port mapping (``acls.py`` parses and checks them); code 7 for a rule this HNS lacks the
+    features for (HNS itself would refuse it with a bare 0x803B000D)."""
+    kind = hp.ACL
+    CONFIG = ("acls", "allowPortMappingAcls")
+
+    @staticmethod
+    def policies(netconf: Any, mappings: Sequence[Any], form: Any, has_feature: Callable[[str], bool]) -> list[dict]:
+        if not (netconf.acls or netconf.allow_port_mapping_acls):
+            return []
+        from . import acls
+        rules = acls.parse(list(netconf.acls))
+        if netconf.allow_port_mapping_acls:
+            rules += acls.port_mapping_rules(mappings)
+        gaps = acls.unsupported(rules, has_feature)
+        if gaps:
+            raise CniError(INVALID_CONFIG, gaps[0], "; ".join(gaps[1:] + ["remove or simplify the rule, or upgrade Windows"]))
+        return [rule.render(form) for rule in rules]
+
+
+#: Every policy type's home, for the test that holds their config keys to the schemas.
+HOMES = (UserPolicies, OutboundNat, Route, ProviderAddress, PortMapping, Acl)
+
+
+def endpoint_policies(flavor: Any, netconf: Any, network: Any, addresses: Sequence[Any], mappings: Sequence[Any],
+                      form: Any, has_feature: Callable[[str], bool]) -> list[dict]:
+    """Every policy an endpoint of this config gets, in ``form``: the user's, the flavor's
+    automatic ones (once ``network`` is known), one per port mapping, loopback DSR per address,
+    then the ACLs. The lifecycle sends it (and checks it before IPAM, with no network and no
+    addresses yet); the doctor reads it. ``has_feature`` answers from HNS's version, asked only
+    for DSR with addresses and for ACL rules."""
+    out = UserPolicies.fit(netconf.policies, netconf.policy_sources, form)
+    if network is not None:
+        out = flavor.automatic_policies(out, netconf, network, tuple(addresses), form)
+    out = PortMapping.add(out, mappings, form)
+    if netconf.loopback_dsr and addresses and has_feature("dsr"):
+        for a in addresses:
+            out = OutboundNat.add_destination(out, a.ip, form)
+    return out + Acl.policies(netconf, mappings, form, has_feature)
+
+
+def as_v2(policies: Iterable[Any]) -> list[dict]:
+    """Every readable policy in its V2 shape (libhns's one reader of both APIs), for the doctor."""
     out = []
-    for value, source in zip(values, sources):
-        if not isinstance(value, dict) or not isinstance(hp.policy_type(value), str):
-            raise CniError(INVALID_CONFIG, f"{source}: {jsontext.dumps(value)[:120]} is not an HNS policy",
-                           'an endpoint policy value is an object with a "Type", e.g. {"Type": "OutBoundNAT", ...}')
-        ptype = hp.policy_type(value)
-        shape = hp.schema_of(value)
-        if shape is None or shape == schema:
-            fitted = dict(value)
-        elif ptype.lower() in _TRANSLATABLE:
-            fitted = hp.to_v2(value) if schema == "v2" else hp.to_v1(value)
-        else:
-            api = "apiVersion 2 (HCN)" if schema == "v2" else "apiVersion 1 (HNS V1)"
-            raise CniError(INVALID_CONFIG, f"{source}: policy type {ptype!r} is written for the other HNS API and has no {api} equivalent",
-                           f"rewrite it in the {schema.upper()} schema or set apiVersion to match it")
-        if schema == "v2" and hp.canonical_type(hp.policy_type(fitted), hp.KNOWN_V2_ENDPOINT_TYPES) is None:
-            raise CniError(INVALID_CONFIG, f"{source}: unknown HCN endpoint policy type {ptype!r}",
-                           "known types: " + ", ".join(sorted(hp.KNOWN_V2_ENDPOINT_TYPES)))
-        out.append(fitted)
-    return out
-
-
-def of_type(policies: Iterable[dict], *types: str) -> list[dict]:
-    # Exact (case-sensitive) type match, like the reference's jsonparser lookups.
-    return [p for p in policies if p.get("Type") in types]
-
-
-def _field(policy: dict, schema: str, key: str) -> Any:
-    if schema == "v2":
-        settings = policy.get("Settings")
-        return settings.get(key) if isinstance(settings, dict) else None
-    return policy.get(key)
-
-
-def add_outbound_nat_exception(policies: list[dict], cidr: str, schema: str) -> list[dict]:
-    """Don't SNAT traffic to ``cidr`` (cluster CIDR or node pod subnet)."""
-    if not cidr:
-        return policies
-    key = "Exceptions" if schema == "v2" else "ExceptionList"
-    for p in of_type(policies, "OutBoundNAT"):
-        if cidr in (_field(p, schema, key) or []):
-            return policies
-    return policies + [hp.outbound_nat(exceptions=[cidr], schema=schema)]
-
-
-def add_loopback_dsr(policies: list[dict], ip: str, schema: str) -> list[dict]:
-    """Let a pod reach itself through a service VIP (caller checks HNS supports DSR)."""
-    if not ip:
-        return policies
-    for p in of_type(policies, "OutBoundNAT"):
-        if ip in (_field(p, schema, "Destinations") or []):
-            return policies
-    return policies + [hp.outbound_nat(destinations=[ip], schema=schema)]
-
-
-def add_provider_address(policies: list[dict], address: str, schema: str) -> list[dict]:
-    """Overlay endpoints encapsulate with the host's provider (management) address."""
-    if not address:
-        return policies
-    for p in of_type(policies, "PA", "ProviderAddress"):
-        if address in (_field(p, schema, "PA") if schema == "v1" else _field(p, schema, "ProviderAddress"),):
-            return policies
-    return policies + [hp.provider_address(address, schema=schema)]
-
-
-def add_port_mappings(policies: list[dict], mappings: Sequence[Any], schema: str) -> list[dict]:
-    """One NAT (V1) / PortMapping (V2) per runtimeConfig.portMappings entry; a bad protocol is code 7."""
-    out = list(policies)
-    for i, pm in enumerate(mappings):
-        try:
-            hp.protocol_number(pm.protocol)
-        except ValueError:
-            raise CniError(INVALID_CONFIG,
-                           f"runtimeConfig.portMappings[{i}].protocol: {pm.protocol!r} is not a valid protocol",
-                           "use tcp, udp, icmpv4, icmpv6, igmp or an IANA protocol number") from None
-        for port, label in ((pm.host_port, "hostPort"), (pm.container_port, "containerPort")):
-            if not 0 < port < 65536:
-                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}].{label}: {port} is out of range",
-                               "ports are 1-65535")
-        if schema == "v2":
-            out.append(hp.port_mapping(pm.container_port, pm.host_port, pm.protocol, vip=pm.host_ip, schema="v2"))
-        else:
-            out.append(hp.port_mapping(pm.container_port, pm.host_port, pm.protocol, schema="v1"))
+    for p in policies:
+        if isinstance(p, dict):
+            try:
+                out.append(hp.to_v2(p))
+            except (ValueError, TypeError):  # no Type, or a value HNS could not read either
+                pass
     return out
 
 

@@ -13,7 +13,7 @@ from hnsnode import VENV_BIN, Node
 from test_flannel_lifecycle import api_of
 
 from plugins.cni.invoke import inprocess_module
-from plugins.spec import sibling
+from plugins.registry import sibling
 
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 STAMP = re.compile(r" \d{16,} ")  # the time stamp in host-local's index file

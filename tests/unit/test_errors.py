@@ -30,7 +30,7 @@ def test_each_named_constant_is_the_code_of_that_name() -> None:
                  if name.isupper() and name.startswith(("S_", "E_", "ERROR_", "HCN_E_", "GCN_E_", "HCS_E_"))}
     assert len(constants) > 20
     for name, value in constants.items():
-        assert errors.hresult_name(value) == name, (name, hex(value))
+        assert errors.hresult_name(value) == (None if value in errors.UNLISTED else name), (name, hex(value))
 
 @pytest.mark.parametrize("hr, name", [
     (0x803B0001, "HCN_E_NETWORK_NOT_FOUND"), (0x803B0002, "HCN_E_ENDPOINT_NOT_FOUND"),

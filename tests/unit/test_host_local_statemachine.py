@@ -16,7 +16,7 @@ from plugins.cni.errors import CniError
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner, allocate_all
 from plugins.ipam_host_local.ranges import Range, RangeSet
-from plugins.ipam_host_local.store import DiskStore, open_store
+from plugins.ipam_host_local.store import DiskStore, open_store, reservation_content
 
 SETS = (
     RangeSet.canonical([Range.canonical("10.0.0.0/29"), Range.canonical("10.0.1.0/30", gateway="10.0.1.2")]),
@@ -84,7 +84,7 @@ class HostLocalMachine(RuleBasedStateMachine):
         if free:
             a = free[pick % len(free)]
             with open(os.path.join(self.dir, str(a)), "wb") as f:
-                f.write(owner.content())
+                f.write(reservation_content(owner))
             self.model[a] = owner
 
     @invariant()

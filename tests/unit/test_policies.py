@@ -9,25 +9,25 @@ from libhns import policies as P
 
 
 def test_outbound_nat_both_schemas():
-    assert P.outbound_nat(["10.244.0.0/16", "10.96.0.0/12"]) == {
+    assert P.OUTBOUND_NAT.v2(["10.244.0.0/16", "10.96.0.0/12"]) == {
         "Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16", "10.96.0.0/12"]}}
-    assert P.outbound_nat(["10.244.0.0/16"], schema="v1") == {
+    assert P.OUTBOUND_NAT.v1(["10.244.0.0/16"]) == {
         "Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}
-    assert P.outbound_nat(destinations=["10.244.1.5"]) == {
+    assert P.OUTBOUND_NAT.v2(destinations=["10.244.1.5"]) == {
         "Type": "OutBoundNAT", "Settings": {"Destinations": ["10.244.1.5"]}}
-    assert P.outbound_nat(destinations=["10.244.1.5"], schema="v1") == {
+    assert P.OUTBOUND_NAT.v1(destinations=["10.244.1.5"]) == {
         "Type": "OutBoundNAT", "Destinations": ["10.244.1.5"]}
-    assert P.outbound_nat() == {"Type": "OutBoundNAT", "Settings": {}}
+    assert P.OUTBOUND_NAT.v2() == {"Type": "OutBoundNAT", "Settings": {}}
 
 
 def test_route_and_provider_address():
-    assert P.route("10.96.0.0/12") == {
+    assert P.ROUTE.v2("10.96.0.0/12") == {
         "Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}
-    assert P.route("10.96.0.0/12", schema="v1") == {
+    assert P.ROUTE.v1("10.96.0.0/12") == {
         "Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}
-    assert P.provider_address("192.168.1.10") == {
+    assert P.PROVIDER_ADDRESS.v2("192.168.1.10") == {
         "Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}}
-    assert P.provider_address("192.168.1.10", schema="v1") == {"Type": "PA", "PA": "192.168.1.10"}
+    assert P.PROVIDER_ADDRESS.v1("192.168.1.10") == {"Type": "PA", "PA": "192.168.1.10"}
 
 
 @pytest.mark.parametrize("proto,number", [("tcp", 6), ("UDP", 17), ("icmpv4", 1), ("icmpv6", 58),
@@ -43,26 +43,50 @@ def test_bad_protocols(bad):
 
 
 def test_port_mapping():
-    assert P.port_mapping(80, 8080, "tcp", vip="192.168.1.10") == {
+    assert P.PORT_MAPPING.v2(80, 8080, "tcp", vip="192.168.1.10") == {
         "Type": "PortMapping",
         "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6, "VIP": "192.168.1.10"}}
-    assert P.port_mapping(53, 5353, "udp", schema="v1") == {
+    assert P.PORT_MAPPING.v1(53, 5353, "udp", vip="192.168.1.10") == {
         "Type": "NAT", "Protocol": "udp", "InternalPort": 53, "ExternalPort": 5353}
 
 
-def test_acl_vsid_passthrough():
-    assert P.acl(protocols="tcp", local_ports=80, priority=1000) == {
+def test_acl_vsid():
+    assert P.ACL.v2(protocols="tcp", local_ports=80, priority=1000) == {
         "Type": "ACL", "Settings": {"Protocols": "6", "Action": "Allow", "Direction": "In",
                                     "LocalPorts": "80", "Priority": 1000}}
-    assert P.acl(action="Block", direction="Out", schema="v1") == {
+    assert P.ACL.v1(action="Block", direction="Out") == {
         "Type": "ACL", "Action": "Block", "Direction": "Out"}
-    assert P.vsid(4096) == {"Type": "VSID", "Settings": {"IsolationId": 4096}}
-    assert P.vsid(4096, schema="v1") == {"Type": "VSID", "VSID": 4096}
-    assert P.policy("HostRoute") == {"Type": "HostRoute", "Settings": {}}
-    assert P.policy("QOS", {"MaximumOutgoingBandwidthInBytes": 10}, schema="v1") == {
-        "Type": "QOS", "MaximumOutgoingBandwidthInBytes": 10}
-    with pytest.raises(ValueError):
-        P.policy("X", schema="v3")  # type: ignore[arg-type]
+    assert P.VSID.v2(4096) == {"Type": "VSID", "Settings": {"IsolationId": 4096}}
+    assert P.VSID.v1(4096) == {"Type": "VSID", "VSID": 4096}
+
+
+@pytest.mark.parametrize("kind,args", [
+    (P.OUTBOUND_NAT, {"exceptions": ["10.244.0.0/16"], "destinations": ["10.244.1.5"], "vip": "10.0.0.1"}),
+    (P.ROUTE, {"destination_prefix": "10.96.0.0/12", "next_hop": "10.0.0.1"}),
+    (P.PROVIDER_ADDRESS, {"address": "192.168.1.10"}),
+    (P.PORT_MAPPING, {"internal_port": 80, "external_port": 8080, "protocol": "udp"}),
+    (P.ACL, {"action": "Block", "protocols": 6, "remote_ports": "80,443", "priority": 10}),
+    (P.VSID, {"isolation_id": 4096}),
+    (P.VLAN, {"isolation_id": 12}),
+])
+def test_each_kind_translates_its_own_documents(kind, args):
+    """A kind's V1 document translates into its V2 document and back (NAT names the protocol)."""
+    v1, v2 = kind.v1(**args), kind.v2(**args)
+    assert P.to_v2(v1) == v2
+    assert P.to_v1(v2) == (v1 if kind is not P.PORT_MAPPING else {**v1, "Protocol": "UDP"})
+
+
+@pytest.mark.parametrize("type_,yes", [("OutBoundNAT", True), ("route", True), ("SDNRoute", True), ("PA", True),
+                                       ("portmapping", True), ("ACL", True), ("VSID", False), ("QOS", False)])
+def test_translatable_endpoint_types(type_, yes):
+    assert P.translatable(type_) is yes
+
+
+def test_setting_reads_either_schema():
+    policies = [{"Type": "OutBoundNAT"}, {"Type": "VxlanPort", "Settings": {"Port": 4789}}, {"type": "pa", "PA": "10.0.0.1"}]
+    assert P.setting(policies, "vxlanport", "port") == 4789
+    assert P.setting(policies, "PA", "pa") == "10.0.0.1"
+    assert P.setting(policies, "DrMacAddress", "Address") is None
 
 
 @pytest.mark.parametrize("policy,schema", [

@@ -1,8 +1,10 @@
-"""The registry is the one list of our commands: setup.cfg's console scripts must say the same."""
+"""The registry is the one list of our commands: setup.cfg's console scripts and build.ps1's
+``$Commands`` must say the same (each plugin's SPEC and flavor take their name from it)."""
 from __future__ import annotations
 
 import configparser
 import importlib
+import re
 from pathlib import Path
 
 from plugins import registry
@@ -28,3 +30,9 @@ def test_every_entry_and_flavor_module_exists():
         assert importlib.import_module(registry.flavor_module(name)).FLAVOR.plugin == name
     for name in registry.PLUGINS:
         assert importlib.import_module(registry.entry_module(name)).SPEC.name == name
+
+
+def test_build_ps1_builds_exactly_the_registered_commands():
+    """build.ps1 runs before any Python exists on the machine, so it keeps its own list: this holds it."""
+    [listed] = re.findall(r"^\$Commands = @\(([^)]*)\)$", (REPO / "build.ps1").read_text(), re.M)
+    assert [name.strip().strip("'") for name in listed.split(",")] == list(registry.COMMANDS)

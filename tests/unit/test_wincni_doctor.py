@@ -264,6 +264,25 @@ def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
     failed(node.doctor(), "hns-features", "9.2", "loopbackDSR")
 
 
+def test_the_doctor_reads_the_policies_the_lifecycle_builds(bridge: Node) -> None:
+    """Not a re-derivation: the ACLs, the user's and the automatic policies, as a pod's endpoint gets them."""
+    from tools.wincni import facts
+    bridge.cni_conf["delegate"]["acls"] = [{"action": "block", "direction": "out", "remoteAddresses": "10.0.0.9"}]
+    bridge.write_cni_conf(bridge.cni_conf)
+    opts = {**facts.default_paths("linux"), "cni_conf": str(bridge.conf_dir), "cni_bin_dir": str(bridge.bin),
+            "source_vip": str(bridge.source_vip)}
+    found = facts.gather(opts, bridge.env, "linux", str(bridge.root))
+    types = [p["Type"] for p in found.policies]
+    assert types == ["OutBoundNAT", "ROUTE", "ACL"], found.policies  # the ipMasqNetwork exception is already there
+    assert found.policies[-1]["RemoteAddresses"] == "10.0.0.9"
+
+
+def test_an_acl_rule_hns_is_too_old_for_fails_the_config_as_the_plugin_would(tmp_path: Path) -> None:
+    node = sim_node(tmp_path, "bridge", version="10.0")
+    node.cni_conf["delegate"]["acls"] = [{"action": "allow", "direction": "in", "protocol": 252}]
+    failed(node.doctor(), "config", "ACL rule 0", "protocol 252", "11.0", "upgrade Windows")
+
+
 def test_hns_too_old_for_the_vxlan_port_policy(tmp_path: Path) -> None:
     failed(sim_node(tmp_path, "overlay", version="10.2").doctor(), "hns-features", "VXLAN port")
 

@@ -14,7 +14,8 @@ from tools.wincni import layout
 from tools.wincni.__main__ import main
 from plugins import registry
 from tools.wincni.disk import Disk
-from plugins.winnet.policies import fit_user_policies
+from plugins.winnet.documents import V2
+from plugins.winnet.policies import UserPolicies
 
 from hnsnode import Node, release
 from testdata import FIXTURES
@@ -300,7 +301,7 @@ def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netc
         policies = [p.get("Value") or p.get("value") for p in want.get("policies") or want.get("Policies")]
         ours = [p["Value"] for p in delegate["policies"]]
         if sample_name == v2:
-            ours = fit_user_policies(ours, [""] * len(ours), "v2")
+            ours = UserPolicies.fit(ours, [""] * len(ours), V2)
         assert ours == policies, sample_name
         dns = {k.lower(): v for k, v in want["dns"].items()}
         assert delegate["dns"]["Nameservers"] == dns["nameservers"]

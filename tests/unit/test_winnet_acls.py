@@ -12,12 +12,13 @@ from plugins.cni.errors import CniError
 from plugins.cni.runtimeconfig import PortMapping
 from plugins.win_bridge.flavor import FLAVOR
 from plugins.winnet import acls
+from plugins.winnet.documents import V1, V2
 
 
-def render(rule: dict, schema: str) -> dict:
+def render(rule: dict, form: object) -> dict:
     validate({"name": "cbr0", "acls": [rule]}, FLAVOR.schema())
     [parsed] = acls.parse([rule])
-    return parsed.render(schema)
+    return parsed.render(form)
 
 
 FULL = {"action": "block", "direction": "out", "protocol": "tcp", "localPorts": [80, "8000-8080"],
@@ -29,11 +30,11 @@ ENCODED = {"Id": "rule-1", "Protocols": "6", "Action": "Block", "Direction": "Ou
 
 
 def test_every_field_in_the_v2_settings_form():
-    assert render(FULL, "v2") == {"Type": "ACL", "Settings": ENCODED}
+    assert render(FULL, V2) == {"Type": "ACL", "Settings": ENCODED}
 
 
 def test_every_field_in_the_v1_flat_form():
-    assert render(FULL, "v1") == {"Type": "ACL", **ENCODED}
+    assert render(FULL, V1) == {"Type": "ACL", **ENCODED}
 
 
 @pytest.mark.parametrize("field,value,key,encoded", [
@@ -43,24 +44,23 @@ def test_every_field_in_the_v1_flat_form():
     ("protocol", "udp", "Protocols", "17"), ("protocol", "icmpv4", "Protocols", "1"),
     ("protocol", "icmpv6", "Protocols", "58"), ("protocol", 47, "Protocols", "47"), ("protocol", "252", "Protocols", "252"),
 ])
-@pytest.mark.parametrize("schema", ["v1", "v2"])
-def test_each_encoding(schema, field, value, key, encoded):
+@pytest.mark.parametrize("form", [V1, V2])
+def test_each_encoding(form, field, value, key, encoded):
     rule = {"action": "allow", "direction": "in", field: value}
-    doc = render(rule, schema)
-    assert (doc["Settings"] if schema == "v2" else doc)[key] == encoded
+    doc = render(rule, form)
+    assert (doc["Settings"] if form == V2 else doc)[key] == encoded
 
 
 def test_any_protocol_and_the_defaults():
-    assert render({"action": "allow", "direction": "in", "protocol": "any"}, "v2") == \
+    assert render({"action": "allow", "direction": "in", "protocol": "any"}, V2) == \
         {"Type": "ACL", "Settings": {"Action": "Allow", "Direction": "In", "RuleType": "Switch"}}
 
 
-@pytest.mark.parametrize("schema", ["v1", "v2"])
-def test_the_rendering_is_what_the_other_api_translation_gives(schema):
+@pytest.mark.parametrize("form", [V1, V2])
+def test_the_rendering_is_what_the_other_api_translation_gives(form):
     """A rule rendered for one API and translated by libhns equals the rule rendered for the other."""
-    other = "v1" if schema == "v2" else "v2"
-    translate = hp.to_v1 if other == "v1" else hp.to_v2
-    assert translate(render(FULL, schema)) == render(FULL, other)
+    other = V1 if form == V2 else V2
+    assert other.fit(render(FULL, form)) == render(FULL, other)
 
 
 BAD = [  # (rule, field named in the message)
@@ -87,18 +87,18 @@ BAD = [  # (rule, field named in the message)
 @pytest.mark.parametrize("rule,field", BAD, ids=[f"{i}-{f}" for i, (_, f) in enumerate(BAD)])
 def test_bad_rules_are_code_7_naming_the_field(rule, field):
     with pytest.raises(CniError) as exc:
-        render(rule, "v2")
+        render(rule, V2)
     assert exc.value.code == 7 and exc.value.msg.startswith(field), exc.value.msg
 
 
 def test_port_mapping_acls_allow_in_to_each_container_port():
     rules = acls.port_mapping_rules([PortMapping(8080, 80, "tcp"), PortMapping(5353, 53, "UDP")])
-    assert [r.render("v2") for r in rules] == [
+    assert [r.render(V2) for r in rules] == [
         {"Type": "ACL", "Settings": {"Protocols": "6", "Action": "Allow", "Direction": "In", "LocalPorts": "80",
                                      "RuleType": "Switch", "Priority": 1000}},
         {"Type": "ACL", "Settings": {"Protocols": "17", "Action": "Allow", "Direction": "In", "LocalPorts": "53",
                                      "RuleType": "Switch", "Priority": 1000}}]
-    assert rules[0].render("v1") == {"Type": "ACL", "Protocols": "6", "Action": "Allow", "Direction": "In",
+    assert rules[0].render(V1) == {"Type": "ACL", "Protocols": "6", "Action": "Allow", "Direction": "In",
                                      "LocalPorts": "80", "RuleType": "Switch", "Priority": 1000}
 
 
@@ -121,7 +121,7 @@ ports = st.integers(1, 65535)
 
 @given(st.lists(st.one_of(ports, st.tuples(ports, ports).map(lambda t: f"{min(t)}-{max(t)}")), min_size=1, max_size=5))
 def test_any_valid_port_list_renders_as_the_comma_string_hns_takes(items):
-    doc = render({"action": "allow", "direction": "in", "protocol": "udp", "remotePorts": items}, "v2")
+    doc = render({"action": "allow", "direction": "in", "protocol": "udp", "remotePorts": items}, V2)
     parts = doc["Settings"]["RemotePorts"].split(",")
     assert len(parts) == len(items)
     for part, item in zip(parts, items):
@@ -141,5 +141,5 @@ def test_the_readme_examples_are_what_the_code_renders():
     assert len(blocks) == 6
     for config, v2, v1 in (blocks[0:3], blocks[3:6]):
         rules = acls.parse(json.loads("{" + config + "}")["acls"])
-        assert [json.loads(line) for line in v2.splitlines()] == [r.render("v2") for r in rules]
-        assert [json.loads(line) for line in v1.splitlines()] == [r.render("v1") for r in rules]
+        assert [json.loads(line) for line in v2.splitlines()] == [r.render(V2) for r in rules]
+        assert [json.loads(line) for line in v1.splitlines()] == [r.render(V1) for r in rules]

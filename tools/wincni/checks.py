@@ -10,8 +10,7 @@ from typing import Any, Callable, Iterable
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
-from basics.jsonci import get_ci
-from libhns.policies import to_v2
+from plugins.winnet.policies import OutboundNat, Route
 
 from .facts import Facts, Problem
 
@@ -167,7 +166,7 @@ def subnet_env(f: Facts) -> Check:
 def exceptions(f: Facts) -> Check:
     if f.netconf is None:
         return _skipped("exceptions", "no valid delegate config")
-    bad = [e for e in _exception_entries(f.policies) + routes(f.policies) if _net(e) is None]
+    bad = [e for e in OutboundNat.exceptions(f.policies) + Route.destinations(f.policies) if _net(e) is None]
     if bad:
         return Check("exceptions", FAIL, f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
                      f"HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12, in {f.conf_path}")
@@ -185,7 +184,7 @@ def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
     """Cluster CIDR, ROUTE destinations (service CIDR, management IP), the bridge's management IP."""
     if f.lease is not None and f.lease.first_ipv4_network is not None:
         yield "FLANNEL_NETWORK", str(f.lease.first_ipv4_network)
-    for prefix in routes(f.policies):
+    for prefix in Route.destinations(f.policies):
         if _net(prefix) is not None:
             yield "ROUTE", prefix
     if f.delegate_type == "win-bridge" and f.network is not None and f.network.management_ip:
@@ -392,35 +391,7 @@ def stale_endpoints(f: Facts) -> Check:
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:
     """Destinations OutBoundNAT leaves alone (entries that are not CIDRs excluded: the check names them)."""
-    return IPSet(n for n in map(_net, _exception_entries(policies)) if n is not None)
-
-
-def _as_v2(policies: Iterable[Any]) -> list[dict]:
-    """Every readable policy in its V2 shape: libhns's one reader of both schemas."""
-    out = []
-    for p in policies:
-        if isinstance(p, dict):
-            try:
-                out.append(to_v2(p))
-            except (ValueError, TypeError):  # no Type, or a value HNS could not read either
-                pass
-    return out
-
-
-def _exception_entries(policies: Iterable[Any]) -> list[Any]:
-    """Every ExceptionList (V1) / Settings.Exceptions (V2) entry of every OutBoundNAT policy."""
-    out: list[Any] = []
-    for p in _as_v2(policies):
-        if p["Type"].casefold() == "outboundnat":
-            entries = get_ci(p["Settings"], "Exceptions") or []
-            out += entries if isinstance(entries, list) else [entries]
-    return out
-
-
-def routes(policies: Iterable[Any]) -> list[str]:
-    """ROUTE (V1) / SDNRoute (V2) destinations: the service CIDR and the management IP, by convention."""
-    out = [get_ci(p["Settings"], "DestinationPrefix") for p in _as_v2(policies) if p["Type"].casefold() == "sdnroute"]
-    return [str(r) for r in out if r]
+    return IPSet(n for n in map(_net, OutboundNat.exceptions(policies)) if n is not None)
 
 
 def _net(text: Any) -> IPNetwork | None:

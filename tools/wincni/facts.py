@@ -56,7 +56,7 @@ class Facts:
     network: Any = None  # libhns.objects.HostComputeNetwork
     endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) on the network
     stale_endpoints: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # ours, no live sandbox: (name, ID, IPs)
-    policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (user + automatic), V1 form
+    policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (winnet.policies.endpoint_policies)
     source_vip_path: str = ""
     source_vip: tuple[str, ...] | None = None  # its addresses; None when absent
     source_vip_problem: Problem | None = None
@@ -123,7 +123,11 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
     reservations, young, store_problem = read_store(ipam_dir if not quick else "", platform)
-    policies = tuple(flavor_policies(flavor, netconf, network)) if netconf is not None else ()
+    policies: tuple[dict, ...] = ()
+    if netconf is not None:
+        policies, policy_problem = endpoint_policies(conf_path, flavor, netconf, network, hns.get("features"))
+        if policy_problem is not None:
+            netconf, conf_problem = None, policy_problem
     open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
                                 "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
                                 "flannel data dir": getattr(fconf, "data_dir", "")})
@@ -243,12 +247,22 @@ def endpoint_conf(path: str, doc: dict, delegate_type: str, flavor: Any, name: s
     return netconf, (ntpath if platform == "win32" else os.path).join(data_dir, name), None
 
 
-def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
-    """The policies the plugin would hand HNS, automatic ones included, once the network is known."""
-    user = [p for p in netconf.policies if isinstance(p, dict)]
-    if network is None:
-        return user
-    return flavor.automatic_policies(user, netconf, network, (), "v1")
+def endpoint_policies(path: str, flavor: Any, netconf: Any, network: Any,
+                      features: Any) -> tuple[tuple[dict, ...], Problem | None]:
+    """(the policies a pod endpoint of this config gets, as the lifecycle builds them, a problem).
+    No pod: no port mappings and no addresses (so no loopback DSR); without the network, no
+    automatic policies; without HNS's features, every feature counts as there. The API is the one
+    a pod without a namespace GUID gets, unless the config names one."""
+    from plugins.cni.errors import CniError
+    from plugins.winnet import policies
+    from plugins.winnet.config import choose_api
+    from plugins.winnet.documents import V1, V2
+    form = V2 if choose_api(netconf.api_version, "") == 2 else V1
+    has_feature = (lambda name: True) if features is None else (lambda name: bool(getattr(features, name)))
+    try:
+        return tuple(policies.endpoint_policies(flavor, netconf, network, (), (), form, has_feature)), None
+    except CniError as err:
+        return (), Problem(f"{path}: {err.msg}", err.details)
 
 
 def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
