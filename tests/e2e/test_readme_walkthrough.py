@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from plugins import registry
+
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "wincni"
 MARK = "runs this block as written"
@@ -39,5 +41,6 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     printed = next(line for line in block().splitlines() if " sourcevip " in line)
     assert run == printed.replace("$N", node), (run, printed)  # the README pastes the doctor's own line
     assert '"address": "10.244.4.3/24"' in out and '"10.96.0.10"' in out and "pod1_vxlan0" in out
-    assert out.rstrip().endswith("uninstalled: 8 item(s), 0 warning(s)")
+    laid = len(registry.COMMANDS) + 2  # each command's launcher, the contents folder, the conflist
+    assert out.rstrip().endswith(f"uninstalled: {laid} item(s), 0 warning(s)")
     assert sorted(p.name for p in Path(node, "bin").iterdir()) == [] and not list(Path(node, "net.d").iterdir())

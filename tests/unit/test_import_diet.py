@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from plugins.registry import PLUGINS
+
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import io, sys
 sys.path.insert(0, sys.argv[1])
 base = set(sys.modules)
-from plugins.ipam_host_local.__main__ import main
+main = __import__(sys.argv[4], fromlist=["main"]).main
 env = {"CNI_COMMAND": sys.argv[2], "CNI_CONTAINERID": "c", "CNI_NETNS": "/x", "CNI_IFNAME": "eth0"}
 main(env, io.BytesIO(sys.argv[3].encode()), io.StringIO())
 print(" ".join(sorted(set(sys.modules) - base)))
@@ -34,10 +36,10 @@ HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib
          "jsonschema", "netaddr", "libhns.client", "libhns.backend", "subprocess", "ipaddress", "json", "re", "enum"}
 
 
-def imported(command: str, stdin: str) -> set[str]:
+def imported(command: str, stdin: str, entry: str = "plugins.ipam_host_local.__main__") -> set[str]:
     # -I without -S: site-packages stay importable, so a path reaching for jsonschema really
     # imports it (under -S the import would fail, be reported as an error, and go unseen).
-    proc = subprocess.run([sys.executable, "-I", "-c", PROBE, str(REPO), command, stdin],
+    proc = subprocess.run([sys.executable, "-I", "-c", PROBE, str(REPO), command, stdin, entry],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return set(proc.stdout.split())
@@ -52,6 +54,15 @@ def imported(command: str, stdin: str) -> set[str]:
 def test_start_up_paths_import_only_what_they_use(command, stdin, allowed):
     extra = imported(command, stdin) - allowed - OS
     assert not extra, f"{command} {stdin!r} imported {sorted(extra)}"
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+def test_every_plugins_version_imports_the_core_and_its_entry_only(name):
+    """Every plugin's ``__main__`` is its ``SPEC`` over ``plugins.spec``: nothing else at start."""
+    package = PLUGINS[name]
+    allowed = CORE - {"plugins.ipam_host_local", "plugins.ipam_host_local.__main__"} | {package, package + ".__main__"}
+    extra = imported("VERSION", "{}", package + ".__main__") - allowed - OS
+    assert not extra, f"{name} VERSION imported {sorted(extra)}"
 
 
 def test_heavy_modules_stay_off_the_version_and_error_paths():

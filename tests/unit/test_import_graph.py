@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from plugins import registry
+
 REPO = Path(__file__).resolve().parents[2]
 #: Bottom to top; each layer may import itself and what its entry names, nothing else of ours.
 LAYERS = {
@@ -16,7 +18,7 @@ LAYERS = {
     "tools": ("basics", "libhns", "plugins"),    # wincni, hnsctl
 }
 #: The plugins proper: none imports another (flannel reaches a delegate only through exec_plugin).
-PLUGINS = ("plugins.win_bridge", "plugins.win_overlay", "plugins.flannel", "plugins.ipam_host_local")
+PLUGINS = tuple(registry.PLUGINS.values())
 
 
 def modules() -> dict[str, Path]:

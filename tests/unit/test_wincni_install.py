@@ -21,6 +21,8 @@ from hnsnode import Node, release
 from testdata import FIXTURES
 
 COMMANDS = registry.COMMANDS
+#: What a fresh install changes: each command's launcher, the contents folder, the conflist, a disabled config.
+FRESH = len(COMMANDS) + 3
 
 
 class WindowsDisk(Disk):
@@ -89,7 +91,7 @@ def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path)
     assert "INSTALL  " + str(node.cni_bin / "flannel") in table
     assert "WRITE    " + str(node.conf_dir / "10-flannel.conflist") in table
     assert "DISABLE  " + str(node.conf_dir / "0-containerd-nat.json") in table
-    assert table.rstrip().endswith("build 0.1.0-aaa-1: changed 9 item(s), 0 warning(s)")
+    assert table.rstrip().endswith(f"build 0.1.0-aaa-1: changed {FRESH} item(s), 0 warning(s)")
     for c in COMMANDS:
         assert launcher_build(node.cni_bin / c) == "0.1.0-aaa-1"
     assert (node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
@@ -112,7 +114,7 @@ def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: Node, tm
     assert '+  "name": "vxlan0",' in plan["diff"]
     assert not node.cni_bin.exists() and sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json"]
     table = node.install("--from", str(rel), "--dry-run", output="table")
-    assert "would change 9 item(s)" in table and "+++ " + str(node.conf_dir / "10-flannel.conflist") in table
+    assert f"would change {FRESH} item(s)" in table and "+++ " + str(node.conf_dir / "10-flannel.conflist") in table
 
 
 def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(node: Node, tmp_path: Path) -> None:
