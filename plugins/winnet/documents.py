@@ -62,12 +62,6 @@ def v2_document(plan: EndpointPlan) -> dict:
     return doc
 
 
-def applied_dns(dns: DnsSettings, schema: str) -> DnsSettings:
-    """What an endpoint of this schema holds of ``dns``, so a result never claims more than HNS
-    applied: an HNSCall (V1) endpoint has only a server list and a suffix list."""
-    return dns if schema == "v2" else DnsSettings(nameservers=dns.nameservers, search=dns.search)
-
-
 def _v2_dns(dns: DnsSettings) -> dict:
     out: dict[str, Any] = {}
     if dns.domain:
