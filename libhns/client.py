@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from typing import Any, Mapping, TypeVar
 
     T = TypeVar("T", bound=HnsObject)
-    C = TypeVar("C", bound="_Client")
 
 SCHEMA_V2 = {"Major": 2, "Minor": 0}
 #: HostComputeQuery asking for V2 documents, without a filter.
@@ -119,21 +118,22 @@ def _parse(text: str) -> Any:
     return jsontext.loads(text) if text and text.strip() else None
 
 
+def open_clients(env: Mapping[str, str], limits: Any = None) -> tuple[HcnClient, HnsCallClient]:
+    """Both API clients over one raw stack: the backend ``LIBHNS_BACKEND`` selects (imported
+    lazily: the simulator is not cheap), every call bounded by ``limits`` (a
+    ``libhns.deadline.Limits``; default: from ``env``)."""
+    from libhns.backend import open_backend
+    from libhns.deadline import DeadlineBackend, Limits
+
+    raw = DeadlineBackend(open_backend(env), limits or Limits.resolve(env))
+    return HcnClient(raw), HnsCallClient(raw)
+
+
 class _Client:
     """What both API clients share: the raw stack below them (backend, journal, deadline)."""
 
     def __init__(self, raw: RawHns) -> None:
         self.raw = raw
-
-    @classmethod
-    def from_env(cls: type[C], env: Mapping[str, str], limits: Any = None) -> C:
-        """The backend ``LIBHNS_BACKEND`` selects (imported lazily: the simulator is not cheap),
-        every call bounded by ``limits`` (a ``libhns.deadline.Limits``; default: from ``env``).
-        The other API's client goes over the same stack: ``HnsCallClient(hcn.raw)``."""
-        from libhns.backend import open_backend
-        from libhns.deadline import DeadlineBackend, Limits
-
-        return cls(DeadlineBackend(open_backend(env), limits or Limits.resolve(env)))
 
     def undo_window(self) -> Any:
         """A context with a fresh, short deadline for undoing a failed command's completed steps

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from libhns import errors
 from basics.cli import Parser, UsageError
-from libhns.client import HcnClient, HnsCallClient
+from libhns.client import HcnClient, HnsCallClient, open_clients
 from libhns import guid
 from libhns.objects import HnsObject
 
@@ -456,8 +456,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        hcn = HcnClient.from_env(env)
-        ctl = _Ctl(hcn, HnsCallClient(hcn.raw), stdout, env)
+        ctl = _Ctl(*open_clients(env), stdout, env)
         handler = getattr(ctl, args.group if args.group in ("version", "dump", "restart")
                           else f"{args.group}_{args.action}")
         handler(args)

@@ -348,9 +348,8 @@ class HnsV1Api(_Adapter):
 
 def open_api(version: int, env: Any, limits: Any, container_id: str, netns: str) -> EndpointApi:
     """The adapter for HNS API ``version`` (1 or 2), both clients over one raw stack from ``env``."""
-    from libhns.client import HcnClient, HnsCallClient
-    hcn = HcnClient.from_env(env, limits)
-    hnscall = HnsCallClient(hcn.raw)
+    from libhns.client import open_clients
+    hcn, hnscall = open_clients(env, limits)
     if version == 2:
         return HcnApi(hcn, hnscall, netns)
     return HnsV1Api(hnscall, hcn, container_id, netns)

@@ -115,13 +115,14 @@ class Lifecycle:
         return conf, NetConf.from_conf(conf)
 
     def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:
-        api_version = choose_api(conf.api_version, req.netns)
-        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=req.netns)
+        netns = req.netns
+        api_version = choose_api(conf.api_version, netns)
+        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=netns)
         from libhns.deadline import Limits
         with hns_step("cannot reach HNS"):
-            api = open_api(api_version, req.env, Limits.resolve(req.env, conf.hns_timeout), req.container_id, req.netns)
-        if api_version == 2 and need_netns and not is_guid(req.netns):
-            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
+            api = open_api(api_version, req.env, Limits.resolve(req.env, conf.hns_timeout), req.container_id, netns)
+        if api_version == 2 and need_netns and not is_guid(netns):
+            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {netns!r}",
                            "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
         return api
 

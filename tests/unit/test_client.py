@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from libhns import errors
-from libhns.client import Features, HcnClient, HnsCallClient, host_compute_query
+from libhns.client import Features, HcnClient, HnsCallClient, host_compute_query, open_clients
 from libhns.objects import HNSEndpoint
 from libhns.raw import hcn_function
 from libhns.sim import Simulator
@@ -324,10 +324,9 @@ def test_bad_guid_is_invalid_argument(client):
         client.get_network("not-a-guid")
 
 
-def test_from_env_uses_the_simulator(tmp_path):
-    c = HcnClient.from_env({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path),
-                            "LIBHNS_SIM_VERSION": "10.1"})
-    v1 = HnsCallClient(c.raw)
+def test_open_clients_uses_the_simulator(tmp_path):
+    c, v1 = open_clients({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path), "LIBHNS_SIM_VERSION": "10.1"})
+    assert c.raw is v1.raw  # one stack: one deadline, one journal
     assert v1.version() == (10, 1) and not v1.features().dsr
     assert c.get_network_by_name("x") is None and v1.get_network_by_name("x") is None
 

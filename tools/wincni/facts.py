@@ -254,11 +254,10 @@ def flavor_policies(flavor: Any, netconf: Any, network: Any) -> list[dict]:
 def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
     """HNS's side of the facts, by field: version, features, the network named ``name``, its
     endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
-    from libhns.client import HcnClient, HnsCallClient
+    from libhns.client import open_clients
     from libhns.errors import EnvError, HnsError
     try:
-        hcn = HcnClient.from_env(env)
-        hnscall = HnsCallClient(hcn.raw)
+        hcn, hnscall = open_clients(env)
         version, features = hnscall.version(), hnscall.features()
         network = hcn.get_network_by_name(name) if name else None
         found, stale = (), ()
