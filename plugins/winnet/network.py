@@ -276,7 +276,7 @@ def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], 
     """What flanneld does once HNS has made the network, before any pod may use it."""
     network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     if spec.overlay:
-        if feature("host_route"):  # the host reaches its own pods (probes)
+        if feature("host_route"):  # the host reaches its own pods (probes); an HCN policy only
             api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
     else:
         _host_endpoint(api, spec, network)
