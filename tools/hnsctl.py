@@ -222,6 +222,9 @@ class _View:
     def delete_endpoint(self, id_: str) -> None:
         self.c.delete_endpoint(id_)
 
+    def namespaces(self) -> list[Any]:
+        return self.c.list_namespaces()
+
 
 class _V2View(_View):
     c: HcnClient
@@ -239,9 +242,6 @@ class _V2View(_View):
 
     def namespace(self, ref: str) -> Any:
         return self.c.get_namespace(ref) if guid.is_guid(ref) else None
-
-    def namespaces(self) -> list[Any]:
-        return self.c.list_namespaces()
 
 
 class _V1View(_View):
@@ -263,9 +263,6 @@ class _V1View(_View):
     def namespace(self, ref: str) -> Any:
         return next((n for n in self.c.list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)),
                     None)
-
-    def namespaces(self) -> list[Any]:
-        return self.c.list_namespaces()
 
 
 class _Ctl:
