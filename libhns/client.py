@@ -1,4 +1,6 @@
-"""``HnsClient``: the HNS operations the plugins call, each with as few raw calls as HNS allows.
+"""The HNS operations the plugins call, each with as few raw calls as HNS allows: ``HcnClient``
+for HCN (computenetwork.dll, "V2") and ``HnsCallClient`` for HNSCall and HCS (vmcompute.dll,
+"V1"), two classes over one ``RawHns`` stack.
 
 Every pod ADD/DEL pays for each raw call (an RPC into HNS on Windows, a file read or a locked
 write on the simulator), so lookups go through filtered queries — never enumerate-all then
@@ -41,7 +43,7 @@ def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | Non
 
 
 class _NoDeadline:
-    """``HnsClient.undo_window`` over a backend without a deadline: nothing to change."""
+    """``undo_window`` over a backend without a deadline: nothing to change."""
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -107,7 +109,7 @@ class Features:
 def _guid(value: str) -> str:
     found = guid.parse(value)
     if found is None:
-        raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,
+        raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,  # the call name errors have always shown
                                   errors.error_record(errors.E_INVALIDARG, f"{value!r} is not a GUID."))
     return found
 
@@ -116,12 +118,35 @@ def _parse(text: str) -> Any:
     return jsontext.loads(text) if text and text.strip() else None
 
 
-class HnsClient:
-    """High-level HNS operations over any ``RawHns`` backend."""
+def open_clients(env: Mapping[str, str], limits: Any = None) -> tuple[HcnClient, HnsCallClient]:
+    """Both API clients over one raw stack: the backend ``LIBHNS_BACKEND`` selects (imported
+    lazily: the simulator is not cheap), every call bounded by ``limits`` (a
+    ``libhns.deadline.Limits``; default: from ``env``)."""
+    from libhns.backend import open_backend
+    from libhns.deadline import DeadlineBackend, Limits
+
+    raw = DeadlineBackend(open_backend(env), limits or Limits.resolve(env))
+    return HcnClient(raw), HnsCallClient(raw)
+
+
+class _Client:
+    """What both API clients share: the raw stack below them (backend, journal, deadline)."""
 
     def __init__(self, raw: RawHns) -> None:
         self.raw = raw
-        self._version: tuple[int, int] | None = None
+
+    def undo_window(self) -> Any:
+        """A context with a fresh, short deadline for undoing a failed command's completed steps
+        (``DeadlineBackend.grace``); a no-op over a backend without a deadline."""
+        grace = getattr(self.raw, "grace", None)
+        return _NoDeadline() if grace is None else grace()
+
+
+class HcnClient(_Client):
+    """HCN (computenetwork.dll): networks, endpoints and namespaces as V2 documents."""
+
+    def __init__(self, raw: RawHns) -> None:
+        super().__init__(raw)
         # The last network found by name stays open (id, handle) for create_endpoint: a V2 ADD
         # then opens its network once. create_endpoint or close() releases it.
         self._kept: tuple[str, Any] | None = None
@@ -137,32 +162,6 @@ class HnsClient:
             self.close()
         except Exception:  # noqa: BLE001 - a handle HNS already dropped, or interpreter shutdown
             pass
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], limits: Any = None) -> "HnsClient":
-        """The backend ``LIBHNS_BACKEND`` selects (imported lazily: the simulator is not cheap),
-        every call bounded by ``limits`` (a ``libhns.deadline.Limits``; default: from ``env``)."""
-        from libhns.backend import open_backend
-        from libhns.deadline import DeadlineBackend, Limits
-
-        return cls(DeadlineBackend(open_backend(env), limits or Limits.resolve(env)))
-
-    def undo_window(self) -> Any:
-        """A context with a fresh, short deadline for undoing a failed command's completed steps
-        (``DeadlineBackend.grace``); a no-op over a backend without a deadline."""
-        grace = getattr(self.raw, "grace", None)
-        return _NoDeadline() if grace is None else grace()
-
-    # --- version -----------------------------------------------------------------------------
-    def version(self) -> tuple[int, int]:
-        """(Major, Minor) from ``GET /globals/version`` — HNS's only version source; cached."""
-        if self._version is None:
-            out = self._v1("GET", "/globals/version")
-            self._version = (int(out.get("Major", 0)), int(out.get("Minor", 0)))
-        return self._version
-
-    def features(self) -> Features:
-        return Features.for_version(self.version())
 
     # --- V2 plumbing -------------------------------------------------------------------------
     def _enumerate(self, kind: str, filter: Mapping[str, Any] | None = None) -> list[str]:
@@ -323,8 +322,26 @@ class HnsClient:
         """Open + Modify{Endpoint, Remove} + Close; no re-query."""
         self._modify("Namespace", namespace_id, _namespace_request("Remove", endpoint_id))
 
-    # --- V1 ----------------------------------------------------------------------------------
-    def _v1(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+
+class HnsCallClient(_Client):
+    """HNSCall (vmcompute.dll, "V1"): HNS's JSON-over-REST API, plus the HCS calls that attach an
+    endpoint to a running container; and HNS's version, which only HNSCall tells."""
+
+    def __init__(self, raw: RawHns) -> None:
+        super().__init__(raw)
+        self._version: tuple[int, int] | None = None
+
+    def version(self) -> tuple[int, int]:
+        """(Major, Minor) from ``GET /globals/version`` — HNS's only version source; cached."""
+        if self._version is None:
+            out = self._call("GET", "/globals/version")
+            self._version = (int(out.get("Major", 0)), int(out.get("Minor", 0)))
+        return self._version
+
+    def features(self) -> Features:
+        return Features.for_version(self.version())
+
+    def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One HNSCall; ``Success: false`` becomes the matching ``HnsError`` subclass."""
         request = "" if body is None else jsontext.dumps(dict(body), separators=_COMPACT)
         envelope = _parse(self.raw.hns_call(method, path, request)) or {}
@@ -334,69 +351,69 @@ class HnsClient:
             raise errors.from_v1_error(f"HNSCall {method} {path}", str(envelope.get("Error") or ""))
         return envelope.get("Output")
 
-    def _v1_get(self, path: str, cls: type[T]) -> T | None:
+    def _get(self, path: str, cls: type[T]) -> T | None:
         try:
-            out = self._v1("GET", path)
+            out = self._call("GET", path)
         except errors.NotFound:
             return None
         return cls.from_json(out) if out else None
 
-    def v1_list_networks(self) -> list[HNSNetwork]:
-        return [HNSNetwork.from_json(n) for n in self._v1("GET", "/networks/") or ()]
+    def list_networks(self) -> list[HNSNetwork]:
+        return [HNSNetwork.from_json(n) for n in self._call("GET", "/networks/") or ()]
 
-    def v1_get_network_by_name(self, name: str) -> HNSNetwork | None:
+    def get_network_by_name(self, name: str) -> HNSNetwork | None:
         """One ``GET /networks/`` and pick: V1 has no filter."""
-        return next((n for n in self.v1_list_networks() if n.name == name), None)
+        return next((n for n in self.list_networks() if n.name == name), None)
 
-    def v1_get_network(self, id_: str) -> HNSNetwork | None:
-        return self._v1_get(f"/networks/{id_}", HNSNetwork)
+    def get_network(self, id_: str) -> HNSNetwork | None:
+        return self._get(f"/networks/{id_}", HNSNetwork)
 
-    def v1_create_network(self, doc: Mapping[str, Any]) -> HNSNetwork:
-        return HNSNetwork.from_json(self._v1("POST", "/networks/", doc))
+    def create_network(self, doc: Mapping[str, Any]) -> HNSNetwork:
+        return HNSNetwork.from_json(self._call("POST", "/networks/", doc))
 
-    def v1_delete_network(self, id_: str) -> None:
-        self._v1("DELETE", f"/networks/{id_}")
+    def delete_network(self, id_: str) -> None:
+        self._call("DELETE", f"/networks/{id_}")
 
-    def v1_list_endpoints(self, network_id: str | None = None) -> list[HNSEndpoint]:
+    def list_endpoints(self, network_id: str | None = None) -> list[HNSEndpoint]:
         """One ``GET /endpoints/``, filtered here by ``VirtualNetwork`` when given."""
-        eps = [HNSEndpoint.from_json(e) for e in self._v1("GET", "/endpoints/") or ()]
+        eps = [HNSEndpoint.from_json(e) for e in self._call("GET", "/endpoints/") or ()]
         return [e for e in eps if network_id is None or same_id(e.virtual_network, network_id)]
 
-    def v1_get_endpoint_by_name(self, name: str) -> HNSEndpoint | None:
-        return next((e for e in self.v1_list_endpoints() if e.name == name), None)
+    def get_endpoint_by_name(self, name: str) -> HNSEndpoint | None:
+        return next((e for e in self.list_endpoints() if e.name == name), None)
 
-    def v1_get_endpoint(self, id_: str) -> HNSEndpoint | None:
-        return self._v1_get(f"/endpoints/{id_}", HNSEndpoint)
+    def get_endpoint(self, id_: str) -> HNSEndpoint | None:
+        return self._get(f"/endpoints/{id_}", HNSEndpoint)
 
-    def v1_create_endpoint(self, doc: Mapping[str, Any]) -> HNSEndpoint:
-        return HNSEndpoint.from_json(self._v1("POST", "/endpoints/", doc))
+    def create_endpoint(self, doc: Mapping[str, Any]) -> HNSEndpoint:
+        return HNSEndpoint.from_json(self._call("POST", "/endpoints/", doc))
 
-    def v1_delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
+    def delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
         try:
-            self._v1("DELETE", f"/endpoints/{id_}")
+            self._call("DELETE", f"/endpoints/{id_}")
             return True
         except errors.NotFound:
             if missing_ok:
                 return False
             raise
 
-    def v1_host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
+    def host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
         """``POST /endpoints/<id>/attach`` as the host (compartment 1 = host default), like cbr0_ep."""
-        self._v1("POST", f"/endpoints/{endpoint_id}/attach",
+        self._call("POST", f"/endpoints/{endpoint_id}/attach",
                  {"SystemType": "Host", "CompartmentId": compartment_id})
 
-    def v1_container_detach(self, container_id: str, endpoint_id: str) -> None:
+    def container_detach(self, container_id: str, endpoint_id: str) -> None:
         """``POST /endpoints/<id>/detach`` for a container sharing the endpoint."""
-        self._v1("POST", f"/endpoints/{endpoint_id}/detach",
+        self._call("POST", f"/endpoints/{endpoint_id}/detach",
                  {"ContainerId": container_id, "SystemType": "Container"})
 
-    def v1_hot_attach(self, container_id: str, endpoint_id: str,
+    def hot_attach(self, container_id: str, endpoint_id: str,
                       endpoint: HNSEndpoint | None = None) -> bool:
         """Attach to a running container through HCS; False (no HCS call) when already attached.
 
         Pass ``endpoint`` when you have it: it saves the ``GET /endpoints/<id>``.
         """
-        ep = endpoint if endpoint is not None else self.v1_get_endpoint(endpoint_id)
+        ep = endpoint if endpoint is not None else self.get_endpoint(endpoint_id)
         if ep is None:
             raise errors.from_v1_error(f"HNSCall GET /endpoints/{endpoint_id}", "Element not found.")
         if ep.has_container(container_id):
@@ -404,7 +421,7 @@ class HnsClient:
         self._hcs_network_request(container_id, "Add", endpoint_id)
         return True
 
-    def v1_hot_detach(self, container_id: str, endpoint_id: str,
+    def hot_detach(self, container_id: str, endpoint_id: str,
                       endpoint: HNSEndpoint | None = None) -> bool:
         """Detach through HCS. With ``endpoint`` not listing the container: no call, False;
         without it: the HCS call straight away (its not-found / not-attached errors surface)."""
@@ -431,9 +448,9 @@ class HnsClient:
         finally:
             self.raw.hcs_close_compute_system(handle)
 
-    def v1_list_namespaces(self) -> list[dict[str, Any]]:
+    def list_namespaces(self) -> list[dict[str, Any]]:
         """V1 namespaces (``GET /namespaces/``) as plain documents."""
-        return list(self._v1("GET", "/namespaces/") or ())
+        return list(self._call("GET", "/namespaces/") or ())
 
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:

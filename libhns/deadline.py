@@ -144,7 +144,10 @@ class _Worker:
     def stop(self) -> None:
         """The thread ends once it is idle (at once, or when its abandoned call returns)."""
         self._job = None
-        self._go.release()
+        try:
+            self._go.release()
+        except RuntimeError:  # still released by ``run``: the thread has not taken the call and will find no job
+            pass
 
 
 class _Grace:

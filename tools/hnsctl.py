@@ -11,11 +11,11 @@ import ipaddress
 import json
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from libhns import errors
 from basics.cli import Parser, UsageError
-from libhns.client import HnsClient
+from libhns.client import HcnClient, HnsCallClient, open_clients
 from libhns import guid
 from libhns.objects import HnsObject
 
@@ -197,11 +197,11 @@ def _endpoint_rows(eps: Sequence[Any], names: Mapping[str, str]) -> list[list[An
 
 # --- commands -----------------------------------------------------------------------------------
 
-class _V2View:
-    """What the commands read and change through HCN (V2); ``_V1View`` is the same shape over
-    HNSCall, so a command is written once and ``--v1`` only picks the view."""
+class _View:
+    """What the commands read and change through one API: ``_V2View`` (HCN) or ``_V1View``
+    (HNSCall), the same shape, so a command is written once and ``--v1`` only picks the view."""
 
-    def __init__(self, client: HnsClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.c = client
 
     def network(self, ref: str) -> Any:
@@ -209,9 +209,6 @@ class _V2View:
 
     def networks(self) -> list[Any]:
         return self.c.list_networks()
-
-    def create_network(self, doc: dict[str, Any]) -> Any:
-        return self.c.create_network(doc)
 
     def delete_network(self, id_: str) -> None:
         self.c.delete_network(id_)
@@ -222,6 +219,19 @@ class _V2View:
     def endpoints(self, network_id: str | None = None) -> list[Any]:
         return self.c.list_endpoints(network_id)
 
+    def delete_endpoint(self, id_: str) -> None:
+        self.c.delete_endpoint(id_)
+
+    def namespaces(self) -> list[Any]:
+        return self.c.list_namespaces()
+
+
+class _V2View(_View):
+    c: HcnClient
+
+    def create_network(self, doc: dict[str, Any]) -> Any:
+        return self.c.create_network(doc)
+
     def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
         settings: dict[str, Any] = {"Name": name}
         if ip:
@@ -230,41 +240,17 @@ class _V2View:
             settings["MacAddress"] = mac
         return self.c.create_endpoint(network.id, settings)
 
-    def delete_endpoint(self, id_: str) -> None:
-        self.c.delete_endpoint(id_)
-
     def namespace(self, ref: str) -> Any:
         return self.c.get_namespace(ref) if guid.is_guid(ref) else None
 
-    def namespaces(self) -> list[Any]:
-        return self.c.list_namespaces()
 
-
-class _V1View:
-    """The same questions asked through HNSCall (V1)."""
-
-    def __init__(self, client: HnsClient) -> None:
-        self.c = client
-
-    def network(self, ref: str) -> Any:
-        return self.c.v1_get_network(ref) if guid.is_guid(ref) else self.c.v1_get_network_by_name(ref)
-
-    def networks(self) -> list[Any]:
-        return self.c.v1_list_networks()
+class _V1View(_View):
+    c: HnsCallClient
 
     def create_network(self, doc: dict[str, Any]) -> Any:
         from libhns.networks import v1_network_document
 
-        return self.c.v1_create_network(v1_network_document(doc))
-
-    def delete_network(self, id_: str) -> None:
-        self.c.v1_delete_network(id_)
-
-    def endpoint(self, ref: str) -> Any:
-        return self.c.v1_get_endpoint(ref) if guid.is_guid(ref) else self.c.v1_get_endpoint_by_name(ref)
-
-    def endpoints(self, network_id: str | None = None) -> list[Any]:
-        return self.c.v1_list_endpoints(network_id)
+        return self.c.create_network(v1_network_document(doc))
 
     def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
         doc: dict[str, Any] = {"Name": name, "VirtualNetwork": network.id}
@@ -272,25 +258,19 @@ class _V1View:
             doc["IPAddress"] = ip
         if mac:
             doc["MacAddress"] = mac
-        return self.c.v1_create_endpoint(doc)
-
-    def delete_endpoint(self, id_: str) -> None:
-        self.c.v1_delete_endpoint(id_)
+        return self.c.create_endpoint(doc)
 
     def namespace(self, ref: str) -> Any:
-        return next((n for n in self.c.v1_list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)),
+        return next((n for n in self.c.list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)),
                     None)
-
-    def namespaces(self) -> list[Any]:
-        return self.c.v1_list_namespaces()
 
 
 class _Ctl:
-    def __init__(self, client: HnsClient, out: TextIO, env: Mapping[str, str]) -> None:
-        self.c, self.out, self.env = client, out, env
+    def __init__(self, hcn: HcnClient, hnscall: HnsCallClient, out: TextIO, env: Mapping[str, str]) -> None:
+        self.hcn, self.hnscall, self.out, self.env = hcn, hnscall, out, env
 
-    def _view(self, a: argparse.Namespace) -> _V1View | _V2View:
-        return _V1View(self.c) if getattr(a, "v1", False) else _V2View(self.c)
+    def _view(self, a: argparse.Namespace) -> _View:
+        return _V1View(self.hnscall) if getattr(a, "v1", False) else _V2View(self.hcn)
 
     def _found(self, what: str, ref: str, obj: Any) -> Any:
         if obj is None:
@@ -304,8 +284,8 @@ class _Ctl:
         return self._found("endpoint", ref, self._view(a).endpoint(ref))
 
     def version(self, a: argparse.Namespace) -> None:
-        major, minor = self.c.version()
-        feats = self.c.features().as_dict()
+        major, minor = self.hnscall.version()
+        feats = self.hnscall.features().as_dict()
         if a.output == "json":
             _json(self.out, {"Major": major, "Minor": minor, "Features": feats})
         else:
@@ -382,7 +362,7 @@ class _Ctl:
         ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac)
         if a.host:
             try:
-                self.c.v1_host_attach(ep.id, 1)
+                self.hnscall.host_attach(ep.id, 1)
             except errors.HnsError:
                 view.delete_endpoint(ep.id)
                 raise
@@ -408,24 +388,24 @@ class _Ctl:
         _show(self.out, a, self._found("namespace", a.namespace, self._view(a).namespace(a.namespace)))
 
     def namespace_create(self, a: argparse.Namespace) -> None:
-        ns = self.c.create_namespace()
+        ns = self.hcn.create_namespace()
         if a.output == "json":
             _json(self.out, ns.to_json())
         else:
             self.out.write(f"{ns.id}\n")
 
     def namespace_delete(self, a: argparse.Namespace) -> None:
-        self.c.delete_namespace(a.namespace)
+        self.hcn.delete_namespace(a.namespace)
         self.out.write(f"deleted namespace {a.namespace}\n")
 
     def namespace_attach(self, a: argparse.Namespace) -> None:
         ep = self._endpoint(a, a.endpoint)
-        self.c.namespace_add_endpoint(a.namespace, ep.id)
+        self.hcn.namespace_add_endpoint(a.namespace, ep.id)
         self.out.write(f"attached endpoint {ep.name} to namespace {a.namespace}\n")
 
     def namespace_detach(self, a: argparse.Namespace) -> None:
         ep = self._endpoint(a, a.endpoint)
-        self.c.namespace_remove_endpoint(a.namespace, ep.id)
+        self.hcn.namespace_remove_endpoint(a.namespace, ep.id)
         self.out.write(f"detached endpoint {ep.name} from namespace {a.namespace}\n")
 
     # container (simulator only)
@@ -463,8 +443,7 @@ class _Ctl:
         self.out.write(f"deleted container {a.container}\n")
 
 
-def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str],
-         client_factory: Callable[[Mapping[str, str]], HnsClient] = HnsClient.from_env) -> int:
+def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
     """Run one command; 0 on success, 1 for an HNS failure, 2 for bad arguments."""
     try:
         args = build_parser().parse_args(list(argv))
@@ -474,7 +453,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        ctl = _Ctl(client_factory(env), stdout, env)
+        ctl = _Ctl(*open_clients(env), stdout, env)
         handler = getattr(ctl, args.group if args.group in ("version", "dump", "restart")
                           else f"{args.group}_{args.action}")
         handler(args)

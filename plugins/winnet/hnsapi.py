@@ -1,19 +1,24 @@
 """The two ways to drive HNS for a pod endpoint — HCN (V2) and HNSCall (V1) — behind one shape.
 
 The lifecycle asks these adapters for networks and endpoints and to attach, release and list
-them; it never branches on the API itself. Everything goes through ``libhns.client.HnsClient``.
+them, and what an endpoint of their API can hold; it never branches on the API itself. Each
+adapter holds both clients of ``libhns.client`` over one raw stack: its own API's, and the other's
+for what only that one does (HNS's version, flanneld's host vNIC, whether a sandbox is alive).
 """
 from __future__ import annotations
 
 from basics import ipaddr
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any, Protocol, Sequence
+
+    from libhns.client import Features, HcnClient, HnsCallClient
 else:
     Protocol = object  # EndpointApi is a Protocol for type checkers, a plain class at run time
 
 from libhns import errors as hns_errors
 from plugins.cni import log
+from plugins.cni.errors import INVALID_CONFIG, CniError
 from libhns.objects import same_id, v1_list
 
 from .documents import V1, V2, Address, EndpointPlan, v1_document, v2_document
@@ -23,15 +28,19 @@ from .config import DnsSettings
 
 
 class EndpointApi(Protocol):
-    schema: str  # "v1" | "v2": the policy schema this API takes
     policy_form: Any  # documents.V1 | V2: the form this API's policies and DNS take
+    shared: bool  # this command joins a container to its pod's existing endpoint
+    lacks: tuple[str, ...]  # HNS features this API never has, whatever HNS's version
+    attach_target: str  # what the pod's endpoint is attached to, as CHECK names it
 
     def network(self, name: str) -> Any | None: ...
     def create_network(self, doc: dict) -> Any: ...
     def management_ip(self, network: Any) -> str | None: ...
+    def shows_management_ip(self, network: Any) -> bool: ...
     def delete_network(self, network: Any) -> None: ...
     def endpoint(self, name: str) -> Any | None: ...
     def endpoint_to_release(self, name: str) -> Any | None: ...
+    def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]: ...
     def create(self, plan: EndpointPlan) -> Any: ...
     def attach(self, ep: Any) -> None: ...
     def is_attached(self, ep: Any) -> bool: ...
@@ -44,22 +53,35 @@ class EndpointApi(Protocol):
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
     def delete_host_endpoint(self, name: str) -> None: ...
+    def undo_window(self) -> Any: ...
 
 
-class _HostVnic:
-    """flanneld's host vNIC on a bridge (``<network>_ep``): made, host-attached and deleted
-    through HNSCall under either API, as flanneld does; both adapters inherit it."""
-    client: Any
+class _Adapter:
+    """What both adapters do alike, through the client of the API that does it."""
+    hcn: HcnClient
+    hnscall: HnsCallClient
+    shared = False
 
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any:
-        ep = self.client.v1_create_endpoint({"Name": name, "VirtualNetwork": network.id, "IPAddress": ip})
-        self.client.v1_host_attach(ep.id, 1)
+        """flanneld's host vNIC on a bridge (``<network>_ep``): made, host-attached and deleted
+        through HNSCall under either API, as flanneld does."""
+        ep = self.hnscall.create_endpoint({"Name": name, "VirtualNetwork": network.id, "IPAddress": ip})
+        self.hnscall.host_attach(ep.id, 1)
         return ep
 
     def delete_host_endpoint(self, name: str) -> None:
-        ep = self.client.v1_get_endpoint_by_name(name)
+        ep = self.hnscall.get_endpoint_by_name(name)
         if ep is not None:
-            self.client.v1_delete_endpoint(ep.id, missing_ok=True)
+            self.hnscall.delete_endpoint(ep.id, missing_ok=True)
+
+    def features(self) -> Features:
+        return self.hnscall.features()  # only HNSCall tells HNS's version
+
+    def undo_window(self) -> Any:
+        return self.hnscall.undo_window()  # one deadline under both clients
+
+    def _namespace_exists(self, ep: Any) -> bool:
+        return bool(ep.namespace_id) and self.hcn.get_namespace(ep.namespace_id) is not None
 
 
 def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
@@ -83,52 +105,61 @@ def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
     return 32 if addr.version == 4 else 128
 
 
-class HcnApi(_HostVnic):
+class HcnApi(_Adapter):
     """HCN: every pod sandbox has its own HostComputeNamespace (CNI_NETNS is its GUID)."""
-    schema = "v2"
     policy_form = V2
+    lacks = ()
 
-    def __init__(self, client: Any, netns: str) -> None:
-        self.client = client
+    def __init__(self, hcn: HcnClient, hnscall: HnsCallClient, netns: str) -> None:
+        self.hcn = hcn
+        self.hnscall = hnscall
         self.netns = netns
+        self.attach_target = netns
 
     def network(self, name: str) -> Any | None:
-        return self.client.get_network_by_name(name)
+        return self.hcn.get_network_by_name(name)
 
     def create_network(self, doc: dict) -> Any:
-        return self.client.create_network(doc)
+        return self.hcn.create_network(doc)
 
     def management_ip(self, network: Any) -> str | None:
-        """HCN shows it on Overlay networks only (ProviderAddress); for the others ask V1, as
-        flanneld does for cbr0."""
-        if network.management_ip or network.is_type("Overlay"):
+        """HCN shows it on Overlay networks only; for the others ask HNSCall, as flanneld does
+        for cbr0."""
+        if network.management_ip or self.shows_management_ip(network):
             return network.management_ip
-        v1 = self.client.v1_get_network(network.id)
+        v1 = self.hnscall.get_network(network.id)
         return v1.management_ip if v1 is not None else None
 
+    def shows_management_ip(self, network: Any) -> bool:
+        """Whether the network's own document shows it: as the ProviderAddress policy of Overlay."""
+        return network.is_type("Overlay")
+
     def delete_network(self, network: Any) -> None:
-        self.client.delete_network(network.id, missing_ok=True)
+        self.hcn.delete_network(network.id, missing_ok=True)
 
     def add_network_policy(self, network: Any, policy: dict) -> None:
-        self.client.modify_network(network.id, {"ResourceType": "Policy", "RequestType": "Add",
-                                                "Settings": {"Policies": [policy]}})
+        self.hcn.modify_network(network.id, {"ResourceType": "Policy", "RequestType": "Add",
+                                             "Settings": {"Policies": [policy]}})
 
     def endpoint(self, name: str) -> Any | None:
-        return self.client.get_endpoint_by_name(name)
+        return self.hcn.get_endpoint_by_name(name)
 
     def endpoint_to_release(self, name: str) -> Any | None:
         """DEL: when CNI_NETNS names the namespace, the endpoint's ID is all ``release`` needs,
         so its properties are not queried."""
         if not is_guid(self.netns):
             return self.endpoint(name)
-        ids = self.client.endpoint_ids_by_name(name)
+        ids = self.hcn.endpoint_ids_by_name(name)
         return _Attached(ids[0], self.netns) if ids else None
 
+    def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]:
+        return ips
+
     def create(self, plan: EndpointPlan) -> Any:
-        return self.client.create_endpoint(plan.network_id, v2_document(plan))
+        return self.hcn.create_endpoint(plan.network_id, v2_document(plan))
 
     def attach(self, ep: Any) -> None:
-        self.client.namespace_add_endpoint(self.netns, ep.id)
+        self.hcn.namespace_add_endpoint(self.netns, ep.id)
 
     def is_attached(self, ep: Any) -> bool:
         return same_id(ep.namespace_id, self.netns)
@@ -138,7 +169,7 @@ class HcnApi(_HostVnic):
         namespace = ep.namespace_id or self.netns
         if namespace:
             try:
-                self.client.namespace_remove_endpoint(namespace, ep.id)
+                self.hcn.namespace_remove_endpoint(namespace, ep.id)
             except hns_errors.HnsError as err:
                 if not _ignorable_detach(err):
                     raise
@@ -146,12 +177,12 @@ class HcnApi(_HostVnic):
 
     def delete(self, ep: Any) -> None:
         try:
-            self.client.delete_endpoint(ep.id)
+            self.hcn.delete_endpoint(ep.id)
         except hns_errors.NotFound:
             pass
 
     def endpoints_of(self, network: Any) -> list[Any]:
-        return self.client.list_endpoints(network.id)
+        return self.hcn.list_endpoints(network.id)
 
     def dns(self, ep: Any) -> DnsSettings:
         d = ep.dns or {}
@@ -164,14 +195,7 @@ class HcnApi(_HostVnic):
 
     def in_use(self, ep: Any) -> bool:
         """Its sandbox is alive: the namespace it is attached to still exists."""
-        return _namespace_exists(self.client, ep)
-
-    def features(self) -> Any:
-        return self.client.features()
-
-
-def _namespace_exists(client: Any, ep: Any) -> bool:
-    return bool(ep.namespace_id) and client.get_namespace(ep.namespace_id) is not None
+        return self._namespace_exists(ep)
 
 
 class _Attached:
@@ -194,47 +218,61 @@ def _unless_timeout(err: Exception) -> None:
         raise err
 
 
-class HnsV1Api(_HostVnic):
+class HnsV1Api(_Adapter):
     """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
     (CNI_NETNS=container:<pause id>) share it."""
-    schema = "v1"
     policy_form = V1
+    lacks = ("vxlan_port", "host_route")  # HCN's network policies (HNSCall's VXLAN uses 4789 anyway)
 
-    def __init__(self, client: Any, container_id: str, netns: str) -> None:
-        self.client = client
+    def __init__(self, hnscall: HnsCallClient, hcn: HcnClient, container_id: str, netns: str) -> None:
+        self.hnscall = hnscall
+        self.hcn = hcn
         self.container_id = container_id
         self.netns = netns
+        self.shared = netns.startswith("container:")  # an app container joins its pause container's
 
     @property
-    def shared(self) -> bool:
-        return self.netns.startswith("container:")
+    def attach_target(self) -> str:
+        return "container " + self.container_id
 
     def network(self, name: str) -> Any | None:
-        return self.client.v1_get_network_by_name(name)
+        return self.hnscall.get_network_by_name(name)
 
     def create_network(self, doc: dict) -> Any:
         """``doc`` is the V2 form (standalone mode builds that); HNSCall takes its V1 equivalent."""
         from libhns.networks import v1_network_document
-        return self.client.v1_create_network(v1_network_document(doc))
+        return self.hnscall.create_network(v1_network_document(doc))
 
     def management_ip(self, network: Any) -> str | None:
         return network.management_ip
 
+    def shows_management_ip(self, network: Any) -> bool:
+        """``ManagementIP`` is in every adapter-bound network's document."""
+        return True
+
     def delete_network(self, network: Any) -> None:
-        self.client.v1_delete_network(network.id)
+        self.hnscall.delete_network(network.id)
 
     def endpoint_to_release(self, name: str) -> Any | None:
         return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)
 
     def endpoint(self, name: str) -> Any | None:
-        return self.client.v1_get_endpoint_by_name(name)
+        return self.hnscall.get_endpoint_by_name(name)
+
+    def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]:
+        """A V1 endpoint holds one address, an IPv4 one: the first IPAM gave."""
+        v4 = [ip for ip in ips if ip.family == 4][:1]
+        if not v4:
+            raise CniError(INVALID_CONFIG, "HNS V1 endpoints need an IPv4 address; IPAM returned none",
+                           "use apiVersion 2 for IPv6")
+        return v4
 
     def create(self, plan: EndpointPlan) -> Any:
-        return self.client.v1_create_endpoint(v1_document(plan))
+        return self.hnscall.create_endpoint(v1_document(plan))
 
     def attach(self, ep: Any) -> None:
         try:
-            self.client.v1_hot_attach(self.container_id, ep.id, endpoint=ep)
+            self.hnscall.hot_attach(self.container_id, ep.id, endpoint=ep)
         except hns_errors.NotFound:
             # An app container that HCS does not know (already gone or not yet a compute system)
             # shares the pause container's endpoint anyway, as in the reference.
@@ -248,25 +286,25 @@ class HnsV1Api(_HostVnic):
         """App container: detach it and keep the shared endpoint. Pause (or unknown netns): detach and delete."""
         if self.shared:
             try:
-                self.client.v1_container_detach(self.container_id, ep.id)
+                self.hnscall.container_detach(self.container_id, ep.id)
             except hns_errors.HnsError as err:
                 _unless_timeout(err)  # best effort, like the reference: the pause container's DEL removes the endpoint
             return
         if self.is_attached(ep):
             try:
-                self.client.v1_hot_detach(self.container_id, ep.id)
+                self.hnscall.hot_detach(self.container_id, ep.id)
             except hns_errors.HnsError as err:
                 _unless_timeout(err)  # the container may already be gone; the endpoint must go regardless
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
         try:
-            self.client.v1_delete_endpoint(ep.id)
+            self.hnscall.delete_endpoint(ep.id)
         except hns_errors.NotFound:
             pass
 
     def endpoints_of(self, network: Any) -> list[Any]:
-        return self.client.v1_list_endpoints(network.id)
+        return self.hnscall.list_endpoints(network.id)
 
     def dns(self, ep: Any) -> DnsSettings:
         return DnsSettings(nameservers=tuple(v1_list(ep.dns_server_list)), search=tuple(v1_list(ep.dns_suffix)))
@@ -275,7 +313,7 @@ class HnsV1Api(_HostVnic):
         """GC has no container to act for: detach every container still listed, then delete."""
         for container in list(ep.shared_containers or ()):
             try:
-                self.client.v1_hot_detach(container, ep.id)
+                self.hnscall.hot_detach(container, ep.id)
             except hns_errors.HnsError as err:  # the container is usually gone already
                 _unless_timeout(err)
                 log.event("gc-detach-failed", container=container, error=str(err))
@@ -283,8 +321,14 @@ class HnsV1Api(_HostVnic):
 
     def in_use(self, ep: Any) -> bool:
         """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
-        return (any(self.client.compute_system_exists(c) for c in ep.shared_containers or ())
-                or _namespace_exists(self.client, ep))
+        return (any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ())
+                or self._namespace_exists(ep))
 
-    def features(self) -> Any:
-        return self.client.features()
+
+def open_api(version: int, env: Any, limits: Any, container_id: str, netns: str) -> EndpointApi:
+    """The adapter for HNS API ``version`` (1 or 2), both clients over one raw stack from ``env``."""
+    from libhns.client import open_clients
+    hcn, hnscall = open_clients(env, limits)
+    if version == 2:
+        return HcnApi(hcn, hnscall, netns)
+    return HnsV1Api(hnscall, hcn, container_id, netns)

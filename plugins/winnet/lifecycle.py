@@ -22,7 +22,7 @@ from plugins.cni.skel import Request
 
 from . import policies as pol
 from .documents import Address, EndpointPlan, build_result
-from .hnsapi import EndpointApi, HcnApi, HnsV1Api, addresses_of
+from .hnsapi import EndpointApi, addresses_of, open_api
 from .config import NetConf, canonicalize, choose_api, endpoint_name, merged_dns
 
 #: Plugin-specific CNI error codes (100+ per the spec).
@@ -117,18 +117,16 @@ class Lifecycle:
         return conf, NetConf.from_conf(conf)
 
     def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:
-        from libhns.client import HnsClient
-        api_version = choose_api(conf.api_version, req.netns)
-        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=req.netns)
+        netns = req.netns
+        api_version = choose_api(conf.api_version, netns)
+        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=netns)
         from libhns.deadline import Limits
         with hns_step("cannot reach HNS"):
-            client = HnsClient.from_env(req.env, Limits.resolve(req.env, conf.hns_timeout))
-        if api_version == 2:
-            if need_netns and not is_guid(req.netns):
-                raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {req.netns!r}",
-                               "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
-            return HcnApi(client, req.netns)
-        return HnsV1Api(client, req.container_id, req.netns)
+            api = open_api(api_version, req.env, Limits.resolve(req.env, conf.hns_timeout), req.container_id, netns)
+        if api_version == 2 and need_netns and not is_guid(netns):
+            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {netns!r}",
+                           "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
+        return api
 
     def find(self, api: EndpointApi, conf: NetConf) -> Any | None:
         """The pod's HNS network, or None when there is none. With a ``network`` section
@@ -218,7 +216,7 @@ class Lifecycle:
                     self.release_ip(req, conf, netconf)  # a killed earlier ADD's, when there is one
                     raise
                 existing = None
-        if isinstance(api, HnsV1Api) and api.shared:
+        if api.shared:
             if existing is None:
                 raise CniError(TRY_AGAIN_LATER, f"failed to find HNSEndpoint {name}: the pause container's endpoint does not exist",
                                "the sandbox (pause) container must be set up before containers that share its network")
@@ -248,7 +246,7 @@ class Lifecycle:
             if ipam is not None:
                 undo.append(("release the IP", lambda: self.run_ipam(req, conf, netconf, "DEL")))
             addresses = self.addresses(ipam, network, api, req)
-            if any(a.version == 6 for a in addresses) and api.schema == "v2" and not features.get("dual_stack"):
+            if any(a.version == 6 for a in addresses) and not features.get("dual_stack"):  # V2 only: usable_ips
                 raise CniError(INVALID_CONFIG, "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
                                "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)")
             policies = self.policies(netconf, req, network, addresses, api, features)
@@ -268,7 +266,7 @@ class Lifecycle:
             return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, api.policy_form.applied_dns(plan.dns),
                                 req.cni_version)
         except BaseException:
-            with api.client.undo_window():  # its own deadline: the command's may be what failed
+            with api.undo_window():  # its own deadline: the command's may be what failed
                 for what, step in reversed(undo):
                     try:
                         step()
@@ -295,12 +293,8 @@ class Lifecycle:
             raise CniError(INVALID_CONFIG, f"{self.flavor.plugin} does not support IPv6 (IPAM returned "
                            f"{', '.join(ip.address for ip in ips if ip.family == 6)})",
                            "Windows overlay networking has no dual-stack: give this network an IPv4-only IPAM range")
-        if api.schema == "v1":
-            ips = [ip for ip in ips if ip.family == 4][:1]
-            if not ips:
-                raise CniError(INVALID_CONFIG, "HNS V1 endpoints need an IPv4 address; IPAM returned none",
-                               "use apiVersion 2 for IPv6")
-        return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network)) for ip in ips)
+        return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network))
+                     for ip in api.usable_ips(ips))
 
     def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
         """The result for an existing endpoint (retry, shared container): the DNS HNS holds, as the
@@ -346,7 +340,7 @@ class Lifecycle:
         if not _same(ep.network_id, network.id):
             problems.append(f"it is on network {ep.network_id}, not {netconf.name} ({network.id})")
         if not api.is_attached(ep):
-            problems.append(f"it is not attached to {req.netns if api.schema == 'v2' else 'container ' + req.container_id}")
+            problems.append(f"it is not attached to {api.attach_target}")
         prev = req.prev_result
         have = set(ep.ip_addresses)
         if prev is not None:
@@ -441,13 +435,16 @@ def _same(a: str | None, b: str | None) -> bool:
 
 
 class _Features:
-    """HNS features, read (one GET /globals/version) only if a decision needs them."""
+    """HNS features, read (one GET /globals/version) only if a decision needs them and the API
+    may have them at all."""
 
     def __init__(self, api: EndpointApi) -> None:
         self._api = api
         self._features: Any = None
 
     def get(self, name: str) -> bool:
+        if name in self._api.lacks:
+            return False
         if self._features is None:
             with hns_step("error while reading the HNS version"):
                 self._features = self._api.features()

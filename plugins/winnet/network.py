@@ -139,16 +139,17 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
     return None
 
 
-def document(spec: NetworkSpec, feature: Callable[[str], bool], schema: str = "v2") -> dict[str, Any]:
+def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any]:
     """The V2 HostComputeNetwork for ``spec`` (the V1 adapter derives its form from it);
-    ``feature`` answers HNS feature questions, asked only when the network needs one."""
+    ``feature`` answers HNS feature questions for the API in use, asked only when the network
+    needs one."""
     from libhns.networks import NON_PERSISTENT, network_document
 
     if any(s.version == 6 for s in spec.subnets) and not feature("dual_stack"):
         raise _bad("subnet", "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
                    "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only")
     # VxlanPort is an HCN policy (HNS >= 10.3); HNSCall networks and older HNS use 4789 anyway.
-    port = spec.vxlan_port if spec.overlay and schema == "v2" and feature("vxlan_port") else None
+    port = spec.vxlan_port if spec.overlay and feature("vxlan_port") else None
     return network_document(spec.name, spec.type, spec.subnets, adapter=spec.adapter, vxlan_port=port,
                             dr_mac=spec.dr_mac, flags=0 if spec.persistent else NON_PERSISTENT)
 
@@ -221,12 +222,12 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: s
             network = None
         if network is None:
             _mark(marker)
-            network, ours = _create(api, spec, document(spec, feature, api.schema))
+            network, ours = _create(api, spec, document(spec, feature))
             if ours:
                 try:
                     network = _set_up(api, spec, network, feature, clock, sleep, timeout)
                 except BaseException:
-                    with api.client.undo_window():
+                    with api.undo_window():
                         if _discard(api, spec, network, "its set-up failed"):
                             _unmark(marker)
                     raise
@@ -236,7 +237,7 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: s
         problem = mismatch(spec, network)
         if problem is not None:
             raise problem
-        if not network.management_ip and reports_management_ip(spec, api.schema):
+        if not network.management_ip and api.shows_management_ip(network):
             network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     return network
 
@@ -250,12 +251,6 @@ def _unmark(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def reports_management_ip(spec: NetworkSpec, schema: str) -> bool:
-    """Whether the network document itself shows the management IP: V2 as the ProviderAddress
-    policy of Overlay networks, V1 as ``ManagementIP`` of every adapter-bound network."""
-    return spec.overlay or schema == "v1"
 
 
 def _create(api: Any, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
@@ -281,7 +276,7 @@ def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], 
     """What flanneld does once HNS has made the network, before any pod may use it."""
     network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     if spec.overlay:
-        if api.schema == "v2" and feature("host_route"):  # the host reaches its own pods (probes)
+        if feature("host_route"):  # the host reaches its own pods (probes); an HCN policy only
             api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
     else:
         _host_endpoint(api, spec, network)

@@ -1,4 +1,4 @@
-"""HnsClient against the simulator: results, errors, and the exact raw calls each operation makes."""
+"""HcnClient and HnsCallClient against the simulator: results, errors, and the exact raw calls each operation makes."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from libhns import errors
-from libhns.client import Features, HnsClient, host_compute_query
+from libhns.client import Features, HcnClient, HnsCallClient, host_compute_query, open_clients
 from libhns.objects import HNSEndpoint
 from libhns.raw import hcn_function
 from libhns.sim import Simulator
@@ -90,22 +90,27 @@ def rec(sim: Simulator) -> Recorder:
 
 
 @pytest.fixture
-def client(rec: Recorder) -> HnsClient:
-    return HnsClient(rec)
+def client(rec: Recorder) -> HcnClient:
+    return HcnClient(rec)
 
 
 @pytest.fixture
-def net(client: HnsClient, rec: Recorder):
+def hnscall(rec: Recorder) -> HnsCallClient:
+    return HnsCallClient(rec)
+
+
+@pytest.fixture
+def net(client: HcnClient, rec: Recorder):
     n = client.create_network(NET)
     rec.take()
     return n
 
 
-def test_version_cached_and_features(client, rec):
-    assert client.version() == (13, 2)
-    assert client.version() == (13, 2)
+def test_version_cached_and_features(hnscall, rec):
+    assert hnscall.version() == (13, 2)
+    assert hnscall.version() == (13, 2)
     assert rec.take() == [("HNSCall", "GET /globals/version")]
-    f = client.features()
+    f = hnscall.features()
     assert f.v2_api and f.dsr and f.dual_stack and not f.tier_acl
     assert rec.take() == []
 
@@ -237,81 +242,81 @@ def test_delete_network_in_use(client, net):
     assert [n.name for n in client.list_networks()] == ["cbr0"]
 
 
-def test_v1_network_lookup_is_one_call(client, rec, net):
-    got = client.v1_get_network_by_name("cbr0")
+def test_v1_network_lookup_is_one_call(hnscall, rec, net):
+    got = hnscall.get_network_by_name("cbr0")
     assert got.id == net.id and got.is_type("L2Bridge") and got.type == "l2bridge"
     assert rec.take() == [("HNSCall", "GET /networks/")]
-    assert client.v1_get_network(net.id).name == "cbr0"
+    assert hnscall.get_network(net.id).name == "cbr0"
     assert rec.take() == [("HNSCall", f"GET /networks/{net.id}")]
-    assert client.v1_get_network(str(uuid.uuid4())) is None
+    assert hnscall.get_network(str(uuid.uuid4())) is None
 
 
-def test_v1_endpoint_lifecycle(client, rec, sim, net):
-    ep = client.v1_create_endpoint({"Name": "c_cbr0", "VirtualNetwork": net.id,
+def test_v1_endpoint_lifecycle(hnscall, rec, sim, net):
+    ep = hnscall.create_endpoint({"Name": "c_cbr0", "VirtualNetwork": net.id,
                                     "IPAddress": "10.244.1.3", "GatewayAddress": "10.244.1.2"})
     assert rec.take() == [("HNSCall", "POST /endpoints/")]
     assert ep.prefix_length == 24 and ep.gateway == "10.244.1.2"
-    assert client.v1_get_endpoint_by_name("c_cbr0").id == ep.id
+    assert hnscall.get_endpoint_by_name("c_cbr0").id == ep.id
     assert rec.take() == [("HNSCall", "GET /endpoints/")]
-    assert [e.id for e in client.v1_list_endpoints(net.id.lower())] == [ep.id]
-    assert client.v1_list_endpoints(str(uuid.uuid4())) == []
+    assert [e.id for e in hnscall.list_endpoints(net.id.lower())] == [ep.id]
+    assert hnscall.list_endpoints(str(uuid.uuid4())) == []
     rec.take()
 
     sim.register_container("pause")
-    assert client.v1_hot_attach("pause", ep.id) is True
+    assert hnscall.hot_attach("pause", ep.id) is True
     calls = rec.take()
     assert [c[0] for c in calls] == ["HNSCall", "HcsOpenComputeSystem", "HcsModifyComputeSystem",
                                      "HcsCloseComputeSystem"]
     assert calls[2][1] == {"ResourceType": "Network", "RequestType": "Add", "Settings": ep.id}
-    fresh = client.v1_get_endpoint(ep.id)
+    fresh = hnscall.get_endpoint(ep.id)
     rec.take()
-    assert client.v1_hot_attach("PAUSE", ep.id, endpoint=fresh) is False  # already attached: no call at all
+    assert hnscall.hot_attach("PAUSE", ep.id, endpoint=fresh) is False  # already attached: no call at all
     assert rec.take() == []
 
     sim.register_container("app")
-    client.v1_hot_attach("app", ep.id, fresh)
+    hnscall.hot_attach("app", ep.id, fresh)
     assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem",
                                           "HcsCloseComputeSystem"]
-    client.v1_container_detach("app", ep.id)
+    hnscall.container_detach("app", ep.id)
     assert rec.take() == [("HNSCall", f"POST /endpoints/{ep.id}/detach")]
-    assert client.v1_hot_detach("app", ep.id, client.v1_get_endpoint(ep.id)) is False
+    assert hnscall.hot_detach("app", ep.id, hnscall.get_endpoint(ep.id)) is False
     rec.take()
-    assert client.v1_hot_detach("pause", ep.id) is True
+    assert hnscall.hot_detach("pause", ep.id) is True
     assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem",
                                           "HcsCloseComputeSystem"]
-    assert client.v1_get_endpoint(ep.id).shared_containers == []
-    assert client.v1_delete_endpoint(ep.id) is True
-    assert client.v1_delete_endpoint(ep.id, missing_ok=True) is False
-    assert client.v1_get_endpoint(ep.id) is None
+    assert hnscall.get_endpoint(ep.id).shared_containers == []
+    assert hnscall.delete_endpoint(ep.id) is True
+    assert hnscall.delete_endpoint(ep.id, missing_ok=True) is False
+    assert hnscall.get_endpoint(ep.id) is None
     assert sim.open_handles == 0
 
 
-def test_v1_hot_attach_missing_container(client, sim, net):
-    ep = client.v1_create_endpoint({"Name": "e", "VirtualNetwork": net.id})
+def test_v1_hot_attach_missing_container(hnscall, sim, net):
+    ep = hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id})
     with pytest.raises(errors.NotFound) as exc:
-        client.v1_hot_attach("gone", ep.id, ep)
+        hnscall.hot_attach("gone", ep.id, ep)
     assert exc.value.hresult == 0xC037010E
     with pytest.raises(errors.NotFound):
-        client.v1_hot_attach("gone", str(uuid.uuid4()))
+        hnscall.hot_attach("gone", str(uuid.uuid4()))
 
 
-def test_v1_host_attach(client, rec, net):
-    ep = client.v1_create_endpoint({"Name": "cbr0_ep", "VirtualNetwork": net.id,
+def test_v1_host_attach(hnscall, rec, net):
+    ep = hnscall.create_endpoint({"Name": "cbr0_ep", "VirtualNetwork": net.id,
                                     "IPAddress": "10.244.1.2"})
     rec.take()
-    client.v1_host_attach(ep.id)
+    hnscall.host_attach(ep.id)
     assert rec.take() == [("HNSCall", f"POST /endpoints/{ep.id}/attach")]
-    assert client.v1_get_endpoint(ep.id).state == 2
+    assert hnscall.get_endpoint(ep.id).state == 2
     with pytest.raises(errors.AlreadyExists):
-        client.v1_host_attach(ep.id)
+        hnscall.host_attach(ep.id)
 
 
-def test_v1_errors_are_classified(client, net):
+def test_v1_errors_are_classified(hnscall, net):
     with pytest.raises(errors.InvalidPolicy):
-        client.v1_create_endpoint({"Name": "e", "VirtualNetwork": net.id,
+        hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id,
                                    "Policies": [{"Type": "SDNRoute", "Settings": {}}]})
     with pytest.raises(errors.InvalidAddress):
-        client.v1_create_endpoint({"Name": "e", "VirtualNetwork": net.id, "IPAddress": "1.1.1.1"})
+        hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id, "IPAddress": "1.1.1.1"})
 
 
 def test_bad_guid_is_invalid_argument(client):
@@ -319,13 +324,13 @@ def test_bad_guid_is_invalid_argument(client):
         client.get_network("not-a-guid")
 
 
-def test_from_env_uses_the_simulator(tmp_path):
-    c = HnsClient.from_env({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path),
-                            "LIBHNS_SIM_VERSION": "10.1"})
-    assert c.version() == (10, 1) and not c.features().dsr
-    assert c.get_network_by_name("x") is None
+def test_open_clients_uses_the_simulator(tmp_path):
+    c, v1 = open_clients({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path), "LIBHNS_SIM_VERSION": "10.1"})
+    assert c.raw is v1.raw  # one stack: one deadline, one journal
+    assert v1.version() == (10, 1) and not v1.features().dsr
+    assert c.get_network_by_name("x") is None and v1.get_network_by_name("x") is None
 
 
-def test_v1_objects_accept_prefetched_endpoint(client, net):
-    ep = client.v1_create_endpoint({"Name": "e", "VirtualNetwork": net.id})
+def test_v1_objects_accept_prefetched_endpoint(hnscall, net):
+    ep = hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id})
     assert isinstance(ep, HNSEndpoint) and ep.ip_address == "10.244.1.2"

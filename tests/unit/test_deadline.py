@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import threading
 import time
 
 import pytest
@@ -105,6 +106,35 @@ def test_a_commands_calls_share_one_worker_thread_until_one_hangs(monkeypatch):
         raw.hcn_enumerate("Endpoint", "")
     assert [raw.hcn_enumerate("Endpoint", "") for _ in range(2)] == ["[]"] * 2
     assert threads.started == 2
+
+
+class LateThreads:
+    """libhns.deadline's ``_thread``, whose threads start only once ``go`` is set."""
+
+    def __init__(self):
+        self.go, self.ended = threading.Event(), threading.Event()
+
+    def start_new_thread(self, fn, args):
+        def late():
+            self.go.wait()
+            fn(*args)
+            self.ended.set()
+        return _thread.start_new_thread(late, ())
+
+    def __getattr__(self, name):
+        return getattr(_thread, name)
+
+
+def test_a_call_abandoned_before_the_worker_took_it_is_a_timeout_too(monkeypatch):
+    """A budget that ends before the worker thread has even started (a loaded node, a command
+    deadline all but passed) is the same Timeout; the worker then finds no job and ends."""
+    threads = LateThreads()
+    monkeypatch.setattr(deadline, "_thread", threads)
+    script = Script("[]")
+    with pytest.raises(errors.Timeout):
+        bounded(script, call=0.05).hcn_enumerate("Endpoint", "")
+    threads.go.set()
+    assert threads.ended.wait(5) and script.calls == 0
 
 
 def test_calls_from_two_threads_at_once_both_complete():

@@ -302,9 +302,9 @@ def test_store_and_endpoints_disagree_is_a_warning(bridge: Node) -> None:
 def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: Node) -> None:
     """An endpoint of ours attached to nothing is stale (the fix deletes it by ID); an endpoint
     holding an address host-local reserves for another pod is named with both."""
-    from libhns.client import HnsClient
+    from libhns.client import open_clients
     bridge.hnsctl("endpoint", "create", "gone_cbr0", "--network", "cbr0", "--ip", "10.244.4.19")
-    stale_id = HnsClient.from_env(bridge.env).get_endpoint_by_name("gone_cbr0").id
+    stale_id = open_clients(bridge.env)[0].get_endpoint_by_name("gone_cbr0").id
     store = bridge.root / "ipam" / "cbr0"
     store.mkdir(parents=True, exist_ok=True)  # the node's source VIP is there already
     (store / "10.244.4.19").write_bytes(b"otherpod\r\neth0")

@@ -55,9 +55,24 @@ def test_overlay_document_has_the_vsid_and_the_vxlan_port_when_hns_knows_it():
                                {"Type": "VxlanPort", "Settings": {"Port": 4789}}]
     [subnet] = doc["Ipams"][0]["Subnets"]
     assert subnet["Policies"] == [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]
-    # HNS before 10.3 has no VxlanPort policy and always uses 4789, nor has HNSCall: none is sent.
+    # HNS before 10.3 has no VxlanPort policy and always uses 4789: none is sent.
     assert [p["Type"] for p in nw.document(s, NONE)["Policies"]] == ["NetAdapterName", "DrMacAddress"]
-    assert [p["Type"] for p in nw.document(s, ALL, "v1")["Policies"]] == ["NetAdapterName", "DrMacAddress"]
+
+
+@pytest.mark.parametrize("adapter", ["v1", "v2"])
+def test_hnscall_networks_lack_the_hcn_network_policies_without_asking_hns(tmp_path, adapter):
+    """HNSCall has no VxlanPort (it uses 4789 anyway) nor HostRoute, whatever HNS's version: the
+    V1 adapter says so without the version call, the V2 adapter asks HNS."""
+    from plugins.winnet.lifecycle import _Features
+    hcn, hnscall = clients(tmp_path)
+    api = adapters(hcn, hnscall)[adapter]
+    s = spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
+    features = _Features(api)
+    types = [p["Type"] for p in nw.document(s, features.get)["Policies"]]
+    assert ("VxlanPort" in types) == (adapter == "v2")
+    assert features.get("host_route") == (adapter == "v2")
+    assert hcn.raw.calls == (["HNSCall"] if adapter == "v2" else [])  # GET /globals/version
+    assert features.get("dsr")  # a feature both APIs have is HNS's to tell
 
 
 def test_v1_form_of_the_overlay_document():
@@ -141,10 +156,9 @@ def test_an_overlay_with_another_vni_is_a_mismatch():
 class FakeApi:
     """Just the EndpointApi calls ``ensure`` makes, over a dict of network documents."""
 
-    def __init__(self, schema: str = "v2", networks: dict | None = None, mgmt_after: int = 0,
+    def __init__(self, networks: dict | None = None, mgmt_after: int = 0,
                  create_error: HnsError | None = None, sneak: dict | None = None,
                  attach_error: HnsError | None = None) -> None:
-        self.schema = schema
         self.docs = dict(networks or {})
         self.mgmt_after = mgmt_after  # management_ip() answers None this many times
         self.create_error = create_error
@@ -153,11 +167,7 @@ class FakeApi:
         self.endpoints: dict[str, dict] = {}
         self.calls: list[str] = []
 
-    @property
-    def client(self):  # HnsClient.undo_window: no deadline over a fake
-        return self
-
-    def undo_window(self):
+    def undo_window(self):  # no deadline over a fake
         return contextlib.nullcontext()
 
     def network(self, name: str):
@@ -180,6 +190,9 @@ class FakeApi:
             self.mgmt_after -= 1
             return None
         return "10.127.130.36"
+
+    def shows_management_ip(self, network):  # as HCN: on Overlay only
+        return network.is_type("Overlay")
 
     def add_network_policy(self, network, policy):
         self.calls.append("policy " + policy["Type"])
@@ -344,18 +357,38 @@ def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
     assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
 
 
+class Counted:
+    """A RawHns that forwards to the simulator and keeps the name of each raw call."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, []
+
+    def __getattr__(self, name: str):
+        self.calls.append("HNSCall" if name == "hns_call" else name)
+        return getattr(self.inner, name)
+
+
+def clients(tmp_path):
+    from libhns.client import HcnClient, HnsCallClient
+    from libhns.sim import Simulator
+    hcn = HcnClient(Counted(Simulator(tmp_path)))
+    return hcn, HnsCallClient(hcn.raw)
+
+
+def adapters(hcn, hnscall) -> dict:
+    from plugins.winnet.hnsapi import HcnApi, HnsV1Api
+    return {"v1": HnsV1Api(hnscall, hcn, "c", "none"), "v2": HcnApi(hcn, hnscall, "")}
+
+
 @pytest.mark.parametrize("adapter", ["v1", "v2"])
 def test_both_adapters_make_the_host_vnic_through_hnscall(tmp_path, adapter):
     """flanneld makes <name>_ep with HNSCall whatever the pods use; so do both adapters."""
-    from libhns.client import HnsClient
-    from libhns.sim import Simulator
-    from plugins.winnet.hnsapi import HcnApi, HnsV1Api
-    client = HnsClient(Simulator(tmp_path))
-    net = client.create_network({"Name": "cbr0", "Type": "L2Bridge", "SchemaVersion": {"Major": 2, "Minor": 0},
-                                 "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]})
-    api = HnsV1Api(client, "c", "none") if adapter == "v1" else HcnApi(client, "")
+    hcn, hnscall = clients(tmp_path)
+    net = hcn.create_network({"Name": "cbr0", "Type": "L2Bridge", "SchemaVersion": {"Major": 2, "Minor": 0},
+                              "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]})
+    api = adapters(hcn, hnscall)[adapter]
     ep = api.create_host_endpoint(net, "cbr0_ep", "10.244.4.2")
-    assert client.v1_get_endpoint_by_name("cbr0_ep").id == ep.id
+    assert hnscall.get_endpoint_by_name("cbr0_ep").id == ep.id
     api.delete_host_endpoint("cbr0_ep")
     api.delete_host_endpoint("cbr0_ep")  # already gone: nothing to do
-    assert client.v1_get_endpoint_by_name("cbr0_ep") is None
+    assert hnscall.get_endpoint_by_name("cbr0_ep") is None

@@ -268,17 +268,17 @@ def endpoint_policies(path: str, flavor: Any, netconf: Any, network: Any,
 def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
     """HNS's side of the facts, by field: version, features, the network named ``name``, its
     endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
-    from libhns.client import HnsClient
+    from libhns.client import open_clients
     from libhns.errors import EnvError, HnsError
     try:
-        client = HnsClient.from_env(env)
-        version, features = client.version(), client.features()
-        network = client.get_network_by_name(name) if name else None
+        hcn, hnscall = open_clients(env)
+        version, features = hnscall.version(), hnscall.features()
+        network = hcn.get_network_by_name(name) if name else None
         found, stale = (), ()
         if network is not None and endpoints:
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
-            v1 = HnsV1Api(client, "", "")
+            v1 = HnsV1Api(hnscall, hcn, "", "")
             eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
             found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
             stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))

@@ -35,14 +35,14 @@ def reclaimable(facts: Any, allocations: list[tuple[Any, Any]], age_of: Any, min
 def endpoint_exists(env: Mapping[str, str], network: str) -> Callable[[str], bool]:
     """Whether HNS holds ``<container>_<network>`` now (the re-check before each release). HNS is
     opened at the first question: a run with no candidate opens it only once, for the facts."""
-    from libhns.client import HnsClient
+    from libhns.client import open_clients
     clients: list[Any] = []
 
     def alive(cid: str) -> bool:
         if not cid:
             return False
         if not clients:
-            clients.append(HnsClient.from_env(env))
+            clients.append(open_clients(env)[0])
         return clients[0].get_endpoint_by_name(f"{cid}_{network}") is not None
     return alive
 

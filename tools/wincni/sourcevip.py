@@ -134,7 +134,7 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
     ``timeout`` (each HNS call is given what is left, at most ``PROGRESS_S``, so a hung HNS is
     reported too); (network, IPAM, addresses HNS gives to endpoints on it). A line on ``stderr``
     at the first miss and every ``PROGRESS_S`` after says what it waits for."""
-    from libhns.client import HnsClient
+    from libhns.client import open_clients
     from libhns.deadline import Limits
     from libhns.errors import EnvError, HnsError
     start = clock()
@@ -159,7 +159,7 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
         left = max(left, 0.001)
         hns_error = None
         try:
-            client = HnsClient.from_env(env, Limits(call=min(PROGRESS_S, left), command=left))
+            client, _ = open_clients(env, Limits(call=min(PROGRESS_S, left), command=left))
             network = client.get_network_by_name(name)
             if network is not None and not network.is_type("Overlay"):
                 raise NotNeeded(f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
