@@ -118,14 +118,15 @@ def _parse(text: str) -> Any:
     return jsontext.loads(text) if text and text.strip() else None
 
 
-def open_clients(env: Mapping[str, str], limits: Any = None) -> tuple[HcnClient, HnsCallClient]:
+def open_clients(env: Mapping[str, str], limits: Any = None, timeouts: Any = None) -> tuple[HcnClient, HnsCallClient]:
     """Both API clients over one raw stack: the backend ``LIBHNS_BACKEND`` selects (imported
     lazily: the simulator is not cheap), every call bounded by ``limits`` (a
-    ``libhns.deadline.Limits``; default: from ``env``)."""
+    ``libhns.deadline.Limits``; default: from ``env`` and a config's ``timeouts``, as
+    ``Limits.resolve`` reads them)."""
     from libhns.backend import open_backend
     from libhns.deadline import DeadlineBackend, Limits
 
-    raw = DeadlineBackend(open_backend(env), limits or Limits.resolve(env))
+    raw = DeadlineBackend(open_backend(env), limits or Limits.resolve(env, timeouts))
     return HcnClient(raw), HnsCallClient(raw)
 
 

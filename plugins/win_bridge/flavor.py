@@ -10,9 +10,15 @@ if TYPE_CHECKING:
 from basics import jsontext
 from plugins.registry import name_of
 from plugins.winnet import policies as pol
-from plugins.winnet.documents import Address, bridge_gateway
+from plugins.winnet.documents import Address
 from plugins.winnet.lifecycle import Flavor
 from plugins.winnet.config import NetConf
+
+
+def bridge_gateway(interface: str) -> str:
+    """win-bridge's gateway: the subnet's second address (.2, ::2), where flanneld's cbr0_ep lives."""
+    net = ipaddr.ip_interface(interface).network
+    return str(net.network_address + 2)
 
 
 class BridgeFlavor(Flavor):

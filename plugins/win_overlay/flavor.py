@@ -10,12 +10,17 @@ if TYPE_CHECKING:
 
 from plugins.registry import name_of
 from plugins.winnet import policies as pol
-from plugins.winnet.documents import Address, overlay_mac
+from plugins.winnet.documents import Address
 from plugins.winnet.lifecycle import Flavor
 from plugins.winnet.config import NetConf
 from plugins.winnet.network import FLANNEL_VNI_MIN, FLANNEL_VXLAN_PORT
 
 DEFAULT_MAC_PREFIX = "0E-2A"
+
+
+def overlay_mac(prefix: str, ipv4: str) -> str:
+    """win-overlay's MAC: the prefix then the four IPv4 bytes (10.244.1.5 -> 0E-2A-0a-f4-01-05)."""
+    return prefix + "".join(f"-{b:02x}" for b in ipaddr.ip_address(ipv4).packed)
 
 
 class OverlayFlavor(Flavor):

@@ -10,7 +10,6 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from libhns.guid import is_guid
 from basics.jsonci import get_ci
 from plugins.cni.config import check_count
 from plugins.cni.record import FrozenRecord, Record
@@ -120,15 +119,6 @@ class NetConf(Record):
             network=conf.get("network"),
             hns_timeout=conf.get("hnsTimeout"),
         )
-
-
-def choose_api(api_version: int | None, netns: str) -> int:
-    """2 = HCN, 1 = HNSCall. Unset: containerd hands us a namespace GUID (HCN); dockershim
-    hands us 'none' or 'container:<id>' (HNSCall). This spares containerd users the
-    reference's 'failed to find HNSEndpoint' when they forget apiVersion: 2."""
-    if api_version in (1, 2):
-        return api_version
-    return 2 if is_guid(netns) else 1
 
 
 def sandbox_id(container_id: str, netns: str) -> str:

@@ -171,14 +171,3 @@ def build_result(name: str, mac: str, sandbox: str, addresses: Sequence[Address]
         dns=DNS(nameservers=list(dns.nameservers), domain=dns.domain, search=list(dns.search),
                 options=list(dns.options)),
     )
-
-
-def bridge_gateway(interface: str) -> str:
-    """win-bridge's gateway: the subnet's second address (.2, ::2), where flanneld's cbr0_ep lives."""
-    net = ipaddr.ip_interface(interface).network
-    return str(net.network_address + 2)
-
-
-def overlay_mac(prefix: str, ipv4: str) -> str:
-    """win-overlay's MAC: the prefix then the four IPv4 bytes (10.244.1.5 -> 0E-2A-0a-f4-01-05)."""
-    return prefix + "".join(f"-{b:02x}" for b in ipaddr.ip_address(ipv4).packed)

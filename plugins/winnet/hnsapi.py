@@ -18,7 +18,7 @@ else:
 
 from libhns import errors as hns_errors
 from plugins.cni import log
-from plugins.cni.errors import INVALID_CONFIG, CniError
+from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from libhns.objects import same_id, v1_list
 
 from .documents import V1, V2, Address, EndpointPlan, v1_document, v2_document
@@ -40,6 +40,7 @@ class EndpointApi(Protocol):
     def delete_network(self, network: Any) -> None: ...
     def endpoint(self, name: str) -> Any | None: ...
     def endpoint_to_release(self, name: str) -> Any | None: ...
+    def require_sandbox(self) -> None: ...
     def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]: ...
     def create(self, plan: EndpointPlan) -> Any: ...
     def attach(self, ep: Any) -> None: ...
@@ -152,6 +153,12 @@ class HcnApi(_Adapter):
         ids = self.hcn.endpoint_ids_by_name(name)
         return _Attached(ids[0], self.netns) if ids else None
 
+    def require_sandbox(self) -> None:
+        """ADD and CHECK attach to the pod's namespace: CNI_NETNS must be its GUID."""
+        if not is_guid(self.netns):
+            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {self.netns!r}",
+                           "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
+
     def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]:
         return ips
 
@@ -253,6 +260,9 @@ class HnsV1Api(_Adapter):
     def delete_network(self, network: Any) -> None:
         self.hnscall.delete_network(network.id)
 
+    def require_sandbox(self) -> None:
+        """HNSCall attaches to the container CNI_CONTAINERID names: nothing to check."""
+
     def endpoint_to_release(self, name: str) -> Any | None:
         return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)
 
@@ -325,10 +335,23 @@ class HnsV1Api(_Adapter):
                 or self._namespace_exists(ep))
 
 
-def open_api(version: int, env: Any, limits: Any, container_id: str, netns: str) -> EndpointApi:
-    """The adapter for HNS API ``version`` (1 or 2), both clients over one raw stack from ``env``."""
+def choose_api(api_version: int | None, netns: str) -> int:
+    """2 = HCN, 1 = HNSCall. Unset: containerd hands us a namespace GUID (HCN); dockershim
+    hands us 'none' or 'container:<id>' (HNSCall). This spares containerd users the
+    reference's 'failed to find HNSEndpoint' when they forget apiVersion: 2."""
+    if api_version in (1, 2):
+        return api_version
+    return 2 if is_guid(netns) else 1
+
+
+def open_api(configured: int | None, env: Any, timeouts: Any, container_id: str, netns: str) -> EndpointApi:
+    """The adapter for the HNS API ``choose_api`` picks from the config's ``apiVersion``
+    (``configured``) and CNI_NETNS, both clients over one raw stack from ``env`` with the
+    config's ``hnsTimeout`` (``timeouts``)."""
+    version = choose_api(configured, netns)
+    log.event("api", apiVersion=version, configured=configured, netns=netns)
     from libhns.client import open_clients
-    hcn, hnscall = open_clients(env, limits)
+    hcn, hnscall = open_clients(env, timeouts=timeouts)
     if version == 2:
         return HcnApi(hcn, hnscall, netns)
     return HnsV1Api(hnscall, hcn, container_id, netns)

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 from basics import jsontext
-from libhns.guid import is_guid
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
 from plugins.cni.errors import (INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError)
@@ -23,7 +22,7 @@ from plugins.cni.skel import Request
 from . import policies as pol
 from .documents import Address, EndpointPlan, build_result
 from .hnsapi import EndpointApi, addresses_of, open_api
-from .config import NetConf, canonicalize, choose_api, endpoint_name, merged_dns
+from .config import NetConf, canonicalize, endpoint_name, merged_dns
 
 #: Plugin-specific CNI error codes (100+ per the spec).
 HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
@@ -116,17 +115,9 @@ class Lifecycle:
         conf = validate_for(command, canonicalize(raw), self.flavor.schema(), TEARDOWN_NEEDS)
         return conf, NetConf.from_conf(conf)
 
-    def api(self, conf: NetConf, req: Request, need_netns: bool) -> EndpointApi:
-        netns = req.netns
-        api_version = choose_api(conf.api_version, netns)
-        log.event("api", apiVersion=api_version, configured=conf.api_version, netns=netns)
-        from libhns.deadline import Limits
+    def api(self, conf: NetConf, req: Request) -> EndpointApi:
         with hns_step("cannot reach HNS"):
-            api = open_api(api_version, req.env, Limits.resolve(req.env, conf.hns_timeout), req.container_id, netns)
-        if api_version == 2 and need_netns and not is_guid(netns):
-            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {netns!r}",
-                           "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
-        return api
+            return open_api(conf.api_version, req.env, conf.hns_timeout, req.container_id, req.netns)
 
     def find(self, api: EndpointApi, conf: NetConf) -> Any | None:
         """The pod's HNS network, or None when there is none. With a ``network`` section
@@ -197,7 +188,8 @@ class Lifecycle:
     # ------------------------------------------------------------------ ADD
     def add(self, req: Request) -> Result:
         conf, netconf = self.load(req)
-        api = self.api(netconf, req, need_netns=True)
+        api = self.api(netconf, req)
+        api.require_sandbox()
         # Policies, port mappings and ACLs that cannot be sent are config errors: report them before
         # IPAM reserves an address (the full list is built again once the network and addresses are known).
         features = _Features(api)
@@ -312,7 +304,7 @@ class Lifecycle:
         except CniError as err:
             failures.append(err)
         try:
-            api = self.api(netconf, req, need_netns=False)
+            api = self.api(netconf, req)
             name = endpoint_name(req.container_id, req.netns, netconf.name)
             with hns_step(f"failed to remove HNS endpoint {name}"):
                 ep = api.endpoint_to_release(name)
@@ -329,7 +321,8 @@ class Lifecycle:
     # ------------------------------------------------------------------ CHECK
     def check(self, req: Request) -> None:
         conf, netconf = self.load(req)
-        api = self.api(netconf, req, need_netns=True)
+        api = self.api(netconf, req)
+        api.require_sandbox()
         network = self.require(api, netconf, NOT_AVAILABLE)
         name = endpoint_name(req.container_id, req.netns, netconf.name)
         with hns_step(f"error while looking up HNS endpoint {name}"):
@@ -368,7 +361,7 @@ class Lifecycle:
             log.warning("GC without cni.dev/valid-attachments: nothing released")
             return
         keep = {cid for cid, _ in attachments}
-        api = self.api(netconf, req, need_netns=False)
+        api = self.api(netconf, req)
         from plugins.cni.ownership import freed, pod_of
         failures = []
         with hns_step(f"error while listing endpoints of network {netconf.name}"):
@@ -394,7 +387,7 @@ class Lifecycle:
     # ------------------------------------------------------------------ STATUS
     def status(self, req: Request) -> None:
         conf, netconf = self.load(req)
-        api = self.api(netconf, req, need_netns=False)
+        api = self.api(netconf, req)
         # Standalone mode: a missing network is not a problem, the next ADD creates it.
         network = self.find(api, netconf) if netconf.network is not None else self.require(api, netconf, NOT_AVAILABLE)
         problems = self.flavor.network_problems(network) if network is not None else []

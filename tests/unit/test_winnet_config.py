@@ -8,10 +8,11 @@ from hypothesis import given, strategies as st
 from plugins.cni.config import validate
 from plugins.cni.runtimeconfig import RuntimeDNS
 from plugins.cni.errors import CniError
-from plugins.win_bridge.flavor import FLAVOR as BRIDGE
-from plugins.win_overlay.flavor import FLAVOR as OVERLAY
+from plugins.win_bridge.flavor import FLAVOR as BRIDGE, bridge_gateway
+from plugins.win_overlay.flavor import FLAVOR as OVERLAY, overlay_mac
 from plugins.winnet import documents as docs
-from plugins.winnet.config import (DnsSettings, NetConf, canonicalize, choose_api, endpoint_name,
+from plugins.winnet.hnsapi import choose_api
+from plugins.winnet.config import (DnsSettings, NetConf, canonicalize, endpoint_name,
                                     merged_dns, sandbox_id)
 
 from testdata import FIXTURES
@@ -113,18 +114,18 @@ def test_empty_dns_is_omitted_not_blank_lists():
 
 @pytest.mark.parametrize("ip,gw", [("10.244.1.7/24", "10.244.1.2"), ("10.244.1.200/25", "10.244.1.130"), ("fd00::5/64", "fd00::2")])
 def test_bridge_gateway(ip, gw):
-    assert docs.bridge_gateway(ip) == gw
+    assert bridge_gateway(ip) == gw
 
 
 @given(st.ip_addresses(v=4))
 def test_overlay_mac_is_prefix_plus_ip_bytes(ip):
-    mac = docs.overlay_mac("0E-2A", str(ip))
+    mac = overlay_mac("0E-2A", str(ip))
     assert mac.startswith("0E-2A-") and len(mac) == 17
     assert bytes(int(b, 16) for b in mac.split("-")[2:]) == ip.packed
 
 
 def test_overlay_mac_example():
-    assert docs.overlay_mac("0E-2A", "10.244.1.5") == "0E-2A-0a-f4-01-05"
+    assert overlay_mac("0E-2A", "10.244.1.5") == "0E-2A-0a-f4-01-05"
 
 
 def test_bridge_ipam_conf_starts_after_the_gateway_unless_configured():
