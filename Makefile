@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test soak bench bench-windows dist dist-windows test-windows image clean venv
+.PHONY: demo test lint soak bench bench-windows dist dist-windows test-windows image clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -25,6 +25,11 @@ demo: dist
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
+
+# ruff (pyproject.toml): lint with import order, and the formatter's check (`ruff format .` fixes that).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The "day in the life of a node" state machine (tests/e2e/test_node_day.py) for SOAK_MINUTES
 # minutes; prints steps run, faults injected and invariant checks passed.

@@ -384,7 +384,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
         node.disk.moved = {}
         node.install("--from", str(releases[build]))
         running = [(node.disk.moved.get(exe, exe), dll, has_dll) for exe, dll, has_dll in running]
-        for exe, dll, _ in running:
+        for _, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
             owner = launcher_build(node.cni_bin / name)
