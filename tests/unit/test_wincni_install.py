@@ -73,9 +73,7 @@ def actions(result: dict) -> dict[str, str]:
     return {os.path.basename(s["path"]): s["action"] for s in result["steps"]}
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Node:
-    return install_node(tmp_path)
+pytestmark = pytest.mark.node(build=install_node)
 
 
 def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path) -> None:

@@ -22,14 +22,16 @@ OUT = Path("k") / "sourceVip.json"  # under the node's root; sourcevip makes k/
 CONFLIST = "10-flannel.conflist"
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Node:
+def conflist_node(root: Path) -> Node:
     """An overlay node with flanneld's lease and the flannel conflist; its HNS network comes when a test says."""
-    node = Node(tmp_path).lease()
+    node = Node(root).lease()
     node.write_cni_conf({"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
         "type": "flannel", "subnetFile": str(node.subnet_env), "ipam": {"dataDir": str(node.ipam_dir)},
         "delegate": {"type": "win-overlay"}}]}, CONFLIST)
     return node
+
+
+pytestmark = pytest.mark.node(build=conflist_node)
 
 
 def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None, stderr=None) -> dict:
