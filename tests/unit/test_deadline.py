@@ -107,6 +107,34 @@ def test_a_commands_calls_share_one_worker_thread_until_one_hangs(monkeypatch):
     assert threads.started == 2
 
 
+class LateThreads(CountingThreads):
+    """Threads that start only once ``gate`` opens, as on a loaded machine."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = _thread.allocate_lock()
+        self.gate.acquire()
+
+    def start_new_thread(self, fn, args):
+        def late():
+            with self.gate:
+                pass
+            fn(*args)
+        return super().start_new_thread(late, ())
+
+
+def test_a_call_whose_budget_ends_before_the_worker_runs_is_a_timeout_and_never_made(monkeypatch):
+    """It used to be a RuntimeError ("release unlocked lock") from abandoning the worker."""
+    threads = LateThreads()
+    monkeypatch.setattr(deadline, "_thread", threads)
+    script = Script("[]")
+    with pytest.raises(errors.Timeout, match="per-call timeout"):
+        bounded(script, call=0.05).hcn_enumerate("Endpoint", "")
+    threads.gate.release()  # the worker runs at last, and finds its call gone
+    time.sleep(0.1)
+    assert script.calls == 0
+
+
 def test_calls_from_two_threads_at_once_both_complete():
     raw = bounded(Script(0.2, "[]"))
     answers = []
