@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test lint soak bench bench-windows dist dist-windows test-windows image clean venv
+.PHONY: demo test test-quick lint soak bench bench-windows dist dist-windows test-windows image clean venv
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -25,6 +25,11 @@ demo: dist
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
+
+# The edit loop: tests/unit without the tests marked slow (big hypothesis runs, real waits), under
+# 30 s on 2 cores; `make test` runs those too.
+test-quick: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/unit -m "not slow" -q
 
 # ruff (pyproject.toml): lint with import order, and the formatter's check (`ruff format .` fixes that).
 lint: $(STAMP)

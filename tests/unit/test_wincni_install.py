@@ -366,6 +366,7 @@ RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), 
                           st.booleans()), min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(RUNS)
 def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_path_factory, runs) -> None:
