@@ -153,7 +153,10 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
             stderr.flush()
         if missing:
             sleep(min(POLL_S, deadline - now))
-        left = max(deadline - clock(), 0.001)
+        left = deadline - clock()
+        if missing and left <= 0:
+            continue  # the wait is over: say what was missing, not what a call given no time could not do
+        left = max(left, 0.001)  # --timeout 0: one look
         hns_error = None
         try:
             client = HnsClient.from_env(env, Limits(call=min(PROGRESS_S, left), command=left))
