@@ -9,7 +9,11 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test soak bench bench-windows dist dist-windows test-windows image clean venv
+.PHONY: demo test test-quick lint soak bench bench-windows dist dist-windows test-windows image clean venv
+
+# One executable of the frozen bundle (`make dist`) and what goes into it.
+DIST_EXE    := dist/wincni/wincni
+DIST_INPUTS := setup.cfg $(shell find basics libhns plugins tools specs -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.10 found on PATH (set PYTHON=...)" >&2; exit 1; }
@@ -23,8 +27,20 @@ venv: $(STAMP)
 demo: dist
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
 
-test: $(STAMP)
+# Everything: tests/unit, tests/e2e, and the frozen tests (marked frozen), which run the bundle in
+# dist/: built first when it is missing or older than what it bundles, so they never skip.
+test: $(STAMP) $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
+
+# The edit loop: tests/unit without the tests marked slow (big hypothesis runs, real waits), under
+# 30 s on 2 cores; `make test` runs those too.
+test-quick: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/unit -m "not slow" -q
+
+# ruff (pyproject.toml): lint with import order, and the formatter's check (`ruff format .` fixes that).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The "day in the life of a node" state machine (tests/e2e/test_node_day.py) for SOAK_MINUTES
 # minutes; prints steps run, faults injected and invariant checks passed.
@@ -39,6 +55,11 @@ bench: dist
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	@touch $(DIST_EXE)
+
+# The bundle as `make test` needs it: `make dist` always builds; this only when an input is newer.
+$(DIST_EXE): $(STAMP) $(DIST_INPUTS)
+	$(MAKE) dist
 
 # The Windows release zip, built on Linux: PyInstaller under a Windows CPython in Wine (winbuild/).
 # Installs Wine and mingw with apt when missing (as root), the rest into ~/.cache/wincni-windows.

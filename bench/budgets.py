@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -184,7 +185,7 @@ def concurrency(work: Path, pods: int) -> dict:
             outs = [node.call("flannel", "ADD", conf, c, n)[1] for c, n in jobs]
         else:
             with ThreadPoolExecutor(pods) as pool:
-                outs = [o[1] for o in pool.map(lambda j: node.call("flannel", "ADD", conf, *j), jobs)]
+                outs = [o[1] for o in pool.map(partial(node.call, "flannel", "ADD", conf), *zip(*jobs))]
         result[mode] = (time.perf_counter() - started) * 1000
         ips = [json.loads(o)["ips"][0]["address"] for o in outs]
         result[f"{mode} duplicate IPs"] = len(ips) - len(set(ips))

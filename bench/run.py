@@ -75,8 +75,9 @@ def pod_lifecycle(reps: int) -> None:
                     if proc.returncode != 0:
                         raise SystemExit(f"win-bridge {command} failed: {proc.stdout.decode()} {proc.stderr.decode()}")
                     if i == 0:
-                        calls[command] = Counter(json.loads(l)["op"] + (" " + json.loads(l)["method"] + " " + json.loads(l)["path"] if json.loads(l).get("method") else "")
-                                                 for l in journal.read_text().splitlines())
+                        records = [json.loads(line) for line in journal.read_text().splitlines()]
+                        calls[command] = Counter(r["op"] + (" " + r["method"] + " " + r["path"] if r.get("method") else "")
+                                                 for r in records)
                     else:  # the first pod pays for journaling; keep it out of the timings
                         bucket.append(ms)
             name = "HCN (V2)" if api == 2 else "HNSCall (V1)"

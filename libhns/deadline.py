@@ -142,12 +142,11 @@ class _Worker:
         return True, value
 
     def stop(self) -> None:
-        """The thread ends once it is idle (at once, or when its abandoned call returns)."""
+        """The thread ends once it is idle (at once, or when its abandoned call returns); a call
+        it has not taken yet (the budget ended first) it finds gone, and never makes."""
         self._job = None
-        try:
+        if self._go.locked():  # else ``run``'s release is still there for the thread to take
             self._go.release()
-        except RuntimeError:  # still released by ``run``: the thread has not taken the call and will find no job
-            pass
 
 
 class _Grace:

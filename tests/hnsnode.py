@@ -367,6 +367,16 @@ class Node:
         assert cid not in self.ip_files().values(), self.ip_files()
 
 
+def flanneld_node(root: Path, plugin: str = "win-bridge", **kw: Any) -> Node:
+    """A node as flanneld leaves it for ``plugin``: host-gw's L2Bridge ``cbr0`` with its host
+    endpoint for win-bridge, vxlan's Overlay ``vxlan0`` for win-overlay, the lease for flannel.
+    The ``node`` fixture's default build (tests/conftest.py)."""
+    node = Node(root, plugin, **kw)
+    if plugin == "flannel":
+        return node.lease()
+    return node.bridge() if plugin == "win-bridge" else node.overlay()
+
+
 def _write(path: Path, data: bytes) -> Path:
     """A node file, its folder made first (a Windows default path may not exist yet)."""
     path.parent.mkdir(parents=True, exist_ok=True)

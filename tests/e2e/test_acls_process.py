@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from hnsnode import Node, creates
+from hnsnode import creates
 
 ISOLATE = [{"action": "allow", "direction": "in", "protocol": "tcp", "localPorts": 8080, "priority": 200},
            {"action": "block", "direction": "in", "priority": 65000},
            {"action": "block", "direction": "out", "priority": 65000}]
 
-
-@pytest.fixture(params=["win-bridge", "win-overlay"])
-def node(tmp_path, request) -> Node:
-    node = Node(tmp_path, request.param)
-    return node.bridge() if request.param == "win-bridge" else node.overlay()
+pytestmark = pytest.mark.node("win-bridge", "win-overlay")  # each test on both plugins' flanneld networks
 
 
 def acl_policies(doc: dict) -> list[dict]:

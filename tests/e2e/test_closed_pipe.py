@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from hnsnode import VENV_BIN, Node
+from hnsnode import VENV_BIN, Node, flanneld_node
 
 CLOSED = 141
 
@@ -30,12 +31,15 @@ def closed_run(node: Node, argv: list[str], stdin: bytes = b"", **env: str) -> s
         os.close(write)
 
 
-@pytest.fixture
-def node(tmp_path) -> Node:
-    node = Node(tmp_path).bridge()
+def configured_node(root: Path) -> Node:
+    """flanneld's win-bridge node with win-bridge's config in the CNI config dir (what doctor reads)."""
+    node = flanneld_node(root)
     node.conf_dir.mkdir()
     (node.conf_dir / "10-bridge.conf").write_text(json.dumps(node.conf()))
     return node
+
+
+pytestmark = pytest.mark.node(build=configured_node)
 
 
 def commands(node: Node) -> dict[str, tuple[list[str], bytes, dict]]:

@@ -5,7 +5,6 @@ these tests see exactly what flannel sends and prints, independently of win-brid
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -66,9 +65,7 @@ class RecordingNode(Node):
         return {p.name: p.read_bytes() for p in self.flannel_dir.iterdir() if p.is_file()}
 
 
-@pytest.fixture
-def node(tmp_path) -> RecordingNode:
-    return RecordingNode(tmp_path)
+pytestmark = pytest.mark.node(build=RecordingNode)
 
 
 @pytest.mark.parametrize("fixture, net_conf, plugin", [

@@ -14,13 +14,18 @@ import pytest
 from plugins import registry
 from plugins.cni import version as ver
 
+from testdata import require_frozen
+
 DIST = Path(os.environ.get("WINCNI_DIST") or Path(__file__).resolve().parents[2] / "dist" / "wincni")
 PLUGINS = tuple(registry.PLUGINS)
 SUFFIX = ".exe" if sys.platform == "win32" else ""
 
-if not any((DIST / f"{name}{SUFFIX}").is_file() for name in (*PLUGINS, "hnsctl")):
-    pytest.skip(f"no frozen executables in {DIST}: run `make dist` first (build.ps1 on Windows), "
-                "or point WINCNI_DIST at them", allow_module_level=True)
+pytestmark = pytest.mark.frozen
+
+
+@pytest.fixture(autouse=True)
+def bundle() -> None:
+    require_frozen(DIST, *(f"{name}{SUFFIX}" for name in (*PLUGINS, "hnsctl")))
 
 
 def run_exe(name, env, stdin=b"", args=()):

@@ -16,11 +16,6 @@ MARGIN = 4.0
 HANG = "hang:4"  # longer than the per-call limit: the answer comes after the plugin gave up
 
 
-@pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path).bridge()
-
-
 def probe(node: Node, conf: dict, api: str) -> tuple[list[str], list[str]]:
     """The fault targets of one ADD and one DEL (each raw call, numbered)."""
     add, dele = map(fault_targets, node.add_del_calls(conf, "probe", api))

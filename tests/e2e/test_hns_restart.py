@@ -11,10 +11,7 @@ import pytest
 
 from hnsnode import VENV_BIN, Node
 
-
-@pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path, "win-overlay").overlay()
+pytestmark = pytest.mark.node("win-overlay")  # flanneld's vxlan0
 
 
 def restart_and_recreate(node: Node) -> str:

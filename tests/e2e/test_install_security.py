@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from hnsnode import SUBNET, Node, release
-from test_security import NOBODY, _flannel_conf, _mkdir, _symlink, _write, as_nobody, root_only
-from test_security import arena, node, victim  # noqa: F401 - fixtures
+from test_security import NOBODY, _flannel_conf, _mkdir, _symlink, _write, as_nobody, flannel_node, root_only
 from testdata import FIXTURES
 
 BUILD = "0.1.0-aaa-1"
@@ -33,7 +32,7 @@ def _makedirs(*paths: Path) -> None:
 
 
 @pytest.fixture
-def prepared(tmp_path: Path, arena: Path) -> Node:  # noqa: F811
+def prepared(tmp_path: Path, arena: Path) -> Node:
     """A node whose bin and conf dirs the attacker created first, in the arena, as theirs."""
     node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
     node.cni_bin, node.conf_dir = arena / "opt" / "cni" / "bin", arena / "etc" / "cni" / "net.d"
@@ -228,8 +227,8 @@ def test_host_local_never_follows_a_link_a_user_planted_above_its_store(tmp_path
     assert sorted(p.name for p in vault.iterdir()) == ["keys"]
 
 
-def test_flannel_never_follows_a_link_a_user_planted_above_its_data_dir(tmp_path, node, arena,  # noqa: F811
-                                                                        vault) -> None:
+@pytest.mark.node(build=flannel_node)
+def test_flannel_never_follows_a_link_a_user_planted_above_its_data_dir(tmp_path, node, arena, vault) -> None:
     as_nobody(_symlink, vault, arena / "var")
     rc, err = node.flannel("ADD", _flannel_conf(node, arena / "var" / "flannel"))
     assert (rc, err["code"]) == (1, 5), err

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from plugins import registry
+from testdata import require_frozen
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "wincni"
 MARK = "runs this block as written"
 
-if not (DIST / "wincni").is_file():
-    pytest.skip(f"no frozen executables in {DIST}: run `make dist` first (the walk-through starts from it)",
-                allow_module_level=True)
+pytestmark = pytest.mark.frozen  # the walk-through starts from the release folder
 
 
 def block() -> str:
@@ -29,6 +28,7 @@ def block() -> str:
 
 
 def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    require_frozen(DIST, "wincni")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CNI_", "LIBHNS_", "WINCNI_"))}
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block()], cwd=REPO, capture_output=True, text=True,
                           env={**env, "TMPDIR": str(tmp_path)}, timeout=300)

@@ -11,17 +11,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import stat
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from hnsnode import SUBNET, Node
+from hnsnode import SUBNET, Node, flanneld_node
 
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the attacker drops from root to nobody: needs root")
@@ -63,24 +61,6 @@ def hold_lock_as_nobody(path: Path) -> int:
     assert os.read(ready_r, 1) == b"x"
     os.close(ready_r)
     return pid
-
-
-@pytest.fixture
-def arena():
-    """A world-writable sticky folder outside the root-only pytest tmp_path, like /tmp."""
-    path = Path(tempfile.mkdtemp(prefix="wincni-arena-", dir="/tmp"))
-    path.chmod(0o1777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def victim(tmp_path) -> Path:
-    """A root-only file the attacker would like root to append to."""
-    path = tmp_path / "victim"
-    path.write_text("secret\n")
-    path.chmod(0o600)
-    return path
 
 
 def _mkdir(path):
@@ -231,12 +211,14 @@ def test_the_debug_log_start_line_names_the_backend(tmp_path):
 
 # ---------------------------------------------------------------- 3: flannel's saved state
 
-@pytest.fixture
-def node(tmp_path: Path) -> Node:
+def flannel_node(root: Path) -> Node:
     """flannel with the real win-bridge (in-process) on CNI_PATH, on the simulator, with flanneld's lease."""
-    node = Node(tmp_path, "flannel").lease().venv_plugins()
+    node = flanneld_node(root, "flannel").venv_plugins()
     node.env.update(CNI_CONTAINERID="pod1", CNI_NETNS="none")
     return node
+
+
+pytestmark = pytest.mark.node(build=flannel_node)  # the `node` of the tests below
 
 
 def _flannel_conf(node: Node, data_dir: Path) -> dict:

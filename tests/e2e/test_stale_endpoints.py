@@ -10,11 +10,6 @@ from hnsnode import SUBNET, Node
 ONE_ADDRESS = "10.244.4.50"  # host-local configured with this one address: the test knows the pod's IP
 
 
-@pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path).bridge()
-
-
 def one_address_conf(node: Node) -> dict:
     return node.conf(ipam={"type": "host-local", "subnet": SUBNET, "rangeStart": ONE_ADDRESS,
                            "rangeEnd": ONE_ADDRESS, "dataDir": str(node.ipam_dir)})

@@ -16,17 +16,17 @@ from hnsnode import SUBNET, Node, creates
 SECTION = {"subnet": SUBNET, "adapter": "Ethernet"}
 
 
-def standalone(tmp_path, plugin: str, name: str) -> Node:
+def standalone(tmp_path, plugin: str, name: str = "") -> Node:
+    """A node with no flanneld: no HNS network until the plugin makes one (named ``name``, by
+    default flanneld's name for the plugin's network)."""
     node = Node(tmp_path, plugin)
-    node.network = name
+    node.network = name or ("cbr0" if plugin == "win-bridge" else "vxlan0")
     node.env["WINCNI_LOCK_DIR"] = str(tmp_path / "locks")  # the node-wide network lock lives here
     node.env["WINCNI_LOG_FILE"] = str(tmp_path / "wincni.log")
     return node
 
 
-@pytest.fixture(params=["win-bridge", "win-overlay"])
-def node(tmp_path, request) -> Node:
-    return standalone(tmp_path, request.param, "cbr0" if request.param == "win-bridge" else "vxlan0")
+pytestmark = pytest.mark.node("win-bridge", "win-overlay", build=standalone)  # each test taking `node` on both
 
 
 def network_creates(calls: list[dict]) -> list[dict]:

@@ -35,8 +35,10 @@ def expected_policies(api: str, ip: str) -> list[dict]:
     """User policies first (translated to the API), then ipMasqNetwork's exception, port mappings, DSR."""
     if api == "v2":
         nat = lambda cidr: {"Type": "OutBoundNAT", "Settings": {"Exceptions": [cidr]}}  # noqa: E731
-        pm = lambda i, e, p, vip: {"Type": "PortMapping",  # noqa: E731
-                                   "Settings": {"InternalPort": i, "ExternalPort": e, "Protocol": p, "VIP": vip}}
+
+        def pm(i, e, p, vip):
+            return {"Type": "PortMapping", "Settings": {"InternalPort": i, "ExternalPort": e, "Protocol": p, "VIP": vip}}
+
         return [nat("10.96.0.0/12"),
                 {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
                 nat("192.168.1.0/24"), nat("10.244.0.0/16"),
@@ -48,11 +50,6 @@ def expected_policies(api: str, ip: str) -> list[dict]:
             nat("192.168.1.0/24"), nat("10.244.0.0/16"),
             pm(80, 8080, "tcp"), pm(53, 5353, "UDP"), pm(9000, 9000, "6"),
             {"Type": "OutBoundNAT", "Destinations": [ip]}]
-
-
-@pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path).bridge()
 
 
 @pytest.mark.parametrize("api", ["v1", "v2"])

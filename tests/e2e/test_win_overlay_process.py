@@ -13,10 +13,7 @@ USER = [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionLi
         {"name": "EndpointPolicy", "value": {"Type": "SDNRoute",
                                               "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}}]
 
-
-@pytest.fixture
-def node(tmp_path) -> Node:
-    return Node(tmp_path, "win-overlay").overlay()
+pytestmark = pytest.mark.node("win-overlay")  # flanneld's vxlan0, VSID 4096
 
 
 def mac_of(ip: str, prefix: str = "0E-2A") -> str:

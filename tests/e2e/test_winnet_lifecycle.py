@@ -14,16 +14,7 @@ from hnsnode import Node, call_names, creates, fault_targets, golden_calls
 PLUGINS = ["win-bridge", "win-overlay"]
 GOLDEN = {"win-bridge": {"v1": "wb-v1-basic.json", "v2": "wb-v2-basic.json"},
           "win-overlay": {"v1": "wo-v1-basic.json", "v2": "wo-v2-basic.json"}}
-
-
-def make_node(tmp_path, plugin: str, **kw) -> Node:
-    node = Node(tmp_path, plugin, **kw)
-    return node.bridge() if plugin == "win-bridge" else node.overlay()
-
-
-@pytest.fixture(params=PLUGINS)
-def node(request, tmp_path) -> Node:
-    return make_node(tmp_path, request.param)
+pytestmark = pytest.mark.node(*PLUGINS)  # each test on both plugins' flanneld networks
 
 
 def ep_name(node: Node, cid: str) -> str:

@@ -10,7 +10,7 @@ seen = []
 
 def _act(req):
     seen.append(req)
-    req.cni_args, req.runtime_config, req.prev_result  # parse every lazy view: bad input must be a CNI error
+    _ = req.cni_args, req.runtime_config, req.prev_result  # parse every lazy view: bad input must be a CNI error
     action = req.conf.get("action")
     if action == "crash":
         raise RuntimeError("boom\nsecond line")

@@ -25,6 +25,7 @@ V3 = (b'version = 3\n[plugins."io.containerd.cri.v1.runtime".cni]\n  bin_dirs = 
       b'  conf_dir = "F:\\\\cni\\\\conf"\n')
 DEFAULTS = (PF + r"\containerd\cni\bin", PF + r"\containerd\cni\conf")
 LEGACY = (r"C:\k\cni", r"C:\k\cni\config")
+NO_CONTAINERD = containerd.without_containerd("win32")  # what the reading tools pass
 
 
 class Files:
@@ -43,7 +44,7 @@ class Files:
         return path in self.dirs
 
 
-def windows(files: Files, absent: CniDirs | None = containerd.without_containerd("win32"),
+def windows(files: Files, absent: CniDirs | None = NO_CONTAINERD,
             env: dict | None = None, config: str | None = None) -> CniDirs:
     return locate("win32", {"ProgramFiles": PF} if env is None else env, files.read, files.isdir, config, absent)
 

@@ -35,6 +35,7 @@ def reference_valid(doc, schema) -> bool:
     return not any(cls(schema, format_checker=config._format_checker(cls)).iter_errors(doc))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 @settings(max_examples=150, deadline=None)
 @given(doc=st.dictionaries(keys, json_values, max_size=6))

@@ -160,6 +160,7 @@ _envs = st.builds(lambda command, garbled: {**ENV, "CNI_COMMAND": command, **gar
                   st.just({}) | st.dictionaries(st.sampled_from(sorted(ENV)), st.text(), max_size=2))
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(env=_envs, stdin=_stdins)
 def test_arbitrary_input_gives_one_json_answer_never_999(env, stdin):

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -103,6 +104,6 @@ class HostLocalMachine(RuleBasedStateMachine):
         assert current is None or current == scan.index
 
 
-TestHostLocalMachine = HostLocalMachine.TestCase
+TestHostLocalMachine = pytest.mark.slow(HostLocalMachine.TestCase)
 TestHostLocalMachine.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
                                          suppress_health_check=[HealthCheck.too_slow])

@@ -39,6 +39,7 @@ def printed(value) -> str:
     return str(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000)
 @given(ADDRESS)
 @example("::")
@@ -67,6 +68,7 @@ def test_addresses_parse_and_print_as_ipaddress_does(text):
     assert (got.ipv4_mapped and int(got.ipv4_mapped)) == (mapped and int(mapped))
 
 
+@pytest.mark.slow
 @settings(max_examples=3000)
 @given(st.one_of(REAL_V4, REAL_V6, V4, V6), PREFIX, st.booleans())
 def test_networks_and_interfaces_as_ipaddress(addr, prefix, strict):

@@ -78,7 +78,7 @@ def test_default_and_unserializable_values():
     for kwargs in ({}, {"indent": 4}):
         with pytest.raises(TypeError, match="Object of type Odd is not JSON serializable"):
             jsontext.dumps({"a": Odd()}, **kwargs)
-    assert jsontext.dumps({1: 2, None: 3, True: 4, 1.5: 5}, indent=2) == json.dumps({1: 2, None: 3, True: 4, 1.5: 5}, indent=2)
+    assert jsontext.dumps({1: 2, None: 3, False: 4, 1.5: 5}, indent=2) == json.dumps({1: 2, None: 3, False: 4, 1.5: 5}, indent=2)
 
 
 def test_importing_it_and_reading_valid_json_imports_no_json_package():

@@ -91,9 +91,7 @@ def delegate_dns(node: Node) -> dict:
     return node.read_cni_conf()["plugins"][0]["delegate"]["dns"]
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Node:
-    return install_node(tmp_path)
+pytestmark = pytest.mark.node(build=install_node)
 
 
 def test_dns_comes_from_the_kubelet_config(node: Node, tmp_path: Path) -> None:

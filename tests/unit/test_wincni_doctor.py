@@ -40,9 +40,7 @@ def failed(found: dict[str, dict], check_id: str, *words: str) -> dict:
     return found[check_id]
 
 
-@pytest.fixture(params=["bridge", "overlay"])
-def node(request, tmp_path: Path) -> Node:
-    return sim_node(tmp_path, request.param)
+pytestmark = pytest.mark.node("bridge", "overlay", build=sim_node)  # each test taking `node` on both
 
 
 @pytest.fixture

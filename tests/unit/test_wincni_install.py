@@ -76,9 +76,7 @@ def actions(result: dict) -> dict[str, str]:
     return {os.path.basename(s["path"]): s["action"] for s in result["steps"]}
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Node:
-    return install_node(tmp_path)
+pytestmark = pytest.mark.node(build=install_node)
 
 
 def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path) -> None:
@@ -371,6 +369,7 @@ RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), 
                           st.booleans()), min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(RUNS)
 def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_path_factory, runs) -> None:
@@ -387,7 +386,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
         node.disk.moved = {}
         node.install("--from", str(releases[build]))
         running = [(node.disk.moved.get(exe, exe), dll, has_dll) for exe, dll, has_dll in running]
-        for exe, dll, _ in running:
+        for _, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
         for name in COMMANDS:
             owner = launcher_build(node.cni_bin / name)

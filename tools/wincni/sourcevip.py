@@ -155,8 +155,8 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
             sleep(min(POLL_S, deadline - now))
         left = deadline - clock()
         if missing and left <= 0:
-            continue  # no HNS call with no time left: it could only time out and hide what is missing
-        left = max(left, 0.001)
+            continue  # the wait is over: say what was missing, not what a call given no time could not do
+        left = max(left, 0.001)  # --timeout 0: one look
         hns_error = None
         try:
             client, _ = open_clients(env, Limits(call=min(PROGRESS_S, left), command=left))
