@@ -43,7 +43,7 @@ class AclRule:
         self.needs = _needs(self)
 
     def render(self, form) -> dict:
-        """The rule as an ACL policy in ``form`` (``documents.V1`` / ``V2``)."""
+        """The rule as an ACL policy in ``form`` (``policies.V1`` / ``V2``)."""
         return form.policy(hp.ACL, action=self.action, direction=self.direction, protocols=self.protocol,
                       local_ports=self.local_ports or None, remote_ports=self.remote_ports or None,
                       local_addresses=self.local_addresses or None, remote_addresses=self.remote_addresses or None,

@@ -21,14 +21,15 @@ from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
 from libhns.objects import same_id, v1_list
 
-from .documents import V1, V2, Address, EndpointPlan, v1_document, v2_document
+from .documents import Address, EndpointPlan, v1_document, v2_document
+from .policies import V1, V2
 from libhns.guid import is_guid
 
 from .config import DnsSettings
 
 
 class EndpointApi(Protocol):
-    policy_form: Any  # documents.V1 | V2: the form this API's policies and DNS take
+    policy_form: Any  # policies.V1 | V2: the form this API's policies and DNS take
     shared: bool  # this command joins a container to its pod's existing endpoint
     lacks: tuple[str, ...]  # HNS features this API never has, whatever HNS's version
     attach_target: str  # what the pod's endpoint is attached to, as CHECK names it

@@ -89,7 +89,7 @@ class Flavor:
 
     def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
                            addresses: tuple[Address, ...], form: Any) -> list[dict]:
-        """The policies this plugin adds on its own to ``policies`` (in ``form``, ``documents.V1``
+        """The policies this plugin adds on its own to ``policies`` (in ``form``, ``policies.V1``
         / ``V2``), each through its type's home in ``policies.py``."""
         return policies
 

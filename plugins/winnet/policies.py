@@ -9,7 +9,7 @@ line in ``endpoint_policies``. The automatic additions follow the Go reference's
 exactly (a policy already carrying the value makes them a no-op; otherwise a *separate* policy is
 appended, never merged), so the documents HNS receives match what operators' existing configs
 produce with the Go plugins. Everything here is pure: lists of policy dicts in, lists out, in the
-``form`` (``documents.V1`` / ``V2``) the caller's adapter takes.
+``form`` (``V1`` / ``V2`` below) the caller's adapter takes.
 """
 from __future__ import annotations
 
@@ -21,6 +21,73 @@ from basics import jsontext
 from basics.jsonci import get_ci
 from libhns import policies as hp
 from plugins.cni.errors import CniError, INVALID_CONFIG
+
+from .config import DnsSettings
+
+
+class _Form:
+    """What one HNS API's endpoints take: which document of each policy type, and of the DNS
+    settings. The lifecycle gets its form from the adapter (``EndpointApi.policy_form``) and never
+    asks which it holds."""
+    __slots__ = ()
+    shape = ""  # what ``libhns.policies.schema_of`` says of a policy of this form
+
+    def holds(self, policy: dict) -> bool:
+        """Whether ``policy`` is already in this form (or in none: ``{"Type": "OutBoundNAT"}``)."""
+        return hp.schema_of(policy) in (None, self.shape)
+
+
+class V2Form(_Form):
+    """HCN: policies with their keys in ``Settings`` (each type's ``v2`` document), every
+    address, the whole DNS."""
+    __slots__ = ()
+    shape, name, api = "v2", "V2", "apiVersion 2 (HCN)"
+
+    def policy(self, kind: hp.Kind, *args: Any, **settings: Any) -> dict:
+        return kind.v2(*args, **settings)
+
+    def fit(self, policy: dict) -> dict:
+        """``policy`` (of either API) in this form."""
+        return hp.to_v2(policy)
+
+    def setting(self, policy: dict, kind: hp.Kind, key: str) -> Any:
+        """Setting ``key`` (its V2 name) of a policy of this form, read exactly (as the reference does)."""
+        settings = policy.get("Settings")
+        return settings.get(key) if isinstance(settings, dict) else None
+
+    def unknown(self, policy: dict) -> bool:
+        """A type HCN has no endpoint policy of (it answers 0x803B000E)."""
+        return hp.canonical_type(hp.policy_type(policy), hp.KNOWN_V2_ENDPOINT_TYPES) is None
+
+    def applied_dns(self, dns: DnsSettings) -> DnsSettings:
+        """What an endpoint of this form holds of ``dns``: all of it."""
+        return dns
+
+
+class V1Form(_Form):
+    """HNSCall: flat policies (each type's ``v1`` document), one IPv4 address, DNS as a server
+    list and a suffix list."""
+    __slots__ = ()
+    shape, name, api = "v1", "V1", "apiVersion 1 (HNS V1)"
+
+    def policy(self, kind: hp.Kind, *args: Any, **settings: Any) -> dict:
+        return kind.v1(*args, **settings)
+
+    def fit(self, policy: dict) -> dict:
+        return hp.to_v1(policy)
+
+    def setting(self, policy: dict, kind: hp.Kind, key: str) -> Any:
+        return policy.get(kind.v1_key(key))
+
+    def unknown(self, policy: dict) -> bool:
+        return False  # HNSCall has no closed list to check against
+
+    def applied_dns(self, dns: DnsSettings) -> DnsSettings:
+        """So a result never claims more than HNS applied: servers and suffixes only."""
+        return DnsSettings(nameservers=dns.nameservers, search=dns.search)
+
+
+V1, V2 = V1Form(), V2Form()
 
 
 class UserPolicies:

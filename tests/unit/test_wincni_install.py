@@ -14,7 +14,7 @@ from tools.wincni import layout
 from tools.wincni.__main__ import main
 from plugins import registry
 from tools.wincni.disk import Disk
-from plugins.winnet.documents import V2
+from plugins.winnet.policies import V2
 from plugins.winnet.policies import UserPolicies
 
 from hnsnode import Node, release

@@ -12,7 +12,7 @@ from plugins.cni.errors import CniError
 from plugins.cni.runtimeconfig import PortMapping
 from plugins.win_bridge.flavor import FLAVOR
 from plugins.winnet import acls
-from plugins.winnet.documents import V1, V2
+from plugins.winnet.policies import V1, V2
 
 
 def render(rule: dict, form: object) -> dict:

@@ -6,7 +6,7 @@ from plugins.cni.runtimeconfig import PortMapping
 from plugins.cni.errors import CniError
 from libhns import policies as hp
 from plugins.winnet import policies as pol
-from plugins.winnet.documents import V1, V2
+from plugins.winnet.policies import V1, V2
 
 
 # --- ApplyLoopbackDSRPolicy (cases 1-4) -------------------------------------------------------

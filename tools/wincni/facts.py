@@ -256,7 +256,7 @@ def endpoint_policies(path: str, flavor: Any, netconf: Any, network: Any,
     from plugins.cni.errors import CniError
     from plugins.winnet import policies
     from plugins.winnet.hnsapi import choose_api
-    from plugins.winnet.documents import V1, V2
+    from plugins.winnet.policies import V1, V2
     form = V2 if choose_api(netconf.api_version, "") == 2 else V1
     has_feature = (lambda name: True) if features is None else (lambda name: bool(getattr(features, name)))
     try:
