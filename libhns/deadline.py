@@ -144,7 +144,12 @@ class _Worker:
     def stop(self) -> None:
         """The thread ends once it is idle (at once, or when its abandoned call returns)."""
         self._job = None
-        self._go.release()
+        try:
+            self._go.release()
+        except RuntimeError:
+            # The wait ended before the thread took the job (a loaded machine, a budget of
+            # microseconds): the thread will find no job when it does, and end.
+            pass
 
 
 class _Grace:

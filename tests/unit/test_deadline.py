@@ -107,6 +107,17 @@ def test_a_commands_calls_share_one_worker_thread_until_one_hangs(monkeypatch):
     assert threads.started == 2
 
 
+def test_a_worker_stopped_before_its_thread_took_the_job_ends_without_running_it():
+    """A wait can end before the worker's thread even took the job (its budget was microseconds, the
+    machine loaded): stopping it then must not raise, and the job it never started never runs."""
+    ran = []
+    worker = deadline._Worker()
+    assert worker.run(lambda: ran.append(1), 0) == (False, None)  # no wait at all: the thread had no turn
+    worker.stop()
+    time.sleep(0.2)
+    assert ran == []
+
+
 def test_calls_from_two_threads_at_once_both_complete():
     raw = bounded(Script(0.2, "[]"))
     answers = []
