@@ -89,7 +89,8 @@ def names(sids: list[str]) -> str:
 
 try:  # the Win32 part: only on Windows (the pure helpers above are tested everywhere)
     import ctypes
-    from ctypes import wintypes
+
+    from basics import win32types as wintypes
     _k32 = ctypes.WinDLL("kernel32", use_last_error=True)
     _adv = ctypes.WinDLL("advapi32", use_last_error=True)
 except (AttributeError, OSError):

@@ -1,9 +1,10 @@
 """The Windows lane's benchmark (#23, #33): the release zip's executables under Wine against the Go
 reference plugins built for Windows (``winbuild/goref.py``) and against the Windows CPython floor
 (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
-fake HNS DLLs. Medians are taken in the same run with the rounds interleaved (each step runs on
-both sides back to back, which side goes first alternating by round), so drift and the other
-work on the machine hit both sides alike.
+fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
+goes first alternating by round), and each step is judged by the median of its per-round ratios
+(``paired``), so drift and bursts of the other work on the machine weigh on both sides of a
+ratio alike; the median's 95% interval (``median_interval``) says when a verdict is inside the noise.
 
 Each side has its own networks, flanneld lease and host-local stores (``Side``), so neither sees
 the other's addresses; both use the same configs apart from names. The chain runs at CNI 0.4.0
@@ -18,6 +19,7 @@ why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import shutil
@@ -42,7 +44,7 @@ STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", 
 GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
 # Against the Windows CPython floor (#23): (step, budget).
 FLOOR_BUDGETS = ((VERSION, 1.5), (f"{CHAIN} V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
-REPS = 7  # the lane's medians: 7 rounds (plus one warm-up) of 24 Wine processes, about a minute
+REPS = 11  # the lane's medians: 11 rounds (plus one warm-up) of 24 Wine processes, about a minute and a half
 BENCH_DIR = "C:\\bench"
 GO_DIR = "C:\\goref"  # the Go plugins' CNI_PATH on the node; ours are in C:\k\cni
 SERVICES = "10.96.0.0/12"
@@ -105,6 +107,7 @@ class Timer:
 
     def __init__(self, node) -> None:
         self.node = node
+        _subreaper(True)
         wineserver = str(toolchain.WINE.parent / "wineserver")
         quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         subprocess.run([wineserver, "-w"], env=node.win_env, timeout=60, **quiet)  # services of piped runs gone
@@ -112,19 +115,46 @@ class Timer:
         subprocess.run([str(toolchain.WINE), str(node.trivial)], env=node.win_env, timeout=120, **quiet)
 
     def run(self, argv: list[str], stdin: bytes = b"", **env: str) -> tuple[float, float, list[str]]:
-        """Seconds the program took, the CPU seconds its process used (less disturbed by the
-        machine's other work than the wall clock; neither the Wine server's nor the fake HNS's, nor
-        that of the Windows processes it starts, which Wine does not make its children: Go's
-        host-local and flannel's delegate are missing from the Go side's figure),
-        and the HNS calls it made (the fake HNS's names, Close calls left out as the goldens count
-        them); a failure is an AssertionError with its output."""
+        """Seconds the program took, the CPU seconds it used with the Windows processes it started
+        (Go's host-local, Go flannel's delegate; less disturbed by the machine's other work than the
+        wall clock; neither the Wine server's nor the fake HNS's), and the HNS calls it made (the
+        fake HNS's names, Close calls left out as the goldens count them); a failure is an
+        AssertionError with its output."""
         calls = self.node.server.calls
+        _reap()
         before, cpu = len(calls), _children_cpu()
         started = time.perf_counter()
         proc = self.node.wine(*argv, stdin=stdin, **env)
         elapsed = time.perf_counter() - started
+        _reap()
         assert proc.returncode == 0, (argv, env, proc.stdout.decode(), proc.stderr.decode())
         return elapsed, _children_cpu() - cpu, [name for name in calls[before:] if "Close" not in name]
+
+    def close(self) -> None:
+        _subreaper(False)
+        _reap()
+
+
+def _subreaper(on: bool) -> None:
+    """Wine starts a Windows process with a double fork, so the processes a timed program starts are
+    orphans, not its children, and their CPU time would be missing from its figure (Go's host-local
+    and flannel's delegates; ours run in-process). As the child subreaper (Linux
+    ``PR_SET_CHILD_SUBREAPER``) this process inherits them and ``_reap`` counts them."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0)
+
+
+def _reap() -> None:
+    """Wait for every child that has ended (the orphans this subreaper took in), which adds their
+    CPU time to ``RUSAGE_CHILDREN``; Wine's services, still running, stay."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
 
 
 def _children_cpu() -> float:
@@ -169,27 +199,50 @@ def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
             cpu.setdefault(key, []).append(used)
             calls[key] = names
 
-    for rep in range(reps + 1):
-        turn = sides[rep % len(sides):] + sides[:rep % len(sides)]  # who goes first rotates
-        timed(("floor", "Windows CPython"), rep, [python, "-I", "-S", "-c", "pass"])
-        timed(("floor", "Wine"), rep, [toolchain.winpath(node.trivial)])
-        for side in turn:
-            timed((VERSION, side.name), rep, [side.exe("host-local")], version, CNI_COMMAND="VERSION")
-        for label, plugin, api in PODS:
-            pods = {}
+    try:
+        for rep in range(reps + 1):
+            turn = sides[rep % len(sides):] + sides[:rep % len(sides)]  # who goes first rotates
+            timed(("floor", "Windows CPython"), rep, [python, "-I", "-S", "-c", "pass"])
+            timed(("floor", "Wine"), rep, [toolchain.winpath(node.trivial)])
             for side in turn:
-                cid = f"bench-{side.name.lower()}-{plugin}-{api}-{rep}"
-                pods[side.name] = cid, node.sandbox(api, cid), side.conf(plugin, api)
-            for command in ("ADD", "DEL"):
+                timed((VERSION, side.name), rep, [side.exe("host-local")], version, CNI_COMMAND="VERSION")
+            for label, plugin, api in PODS:
+                pods = {}
                 for side in turn:
-                    cid, netns, conf = pods[side.name]
-                    timed((f"{label} {command}", side.name), rep, [side.exe(plugin)], conf, CNI_COMMAND=command,
-                          CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=side.cni_dir)
+                    cid = f"bench-{side.name.lower()}-{plugin}-{api}-{rep}"
+                    pods[side.name] = cid, node.sandbox(api, cid), side.conf(plugin, api)
+                for command in ("ADD", "DEL"):
+                    for side in turn:
+                        cid, netns, conf = pods[side.name]
+                        timed((f"{label} {command}", side.name), rep, [side.exe(plugin)], conf, CNI_COMMAND=command,
+                              CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=side.cni_dir)
+    finally:
+        timer.close()
     load.append(os.getloadavg()[0])
     return {"medians": {key: statistics.median(values) for key, values in samples.items()},
             "cpu": {key: statistics.median(values) for key, values in cpu.items()},
+            "samples": samples, "cpu_samples": cpu,
             "calls": {key: len(names) for key, names in calls.items()}, "reps": reps, "load": load,
             "others": {f"zip{n}": str(other) for n, other in enumerate(others, 2)}}
+
+
+def paired(figures: dict, step: str, side: str, against: str = "Go") -> list[float]:
+    """``side``'s wall time over ``against``'s in each round: the two ran back to back, so the load
+    of that moment weighs on both, where medians taken apart mix a busy round of one side with a
+    quiet round of the other."""
+    ours, theirs = figures["samples"][(step, side)], figures["samples"][(step, against)]
+    return [a / b for a, b in zip(ours, theirs)]
+
+
+def median_interval(values: list[float]) -> tuple[float, float]:
+    """A distribution-free interval of at least 95% confidence for the median of ``values``
+    (order statistics, binomial tails): with 15 rounds the 4th to the 12th smallest, with 6 to 8
+    the whole range (below 6 rounds the whole range too, though less sure than that)."""
+    n, ordered = len(values), sorted(values)
+    k = 0  # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
+    while k < n // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= 0.025:
+        k += 1
+    return ordered[max(k - 1, 0)], ordered[n - max(k, 1)]
 
 
 def report(figures: dict, zip_bytes: int) -> list[str]:
@@ -199,9 +252,14 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
     lines = []
     for step, limit in GO_BUDGETS.items():
         ours, go = med[(step, "wincni")], med[(step, "Go")]
-        lines.append(verdict(f"Wine {step} / Go", ours / go, limit)
-                     + f"  [{ours * 1000:.0f} vs {go * 1000:.0f} ms; own CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
-                       f"{cpu[(step, 'Go')] * 1000:.0f} ms; HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]")
+        ratios = paired(figures, step, "wincni")
+        low, high = median_interval(ratios)
+        sure = "" if high <= limit or low > limit else ", within noise of the budget"
+        lines.append(verdict(f"Wine {step} / Go", statistics.median(ratios), limit)
+                     + f"  [per-round ratio 95% CI {low:.2f}-{high:.2f}{sure}; medians {ours * 1000:.0f} vs "
+                       f"{go * 1000:.0f} ms = {ours / go:.2f}x; CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
+                       f"{cpu[(step, 'Go')] * 1000:.0f} ms = {cpu[(step, 'wincni')] / cpu[(step, 'Go')]:.2f}x; "
+                       f"HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]")
     lines += [verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
               for step, limit in FLOOR_BUDGETS]
     lines.append(verdict("release zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
@@ -213,8 +271,9 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
                  f"{cpu[('floor', 'Windows CPython')] * 1000:.0f}, Wine floor {cpu[('floor', 'Wine')] * 1000:.0f} ms")
     for name, path in figures["others"].items():
         lines.append(f"     {name} ({path}), same rounds: " + "; ".join(
-            f"{step} {med[(step, name)] * 1000:.0f} ms ({med[(step, name)] / med[(step, 'Go')]:.2f}x Go, "
-            f"own CPU {cpu[(step, name)] * 1000:.0f})" for step in STEPS))
+            f"{step} {med[(step, name)] * 1000:.0f} ms ({statistics.median(paired(figures, step, name)):.2f}x Go, "
+            f"{statistics.median(paired(figures, step, name, 'wincni')):.2f}x wincni per round, "
+            f"CPU {cpu[(step, name)] * 1000:.0f})" for step in STEPS))
     lines.append(f"     (medians of {figures['reps']} interleaved rounds; 1-min load average "
                  f"{figures['load'][0]:.1f} before, {figures['load'][1]:.1f} after)")
     return lines

@@ -117,7 +117,8 @@ def _holder(path: str, fd: int) -> str:
 if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
     import ctypes
     import msvcrt
-    from ctypes import wintypes
+
+    from basics import win32types as wintypes
 
     class _Overlapped(ctypes.Structure):
         _fields_ = [("Internal", ctypes.c_void_p), ("InternalHigh", ctypes.c_void_p),

@@ -168,6 +168,18 @@ def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():
         assert not _top_level_imports(module) & POD_HEAVY, module
 
 
+def test_the_windows_pod_path_takes_its_win32_types_from_basics_not_ctypes_wintypes():
+    """``ctypes.wintypes`` defines about a hundred types and structures when imported (1.3 ms under
+    Wine); the lock and the folder walks need six, which ``basics/win32types.py`` names."""
+    import ast
+    for module in ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs"):
+        for node in ast.walk(ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+                     if isinstance(node, ast.ImportFrom) else [])
+            assert "ctypes.wintypes" not in names, module
+
+
 def test_the_simulator_imports_nothing_heavy():
     """Every simulated command (tests, `make demo`, `make bench`) imports the simulator in place of
     HNS, and the benchmark's budgets judge our whole start-up: the simulator is held to POD_HEAVY
