@@ -5,17 +5,38 @@ is decided by ``sddl_writers``, a pure function the tests run on any OS. Handles
 ``FILE_FLAG_OPEN_REPARSE_POINT``, so a junction or symlink planted in our place is examined
 itself, never followed, and every check runs on the handle that is then used.
 """
+
 from __future__ import annotations
 
 # Who may write what the plugins trust: SYSTEM, Administrators, TrustedInstaller.
-TRUSTED_SIDS = frozenset({"SY", "BA", "S-1-5-18", "S-1-5-32-544",
-                          "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"})
+TRUSTED_SIDS = frozenset(
+    {"SY", "BA", "S-1-5-18", "S-1-5-32-544", "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"}
+)
 _ALIASES = {"SY": "S-1-5-18", "BA": "S-1-5-32-544"}
 # Rights letters of file SDDL and the access mask bits each stands for.
-_RIGHTS = {"GA": 0x10000000, "GW": 0x40000000, "GR": 0x80000000, "GX": 0x20000000, "FA": 0x1F01FF,
-           "FW": 0x120116, "FR": 0x120089, "FX": 0x1200A0, "SD": 0x10000, "WD": 0x40000, "WO": 0x80000,
-           "RC": 0x20000, "CC": 0x1, "DC": 0x2, "LC": 0x4, "SW": 0x8, "RP": 0x10, "WP": 0x20, "DT": 0x40,
-           "LO": 0x80, "CR": 0x100}
+_RIGHTS = {
+    "GA": 0x10000000,
+    "GW": 0x40000000,
+    "GR": 0x80000000,
+    "GX": 0x20000000,
+    "FA": 0x1F01FF,
+    "FW": 0x120116,
+    "FR": 0x120089,
+    "FX": 0x1200A0,
+    "SD": 0x10000,
+    "WD": 0x40000,
+    "WO": 0x80000,
+    "RC": 0x20000,
+    "CC": 0x1,
+    "DC": 0x2,
+    "LC": 0x4,
+    "SW": 0x8,
+    "RP": 0x10,
+    "WP": 0x20,
+    "DT": 0x40,
+    "LO": 0x80,
+    "CR": 0x100,
+}
 # Write data / add file, append / add subfolder, delete child, DELETE, WRITE_DAC, WRITE_OWNER, generic.
 _WRITE = 0x2 | 0x4 | 0x40 | 0x10000 | 0x40000 | 0x80000 | 0x40000000 | 0x10000000
 
@@ -24,7 +45,7 @@ def rights_mask(text: str) -> int:
     """An SDDL rights field (``0x1301bf`` or letters such as ``FA``, ``GRGX``) as a mask."""
     if text.lower().startswith("0x"):
         return int(text, 16)
-    return sum(_RIGHTS.get(text[i:i + 2], 0) for i in range(0, len(text), 2))
+    return sum(_RIGHTS.get(text[i : i + 2], 0) for i in range(0, len(text), 2))
 
 
 def sddl_writers(sddl: str, trusted: frozenset[str] = TRUSTED_SIDS) -> list[str]:
@@ -54,9 +75,9 @@ def _owner(sddl: str) -> str | None:
     start = sddl.find("O:")
     if start < 0:
         return None
-    rest = sddl[start + 2:]
+    rest = sddl[start + 2 :]
     ends = [i for i in (rest.find("G:", 1), rest.find("D:", 1), rest.find("S:", 1)) if i > 0]
-    owner = rest[:min(ends)] if ends else rest
+    owner = rest[: min(ends)] if ends else rest
     return owner if owner and ":" not in owner else None
 
 
@@ -81,9 +102,17 @@ def _known(sid: str, trusted: frozenset[str]) -> bool:
 
 
 def names(sids: list[str]) -> str:
-    short = {"WD": "Everyone", "BU": "Users", "AU": "Authenticated Users", "IU": "Interactive users",
-             "S-1-1-0": "Everyone", "S-1-5-32-545": "Users", "S-1-5-11": "Authenticated Users",
-             "CO": "CREATOR OWNER", "OW": "OWNER RIGHTS"}
+    short = {
+        "WD": "Everyone",
+        "BU": "Users",
+        "AU": "Authenticated Users",
+        "IU": "Interactive users",
+        "S-1-1-0": "Everyone",
+        "S-1-5-32-545": "Users",
+        "S-1-5-11": "Authenticated Users",
+        "CO": "CREATOR OWNER",
+        "OW": "OWNER RIGHTS",
+    }
     return ", ".join(short.get(s, s) for s in sids)
 
 
@@ -91,6 +120,7 @@ try:  # the Win32 part: only on Windows (the pure helpers above are tested every
     import ctypes
 
     from basics import win32types as wintypes
+
     _k32 = ctypes.WinDLL("kernel32", use_last_error=True)
     _adv = ctypes.WinDLL("advapi32", use_last_error=True)
 except (AttributeError, OSError):
@@ -108,43 +138,106 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         _fields_ = [("nLength", wintypes.DWORD), ("lpSecurityDescriptor", _PVOID), ("bInheritHandle", wintypes.BOOL)]
 
     class _FileInfo(ctypes.Structure):
-        _fields_ = [("dwFileAttributes", wintypes.DWORD), ("ftCreationTime", wintypes.FILETIME),
-                    ("ftLastAccessTime", wintypes.FILETIME), ("ftLastWriteTime", wintypes.FILETIME),
-                    ("dwVolumeSerialNumber", wintypes.DWORD), ("nFileSizeHigh", wintypes.DWORD),
-                    ("nFileSizeLow", wintypes.DWORD), ("nNumberOfLinks", wintypes.DWORD),
-                    ("nFileIndexHigh", wintypes.DWORD), ("nFileIndexLow", wintypes.DWORD)]
+        _fields_ = [
+            ("dwFileAttributes", wintypes.DWORD),
+            ("ftCreationTime", wintypes.FILETIME),
+            ("ftLastAccessTime", wintypes.FILETIME),
+            ("ftLastWriteTime", wintypes.FILETIME),
+            ("dwVolumeSerialNumber", wintypes.DWORD),
+            ("nFileSizeHigh", wintypes.DWORD),
+            ("nFileSizeLow", wintypes.DWORD),
+            ("nNumberOfLinks", wintypes.DWORD),
+            ("nFileIndexHigh", wintypes.DWORD),
+            ("nFileIndexLow", wintypes.DWORD),
+        ]
 
     def _sig(fn, restype, *argtypes):
         fn.restype, fn.argtypes = restype, list(argtypes)
         return fn
 
-    _CreateFileW = _sig(_k32.CreateFileW, wintypes.HANDLE, wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD,
-                        ctypes.POINTER(_SecurityAttributes), wintypes.DWORD, wintypes.DWORD, wintypes.HANDLE)
-    _CreateDirectoryW = _sig(_k32.CreateDirectoryW, wintypes.BOOL, wintypes.LPCWSTR,
-                             ctypes.POINTER(_SecurityAttributes))
+    _CreateFileW = _sig(
+        _k32.CreateFileW,
+        wintypes.HANDLE,
+        wintypes.LPCWSTR,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        ctypes.POINTER(_SecurityAttributes),
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.HANDLE,
+    )
+    _CreateDirectoryW = _sig(
+        _k32.CreateDirectoryW, wintypes.BOOL, wintypes.LPCWSTR, ctypes.POINTER(_SecurityAttributes)
+    )
     _CloseHandle = _sig(_k32.CloseHandle, wintypes.BOOL, wintypes.HANDLE)
     _LocalFree = _sig(_k32.LocalFree, _PVOID, _PVOID)
-    _GetFileInformationByHandle = _sig(_k32.GetFileInformationByHandle, wintypes.BOOL, wintypes.HANDLE,
-                                       ctypes.POINTER(_FileInfo))
-    _StringToSD = _sig(_adv.ConvertStringSecurityDescriptorToSecurityDescriptorW, wintypes.BOOL,
-                       wintypes.LPCWSTR, wintypes.DWORD, ctypes.POINTER(_PVOID), ctypes.POINTER(wintypes.ULONG))
-    _SDToString = _sig(_adv.ConvertSecurityDescriptorToStringSecurityDescriptorW, wintypes.BOOL, _PVOID,
-                       wintypes.DWORD, wintypes.DWORD, ctypes.POINTER(wintypes.LPWSTR), ctypes.POINTER(wintypes.ULONG))
-    _GetSecurityInfo = _sig(_adv.GetSecurityInfo, wintypes.DWORD, wintypes.HANDLE, ctypes.c_int, wintypes.DWORD,
-                            ctypes.POINTER(_PVOID), ctypes.POINTER(_PVOID), ctypes.POINTER(_PVOID),
-                            ctypes.POINTER(_PVOID), ctypes.POINTER(_PVOID))
-    _SetSecurityInfo = _sig(_adv.SetSecurityInfo, wintypes.DWORD, wintypes.HANDLE, ctypes.c_int, wintypes.DWORD,
-                            _PVOID, _PVOID, _PVOID, _PVOID)
-    _GetSDDacl = _sig(_adv.GetSecurityDescriptorDacl, wintypes.BOOL, _PVOID, ctypes.POINTER(wintypes.BOOL),
-                      ctypes.POINTER(_PVOID), ctypes.POINTER(wintypes.BOOL))
-    _GetSDOwner = _sig(_adv.GetSecurityDescriptorOwner, wintypes.BOOL, _PVOID, ctypes.POINTER(_PVOID),
-                       ctypes.POINTER(wintypes.BOOL))
-    _ConvertSidToStringSidW = _sig(_adv.ConvertSidToStringSidW, wintypes.BOOL, _PVOID,
-                                   ctypes.POINTER(wintypes.LPWSTR))
-    _OpenProcessToken = _sig(_adv.OpenProcessToken, wintypes.BOOL, wintypes.HANDLE, wintypes.DWORD,
-                             ctypes.POINTER(wintypes.HANDLE))
-    _GetTokenInformation = _sig(_adv.GetTokenInformation, wintypes.BOOL, wintypes.HANDLE, ctypes.c_int, _PVOID,
-                                wintypes.DWORD, ctypes.POINTER(wintypes.DWORD))
+    _GetFileInformationByHandle = _sig(
+        _k32.GetFileInformationByHandle, wintypes.BOOL, wintypes.HANDLE, ctypes.POINTER(_FileInfo)
+    )
+    _StringToSD = _sig(
+        _adv.ConvertStringSecurityDescriptorToSecurityDescriptorW,
+        wintypes.BOOL,
+        wintypes.LPCWSTR,
+        wintypes.DWORD,
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(wintypes.ULONG),
+    )
+    _SDToString = _sig(
+        _adv.ConvertSecurityDescriptorToStringSecurityDescriptorW,
+        wintypes.BOOL,
+        _PVOID,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        ctypes.POINTER(wintypes.LPWSTR),
+        ctypes.POINTER(wintypes.ULONG),
+    )
+    _GetSecurityInfo = _sig(
+        _adv.GetSecurityInfo,
+        wintypes.DWORD,
+        wintypes.HANDLE,
+        ctypes.c_int,
+        wintypes.DWORD,
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(_PVOID),
+    )
+    _SetSecurityInfo = _sig(
+        _adv.SetSecurityInfo,
+        wintypes.DWORD,
+        wintypes.HANDLE,
+        ctypes.c_int,
+        wintypes.DWORD,
+        _PVOID,
+        _PVOID,
+        _PVOID,
+        _PVOID,
+    )
+    _GetSDDacl = _sig(
+        _adv.GetSecurityDescriptorDacl,
+        wintypes.BOOL,
+        _PVOID,
+        ctypes.POINTER(wintypes.BOOL),
+        ctypes.POINTER(_PVOID),
+        ctypes.POINTER(wintypes.BOOL),
+    )
+    _GetSDOwner = _sig(
+        _adv.GetSecurityDescriptorOwner, wintypes.BOOL, _PVOID, ctypes.POINTER(_PVOID), ctypes.POINTER(wintypes.BOOL)
+    )
+    _ConvertSidToStringSidW = _sig(_adv.ConvertSidToStringSidW, wintypes.BOOL, _PVOID, ctypes.POINTER(wintypes.LPWSTR))
+    _OpenProcessToken = _sig(
+        _adv.OpenProcessToken, wintypes.BOOL, wintypes.HANDLE, wintypes.DWORD, ctypes.POINTER(wintypes.HANDLE)
+    )
+    _GetTokenInformation = _sig(
+        _adv.GetTokenInformation,
+        wintypes.BOOL,
+        wintypes.HANDLE,
+        ctypes.c_int,
+        _PVOID,
+        wintypes.DWORD,
+        ctypes.POINTER(wintypes.DWORD),
+    )
     _GetCurrentProcess = _sig(_k32.GetCurrentProcess, wintypes.HANDLE)
 
     _INVALID = wintypes.HANDLE(-1).value
@@ -176,8 +269,10 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
 
         def dacl(self) -> _PVOID:
             present, defaulted, acl = wintypes.BOOL(), wintypes.BOOL(), _PVOID()
-            _check(_GetSDDacl(self.ptr, ctypes.byref(present), ctypes.byref(acl), ctypes.byref(defaulted)),
-                   "GetSecurityDescriptorDacl")
+            _check(
+                _GetSDDacl(self.ptr, ctypes.byref(present), ctypes.byref(acl), ctypes.byref(defaulted)),
+                "GetSecurityDescriptorDacl",
+            )
             return acl
 
         def close(self) -> None:
@@ -215,14 +310,17 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     def _handle_sddl(handle) -> str:
         """Owner and DACL of an open handle, as SDDL."""
         sd = _PVOID()
-        rc = _GetSecurityInfo(handle, _SE_FILE_OBJECT, _OWNER_INFO | _DACL_INFO, None, None, None, None,
-                              ctypes.byref(sd))
+        rc = _GetSecurityInfo(
+            handle, _SE_FILE_OBJECT, _OWNER_INFO | _DACL_INFO, None, None, None, None, ctypes.byref(sd)
+        )
         if rc:
             raise OSError(0, f"GetSecurityInfo: {ctypes.FormatError(rc)}", None, rc)
         try:
             text = wintypes.LPWSTR()
-            _check(_SDToString(sd, 1, _OWNER_INFO | _DACL_INFO, ctypes.byref(text), None),
-                   "ConvertSecurityDescriptorToStringSecurityDescriptor")
+            _check(
+                _SDToString(sd, 1, _OWNER_INFO | _DACL_INFO, ctypes.byref(text), None),
+                "ConvertSecurityDescriptorToStringSecurityDescriptor",
+            )
             try:
                 return text.value
             finally:
@@ -234,8 +332,15 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         desc = _Descriptor(sddl) if sddl else None
         try:
             sa = desc.attributes() if desc else None
-            handle = _CreateFileW(path, access, _SHARE_ALL, ctypes.byref(sa) if sa else None, disposition,
-                                  flags | _FLAG_OPEN_REPARSE_POINT, None)
+            handle = _CreateFileW(
+                path,
+                access,
+                _SHARE_ALL,
+                ctypes.byref(sa) if sa else None,
+                disposition,
+                flags | _FLAG_OPEN_REPARSE_POINT,
+                None,
+            )
             err = ctypes.get_last_error()  # before LocalFree, another call through kernel32, may touch it
         finally:
             if desc:
@@ -286,8 +391,12 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             elif final and last == "repair" and why.startswith("is writable"):
                 _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL, seen)
             elif why.startswith("is writable"):
-                raise UnsafePath(here, why, "what is in it cannot be trusted: give it an admin-only ACL "
-                                 f"(icacls {here} /inheritance:r /grant:r SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F)")
+                raise UnsafePath(
+                    here,
+                    why,
+                    "what is in it cannot be trusted: give it an admin-only ACL "
+                    f"(icacls {here} /inheritance:r /grant:r SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F)",
+                )
             else:
                 raise UnsafePath(here, why)
         return claimed
@@ -334,7 +443,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
 
     def entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None, bool]:
         """``safefs._posix_entry_problem`` on Windows; a kept entry inherits only its folder's DACL."""
-        handle = _open_handle(path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+        handle = _open_handle(
+            path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None
+        )
         try:
             info = _info(handle)
             folder = bool(info.dwFileAttributes & _ATTR_DIRECTORY)
@@ -350,8 +461,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 return None, folder
             desc = _Descriptor("D:")
             try:
-                rc = _SetSecurityInfo(handle, _SE_FILE_OBJECT, _DACL_INFO | _UNPROTECTED_DACL, None, None,
-                                      desc.dacl(), None)
+                rc = _SetSecurityInfo(
+                    handle, _SE_FILE_OBJECT, _DACL_INFO | _UNPROTECTED_DACL, None, None, desc.dacl(), None
+                )
             finally:
                 desc.close()
             if rc:
@@ -399,7 +511,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             if info.dwFileAttributes & _ATTR_DIRECTORY:
                 raise UnsafePath(path, "is a folder")
             if info.nNumberOfLinks > 1:
-                raise UnsafePath(path, f"has {info.nNumberOfLinks} hard links (another name could point at a file of ours)")
+                raise UnsafePath(
+                    path, f"has {info.nNumberOfLinks} hard links (another name could point at a file of ours)"
+                )
             _refuse_untrusted(path, _handle_sddl(handle))
             return msvcrt.open_osfhandle(handle, (flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND)) | os.O_BINARY)
         except BaseException:
@@ -410,14 +524,18 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         """Set the owner and DACL of ``sddl`` on ``path``; False (nothing done) for a reparse point.
         ``seen``: the file a check found at ``path`` (``_identity``), which this must still be:
         UnsafePath when a link or another folder was put in its place in between."""
-        handle = _open_handle(path, _READ_CONTROL | _WRITE_DAC | _WRITE_OWNER, _OPEN_EXISTING,
-                              _FLAG_BACKUP_SEMANTICS, None)
+        handle = _open_handle(
+            path, _READ_CONTROL | _WRITE_DAC | _WRITE_OWNER, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None
+        )
         desc = _Descriptor(sddl)
         try:
             info = _info(handle)
             if seen is not None and _identity(info) != seen:
-                raise UnsafePath(path, "was replaced while it was being checked (a junction or another folder put "
-                                 "in its place)", "nothing was done through it: check who can write its parent")
+                raise UnsafePath(
+                    path,
+                    "was replaced while it was being checked (a junction or another folder put in its place)",
+                    "nothing was done through it: check who can write its parent",
+                )
             if info.dwFileAttributes & _ATTR_REPARSE_POINT:
                 return False
             owner, defaulted = _PVOID(), wintypes.BOOL()
@@ -443,8 +561,12 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             except FileNotFoundError:  # its owner deleted it: nothing to take
                 continue
             with os.scandir(folder) as entries:
-                pending += [e.path for e in entries if e.is_dir(follow_symlinks=False) and
-                            not e.stat(follow_symlinks=False).st_file_attributes & _ATTR_REPARSE_POINT]
+                pending += [
+                    e.path
+                    for e in entries
+                    if e.is_dir(follow_symlinks=False)
+                    and not e.stat(follow_symlinks=False).st_file_attributes & _ATTR_REPARSE_POINT
+                ]
 
     def writers(path: str) -> str | None:
         handle = _open_handle(path, _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)

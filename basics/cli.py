@@ -1,5 +1,6 @@
 """Argument parsing shared by the operator commands (``hnsctl``, ``wincni``): a usage error is
 raised, not ``sys.exit``-ed, so ``main(argv, ...)`` stays callable from tests and prints one line."""
+
 from __future__ import annotations
 
 import argparse

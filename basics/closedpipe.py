@@ -11,6 +11,7 @@ their ``main`` through ``exit_with``; a plugin's ``skel`` raises ``StdoutClosed`
 ``console_entry`` calls ``end_closed``. This module is on every plugin's start-up path: it imports
 nothing beyond what the interpreter has loaded.
 """
+
 import os
 import sys
 
@@ -32,8 +33,10 @@ class StdoutFailed(Exception):
 def reader_gone(exc: BaseException, platform: str = sys.platform) -> bool:
     """Whether a failed write to stdout means its reader went away."""
     import errno
+
     return isinstance(exc, BrokenPipeError) or (
-        platform == "win32" and isinstance(exc, OSError) and exc.errno == errno.EINVAL)
+        platform == "win32" and isinstance(exc, OSError) and exc.errno == errno.EINVAL
+    )
 
 
 class GuardedStdout:

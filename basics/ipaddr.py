@@ -10,6 +10,7 @@ parsers refuse it, and only text is parsed (no ints or packed bytes).
 ``ip_address``, ``ip_network`` and ``ip_interface`` raise ``ValueError`` with ``ipaddress``'s
 wording for the common cases.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # on the pod path: no typing at run time
@@ -50,7 +51,7 @@ def _v6_int(text: str) -> int:
     if len(skips) > 1:
         raise ValueError(f"At most one '::' permitted in {text!r}")
     if skips:
-        head, rest = parts[:skips[0]], parts[skips[0] + 1:]
+        head, rest = parts[: skips[0]], parts[skips[0] + 1 :]
         if not head[0]:  # a leading ':' is only the first half of '::'
             if len(head) > 1:
                 raise ValueError(f"Leading ':' only permitted as part of '::' in {text!r}")
@@ -190,8 +191,7 @@ class Network(_Value):
         return int(self.network_address) <= int(ip) < int(self.network_address) + self.num_addresses
 
     def subnet_of(self, other: Network) -> bool:
-        return (self.version == other.version and self.prefixlen >= other.prefixlen
-                and self.network_address in other)
+        return self.version == other.version and self.prefixlen >= other.prefixlen and self.network_address in other
 
     def hosts(self) -> Iterator[Address]:
         """The usable addresses, as ``ipaddress`` counts them (no network/broadcast address in
@@ -276,4 +276,3 @@ def ip_network(text: str, strict: bool = True) -> Network:
     if strict and iface.ip != iface.network.network_address:
         raise ValueError(f"{text} has host bits set")
     return iface.network
-

@@ -3,6 +3,7 @@
 It lives in the lowest layer because both sides need it: libhns reads HNS documents and policies,
 the plugins read Go-style CNI configs (``Name``/``name``), and libhns may not import the plugins.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command

@@ -7,6 +7,7 @@ C path and behave as ``json.loads`` / ``json.dumps`` with the same arguments (a 
 holds them equal); text the C scanner refuses is handed to ``json`` itself, so every error is
 json's own exception with json's message, and only a command that fails pays for the import.
 """
+
 import _json
 
 _WHITESPACE = " \t\n\r"
@@ -38,6 +39,7 @@ def loads(text, *, parse_constant=None):
         pass
     # Not JSON, or JSON the C path does not read (a BOM, UTF-16): json decides, and explains.
     import json
+
     return json.loads(text, parse_constant=parse_constant)
 
 
@@ -62,8 +64,12 @@ def dumps(value, *, indent=None, separators=None, sort_keys=False, ensure_ascii=
                 return "{}"
             inner = margin + pad
             items = sorted(value.items()) if sort_keys else value.items()
-            return "{" + item_sep.join(inner + _key(k, encode) + key_sep + nested(v, inner)
-                                       for k, v in items) + margin + "}"
+            return (
+                "{"
+                + item_sep.join(inner + _key(k, encode) + key_sep + nested(v, inner) for k, v in items)
+                + margin
+                + "}"
+            )
         if isinstance(value, (list, tuple)):
             if not value:
                 return "[]"

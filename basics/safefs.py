@@ -20,6 +20,7 @@ error. ``claim_dir`` and ``foreign_entries`` are the operator side (``wincni ins
 folder a user may have prepared over, and list what in it an administrator did not lay.
 Standard library and ctypes only (no pywin32), and nothing heavy on a plugin's start-up path.
 """
+
 from __future__ import annotations
 
 import errno
@@ -27,7 +28,7 @@ import os
 import stat
 import sys
 
-from basics.errors import UnsafePath  # noqa: F401 - raised here, caught by the callers
+from basics.errors import UnsafePath
 
 #: SDDL of the folders the plugins write or lock in, and of the files they create: SYSTEM and
 #: Administrators full control, nobody else, nothing inherited from above (``P``).
@@ -138,6 +139,7 @@ def purge(path: str) -> None:
     over top down (owner Administrators, admin-only DACL; each opened itself, a reparse point
     never entered), after which nobody else can add or swap an entry anywhere in the tree."""
     import shutil
+
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         _win.seize_tree(path, ADMIN_ONLY)
     shutil.rmtree(path)
@@ -174,6 +176,7 @@ def writable_by_others(path: str) -> str | None:
 
 # ---------------------------------------------------------------- POSIX
 
+
 def _trusted_uid(uid: int) -> bool:
     return uid == 0 or uid == os.geteuid()
 
@@ -192,8 +195,11 @@ def _check_posix_dir(path: str) -> None:
     if not _trusted_uid(st.st_uid):
         raise UnsafePath(path, f"is owned by uid {st.st_uid}, not by root or this user")
     if st.st_mode & _open_bits(st):
-        raise UnsafePath(path, f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
-                         f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there")
+        raise UnsafePath(
+            path,
+            f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
+            f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there",
+        )
 
 
 def _walk_posix(path: str, create: int | None, last: str) -> str | None:
@@ -229,8 +235,15 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
             elif final and last == "repair" and why.startswith("is writable"):
                 os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
             else:
-                raise UnsafePath(here, why, *(() if not why.startswith("is writable") else (
-                    f"what is in it cannot be trusted: chmod go-w {here}, and check what others put there",)))
+                raise UnsafePath(
+                    here,
+                    why,
+                    *(
+                        ()
+                        if not why.startswith("is writable")
+                        else (f"what is in it cannot be trusted: chmod go-w {here}, and check what others put there",)
+                    ),
+                )
     finally:
         os.close(fd)
     return claimed

@@ -31,6 +31,7 @@ process (``WINCNI_NO_INPROCESS=1``: only the plugin's own process is followed); 
 through dockershim (``CNI_NETNS=none``: HNSCall); ``chain`` flannel -> win-bridge -> host-local, all
 in one process as on a node (HCN).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ def node(root: Path, scenario: str) -> tuple[dict, dict]:
     """A simulated node under ``root`` and the (env, config) of the pod ADD of ``scenario``."""
     sys.path.insert(0, str(REPO))
     from tools import hnsctl
+
     hns = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns")}
 
     def ctl(*args: str) -> str:
@@ -66,15 +68,29 @@ def node(root: Path, scenario: str) -> tuple[dict, dict]:
         netns = "none"
     else:
         netns = json.loads(ctl("namespace", "create", "-o", "json"))["ID"]
-    env = {**hns, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": "pod1", "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
-           "CNI_PATH": str(Path(sys.executable).parent), "WINCNI_LOCK_DIR": str(root / "locks")}
+    env = {
+        **hns,
+        "CNI_COMMAND": "ADD",
+        "CNI_CONTAINERID": "pod1",
+        "CNI_NETNS": netns,
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": str(Path(sys.executable).parent),
+        "WINCNI_LOCK_DIR": str(root / "locks"),
+    }
     ipam = {"type": "host-local", "subnet": "10.244.4.0/24", "dataDir": str(root / "ipam")}
     if scenario == "chain":
-        (root / "subnet.env").write_text("FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\n"
-                                         "FLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
-        conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel", "subnetFile": str(root / "subnet.env"),
-                "dataDir": str(root / "flannel"), "ipam": {"dataDir": ipam["dataDir"]},
-                "delegate": {"type": "win-bridge", "policies": [POLICY]}}
+        (root / "subnet.env").write_text(
+            "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
+        )
+        conf = {
+            "cniVersion": "1.0.0",
+            "name": "cbr0",
+            "type": "flannel",
+            "subnetFile": str(root / "subnet.env"),
+            "dataDir": str(root / "flannel"),
+            "ipam": {"dataDir": ipam["dataDir"]},
+            "delegate": {"type": "win-bridge", "policies": [POLICY]},
+        }
     else:
         env["WINCNI_NO_INPROCESS"] = "1"
         conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "policies": [POLICY], "ipam": ipam}
@@ -83,8 +99,13 @@ def node(root: Path, scenario: str) -> tuple[dict, dict]:
 
 def follow(tree: str, scenario: str, env: dict, conf: dict) -> list[list[str]]:
     """The sequence of one ADD, as [module, event, function] steps (run in a fresh interpreter)."""
-    proc = subprocess.run([sys.executable, __file__, "--child", tree, scenario], input=json.dumps([env, conf]),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", tree, scenario],
+        input=json.dumps([env, conf]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"the traced {scenario} ADD failed:\n{proc.stdout}\n{proc.stderr}")
     return json.loads(proc.stdout)
@@ -96,6 +117,7 @@ def child(tree: str, scenario: str) -> None:
     sys.path.insert(0, tree)
     import libhns.sim.simulator  # noqa: F401 - stands in for HNS: not on a node's path
     from plugins.winnet.lifecycle import Lifecycle
+
     if scenario == "chain":
         from plugins.flannel.__main__ import main
     else:
@@ -143,8 +165,12 @@ def child(tree: str, scenario: str) -> None:
 def figures(steps: list[list[str]]) -> dict:
     """modules, returns (distinct ways back) and all returns of a followed sequence."""
     back = [(steps[i - 1][0], steps[i][0]) for i in range(1, len(steps)) if steps[i][1] == "return"]
-    return {"modules": len({s[0] for s in steps}), "returns": len(set(back)), "all_returns": len(back),
-            "steps": len(steps)}
+    return {
+        "modules": len({s[0] for s in steps}),
+        "returns": len(set(back)),
+        "all_returns": len(back),
+        "steps": len(steps),
+    }
 
 
 def measure(scenario: str, tree: str = str(REPO)) -> tuple[dict, list[list[str]]]:
@@ -165,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown scenario {unknown[0]!r}: choose from {', '.join(SCENARIOS)}")
     for scenario in args.scenario or SCENARIOS:
         fig, steps = measure(scenario, args.repo)
-        print(f"{scenario:<6} {fig['modules']:3} modules  {fig['returns']:3} returns "
-              f"({fig['all_returns']} in all, {fig['steps']} steps)")
+        print(
+            f"{scenario:<6} {fig['modules']:3} modules  {fig['returns']:3} returns "
+            f"({fig['all_returns']} in all, {fig['steps']} steps)"
+        )
         if args.verbose:
             print("  modules: " + " ".join(sorted({s[0] for s in steps})))
             print("  sequence: " + " ".join(("<" if kind == "return" else "") + module for module, kind, _ in steps))

@@ -4,6 +4,7 @@ figures also in bench/results.json.
 
     python bench/budgets.py [--reps N] [--dist dist/wincni]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(HERE))
-import host_local  # noqa: E402
-from verdict import verdict  # noqa: E402
+import host_local
+from verdict import verdict
 
 SUBNET_ENV = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
 POLICY = {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}
@@ -48,9 +49,31 @@ def frozen_floor(reps: int, work: Path) -> float:
     work.mkdir(parents=True)
     script = work / "empty.py"
     script.write_text("")
-    subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "ERROR", "--onedir", "--debug", "noarchive",
-                    "--strip", "--additional-hooks-dir", str(REPO / "specs" / "hooks"), "--distpath", str(work / "dist"), "--workpath", str(work / "build"),
-                    "--specpath", str(work), str(script)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "PyInstaller",
+            "--noconfirm",
+            "--log-level",
+            "ERROR",
+            "--onedir",
+            "--debug",
+            "noarchive",
+            "--strip",
+            "--additional-hooks-dir",
+            str(REPO / "specs" / "hooks"),
+            "--distpath",
+            str(work / "dist"),
+            "--workpath",
+            str(work / "build"),
+            "--specpath",
+            str(work),
+            str(script),
+        ],
+        check=True,
+        capture_output=True,
+    )
     exe = str(work / "dist" / "empty" / "empty")
     run([exe], {})
     return median([run([exe], {})[0] for _ in range(reps)])
@@ -63,25 +86,58 @@ class Node:
         self.root, self.bindir = root, bindir
         root.mkdir(parents=True)
         (root / "subnet.env").write_text(SUBNET_ENV)
-        self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns"),
-                    "CNI_PATH": str(bindir), "CNI_IFNAME": "eth0", **extra}
-        run([str(bindir / "hnsctl"), "network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24",
-             "--gateway", "10.244.4.1"], self.env)
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "LIBHNS_BACKEND": "sim",
+            "LIBHNS_SIM_DIR": str(root / "hns"),
+            "CNI_PATH": str(bindir),
+            "CNI_IFNAME": "eth0",
+            **extra,
+        }
+        run(
+            [
+                str(bindir / "hnsctl"),
+                "network",
+                "create",
+                "cbr0",
+                "--type",
+                "L2Bridge",
+                "--subnet",
+                "10.244.4.0/24",
+                "--gateway",
+                "10.244.4.1",
+            ],
+            self.env,
+        )
         self.n = 0
 
     def namespace(self) -> str:
         return json.loads(run([str(self.bindir / "hnsctl"), "namespace", "create", "-o", "json"], self.env)[1])["ID"]
 
     def flannel_conf(self) -> bytes:
-        return json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
-                           "subnetFile": str(self.root / "subnet.env"), "dataDir": str(self.root / "flannel"),
-                           "ipam": {"dataDir": str(self.root / "ipam")},
-                           "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [POLICY]}}).encode()
+        return json.dumps(
+            {
+                "cniVersion": "1.0.0",
+                "name": "cbr0",
+                "type": "flannel",
+                "subnetFile": str(self.root / "subnet.env"),
+                "dataDir": str(self.root / "flannel"),
+                "ipam": {"dataDir": str(self.root / "ipam")},
+                "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [POLICY]},
+            }
+        ).encode()
 
     def bridge_conf(self, api: int) -> bytes:
-        return json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": api,
-                           "policies": [POLICY], "ipam": {"type": "host-local", "subnet": "10.244.4.0/24",
-                                                          "dataDir": str(self.root / "ipam")}}).encode()
+        return json.dumps(
+            {
+                "cniVersion": "1.0.0",
+                "name": "cbr0",
+                "type": "win-bridge",
+                "apiVersion": api,
+                "policies": [POLICY],
+                "ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "dataDir": str(self.root / "ipam")},
+            }
+        ).encode()
 
     def call(self, plugin: str, command: str, conf: bytes, cid: str, netns: str, **extra: str):
         env = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, **extra}
@@ -140,14 +196,19 @@ def top_imports(work: Path, count: int = 12) -> list[tuple[str, float]]:
     cid, netns = node.pod()
     env = {**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns}
     probe = f"import sys; sys.path.insert(0, {str(REPO)!r}); from plugins.flannel.__main__ import entry; entry()"
-    proc = subprocess.run([sys.executable, "-I", "-X", "importtime", "-c", probe], input=node.flannel_conf(),
-                          env=env, capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-c", probe],
+        input=node.flannel_conf(),
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"flannel ADD under -X importtime failed: {proc.stdout.decode()} {proc.stderr.decode()}")
     rows, after_site = [], False
     for line in proc.stderr.decode().splitlines():
         if line.startswith("import time:") and "|" in line and "self [us]" not in line:
-            self_us, _, name = line[len("import time:"):].split("|")
+            self_us, _, name = line[len("import time:") :].split("|")
             if after_site:
                 rows.append((name.strip(), int(self_us) / 1000))
             after_site = after_site or name == " site"  # rows come when an import completes
@@ -216,14 +277,19 @@ def main(argv=None) -> int:
             frozen = res["frozen"] = command_times(dist, args.reps, work / "frozen")
             # The budgets of #23: on a node the bundle is what runs, and almost all of its cost is ours.
             budget("frozen VERSION / frozen floor", frozen["VERSION"] / floor, 1.3)
-            budget("frozen flannel->win-bridge->host-local V2 ADD / frozen floor", frozen["flannel ADD chain"] / floor, 2.5)
+            budget(
+                "frozen flannel->win-bridge->host-local V2 ADD / frozen floor", frozen["flannel ADD chain"] / floor, 2.5
+            )
             budget("frozen win-bridge V2 DEL / frozen floor", frozen["win-bridge DEL"] / floor, 2.0)
             inside = res["HNS ms inside (simulator, journal)"] = hns_ms(dist, args.reps, work / "hns-ms")
             for key, ms in inside.items():
                 print(f"     (figure) {key}: {frozen[key]:.1f} ms, of which raw HNS calls {ms:.1f} ms", flush=True)
             top = res["top imports of the ADD chain (ms, self)"] = top_imports(work / "imports")
-            print("     (figure) costliest imports of the ADD chain, self ms (source, -X importtime): "
-                  + ", ".join(f"{name} {ms:.2f}" for name, ms in top), flush=True)
+            print(
+                "     (figure) costliest imports of the ADD chain, self ms (source, -X importtime): "
+                + ", ".join(f"{name} {ms:.2f}" for name, ms in top),
+                flush=True,
+            )
             for key in frozen:
                 over_f, over_s = frozen[key] - floor, res["source"][key] - python_floor
                 budget(f"frozen vs source, {key} (above each floor)", over_f / over_s, 1.25)
@@ -236,7 +302,9 @@ def main(argv=None) -> int:
         if os.path.exists(host_local.GO_DEFAULT):
             go = host_local.measure([host_local.GO_DEFAULT], args.reps, 0)
             res["host-local ADD+DEL ms"]["go empty"] = go["add+del"]
-            print(f"     (figure) Go host-local ADD+DEL, empty range: {go['add+del']:.1f} ms; ours {empty['add+del']:.1f} ms")
+            print(
+                f"     (figure) Go host-local ADD+DEL, empty range: {go['add+del']:.1f} ms; ours {empty['add+del']:.1f} ms"
+            )
         calls = res["raw HNS calls"] = hns_calls(work / "calls")
         for key, limit in (("V2 ADD", 8), ("V2 DEL", 5), ("V1 ADD", 5), ("V1 DEL", 4)):
             budget(f"raw HNS calls, {key}", calls[key], limit, unit="")

@@ -6,6 +6,7 @@ reservations in the range (and their ratio to the empty range: the issue's budge
 
     python bench/host_local.py [--reps N] [--go PATH]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,25 @@ def ours_cmd() -> list[str]:
 
 
 def conf(data_dir: str) -> bytes:
-    return json.dumps({"cniVersion": "1.0.0", "name": "bench", "type": "bridge",
-                       "ipam": {"type": "host-local", "subnet": "10.128.0.0/16", "dataDir": data_dir}}).encode()
+    return json.dumps(
+        {
+            "cniVersion": "1.0.0",
+            "name": "bench",
+            "type": "bridge",
+            "ipam": {"type": "host-local", "subnet": "10.128.0.0/16", "dataDir": data_dir},
+        }
+    ).encode()
 
 
 def invoke(cmd: list[str], command: str, cid: str, stdin: bytes) -> float:
-    env = {"PATH": os.environ.get("PATH", ""), "CNI_COMMAND": command, "CNI_CONTAINERID": cid,
-           "CNI_NETNS": "/var/run/netns/bench", "CNI_IFNAME": "eth0", "CNI_PATH": "/opt/cni/bin"}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_NETNS": "/var/run/netns/bench",
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": "/opt/cni/bin",
+    }
     started = time.perf_counter()
     p = subprocess.run(cmd, env=env, cwd=REPO, input=stdin, capture_output=True)
     elapsed = time.perf_counter() - started
@@ -94,9 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = {}
     for name, cmd in plugins.items():
         empty, full = measure(cmd, args.reps, 0), measure(cmd, args.reps, POPULATION)
-        rows[name] = {"ADD+DEL empty": empty["add+del"], "ADD empty": empty["add"], "DEL empty": empty["del"],
-                      f"ADD @{POPULATION}": full["add"], f"DEL @{POPULATION}": full["del"],
-                      f"DEL @{POPULATION} / DEL empty": full["del"] / empty["del"]}
+        rows[name] = {
+            "ADD+DEL empty": empty["add+del"],
+            "ADD empty": empty["add"],
+            "DEL empty": empty["del"],
+            f"ADD @{POPULATION}": full["add"],
+            f"DEL @{POPULATION}": full["del"],
+            f"DEL @{POPULATION} / DEL empty": full["del"] / empty["del"],
+        }
     rows["ours"][f"DEL @{POPULATION}, stale index (rebuild)"] = rebuild_cost(plugins["ours"], max(3, args.reps // 3))
     print(f"host-local, whole-process medians of {args.reps} runs (ms; ratios unitless)")
     header = f"{'metric':<40}" + "".join(f"{n:>10}" for n in rows) + ("   ours/go" if "go" in rows else "")

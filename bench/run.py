@@ -3,6 +3,7 @@ calls per operation (from LIBHNS_JOURNAL). A benchmark, not a test: it prints fi
 
     python bench/run.py [--reps N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,11 +34,17 @@ def median_ms(samples: list[float]) -> str:
 def startup(reps: int) -> None:
     print("\n## Start-up (median of %d runs)" % reps)
     env = {**os.environ, "CNI_COMMAND": "VERSION"}
-    rows = [("bare interpreter (python -c pass)", [sys.executable, "-c", "pass"], b""),
-            ("win-bridge VERSION", [str(BIN / "win-bridge")], b"{}"),
-            ("win-bridge bad JSON (code 6)", [str(BIN / "win-bridge")], b"{nope")]
+    rows = [
+        ("bare interpreter (python -c pass)", [sys.executable, "-c", "pass"], b""),
+        ("win-bridge VERSION", [str(BIN / "win-bridge")], b"{}"),
+        ("win-bridge bad JSON (code 6)", [str(BIN / "win-bridge")], b"{nope"),
+    ]
     for label, argv, stdin in rows:
-        e = env if "VERSION" in label else {**os.environ, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "none", "CNI_IFNAME": "eth0"}
+        e = (
+            env
+            if "VERSION" in label
+            else {**os.environ, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "none", "CNI_IFNAME": "eth0"}
+        )
         samples = [timed(argv, e, stdin)[0] for _ in range(reps)]
         print(f"  {label:<40} {median_ms(samples)}")
 
@@ -47,23 +54,62 @@ def pod_lifecycle(reps: int) -> None:
     for api in (2, 1):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            env = {**os.environ, "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(BIN),
-                   "CNI_IFNAME": "eth0"}
-            subprocess.run([str(BIN / "hnsctl"), "network", "create", "cbr0", "--type", "L2Bridge", "--subnet",
-                            "10.244.0.0/16", "--gateway", "10.244.0.1"], env=env, check=True, capture_output=True)
-            conf = json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": api,
-                               "ipMasqNetwork": "10.244.0.0/16",
-                               "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}],
-                               "ipam": {"type": "host-local", "subnet": "10.244.0.0/16", "dataDir": str(root / "ipam")}}).encode()
+            env = {
+                **os.environ,
+                "LIBHNS_BACKEND": "sim",
+                "LIBHNS_SIM_DIR": str(root / "hns"),
+                "CNI_PATH": str(BIN),
+                "CNI_IFNAME": "eth0",
+            }
+            subprocess.run(
+                [
+                    str(BIN / "hnsctl"),
+                    "network",
+                    "create",
+                    "cbr0",
+                    "--type",
+                    "L2Bridge",
+                    "--subnet",
+                    "10.244.0.0/16",
+                    "--gateway",
+                    "10.244.0.1",
+                ],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
+            conf = json.dumps(
+                {
+                    "cniVersion": "1.0.0",
+                    "name": "cbr0",
+                    "type": "win-bridge",
+                    "apiVersion": api,
+                    "ipMasqNetwork": "10.244.0.0/16",
+                    "policies": [
+                        {
+                            "name": "EndpointPolicy",
+                            "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}},
+                        }
+                    ],
+                    "ipam": {"type": "host-local", "subnet": "10.244.0.0/16", "dataDir": str(root / "ipam")},
+                }
+            ).encode()
             adds, dels = [], []
             calls: dict[str, Counter] = {}
             for i in range(reps):
                 cid = f"bench{i}"
                 if api == 2:
-                    out = subprocess.run([str(BIN / "hnsctl"), "namespace", "create", "-o", "json"], env=env, check=True, capture_output=True)
+                    out = subprocess.run(
+                        [str(BIN / "hnsctl"), "namespace", "create", "-o", "json"],
+                        env=env,
+                        check=True,
+                        capture_output=True,
+                    )
                     netns = json.loads(out.stdout)["ID"]
                 else:
-                    subprocess.run([str(BIN / "hnsctl"), "container", "create", cid], env=env, check=True, capture_output=True)
+                    subprocess.run(
+                        [str(BIN / "hnsctl"), "container", "create", cid], env=env, check=True, capture_output=True
+                    )
                     netns = "none"
                 for command, bucket in (("ADD", adds), ("DEL", dels)):
                     journal = root / f"{command}.jsonl"
@@ -76,8 +122,9 @@ def pod_lifecycle(reps: int) -> None:
                         raise SystemExit(f"win-bridge {command} failed: {proc.stdout.decode()} {proc.stderr.decode()}")
                     if i == 0:
                         records = [json.loads(line) for line in journal.read_text().splitlines()]
-                        calls[command] = Counter(r["op"] + (" " + r["method"] + " " + r["path"] if r.get("method") else "")
-                                                 for r in records)
+                        calls[command] = Counter(
+                            r["op"] + (" " + r["method"] + " " + r["path"] if r.get("method") else "") for r in records
+                        )
                     else:  # the first pod pays for journaling; keep it out of the timings
                         bucket.append(ms)
             name = "HCN (V2)" if api == 2 else "HNSCall (V1)"
@@ -85,7 +132,9 @@ def pod_lifecycle(reps: int) -> None:
             for command in ("ADD", "DEL"):
                 total = sum(n for op, n in calls[command].items() if "Close" not in op)
                 closes = sum(n for op, n in calls[command].items() if "Close" in op)
-                ops = ", ".join(f"{op}" + (f" x{n}" if n > 1 else "") for op, n in calls[command].items() if "Close" not in op)
+                ops = ", ".join(
+                    f"{op}" + (f" x{n}" if n > 1 else "") for op, n in calls[command].items() if "Close" not in op
+                )
                 print(f"      {command}: {total} raw HNS calls (+{closes} Close): {ops}")
 
 
@@ -98,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     pod_lifecycle(args.reps)
     print("\n## host-local")
     import host_local
+
     return host_local.main(["--reps", str(max(5, args.reps // 2))])
 
 

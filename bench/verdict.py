@@ -1,4 +1,5 @@
 """One budget line for `make bench` and the Windows lane's report: PASS/FAIL, the figure, the limit."""
+
 from __future__ import annotations
 
 

@@ -16,6 +16,7 @@ Timed as #23 prescribes, with the Wine server kept running (``wineserver -p``); 
 why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode.WineNode``;
 ``report`` turns its figures into PASS/FAIL lines: a benchmark, nothing here fails a test.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,15 +31,18 @@ import zipfile
 from pathlib import Path
 
 from verdict import verdict
-
 from winbuild import goref, toolchain
 
 CHAIN = "flannel->win-bridge->host-local"
 VERSION = "host-local VERSION"
 # The pod steps, in the order each round runs them: (label, plugin run, HNS API).
-PODS = (("win-bridge V2", "win-bridge", "v2"), ("win-overlay V2", "win-overlay", "v2"),
-        (f"{CHAIN} V2", "flannel", "v2"), ("win-bridge V1", "win-bridge", "v1"),
-        ("win-overlay V1", "win-overlay", "v1"))
+PODS = (
+    ("win-bridge V2", "win-bridge", "v2"),
+    ("win-overlay V2", "win-overlay", "v2"),
+    (f"{CHAIN} V2", "flannel", "v2"),
+    ("win-bridge V1", "win-bridge", "v1"),
+    ("win-overlay V1", "win-overlay", "v1"),
+)
 STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", "DEL")))
 # Against Go (#33; never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
 GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
@@ -66,15 +70,19 @@ class Side:
 
     def setup(self, node) -> None:
         """Its two HNS networks (as flanneld makes them) and flanneld's lease."""
-        for name, kind, subnet, extra in ((self.bridge, "L2Bridge", self.bridge_subnet, ["--adapter", "Ethernet"]),
-                                          (self.overlay, "Overlay", self.overlay_subnet,
-                                           ["--vsid", "4096", "--management-ip", "10.127.130.36"])):
-            node.hnsctl("network", "create", name, "--type", kind, "--subnet", subnet, "--gateway", gateway(subnet),
-                        *extra)
+        for name, kind, subnet, extra in (
+            (self.bridge, "L2Bridge", self.bridge_subnet, ["--adapter", "Ethernet"]),
+            (self.overlay, "Overlay", self.overlay_subnet, ["--vsid", "4096", "--management-ip", "10.127.130.36"]),
+        ):
+            node.hnsctl(
+                "network", "create", name, "--type", kind, "--subnet", subnet, "--gateway", gateway(subnet), *extra
+            )
         lease = node.path(self.dir + "\\subnet.env")
         lease.parent.mkdir(parents=True, exist_ok=True)
-        lease.write_text(f"FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET={gateway(self.bridge_subnet)}/24\r\n"
-                         "FLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n")
+        lease.write_text(
+            f"FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET={gateway(self.bridge_subnet)}/24\r\n"
+            "FLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
+        )
 
     def exe(self, plugin: str) -> str:
         return f"{self.cni_dir}\\{plugin}.exe"
@@ -82,17 +90,34 @@ class Side:
     def conf(self, plugin: str, api: str) -> bytes:
         """The same config for both sides, bar names: what a flannel node's CNI config holds."""
         v2 = api == "v2"
-        nat = ({"Type": "OutBoundNAT", "Settings": {"Exceptions": [SERVICES]}} if v2
-               else {"Type": "OutBoundNAT", "ExceptionList": [SERVICES]})
+        nat = (
+            {"Type": "OutBoundNAT", "Settings": {"Exceptions": [SERVICES]}}
+            if v2
+            else {"Type": "OutBoundNAT", "ExceptionList": [SERVICES]}
+        )
         policies = [{"name": "EndpointPolicy", "value": nat}]
         if plugin == "flannel":
-            return json.dumps({"cniVersion": "0.4.0", "name": self.bridge, "type": "flannel",
-                               "subnetFile": self.dir + "\\subnet.env", "dataDir": self.dir + "\\flannel",
-                               "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": policies}}).encode()
-        network, subnet = ((self.bridge, self.bridge_subnet) if plugin == "win-bridge"
-                           else (self.overlay, self.overlay_subnet))
-        doc = {"cniVersion": "1.0.0", "name": network, "type": plugin, "apiVersion": 2 if v2 else 1,
-               "policies": policies, "ipam": {"type": "host-local", "subnet": subnet, "dataDir": self.dir + "\\ipam"}}
+            return json.dumps(
+                {
+                    "cniVersion": "0.4.0",
+                    "name": self.bridge,
+                    "type": "flannel",
+                    "subnetFile": self.dir + "\\subnet.env",
+                    "dataDir": self.dir + "\\flannel",
+                    "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": policies},
+                }
+            ).encode()
+        network, subnet = (
+            (self.bridge, self.bridge_subnet) if plugin == "win-bridge" else (self.overlay, self.overlay_subnet)
+        )
+        doc = {
+            "cniVersion": "1.0.0",
+            "name": network,
+            "type": plugin,
+            "apiVersion": 2 if v2 else 1,
+            "policies": policies,
+            "ipam": {"type": "host-local", "subnet": subnet, "dataDir": self.dir + "\\ipam"},
+        }
         if plugin == "win-overlay":
             doc["ipMasq"] = True
         return json.dumps(doc).encode()
@@ -201,7 +226,7 @@ def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
 
     try:
         for rep in range(reps + 1):
-            turn = sides[rep % len(sides):] + sides[:rep % len(sides)]  # who goes first rotates
+            turn = sides[rep % len(sides) :] + sides[: rep % len(sides)]  # who goes first rotates
             timed(("floor", "Windows CPython"), rep, [python, "-I", "-S", "-c", "pass"])
             timed(("floor", "Wine"), rep, [toolchain.winpath(node.trivial)])
             for side in turn:
@@ -214,16 +239,29 @@ def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
                 for command in ("ADD", "DEL"):
                     for side in turn:
                         cid, netns, conf = pods[side.name]
-                        timed((f"{label} {command}", side.name), rep, [side.exe(plugin)], conf, CNI_COMMAND=command,
-                              CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=side.cni_dir)
+                        timed(
+                            (f"{label} {command}", side.name),
+                            rep,
+                            [side.exe(plugin)],
+                            conf,
+                            CNI_COMMAND=command,
+                            CNI_CONTAINERID=cid,
+                            CNI_NETNS=netns,
+                            CNI_PATH=side.cni_dir,
+                        )
     finally:
         timer.close()
     load.append(os.getloadavg()[0])
-    return {"medians": {key: statistics.median(values) for key, values in samples.items()},
-            "cpu": {key: statistics.median(values) for key, values in cpu.items()},
-            "samples": samples, "cpu_samples": cpu,
-            "calls": {key: len(names) for key, names in calls.items()}, "reps": reps, "load": load,
-            "others": {f"zip{n}": str(other) for n, other in enumerate(others, 2)}}
+    return {
+        "medians": {key: statistics.median(values) for key, values in samples.items()},
+        "cpu": {key: statistics.median(values) for key, values in cpu.items()},
+        "samples": samples,
+        "cpu_samples": cpu,
+        "calls": {key: len(names) for key, names in calls.items()},
+        "reps": reps,
+        "load": load,
+        "others": {f"zip{n}": str(other) for n, other in enumerate(others, 2)},
+    }
 
 
 def paired(figures: dict, step: str, side: str, against: str = "Go") -> list[float]:
@@ -240,7 +278,7 @@ def median_interval(values: list[float]) -> tuple[float, float]:
     the whole range (below 6 rounds the whole range too, though less sure than that)."""
     n, ordered = len(values), sorted(values)
     k = 0  # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
-    while k < n // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= 0.025:
+    while k < n // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2**n <= 0.025:
         k += 1
     return ordered[max(k - 1, 0)], ordered[n - max(k, 1)]
 
@@ -255,27 +293,40 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
         ratios = paired(figures, step, "wincni")
         low, high = median_interval(ratios)
         sure = "" if high <= limit or low > limit else ", within noise of the budget"
-        lines.append(verdict(f"Wine {step} / Go", statistics.median(ratios), limit)
-                     + f"  [per-round ratio 95% CI {low:.2f}-{high:.2f}{sure}; medians {ours * 1000:.0f} vs "
-                       f"{go * 1000:.0f} ms = {ours / go:.2f}x; CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
-                       f"{cpu[(step, 'Go')] * 1000:.0f} ms = {cpu[(step, 'wincni')] / cpu[(step, 'Go')]:.2f}x; "
-                       f"HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]")
-    lines += [verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
-              for step, limit in FLOOR_BUDGETS]
+        lines.append(
+            verdict(f"Wine {step} / Go", statistics.median(ratios), limit)
+            + f"  [per-round ratio 95% CI {low:.2f}-{high:.2f}{sure}; medians {ours * 1000:.0f} vs "
+            f"{go * 1000:.0f} ms = {ours / go:.2f}x; CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
+            f"{cpu[(step, 'Go')] * 1000:.0f} ms = {cpu[(step, 'wincni')] / cpu[(step, 'Go')]:.2f}x; "
+            f"HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]"
+        )
+    lines += [
+        verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
+        for step, limit in FLOOR_BUDGETS
+    ]
     lines.append(verdict("release zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
     ours, go = med[(VERSION, "wincni")], med[(VERSION, "Go")]
-    lines.append(f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "
-                 f"Windows CPython floor {floor * 1000:.0f} ms (wincni {ours / floor:.2f}x it), "
-                 f"Wine floor (an empty mingw program) {med[('floor', 'Wine')] * 1000:.0f} ms; CPU: wincni "
-                 f"{cpu[(VERSION, 'wincni')] * 1000:.0f}, Go {cpu[(VERSION, 'Go')] * 1000:.0f}, CPython floor "
-                 f"{cpu[('floor', 'Windows CPython')] * 1000:.0f}, Wine floor {cpu[('floor', 'Wine')] * 1000:.0f} ms")
+    lines.append(
+        f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "
+        f"Windows CPython floor {floor * 1000:.0f} ms (wincni {ours / floor:.2f}x it), "
+        f"Wine floor (an empty mingw program) {med[('floor', 'Wine')] * 1000:.0f} ms; CPU: wincni "
+        f"{cpu[(VERSION, 'wincni')] * 1000:.0f}, Go {cpu[(VERSION, 'Go')] * 1000:.0f}, CPython floor "
+        f"{cpu[('floor', 'Windows CPython')] * 1000:.0f}, Wine floor {cpu[('floor', 'Wine')] * 1000:.0f} ms"
+    )
     for name, path in figures["others"].items():
-        lines.append(f"     {name} ({path}), same rounds: " + "; ".join(
-            f"{step} {med[(step, name)] * 1000:.0f} ms ({statistics.median(paired(figures, step, name)):.2f}x Go, "
-            f"{statistics.median(paired(figures, step, name, 'wincni')):.2f}x wincni per round, "
-            f"CPU {cpu[(step, name)] * 1000:.0f})" for step in STEPS))
-    lines.append(f"     (medians of {figures['reps']} interleaved rounds; 1-min load average "
-                 f"{figures['load'][0]:.1f} before, {figures['load'][1]:.1f} after)")
+        lines.append(
+            f"     {name} ({path}), same rounds: "
+            + "; ".join(
+                f"{step} {med[(step, name)] * 1000:.0f} ms ({statistics.median(paired(figures, step, name)):.2f}x Go, "
+                f"{statistics.median(paired(figures, step, name, 'wincni')):.2f}x wincni per round, "
+                f"CPU {cpu[(step, name)] * 1000:.0f})"
+                for step in STEPS
+            )
+        )
+    lines.append(
+        f"     (medians of {figures['reps']} interleaved rounds; 1-min load average "
+        f"{figures['load'][0]:.1f} before, {figures['load'][1]:.1f} after)"
+    )
     return lines
 
 

@@ -6,6 +6,7 @@ the host endpoint), then flannel delegates to win-bridge / win-overlay, which ca
 A third node has no flanneld at all: win-overlay creates its network (standalone mode).
 Exits non-zero at the first step that does not do what it should.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,14 +48,21 @@ class Node:
         self.root.mkdir()
         self.network = network
         self.backend = backend
-        self.env = {**os.environ, "LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(self.root / "hns"),
-                    "CNI_PATH": str(BIN), "CNI_IFNAME": "eth0",
-                    "WINCNI_LOG_FILE": str(self.root / "wincni.log")}
+        self.env = {
+            **os.environ,
+            "LIBHNS_BACKEND": "sim",
+            "LIBHNS_SIM_DIR": str(self.root / "hns"),
+            "CNI_PATH": str(BIN),
+            "CNI_IFNAME": "eth0",
+            "WINCNI_LOG_FILE": str(self.root / "wincni.log"),
+        }
         self.conf = self.root / "cni.conf"
         self.plugin = "flannel"  # what the kubelet runs: the config's "type"
         self.bin = BIN  # where the runtime finds it
 
-    def run(self, argv: list[str], stdin: bytes = b"", env: dict | None = None, show: str = "") -> subprocess.CompletedProcess:
+    def run(
+        self, argv: list[str], stdin: bytes = b"", env: dict | None = None, show: str = ""
+    ) -> subprocess.CompletedProcess:
         if show:
             say(f"\n$ {show}")
         return subprocess.run(argv, input=stdin, env=env or self.env, capture_output=True, timeout=120)
@@ -79,18 +87,31 @@ class Node:
     def setup(self, subnet_env: bytes, net_conf: dict, cni_conf: dict) -> None:
         self.write("subnet.env", subnet_env)
         self.write("net-conf.json", json.dumps(net_conf, indent=2).encode())
-        cni_conf.update(subnetFile=str(self.root / "subnet.env"), dataDir=str(self.root / "flannel"),
-                        netConf=str(self.root / "net-conf.json"), ipam={"dataDir": str(self.root / "ipam")})
+        cni_conf.update(
+            subnetFile=str(self.root / "subnet.env"),
+            dataDir=str(self.root / "flannel"),
+            netConf=str(self.root / "net-conf.json"),
+            ipam={"dataDir": str(self.root / "ipam")},
+        )
         self.write("cni.conf", json.dumps(cni_conf, indent=2).encode())
 
-    def cni(self, command: str, container: str, netns: str, prev: dict | None = None, expect: int = 0,
-            extra: dict | None = None) -> dict | None:
+    def cni(
+        self,
+        command: str,
+        container: str,
+        netns: str,
+        prev: dict | None = None,
+        expect: int = 0,
+        extra: dict | None = None,
+    ) -> dict | None:
         conf = json.loads(self.conf.read_text())
         if prev is not None:
             conf["prevResult"] = prev
         conf.update(extra or {})
         env = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": container, "CNI_NETNS": netns}
-        shown = f"CNI_COMMAND={command} CNI_CONTAINERID={container} CNI_NETNS={netns or '(empty)'} {self.plugin} < cni.conf"
+        shown = (
+            f"CNI_COMMAND={command} CNI_CONTAINERID={container} CNI_NETNS={netns or '(empty)'} {self.plugin} < cni.conf"
+        )
         if prev is not None:
             shown += " (+ prevResult)"
         if extra:
@@ -101,7 +122,9 @@ class Node:
         for line in proc.stderr.decode().splitlines():
             say(f"  stderr: {line}")
         if proc.returncode != expect:
-            raise DemoFailed(f"{self.plugin} {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}")
+            raise DemoFailed(
+                f"{self.plugin} {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}"
+            )
         say(f"  exit {proc.returncode}" + ("" if doc else ", no output (success)"))
         if doc:
             say("  " + json.dumps(doc, indent=2).replace("\n", "\n  "))
@@ -136,12 +159,17 @@ def lifecycle(node: Node) -> None:
     say("\nThe app container joins the pause container's network (CNI_NETNS=container:<pause>):")
     shared = node.cni("ADD", app, f"container:{pause}")
     eps = node.endpoints()
-    expect(pod_names(eps) == {f"{pause}_{node.network}"}, "one endpoint, named <pause id>_<network>, shared by both containers")
+    expect(
+        pod_names(eps) == {f"{pause}_{node.network}"},
+        "one endpoint, named <pause id>_<network>, shared by both containers",
+    )
     expect(shared["ips"] == result["ips"], "the app container got the pause container's address")
     expect(len(node.ip_files()) == 1, "host-local holds exactly one address")
     node.cni("CHECK", pause, "none", prev=result)
     node.cni("DEL", app, f"container:{pause}", prev=shared)
-    expect(pod_names(node.endpoints()) == {f"{pause}_{node.network}"}, "the app container's DEL keeps the shared endpoint")
+    expect(
+        pod_names(node.endpoints()) == {f"{pause}_{node.network}"}, "the app container's DEL keeps the shared endpoint"
+    )
     node.cni("DEL", pause, "none", prev=result)
     expect(not pod_names(node.endpoints()), "the pause container's DEL removed the endpoint")
     expect(not node.ip_files(), "and released the address")
@@ -160,10 +188,16 @@ def lifecycle(node: Node) -> None:
     expect(retry == result, "a retried ADD returns the same result (no second address or endpoint)")
     eps = node.endpoints()
     mine = [e for e in eps if e["Name"] == f"{pod}_{node.network}"]
-    expect(len(mine) == 1 and mine[0].get("HostComputeNamespace", "").upper() == netns.upper(),
-           "the endpoint is attached to the pod's namespace")
-    policies = json.loads(node.hnsctl("endpoint", "show", f"{pod}_{node.network}", "-o", "json", quiet=True)).get("Policies", [])
-    say("\nThe endpoint's HCN policies (the V1-shaped config translated; automatic ones appended unless already covered):")
+    expect(
+        len(mine) == 1 and mine[0].get("HostComputeNamespace", "").upper() == netns.upper(),
+        "the endpoint is attached to the pod's namespace",
+    )
+    policies = json.loads(node.hnsctl("endpoint", "show", f"{pod}_{node.network}", "-o", "json", quiet=True)).get(
+        "Policies", []
+    )
+    say(
+        "\nThe endpoint's HCN policies (the V1-shaped config translated; automatic ones appended unless already covered):"
+    )
     for p in policies:
         say("  " + json.dumps(p))
     expect(all("Settings" in p for p in policies), "every policy HNS received is in the V2 schema")
@@ -184,40 +218,73 @@ def standalone(root: Path) -> None:
     (root / "standalone").mkdir()
     node = Node(root / "standalone", "vxlan0", "none")
     node.plugin = "win-overlay"
-    node.env["WINCNI_LOCK_DIR"] = str(node.root / "locks")  # the node-wide network lock (/run/wincni; C:\\ProgramData\\wincni on Windows)
+    node.env["WINCNI_LOCK_DIR"] = str(
+        node.root / "locks"
+    )  # the node-wide network lock (/run/wincni; C:\\ProgramData\\wincni on Windows)
     say("A lab node or a containerd host outside Kubernetes: nobody runs flanneld or start.ps1.")
     node.hnsctl("network", "list")
-    node.write("cni.conf", json.dumps({
-        "cniVersion": "1.1.0", "name": "vxlan0", "type": "win-overlay",
-        "network": {"subnet": "10.244.7.0/24", "adapter": "Ethernet"},
-        "ipam": {"type": "host-local", "subnet": "10.244.7.0/24", "dataDir": str(node.root / "ipam")},
-        "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}}]},
-        indent=2).encode())
+    node.write(
+        "cni.conf",
+        json.dumps(
+            {
+                "cniVersion": "1.1.0",
+                "name": "vxlan0",
+                "type": "win-overlay",
+                "network": {"subnet": "10.244.7.0/24", "adapter": "Ethernet"},
+                "ipam": {"type": "host-local", "subnet": "10.244.7.0/24", "dataDir": str(node.root / "ipam")},
+                "policies": [
+                    {
+                        "name": "EndpointPolicy",
+                        "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]},
+                    }
+                ],
+            },
+            indent=2,
+        ).encode(),
+    )
     node.cni("STATUS", "", "")
     say("  ok: STATUS is ready before any network exists: the next ADD creates it")
 
     say("\nFive pods start at once on the fresh node, and HNS takes a second to set up the management IP")
     say("(LIBHNS_SIM_MGMT_DELAY=1): one ADD creates the network and waits, the others wait on the node lock.")
     node.env["LIBHNS_SIM_MGMT_DELAY"] = "1"
-    pods = [("pod" + str(i) + uuid.uuid4().hex[:6], json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"])
-            for i in range(5)]
-    procs = [subprocess.Popen([str(BIN / "win-overlay")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns})
-             for cid, netns in pods]
+    pods = [
+        (
+            "pod" + str(i) + uuid.uuid4().hex[:6],
+            json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"],
+        )
+        for i in range(5)
+    ]
+    procs = [
+        subprocess.Popen(
+            [str(BIN / "win-overlay")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns},
+        )
+        for cid, netns in pods
+    ]
     say("\n$ 5 x (CNI_COMMAND=ADD ... win-overlay < cni.conf), in parallel")
     outs = [p.communicate(node.conf.read_bytes(), timeout=120) for p in procs]
-    expect(all(p.returncode == 0 for p in procs), "all five ADDs succeeded: " + ", ".join(
-        json.loads(o)["ips"][0]["address"] for o, _ in outs))
+    expect(
+        all(p.returncode == 0 for p in procs),
+        "all five ADDs succeeded: " + ", ".join(json.loads(o)["ips"][0]["address"] for o, _ in outs),
+    )
     del node.env["LIBHNS_SIM_MGMT_DELAY"]
     nets = json.loads(node.hnsctl("network", "list", "-o", "json", quiet=True))
     expect(len(nets) == 1, "exactly one network was created")
     log = [json.loads(line) for line in (node.root / "wincni.log").read_text().splitlines()]
     [ready] = [e for e in log if e.get("event") == "network-ready"]
-    say(f"  (debug log: network-created, then network-ready after {ready['waited']} with management IP {ready['managementIP']})")
+    say(
+        f"  (debug log: network-created, then network-ready after {ready['waited']} with management IP {ready['managementIP']})"
+    )
     node.hnsctl("network", "show", "vxlan0")
     expect(len(pod_names(node.endpoints())) == 5, "five pod endpoints on it")
 
-    say("\nHNS restarts (a node reboot, Restart-Service hns): the network was created non-persistent, as flanneld does.")
+    say(
+        "\nHNS restarts (a node reboot, Restart-Service hns): the network was created non-persistent, as flanneld does."
+    )
     node.hnsctl("restart")
     node.cni("DEL", *pods[0])
     expect(len(node.ip_files()) == 4, "a pod's DEL after the restart still releases its address")
@@ -242,10 +309,20 @@ def doctor(node: Node) -> None:
         say(proc.stdout.decode().rstrip())
         expect(proc.returncode == 0, "the source VIP is reserved and SourceVip.json written")
     else:
-        node.write("SourceVip.json", json.dumps({"cniVersion": "0.2.0", "ip4": {"ip": "10.244.4.254/24"}}).encode(),
-                   show=False)
-    args = ["doctor", "--cni-conf", str(node.root / "conf"), "--cni-bin-dir", str(BIN),
-            "--source-vip", str(node.root / "SourceVip.json"), "--reach", "8.8.8.8"]
+        node.write(
+            "SourceVip.json", json.dumps({"cniVersion": "0.2.0", "ip4": {"ip": "10.244.4.254/24"}}).encode(), show=False
+        )
+    args = [
+        "doctor",
+        "--cni-conf",
+        str(node.root / "conf"),
+        "--cni-bin-dir",
+        str(BIN),
+        "--source-vip",
+        str(node.root / "SourceVip.json"),
+        "--reach",
+        "8.8.8.8",
+    ]
     proc = node.run([str(BIN / "wincni"), *args], show="wincni " + " ".join(args))
     say(proc.stdout.decode().rstrip())
     expect(proc.returncode == 0, "wincni doctor finds nothing wrong with the node")
@@ -258,24 +335,79 @@ def node_day(root: Path) -> None:
     (root / "day").mkdir()
     node = Node(root / "day", "vxlan0", "vxlan")
     say(f"The release folder: {DIST}. flanneld and kubeadm have left their files and the Overlay network:")
-    node.hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", POD_SUBNET, "--management-ip", "10.127.130.36",
-                quiet=True)
-    node.write("net-conf.json", json.dumps({"Network": "10.244.0.0/16", "Backend": {
-        "name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}}).encode())
+    node.hnsctl(
+        "network",
+        "create",
+        "vxlan0",
+        "--type",
+        "Overlay",
+        "--subnet",
+        POD_SUBNET,
+        "--management-ip",
+        "10.127.130.36",
+        quiet=True,
+    )
+    node.write(
+        "net-conf.json",
+        json.dumps(
+            {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}}
+        ).encode(),
+    )
     node.write("subnet.env", (FIXTURES / "subnet.env").read_bytes(), show=False)
     node.write("kubelet.yaml", b"kind: KubeletConfiguration\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n")
-    say("\nThe operator's conflist template (on a cluster, the wincni-cni-template ConfigMap); install fills in its __TOKENS__:")
-    node.write("template.conflist", json.dumps({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [{
-        "type": "flannel", "subnetFile": str(node.root / "subnet.env"), "netConf": str(node.root / "net-conf.json"),
-        "dataDir": str(node.root / "flannel"), "ipam": {"dataDir": str(node.root / "ipam")},
-        "capabilities": {"portMappings": True, "dns": True},
-        "delegate": {"type": "__DELEGATE_TYPE__", "dns": {"Nameservers": ["__DNS_SERVER__"], "Search": ["svc.__DNS_DOMAIN__"]},
-                     "policies": [
-                         {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["__CLUSTER_CIDR__", "__SERVICE_CIDR__"]}},
-                         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "__SERVICE_CIDR__", "NeedEncap": True}}]}}]},
-        indent=2).encode())
+    say(
+        "\nThe operator's conflist template (on a cluster, the wincni-cni-template ConfigMap); install fills in its __TOKENS__:"
+    )
+    node.write(
+        "template.conflist",
+        json.dumps(
+            {
+                "cniVersion": "1.0.0",
+                "name": "__NETWORK_NAME__",
+                "plugins": [
+                    {
+                        "type": "flannel",
+                        "subnetFile": str(node.root / "subnet.env"),
+                        "netConf": str(node.root / "net-conf.json"),
+                        "dataDir": str(node.root / "flannel"),
+                        "ipam": {"dataDir": str(node.root / "ipam")},
+                        "capabilities": {"portMappings": True, "dns": True},
+                        "delegate": {
+                            "type": "__DELEGATE_TYPE__",
+                            "dns": {"Nameservers": ["__DNS_SERVER__"], "Search": ["svc.__DNS_DOMAIN__"]},
+                            "policies": [
+                                {
+                                    "Name": "EndpointPolicy",
+                                    "Value": {
+                                        "Type": "OutBoundNAT",
+                                        "ExceptionList": ["__CLUSTER_CIDR__", "__SERVICE_CIDR__"],
+                                    },
+                                },
+                                {
+                                    "Name": "EndpointPolicy",
+                                    "Value": {
+                                        "Type": "ROUTE",
+                                        "DestinationPrefix": "__SERVICE_CIDR__",
+                                        "NeedEncap": True,
+                                    },
+                                },
+                            ],
+                        },
+                    }
+                ],
+            },
+            indent=2,
+        ).encode(),
+    )
     bin_dir, conf_dir = node.root / "bin", node.root / "net.d"
-    dirs = ["--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(conf_dir), "--containerd-config", str(node.root / "config.toml")]
+    dirs = [
+        "--cni-bin-dir",
+        str(bin_dir),
+        "--cni-conf-dir",
+        str(conf_dir),
+        "--containerd-config",
+        str(node.root / "config.toml"),
+    ]
 
     def wincni(exe: Path, *args: str, expect_rc: int = 0) -> str:
         proc = node.run([str(exe), *args], show=f"{exe} " + " ".join(args))
@@ -284,12 +416,31 @@ def node_day(root: Path) -> None:
             raise DemoFailed(f"wincni {args[0]} exited {proc.returncode}: {proc.stderr.decode()}")
         return proc.stdout.decode()
 
-    wincni(DIST / "wincni", "install", *dirs, "--net-conf", str(node.root / "net-conf.json"),
-           "--kubelet-config", str(node.root / "kubelet.yaml"), "--template", str(node.root / "template.conflist"))
+    wincni(
+        DIST / "wincni",
+        "install",
+        *dirs,
+        "--net-conf",
+        str(node.root / "net-conf.json"),
+        "--kubelet-config",
+        str(node.root / "kubelet.yaml"),
+        "--template",
+        str(node.root / "template.conflist"),
+    )
     conflist = json.loads((conf_dir / "10-flannel.conflist").read_text())
-    expect(conflist["plugins"][0]["delegate"]["dns"] == {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
-           "the config carries the kubelet's clusterDNS and clusterDomain")
-    doctor = ["doctor", "--cni-conf", str(conf_dir), "--cni-bin-dir", str(bin_dir), "--source-vip", str(node.root / "SourceVip.json")]
+    expect(
+        conflist["plugins"][0]["delegate"]["dns"] == {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+        "the config carries the kubelet's clusterDNS and clusterDomain",
+    )
+    doctor = [
+        "doctor",
+        "--cni-conf",
+        str(conf_dir),
+        "--cni-bin-dir",
+        str(bin_dir),
+        "--source-vip",
+        str(node.root / "SourceVip.json"),
+    ]
     table = wincni(bin_dir / "wincni", *doctor)
     [run] = [line.split("run: ", 1)[1] for line in table.splitlines() if "run: " in line]
     say("\nThe doctor's run: line, pasted as printed:")
@@ -298,9 +449,16 @@ def node_day(root: Path) -> None:
     expect(proc.returncode == 0, "the fix ran")
     expect("0 failed, 0 warnings" in wincni(bin_dir / "wincni", *doctor), "the doctor finds nothing wrong any more")
 
-    say("\nA pod, as containerd runs it: the conflist's plugin with the list's name and cniVersion (what libcni hands it):")
-    node.write("cni.conf", json.dumps({"cniVersion": conflist["cniVersion"], "name": conflist["name"], **conflist["plugins"][0]},
-                                      indent=2).encode(), show=False)
+    say(
+        "\nA pod, as containerd runs it: the conflist's plugin with the list's name and cniVersion (what libcni hands it):"
+    )
+    node.write(
+        "cni.conf",
+        json.dumps(
+            {"cniVersion": conflist["cniVersion"], "name": conflist["name"], **conflist["plugins"][0]}, indent=2
+        ).encode(),
+        show=False,
+    )
     node.bin, node.env["CNI_PATH"] = bin_dir, str(bin_dir)
     netns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
     result = node.cni("ADD", "pod1", netns)
@@ -308,50 +466,122 @@ def node_day(root: Path) -> None:
     node.cni("DEL", "pod1", netns, prev=result)
     expect(not pod_names(node.endpoints()), "and removed it")
     wincni(DIST / "wincni", "install", "--uninstall", *dirs)
-    expect(not list(bin_dir.iterdir()) and not list(conf_dir.iterdir()), "uninstall took exactly what install laid down")
+    expect(
+        not list(bin_dir.iterdir()) and not list(conf_dir.iterdir()), "uninstall took exactly what install laid down"
+    )
 
 
 def main() -> int:
     if not (BIN / "flannel").exists() or not (DIST / "wincni").exists():
-        say(f"error: {BIN / 'flannel'} or {DIST / 'wincni'} not found; run `make demo` (it installs the console "
-            "scripts and builds the release folder)")
+        say(
+            f"error: {BIN / 'flannel'} or {DIST / 'wincni'} not found; run `make demo` (it installs the console "
+            "scripts and builds the release folder)"
+        )
         return 1
     root = Path(tempfile.mkdtemp(prefix="wincni-demo-"))
     try:
         heading("wincni demo: flannel -> win-bridge / win-overlay -> host-local on the HNS simulator, then standalone")
         say(f"work dir: {root}")
-        say("Executables: " + ", ".join(str(BIN / n) for n in ("flannel", "win-bridge", "win-overlay", "host-local", "hnsctl")))
+        say(
+            "Executables: "
+            + ", ".join(str(BIN / n) for n in ("flannel", "win-bridge", "win-overlay", "host-local", "hnsctl"))
+        )
         subnet_env = (FIXTURES / "subnet.env").read_bytes()
 
         heading("node 1: flannel host-gw -> HNS L2Bridge network cbr0 (win-bridge)")
         bridge = Node(root, "cbr0", "host-gw")
         say("flanneld creates the L2Bridge network and the bridge's host endpoint cbr0_ep at .2:")
-        bridge.hnsctl("network", "create", "cbr0", "--type", "L2Bridge", "--subnet", POD_SUBNET, "--gateway", "10.244.4.1",
-                      "--adapter", "Ethernet")
+        bridge.hnsctl(
+            "network",
+            "create",
+            "cbr0",
+            "--type",
+            "L2Bridge",
+            "--subnet",
+            POD_SUBNET,
+            "--gateway",
+            "10.244.4.1",
+            "--adapter",
+            "Ethernet",
+        )
         bridge.hnsctl("endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host")
-        bridge.setup(subnet_env, {"Network": "10.244.0.0/16", "Backend": {"name": "cbr0", "type": "host-gw"}}, {
-            "cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
-            "capabilities": {"portMappings": True, "dns": True},
-            "delegate": {"type": "win-bridge", "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
-                         "policies": [
-                             {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]}},
-                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
-                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.127.130.36/32", "NeedEncap": True}}]}})
+        bridge.setup(
+            subnet_env,
+            {"Network": "10.244.0.0/16", "Backend": {"name": "cbr0", "type": "host-gw"}},
+            {
+                "cniVersion": "1.0.0",
+                "name": "cbr0",
+                "type": "flannel",
+                "capabilities": {"portMappings": True, "dns": True},
+                "delegate": {
+                    "type": "win-bridge",
+                    "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                    "policies": [
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {
+                                "Type": "OutBoundNAT",
+                                "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"],
+                            },
+                        },
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                        },
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "ROUTE", "DestinationPrefix": "10.127.130.36/32", "NeedEncap": True},
+                        },
+                    ],
+                },
+            },
+        )
         lifecycle(bridge)
 
         heading("node 2: flannel vxlan -> HNS Overlay network vxlan0, VNI 4096, UDP 4789 (win-overlay)")
         overlay = Node(root, "vxlan0", "vxlan")
         say("flanneld creates the Overlay network (HNS adds the ProviderAddress = management IP):")
-        overlay.hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", POD_SUBNET, "--gateway", "10.244.4.1",
-                       "--vsid", "4096", "--adapter", "Ethernet", "--management-ip", "10.127.130.36")
-        overlay.setup(subnet_env, {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}}, {
-            "cniVersion": "1.0.0", "name": "vxlan0", "type": "flannel",
-            "capabilities": {"portMappings": True, "dns": True},
-            "delegate": {"dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
-                         "Policies": [
-                             {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}},
-                             {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}]}})
-        say("\n(the delegate has no \"type\": flannel picks win-overlay from net-conf.json's vxlan backend)")
+        overlay.hnsctl(
+            "network",
+            "create",
+            "vxlan0",
+            "--type",
+            "Overlay",
+            "--subnet",
+            POD_SUBNET,
+            "--gateway",
+            "10.244.4.1",
+            "--vsid",
+            "4096",
+            "--adapter",
+            "Ethernet",
+            "--management-ip",
+            "10.127.130.36",
+        )
+        overlay.setup(
+            subnet_env,
+            {"Network": "10.244.0.0/16", "Backend": {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}},
+            {
+                "cniVersion": "1.0.0",
+                "name": "vxlan0",
+                "type": "flannel",
+                "capabilities": {"portMappings": True, "dns": True},
+                "delegate": {
+                    "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                    "Policies": [
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]},
+                        },
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                        },
+                    ],
+                },
+            },
+        )
+        say('\n(the delegate has no "type": flannel picks win-overlay from net-conf.json\'s vxlan backend)')
         lifecycle(overlay)
         doctor(overlay)
         standalone(root)

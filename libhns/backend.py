@@ -3,10 +3,12 @@
 Only this module reads ``LIBHNS_BACKEND``/``LIBHNS_JOURNAL``; the environment is passed in so
 plugins (whose ``main`` receives ``env``) and tests choose without touching ``os.environ``.
 """
+
 from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
@@ -36,8 +38,7 @@ def simulated_on_windows(env: Mapping[str, str], platform: str | None = None) ->
     return (platform or sys.platform) == "win32" and backend_name(env, platform) == "sim"
 
 
-def open_backend(env: Mapping[str, str] | None = None, platform: str | None = None,
-                 stderr: Any = None) -> RawHns:
+def open_backend(env: Mapping[str, str] | None = None, platform: str | None = None, stderr: Any = None) -> RawHns:
     """The RawHns that ``LIBHNS_BACKEND`` names, journaled when ``LIBHNS_JOURNAL`` is set.
 
     On Windows, ``sim`` is refused unless ``WINCNI_ALLOW_SIMULATOR=1``, and then every run says
@@ -49,10 +50,14 @@ def open_backend(env: Mapping[str, str] | None = None, platform: str | None = No
         from libhns.errors import EnvError
 
         if env.get(ALLOW_SIMULATOR) != "1":
-            raise EnvError(f"LIBHNS_BACKEND=sim selects the HNS simulator on a Windows node: set {ALLOW_SIMULATOR}=1 "
-                           "as well to really mean it (test nodes only), or unset LIBHNS_BACKEND for real HNS")
-        (stderr or sys.stderr).write("wincni: warning: LIBHNS_BACKEND=sim: the HNS simulator runs instead of HNS; "
-                                     "no real network or endpoint is made on this node\n")
+            raise EnvError(
+                f"LIBHNS_BACKEND=sim selects the HNS simulator on a Windows node: set {ALLOW_SIMULATOR}=1 "
+                "as well to really mean it (test nodes only), or unset LIBHNS_BACKEND for real HNS"
+            )
+        (stderr or sys.stderr).write(
+            "wincni: warning: LIBHNS_BACKEND=sim: the HNS simulator runs instead of HNS; "
+            "no real network or endpoint is made on this node\n"
+        )
     if name == "hcn":
         from libhns.ctypes_backend import CtypesBackend
 
@@ -64,8 +69,7 @@ def open_backend(env: Mapping[str, str] | None = None, platform: str | None = No
     else:
         from libhns.errors import EnvError
 
-        raise EnvError(f"LIBHNS_BACKEND={env.get('LIBHNS_BACKEND')!r} is not one of: "
-                         + ", ".join(BACKENDS))
+        raise EnvError(f"LIBHNS_BACKEND={env.get('LIBHNS_BACKEND')!r} is not one of: " + ", ".join(BACKENDS))
     journal = env.get("LIBHNS_JOURNAL")
     if journal:
         from libhns.journal import JournalBackend

@@ -8,13 +8,20 @@ filter — and nothing is re-queried that the caller does not need. Handles are 
 (try/finally). "Not found" on a getter is None; every other failure is a ``libhns.errors``
 exception. The client never knows which backend it talks to.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 from basics import jsontext
 from libhns import errors, guid
-from libhns.objects import (HNSEndpoint, HNSNetwork, HostComputeEndpoint, HostComputeNamespace,
-                            HostComputeNetwork, HnsObject, same_id)
+from libhns.objects import (
+    HNSEndpoint,
+    HNSNetwork,
+    HnsObject,
+    HostComputeEndpoint,
+    HostComputeNamespace,
+    HostComputeNetwork,
+    same_id,
+)
 from libhns.raw import RawHns
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -41,9 +48,9 @@ def _in(version: tuple[int, int], lo: tuple[int, int], hi: tuple[int, int] | Non
     return version >= lo and (hi is None or version <= hi)
 
 
-
 class _NoDeadline:
     """``undo_window`` over a backend without a deadline: nothing to change."""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -52,12 +59,32 @@ class _NoDeadline:
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
         return False
 
+
 class Features:
     """HNS capabilities by version range (hcsshim's hcn/hcnsupport.go: https://github.com/microsoft/hcsshim/blob/main/hcn/hcnsupport.go). Gate on these, never the OS build."""
-    __slots__ = ("api_v1", "v2_api", "acl", "remote_subnet", "host_route", "dsr",
-                 "slash32_endpoint_prefixes", "acl_protocol_252", "vxlan_port", "dual_stack", "l4_proxy",
-                 "session_affinity", "set_policy", "l4_wfp_proxy", "tier_acl", "network_acl",
-                 "nested_ipset", "disable_host_port", "modify_loadbalancer", "accelnet")
+
+    __slots__ = (
+        "api_v1",
+        "v2_api",
+        "acl",
+        "remote_subnet",
+        "host_route",
+        "dsr",
+        "slash32_endpoint_prefixes",
+        "acl_protocol_252",
+        "vxlan_port",
+        "dual_stack",
+        "l4_proxy",
+        "session_affinity",
+        "set_policy",
+        "l4_wfp_proxy",
+        "tier_acl",
+        "network_acl",
+        "nested_ipset",
+        "disable_host_port",
+        "modify_loadbalancer",
+        "accelnet",
+    )
 
     def __init__(self, **flags: bool) -> None:
         for name in self.__slots__:
@@ -89,8 +116,13 @@ class Features:
             acl_protocol_252=_in(v, (11, 0)),
             vxlan_port=_in(v, (10, 3)),
             dual_stack=_in(v, (11, 10)),
-            l4_proxy=(_in(v, (9, 5), (9, x)) or _in(v, (10, 5), (10, x))
-                      or _in(v, (11, 11), (11, x)) or _in(v, (12, 1), (12, x)) or _in(v, (13, 1))),
+            l4_proxy=(
+                _in(v, (9, 5), (9, x))
+                or _in(v, (10, 5), (10, x))
+                or _in(v, (11, 11), (11, x))
+                or _in(v, (12, 1), (12, x))
+                or _in(v, (13, 1))
+            ),
             session_affinity=_in(v, (12, 0)),
             set_policy=_in(v, (13, 0)),
             l4_wfp_proxy=_in(v, (13, 2)),
@@ -109,8 +141,11 @@ class Features:
 def _guid(value: str) -> str:
     found = guid.parse(value)
     if found is None:
-        raise errors.from_hresult("HnsClient", errors.E_INVALIDARG,  # the call name errors have always shown
-                                  errors.error_record(errors.E_INVALIDARG, f"{value!r} is not a GUID."))
+        raise errors.from_hresult(
+            "HnsClient",
+            errors.E_INVALIDARG,  # the call name errors have always shown
+            errors.error_record(errors.E_INVALIDARG, f"{value!r} is not a GUID."),
+        )
     return found
 
 
@@ -280,16 +315,14 @@ class HcnClient(_Client):
 
         ``HostComputeNetwork`` and ``SchemaVersion`` are filled in when the settings lack them.
         """
-        doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": guid.normalize(network_id),
-               **settings}
+        doc = {"SchemaVersion": SCHEMA_V2, "HostComputeNetwork": guid.normalize(network_id), **settings}
         kept, self._kept = self._kept, None
         if kept is not None and kept[0] != guid.normalize(network_id):
             self.raw.hcn_close("Network", kept[1])
             kept = None
         net = kept[1] if kept is not None else self.raw.hcn_open("Network", _guid(network_id))
         try:
-            ep = self.raw.hcn_create("Endpoint", None, jsontext.dumps(doc, separators=_COMPACT),
-                                     network=net)
+            ep = self.raw.hcn_create("Endpoint", None, jsontext.dumps(doc, separators=_COMPACT), network=net)
             try:
                 return HostComputeEndpoint.from_json(self.raw.hcn_query("Endpoint", ep, QUERY_V2))
             finally:
@@ -309,8 +342,7 @@ class HcnClient(_Client):
         return self._list("Namespace", HostComputeNamespace)
 
     def create_namespace(self, settings: Mapping[str, Any] | None = None) -> HostComputeNamespace:
-        return self._create("Namespace", {"SchemaVersion": SCHEMA_V2, **(settings or {})},
-                            HostComputeNamespace)
+        return self._create("Namespace", {"SchemaVersion": SCHEMA_V2, **(settings or {})}, HostComputeNamespace)
 
     def delete_namespace(self, id_: str, *, missing_ok: bool = False) -> bool:
         return self._delete("Namespace", id_, missing_ok)
@@ -400,16 +432,13 @@ class HnsCallClient(_Client):
 
     def host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
         """``POST /endpoints/<id>/attach`` as the host (compartment 1 = host default), like cbr0_ep."""
-        self._call("POST", f"/endpoints/{endpoint_id}/attach",
-                 {"SystemType": "Host", "CompartmentId": compartment_id})
+        self._call("POST", f"/endpoints/{endpoint_id}/attach", {"SystemType": "Host", "CompartmentId": compartment_id})
 
     def container_detach(self, container_id: str, endpoint_id: str) -> None:
         """``POST /endpoints/<id>/detach`` for a container sharing the endpoint."""
-        self._call("POST", f"/endpoints/{endpoint_id}/detach",
-                 {"ContainerId": container_id, "SystemType": "Container"})
+        self._call("POST", f"/endpoints/{endpoint_id}/detach", {"ContainerId": container_id, "SystemType": "Container"})
 
-    def hot_attach(self, container_id: str, endpoint_id: str,
-                      endpoint: HNSEndpoint | None = None) -> bool:
+    def hot_attach(self, container_id: str, endpoint_id: str, endpoint: HNSEndpoint | None = None) -> bool:
         """Attach to a running container through HCS; False (no HCS call) when already attached.
 
         Pass ``endpoint`` when you have it: it saves the ``GET /endpoints/<id>``.
@@ -422,8 +451,7 @@ class HnsCallClient(_Client):
         self._hcs_network_request(container_id, "Add", endpoint_id)
         return True
 
-    def hot_detach(self, container_id: str, endpoint_id: str,
-                      endpoint: HNSEndpoint | None = None) -> bool:
+    def hot_detach(self, container_id: str, endpoint_id: str, endpoint: HNSEndpoint | None = None) -> bool:
         """Detach through HCS. With ``endpoint`` not listing the container: no call, False;
         without it: the HCS call straight away (its not-found / not-attached errors surface)."""
         if endpoint is not None and not endpoint.has_container(container_id):
@@ -443,9 +471,13 @@ class HnsCallClient(_Client):
     def _hcs_network_request(self, container_id: str, request_type: str, endpoint_id: str) -> None:
         handle = self.raw.hcs_open_compute_system(container_id)
         try:
-            self.raw.hcs_modify_compute_system(handle, jsontext.dumps(
-                {"ResourceType": "Network", "RequestType": request_type,
-                 "Settings": guid.normalize(endpoint_id)}, separators=_COMPACT))
+            self.raw.hcs_modify_compute_system(
+                handle,
+                jsontext.dumps(
+                    {"ResourceType": "Network", "RequestType": request_type, "Settings": guid.normalize(endpoint_id)},
+                    separators=_COMPACT,
+                ),
+            )
         finally:
             self.raw.hcs_close_compute_system(handle)
 
@@ -455,6 +487,4 @@ class HnsCallClient(_Client):
 
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:
-    return {"ResourceType": "Endpoint", "RequestType": action,
-            "Settings": {"EndpointId": guid.normalize(endpoint_id)}}
-
+    return {"ResourceType": "Endpoint", "RequestType": action, "Settings": {"EndpointId": guid.normalize(endpoint_id)}}

@@ -10,6 +10,7 @@ before the ErrorRecord could be read and freed), the value is masked to 32 bits 
 failure; every returned string is a CoTaskMem allocation, read and freed exactly once; a non-empty
 HCN ErrorRecord is an error even with S_OK; GUIDs go by pointer, GUID_NULL when HNS should assign.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,8 +32,12 @@ _FAILED = 0x80000000
 class GUID(ctypes.Structure):
     """Windows GUID: Data1 u32, Data2 u16, Data3 u16, Data4 u8[8] — the layout of a UUID's ``bytes_le``."""
 
-    _fields_ = [("Data1", ctypes.c_uint32), ("Data2", ctypes.c_uint16),
-                ("Data3", ctypes.c_uint16), ("Data4", ctypes.c_uint8 * 8)]
+    _fields_ = [
+        ("Data1", ctypes.c_uint32),
+        ("Data2", ctypes.c_uint16),
+        ("Data3", ctypes.c_uint16),
+        ("Data4", ctypes.c_uint8 * 8),
+    ]
 
     @classmethod
     def of(cls, id: str | None) -> GUID:
@@ -99,8 +104,7 @@ class CtypesBackend:
     """RawHns through ctypes; pass library objects to substitute the DLLs (tests pass a CDLL)."""
 
     def __init__(self, computenetwork: Any = None, vmcompute: Any = None, ole32: Any = None) -> None:
-        self._libs: dict[str, Any] = {"computenetwork": computenetwork, "vmcompute": vmcompute,
-                                      "ole32": ole32}
+        self._libs: dict[str, Any] = {"computenetwork": computenetwork, "vmcompute": vmcompute, "ole32": ole32}
         self._functions: dict[str, Any] = {}
 
     # --- loading -------------------------------------------------------------------------------
@@ -175,8 +179,7 @@ class CtypesBackend:
     def hcn_enumerate(self, kind: str, query: str) -> str:
         return self._call_hcn("Enumerate", kind, query, output=True) or ""
 
-    def hcn_create(self, kind: str, id: str | None, settings: str,
-                   network: Handle | None = None) -> Handle:
+    def hcn_create(self, kind: str, id: str | None, settings: str, network: Handle | None = None) -> Handle:
         if (kind == "Endpoint") != (network is not None):
             raise ValueError("HcnCreateEndpoint needs an open network handle; other kinds take none")
         handle = c_void_p()
@@ -216,8 +219,7 @@ class CtypesBackend:
         return text
 
     def hns_call(self, method: str, path: str, request: str) -> str:
-        return self._call_vmcompute("HNSCall", f"HNSCall {method} {path}",
-                                    method, path, request or "") or ""
+        return self._call_vmcompute("HNSCall", f"HNSCall {method} {path}", method, path, request or "") or ""
 
     def hcs_open_compute_system(self, id: str) -> Handle:
         handle = c_void_p()
@@ -230,4 +232,3 @@ class CtypesBackend:
     def hcs_close_compute_system(self, handle: Handle) -> None:
         if handle:
             self._vmcompute("HcsCloseComputeSystem")(handle)
-

@@ -21,6 +21,7 @@ answer is dropped (a handle it returns dies with the process), and an object it 
 the next command finds by name: the retried ADD replaces an unattached endpoint of the pod's
 name, DEL deletes it by name.
 """
+
 from __future__ import annotations
 
 import _thread
@@ -44,18 +45,22 @@ CALL_SECONDS = 30.0
 COMMAND_SECONDS = 100.0
 UNDO_SECONDS = 10.0
 #: Config key (plugins) / environment variable for each limit.
-LIMITS = (("call", "LIBHNS_CALL_TIMEOUT", CALL_SECONDS),
-          ("command", "LIBHNS_COMMAND_TIMEOUT", COMMAND_SECONDS),
-          ("undo", "LIBHNS_UNDO_TIMEOUT", UNDO_SECONDS))
+LIMITS = (
+    ("call", "LIBHNS_CALL_TIMEOUT", CALL_SECONDS),
+    ("command", "LIBHNS_COMMAND_TIMEOUT", COMMAND_SECONDS),
+    ("undo", "LIBHNS_UNDO_TIMEOUT", UNDO_SECONDS),
+)
 _FIRST_BACKOFF, _MAX_BACKOFF = 0.05, 1.0
 
 
 class Limits:
     """Seconds for one call, the whole command, and the undo after a failure."""
+
     __slots__ = ("call", "command", "undo")
 
-    def __init__(self, call: float = CALL_SECONDS, command: float = COMMAND_SECONDS,
-                 undo: float = UNDO_SECONDS) -> None:
+    def __init__(
+        self, call: float = CALL_SECONDS, command: float = COMMAND_SECONDS, undo: float = UNDO_SECONDS
+    ) -> None:
         self.call, self.command, self.undo = call, command, undo
 
     @classmethod
@@ -107,6 +112,7 @@ def _run_bounded(fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
 
 class _Worker:
     """A thread that runs one call at a time for ``DeadlineBackend``, until ``stop``."""
+
     __slots__ = ("_go", "_done", "_job", "_box")
 
     def __init__(self) -> None:
@@ -151,6 +157,7 @@ class _Worker:
 
 class _Grace:
     """``DeadlineBackend.grace``'s block (a class: ``contextlib`` would be one more import)."""
+
     __slots__ = ("backend", "saved")
 
     def __init__(self, backend: DeadlineBackend) -> None:
@@ -170,8 +177,13 @@ class _Grace:
 class DeadlineBackend:
     """RawHns that forwards to ``inner`` within the limits, retrying transient failures."""
 
-    def __init__(self, inner: RawHns, limits: Limits, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        inner: RawHns,
+        limits: Limits,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.inner = inner
         self.limits = limits
         self._clock = clock
@@ -205,8 +217,12 @@ class DeadlineBackend:
         must not be refused because the command's own deadline (the likely failure) passed."""
         return _Grace(self)
 
-    def _call(self, call: str | tuple[str, str], fn: Callable[[], T],
-              transient: Callable[[T], BaseException | None] = lambda _: None) -> T:
+    def _call(
+        self,
+        call: str | tuple[str, str],
+        fn: Callable[[], T],
+        transient: Callable[[T], BaseException | None] = lambda _: None,
+    ) -> T:
         """``fn`` within the limits; ``transient`` finds a "try again" failure in an answer that
         is not an exception (a V1 envelope), which is retried like a raised one. ``call`` names
         the call for a timeout: its name, or HCN's (op, kind), spelled only when one is raised."""
@@ -244,8 +260,7 @@ class DeadlineBackend:
         return self._call(("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query))
 
     def hcn_create(self, kind: str, id: Any, settings: str, network: Handle | None = None) -> Handle:
-        return self._call(("Create", kind),
-                          lambda: self.inner.hcn_create(kind, id, settings, network))
+        return self._call(("Create", kind), lambda: self.inner.hcn_create(kind, id, settings, network))
 
     def hcn_open(self, kind: str, id: Any) -> Handle:
         return self._call(("Open", kind), lambda: self.inner.hcn_open(kind, id))
@@ -270,14 +285,15 @@ class DeadlineBackend:
 
     # --- vmcompute.dll -------------------------------------------------------------------------
     def hns_call(self, method: str, path: str, request: str) -> str:
-        return self._call(f"HNSCall {method} {path}", lambda: self.inner.hns_call(method, path, request), _envelope_failure)
+        return self._call(
+            f"HNSCall {method} {path}", lambda: self.inner.hns_call(method, path, request), _envelope_failure
+        )
 
     def hcs_open_compute_system(self, id: str) -> Handle:
         return self._call("HcsOpenComputeSystem", lambda: self.inner.hcs_open_compute_system(id))
 
     def hcs_modify_compute_system(self, handle: Handle, configuration: str) -> None:
-        self._call("HcsModifyComputeSystem",
-                   lambda: self.inner.hcs_modify_compute_system(handle, configuration))
+        self._call("HcsModifyComputeSystem", lambda: self.inner.hcs_modify_compute_system(handle, configuration))
 
     def hcs_close_compute_system(self, handle: Handle) -> None:
         self._close(lambda: self.inner.hcs_close_compute_system(handle))
@@ -303,4 +319,3 @@ def _envelope_failure(envelope: str) -> BaseException | None:
     if not isinstance(code, int) or (code & 0xFFFFFFFF) not in errors.RETRY_SECONDS:
         return None
     return errors.from_hresult("HNSCall", code)
-

@@ -6,6 +6,7 @@ Callers branch on the subclass (``NotFound``, ``AlreadyExists`` …), never on n
 HNS reports the same condition with several codes (0x803B0001 *and* 0x80070490 for a missing
 network, depending on the call and the Windows build).
 """
+
 from __future__ import annotations
 
 #: HCN_E_* (winerror.h, facility 0x3B): low byte -> (name, meaning).
@@ -19,16 +20,12 @@ _HCN_CODES: dict[int, tuple[str, str]] = {
     0x07: ("HCN_E_PORT_NOT_FOUND", "The switch port was not found."),
     0x08: ("HCN_E_POLICY_NOT_FOUND", "An expected policy was not found."),
     0x09: ("HCN_E_VFP_PORTSETTING_NOT_FOUND", "A required VFP port setting was not found."),
-    0x0A: ("HCN_E_INVALID_NETWORK",
-           "The provided network configuration is invalid or missing parameters."),
+    0x0A: ("HCN_E_INVALID_NETWORK", "The provided network configuration is invalid or missing parameters."),
     0x0B: ("HCN_E_INVALID_NETWORK_TYPE", "The network type is invalid."),
-    0x0C: ("HCN_E_INVALID_ENDPOINT",
-           "The provided endpoint configuration is invalid or missing parameters."),
-    0x0D: ("HCN_E_INVALID_POLICY",
-           "The provided policy configuration is invalid or missing parameters."),
+    0x0C: ("HCN_E_INVALID_ENDPOINT", "The provided endpoint configuration is invalid or missing parameters."),
+    0x0D: ("HCN_E_INVALID_POLICY", "The provided policy configuration is invalid or missing parameters."),
     0x0E: ("HCN_E_INVALID_POLICY_TYPE", "The policy type is invalid."),
-    0x0F: ("HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION",
-           "The requested operation is invalid for a remote endpoint."),
+    0x0F: ("HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION", "The requested operation is invalid for a remote endpoint."),
     0x10: ("HCN_E_NETWORK_ALREADY_EXISTS", "A network with this name already exists."),
     0x11: ("HCN_E_LAYER_ALREADY_EXISTS", "A layer with this name already exists."),
     0x12: ("HCN_E_POLICY_ALREADY_EXISTS", "The policy already exists on this object."),
@@ -37,17 +34,14 @@ _HCN_CODES: dict[int, tuple[str, str]] = {
     0x15: ("HCN_E_REQUEST_UNSUPPORTED", "The specified request is unsupported."),
     0x16: ("HCN_E_MAPPING_NOT_SUPPORTED", "Port mapping is not supported on this network."),
     0x17: ("HCN_E_DEGRADED_OPERATION", "The operation was attempted on a degraded object."),
-    0x18: ("HCN_E_SHARED_SWITCH_MODIFICATION",
-           "A switch shared by several networks cannot be modified."),
+    0x18: ("HCN_E_SHARED_SWITCH_MODIFICATION", "A switch shared by several networks cannot be modified."),
     0x19: ("HCN_E_GUID_CONVERSION_FAILURE", "A parameter could not be read as a GUID."),
     0x1A: ("HCN_E_REGKEY_FAILURE", "A registry key could not be processed."),
     0x1B: ("HCN_E_INVALID_JSON", "The JSON document is invalid."),
     0x1C: ("HCN_E_INVALID_JSON_REFERENCE", "A reference in the JSON document is invalid."),
     0x1D: ("HCN_E_ENDPOINT_SHARING_DISABLED", "Endpoint sharing is disabled."),
-    0x1E: ("HCN_E_INVALID_IP",
-           "The IP address is invalid or not part of any configured subnet."),
-    0x1F: ("HCN_E_SWITCH_EXTENSION_NOT_FOUND",
-           "The specified switch extension does not exist on this switch."),
+    0x1E: ("HCN_E_INVALID_IP", "The IP address is invalid or not part of any configured subnet."),
+    0x1F: ("HCN_E_SWITCH_EXTENSION_NOT_FOUND", "The specified switch extension does not exist on this switch."),
     0x20: ("HCN_E_MANAGER_STOPPED", "The operation cannot be performed while the service is stopping."),
     0x21: ("GCN_E_MODULE_NOT_FOUND", "The guest network service module was not found."),
     0x22: ("GCN_E_NO_REQUEST_HANDLERS", "No request handler is registered for the request."),
@@ -58,18 +52,17 @@ _HCN_CODES: dict[int, tuple[str, str]] = {
     0x27: ("GCN_E_NETCOMPARTMENT_NOT_FOUND", "The network compartment was not found."),
     0x28: ("GCN_E_NETINTERFACE_NOT_FOUND", "The network interface was not found."),
     0x29: ("GCN_E_DEFAULTNAMESPACE_EXISTS", "A default namespace already exists."),
-    0x2A: ("HCN_E_ICS_DISABLED",
-           "The Internet Connection Sharing service (SharedAccess) is disabled and cannot be started."),
-    0x2B: ("HCN_E_ENDPOINT_NAMESPACE_ALREADY_EXISTS",
-           "The endpoint is already part of a network namespace."),
-    0x2C: ("HCN_E_ENTITY_HAS_REFERENCES",
-           "The object cannot be removed while other objects still reference it."),
+    0x2A: (
+        "HCN_E_ICS_DISABLED",
+        "The Internet Connection Sharing service (SharedAccess) is disabled and cannot be started.",
+    ),
+    0x2B: ("HCN_E_ENDPOINT_NAMESPACE_ALREADY_EXISTS", "The endpoint is already part of a network namespace."),
+    0x2C: ("HCN_E_ENTITY_HAS_REFERENCES", "The object cannot be removed while other objects still reference it."),
     0x2D: ("HCN_E_INVALID_INTERNAL_PORT", "The internal port must be given and cannot be zero."),
     0x2E: ("HCN_E_NAMESPACE_ATTACH_FAILED", "Attaching the namespace failed."),
     0x2F: ("HCN_E_ADDR_INVALID_OR_RESERVED", "An address provided is invalid or reserved."),
     0x30: ("HCN_E_INVALID_PREFIX", "The prefix provided is invalid."),
-    0x31: ("HCN_E_OBJECT_USED_AFTER_UNLOAD",
-           "An object was used after the component that owns it was unloaded."),
+    0x31: ("HCN_E_OBJECT_USED_AFTER_UNLOAD", "An object was used after the component that owns it was unloaded."),
     0x32: ("HCN_E_INVALID_SUBNET", "The subnet provided is invalid."),
     0x33: ("HCN_E_INVALID_IP_SUBNET", "The IP subnet provided is invalid."),
     0x34: ("HCN_E_ENDPOINT_NOT_ATTACHED", "The endpoint is not attached."),
@@ -80,26 +73,32 @@ _HCN_CODES: dict[int, tuple[str, str]] = {
 
 #: HRESULT -> (name, meaning) for every code this package names.
 HRESULTS: dict[int, tuple[str, str]] = {0x803B0000 | low: v for low, v in _HCN_CODES.items()}
-HRESULTS.update({
-    0x00000000: ("S_OK", "The operation completed successfully."),
-    0x80004001: ("E_NOTIMPL", "Not implemented."),
-    0x80004005: ("E_FAIL", "Unspecified error."),
-    0x80070005: ("E_ACCESSDENIED", "Access is denied."),
-    0x8007000E: ("E_OUTOFMEMORY", "Not enough memory resources are available to complete this operation."),
-    0x80070057: ("E_INVALIDARG", "The parameter is incorrect."),
-    0x800700B7: ("ERROR_ALREADY_EXISTS", "Cannot create a file when that file already exists."),
-    0x80070490: ("ERROR_NOT_FOUND", "Element not found."),
-    0x80071392: ("ERROR_OBJECT_ALREADY_EXISTS", "The object already exists."),
-    0x800706BA: ("RPC_S_SERVER_UNAVAILABLE", "The RPC server is unavailable."),
-    0x800706BB: ("RPC_S_SERVER_TOO_BUSY", "The RPC server is too busy to complete this operation."),
-    0x800706BE: ("RPC_S_CALL_FAILED", "The remote procedure call failed."),
-    0x800706BF: ("RPC_S_CALL_FAILED_DNE", "The remote procedure call failed and did not execute."),
-    0x800706D9: ("EPT_S_NOT_REGISTERED", "There are no more endpoints available from the endpoint mapper."),
-    0xC037010E: ("HCS_E_SYSTEM_NOT_FOUND",
-                 "A virtual machine or container with the specified identifier does not exist."),
-    0xC037010F: ("HCS_E_SYSTEM_ALREADY_EXISTS",
-                 "A virtual machine or container with the specified identifier already exists."),
-})
+HRESULTS.update(
+    {
+        0x00000000: ("S_OK", "The operation completed successfully."),
+        0x80004001: ("E_NOTIMPL", "Not implemented."),
+        0x80004005: ("E_FAIL", "Unspecified error."),
+        0x80070005: ("E_ACCESSDENIED", "Access is denied."),
+        0x8007000E: ("E_OUTOFMEMORY", "Not enough memory resources are available to complete this operation."),
+        0x80070057: ("E_INVALIDARG", "The parameter is incorrect."),
+        0x800700B7: ("ERROR_ALREADY_EXISTS", "Cannot create a file when that file already exists."),
+        0x80070490: ("ERROR_NOT_FOUND", "Element not found."),
+        0x80071392: ("ERROR_OBJECT_ALREADY_EXISTS", "The object already exists."),
+        0x800706BA: ("RPC_S_SERVER_UNAVAILABLE", "The RPC server is unavailable."),
+        0x800706BB: ("RPC_S_SERVER_TOO_BUSY", "The RPC server is too busy to complete this operation."),
+        0x800706BE: ("RPC_S_CALL_FAILED", "The remote procedure call failed."),
+        0x800706BF: ("RPC_S_CALL_FAILED_DNE", "The remote procedure call failed and did not execute."),
+        0x800706D9: ("EPT_S_NOT_REGISTERED", "There are no more endpoints available from the endpoint mapper."),
+        0xC037010E: (
+            "HCS_E_SYSTEM_NOT_FOUND",
+            "A virtual machine or container with the specified identifier does not exist.",
+        ),
+        0xC037010F: (
+            "HCS_E_SYSTEM_ALREADY_EXISTS",
+            "A virtual machine or container with the specified identifier already exists.",
+        ),
+    }
+)
 
 # The codes code raises or compares by name: ours, and the simulator's answers (libhns.sim), which
 # must be HNS's own. tests/unit/test_errors.py checks each against its name in HRESULTS.
@@ -150,7 +149,7 @@ RETRY_SECONDS: dict[int, float] = {
     0x800706BF: float("inf"),  # RPC_S_CALL_FAILED_DNE: failed and did not execute
     0x800706D9: float("inf"),  # EPT_S_NOT_REGISTERED: the RPC interface is not registered yet
     0x803B0020: float("inf"),  # HCN_E_MANAGER_STOPPED: the service is stopping or starting
-    0x80070005: 2.0,           # E_ACCESSDENIED: briefly, while HNS restarts
+    0x80070005: 2.0,  # E_ACCESSDENIED: briefly, while HNS restarts
 }
 
 
@@ -164,8 +163,15 @@ class HnsError(Exception):
 
     codes: frozenset[int] = frozenset()
 
-    def __init__(self, call: str, hresult: int | None, name: str | None, message: str,
-                 record: str | None = None, detail: str | None = None) -> None:
+    def __init__(
+        self,
+        call: str,
+        hresult: int | None,
+        name: str | None,
+        message: str,
+        record: str | None = None,
+        detail: str | None = None,
+    ) -> None:
         self.call = call
         self.hresult = hresult
         self.name = name
@@ -188,8 +194,7 @@ class HnsError(Exception):
         return self._text()
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (type(self), self.call, self.hresult, self.name, self.message,
-                           self.record, self.detail))
+        return (_rebuild, (type(self), self.call, self.hresult, self.name, self.message, self.record, self.detail))
 
     @property
     def win32(self) -> int | None:
@@ -207,9 +212,12 @@ class Timeout(HnsError):
     def __init__(self, call: str, waited: float, limit: str) -> None:
         self.waited = waited
         self.limit = limit
-        super().__init__(call, None, "TIMEOUT",
-                         f"no answer from HNS after {waited:.1f} s ({limit}); the call may "
-                         "still complete in HNS")
+        super().__init__(
+            call,
+            None,
+            "TIMEOUT",
+            f"no answer from HNS after {waited:.1f} s ({limit}); the call may still complete in HNS",
+        )
 
     def __reduce__(self) -> tuple[object, ...]:
         return (Timeout, (self.call, self.waited, self.limit))
@@ -230,15 +238,15 @@ def try_later(err: BaseException) -> bool:
 class NotFound(HnsError):
     """The object (network, endpoint, namespace, container …) does not exist."""
 
-    codes = frozenset({0x803B0001, 0x803B0002, 0x803B0005, 0x803B0007, 0x803B0008,
-                       ERROR_NOT_FOUND, HCS_E_SYSTEM_NOT_FOUND})
+    codes = frozenset(
+        {0x803B0001, 0x803B0002, 0x803B0005, 0x803B0007, 0x803B0008, ERROR_NOT_FOUND, HCS_E_SYSTEM_NOT_FOUND}
+    )
 
 
 class AlreadyExists(HnsError):
     """The object, port or attachment already exists."""
 
-    codes = frozenset({0x803B0010, 0x803B0012, 0x803B0013, 0x803B0014, 0x803B002B,
-                       0x80071392, 0x800700B7, 0xC037010F})
+    codes = frozenset({0x803B0010, 0x803B0012, 0x803B0013, 0x803B0014, 0x803B002B, 0x80071392, 0x800700B7, 0xC037010F})
 
 
 class InvalidPolicy(HnsError):
@@ -279,8 +287,16 @@ class InUse(HnsError):
 
 _CLASS_BY_CODE: dict[int, type[HnsError]] = {
     code: cls
-    for cls in (NotFound, AlreadyExists, InvalidPolicy, InvalidArgument, AccessDenied, Unsupported,
-                InvalidAddress, InUse)
+    for cls in (
+        NotFound,
+        AlreadyExists,
+        InvalidPolicy,
+        InvalidArgument,
+        AccessDenied,
+        Unsupported,
+        InvalidAddress,
+        InUse,
+    )
     for code in cls.codes
 }
 
@@ -313,8 +329,7 @@ def error_record(hresult: int, message: str | None = None) -> str:
 
     hr = _u32(hresult)
     text = message if message is not None else (hresult_message(hr) or "")
-    return jsontext.dumps({"Success": False, "Error": text + " ", "ErrorCode": hr},
-                          separators=(",", ":"))
+    return jsontext.dumps({"Success": False, "Error": text + " ", "ErrorCode": hr}, separators=(",", ":"))
 
 
 def parse_record(record: str | None) -> tuple[int | None, str | None]:
@@ -332,8 +347,10 @@ def parse_record(record: str | None) -> tuple[int | None, str | None]:
     # HCN ErrorRecord: {"Error": text, "ErrorCode": hr}; HCS result: {"Error": hr, "ErrorMessage": text}.
     code = doc.get("ErrorCode", doc.get("Error"))
     text = doc.get("ErrorMessage", doc.get("Error"))
-    return (_u32(code) if isinstance(code, int) and not isinstance(code, bool) else None,
-            text.strip() if isinstance(text, str) and text.strip() else None)
+    return (
+        _u32(code) if isinstance(code, int) and not isinstance(code, bool) else None,
+        text.strip() if isinstance(text, str) and text.strip() else None,
+    )
 
 
 def _same(a: str, b: str) -> bool:

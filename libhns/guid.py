@@ -3,6 +3,7 @@
 The one parser for libhns and the plugins (CNI_NETNS, V1 paths, object IDs, hnsctl references).
 String methods only: no ``uuid`` or ``re`` import on a plugin's start-up path.
 """
+
 from __future__ import annotations
 
 _HEX = frozenset("0123456789abcdefABCDEF")

@@ -7,13 +7,14 @@ processes add whole lines. A journal that cannot be written (or is refused by ``
 another user's file) is logged, never raised: the HNS call has already happened and failing it
 now would leak what it created.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from basics import jsontext
 from libhns import guid
@@ -69,14 +70,30 @@ class JournalBackend:
         except OSError as e:
             _log.warning("cannot append to HNS journal %s: %s", self.path, e)
 
-    def _run(self, api: str, op: str, fn: Callable[[], T], *, id: str | None = None,
-             request: str | None = None, method: str | None = None, path: str | None = None,
-             response: Callable[[T], str | None] = lambda _: None) -> T:
+    def _run(
+        self,
+        api: str,
+        op: str,
+        fn: Callable[[], T],
+        *,
+        id: str | None = None,
+        request: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        response: Callable[[T], str | None] = lambda _: None,
+    ) -> T:
         """Call ``fn``, journal it (also when it raises), and return its result."""
         entry: dict[str, Any] = {
             "ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-            "api": api, "op": op, "method": method, "path": path, "id": id,
-            "request": _document(request), "hresult": None, "response": None, "ms": None,
+            "api": api,
+            "op": op,
+            "method": method,
+            "path": path,
+            "id": id,
+            "request": _document(request),
+            "hresult": None,
+            "response": None,
+            "ms": None,
         }
         start = time.perf_counter()
         try:
@@ -108,31 +125,48 @@ class JournalBackend:
 
     # --- HCN -----------------------------------------------------------------------------------
     def hcn_enumerate(self, kind: str, query: str) -> str:
-        return self._run("v2", hcn_function("Enumerate", kind), lambda: self.inner.hcn_enumerate(kind, query),
-                         request=query, response=lambda r: r)
+        return self._run(
+            "v2",
+            hcn_function("Enumerate", kind),
+            lambda: self.inner.hcn_enumerate(kind, query),
+            request=query,
+            response=lambda r: r,
+        )
 
-    def hcn_create(self, kind: str, id: str | None, settings: str,
-                   network: Handle | None = None) -> Handle:
-        handle = self._run("v2", hcn_function("Create", kind),
-                           lambda: self.inner.hcn_create(kind, id, settings, network),
-                           id=_guid(id), request=settings)
+    def hcn_create(self, kind: str, id: str | None, settings: str, network: Handle | None = None) -> Handle:
+        handle = self._run(
+            "v2",
+            hcn_function("Create", kind),
+            lambda: self.inner.hcn_create(kind, id, settings, network),
+            id=_guid(id),
+            request=settings,
+        )
         self._remember(kind, handle, _guid(id))
         return handle
 
     def hcn_open(self, kind: str, id: str) -> Handle:
-        handle = self._run("v2", hcn_function("Open", kind), lambda: self.inner.hcn_open(kind, id),
-                           id=_guid(id))
+        handle = self._run("v2", hcn_function("Open", kind), lambda: self.inner.hcn_open(kind, id), id=_guid(id))
         self._remember(kind, handle, _guid(id))
         return handle
 
     def hcn_modify(self, kind: str, handle: Handle, settings: str) -> None:
-        self._run("v2", hcn_function("Modify", kind), lambda: self.inner.hcn_modify(kind, handle, settings),
-                  id=self._ids.get(_key(kind, handle)), request=settings)
+        self._run(
+            "v2",
+            hcn_function("Modify", kind),
+            lambda: self.inner.hcn_modify(kind, handle, settings),
+            id=self._ids.get(_key(kind, handle)),
+            request=settings,
+        )
 
     def hcn_query(self, kind: str, handle: Handle, query: str) -> str:
-        properties = self._run("v2", hcn_function("Query", kind),
-                               lambda: self.inner.hcn_query(kind, handle, query),
-                               id=self._ids.get(_key(kind, handle)), request=query, response=lambda r: r)
+        properties = self._run(
+            "v2",
+            hcn_function("Query", kind),
+            lambda: self.inner.hcn_query(kind, handle, query),
+            id=self._ids.get(_key(kind, handle)),
+            request=query,
+            response=lambda r: r,
+        )
         return self._learn(kind, handle, properties)
 
     def hcn_delete(self, kind: str, id: str) -> None:
@@ -144,9 +178,16 @@ class JournalBackend:
 
     # --- vmcompute.dll -------------------------------------------------------------------------
     def hns_call(self, method: str, path: str, request: str) -> str:
-        return self._run("v1", "HNSCall", lambda: self.inner.hns_call(method, path, request),
-                         method=method, path=path, id=guid.search(path),
-                         request=request, response=lambda r: r)
+        return self._run(
+            "v1",
+            "HNSCall",
+            lambda: self.inner.hns_call(method, path, request),
+            method=method,
+            path=path,
+            id=guid.search(path),
+            request=request,
+            response=lambda r: r,
+        )
 
     def hcs_open_compute_system(self, id: str) -> Handle:
         handle = self._run("v1", "HcsOpenComputeSystem", lambda: self.inner.hcs_open_compute_system(id), id=id)
@@ -154,9 +195,13 @@ class JournalBackend:
         return handle
 
     def hcs_modify_compute_system(self, handle: Handle, configuration: str) -> None:
-        self._run("v1", "HcsModifyComputeSystem",
-                  lambda: self.inner.hcs_modify_compute_system(handle, configuration),
-                  id=self._ids.get(_key("ComputeSystem", handle)), request=configuration)
+        self._run(
+            "v1",
+            "HcsModifyComputeSystem",
+            lambda: self.inner.hcs_modify_compute_system(handle, configuration),
+            id=self._ids.get(_key("ComputeSystem", handle)),
+            request=configuration,
+        )
 
     def hcs_close_compute_system(self, handle: Handle) -> None:
         id = self._ids.pop(_key("ComputeSystem", handle), None)

@@ -5,10 +5,10 @@ standalone mode — so the two can never drift apart. The V2 (HCN) form is the s
 (HNSCall) form is derived from it the way hcsshim maps the two schemas
 (internal/hns/hnsnetwork.go vs hcn/hcnnetwork.go).
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
-
 from libhns.objects import default_prefix
 from libhns.policies import PROVIDER_ADDRESS, VSID, to_v1
 
@@ -19,13 +19,16 @@ if TYPE_CHECKING:
 #: NetworkFlags.EnableNonPersistent: HNS forgets the network when it restarts (flanneld sets it).
 NON_PERSISTENT = 8
 #: Network policies V1 carries as top-level fields (name, V1 key, Settings key).
-_V1_TOP_LEVEL = (("NetAdapterName", "NetworkAdapterName", "NetworkAdapterName"),
-                 ("ProviderAddress", "ManagementIP", "ProviderAddress"),
-                 ("DrMacAddress", "DrMacAddress", "Address"))
+_V1_TOP_LEVEL = (
+    ("NetAdapterName", "NetworkAdapterName", "NetworkAdapterName"),
+    ("ProviderAddress", "ManagementIP", "ProviderAddress"),
+    ("DrMacAddress", "DrMacAddress", "Address"),
+)
 
 
 class SubnetSpec:
     """One IPAM subnet: its prefix, the default route's next hop and, on Overlay, its VSID."""
+
     __slots__ = ("prefix", "gateway", "vsid")
 
     def __init__(self, prefix: str, gateway: str = "", vsid: int | None = None) -> None:
@@ -41,9 +44,17 @@ class SubnetSpec:
         return ipaddr.ip_network(self.prefix).version
 
 
-def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), *, adapter: str = "",
-                     management_ip: str = "", vxlan_port: int | None = None, dr_mac: str = "",
-                     flags: int = 0) -> dict[str, Any]:
+def network_document(
+    name: str,
+    type_: str,
+    subnets: Iterable[SubnetSpec] = (),
+    *,
+    adapter: str = "",
+    management_ip: str = "",
+    vxlan_port: int | None = None,
+    dr_mac: str = "",
+    flags: int = 0,
+) -> dict[str, Any]:
     """The V2 HostComputeNetwork: a static IPAM subnet (with its default route, and the VSID
     policy when given) per entry, network policies in flanneld's order."""
     policies: list[dict[str, Any]] = []
@@ -58,8 +69,10 @@ def network_document(name: str, type_: str, subnets: Iterable[SubnetSpec] = (), 
     doc: dict[str, Any] = {"Name": name, "Type": type_, "Policies": policies}
     entries = []
     for s in subnets:
-        entry: dict[str, Any] = {"IpAddressPrefix": s.prefix, "Routes": [
-            {"NextHop": s.gateway, "DestinationPrefix": default_prefix(s.version)}]}
+        entry: dict[str, Any] = {
+            "IpAddressPrefix": s.prefix,
+            "Routes": [{"NextHop": s.gateway, "DestinationPrefix": default_prefix(s.version)}],
+        }
         if s.vsid is not None:
             entry["Policies"] = [VSID.v2(s.vsid)]
         entries.append(entry)
@@ -74,16 +87,24 @@ def v1_network_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The HNSCall ``POST /networks`` body for a V2 document from ``network_document``."""
     policies = doc.get("Policies") or []
     top = {p["Type"]: p["Settings"] for p in policies}
-    out: dict[str, Any] = {"Name": doc["Name"], "Type": str(doc["Type"]).lower(),
-                           "Policies": [to_v1(p) for p in policies
-                                        if p["Type"] not in {t for t, _, _ in _V1_TOP_LEVEL}]}
+    out: dict[str, Any] = {
+        "Name": doc["Name"],
+        "Type": str(doc["Type"]).lower(),
+        "Policies": [to_v1(p) for p in policies if p["Type"] not in {t for t, _, _ in _V1_TOP_LEVEL}],
+    }
     for policy, key, setting in _V1_TOP_LEVEL:
         if policy in top:
             out[key] = top[policy][setting]
     subnets = [s for ipam in doc.get("Ipams") or () for s in ipam["Subnets"]]
     if subnets:
-        out["Subnets"] = [{"AddressPrefix": s["IpAddressPrefix"], "GatewayAddress": s["Routes"][0]["NextHop"],
-                           "Policies": [to_v1(p) for p in s.get("Policies", [])]} for s in subnets]
+        out["Subnets"] = [
+            {
+                "AddressPrefix": s["IpAddressPrefix"],
+                "GatewayAddress": s["Routes"][0]["NextHop"],
+                "Policies": [to_v1(p) for p in s.get("Policies", [])],
+            }
+            for s in subnets
+        ]
     if doc.get("Flags"):
         out["Flags"] = doc["Flags"]
     return out

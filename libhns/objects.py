@@ -7,6 +7,7 @@ matches keys case-insensitively and keeps every key it does not model in ``extra
 (policies, routes, IP configurations) stay plain JSON: the convenience properties read what the
 plugins need from them.
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     T = TypeVar("T", bound="HnsObject")
 
 from basics import jsontext
-from libhns import guid
 from basics.jsonci import get_ci
+from libhns import guid
 from libhns.policies import setting
 
 JsonDict = dict  # a parsed JSON object
@@ -41,6 +42,7 @@ class HnsObject:
     them its ``__slots__``: plain classes, because generating dataclasses costs every plugin
     start more than all of its HNS calls on the simulator.
     """
+
     __slots__ = ("extra",)
     KEYS: ClassVar[dict[str, str]] = {}
     _BY_KEY: ClassVar[dict[str, str]] = {}
@@ -96,6 +98,7 @@ class HnsObject:
 
 class Subnet:
     """One subnet of a network, in either schema's terms (read-only)."""
+
     __slots__ = ("prefix", "gateway", "policies")
 
     def __init__(self, prefix: str, gateway: str | None, policies: tuple[JsonDict, ...] = ()) -> None:
@@ -103,7 +106,10 @@ class Subnet:
 
     def __eq__(self, other: object) -> bool:
         return type(other) is Subnet and (self.prefix, self.gateway, self.policies) == (
-            other.prefix, other.gateway, other.policies)  # type: ignore[attr-defined]
+            other.prefix,
+            other.gateway,
+            other.policies,
+        )  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"Subnet({self.prefix!r}, {self.gateway!r}, {self.policies!r})"
@@ -147,6 +153,7 @@ def default_gateway(routes: list[Any] | None, version: int | None = None) -> str
 
 class _NetworkProperties:
     """What both network schemas answer the same way, from ``type``, ``subnets`` and ``policies``."""
+
     __slots__ = ()
 
     type: str | None
@@ -180,11 +187,22 @@ class _NetworkProperties:
 
 # --- V2 -----------------------------------------------------------------------------------------
 
+
 class HostComputeNetwork(_NetworkProperties, HnsObject):
     """HCN network. A missing ``Type`` means NAT (enum 0 is omitted by HNS)."""
-    KEYS = {"id": "ID", "name": "Name", "type": "Type", "policies": "Policies", "mac_pool": "MacPool",
-            "dns": "Dns", "ipams": "Ipams", "flags": "Flags", "health": "Health",
-            "schema_version": "SchemaVersion"}
+
+    KEYS = {
+        "id": "ID",
+        "name": "Name",
+        "type": "Type",
+        "policies": "Policies",
+        "mac_pool": "MacPool",
+        "dns": "Dns",
+        "ipams": "Ipams",
+        "flags": "Flags",
+        "health": "Health",
+        "schema_version": "SchemaVersion",
+    }
     __slots__ = tuple(KEYS)
 
     _vsid_key: ClassVar[str] = "IsolationId"
@@ -196,8 +214,7 @@ class HostComputeNetwork(_NetworkProperties, HnsObject):
             for s in get_ci(ipam, "Subnets") or ():
                 prefix = get_ci(s, "IpAddressPrefix")
                 if prefix:
-                    out.append(Subnet(prefix, default_gateway(get_ci(s, "Routes")),
-                                      tuple(get_ci(s, "Policies") or ())))
+                    out.append(Subnet(prefix, default_gateway(get_ci(s, "Routes")), tuple(get_ci(s, "Policies") or ())))
         return out
 
     @property
@@ -216,17 +233,27 @@ class HostComputeNetwork(_NetworkProperties, HnsObject):
 
 class HostComputeEndpoint(HnsObject):
     """HCN endpoint; ``HostComputeNamespace`` is filled by HNS on attach (read-only)."""
-    KEYS = {"id": "ID", "name": "Name", "host_compute_network": "HostComputeNetwork",
-            "host_compute_namespace": "HostComputeNamespace", "policies": "Policies",
-            "ip_configurations": "IpConfigurations", "dns": "Dns", "routes": "Routes",
-            "mac_address": "MacAddress", "flags": "Flags", "health": "Health",
-            "schema_version": "SchemaVersion", "state": "State"}
+
+    KEYS = {
+        "id": "ID",
+        "name": "Name",
+        "host_compute_network": "HostComputeNetwork",
+        "host_compute_namespace": "HostComputeNamespace",
+        "policies": "Policies",
+        "ip_configurations": "IpConfigurations",
+        "dns": "Dns",
+        "routes": "Routes",
+        "mac_address": "MacAddress",
+        "flags": "Flags",
+        "health": "Health",
+        "schema_version": "SchemaVersion",
+        "state": "State",
+    }
     __slots__ = tuple(KEYS)
 
     @property
     def ip_addresses(self) -> list[str]:
-        return [get_ci(c, "IpAddress") for c in self.ip_configurations or ()
-                if get_ci(c, "IpAddress")]
+        return [get_ci(c, "IpAddress") for c in self.ip_configurations or () if get_ci(c, "IpAddress")]
 
     @property
     def prefix_length(self) -> int | None:
@@ -259,8 +286,15 @@ class HostComputeEndpoint(HnsObject):
 
 class HostComputeNamespace(HnsObject):
     """HCN namespace; ``NamespaceId`` is the network compartment id."""
-    KEYS = {"id": "ID", "namespace_id": "NamespaceId", "namespace_guid": "NamespaceGuid",
-            "type": "Type", "resources": "Resources", "schema_version": "SchemaVersion"}
+
+    KEYS = {
+        "id": "ID",
+        "namespace_id": "NamespaceId",
+        "namespace_guid": "NamespaceGuid",
+        "type": "Type",
+        "resources": "Resources",
+        "schema_version": "SchemaVersion",
+    }
     __slots__ = tuple(KEYS)
 
     @property
@@ -284,30 +318,53 @@ class HostComputeNamespace(HnsObject):
 
 class HostComputeLoadBalancer(HnsObject):
     """HCN load balancer (kube-proxy's object; modelled for completeness and hnsctl)."""
-    KEYS = {"id": "ID", "host_compute_endpoints": "HostComputeEndpoints", "source_vip": "SourceVIP",
-            "frontend_vips": "FrontendVIPs", "port_mappings": "PortMappings", "flags": "Flags",
-            "host_compute_network": "HostComputeNetwork", "schema_version": "SchemaVersion"}
+
+    KEYS = {
+        "id": "ID",
+        "host_compute_endpoints": "HostComputeEndpoints",
+        "source_vip": "SourceVIP",
+        "frontend_vips": "FrontendVIPs",
+        "port_mappings": "PortMappings",
+        "flags": "Flags",
+        "host_compute_network": "HostComputeNetwork",
+        "schema_version": "SchemaVersion",
+    }
     __slots__ = tuple(KEYS)
 
 
 # --- V1 -----------------------------------------------------------------------------------------
 
+
 class HNSNetwork(_NetworkProperties, HnsObject):
     """V1 network; ``Type`` comes back lowercase, ``ManagementIP``/``DrMacAddress`` are top-level."""
-    KEYS = {"id": "ID", "name": "Name", "type": "Type", "network_adapter_name": "NetworkAdapterName",
-            "source_mac": "SourceMac", "policies": "Policies", "mac_pools": "MacPools",
-            "raw_subnets": "Subnets", "dns_suffix": "DNSSuffix", "dns_server_list": "DNSServerList",
-            "management_ip_field": "ManagementIP", "dr_mac_address_field": "DrMacAddress",
-            "flags": "Flags", "state": "State"}
+
+    KEYS = {
+        "id": "ID",
+        "name": "Name",
+        "type": "Type",
+        "network_adapter_name": "NetworkAdapterName",
+        "source_mac": "SourceMac",
+        "policies": "Policies",
+        "mac_pools": "MacPools",
+        "raw_subnets": "Subnets",
+        "dns_suffix": "DNSSuffix",
+        "dns_server_list": "DNSServerList",
+        "management_ip_field": "ManagementIP",
+        "dr_mac_address_field": "DrMacAddress",
+        "flags": "Flags",
+        "state": "State",
+    }
     __slots__ = tuple(KEYS)
 
     _vsid_key: ClassVar[str] = "VSID"
 
     @property
     def subnets(self) -> list[Subnet]:
-        return [Subnet(get_ci(s, "AddressPrefix"), get_ci(s, "GatewayAddress") or None,
-                       tuple(get_ci(s, "Policies") or ()))
-                for s in self.raw_subnets or () if get_ci(s, "AddressPrefix")]
+        return [
+            Subnet(get_ci(s, "AddressPrefix"), get_ci(s, "GatewayAddress") or None, tuple(get_ci(s, "Policies") or ()))
+            for s in self.raw_subnets or ()
+            if get_ci(s, "AddressPrefix")
+        ]
 
     @property
     def management_ip(self) -> str | None:
@@ -324,14 +381,27 @@ class HNSNetwork(_NetworkProperties, HnsObject):
 
 class HNSEndpoint(HnsObject):
     """V1 endpoint; ``SharedContainers`` lists the containers hot-attached through HCS."""
-    KEYS = {"id": "ID", "name": "Name", "virtual_network": "VirtualNetwork",
-            "virtual_network_name": "VirtualNetworkName", "policies": "Policies",
-            "mac_address": "MacAddress", "ip_address": "IPAddress", "ipv6_address": "IPv6Address",
-            "dns_suffix": "DNSSuffix", "dns_server_list": "DNSServerList",
-            "gateway_address": "GatewayAddress", "gateway_address_v6": "GatewayAddressV6",
-            "prefix_length": "PrefixLength", "ipv6_prefix_length": "IPv6PrefixLength",
-            "is_remote_endpoint": "IsRemoteEndpoint", "namespace": "Namespace",
-            "shared_containers": "SharedContainers", "state": "State"}
+
+    KEYS = {
+        "id": "ID",
+        "name": "Name",
+        "virtual_network": "VirtualNetwork",
+        "virtual_network_name": "VirtualNetworkName",
+        "policies": "Policies",
+        "mac_address": "MacAddress",
+        "ip_address": "IPAddress",
+        "ipv6_address": "IPv6Address",
+        "dns_suffix": "DNSSuffix",
+        "dns_server_list": "DNSServerList",
+        "gateway_address": "GatewayAddress",
+        "gateway_address_v6": "GatewayAddressV6",
+        "prefix_length": "PrefixLength",
+        "ipv6_prefix_length": "IPv6PrefixLength",
+        "is_remote_endpoint": "IsRemoteEndpoint",
+        "namespace": "Namespace",
+        "shared_containers": "SharedContainers",
+        "state": "State",
+    }
     __slots__ = tuple(KEYS)
 
     @property

@@ -8,8 +8,8 @@ ProviderAddress, NAT ↔ PortMapping). Plugin configs carry either shape, HNS re
 simulator validates with the same tables. (The CNI side of each type, the config keys it reads,
 is ``plugins/winnet/policies.py``.)
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
@@ -26,26 +26,79 @@ PROTOCOLS: dict[str, int] = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmp": 1, "icmpv
 _V1_PROTOCOL_NAMES: dict[int, str] = {6: "TCP", 17: "UDP"}
 
 #: V2 endpoint policy types (hcsshim hcn/hcnpolicy.go, ``EndpointPolicyType``).
-KNOWN_V2_ENDPOINT_TYPES: frozenset[str] = frozenset({
-    "PortMapping", "ACL", "QOS", "L2Driver", "OutBoundNAT", "SDNRoute", "L4Proxy", "L4WFPPROXY",
-    "PortName", "EncapOverhead", "Iov", "ProviderAddress", "InterfaceConstraint", "TierAcl",
-    "Encryption", "VLAN", "InterfaceParameters", "Firewall",
-})
+KNOWN_V2_ENDPOINT_TYPES: frozenset[str] = frozenset(
+    {
+        "PortMapping",
+        "ACL",
+        "QOS",
+        "L2Driver",
+        "OutBoundNAT",
+        "SDNRoute",
+        "L4Proxy",
+        "L4WFPPROXY",
+        "PortName",
+        "EncapOverhead",
+        "Iov",
+        "ProviderAddress",
+        "InterfaceConstraint",
+        "TierAcl",
+        "Encryption",
+        "VLAN",
+        "InterfaceParameters",
+        "Firewall",
+    }
+)
 #: V2 network policy types.
-KNOWN_V2_NETWORK_TYPES: frozenset[str] = frozenset({
-    "SourceMacAddress", "NetAdapterName", "InterfaceConstraint", "VSwitchExtension",
-    "ProviderAddress", "DrMacAddress", "AutomaticDNS", "RemoteSubnetRoute", "VxlanPort",
-    "HostRoute", "SetPolicy", "L4Proxy", "LayerConstraint", "NetworkACL", "NeighborDiscovery",
-})
+KNOWN_V2_NETWORK_TYPES: frozenset[str] = frozenset(
+    {
+        "SourceMacAddress",
+        "NetAdapterName",
+        "InterfaceConstraint",
+        "VSwitchExtension",
+        "ProviderAddress",
+        "DrMacAddress",
+        "AutomaticDNS",
+        "RemoteSubnetRoute",
+        "VxlanPort",
+        "HostRoute",
+        "SetPolicy",
+        "L4Proxy",
+        "LayerConstraint",
+        "NetworkACL",
+        "NeighborDiscovery",
+    }
+)
 #: V2 subnet policy types.
 KNOWN_V2_SUBNET_TYPES: frozenset[str] = frozenset({"VSID", "VLAN"})
 #: V1 policy types (endpoint, network, subnet and policy-list policies).
-KNOWN_V1_TYPES: frozenset[str] = frozenset({
-    "NAT", "ACL", "PA", "VLAN", "VSID", "VNET", "L2Driver", "Isolation", "QOS", "OutBoundNAT",
-    "ROUTE", "ELB", "PROXY", "DrMacAddress", "RemoteSubnetRoute", "HostRoute", "VxlanPort",
-    "SourceMacAddress", "NetAdapterName", "ProviderAddress", "AutomaticDNS", "InterfaceConstraint",
-    "EncapOverhead", "PortName",
-})
+KNOWN_V1_TYPES: frozenset[str] = frozenset(
+    {
+        "NAT",
+        "ACL",
+        "PA",
+        "VLAN",
+        "VSID",
+        "VNET",
+        "L2Driver",
+        "Isolation",
+        "QOS",
+        "OutBoundNAT",
+        "ROUTE",
+        "ELB",
+        "PROXY",
+        "DrMacAddress",
+        "RemoteSubnetRoute",
+        "HostRoute",
+        "VxlanPort",
+        "SourceMacAddress",
+        "NetAdapterName",
+        "ProviderAddress",
+        "AutomaticDNS",
+        "InterfaceConstraint",
+        "EncapOverhead",
+        "PortName",
+    }
+)
 #: Type names that exist only in V1; seeing one in a V2 document is a V1-shaped policy.
 V1_ONLY_TYPES: frozenset[str] = frozenset({"NAT", "PA", "ROUTE", "ELB", "PROXY", "VNET", "Isolation"})
 #: Type names that exist only in V2.
@@ -102,16 +155,19 @@ def _rename(src: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[str, Any
 
 # --- one kind per policy type: its V1 and V2 documents and the translation between them ----------
 
+
 class Kind:
     """One HNS policy type, as hcsshim keeps one type and one settings struct per policy: its
     name in each API, its document in each (``v1`` / ``v2``, taking the same settings), and the
     translation of a document of one API into the other (``to_v2`` / ``to_v1``, the pairs hcsshim
     maps between internal/hns/hnspolicy.go and hcn/hcnpolicy.go). Each type's subclass builds
     its documents; the base translation renames keys only."""
+
     __slots__ = ("v1_type", "v2_type", "v1_keys", "endpoint")
 
-    def __init__(self, v1_type: str, v2_type: str = "", v1_keys: Mapping[str, str] | None = None,
-                 endpoint: bool = True) -> None:
+    def __init__(
+        self, v1_type: str, v2_type: str = "", v1_keys: Mapping[str, str] | None = None, endpoint: bool = True
+    ) -> None:
         self.v1_type, self.v2_type = v1_type, v2_type or v1_type
         self.v1_keys = dict(v1_keys or {})  # V1 flat key -> V2 Settings key
         self.endpoint = endpoint  # an endpoint policy (user policies of this type are translated)
@@ -129,21 +185,29 @@ class Kind:
 
 class _OutBoundNat(Kind):
     """OutBoundNAT: SNAT except to ``Exceptions``, or (loopback DSR) only for ``Destinations``."""
+
     __slots__ = ()
 
-    def v1(self, exceptions: list[str] | None = None, destinations: list[str] | None = None,
-           vip: str | None = None) -> Policy:
-        return {"Type": "OutBoundNAT", **_drop_none(VIP=vip, ExceptionList=_list(exceptions),
-                                                     Destinations=_list(destinations))}
+    def v1(
+        self, exceptions: list[str] | None = None, destinations: list[str] | None = None, vip: str | None = None
+    ) -> Policy:
+        return {
+            "Type": "OutBoundNAT",
+            **_drop_none(VIP=vip, ExceptionList=_list(exceptions), Destinations=_list(destinations)),
+        }
 
-    def v2(self, exceptions: list[str] | None = None, destinations: list[str] | None = None,
-           vip: str | None = None) -> Policy:
-        return {"Type": "OutBoundNAT", "Settings": _drop_none(VirtualIP=vip, Exceptions=_list(exceptions),
-                                                              Destinations=_list(destinations))}
+    def v2(
+        self, exceptions: list[str] | None = None, destinations: list[str] | None = None, vip: str | None = None
+    ) -> Policy:
+        return {
+            "Type": "OutBoundNAT",
+            "Settings": _drop_none(VirtualIP=vip, Exceptions=_list(exceptions), Destinations=_list(destinations)),
+        }
 
 
 class _Route(Kind):
     """SDNRoute (V2) / ROUTE (V1): traffic to ``destination_prefix`` is encapsulated (service CIDR)."""
+
     __slots__ = ()
 
     def v1(self, destination_prefix: str, next_hop: str | None = None, need_encap: bool = True) -> Policy:
@@ -159,6 +223,7 @@ class _Route(Kind):
 
 class _ProviderAddress(Kind):
     """ProviderAddress (V2) / PA (V1): the host's management IP on an overlay endpoint."""
+
     __slots__ = ()
 
     def v1(self, address: str) -> Policy:
@@ -177,17 +242,20 @@ class _ProviderAddress(Kind):
 class _PortMapping(Kind):
     """PortMapping (V2, numeric IANA protocol, ``Flags`` bit 4 = reserved external port) / NAT (V1,
     the protocol string as given, ``ExternalPortReserved``)."""
+
     __slots__ = ()
 
-    def v1(self, internal_port: int, external_port: int, protocol: str | int = "tcp",
-           vip: str | None = None) -> Policy:
+    def v1(self, internal_port: int, external_port: int, protocol: str | int = "tcp", vip: str | None = None) -> Policy:
         """V1's NAT has no host IP (hcsshim's NatPolicy): ``vip`` is taken, like V2's, and not sent."""
         return {"Type": "NAT", "Protocol": str(protocol), "InternalPort": internal_port, "ExternalPort": external_port}
 
-    def v2(self, internal_port: int, external_port: int, protocol: str | int = "tcp",
-           vip: str | None = None) -> Policy:
-        return {"Type": "PortMapping", "Settings": _drop_none(
-            InternalPort=internal_port, ExternalPort=external_port, Protocol=protocol_number(protocol), VIP=vip)}
+    def v2(self, internal_port: int, external_port: int, protocol: str | int = "tcp", vip: str | None = None) -> Policy:
+        return {
+            "Type": "PortMapping",
+            "Settings": _drop_none(
+                InternalPort=internal_port, ExternalPort=external_port, Protocol=protocol_number(protocol), VIP=vip
+            ),
+        }
 
     def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
         settings = {k: v for k, v in flat.items() if k.casefold() not in ("protocol", "externalportreserved")}
@@ -217,6 +285,7 @@ class _PortMapping(Kind):
 class _Acl(Kind):
     """ACL: ``Protocols`` and ports are strings in both APIs ("6", "80,443"); old V1 documents
     may spell them ``Protocol`` / ``LocalPort`` / ``RemotePort``."""
+
     __slots__ = ()
 
     def v1(self, **settings: Any) -> Policy:
@@ -226,17 +295,31 @@ class _Acl(Kind):
         return {"Type": "ACL", "Settings": self._settings(**settings)}
 
     @staticmethod
-    def _settings(*, action: str = "Allow", direction: str = "In", protocols: str | int | None = None,
-                  local_addresses: str | None = None, remote_addresses: str | None = None,
-                  local_ports: str | int | None = None, remote_ports: str | int | None = None,
-                  rule_type: str | None = None, priority: int | None = None, id: str | None = None) -> dict[str, Any]:
+    def _settings(
+        *,
+        action: str = "Allow",
+        direction: str = "In",
+        protocols: str | int | None = None,
+        local_addresses: str | None = None,
+        remote_addresses: str | None = None,
+        local_ports: str | int | None = None,
+        remote_ports: str | int | None = None,
+        rule_type: str | None = None,
+        priority: int | None = None,
+        id: str | None = None,
+    ) -> dict[str, Any]:
         return _drop_none(
-            Id=id, Protocols=None if protocols is None else str(protocol_number(protocols)),
-            Action=action, Direction=direction, LocalAddresses=local_addresses,
+            Id=id,
+            Protocols=None if protocols is None else str(protocol_number(protocols)),
+            Action=action,
+            Direction=direction,
+            LocalAddresses=local_addresses,
             RemoteAddresses=remote_addresses,
             LocalPorts=None if local_ports is None else str(local_ports),
             RemotePorts=None if remote_ports is None else str(remote_ports),
-            RuleType=rule_type, Priority=priority)
+            RuleType=rule_type,
+            Priority=priority,
+        )
 
     def to_v2(self, type_: str, flat: dict[str, Any]) -> Policy:
         return {"Type": "ACL", "Settings": _acl_v1_to_v2(flat)}
@@ -247,6 +330,7 @@ class _Acl(Kind):
 
 class _Isolation(Kind):
     """VSID / VLAN subnet policies: V1 names the id after the type, V2 calls it ``IsolationId``."""
+
     __slots__ = ()
 
     def v1(self, isolation_id: int) -> Policy:
@@ -285,6 +369,7 @@ def translatable(type_: str) -> bool:
 
 
 # --- schema detection and translation -----------------------------------------------------------
+
 
 def schema_of(policy: Mapping[str, Any]) -> Schema | None:
     """'v2' for ``{Type, Settings}``, 'v1' for flat keys or a V1-only type, None when it cannot tell.

@@ -10,11 +10,12 @@ client above never knows which one it talks to.
 Failures raise ``libhns.errors.HnsError`` (built with ``errors.from_hresult``), carrying the
 function name, the unsigned HRESULT and the ErrorRecord text.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Protocol
 else:
     Protocol = object  # RawHns is a Protocol for type checkers, a plain class at run time
 
@@ -41,8 +42,7 @@ class RawHns(Protocol):
     def hcn_enumerate(self, kind: str, query: str) -> str:
         """HcnEnumerate<Kind>s(query) -> the JSON array of GUID strings HNS returns (may be '' or 'null')."""
 
-    def hcn_create(self, kind: str, id: str | None, settings: str,
-                   network: Handle | None = None) -> Handle:
+    def hcn_create(self, kind: str, id: str | None, settings: str, network: Handle | None = None) -> Handle:
         """HcnCreate<Kind>; ``id`` None means GUID_NULL (HNS assigns). Endpoints need ``network`` (an open network handle).
 
         IDs are GUID strings as ``libhns.guid.parse`` gives them (no ``uuid`` objects: that module

@@ -8,8 +8,12 @@ to it. Plain data: in-process delegation reads it on the pod path.
 
 # The CNI plugins: name -> package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
 # and ``SPEC``).
-PLUGINS = {"win-bridge": "plugins.win_bridge", "win-overlay": "plugins.win_overlay",
-           "flannel": "plugins.flannel", "host-local": "plugins.ipam_host_local"}
+PLUGINS = {
+    "win-bridge": "plugins.win_bridge",
+    "win-overlay": "plugins.win_overlay",
+    "flannel": "plugins.flannel",
+    "host-local": "plugins.ipam_host_local",
+}
 # The plugins that create HNS endpoints; each package has ``flavor.FLAVOR``.
 ENDPOINT_PLUGINS = ("win-bridge", "win-overlay")
 # The operator tools: name -> module with ``entry()``.

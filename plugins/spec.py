@@ -2,6 +2,7 @@
 backend's name for the debug log's start line (every plugin's, so a node on the simulator shows in
 any log; libhns is imported only when it is called) and the registry's ``sibling`` lookup for
 in-process delegation (plain data, handed over as it is)."""
+
 from plugins.cni.skel import PluginSpec
 from plugins.registry import name_of, sibling
 
@@ -9,6 +10,7 @@ from plugins.registry import name_of, sibling
 def backend_name(env, platform):
     """The backend this command's HNS calls would use (``LIBHNS_BACKEND``, else the platform's)."""
     from libhns.backend import backend_name as name
+
     return name(env, platform)
 
 

@@ -6,6 +6,7 @@ are the plugins ("win-bridge", "win-overlay", "flannel"); a module with a node o
 its builder (``build=install_node``). With several kinds every test that takes ``node`` runs once
 per kind; with none it is ``build(tmp_path)``; without the mark, flanneld's win-bridge node.
 """
+
 import pytest
 
 collect_ignore = ["windows"]

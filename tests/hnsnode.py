@@ -10,6 +10,7 @@ goes to ``LIBHNS_JOURNAL``, so a test can read the very documents HNS received. 
 doctor`` and ``wincni install`` also run in-process, for the tests that read their stderr or
 inject a fake disk.
 """
+
 from __future__ import annotations
 
 import io
@@ -25,16 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from tools import hnsctl
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
-from tools.wincni.__main__ import build_parser, main as wincni_main
-from tools.wincni.install import run as install_run
+from plugins.registry import COMMANDS
+from testdata import FIXTURES, GOLDENS
+from tools import hnsctl
+from tools.wincni.__main__ import build_parser
+from tools.wincni.__main__ import main as wincni_main
 from tools.wincni.disk import Disk
 from tools.wincni.facts import default_paths
-from plugins.registry import COMMANDS
-
-from testdata import FIXTURES, GOLDENS
+from tools.wincni.install import run as install_run
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
@@ -107,10 +108,15 @@ class Node:
         self.disk = Disk()  # install's file system (a test may give it Windows' rules)
         self.kubelet_config = root / "kubelet" / "config.yaml"
         self.cni_conf: dict | None = None  # what doctor() writes to conf_dir first, when set
-        self.env = {"PATH": os.environ.get("PATH", ""), "LIBHNS_BACKEND": "sim",
-                    "LIBHNS_SIM_DIR": str(root / "hns"), "CNI_PATH": str(self.bin), "CNI_IFNAME": "eth0",
-                    "LIBHNS_JOURNAL": str(self.journal_path),
-                    "WINCNI_LOCK_DIR": str(root / "locks")}  # standalone mode's node-wide lock, not /run's
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "LIBHNS_BACKEND": "sim",
+            "LIBHNS_SIM_DIR": str(root / "hns"),
+            "CNI_PATH": str(self.bin),
+            "CNI_IFNAME": "eth0",
+            "LIBHNS_JOURNAL": str(self.journal_path),
+            "WINCNI_LOCK_DIR": str(root / "locks"),
+        }  # standalone mode's node-wide lock, not /run's
         if version:
             self.env["LIBHNS_SIM_VERSION"] = version
         self.network = ""
@@ -139,8 +145,19 @@ class Node:
     def overlay(self, name: str = "vxlan0", vsid: int = 4096, *extra: str, subnet: str = SUBNET) -> "Node":
         """What flanneld vxlan does: the Overlay network with the node's management IP."""
         self.network = name
-        self.hnsctl("network", "create", name, "--type", "Overlay", *_subnet_args(subnet), "--vsid", str(vsid),
-                    "--management-ip", MGMT_IP, *extra)
+        self.hnsctl(
+            "network",
+            "create",
+            name,
+            "--type",
+            "Overlay",
+            *_subnet_args(subnet),
+            "--vsid",
+            str(vsid),
+            "--management-ip",
+            MGMT_IP,
+            *extra,
+        )
         return self
 
     def lease(self, subnet: str = "") -> "Node":
@@ -172,13 +189,25 @@ class Node:
         ('bridge' or 'overlay') node; returns the flannel config, whose ``delegate`` the caller may edit."""
         name = "cbr0" if kind == "bridge" else "vxlan0"
         self.lease().write_net_conf(net_conf_doc(kind)).reserve_source_vip(network=name)
-        delegate = {"type": f"win-{kind}", "policies": [
-            {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
-            {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
-                                                 "NeedEncap": True}}]}
-        return {"cniVersion": "1.0.0", "name": name, "type": "flannel", "delegate": delegate,
-                "subnetFile": str(self.subnet_env), "netConf": str(self.net_conf),
-                "ipam": {"dataDir": str(self.ipam_dir)}}
+        delegate = {
+            "type": f"win-{kind}",
+            "policies": [
+                {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
+                {
+                    "Name": "EndpointPolicy",
+                    "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                },
+            ],
+        }
+        return {
+            "cniVersion": "1.0.0",
+            "name": name,
+            "type": "flannel",
+            "delegate": delegate,
+            "subnetFile": str(self.subnet_env),
+            "netConf": str(self.net_conf),
+            "ipam": {"dataDir": str(self.ipam_dir)},
+        }
 
     def doctor(self, *args: str, expect: int | None = None) -> dict[str, dict]:
         """``wincni doctor`` in-process on this node's files (``cni_conf`` written first, so a test
@@ -186,9 +215,25 @@ class Node:
         if self.cni_conf is not None:
             self.write_cni_conf(self.cni_conf)
         out, err = io.StringIO(), io.StringIO()
-        rc = wincni_main(["doctor", "--cni-conf", str(self.conf_dir), "--cni-bin-dir", str(self.bin),
-                          "--source-vip", str(self.source_vip), "-o", "json", *args],
-                         out, err, self.env, platform="linux", cwd=str(self.root))
+        rc = wincni_main(
+            [
+                "doctor",
+                "--cni-conf",
+                str(self.conf_dir),
+                "--cni-bin-dir",
+                str(self.bin),
+                "--source-vip",
+                str(self.source_vip),
+                "-o",
+                "json",
+                *args,
+            ],
+            out,
+            err,
+            self.env,
+            platform="linux",
+            cwd=str(self.root),
+        )
         assert err.getvalue() == ""
         found = {c["id"]: c for c in json.loads(out.getvalue())["checks"]}
         assert rc == (1 if any(c["status"] == "fail" for c in found.values()) else 0)
@@ -209,9 +254,19 @@ class Node:
         unless the test wrote its own), into ``cni_bin`` and ``conf_dir`` with ``dirs``."""
         if not self.kubelet_config.exists():
             _write(self.kubelet_config, KUBELET_CONFIG.encode())
-        base = ["install", "--net-conf", str(self.net_conf), "--node-ip", f"{MGMT_IP}/24",
-                "--containerd-config", str(self.root / "config.toml"), "--kubelet-config", str(self.kubelet_config),
-                "-o", output]
+        base = [
+            "install",
+            "--net-conf",
+            str(self.net_conf),
+            "--node-ip",
+            f"{MGMT_IP}/24",
+            "--containerd-config",
+            str(self.root / "config.toml"),
+            "--kubelet-config",
+            str(self.kubelet_config),
+            "-o",
+            output,
+        ]
         if dirs:
             base += ["--cni-bin-dir", str(self.cni_bin), "--cni-conf-dir", str(self.conf_dir)]
         return base + list(args)
@@ -220,15 +275,20 @@ class Node:
         """``wincni install`` in-process on ``disk`` (``main`` would take the real one); its JSON or table."""
         out = io.StringIO()
         parsed = build_parser(default_paths("linux"), "linux").parse_args(
-            self.install_argv(*args, output=output, dirs=dirs))
+            self.install_argv(*args, output=output, dirs=dirs)
+        )
         rc = install_run(parsed, out, "linux", str(self.root), disk=self.disk)
         assert rc == expect, out.getvalue()
         return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 
     # ------------------------------------------------------------------ plugin runs
     def conf(self, cni_version: str = "1.0.0", **extra: Any) -> dict:
-        doc = {"cniVersion": cni_version, "name": self.network, "type": self.plugin,
-               "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)}}
+        doc = {
+            "cniVersion": cni_version,
+            "name": self.network,
+            "type": self.plugin,
+            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)},
+        }
         doc.update(extra)
         return doc
 
@@ -236,8 +296,11 @@ class Node:
         """A node fixture's delegate, completed the way flannel completes it (name, ipam)."""
         doc = json.loads((FIXTURES / name).read_text())
         delegate = dict(doc["delegate"])
-        delegate.update(cniVersion=doc["cniVersion"], name=doc["name"],
-                        ipam={"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)})
+        delegate.update(
+            cniVersion=doc["cniVersion"],
+            name=doc["name"],
+            ipam={"type": "host-local", "subnet": SUBNET, "dataDir": str(self.ipam_dir)},
+        )
         if doc.get("capabilities"):
             delegate["capabilities"] = doc["capabilities"]
         return delegate
@@ -263,12 +326,14 @@ class Node:
         doc.update(changes)
         return doc
 
-    def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
-            **env: str) -> Run:
+    def run(
+        self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None, **env: str
+    ) -> Run:
         full = {**self.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, **env}
         stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
-        proc = subprocess.run([str(VENV_BIN / (plugin or self.plugin))], input=stdin, env=full,
-                              capture_output=True, timeout=120)
+        proc = subprocess.run(
+            [str(VENV_BIN / (plugin or self.plugin))], input=stdin, env=full, capture_output=True, timeout=120
+        )
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
 
@@ -331,8 +396,12 @@ class Node:
     def attachments(self) -> set[str]:
         """Endpoint IDs attached anywhere: in a namespace or to a running container."""
         dump = self.hnsctl("dump", "-o", "json")
-        out = {r["Data"]["Id"].upper() for ns in dump["namespaces"] for r in ns.get("Resources") or ()
-               if r.get("Type") == "Endpoint"}
+        out = {
+            r["Data"]["Id"].upper()
+            for ns in dump["namespaces"]
+            for r in ns.get("Resources") or ()
+            if r.get("Type") == "Endpoint"
+        }
         out |= {e.upper() for c in self.hnsctl("container", "list", "-o", "json") for e in c["Endpoints"]}
         return out
 
@@ -400,8 +469,11 @@ def lease_text(subnet: str, network: str = "10.244.0.0/16") -> str:
 
 def net_conf_doc(kind: str) -> dict:
     """flannel's net-conf.json for a host-gw ('bridge', cbr0) or vxlan ('overlay', vxlan0) node."""
-    backend = ({"name": "cbr0", "type": "host-gw"} if kind == "bridge"
-               else {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789})
+    backend = (
+        {"name": "cbr0", "type": "host-gw"}
+        if kind == "bridge"
+        else {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}
+    )
     return {"Network": "10.244.0.0/16", "Backend": backend}
 
 
@@ -433,9 +505,12 @@ def first_ip(result: dict) -> tuple[str, str]:
 
 def creates(calls: list[dict]) -> list[dict]:
     """The endpoint documents HNS received (V2 HcnCreateEndpoint settings, V1 POST /endpoints/ bodies)."""
-    return [c["request"] for c in calls
-            if c["op"] == "HcnCreateEndpoint" or (c["op"] == "HNSCall" and c["method"] == "POST"
-                                                  and c["path"] == "/endpoints/")]
+    return [
+        c["request"]
+        for c in calls
+        if c["op"] == "HcnCreateEndpoint"
+        or (c["op"] == "HNSCall" and c["method"] == "POST" and c["path"] == "/endpoints/")
+    ]
 
 
 def call_names(calls: list[dict], close: bool = False) -> list[str]:
@@ -453,7 +528,7 @@ def fault_targets(calls: list[dict]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for name in call_names(calls):
-        target = "HNSCall:" + name[len("HNSCall "):] if name.startswith("HNSCall ") else name
+        target = "HNSCall:" + name[len("HNSCall ") :] if name.startswith("HNSCall ") else name
         seen[target] = seen.get(target, 0) + 1
         out.append(f"{target}#{seen[target]}")
     return out

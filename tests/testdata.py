@@ -3,6 +3,7 @@
 ``data/fixtures`` holds configs as real nodes have them; ``data/goldens`` holds recorded runs of
 the Go reference plugins (see the README in each).
 """
+
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ def require_frozen(dist: Path, *names: str) -> None:
     """Fail, never skip, when ``dist`` holds none of the executables ``names``: a frozen test that
     cannot run says how to build what it needs (``-m "not frozen"`` leaves them out on purpose)."""
     if not any((dist / name).is_file() for name in names):
-        pytest.fail(f"no frozen executables in {dist}: run `make dist` (`make test` builds them when missing or "
-                    "older than the code; build.ps1 on Windows), or leave these tests out with -m 'not frozen'",
-                    pytrace=False)
+        pytest.fail(
+            f"no frozen executables in {dist}: run `make dist` (`make test` builds them when missing or "
+            "older than the code; build.ps1 on Windows), or leave these tests out with -m 'not frozen'",
+            pytrace=False,
+        )

@@ -4,6 +4,7 @@ It plays ``Get-HnsNetwork``/``Get-HnsEndpoint`` for people, and flanneld/``start
 demo (``network create`` builds the same documents they send). Output goes to the ``stdout``
 given to ``main``; failures are one line on ``stderr`` and a non-zero exit, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,25 +14,27 @@ import os
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
-from libhns import errors
 from basics.cli import Parser, UsageError
+from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns import guid
 from libhns.objects import HnsObject
 
-NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private",
-                 "Internal")
+NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", choices=("table", "json"), default="table",
-                   help="table (default) or json documents")
+    p.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="table (default) or json documents"
+    )
     p.add_argument("--v1", action="store_true", help="the V1 (HNSCall) view")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="hnsctl", description="Inspect and manage HNS networks, endpoints "
-                     "and namespaces (real HNS or the simulator, per LIBHNS_BACKEND).")
+    parser = Parser(
+        prog="hnsctl",
+        description="Inspect and manage HNS networks, endpoints "
+        "and namespaces (real HNS or the simulator, per LIBHNS_BACKEND).",
+    )
     sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser)
 
     p = sub.add_parser("version", help="HNS version and supported features")
@@ -39,8 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("dump", help="every network, endpoint and namespace")
     _output_options(p)
 
-    net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True,
-                                                                    parser_class=Parser)
+    net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True, parser_class=Parser)
     p = net.add_parser("list", help="every network")
     _output_options(p)
     for action, what in (("show", "one network's document"), ("delete", "delete a network")):
@@ -49,23 +51,34 @@ def build_parser() -> argparse.ArgumentParser:
         _output_options(p)
     p = net.add_parser("create", help="create a network as flanneld/start.ps1 would")
     p.add_argument("name")
-    p.add_argument("--type", default="L2Bridge", type=_network_type,
-                   help="L2Bridge (default), Overlay, NAT, L2Tunnel, …")
-    p.add_argument("--subnet", type=_cidr, action="append", default=[],
-                   help="address prefix, e.g. 10.244.1.0/24; repeat it for dual stack "
-                        "(one IPv4 and one IPv6 prefix)")
-    p.add_argument("--gateway", type=_ip, action="append", default=[],
-                   help="default gateway of the subnet of its family (default: first address)")
+    p.add_argument(
+        "--type", default="L2Bridge", type=_network_type, help="L2Bridge (default), Overlay, NAT, L2Tunnel, …"
+    )
+    p.add_argument(
+        "--subnet",
+        type=_cidr,
+        action="append",
+        default=[],
+        help="address prefix, e.g. 10.244.1.0/24; repeat it for dual stack (one IPv4 and one IPv6 prefix)",
+    )
+    p.add_argument(
+        "--gateway",
+        type=_ip,
+        action="append",
+        default=[],
+        help="default gateway of the subnet of its family (default: first address)",
+    )
     p.add_argument("--vsid", type=int, help="overlay VSID / VNI (default 4096 on Overlay)")
     p.add_argument("--adapter", help="host network adapter, e.g. Ethernet")
-    p.add_argument("--management-ip", type=_ip,
-                   help="ProviderAddress to report (honoured by the simulator; real HNS "
-                        "takes it from the adapter)")
+    p.add_argument(
+        "--management-ip",
+        type=_ip,
+        help="ProviderAddress to report (honoured by the simulator; real HNS takes it from the adapter)",
+    )
     p.add_argument("--vxlan-port", type=int, help="VxlanPort network policy (HNS >= 10.3)")
     _output_options(p)
 
-    ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True,
-                                                                     parser_class=Parser)
+    ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True, parser_class=Parser)
     p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
@@ -80,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--network", required=True, help="name or ID")
     p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
     p.add_argument("--mac", help="MAC address (default: HNS assigns one)")
-    p.add_argument("--host", action="store_true",
-                   help="attach to the host compartment (1), as flanneld does for cbr0_ep")
+    p.add_argument(
+        "--host", action="store_true", help="attach to the host compartment (1), as flanneld does for cbr0_ep"
+    )
     _output_options(p)
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
-        dest="action", required=True, parser_class=Parser)
+        dest="action", required=True, parser_class=Parser
+    )
     for action, what in (("list", "every namespace"), ("create", "create a namespace (as containerd does for a pod)")):
         _output_options(ns.add_parser(action, help=what))
     for action, what in (("show", "one namespace's document"), ("delete", "delete a namespace")):
@@ -98,15 +113,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("endpoint", help="name or ID")
         _output_options(p)
 
-    ct = sub.add_parser("container", help="running containers for V1 hot attach "
-                        "(only on the simulator)").add_subparsers(
-        dest="action", required=True, parser_class=Parser)
+    ct = sub.add_parser(
+        "container", help="running containers for V1 hot attach (only on the simulator)"
+    ).add_subparsers(dest="action", required=True, parser_class=Parser)
     _output_options(ct.add_parser("list", help="every simulated container"))
-    p = sub.add_parser("restart", help="restart HNS as Restart-Service hns would: non-persistent "
-                       "networks and their endpoints are lost (only on the simulator)")
+    p = sub.add_parser(
+        "restart",
+        help="restart HNS as Restart-Service hns would: non-persistent "
+        "networks and their endpoints are lost (only on the simulator)",
+    )
     _output_options(p)
-    for action, what in (("create", "start a simulated container (a pause container)"),
-                         ("delete", "stop a simulated container")):
+    for action, what in (
+        ("create", "start a simulated container (a pause container)"),
+        ("delete", "stop a simulated container"),
+    ):
         p = ct.add_parser(action, help=what)
         p.add_argument("container", help="container ID")
         _output_options(p)
@@ -117,8 +137,7 @@ def _network_type(text: str) -> str:
     for t in NETWORK_TYPES:
         if t.casefold() == text.casefold():
             return t
-    raise argparse.ArgumentTypeError(f"unknown network type {text!r} "
-                                     f"(one of {', '.join(NETWORK_TYPES)})")
+    raise argparse.ArgumentTypeError(f"unknown network type {text!r} (one of {', '.join(NETWORK_TYPES)})")
 
 
 def _cidr(text: str) -> str:
@@ -136,6 +155,7 @@ def _ip(text: str) -> str:
 
 
 # --- documents ----------------------------------------------------------------------------------
+
 
 def network_document(args: argparse.Namespace) -> dict[str, Any]:
     """The V2 network flanneld (vxlan) / start.ps1 would send for these arguments."""
@@ -155,11 +175,18 @@ def network_document(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as err:
         raise UsageError(f"hnsctl: {err}") from None
     return networks.network_document(
-        args.name, args.type, subnets, adapter=args.adapter or "", management_ip=args.management_ip or "",
-        vxlan_port=args.vxlan_port, flags=networks.NON_PERSISTENT if args.type == "Overlay" else 0)
+        args.name,
+        args.type,
+        subnets,
+        adapter=args.adapter or "",
+        management_ip=args.management_ip or "",
+        vxlan_port=args.vxlan_port,
+        flags=networks.NON_PERSISTENT if args.type == "Overlay" else 0,
+    )
 
 
 # --- rendering ----------------------------------------------------------------------------------
+
 
 def _doc(obj: HnsObject | Mapping[str, Any]) -> Any:
     return obj.to_json() if isinstance(obj, HnsObject) else obj
@@ -186,16 +213,25 @@ def _show(out: TextIO, args: argparse.Namespace, obj: HnsObject | Mapping[str, A
 
 
 def _network_rows(nets: Sequence[Any]) -> list[list[Any]]:
-    return [[n.id, n.name, n.network_type, ",".join(s.prefix for s in n.subnets),
-             n.management_ip or ""] for n in nets]
+    return [[n.id, n.name, n.network_type, ",".join(s.prefix for s in n.subnets), n.management_ip or ""] for n in nets]
 
 
 def _endpoint_rows(eps: Sequence[Any], names: Mapping[str, str]) -> list[list[Any]]:
-    return [[e.id, e.name, names.get((e.network_id or "").upper(), e.network_id),
-             ",".join(e.ip_addresses), e.mac or "", e.namespace_id or ""] for e in eps]
+    return [
+        [
+            e.id,
+            e.name,
+            names.get((e.network_id or "").upper(), e.network_id),
+            ",".join(e.ip_addresses),
+            e.mac or "",
+            e.namespace_id or "",
+        ]
+        for e in eps
+    ]
 
 
 # --- commands -----------------------------------------------------------------------------------
+
 
 class _View:
     """What the commands read and change through one API: ``_V2View`` (HCN) or ``_V1View``
@@ -261,8 +297,7 @@ class _V1View(_View):
         return self.c.create_endpoint(doc)
 
     def namespace(self, ref: str) -> Any:
-        return next((n for n in self.c.list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)),
-                    None)
+        return next((n for n in self.c.list_namespaces() if str(n.get("ID", "")).upper() == guid.normalize(ref)), None)
 
 
 class _Ctl:
@@ -290,16 +325,20 @@ class _Ctl:
             _json(self.out, {"Major": major, "Minor": minor, "Features": feats})
         else:
             self.out.write(f"HNS {major}.{minor}\n")
-            _table(self.out, ["FEATURE", "SUPPORTED"], [[k, "yes" if v else "no"]
-                                                        for k, v in feats.items()])
+            _table(self.out, ["FEATURE", "SUPPORTED"], [[k, "yes" if v else "no"] for k, v in feats.items()])
 
     def dump(self, a: argparse.Namespace) -> None:
         view = self._view(a)
         nets, eps, nss = view.networks(), view.endpoints(), view.namespaces()
         if a.output == "json":
-            _json(self.out, {"networks": [_doc(n) for n in nets],
-                             "endpoints": [_doc(e) for e in eps],
-                             "namespaces": [_doc(n) for n in nss]})
+            _json(
+                self.out,
+                {
+                    "networks": [_doc(n) for n in nets],
+                    "endpoints": [_doc(e) for e in eps],
+                    "namespaces": [_doc(n) for n in nss],
+                },
+            )
             return
         self.out.write("NETWORKS\n")
         _table(self.out, ["ID", "NAME", "TYPE", "SUBNETS", "MANAGEMENT-IP"], _network_rows(nets))
@@ -310,8 +349,7 @@ class _Ctl:
 
     def _endpoint_table(self, eps: Sequence[Any], nets: Sequence[Any] | None = None) -> None:
         names = {(n.id or "").upper(): n.name for n in nets or ()}
-        _table(self.out, ["ID", "NAME", "NETWORK", "IP", "MAC", "NAMESPACE"],
-               _endpoint_rows(eps, names))
+        _table(self.out, ["ID", "NAME", "NETWORK", "IP", "MAC", "NAMESPACE"], _endpoint_rows(eps, names))
 
     def _namespace_table(self, nss: Sequence[Any]) -> None:
         rows = []
@@ -319,9 +357,14 @@ class _Ctl:
             if isinstance(n, HnsObject):
                 rows.append([n.id, n.compartment_id, n.type, ",".join(n.endpoint_ids)])
             else:
-                rows.append([n.get("ID"), n.get("CompartmentId"), "",
-                             ",".join(str((r.get("Data") or {}).get("Id", ""))
-                                      for r in n.get("ResourceList") or ())])
+                rows.append(
+                    [
+                        n.get("ID"),
+                        n.get("CompartmentId"),
+                        "",
+                        ",".join(str((r.get("Data") or {}).get("Id", "")) for r in n.get("ResourceList") or ()),
+                    ]
+                )
         _table(self.out, ["ID", "COMPARTMENT", "TYPE", "ENDPOINTS"], rows)
 
     # network
@@ -413,8 +456,7 @@ class _Ctl:
         from libhns.backend import backend_name
 
         if backend_name(self.env) != "sim":
-            raise UsageError("hnsctl: container and restart commands work only on the simulator "
-                             "(LIBHNS_BACKEND=sim)")
+            raise UsageError("hnsctl: container and restart commands work only on the simulator (LIBHNS_BACKEND=sim)")
         from libhns.sim import Simulator
 
         return Simulator.from_env(self.env)
@@ -431,8 +473,11 @@ class _Ctl:
         if a.output == "json":
             _json(self.out, conts)
         else:
-            _table(self.out, ["ID", "STATE", "ENDPOINTS"],
-                   [[c["Id"], c.get("State"), ",".join(c.get("Endpoints") or ())] for c in conts])
+            _table(
+                self.out,
+                ["ID", "STATE", "ENDPOINTS"],
+                [[c["Id"], c.get("State"), ",".join(c.get("Endpoints") or ())] for c in conts],
+            )
 
     def container_create(self, a: argparse.Namespace) -> None:
         self._simulator().register_container(a.container)
@@ -454,8 +499,9 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return int(exc.code or 0)
     try:
         ctl = _Ctl(*open_clients(env), stdout, env)
-        handler = getattr(ctl, args.group if args.group in ("version", "dump", "restart")
-                          else f"{args.group}_{args.action}")
+        handler = getattr(
+            ctl, args.group if args.group in ("version", "dump", "restart") else f"{args.group}_{args.action}"
+        )
         handler(args)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
@@ -472,6 +518,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
 def entry() -> None:
     """Console script ``hnsctl``."""
     from basics.closedpipe import exit_with
+
     exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 

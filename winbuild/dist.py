@@ -5,6 +5,7 @@ The zip holds what goes into ``C:\\k\\cni``: the one-folder bundle (``<name>.exe
 It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``. The Go reference plugins the
 lane's benchmark compares with are built too (``winbuild/goref.py``), into the toolchain's cache.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -41,9 +42,24 @@ def build(python: Path, prefix: Path) -> Path:
     """Run PyInstaller (Windows CPython under Wine) on the project's spec; returns the bundle folder."""
     dist, work = OUT / "build" / "dist", OUT / "build" / "work"
     shutil.rmtree(dist, ignore_errors=True)
-    toolchain.run_wine(prefix, [str(python), "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-                                "--distpath", toolchain.winpath(dist), "--workpath", toolchain.winpath(work),
-                                toolchain.winpath(SPEC)], cwd=ROOT, check=True)
+    toolchain.run_wine(
+        prefix,
+        [
+            str(python),
+            "-m",
+            "PyInstaller",
+            "--noconfirm",
+            "--log-level",
+            "WARN",
+            "--distpath",
+            toolchain.winpath(dist),
+            "--workpath",
+            toolchain.winpath(work),
+            toolchain.winpath(SPEC),
+        ],
+        cwd=ROOT,
+        check=True,
+    )
     bundle = dist / BUNDLE
     missing = [c for c in COMMANDS if not (bundle / f"{c}.exe").is_file()]
     if missing:

@@ -14,6 +14,7 @@ held it (``plugins/meta/flannel``, whose code flannel-io/cni-plugin continued; i
 delegate construction is the same). Its CNI library predates CNI 1.0: it accepts configs up to
 0.4.0, so the timed chain runs at 0.4.0 on both sides.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,15 @@ from winbuild.toolchain import ToolchainError, cache_dir
 
 # (module, version, {executable: package in the module}): what the lane builds.
 SOURCES = (
-    ("github.com/containernetworking/plugins", "v1.9.1",
-     {"win-bridge": "plugins/main/windows/win-bridge", "win-overlay": "plugins/main/windows/win-overlay",
-      "host-local": "plugins/ipam/host-local"}),
+    (
+        "github.com/containernetworking/plugins",
+        "v1.9.1",
+        {
+            "win-bridge": "plugins/main/windows/win-bridge",
+            "win-overlay": "plugins/main/windows/win-overlay",
+            "host-local": "plugins/ipam/host-local",
+        },
+    ),
     ("github.com/containernetworking/plugins", "v0.9.1", {"flannel": "plugins/meta/flannel"}),
 )
 GO_FALLBACK = Path("/usr/local/go/bin/go")  # where the machine's Go is installed, when not on PATH
@@ -37,19 +44,31 @@ GO_FALLBACK = Path("/usr/local/go/bin/go")  # where the machine's Go is installe
 def find_go(env: dict[str, str] | None = None) -> str:
     """``$GO``, else ``go`` on PATH, else /usr/local/go/bin/go; ToolchainError saying how to get it."""
     env = os.environ if env is None else env
-    found = env.get("GO") or shutil.which("go", path=env.get("PATH")) or (
-        str(GO_FALLBACK) if os.access(GO_FALLBACK, os.X_OK) else None)
+    found = (
+        env.get("GO")
+        or shutil.which("go", path=env.get("PATH"))
+        or (str(GO_FALLBACK) if os.access(GO_FALLBACK, os.X_OK) else None)
+    )
     if not found:
-        raise ToolchainError("the Windows lane builds the Go reference plugins with Go, which is not installed: "
-                             f"put `go` on PATH (or at {GO_FALLBACK}), or set GO=/path/to/go, then rerun")
+        raise ToolchainError(
+            "the Windows lane builds the Go reference plugins with Go, which is not installed: "
+            f"put `go` on PATH (or at {GO_FALLBACK}), or set GO=/path/to/go, then rerun"
+        )
     return found
 
 
 def go_env(cache: Path) -> dict[str, str]:
     """Cross-compiling for windows/amd64 with the Go found, module and build caches under ``cache``."""
-    return dict(os.environ, GOOS="windows", GOARCH="amd64", CGO_ENABLED="0", GOTOOLCHAIN="local",
-                GOMODCACHE=str(cache / "go" / "mod"), GOCACHE=str(cache / "go" / "build"),
-                GOFLAGS="-mod=readonly -trimpath -buildvcs=false -modcacherw")  # rm -rf clears the cache
+    return dict(
+        os.environ,
+        GOOS="windows",
+        GOARCH="amd64",
+        CGO_ENABLED="0",
+        GOTOOLCHAIN="local",
+        GOMODCACHE=str(cache / "go" / "mod"),
+        GOCACHE=str(cache / "go" / "build"),
+        GOFLAGS="-mod=readonly -trimpath -buildvcs=false -modcacherw",
+    )  # rm -rf clears the cache
 
 
 def _go(go: str, args: list[str], env: dict[str, str], cwd: Path | None = None) -> str:

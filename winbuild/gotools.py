@@ -9,6 +9,7 @@ into a cache outside the repository (their source is never in it), at pinned ver
 waits on a build) and prints their paths. The cache is ``$WINCNI_GO_CACHE``, else
 ``~/.cache/wincni-go``; a built tool is reused while its version stays.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,18 @@ def flanneld() -> Path:
     if not exe.is_file():
         gopath = cache() / "gopath"
         modcache = _go_env("GOMODCACHE")  # the user's module cache, not one under this GOPATH
-        _go("install", f"{package}@{version}", env={"GOOS": "windows", "GOARCH": "amd64", "GOPATH": str(gopath),
-                                                     "GOMODCACHE": modcache, "GOBIN": "", "CGO_ENABLED": "0"})
+        _go(
+            "install",
+            f"{package}@{version}",
+            env={
+                "GOOS": "windows",
+                "GOARCH": "amd64",
+                "GOPATH": str(gopath),
+                "GOMODCACHE": modcache,
+                "GOBIN": "",
+                "CGO_ENABLED": "0",
+            },
+        )
         exe.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(gopath / "bin" / "windows_amd64" / "flannel.exe", exe)
     return exe
@@ -65,8 +76,10 @@ def _go_env(key: str) -> str:
 def _go_binary() -> str:
     found = shutil.which("go")
     if not found:
-        raise ToolUnavailable("`go` is not on PATH: install Go (https://go.dev/dl, or Debian's golang-go) "
-                              "so that the build tools build from the Go module proxy")
+        raise ToolUnavailable(
+            "`go` is not on PATH: install Go (https://go.dev/dl, or Debian's golang-go) "
+            "so that the build tools build from the Go module proxy"
+        )
     return found
 
 
@@ -76,8 +89,9 @@ def _go(*args: str, env: dict[str, str]) -> None:
     try:
         proc = subprocess.run([_go_binary(), *args], env=full, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise ToolUnavailable(f"go {' '.join(args)} did not finish in {BUILD_TIMEOUT_S:g} s: is the Go module "
-                              "proxy reachable (GOPROXY)?") from None
+        raise ToolUnavailable(
+            f"go {' '.join(args)} did not finish in {BUILD_TIMEOUT_S:g} s: is the Go module proxy reachable (GOPROXY)?"
+        ) from None
     if proc.returncode != 0:
         raise ToolUnavailable(f"go {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
 

@@ -16,6 +16,7 @@ empty base: the same files, for inspection and for ``crane append -b <base>`` wh
 reachable. ``docker buildx build --platform windows/amd64 -f deploy/Dockerfile deploy`` builds the
 same image where Docker is.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,8 +98,11 @@ class _Registry:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        self.proc = subprocess.Popen([str(self.crane), "registry", "serve", "--address", f"127.0.0.1:{port}"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [str(self.crane), "registry", "serve", "--address", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -163,12 +167,16 @@ def main(argv: list[str]) -> int:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
     except zipfile.BadZipFile as exc:
-        print(f"make image: {release} is not the Windows release zip ({exc}): pass `make dist-windows`'s zip",
-              file=sys.stderr)
+        print(
+            f"make image: {release} is not the Windows release zip ({exc}): pass `make dist-windows`'s zip",
+            file=sys.stderr,
+        )
         return 1
     index = json.loads(tarfile.open(out).extractfile("index.json").read())
-    print(f"{out}: OCI image archive, {index['manifests'][0]['digest']}"
-          + ("" if args.base else " (no base image: see winbuild/image.py)"))
+    print(
+        f"{out}: OCI image archive, {index['manifests'][0]['digest']}"
+        + ("" if args.base else " (no base image: see winbuild/image.py)")
+    )
     return 0
 
 

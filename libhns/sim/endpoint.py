@@ -1,17 +1,24 @@
 """A simulated HNS endpoint: its stored record and HNS's rules for it (addresses and MACs on
 create, policies and ports on modify, attachment to the host, a container or a namespace, the
 V1 view and V1 requests)."""
+
 from __future__ import annotations
 
 from basics import ipaddr
-
 from libhns import guid
 from libhns import policies as P
+from libhns.errors import (
+    E_INVALIDARG,
+    HCN_E_ADDR_INVALID_OR_RESERVED,
+    HCN_E_ENDPOINT_ALREADY_ATTACHED,
+    HCN_E_ENDPOINT_NOT_ATTACHED,
+    HCN_E_ENDPOINT_NOT_FOUND,
+    HCN_E_INVALID_ENDPOINT,
+    HCN_E_NETWORK_NOT_FOUND,
+    HCN_E_REQUEST_UNSUPPORTED,
+)
 from libhns.objects import default_gateway, default_prefix
 from libhns.sim import v1form
-from libhns.errors import (E_INVALIDARG, HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_ENDPOINT_ALREADY_ATTACHED,
-                           HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_ENDPOINT_NOT_FOUND, HCN_E_INVALID_ENDPOINT,
-                           HCN_E_NETWORK_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED)
 from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_str, modify_policies
 from libhns.sim.record import Record, norm_id, requested_id, without
 from libhns.sim.validate import Reject, check_v1_policies, check_v2_policies
@@ -25,13 +32,31 @@ if TYPE_CHECKING:
 
 #: EndpointState values
 CREATED, ATTACHED, ATTACHED_SHARING, DETACHED = 1, 2, 3, 4
-_V1_KEYS = {"id", "name", "virtualnetwork", "virtualnetworkname", "policies", "macaddress",
-            "ipaddress", "ipv6address", "prefixlength", "ipv6prefixlength", "gatewayaddress",
-            "gatewayaddressv6", "dnssuffix", "dnsserverlist", "dnsdomain", "isremoteendpoint",
-            "disableicc", "enablelowmetric", "sharedcontainers", "state", "namespace"}
+_V1_KEYS = {
+    "id",
+    "name",
+    "virtualnetwork",
+    "virtualnetworkname",
+    "policies",
+    "macaddress",
+    "ipaddress",
+    "ipv6address",
+    "prefixlength",
+    "ipv6prefixlength",
+    "gatewayaddress",
+    "gatewayaddressv6",
+    "dnssuffix",
+    "dnsserverlist",
+    "dnsdomain",
+    "isremoteendpoint",
+    "disableicc",
+    "enablelowmetric",
+    "sharedcontainers",
+    "state",
+    "namespace",
+}
 #: keys HcnCreateEndpoint takes in a V1-schema document (and never in a V2 one)
-_V1_CREATE_KEYS = ("VirtualNetwork", "IPAddress", "VirtualNetworkName", "DNSServerList",
-                   "GatewayAddress")
+_V1_CREATE_KEYS = ("VirtualNetwork", "IPAddress", "VirtualNetworkName", "DNSServerList", "GatewayAddress")
 #: EndpointFlags bits and the V1 booleans they stand for.
 _FLAG_FIELDS = (("IsRemoteEndpoint", 1), ("DisableICC", 2), ("EnableLowMetric", 8))
 
@@ -49,9 +74,15 @@ class Endpoint(Record):
     V1_COLLECTION = "endpoints"
     V1_ACTIONS = ("attach", "detach")
 
-    def __init__(self, doc: dict[str, Any], base_state: int = CREATED,
-                 shared: list[str] | None = None, host: int | None = None,
-                 port: dict[str, Any] | None = None, v1extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        base_state: int = CREATED,
+        shared: list[str] | None = None,
+        host: int | None = None,
+        port: dict[str, Any] | None = None,
+        v1extra: dict[str, Any] | None = None,
+    ) -> None:
         self.doc, self.base_state, self.host, self.port = doc, base_state, host, port
         self.shared = shared or []
         self.v1extra = v1extra or {}
@@ -68,8 +99,15 @@ class Endpoint(Record):
         return [c["IpAddress"] for c in self.doc.get("IpConfigurations") or ()]
 
     @classmethod
-    def create(cls, st: HnsState, network_id: str, doc: Mapping[str, Any], id_: str | None = None,
-               *, v1extra: Mapping[str, Any] | None = None) -> Endpoint:
+    def create(
+        cls,
+        st: HnsState,
+        network_id: str,
+        doc: Mapping[str, Any],
+        id_: str | None = None,
+        *,
+        v1extra: Mapping[str, Any] | None = None,
+    ) -> Endpoint:
         """A V2 endpoint document as HNS stores it: its network's, checked policies, addresses
         from the network's subnets (the first free one when none is asked for), a MAC."""
         net: Network = st.get("Network", network_id)
@@ -77,33 +115,48 @@ class Endpoint(Record):
         id_ = cls.fresh_id(st, id_ or requested_id(doc))
         given_net = P.get_ci(doc, "HostComputeNetwork")
         if given_net and norm_id(given_net) != net.id:
-            raise Reject(HCN_E_INVALID_ENDPOINT,
-                         "HostComputeNetwork differs from the network the endpoint is created on.")
+            raise Reject(
+                HCN_E_INVALID_ENDPOINT, "HostComputeNetwork differs from the network the endpoint is created on."
+            )
         if P.get_ci(doc, "HostComputeNamespace"):
-            raise Reject(HCN_E_INVALID_ENDPOINT,
-                         "HostComputeNamespace is read-only; attach through the namespace.")
-        policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_ENDPOINT_TYPES,
-                                     "endpoint")
+            raise Reject(HCN_E_INVALID_ENDPOINT, "HostComputeNamespace is read-only; attach through the namespace.")
+        policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_ENDPOINT_TYPES, "endpoint")
         cfgs = _ip_configurations(st, net, P.get_ci(doc, "IpConfigurations"))
         mac = P.get_ci(doc, "MacAddress")
         mac = mac.upper().replace(":", "-") if isinstance(mac, str) and mac else _assign_mac(st, net)
-        rest = without(doc, "id", "name", "hostcomputenetwork", "policies", "ipconfigurations",
-                       "dns", "routes", "macaddress", "flags", "schemaversion", "state", "health")
-        stored: dict[str, Any] = {"ID": id_, "Name": P.get_ci(doc, "Name") or "",
-                                  "HostComputeNetwork": net.id}
+        rest = without(
+            doc,
+            "id",
+            "name",
+            "hostcomputenetwork",
+            "policies",
+            "ipconfigurations",
+            "dns",
+            "routes",
+            "macaddress",
+            "flags",
+            "schemaversion",
+            "state",
+            "health",
+        )
+        stored: dict[str, Any] = {"ID": id_, "Name": P.get_ci(doc, "Name") or "", "HostComputeNetwork": net.id}
         if policies:
             stored["Policies"] = policies
         stored.update({"IpConfigurations": cfgs, "Dns": P.get_ci(doc, "Dns") or {}})
         if P.get_ci(doc, "Routes"):
             stored["Routes"] = [dict(r) for r in P.get_ci(doc, "Routes")]
-        stored.update({"MacAddress": mac, "Flags": int(P.get_ci(doc, "Flags") or 0),
-                       "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
-                       **rest})
+        stored.update(
+            {
+                "MacAddress": mac,
+                "Flags": int(P.get_ci(doc, "Flags") or 0),
+                "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
+                **rest,
+            }
+        )
         return st.add(cls(stored, v1extra=dict(v1extra or {})))
 
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None,
-                   parent: str | None) -> Endpoint:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Endpoint:
         if is_v1_document(doc, _V1_CREATE_KEYS):
             v2, extra = from_v1(doc, parent)
             return cls.create(st, parent, v2, id_, v1extra=extra)
@@ -182,9 +235,12 @@ class Endpoint(Record):
         default routes, flags as booleans, ``SharedContainers``, the namespace by ID."""
         doc = self.doc
         net = st.find("Network", self.network_id)
-        out: dict[str, Any] = {"ID": doc["ID"], "Name": doc.get("Name", ""),
-                               "VirtualNetwork": doc.get("HostComputeNetwork"),
-                               "VirtualNetworkName": net.name if net is not None else ""}
+        out: dict[str, Any] = {
+            "ID": doc["ID"],
+            "Name": doc.get("Name", ""),
+            "VirtualNetwork": doc.get("HostComputeNetwork"),
+            "VirtualNetworkName": net.name if net is not None else "",
+        }
         out["Policies"] = [P.to_v1(p) for p in doc.get("Policies") or ()]
         if doc.get("MacAddress"):
             out["MacAddress"] = doc["MacAddress"]
@@ -279,8 +335,7 @@ def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, 
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"Invalid IP address {text!r}.") from None
         match = next(((sn, res) for sn, res in subnets if ip in sn), None)
         if subnets and match is None:
-            raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED,
-                         f"{ip} is not in a subnet of network {net.name!r}.")
+            raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"{ip} is not in a subnet of network {net.name!r}.")
         if match is not None and ip in match[1]:
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"{ip} is reserved in {match[0]}.")
         if ip in used:

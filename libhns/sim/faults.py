@@ -15,6 +15,7 @@ it every matching call misbehaves. WHAT is one of:
   the address the request asks for, left by a sandbox that is gone (attached to nothing) or, with
   ``live-ip``, attached to a namespace that still exists. The call then meets it as HNS would.
 """
+
 from __future__ import annotations
 
 from libhns.errors import EnvError
@@ -28,14 +29,21 @@ class Fault:
 
     __slots__ = ("target", "hresult", "nth", "last", "hang", "plant")
 
-    def __init__(self, target: str, hresult: int | None, nth: int | None, last: int | None = None,
-                 hang: float = 0.0, plant: str = "") -> None:
-        self.target = target      # export name, or "HNSCall:METHOD PATTERN"
-        self.hresult = hresult    # None: not a failure (hang or plant)
-        self.nth = nth            # None: every call; else the first call number picked
-        self.last = last          # the last call number picked (== nth for "#N")
-        self.hang = hang          # seconds to block before answering
-        self.plant = plant        # one of PLANTS
+    def __init__(
+        self,
+        target: str,
+        hresult: int | None,
+        nth: int | None,
+        last: int | None = None,
+        hang: float = 0.0,
+        plant: str = "",
+    ) -> None:
+        self.target = target  # export name, or "HNSCall:METHOD PATTERN"
+        self.hresult = hresult  # None: not a failure (hang or plant)
+        self.nth = nth  # None: every call; else the first call number picked
+        self.last = last  # the last call number picked (== nth for "#N")
+        self.hang = hang  # seconds to block before answering
+        self.plant = plant  # one of PLANTS
 
     def _key(self) -> tuple:
         return (self.target, self.hresult, self.nth, self.last, self.hang, self.plant)
@@ -56,9 +64,8 @@ class Fault:
             return False
         import fnmatch  # only a run with HNSCall faults pays for it
 
-        want_method, _, pattern = self.target[len("HNSCall:"):].partition(" ")
-        return (want_method.upper() == (method or "").upper()
-                and fnmatch.fnmatchcase(path or "", pattern.strip() or "*"))
+        want_method, _, pattern = self.target[len("HNSCall:") :].partition(" ")
+        return want_method.upper() == (method or "").upper() and fnmatch.fnmatchcase(path or "", pattern.strip() or "*")
 
     def picks(self, count: int) -> bool:
         """Whether the ``count``-th matching call is one this fault applies to."""
@@ -71,7 +78,7 @@ def _what(entry: str, text: str) -> dict:
         return {"hresult": None, "plant": text}
     if text.startswith("hang:"):
         try:
-            seconds = float(text[len("hang:"):])
+            seconds = float(text[len("hang:") :])
         except ValueError:
             seconds = -1.0
         if not 0 <= seconds <= 3600:
@@ -80,8 +87,9 @@ def _what(entry: str, text: str) -> dict:
     try:
         return {"hresult": int(text, 0) & 0xFFFFFFFF}
     except ValueError:
-        raise EnvError(f"LIBHNS_SIM_FAULTS: expected an HRESULT, hang:SECONDS, "
-                       f"{' or '.join(PLANTS)} in {entry!r}") from None
+        raise EnvError(
+            f"LIBHNS_SIM_FAULTS: expected an HRESULT, hang:SECONDS, {' or '.join(PLANTS)} in {entry!r}"
+        ) from None
 
 
 def parse_faults(spec: str) -> tuple[Fault, ...]:

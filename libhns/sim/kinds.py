@@ -1,5 +1,6 @@
 """Every kind of object the simulator stores, by the name HCN (or, for compute systems, HCS) gives
 it, and the ones HNSCall (V1) serves, by collection: one record class each, holding HNS's rules."""
+
 from __future__ import annotations
 
 from libhns.sim.container import ComputeSystem

@@ -1,11 +1,17 @@
 """A simulated HNS namespace (a pod's network compartment): its stored record and HNS's rules for
 it (the default namespace is unique, endpoints and containers as resources, the V1 view and V1
 requests)."""
+
 from __future__ import annotations
 
 from libhns import policies as P
-from libhns.errors import (E_INVALIDARG, GCN_E_DEFAULTNAMESPACE_EXISTS, HCN_E_ENDPOINT_ALREADY_ATTACHED,
-                           HCN_E_ENDPOINT_NOT_ATTACHED, HCN_E_REQUEST_UNSUPPORTED)
+from libhns.errors import (
+    E_INVALIDARG,
+    GCN_E_DEFAULTNAMESPACE_EXISTS,
+    HCN_E_ENDPOINT_ALREADY_ATTACHED,
+    HCN_E_ENDPOINT_NOT_ATTACHED,
+    HCN_E_REQUEST_UNSUPPORTED,
+)
 from libhns.sim.endpoint import DETACHED
 from libhns.sim.record import Record, requested_id
 from libhns.sim.validate import Reject
@@ -22,8 +28,9 @@ _TYPES = ("Host", "HostDefault", "Guest", "GuestDefault")
 
 def _is_endpoint(resource: Mapping[str, Any], ep_id: str) -> bool:
     data = resource.get("Data") or {}
-    return ((resource.get("Type") or "").casefold() == "endpoint"
-            and str(P.get_ci(data, "Id") or "").upper() == ep_id.upper())
+    return (resource.get("Type") or "").casefold() == "endpoint" and str(
+        P.get_ci(data, "Id") or ""
+    ).upper() == ep_id.upper()
 
 
 class Namespace(Record):
@@ -40,8 +47,9 @@ class Namespace(Record):
         return self.doc.get("Type") == "HostDefault"
 
     @classmethod
-    def create(cls, st: HnsState, doc: Mapping[str, Any], id_: str | None = None, *,
-               is_default: bool = False) -> Namespace:
+    def create(
+        cls, st: HnsState, doc: Mapping[str, Any], id_: str | None = None, *, is_default: bool = False
+    ) -> Namespace:
         """A namespace of the requested type; its compartment is the host's (1) for the one
         HostDefault namespace, else the next free one."""
         id_ = cls.fresh_id(st, id_ or requested_id(doc))
@@ -55,12 +63,20 @@ class Namespace(Record):
             compartment = 1
         else:
             compartment = st.next("compartment") + 1  # 1 is the host's default compartment
-        return st.add(cls({"ID": id_, "NamespaceId": compartment, "Type": canon, "Resources": [],
-                           "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0}}))
+        return st.add(
+            cls(
+                {
+                    "ID": id_,
+                    "NamespaceId": compartment,
+                    "Type": canon,
+                    "Resources": [],
+                    "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
+                }
+            )
+        )
 
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None,
-                   parent: str | None) -> Namespace:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Namespace:
         return cls.create(st, doc, id_)
 
     def modify(self, st: HnsState, request: Mapping[str, Any]) -> None:
@@ -82,8 +98,9 @@ class Namespace(Record):
             if action == "add":
                 res.append({"Type": "Container", "Data": {"Id": cid}})
             else:
-                self.doc["Resources"] = [r for r in res if not (
-                    r.get("Type") == "Container" and r.get("Data", {}).get("Id") == cid)]
+                self.doc["Resources"] = [
+                    r for r in res if not (r.get("Type") == "Container" and r.get("Data", {}).get("Id") == cid)
+                ]
         else:
             raise Reject(HCN_E_REQUEST_UNSUPPORTED, f"Unsupported namespace ResourceType {rtype!r}.")
 
@@ -102,8 +119,7 @@ class Namespace(Record):
 
     def drop_endpoint(self, ep_id: str) -> None:
         """Forget an endpoint among the resources (it is being deleted)."""
-        self.doc["Resources"] = [r for r in self.doc.get("Resources") or ()
-                                 if not _is_endpoint(r, ep_id)]
+        self.doc["Resources"] = [r for r in self.doc.get("Resources") or () if not _is_endpoint(r, ep_id)]
 
     def delete(self, st: HnsState) -> None:
         """The namespace's endpoints stay, detached."""
@@ -115,9 +131,12 @@ class Namespace(Record):
                     ep.base_state = DETACHED
 
     def v1(self, st: HnsState) -> dict[str, Any]:
-        return {"ID": self.id, "IsDefault": self.is_default,
-                "ResourceList": [dict(r) for r in self.doc.get("Resources") or ()],
-                "CompartmentId": self.doc.get("NamespaceId")}
+        return {
+            "ID": self.id,
+            "IsDefault": self.is_default,
+            "ResourceList": [dict(r) for r in self.doc.get("Resources") or ()],
+            "CompartmentId": self.doc.get("NamespaceId"),
+        }
 
     # --- HNSCall (V1) ----------------------------------------------------------------------------
     @classmethod

@@ -1,16 +1,25 @@
 """A simulated HNS network: its stored record and HNS's rules for it (create, modify, delete, the
 V1 view and V1 requests)."""
+
 from __future__ import annotations
 
-from basics import ipaddr
 import time
 
+from basics import ipaddr
 from libhns import policies as P
+from libhns.errors import (
+    E_INVALIDARG,
+    ERROR_OBJECT_ALREADY_EXISTS,
+    HCN_E_ENTITY_HAS_REFERENCES,
+    HCN_E_INVALID_NETWORK,
+    HCN_E_NETWORK_ALREADY_EXISTS,
+    HCN_E_NETWORK_NOT_FOUND,
+    HCN_E_POLICY_ALREADY_EXISTS,
+    HCN_E_POLICY_NOT_FOUND,
+    HCN_E_REQUEST_UNSUPPORTED,
+)
 from libhns.objects import default_gateway, default_prefix
 from libhns.sim import v1form
-from libhns.errors import (ERROR_OBJECT_ALREADY_EXISTS, E_INVALIDARG, HCN_E_ENTITY_HAS_REFERENCES,
-                           HCN_E_INVALID_NETWORK, HCN_E_NETWORK_ALREADY_EXISTS, HCN_E_NETWORK_NOT_FOUND,
-                           HCN_E_POLICY_ALREADY_EXISTS, HCN_E_POLICY_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED)
 from libhns.sim.record import Record, requested_id, without
 from libhns.sim.validate import Reject, check_prefix, check_v1_policies, check_v2_policies, network_type
 
@@ -25,9 +34,22 @@ DEFAULT_MAC_POOL = {"StartMacAddress": "00-15-5D-52-C0-00", "EndMacAddress": "00
 _ADAPTER_TYPES = {"L2Bridge", "L2Tunnel", "Overlay", "Transparent"}
 #: Network policies V1 shows as top-level fields instead of in ``Policies``.
 _V1_TOP_LEVEL_POLICIES = {"netadaptername", "provideraddress", "drmacaddress"}
-_V1_KEYS = {"id", "name", "type", "networkadaptername", "policies", "macpools", "subnets",
-            "dnssuffix", "dnsserverlist", "managementip", "flags", "drmacaddress", "sourcemac",
-            "state"}
+_V1_KEYS = {
+    "id",
+    "name",
+    "type",
+    "networkadaptername",
+    "policies",
+    "macpools",
+    "subnets",
+    "dnssuffix",
+    "dnsserverlist",
+    "managementip",
+    "flags",
+    "drmacaddress",
+    "sourcemac",
+    "state",
+}
 #: keys HcnCreateNetwork takes in a V1-schema document (and never in a V2 one)
 _V1_CREATE_KEYS = ("Subnets", "NetworkAdapterName", "DNSServerList", "ManagementIP")
 
@@ -38,7 +60,7 @@ def mac_int(mac: str) -> int:
 
 def mac_str(value: int) -> str:
     raw = f"{value:012X}"
-    return "-".join(raw[i:i + 2] for i in range(0, 12, 2))
+    return "-".join(raw[i : i + 2] for i in range(0, 12, 2))
 
 
 def is_v1_document(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
@@ -49,8 +71,7 @@ def is_v1_document(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
     return any(P.get_ci(doc, k) is not None for k in v1_keys)
 
 
-def modify_policies(doc: dict[str, Any], request: Mapping[str, Any], known: frozenset[str],
-                    where: str) -> None:
+def modify_policies(doc: dict[str, Any], request: Mapping[str, Any], known: frozenset[str], where: str) -> None:
     """A ``ResourceType: Policy`` request (Add / Remove / Update of ``Settings.Policies``)
     applied to the policies of ``doc`` (a network's or an endpoint's)."""
     new = check_v2_policies(P.get_ci(P.get_ci(request, "Settings") or {}, "Policies"), known, where)
@@ -83,8 +104,13 @@ class Network(Record):
     FIELDS = __slots__
     V1_COLLECTION = "networks"
 
-    def __init__(self, doc: dict[str, Any], mgmt_ip: str | None = None, mgmt_at: float = 0.0,
-                 v1extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        mgmt_ip: str | None = None,
+        mgmt_at: float = 0.0,
+        v1extra: dict[str, Any] | None = None,
+    ) -> None:
         self.doc, self.mgmt_ip, self.mgmt_at = doc, mgmt_ip, mgmt_at
         self.v1extra = v1extra or {}
 
@@ -93,9 +119,15 @@ class Network(Record):
         return self.doc.get("Name", "")
 
     @classmethod
-    def create(cls, st: HnsState, doc: Mapping[str, Any], id_: str | None = None, *,
-               management_ip: str | None = None,
-               v1extra: Mapping[str, Any] | None = None) -> Network:
+    def create(
+        cls,
+        st: HnsState,
+        doc: Mapping[str, Any],
+        id_: str | None = None,
+        *,
+        management_ip: str | None = None,
+        v1extra: Mapping[str, Any] | None = None,
+    ) -> Network:
         """A V2 network document as HNS stores it: canonical type, checked policies and subnets,
         a MAC pool, and for an Overlay its ProviderAddress and DrMacAddress."""
         doc = dict(doc)
@@ -116,26 +148,32 @@ class Network(Record):
         mac_pool = P.get_ci(doc, "MacPool") or {}
         if not P.get_ci(mac_pool, "Ranges"):
             mac_pool = {"Ranges": [dict(DEFAULT_MAC_POOL)]}
-        rest = without(doc, "id", "name", "type", "policies", "ipams", "macpool", "dns", "flags",
-                       "schemaversion")
+        rest = without(doc, "id", "name", "type", "policies", "ipams", "macpool", "dns", "flags", "schemaversion")
         if ntype == "Overlay":
             if pa is None:
                 policies.append(P.PROVIDER_ADDRESS.v2(mgmt))
             if not any(p["Type"] == "DrMacAddress" for p in policies):
                 start = mac_int(P.get_ci(mac_pool["Ranges"][0], "StartMacAddress"))
-                policies.append({"Type": "DrMacAddress",
-                                 "Settings": {"Address": mac_str(start + 0xF00 + st.next("drmac"))}})
-        stored = {"ID": id_, "Name": name, "Type": ntype, "Policies": policies,
-                  "MacPool": mac_pool, "Dns": P.get_ci(doc, "Dns") or {}, "Ipams": ipams,
-                  "Flags": int(P.get_ci(doc, "Flags") or 0),
-                  "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
-                  **rest}
+                policies.append(
+                    {"Type": "DrMacAddress", "Settings": {"Address": mac_str(start + 0xF00 + st.next("drmac"))}}
+                )
+        stored = {
+            "ID": id_,
+            "Name": name,
+            "Type": ntype,
+            "Policies": policies,
+            "MacPool": mac_pool,
+            "Dns": P.get_ci(doc, "Dns") or {},
+            "Ipams": ipams,
+            "Flags": int(P.get_ci(doc, "Flags") or 0),
+            "SchemaVersion": P.get_ci(doc, "SchemaVersion") or {"Major": 2, "Minor": 0},
+            **rest,
+        }
         mgmt_at = time.time() + st.mgmt_delay if mgmt and st.mgmt_delay > 0 else 0.0
         return st.add(cls(stored, mgmt, mgmt_at, dict(v1extra or {})))
 
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None,
-                   parent: str | None) -> Network:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Network:
         if is_v1_document(doc, _V1_CREATE_KEYS):
             v2, mgmt, extra = from_v1(doc)
             return cls.create(st, v2, id_, management_ip=mgmt, v1extra=extra)
@@ -181,27 +219,34 @@ class Network(Record):
         """The stored document, without the ProviderAddress policy while it is pending."""
         if not self.mgmt_pending():
             return self.doc
-        return {**self.doc, "Policies": [p for p in self.doc.get("Policies") or ()
-                                         if (P.policy_type(p) or "").casefold() != "provideraddress"]}
+        return {
+            **self.doc,
+            "Policies": [
+                p for p in self.doc.get("Policies") or () if (P.policy_type(p) or "").casefold() != "provideraddress"
+            ],
+        }
 
     def v1(self, st: HnsState) -> dict[str, Any]:
         """Lowercase type, ``Subnets[{AddressPrefix, GatewayAddress, Policies}]``, top-level
         ``ManagementIP`` / ``DrMacAddress`` / ``NetworkAdapterName``, flat policies."""
         doc = self.doc
-        out: dict[str, Any] = {"ID": doc["ID"], "Name": self.name,
-                               "Type": doc.get("Type", "NAT").lower()}
+        out: dict[str, Any] = {"ID": doc["ID"], "Name": self.name, "Type": doc.get("Type", "NAT").lower()}
         adapter = P.setting(doc.get("Policies"), "NetAdapterName", "NetworkAdapterName")
         if adapter:
             out["NetworkAdapterName"] = adapter
-        out["Policies"] = [P.to_v1(p) for p in doc.get("Policies") or ()
-                           if (P.policy_type(p) or "").casefold() not in _V1_TOP_LEVEL_POLICIES]
+        out["Policies"] = [
+            P.to_v1(p)
+            for p in doc.get("Policies") or ()
+            if (P.policy_type(p) or "").casefold() not in _V1_TOP_LEVEL_POLICIES
+        ]
         out["MacPools"] = [dict(r) for r in P.get_ci(doc.get("MacPool") or {}, "Ranges") or []]
         subnets = []
         for ipam in doc.get("Ipams") or ():
             for s in P.get_ci(ipam, "Subnets") or ():
                 sub: dict[str, Any] = {"AddressPrefix": P.get_ci(s, "IpAddressPrefix")}
-                gw = default_gateway(P.get_ci(s, "Routes"), ipaddr.ip_network(
-                    sub["AddressPrefix"], strict=False).version)
+                gw = default_gateway(
+                    P.get_ci(s, "Routes"), ipaddr.ip_network(sub["AddressPrefix"], strict=False).version
+                )
                 if gw:
                     sub["GatewayAddress"] = gw
                 sub["Policies"] = [P.to_v1(p) for p in P.get_ci(s, "Policies") or ()]
@@ -261,8 +306,7 @@ def from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, dict[st
     g = lambda key: P.get_ci(doc, key)  # noqa: E731
     policies = [P.to_v2(p) for p in check_v1_policies(g("Policies"), "network")]
     if g("NetworkAdapterName"):
-        policies.insert(0, {"Type": "NetAdapterName",
-                            "Settings": {"NetworkAdapterName": g("NetworkAdapterName")}})
+        policies.insert(0, {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": g("NetworkAdapterName")}})
     if g("DrMacAddress"):
         policies.append({"Type": "DrMacAddress", "Settings": {"Address": g("DrMacAddress")}})
     subnets = []

@@ -6,13 +6,14 @@ A kind (``network.py``, ``endpoint.py``, ``namespace.py``, ``loadbalancer.py``,
 created, changed, deleted, matched by a query and seen through each API. The state on disk keeps
 one table per kind of ``{"doc": <V2 document>, <field>: …}``, ``FIELDS`` naming the rest.
 """
+
 from __future__ import annotations
 
 import os
 
-from libhns import guid
 from basics.jsonci import get_ci
-from libhns.errors import ERROR_ALREADY_EXISTS, ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
+from libhns import guid
+from libhns.errors import E_INVALIDARG, ERROR_ALREADY_EXISTS, ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
@@ -100,8 +101,7 @@ class Record:
 
     # --- HNS's rules; a kind overrides what differs ---------------------------------------------
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None,
-                   parent: str | None) -> Record:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Record:
         """``HcnCreate<Kind>``: the stored object, fields HNS assigns filled in."""
         rec = cls({**without(doc, "id"), "ID": cls.fresh_id(st, id_ or requested_id(doc))})
         return st.add(rec)

@@ -8,21 +8,22 @@ here depends on the kind: a new kind is a record class in ``kinds.py``. Handles 
 objects that remember only the kind and the ID, so a query always sees the latest state,
 including other processes' changes.
 """
+
 from __future__ import annotations
 
 import time
 
 from basics import jsontext
-from libhns import errors
-from libhns.guid import is_guid
 from basics.jsonci import get_ci
+from libhns import errors
+from libhns.errors import E_HANDLE, E_INVALIDARG, ERROR_MOD_NOT_FOUND, ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
+from libhns.guid import is_guid
 from libhns.raw import hcn_function
-from libhns.errors import E_HANDLE, ERROR_MOD_NOT_FOUND, ERROR_NOT_FOUND, E_INVALIDARG, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.container import ComputeSystem
 from libhns.sim.endpoint import Endpoint
 from libhns.sim.faults import Fault, parse_faults
-from libhns.sim.namespace import Namespace
 from libhns.sim.kinds import KINDS, V1_COLLECTIONS
+from libhns.sim.namespace import Namespace
 from libhns.sim.state import DEFAULT_MANAGEMENT_IP, HnsState
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import Reject, parse_document
@@ -37,7 +38,6 @@ DEFAULT_VERSION = (13, 2)
 #: HCN's V2 API appeared with HNS 9.2; below that computenetwork.dll does not exist.
 _V2_MIN_VERSION = (9, 2)
 _COMPACT = (",", ":")  # HNS answers compact JSON
-
 
 
 class SimHandle:
@@ -74,9 +74,15 @@ def parse_version(text: str) -> tuple[int, int]:
 class Simulator:
     """HNS on disk: implements ``libhns.raw.RawHns`` plus a few simulator-only helpers."""
 
-    def __init__(self, directory: Path | str, *, version: tuple[int, int] = DEFAULT_VERSION,
-                 faults: str | tuple[Fault, ...] = (),
-                 management_ip: str = DEFAULT_MANAGEMENT_IP, mgmt_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        version: tuple[int, int] = DEFAULT_VERSION,
+        faults: str | tuple[Fault, ...] = (),
+        management_ip: str = DEFAULT_MANAGEMENT_IP,
+        mgmt_delay: float = 0.0,
+    ) -> None:
         self.store = Store(directory)
         self.mgmt_delay = mgmt_delay
         self.version = version
@@ -90,10 +96,13 @@ class Simulator:
         """From ``LIBHNS_SIM_DIR`` (default: per-user state dir), ``LIBHNS_SIM_VERSION``,
         ``LIBHNS_SIM_FAULTS``, ``LIBHNS_SIM_MGMT_DELAY``."""
         directory = env.get("LIBHNS_SIM_DIR") or default_state_dir(env)
-        version = parse_version(env["LIBHNS_SIM_VERSION"]) if env.get("LIBHNS_SIM_VERSION") \
-            else DEFAULT_VERSION
-        return cls(directory, version=version, faults=env.get("LIBHNS_SIM_FAULTS", ""),
-                   mgmt_delay=parse_delay(env.get("LIBHNS_SIM_MGMT_DELAY", "")))
+        version = parse_version(env["LIBHNS_SIM_VERSION"]) if env.get("LIBHNS_SIM_VERSION") else DEFAULT_VERSION
+        return cls(
+            directory,
+            version=version,
+            faults=env.get("LIBHNS_SIM_FAULTS", ""),
+            mgmt_delay=parse_delay(env.get("LIBHNS_SIM_MGMT_DELAY", "")),
+        )
 
     @property
     def directory(self) -> Path:
@@ -133,8 +142,9 @@ class Simulator:
     def _error(self, call: str, hresult: int, message: str | None = None) -> errors.HnsError:
         return errors.from_hresult(call, hresult, errors.error_record(hresult, message))
 
-    def _run(self, call: str, fn: Callable[[], Any], *, v2: bool = True,
-             plant: Callable[[bool], Any] | None = None) -> Any:
+    def _run(
+        self, call: str, fn: Callable[[], Any], *, v2: bool = True, plant: Callable[[bool], Any] | None = None
+    ) -> Any:
         """Faults, the V2 availability check, and Reject -> HnsError for one HCN/HCS call."""
         fault = self._fault(call)
         if fault is not None and fault.hresult is not None:
@@ -142,8 +152,7 @@ class Simulator:
         if fault is not None:
             self._before(fault, plant)
         if v2 and self.version < _V2_MIN_VERSION:
-            raise self._error(call, ERROR_MOD_NOT_FOUND,
-                              "computenetwork.dll is not available before HNS 9.2.")
+            raise self._error(call, ERROR_MOD_NOT_FOUND, "computenetwork.dll is not available before HNS 9.2.")
         try:
             return fn()
         except Reject as r:
@@ -181,10 +190,10 @@ class Simulator:
             elif not isinstance(filt, dict):
                 filt = {}
             return jsontext.dumps(self._read().enumerate(kind, filt), separators=_COMPACT)
+
         return self._run(hcn_function("Enumerate", kind), run)
 
-    def hcn_create(self, kind: str, id: str | None, settings: str,
-                   network: Any | None = None) -> SimHandle:
+    def hcn_create(self, kind: str, id: str | None, settings: str, network: Any | None = None) -> SimHandle:
         cls = KINDS[kind]
         fixed = None if id is None or not id.strip("{}0-") else str(id).upper()  # GUID_NULL: HNS assigns
 
@@ -197,11 +206,13 @@ class Simulator:
         def plant(live: bool) -> None:  # a fault's stale endpoint, where this create will look
             if cls is Endpoint and isinstance(network, SimHandle):
                 self.plant_endpoint(network.id, _requested_ip(settings, "IpConfigurations"), live)
+
         return self._run(hcn_function("Create", kind), run, plant=plant)
 
     def hcn_open(self, kind: str, id: str) -> SimHandle:
         def run() -> SimHandle:
             return self._handle(kind, self._read().get(kind, str(id), ERROR_NOT_FOUND).id)
+
         return self._run(hcn_function("Open", kind), run)
 
     def hcn_modify(self, kind: str, handle: Any, settings: str) -> None:
@@ -209,6 +220,7 @@ class Simulator:
             h = self._live(handle, kind)
             doc = parse_document(settings)
             self._write(lambda st: st.get(kind, h.id).modify(st, doc))
+
         return self._run(hcn_function("Modify", kind), run)
 
     def hcn_query(self, kind: str, handle: Any, query: str) -> str:
@@ -220,11 +232,11 @@ class Simulator:
             sv = P_get(q, "SchemaVersion")
             v1 = isinstance(sv, dict) and int(P_get(sv, "Major") or 2) == 1
             return jsontext.dumps(rec.v1(st) if v1 else rec.v2(st), separators=_COMPACT)
+
         return self._run(hcn_function("Query", kind), run)
 
     def hcn_delete(self, kind: str, id: str) -> None:
-        return self._run(hcn_function("Delete", kind),
-                         lambda: self._write(lambda st: st.delete(kind, str(id))))
+        return self._run(hcn_function("Delete", kind), lambda: self._write(lambda st: st.delete(kind, str(id))))
 
     def hcn_close(self, kind: str, handle: Any) -> None:
         if isinstance(handle, SimHandle) and not handle.closed:
@@ -252,6 +264,7 @@ class Simulator:
     def hcs_open_compute_system(self, id: str) -> SimHandle:
         def run() -> SimHandle:
             return self._handle("ComputeSystem", self._read().get("ComputeSystem", id).id)
+
         return self._run_hcs("HcsOpenComputeSystem", run)
 
     def hcs_modify_compute_system(self, handle: Any, configuration: str) -> None:
@@ -271,15 +284,19 @@ class Simulator:
                     ep.container_attach(st, h.id)
                 else:
                     ep.container_detach(st, h.id)
+
             self._write(change)
+
         return self._run_hcs("HcsModifyComputeSystem", run)
 
     def hcs_get_compute_system_properties(self, handle: Any, query: str) -> str:
         """The container's properties, whatever ``query`` asks (hcsshim asks for the defaults)."""
+
         def run() -> str:
             h = self._live(handle, "ComputeSystem")
             parse_document(query, allow_empty=True, code=E_INVALIDARG)
             return jsontext.dumps(self._read().get("ComputeSystem", h.id).properties(), separators=_COMPACT)
+
         return self._run_hcs("HcsGetComputeSystemProperties", run)
 
     def hcs_close_compute_system(self, handle: Any) -> None:
@@ -324,32 +341,29 @@ class Simulator:
             return st.get(kind, rest[0], ERROR_NOT_FOUND).v1(st)
         if method == "DELETE" and len(rest) == 1:
             return self._write(lambda st: st.delete(kind, rest[0]).v1(st))
-        if method != "POST" or len(rest) > 2 or (len(rest) == 2 and rest[1].casefold()
-                                                   not in cls.V1_ACTIONS):
+        if method != "POST" or len(rest) > 2 or (len(rest) == 2 and rest[1].casefold() not in cls.V1_ACTIONS):
             raise Reject(HCN_E_REQUEST_UNSUPPORTED)
-        doc = parse_document(request, allow_empty=not rest and cls.V1_CREATE_MAY_BE_EMPTY,
-                             code=E_INVALIDARG)
+        doc = parse_document(request, allow_empty=not rest and cls.V1_CREATE_MAY_BE_EMPTY, code=E_INVALIDARG)
         if not rest:
             return self._write(lambda st: cls.v1_create(st, doc).v1(st))
         if len(rest) == 1:
+
             def update(st: HnsState) -> Any:
                 rec = st.get(kind, rest[0], ERROR_NOT_FOUND)
                 rec.v1_update(st, doc)
                 return rec.v1(st)
+
             return self._write(update)
-        return self._write(lambda st: st.get(kind, rest[0], ERROR_NOT_FOUND).v1_action(
-            st, rest[1].casefold(), doc))
+        return self._write(lambda st: st.get(kind, rest[0], ERROR_NOT_FOUND).v1_action(st, rest[1].casefold(), doc))
 
     # --- simulator-only helpers (tests, hnsctl) -------------------------------------------------
     def register_container(self, container_id: str) -> None:
         """Make ``container_id`` a running compute system, so HcsOpenComputeSystem finds it."""
-        self._run_hcs("RegisterContainer",
-                      lambda: self._write(lambda st: ComputeSystem.register(st, container_id)))
+        self._run_hcs("RegisterContainer", lambda: self._write(lambda st: ComputeSystem.register(st, container_id)))
 
     def remove_container(self, container_id: str) -> None:
         """Stop a compute system: its endpoints lose it from SharedContainers."""
-        self._run_hcs("RemoveContainer",
-                      lambda: self._write(lambda st: st.delete("ComputeSystem", container_id)))
+        self._run_hcs("RemoveContainer", lambda: self._write(lambda st: st.delete("ComputeSystem", container_id)))
 
     def _plant_v1(self, method: str, path: str, request: str, live: bool) -> None:
         if method.upper() != "POST" or path.split("?")[0].strip("/").casefold() != "endpoints":
@@ -366,6 +380,7 @@ class Simulator:
         """What a gone sandbox leaves behind: an endpoint ``previous-<n>_<network name>`` on
         ``ip`` in the network (ID or name), attached to nothing, or with ``live`` to a new
         namespace. Its ID; None when the network or the address is not there to take."""
+
         def change(st: HnsState) -> str | None:
             net = st.find("Network", network)
             if net is None:
@@ -383,6 +398,7 @@ class Simulator:
             if live:
                 Namespace.create(st, {}).add_endpoint(ep)
             return ep.id
+
         return self._write(change)
 
     def containers(self) -> list[dict[str, Any]]:
@@ -398,7 +414,7 @@ class Simulator:
         self.store.reset_counters()
 
 
-def P_get(doc: Any, key: str) -> Any:  # noqa: N802 — short alias used throughout this module
+def P_get(doc: Any, key: str) -> Any:
     return get_ci(doc, key) if isinstance(doc, dict) else None
 
 
@@ -418,6 +434,4 @@ def _requested_ip(document: str, key: str) -> str | None:
 def _envelope_error(hresult: int, message: str | None = None) -> str:
     """V1 reports the condition's sentence ("Element not found."); details stay out, as in HNS."""
     text = errors.hresult_message(hresult) or message or f"HRESULT 0x{hresult:08X}"
-    return jsontext.dumps({"Success": False, "Error": text, "ErrorCode": hresult & 0xFFFFFFFF},
-                      separators=_COMPACT)
-
+    return jsontext.dumps({"Success": False, "Error": text, "ErrorCode": hresult & 0xFFFFFFFF}, separators=_COMPACT)

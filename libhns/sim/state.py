@@ -7,6 +7,7 @@ surfaces in ``simulator.py`` turn that into an HRESULT + ErrorRecord (V2) or a `
 envelope (V1). ``kinds`` (``libhns.sim.kinds.KINDS``) maps each kind's name to its record
 class; a table is turned into records when first used and back into JSON by ``dump``.
 """
+
 from __future__ import annotations
 
 from libhns.networks import NON_PERSISTENT
@@ -23,8 +24,13 @@ class HnsState:
     """The loaded store; ``management_ip`` is the node's default PA, which a new network reports
     only ``mgmt_delay`` seconds after its creation (HNS sets it up late)."""
 
-    def __init__(self, data: dict[str, Any], kinds: Mapping[str, Any],
-                 management_ip: str = DEFAULT_MANAGEMENT_IP, mgmt_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        data: dict[str, Any],
+        kinds: Mapping[str, Any],
+        management_ip: str = DEFAULT_MANAGEMENT_IP,
+        mgmt_delay: float = 0.0,
+    ) -> None:
         self.data = data
         self.kinds = kinds
         self.management_ip = management_ip
@@ -36,8 +42,7 @@ class HnsState:
         table = self._tables.get(kind)
         if table is None:
             cls = self.kinds[kind]
-            table = self._tables[kind] = {key: cls.load(stored) for key, stored
-                                          in self.data.get(cls.TABLE, {}).items()}
+            table = self._tables[kind] = {key: cls.load(stored) for key, stored in self.data.get(cls.TABLE, {}).items()}
         return table
 
     def dump(self) -> dict[str, Any]:
@@ -64,8 +69,7 @@ class HnsState:
 
     def enumerate(self, kind: str, filt: Mapping[str, Any]) -> list[str]:
         """IDs matching a HostComputeQuery filter (keys are the V1 field names, case-insensitive)."""
-        return [key for key, rec in self.table(kind).items()
-                if all(rec.matches(self, k, v) for k, v in filt.items())]
+        return [key for key, rec in self.table(kind).items() if all(rec.matches(self, k, v) for k, v in filt.items())]
 
     def endpoints_of(self, network_id: str) -> Iterator[Any]:
         for ep in self.table("Endpoint").values():
@@ -92,8 +96,7 @@ class HnsState:
     def restart(self) -> list[str]:
         """What restarting the HNS service does: networks created with EnableNonPersistent are
         gone, with their endpoints (detached from namespaces and containers). Their names."""
-        dropped = [net for net in self.table("Network").values()
-                   if int(net.doc.get("Flags") or 0) & NON_PERSISTENT]
+        dropped = [net for net in self.table("Network").values() if int(net.doc.get("Flags") or 0) & NON_PERSISTENT]
         for net in dropped:
             for ep in list(self.endpoints_of(net.id)):
                 self.delete("Endpoint", ep.id)

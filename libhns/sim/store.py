@@ -5,6 +5,7 @@ point: a mutation is lock → read → change → write a temp file → ``os.rep
 reader never sees a half-written file (on POSIX it needs no lock at all; on Windows, where
 replacing a file another process holds open fails, readers take the lock too).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,7 @@ def default_state_dir(env: Mapping[str, str]) -> Path:
 
 
 def empty_state() -> dict[str, Any]:
-    return {"networks": {}, "endpoints": {}, "namespaces": {}, "loadbalancers": {},
-            "containers": {}, "seq": {}}
+    return {"networks": {}, "endpoints": {}, "namespaces": {}, "loadbalancers": {}, "containers": {}, "seq": {}}
 
 
 class _FileLock:

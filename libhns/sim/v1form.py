@@ -5,6 +5,7 @@ comma strings (``libhns.objects.v1_list`` / ``v1_text``). The gateway as a defau
 The store keeps V2 documents only, so an endpoint created through ``POST /endpoints/`` is the same
 object ``HcnEnumerateEndpoints`` finds; each kind derives its V1 answer with these.
 """
+
 from __future__ import annotations
 
 from libhns import policies as P

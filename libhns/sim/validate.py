@@ -1,11 +1,17 @@
 """What HNS refuses in a document, as ``Reject(hresult)``: policies of the wrong schema or an
 unknown type, malformed JSON, bad prefixes. Shared by the V1 and V2 surfaces of the simulator."""
+
 from __future__ import annotations
 
 from basics import ipaddr, jsontext
 from libhns import policies as P
-from libhns.errors import (HCN_E_INVALID_JSON, HCN_E_INVALID_NETWORK_TYPE, HCN_E_INVALID_POLICY,
-                           HCN_E_INVALID_POLICY_TYPE, HCN_E_INVALID_PREFIX)
+from libhns.errors import (
+    HCN_E_INVALID_JSON,
+    HCN_E_INVALID_NETWORK_TYPE,
+    HCN_E_INVALID_POLICY,
+    HCN_E_INVALID_POLICY_TYPE,
+    HCN_E_INVALID_PREFIX,
+)
 
 TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
 if TYPE_CHECKING:
@@ -13,22 +19,57 @@ if TYPE_CHECKING:
 
 
 #: V2 policy types that mean nothing without Settings.
-_NEEDS_SETTINGS = {"PortMapping", "SDNRoute", "ProviderAddress", "ACL", "QOS", "PortName",
-                   "EncapOverhead", "L4Proxy", "L4WFPPROXY", "TierAcl", "RemoteSubnetRoute",
-                   "NetAdapterName", "SourceMacAddress", "VxlanPort", "SetPolicy", "VSID", "VLAN",
-                   "DrMacAddress", "InterfaceConstraint", "VSwitchExtension", "LayerConstraint",
-                   "NetworkACL"}
+_NEEDS_SETTINGS = {
+    "PortMapping",
+    "SDNRoute",
+    "ProviderAddress",
+    "ACL",
+    "QOS",
+    "PortName",
+    "EncapOverhead",
+    "L4Proxy",
+    "L4WFPPROXY",
+    "TierAcl",
+    "RemoteSubnetRoute",
+    "NetAdapterName",
+    "SourceMacAddress",
+    "VxlanPort",
+    "SetPolicy",
+    "VSID",
+    "VLAN",
+    "DrMacAddress",
+    "InterfaceConstraint",
+    "VSwitchExtension",
+    "LayerConstraint",
+    "NetworkACL",
+}
 #: Settings keys each V2 type cannot do without.
-_REQUIRED_KEYS = {"ProviderAddress": ("ProviderAddress",), "SDNRoute": ("DestinationPrefix",),
-                  "PortMapping": ("InternalPort",), "VSID": ("IsolationId",),
-                  "VLAN": ("IsolationId",), "NetAdapterName": ("NetworkAdapterName",),
-                  "RemoteSubnetRoute": ("DestinationPrefix", "ProviderAddress"),
-                  "VxlanPort": ("Port",)}
+_REQUIRED_KEYS = {
+    "ProviderAddress": ("ProviderAddress",),
+    "SDNRoute": ("DestinationPrefix",),
+    "PortMapping": ("InternalPort",),
+    "VSID": ("IsolationId",),
+    "VLAN": ("IsolationId",),
+    "NetAdapterName": ("NetworkAdapterName",),
+    "RemoteSubnetRoute": ("DestinationPrefix", "ProviderAddress"),
+    "VxlanPort": ("Port",),
+}
 #: V1 keys that, inside V2 Settings, betray a V1 document pasted into a V2 one.
 _V1_KEYS_IN_SETTINGS = {"OutBoundNAT": ("ExceptionList",), "VSID": ("VSID",)}
 
-NETWORK_TYPES = ("NAT", "ICS", "Transparent", "L2Bridge", "L2Tunnel", "Overlay", "Private",
-                 "Internal", "Mirrored", "Infiniband", "ConstrainedICS")
+NETWORK_TYPES = (
+    "NAT",
+    "ICS",
+    "Transparent",
+    "L2Bridge",
+    "L2Tunnel",
+    "Overlay",
+    "Private",
+    "Internal",
+    "Mirrored",
+    "Infiniband",
+    "ConstrainedICS",
+)
 
 
 #: ACL enums as HNS spells them (hcsshim hnspolicy.go / hcnpolicy.go); "Pass" only from schema 2.10.
@@ -44,8 +85,7 @@ class Reject(Exception):
         self.message = message
 
 
-def parse_document(text: str, *, allow_empty: bool = False,
-                   code: int = HCN_E_INVALID_JSON) -> dict[str, Any]:
+def parse_document(text: str, *, allow_empty: bool = False, code: int = HCN_E_INVALID_JSON) -> dict[str, Any]:
     """A JSON object from a request string, or Reject(code)."""
     if not text or not text.strip():
         if allow_empty:
@@ -78,15 +118,15 @@ def check_v2_policies(policies: Any, known: frozenset[str], where: str) -> list[
     out = []
     for p, t in _typed(policies, where):
         if P.canonical_type(t, P.V1_ONLY_TYPES) and not P.canonical_type(t, known):
-            raise Reject(HCN_E_INVALID_POLICY,
-                         f"{where} policy type {t!r} is a V1 policy; V2 documents need its V2 form.")
+            raise Reject(
+                HCN_E_INVALID_POLICY, f"{where} policy type {t!r} is a V1 policy; V2 documents need its V2 form."
+            )
         canon = P.canonical_type(t, known)
         if canon is None:
             raise Reject(HCN_E_INVALID_POLICY_TYPE, f"Unknown {where} policy type {t!r}.")
         flat = [k for k in p if k.casefold() not in ("type", "settings")]
         if flat:
-            raise Reject(HCN_E_INVALID_POLICY,
-                         f"{canon} policy has V1-style keys {flat} outside Settings.")
+            raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy has V1-style keys {flat} outside Settings.")
         settings = P.get_ci(p, "Settings")
         if settings is None and canon in _NEEDS_SETTINGS:
             raise Reject(HCN_E_INVALID_POLICY, f"{canon} policy needs Settings.")
@@ -111,8 +151,7 @@ def check_v1_policies(policies: Any, where: str) -> list[dict[str, Any]]:
     out = []
     for p, t in _typed(policies, where):
         if any(k.casefold() == "settings" for k in p) or P.canonical_type(t, P.V2_ONLY_TYPES):
-            raise Reject(HCN_E_INVALID_POLICY,
-                         f"{where} policy {t!r} is in the V2 form; V1 documents need flat keys.")
+            raise Reject(HCN_E_INVALID_POLICY, f"{where} policy {t!r} is in the V2 form; V1 documents need flat keys.")
         canon = P.canonical_type(t, P.KNOWN_V1_TYPES)
         if canon is None:
             raise Reject(HCN_E_INVALID_POLICY_TYPE, f"Unknown {where} policy type {t!r}.")
@@ -150,7 +189,9 @@ def check_acl(acl: Mapping[str, Any]) -> None:
     if protocols and not all(x.strip().isdigit() and int(x) <= 255 for x in protocols.split(",")):
         raise Reject(HCN_E_INVALID_POLICY, f"ACL policy Protocols {protocols!r} is not a list of protocol numbers.")
     priority = P.get_ci(acl, "Priority")
-    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 65535):
+    if priority is not None and (
+        not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 65535
+    ):
         raise Reject(HCN_E_INVALID_POLICY, f"ACL policy Priority {priority!r} is not a 16-bit number.")
 
 

@@ -1,4 +1,5 @@
 """CNI_ARGS: ``K=V;K=V`` pairs, with the ``IgnoreUnknown`` convention."""
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -18,8 +19,7 @@ def parse_cni_args(raw: str) -> dict[str, str]:
             continue
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise CniError(INVALID_ENV, f'ARGS: invalid pair "{item}"',
-                           "CNI_ARGS must be K=V pairs separated by ';'")
+            raise CniError(INVALID_ENV, f'ARGS: invalid pair "{item}"', "CNI_ARGS must be K=V pairs separated by ';'")
         pairs[key] = value
     return pairs
 
@@ -33,5 +33,4 @@ def check_known(pairs: dict[str, str], known: Iterable[str]) -> None:
     allowed = set(known) | {"IgnoreUnknown"}
     unknown = [k for k in pairs if k not in allowed]
     if unknown and not ignore_unknown(pairs):
-        raise CniError(INVALID_ENV, f"ARGS: unknown args {unknown}",
-                       "set IgnoreUnknown=1 in CNI_ARGS to allow them")
+        raise CniError(INVALID_ENV, f"ARGS: unknown args {unknown}", "set IgnoreUnknown=1 in CNI_ARGS to allow them")

@@ -3,17 +3,18 @@
 jsonschema is imported only when a plugin validates (never for VERSION or a rejected env),
 because it alone costs 60-80 ms of start-up on every pod.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
 from basics import jsontext
+
 from . import version as ver
-from .names import PATTERN, file_name_problem, is_name
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
+from .names import PATTERN, file_name_problem, is_name
 
 # The spec's network name pattern.
 #: The longest network name: it becomes a folder (host-local's store), a lock file and the HNS
@@ -26,11 +27,15 @@ def decode(stdin: bytes) -> dict:
     try:
         doc = jsontext.loads(stdin, parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-        raise CniError(DECODE_FAILURE, f"error unmarshall network config: {exc}",
-                       "the network configuration on stdin must be a JSON object") from exc
+        raise CniError(
+            DECODE_FAILURE,
+            f"error unmarshall network config: {exc}",
+            "the network configuration on stdin must be a JSON object",
+        ) from exc
     if not isinstance(doc, dict):
-        raise CniError(DECODE_FAILURE, "error unmarshall network config: not a JSON object",
-                       f"got {type(doc).__name__}")
+        raise CniError(
+            DECODE_FAILURE, "error unmarshall network config: not a JSON object", f"got {type(doc).__name__}"
+        )
     return doc
 
 
@@ -42,15 +47,22 @@ def _not_json(token: str) -> None:
 def check_name(conf: Mapping[str, Any]) -> str:
     name = conf.get("name")
     if not name:
-        raise CniError(INVALID_CONFIG, "missing network name",
-                       'set "name" to the network name (for win-bridge/win-overlay: the HNS network)')
+        raise CniError(
+            INVALID_CONFIG,
+            "missing network name",
+            'set "name" to the network name (for win-bridge/win-overlay: the HNS network)',
+        )
     if not is_name(name):
-        raise CniError(INVALID_CONFIG, "invalid characters found in network name",
-                       f"name {name!r:.80} must match {PATTERN}")
+        raise CniError(
+            INVALID_CONFIG, "invalid characters found in network name", f"name {name!r:.80} must match {PATTERN}"
+        )
     problem = file_name_problem(name, MAX_NAME)
     if problem:
-        raise CniError(INVALID_CONFIG, f"network name {name[:40]!r}{'...' if len(name) > 40 else ''} {problem}",
-                       "the name becomes file and folder names on the node: pick a short ordinary one")
+        raise CniError(
+            INVALID_CONFIG,
+            f"network name {name[:40]!r}{'...' if len(name) > 40 else ''} {problem}",
+            "the name becomes file and folder names on the node: pick a short ordinary one",
+        )
     return name
 
 
@@ -58,8 +70,11 @@ def check_count(field: str, items: Any, cap: int) -> None:
     """A list over its documented cap is code 7 naming the field and the cap (caps bound what one
     pod's config can cost every command that reads it)."""
     if isinstance(items, (list, tuple)) and len(items) > cap:
-        raise CniError(INVALID_CONFIG, f"{field}: {len(items)} entries, over the limit of {cap}",
-                       f"a pod's config may list at most {cap} {field} entries")
+        raise CniError(
+            INVALID_CONFIG,
+            f"{field}: {len(items)} entries, over the limit of {cap}",
+            f"a pod's config may list at most {cap} {field} entries",
+        )
 
 
 def node_path(posix: str, platform: str, cwd: str | None = None) -> str:
@@ -69,6 +84,7 @@ def node_path(posix: str, platform: str, cwd: str | None = None) -> str:
         return posix
     import ntpath  # os.path on Windows; elsewhere only for a Windows platform in tests
     import os
+
     return ntpath.splitdrive(cwd if cwd is not None else os.getcwd())[0] + posix.replace("/", "\\")
 
 
@@ -78,15 +94,22 @@ def cni_version(conf: Mapping[str, Any]) -> str:
     if version is None or version == "":
         return ver.IMPLICIT
     if not isinstance(version, str):
-        raise CniError(INVALID_CONFIG, f"cniVersion: {jsontext.dumps(version)[:40]} is not a string",
-                       f'write the version in quotes, e.g. "cniVersion": "{ver.LATEST}"')
+        raise CniError(
+            INVALID_CONFIG,
+            f"cniVersion: {jsontext.dumps(version)[:40]} is not a string",
+            f'write the version in quotes, e.g. "cniVersion": "{ver.LATEST}"',
+        )
     if version not in ver.SUPPORTED:
-        raise CniError(INCOMPATIBLE_VERSION, "incompatible CNI versions",
-                       f'config is "{version}", plugin supports {ver.supported_list()}')
+        raise CniError(
+            INCOMPATIBLE_VERSION,
+            "incompatible CNI versions",
+            f'config is "{version}", plugin supports {ver.supported_list()}',
+        )
     return version
 
 
 # ---------------------------------------------------------------- validation
+
 
 def validate(doc: Any, schema: dict) -> None:
     """Validate against a JSON Schema; the first (most specific) error becomes code 7.
@@ -95,6 +118,7 @@ def validate(doc: Any, schema: dict) -> None:
     runs only to explain a rejection (or for keywords the quick checker does not know).
     """
     from .quickschema import is_valid
+
     if is_valid(doc, schema):
         return
     errors = _schema_errors(doc, schema)
@@ -121,18 +145,25 @@ def validate_for(command: str, doc: dict, schema: dict, needs: Mapping[str, str]
         validate(doc, schema)
         return doc
     from .quickschema import is_valid
+
     if is_valid(doc, schema):
         return doc
     needed = {tuple(name.split(".")): name for name in needs}
     errors = [(error, field) for error in _schema_errors(doc, schema) for field in _fields(error)]
     for error, field in errors:
-        name = next((n for path, n in needed.items() if path[:len(field)] == field or field[:len(path)] == path),
-                    None if field else "(config)")
+        name = next(
+            (n for path, n in needed.items() if path[: len(field)] == field or field[: len(path)] == path),
+            None if field else "(config)",
+        )
         if name is not None:
             problem = invalid_field(error)
-            raise CniError(INVALID_CONFIG, f"{command} cannot identify {needs.get(name, 'anything')}: {problem.msg}",
-                           problem.details or f'fix "{name}" in the network configuration')
+            raise CniError(
+                INVALID_CONFIG,
+                f"{command} cannot identify {needs.get(name, 'anything')}: {problem.msg}",
+                problem.details or f'fix "{name}" in the network configuration',
+            )
     from . import log
+
     holders = {path[:i] for path in needed for i in range(1, len(path) + 1)}
     out = doc
     for error, field in errors:
@@ -226,6 +257,7 @@ def _format_checker(validator_cls: Any) -> Any:
 
 # ---------------------------------------------------------------- GC
 
+
 def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
     """``cni.dev/valid-attachments`` as {(containerID, ifname)}.
 
@@ -239,9 +271,16 @@ def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
         raise CniError(INVALID_CONFIG, "cni.dev/valid-attachments: must be a list of {containerID, ifname}")
     out = set()
     for i, att in enumerate(raw):
-        if not isinstance(att, dict) or not isinstance(att.get("containerID"), str) or not isinstance(att.get("ifname"), str):
-            raise CniError(INVALID_CONFIG, f"cni.dev/valid-attachments[{i}]: needs string containerID and ifname",
-                           jsontext.dumps(att)[:120])
+        if (
+            not isinstance(att, dict)
+            or not isinstance(att.get("containerID"), str)
+            or not isinstance(att.get("ifname"), str)
+        ):
+            raise CniError(
+                INVALID_CONFIG,
+                f"cni.dev/valid-attachments[{i}]: needs string containerID and ifname",
+                jsontext.dumps(att)[:120],
+            )
         out.add((att["containerID"], att["ifname"]))
     return out
 
@@ -249,6 +288,7 @@ def valid_attachments(conf: Mapping[str, Any]) -> set[tuple[str, str]] | None:
 def iter_policies(conf: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """(name, value) of each ``policies`` entry, keys read like Go (Name/name, Value/value)."""
     from basics.jsonci import get_ci
+
     for entry in get_ci(conf, "policies") or []:
         if isinstance(entry, dict):
             yield get_ci(entry, "name", ""), get_ci(entry, "value")

@@ -1,13 +1,13 @@
 """The CNI_* environment, checked once and handed to the plugin as a typed value."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a VERSION command
 if TYPE_CHECKING:
     from typing import Mapping
 
-from .names import file_name_problem, is_name
 from .errors import INVALID_ENV, CniError
+from .names import file_name_problem, is_name
 
 COMMANDS = ("ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS")
 
@@ -29,10 +29,19 @@ MAX_CONTAINER_ID = 100
 
 class CmdArgs:
     """The checked CNI_* variables (a plain class: ``dataclasses`` is too slow to import here)."""
+
     __slots__ = ("command", "container_id", "netns", "ifname", "args", "path", "env")
 
-    def __init__(self, command: str, container_id: str = "", netns: str = "", ifname: str = "",
-                 args: str = "", path: tuple[str, ...] = (), env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        container_id: str = "",
+        netns: str = "",
+        ifname: str = "",
+        args: str = "",
+        path: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.command = command
         self.container_id = container_id
         self.netns = netns
@@ -66,12 +75,14 @@ def parse_env(env: Mapping[str, str], platform: str) -> CmdArgs:
     """Validate the environment for its command; raise code 4 naming what is wrong."""
     command = env.get("CNI_COMMAND", "")
     if command not in COMMANDS:
-        raise CniError(INVALID_ENV, f"unknown CNI_COMMAND: {command}",
-                       "expected one of " + ", ".join(COMMANDS))
+        raise CniError(INVALID_ENV, f"unknown CNI_COMMAND: {command}", "expected one of " + ", ".join(COMMANDS))
     missing = [k for k in _REQUIRED[command] if not env.get(k)]
     if missing:
-        raise CniError(INVALID_ENV, f"required env variables [{','.join(missing)}] missing",
-                       f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]))
+        raise CniError(
+            INVALID_ENV,
+            f"required env variables [{','.join(missing)}] missing",
+            f"CNI_COMMAND={command} needs " + ", ".join(_REQUIRED[command]),
+        )
     container_id = env.get("CNI_CONTAINERID", "")
     if container_id and not is_name(container_id):
         raise CniError(INVALID_ENV, "invalid characters in containerID", container_id[:200])
@@ -96,8 +107,7 @@ def check_ifname(ifname: str) -> None:
     if not ifname:
         raise CniError(INVALID_ENV, "interface name is empty", "set CNI_IFNAME, e.g. eth0")
     if len(ifname) > 15:
-        raise CniError(INVALID_ENV, "interface name is too long",
-                       "interface name should be less than 16 characters")
+        raise CniError(INVALID_ENV, "interface name is too long", "interface name should be less than 16 characters")
     if ifname in (".", ".."):
         raise CniError(INVALID_ENV, "interface name is . or ..", ifname)
     if any(c in "/:" or c.isspace() for c in ifname):

@@ -1,4 +1,5 @@
 """CNI errors: one exception type carrying its spec code, turned into JSON only by ``skel``."""
+
 from __future__ import annotations
 
 # Spec error codes (SPEC.md "Error"); 0-99 are reserved for the spec.

@@ -6,6 +6,7 @@ executable of this frozen bundle, or this venv's console script), it runs in-pro
 lines: a flannel ADD then costs one process start instead of three. Anything else is executed;
 ``WINCNI_NO_INPROCESS=1`` forces execution.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,10 @@ import sys
 import time
 
 from basics import jsontext
+
 from . import log
-from .names import file_name_problem, is_name
 from .errors import INTERNAL, INVALID_CONFIG, CniError
+from .names import file_name_problem, is_name
 
 #: A plugin type is a name (``names.is_name``: no drive, separator or leading dot), so no saved
 #: or delegated config can turn it into a path outside CNI_PATH.
@@ -27,12 +29,16 @@ def find_plugin(name, paths, platform=sys.platform):
     checked as a name first (``D:evil`` would be drive-relative once joined on Windows)."""
     if not name:
         raise CniError(INVALID_CONFIG, "no plugin name provided", 'set the "type" of the IPAM or delegate config')
-    problem = (None if is_name(name)
-               else "may hold only letters, digits and _.- (no drive, path separator or leading dot)")
+    problem = (
+        None if is_name(name) else "may hold only letters, digits and _.- (no drive, path separator or leading dot)"
+    )
     problem = problem or file_name_problem(name, MAX_PLUGIN_NAME)
     if problem:
-        raise CniError(INVALID_CONFIG, f"invalid plugin name {str(name)[:80]!r}: it {problem}",
-                       "a plugin type is the file name of a plugin in CNI_PATH, e.g. host-local or win-bridge")
+        raise CniError(
+            INVALID_CONFIG,
+            f"invalid plugin name {str(name)[:80]!r}: it {problem}",
+            "a plugin type is the file name of a plugin in CNI_PATH, e.g. host-local or win-bridge",
+        )
     candidates = [name + ".exe", name] if platform == "win32" else [name]
     for directory in paths:
         for cand in candidates:
@@ -40,8 +46,11 @@ def find_plugin(name, paths, platform=sys.platform):
             if os.path.isfile(full) and (platform == "win32" or os.access(full, os.X_OK)):
                 return full
     shown = "[" + " ".join(paths) + "]"
-    raise CniError(INTERNAL, f'failed to find plugin "{name}" in path {shown}',
-                   "install the plugin into a directory listed in CNI_PATH")
+    raise CniError(
+        INTERNAL,
+        f'failed to find plugin "{name}" in path {shown}',
+        "install the plugin into a directory listed in CNI_PATH",
+    )
 
 
 def _same_dir(a, b):
@@ -88,6 +97,7 @@ class Executor:
     process. ``run`` is skel's ``run``, handed in by the caller so this module never imports skel,
     and ``siblings`` the plugin's table of in-process plugins (``inprocess_module``); a test
     replaces the whole executor, as an httpx transport."""
+
     __slots__ = ("run", "siblings")
 
     def __init__(self, run, siblings=None):
@@ -96,6 +106,7 @@ class Executor:
 
     def spawn(self, name, exe, stdin, env):
         import subprocess
+
         try:
             proc = subprocess.run([exe], input=stdin, env=env, capture_output=True, timeout=600)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -106,6 +117,7 @@ class Executor:
         """The child's ``main`` on its own stdin/stdout/stderr buffers; ``run`` scopes its log
         state and reads nothing but ``env``, so nothing leaks between parent and child."""
         import io
+
         __import__(module)  # as skel imports handlers: no importlib package on the pod path
         spec = sys.modules[module].SPEC
         out, err = io.StringIO(), io.StringIO()
@@ -132,23 +144,36 @@ def exec_plugin(name, command, stdin, env, paths, cni_version, executor, platfor
     if stderr_text:
         # Forward the child's diagnostics to ours so the runtime's log shows them.
         log.forward(stderr_text)
-    log.event("exec", child=name, command=command, path=exe, rc=rc, ms=ms,
-              stderr=stderr_text[-2000:] or None, **({"inprocess": True} if module else {}))
+    log.event(
+        "exec",
+        child=name,
+        command=command,
+        path=exe,
+        rc=rc,
+        ms=ms,
+        stderr=stderr_text[-2000:] or None,
+        **({"inprocess": True} if module else {}),
+    )
     out = out.strip()
     if rc != 0:
         try:
             err = jsontext.loads(out)
             code = int(err["code"])
         except (ValueError, KeyError, TypeError):
-            raise CniError(INTERNAL, f'netplugin failed: "{stderr_text.strip()}": exit status {rc}',
-                           out.decode(errors="replace")[:2000]) from None
+            raise CniError(
+                INTERNAL,
+                f'netplugin failed: "{stderr_text.strip()}": exit status {rc}',
+                out.decode(errors="replace")[:2000],
+            ) from None
         raise CniError(code, str(err.get("msg", "")), str(err.get("details", "") or ""))
     if not out:
         return None
     try:
         result = jsontext.loads(out)
     except ValueError as exc:
-        raise CniError(INTERNAL, f"plugin {name} printed a result that is not JSON", out.decode(errors="replace")[:500]) from exc
+        raise CniError(
+            INTERNAL, f"plugin {name} printed a result that is not JSON", out.decode(errors="replace")[:500]
+        ) from exc
     if isinstance(result, dict) and not result.get("cniVersion"):
         result["cniVersion"] = cni_version
     return result

@@ -8,6 +8,7 @@ it (``basics.safefs``), and the wait has a deadline: a process that holds the lo
 makes the command fail with code 11 naming the lock and its holder, instead of blocking every
 pod on the node for as long as it likes.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,7 +31,9 @@ _MAX_POLL = 0.016
 def secure_dir(path: str, mode: int = 0o755) -> str:
     """Create ``path`` admin-only, or accept it when we can trust it; else code 5 saying why
     (other OS errors are the caller's to word)."""
-    from basics.safefs import UnsafePath, secure_dir as make
+    from basics.safefs import UnsafePath
+    from basics.safefs import secure_dir as make
+
     try:
         make(path, mode)
     except UnsafePath as exc:
@@ -43,6 +46,7 @@ class FileLock:
 
     def __init__(self, path: str, timeout: float = LOCK_TIMEOUT) -> None:
         from basics.safefs import UnsafePath, open_lock
+
         if os.path.isdir(path):
             path = os.path.join(path, LOCK_NAME)
         self.path = path
@@ -59,8 +63,11 @@ class FileLock:
         while not _try_lock(self._fd):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise CniError(TRY_AGAIN_LATER, f"timed out after {self.timeout:g}s waiting for the lock {self.path}",
-                               _holder(self.path, self._fd))
+                raise CniError(
+                    TRY_AGAIN_LATER,
+                    f"timed out after {self.timeout:g}s waiting for the lock {self.path}",
+                    _holder(self.path, self._fd),
+                )
             time.sleep(min(delay, left))
             delay = min(delay * 2, _MAX_POLL)
 
@@ -81,17 +88,20 @@ class FileLock:
             raise
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
 def _holder(path: str, fd: int) -> str:
     """Who to look at when the wait expires: the holding process where the OS says (Linux's
     /proc/locks), else how to find it."""
-    generic = (f"another process holds {path}; the plugins hold it for seconds at most, so find the holder "
-               + ("(Sysinternals: handle.exe " + path + ")" if sys.platform == "win32" else f"(fuser -v {path})")
-               + " and stop it, then retry")
+    generic = (
+        f"another process holds {path}; the plugins hold it for seconds at most, so find the holder "
+        + ("(Sysinternals: handle.exe " + path + ")" if sys.platform == "win32" else f"(fuser -v {path})")
+        + " and stop it, then retry"
+    )
     if sys.platform == "win32":
         return generic
     try:
@@ -121,23 +131,45 @@ if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
     from basics import win32types as wintypes
 
     class _Overlapped(ctypes.Structure):
-        _fields_ = [("Internal", ctypes.c_void_p), ("InternalHigh", ctypes.c_void_p),
-                    ("Offset", wintypes.DWORD), ("OffsetHigh", wintypes.DWORD), ("hEvent", wintypes.HANDLE)]
+        _fields_ = [
+            ("Internal", ctypes.c_void_p),
+            ("InternalHigh", ctypes.c_void_p),
+            ("Offset", wintypes.DWORD),
+            ("OffsetHigh", wintypes.DWORD),
+            ("hEvent", wintypes.HANDLE),
+        ]
 
     _k32 = ctypes.WinDLL("kernel32", use_last_error=True)
-    _k32.LockFileEx.argtypes = [wintypes.HANDLE, wintypes.DWORD, wintypes.DWORD, wintypes.DWORD,
-                                wintypes.DWORD, ctypes.POINTER(_Overlapped)]
+    _k32.LockFileEx.argtypes = [
+        wintypes.HANDLE,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        ctypes.POINTER(_Overlapped),
+    ]
     _k32.LockFileEx.restype = wintypes.BOOL
-    _k32.UnlockFileEx.argtypes = [wintypes.HANDLE, wintypes.DWORD, wintypes.DWORD, wintypes.DWORD,
-                                  ctypes.POINTER(_Overlapped)]
+    _k32.UnlockFileEx.argtypes = [
+        wintypes.HANDLE,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        ctypes.POINTER(_Overlapped),
+    ]
     _k32.UnlockFileEx.restype = wintypes.BOOL
     _LOCKFILE_FAIL_IMMEDIATELY, _LOCKFILE_EXCLUSIVE_LOCK = 1, 2
     _ERROR_LOCK_VIOLATION, _ERROR_IO_PENDING = 33, 997
 
     def _try_lock(fd: int) -> bool:
         # Byte 0, length 1: go-filemutex's range, so the two plugins contend for the same lock.
-        if _k32.LockFileEx(msvcrt.get_osfhandle(fd), _LOCKFILE_EXCLUSIVE_LOCK | _LOCKFILE_FAIL_IMMEDIATELY,
-                           0, 1, 0, ctypes.byref(_Overlapped())):
+        if _k32.LockFileEx(
+            msvcrt.get_osfhandle(fd),
+            _LOCKFILE_EXCLUSIVE_LOCK | _LOCKFILE_FAIL_IMMEDIATELY,
+            0,
+            1,
+            0,
+            ctypes.byref(_Overlapped()),
+        ):
             return True
         err = ctypes.get_last_error()
         if err in (_ERROR_LOCK_VIOLATION, _ERROR_IO_PENDING):

@@ -6,6 +6,7 @@ user owns it, and created owner-only (``basics.safefs``): a refusal is one warni
 the command goes on without the log.
 Deliberately not the ``logging`` package: a plugin lives for one command, and start-up matters.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,9 +59,16 @@ def event(kind: str, **fields: Any) -> None:
     path = _state["file"]
     if not path:
         return
-    record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
-              "plugin": _state["plugin"], "pid": os.getpid(), "event": kind, **_state["fields"], **fields}
+    record = {
+        "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+        "plugin": _state["plugin"],
+        "pid": os.getpid(),
+        "event": kind,
+        **_state["fields"],
+        **fields,
+    }
     from basics.safefs import UnsafePath, open_append
+
     try:
         line = (jsontext.dumps(record, default=str) + "\n").encode()
         fd = open_append(path)
@@ -84,6 +92,7 @@ class scope:
     """``with log.scope():`` a fresh state for one command run in-process (tests, in-process
     delegation); the caller's plugin name, log file and fields come back afterwards instead of
     leaking either way."""
+
     __slots__ = ("saved",)
 
     def __enter__(self) -> None:

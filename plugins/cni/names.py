@@ -5,6 +5,7 @@ One rule for all of them: the CNI spec's pattern (a letter or digit, then letter
 name unsafe as a file name on Windows: over a length limit, a device name (``NUL.lock`` is
 ``NUL``), or a trailing dot or space (Windows drops it, so ``cbr0.`` and ``cbr0`` are one file).
 """
+
 from __future__ import annotations
 
 #: How the reference words the pattern in its errors.

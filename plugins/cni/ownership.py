@@ -24,6 +24,7 @@ Who frees what:
 - an ADD: an endpoint of ours on its own address or name that is none of 4-5.
 Each freeing says who freed what and why (``freed``).
 """
+
 from __future__ import annotations
 
 from . import log
@@ -91,8 +92,9 @@ def endpoint_kept(name: str, network: str, attached_alive: bool) -> str:
     return ""
 
 
-def conflicts(reservations: "list[tuple[str, str]]", endpoints: "list[tuple[str, tuple[str, ...]]]",
-              network: str) -> list[str]:
+def conflicts(
+    reservations: "list[tuple[str, str]]", endpoints: "list[tuple[str, tuple[str, ...]]]", network: str
+) -> list[str]:
     """Addresses HNS gives to an endpoint that host-local reserves for someone else (the doctor):
     the next pod, or the reservation's owner, would meet that endpoint."""
     owner = dict(reservations)

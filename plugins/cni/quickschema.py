@@ -5,6 +5,7 @@ This checker understands only the keywords our schemas use; on anything else it 
 "don't know" (None) and the caller falls back to jsonschema, which also produces the precise
 error message whenever a config is invalid. It is therefore never the last word on a rejection.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -118,6 +119,7 @@ def _max_items(value: Any, arg: int, root: dict, schema: dict) -> bool:
 
 def _pattern(value: Any, arg: str, root: dict, schema: dict) -> bool:
     import re  # only a schema with "pattern" pays for it
+
     return not isinstance(value, str) or re.search(arg, value) is not None
 
 
@@ -125,6 +127,7 @@ def _format(value: Any, arg: str, root: dict, schema: dict) -> bool:
     if not isinstance(value, str):
         return True
     from basics import ipaddr
+
     try:
         if arg == "ip":
             ipaddr.ip_address(value)
@@ -163,8 +166,22 @@ def _all_of(value: Any, arg: list, root: dict, schema: dict) -> bool:
 
 
 _KEYWORDS = {
-    "type": _type, "properties": _properties, "additionalProperties": _additional, "required": _required,
-    "items": _items, "enum": _enum, "minimum": _minimum, "maximum": _maximum, "minLength": _min_length,
-    "maxLength": _max_length, "minItems": _min_items, "maxItems": _max_items, "pattern": _pattern, "format": _format, "$ref": _ref, "anyOf": _any_of,
-    "oneOf": _one_of, "allOf": _all_of,
+    "type": _type,
+    "properties": _properties,
+    "additionalProperties": _additional,
+    "required": _required,
+    "items": _items,
+    "enum": _enum,
+    "minimum": _minimum,
+    "maximum": _maximum,
+    "minLength": _min_length,
+    "maxLength": _max_length,
+    "minItems": _min_items,
+    "maxItems": _max_items,
+    "pattern": _pattern,
+    "format": _format,
+    "$ref": _ref,
+    "anyOf": _any_of,
+    "oneOf": _one_of,
+    "allOf": _all_of,
 }

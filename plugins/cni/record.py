@@ -4,6 +4,7 @@ Generating a dataclass runs ``exec`` and pulls in ``inspect``: on every plugin s
 more than the whole ADD's HNS work on the simulator. A subclass declares its fields as
 ``__slots__`` and writes a plain ``__init__``; equality and ``repr`` come from the slots here.
 """
+
 from __future__ import annotations
 
 
@@ -24,6 +25,7 @@ class Record:
 
 class FrozenRecord(Record):
     """A record that is never changed after ``__init__``, so it may be a set member or dict key."""
+
     __slots__ = ()
 
     def __hash__(self) -> int:

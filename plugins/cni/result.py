@@ -4,6 +4,7 @@ Results are held in the 1.1.0 shape and converted on output, so a plugin builds 
 the runtime gets what its cniVersion can carry (0.1.0/0.2.0 ip4/ip6, 0.3.x/0.4.0 with
 ``version``, 1.x without).
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
@@ -13,15 +14,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 from . import version as ver
-from .record import Record
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
+from .record import Record
 
 
 class Interface(Record):
     __slots__ = ("name", "mac", "sandbox", "mtu", "socket_path", "pci_id")
 
-    def __init__(self, name: str, mac: str = "", sandbox: str = "", mtu: int = 0, socket_path: str = "",
-                 pci_id: str = "") -> None:
+    def __init__(
+        self, name: str, mac: str = "", sandbox: str = "", mtu: int = 0, socket_path: str = "", pci_id: str = ""
+    ) -> None:
         self.name, self.mac, self.sandbox, self.mtu = name, mac, sandbox, mtu
         self.socket_path, self.pci_id = socket_path, pci_id
 
@@ -42,8 +44,16 @@ class IPConfig(Record):
 class Route(Record):
     __slots__ = ("dst", "gw", "mtu", "advmss", "priority", "table", "scope")
 
-    def __init__(self, dst: str, gw: str = "", mtu: int = 0, advmss: int = 0, priority: int = 0,
-                 table: int | None = None, scope: int | None = None) -> None:
+    def __init__(
+        self,
+        dst: str,
+        gw: str = "",
+        mtu: int = 0,
+        advmss: int = 0,
+        priority: int = 0,
+        table: int | None = None,
+        scope: int | None = None,
+    ) -> None:
         self.dst, self.gw, self.mtu, self.advmss, self.priority = dst, gw, mtu, advmss, priority
         self.table, self.scope = table, scope
 
@@ -55,8 +65,13 @@ class Route(Record):
 class DNS(Record):
     __slots__ = ("nameservers", "domain", "search", "options")
 
-    def __init__(self, nameservers: list[str] | None = None, domain: str = "", search: list[str] | None = None,
-                 options: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        nameservers: list[str] | None = None,
+        domain: str = "",
+        search: list[str] | None = None,
+        options: list[str] | None = None,
+    ) -> None:
         self.nameservers = nameservers if nameservers is not None else []
         self.domain = domain
         self.search = search if search is not None else []
@@ -65,8 +80,12 @@ class DNS(Record):
     def to_dict(self) -> dict:
         """Empty fields are omitted, never rendered as [""]; an empty DNS is {}."""
         doc: dict[str, Any] = {}
-        for key, value in (("nameservers", self.nameservers), ("domain", self.domain),
-                           ("search", self.search), ("options", self.options)):
+        for key, value in (
+            ("nameservers", self.nameservers),
+            ("domain", self.domain),
+            ("search", self.search),
+            ("options", self.options),
+        ):
             value = value if isinstance(value, str) else _strings(value)
             if value:
                 doc[key] = value
@@ -94,8 +113,14 @@ def _strings(value: Any) -> list[str]:
 class Result(Record):
     __slots__ = ("cni_version", "interfaces", "ips", "routes", "dns")
 
-    def __init__(self, cni_version: str = ver.LATEST, interfaces: list[Interface] | None = None,
-                 ips: list[IPConfig] | None = None, routes: list[Route] | None = None, dns: DNS | None = None) -> None:
+    def __init__(
+        self,
+        cni_version: str = ver.LATEST,
+        interfaces: list[Interface] | None = None,
+        ips: list[IPConfig] | None = None,
+        routes: list[Route] | None = None,
+        dns: DNS | None = None,
+    ) -> None:
         self.cni_version = cni_version
         self.interfaces = interfaces if interfaces is not None else []
         self.ips = ips if ips is not None else []
@@ -135,8 +160,11 @@ class Result(Record):
                 entry["routes"] = routes
             doc[key] = entry
         if "ip4" not in doc and "ip6" not in doc:
-            raise CniError(INCOMPATIBLE_VERSION, "cannot convert: no valid IP addresses",
-                           f"a {version} result needs at least one IP address")
+            raise CniError(
+                INCOMPATIBLE_VERSION,
+                "cannot convert: no valid IP addresses",
+                f"a {version} result needs at least one IP address",
+            )
         doc["dns"] = self.dns.to_dict()
         return doc
 
@@ -168,15 +196,26 @@ class Result(Record):
                     res.routes.append(_route_from(r))
             return res
         for i in doc.get("interfaces") or []:
-            res.interfaces.append(Interface(
-                name=i.get("name", ""), mac=i.get("mac", ""), sandbox=i.get("sandbox", ""),
-                mtu=int(i.get("mtu") or 0), socket_path=i.get("socketPath", ""),
-                pci_id=i.get("pciID", "")))
+            res.interfaces.append(
+                Interface(
+                    name=i.get("name", ""),
+                    mac=i.get("mac", ""),
+                    sandbox=i.get("sandbox", ""),
+                    mtu=int(i.get("mtu") or 0),
+                    socket_path=i.get("socketPath", ""),
+                    pci_id=i.get("pciID", ""),
+                )
+            )
         for ip in doc.get("ips") or []:
             ipaddr.ip_interface(ip["address"])
             idx = ip.get("interface")
-            res.ips.append(IPConfig(address=ip["address"], gateway=ip.get("gateway") or "",
-                                    interface=int(idx) if idx is not None else None))
+            res.ips.append(
+                IPConfig(
+                    address=ip["address"],
+                    gateway=ip.get("gateway") or "",
+                    interface=int(idx) if idx is not None else None,
+                )
+            )
         for r in doc.get("routes") or []:
             res.routes.append(_route_from(r))
         return res
@@ -184,9 +223,15 @@ class Result(Record):
 
 def _route_from(r: dict) -> Route:
     ipaddr.ip_network(r["dst"], strict=False)
-    return Route(dst=r["dst"], gw=r.get("gw") or "", mtu=int(r.get("mtu") or 0),
-                 advmss=int(r.get("advmss") or 0), priority=int(r.get("priority") or 0),
-                 table=r.get("table"), scope=r.get("scope"))
+    return Route(
+        dst=r["dst"],
+        gw=r.get("gw") or "",
+        mtu=int(r.get("mtu") or 0),
+        advmss=int(r.get("advmss") or 0),
+        priority=int(r.get("priority") or 0),
+        table=r.get("table"),
+        scope=r.get("scope"),
+    )
 
 
 def _iface_dict(i: Interface, rich: bool) -> dict:

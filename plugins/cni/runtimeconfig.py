@@ -1,5 +1,6 @@
 """The well-known runtimeConfig capabilities (CONVENTIONS.md): parsed on first use (``Request.runtime_config``),
 since only an ADD with capabilities reads them."""
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -30,18 +31,27 @@ class PortMapping(FrozenRecord):
 class RuntimeDNS(FrozenRecord):
     __slots__ = ("servers", "searches", "options")
 
-    def __init__(self, servers: tuple[str, ...] = (), searches: tuple[str, ...] = (), options: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, servers: tuple[str, ...] = (), searches: tuple[str, ...] = (), options: tuple[str, ...] = ()
+    ) -> None:
         self.servers, self.searches, self.options = servers, searches, options
 
 
 class RuntimeConfig(Record):
     """The well-known runtimeConfig capabilities (CONVENTIONS.md) this suite reads; ``raw`` is the
     whole object as given (not compared)."""
+
     __slots__ = ("port_mappings", "dns", "ips", "ip_ranges", "mac", "raw")
 
-    def __init__(self, port_mappings: tuple[PortMapping, ...] = (), dns: RuntimeDNS | None = None,
-                 ips: tuple[str, ...] = (), ip_ranges: tuple[Any, ...] = (), mac: str = "",
-                 raw: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        port_mappings: tuple[PortMapping, ...] = (),
+        dns: RuntimeDNS | None = None,
+        ips: tuple[str, ...] = (),
+        ip_ranges: tuple[Any, ...] = (),
+        mac: str = "",
+        raw: Mapping[str, Any] | None = None,
+    ) -> None:
         self.port_mappings, self.dns = port_mappings, dns if dns is not None else RuntimeDNS()
         self.ips, self.ip_ranges, self.mac = ips, ip_ranges, mac
         self.raw = raw if raw is not None else {}
@@ -58,18 +68,30 @@ class RuntimeConfig(Record):
         check_count("runtimeConfig.portMappings", _list(rc, "portMappings"), MAX_PORT_MAPPINGS)
         for i, pm in enumerate(_list(rc, "portMappings")):
             try:
-                pms.append(PortMapping(host_port=int(pm["hostPort"]), container_port=int(pm["containerPort"]),
-                                       protocol=str(pm.get("protocol") or "tcp"), host_ip=str(pm.get("hostIP") or "")))
+                pms.append(
+                    PortMapping(
+                        host_port=int(pm["hostPort"]),
+                        container_port=int(pm["containerPort"]),
+                        protocol=str(pm.get("protocol") or "tcp"),
+                        host_ip=str(pm.get("hostIP") or ""),
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}]: {jsontext.dumps(pm)[:120]} is invalid",
-                               "each entry needs integer hostPort and containerPort") from exc
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"runtimeConfig.portMappings[{i}]: {jsontext.dumps(pm)[:120]} is invalid",
+                    "each entry needs integer hostPort and containerPort",
+                ) from exc
         dns = rc.get("dns") or {}
         if not isinstance(dns, dict):
             raise CniError(INVALID_CONFIG, "runtimeConfig.dns: must be an object")
         return cls(
             port_mappings=tuple(pms),
-            dns=RuntimeDNS(servers=tuple(_str_list(dns, "servers")), searches=tuple(_str_list(dns, "searches")),
-                           options=tuple(_str_list(dns, "options"))),
+            dns=RuntimeDNS(
+                servers=tuple(_str_list(dns, "servers")),
+                searches=tuple(_str_list(dns, "searches")),
+                options=tuple(_str_list(dns, "options")),
+            ),
             ips=tuple(str(x) for x in _list(rc, "ips")),
             ip_ranges=tuple(_list(rc, "ipRanges")),
             mac=str(rc.get("mac") or ""),

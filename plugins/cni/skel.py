@@ -4,6 +4,7 @@
 imports the plugin's handler module only when a real command needs it, so VERSION and
 rejected input never pay for jsonschema, netaddr or HNS.
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,6 +12,7 @@ import time
 
 from basics import jsontext
 from basics.closedpipe import StdoutClosed, StdoutFailed, end_closed, end_failed, failed
+
 from . import log
 from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
@@ -38,11 +40,17 @@ class PluginSpec:
     backend's name, for the debug log's start line) and ``siblings`` (plugin type -> the entry module
     of that plugin of ours, or None: in-process delegation). A plain class: ``dataclasses`` costs
     more to import than a VERSION."""
+
     __slots__ = ("name", "handlers", "description", "backend", "siblings")
 
-    def __init__(self, name: str, handlers: Callable[[], Any], description: str,
-                 backend: Callable[[Mapping[str, str], str], str] | None = None,
-                 siblings: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        handlers: Callable[[], Any],
+        description: str,
+        backend: Callable[[Mapping[str, str], str], str] | None = None,
+        siblings: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.name = name
         self.handlers = handlers
         self.description = description
@@ -65,11 +73,31 @@ class Request:
     """Everything a handler may read; nothing below it touches os.environ or sys.stdin. The
     ``CNI_*`` arguments a handler reads at every step are plain attributes (a property each was
     a call into this module per read); what costs an import stays a lazy property."""
-    __slots__ = ("cmd", "command", "container_id", "netns", "ifname", "env", "stdin", "conf", "cni_version",
-                 "platform", "siblings", "_cache")
 
-    def __init__(self, cmd: CmdArgs, stdin: bytes, conf: dict, cni_version: str,
-                 platform: str = sys.platform, siblings: Callable[[str], str | None] | None = None) -> None:
+    __slots__ = (
+        "cmd",
+        "command",
+        "container_id",
+        "netns",
+        "ifname",
+        "env",
+        "stdin",
+        "conf",
+        "cni_version",
+        "platform",
+        "siblings",
+        "_cache",
+    )
+
+    def __init__(
+        self,
+        cmd: CmdArgs,
+        stdin: bytes,
+        conf: dict,
+        cni_version: str,
+        platform: str = sys.platform,
+        siblings: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.cmd = cmd
         self.command = cmd.command
         self.container_id = cmd.container_id
@@ -87,6 +115,7 @@ class Request:
     def cni_args(self) -> dict[str, str]:
         if "args" not in self._cache:
             from .cniargs import parse_cni_args
+
             self._cache["args"] = parse_cni_args(self.cmd.args)
         return self._cache["args"]
 
@@ -94,38 +123,59 @@ class Request:
     def runtime_config(self):
         if "rc" not in self._cache:
             from .runtimeconfig import RuntimeConfig
+
             self._cache["rc"] = RuntimeConfig.from_conf(self.conf)
         return self._cache["rc"]
 
     @property
     def prev_result(self) -> Result | None:
         from .result import Result
+
         prev = self.conf.get("prevResult")
         return Result.from_dict(prev, self.cni_version) if prev else None
 
     def exec_plugin(self, name: str, command: str | None = None, stdin: bytes | None = None) -> dict | None:
         """Run another plugin (IPAM, delegate) from CNI_PATH with this request's environment."""
         from .invoke import Executor, exec_plugin
-        return exec_plugin(name, command or self.command, self.stdin if stdin is None else stdin,
-                           self.env, self.cmd.path, self.cni_version, Executor(run, self.siblings), self.platform)
+
+        return exec_plugin(
+            name,
+            command or self.command,
+            self.stdin if stdin is None else stdin,
+            self.env,
+            self.cmd.path,
+            self.cni_version,
+            Executor(run, self.siblings),
+            self.platform,
+        )
 
 
-def run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
-        stderr: TextIO | None = None, platform: str = sys.platform) -> int:
+def run(
+    spec: PluginSpec,
+    env: Mapping[str, str],
+    stdin: Any,
+    stdout: TextIO,
+    stderr: TextIO | None = None,
+    platform: str = sys.platform,
+) -> int:
     """Execute one CNI command; returns the process exit status (0 ok, 1 CNI error)."""
     with log.scope():
         return _run(spec, env, stdin, stdout, stderr, platform)
 
 
-def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
-         stderr: TextIO | None, platform: str) -> int:
+def _run(
+    spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO, stderr: TextIO | None, platform: str
+) -> int:
     stderr = stderr if stderr is not None else sys.stderr
     log.configure(spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"))
     command = env.get("CNI_COMMAND")
     if not command:
         from .buildinfo import describe  # reads .git in a checkout: only when asked
-        stderr.write(f"{spec.name} {describe()}: {spec.description}\n"
-                     f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n")
+
+        stderr.write(
+            f"{spec.name} {describe()}: {spec.description}\n"
+            f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n"
+        )
         return 0
     started = time.perf_counter()
     reply_version = ver.LATEST
@@ -135,6 +185,7 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             return 0
         from .config import check_name, cni_version, decode
         from .env import parse_env
+
         cmd = parse_env(env, platform)
         data = _read(stdin)
         conf = decode(data)
@@ -143,18 +194,33 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
         check_name(conf)
         minimum = _MIN_VERSION.get(command)
         if minimum and not ver.at_least(version, minimum):
-            raise CniError(INCOMPATIBLE_VERSION, f"config version does not allow {command}",
-                           f'cniVersion "{version}" is older than {minimum}, the first version with {command}')
-        log.configure(spec.name, log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
-                      command=command, containerID=cmd.container_id, netns=cmd.netns, ifname=cmd.ifname)
+            raise CniError(
+                INCOMPATIBLE_VERSION,
+                f"config version does not allow {command}",
+                f'cniVersion "{version}" is older than {minimum}, the first version with {command}',
+            )
+        log.configure(
+            spec.name,
+            log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
+            command=command,
+            containerID=cmd.container_id,
+            netns=cmd.netns,
+            ifname=cmd.ifname,
+        )
         if log.enabled():
             from . import buildinfo
-            log.event("start", cniVersion=version, network=conf.get("name"), version=buildinfo.VERSION,
-                      commit=buildinfo.commit() or None, build=buildinfo.build() or None,
-                      backend=spec.backend(env, platform) if spec.backend else None)
+
+            log.event(
+                "start",
+                cniVersion=version,
+                network=conf.get("name"),
+                version=buildinfo.VERSION,
+                commit=buildinfo.commit() or None,
+                build=buildinfo.build() or None,
+                backend=spec.backend(env, platform) if spec.backend else None,
+            )
         handlers = spec.handlers()
-        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform,
-                      siblings=spec.siblings)
+        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform, siblings=spec.siblings)
         if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
             return 0  # like the Go skel: a plugin without GC/STATUS has nothing to collect and is ready
         result = getattr(handlers, _HANDLER[command])(req)
@@ -166,12 +232,18 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
     except (StdoutClosed, StdoutFailed):
         raise
     except CniError as err:
-        log.event("error", code=err.code, msg=err.msg, details=err.details,
-                  ms=round((time.perf_counter() - started) * 1000, 1))
+        log.event(
+            "error",
+            code=err.code,
+            msg=err.msg,
+            details=err.details,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
         _write(stdout, err.to_dict(reply_version))
         return 1
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback on stdout
         import traceback
+
         tb = traceback.format_exc()
         one_line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         log.event("crash", error=one_line, traceback=tb)
@@ -179,7 +251,12 @@ def _run(spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO,
             stderr.write(tb)
         except (OSError, ValueError):
             pass
-        _write(stdout, CniError(INTERNAL, one_line, "internal error; the traceback is in the plugin's stderr log").to_dict(reply_version))
+        _write(
+            stdout,
+            CniError(INTERNAL, one_line, "internal error; the traceback is in the plugin's stderr log").to_dict(
+                reply_version
+            ),
+        )
         return 1
 
 
@@ -191,8 +268,11 @@ def _read(stdin: Any) -> bytes:
         raise CniError(IO_FAILURE, f"error reading from stdin: {exc}") from exc
     data = data.encode() if isinstance(data, str) else data
     if len(data) > MAX_STDIN:
-        raise CniError(DECODE_FAILURE, f"the network configuration on stdin is over {MAX_STDIN >> 20} MiB",
-                       "a CNI config is a few KiB: check what generates it (runtimeConfig, prevResult)")
+        raise CniError(
+            DECODE_FAILURE,
+            f"the network configuration on stdin is over {MAX_STDIN >> 20} MiB",
+            "a CNI config is a few KiB: check what generates it (runtimeConfig, prevResult)",
+        )
     return data
 
 
@@ -228,6 +308,7 @@ def console_entry(spec: PluginSpec) -> None:
     with the process either way, and tearing down the sixty-odd modules and their objects a pod
     command loaded cost ~2 ms of every frozen command (more than any one import)."""
     import os
+
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
     try:
         status = run(spec, os.environ, stdin, sys.stdout)

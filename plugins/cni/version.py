@@ -1,4 +1,5 @@
 """CNI spec versions this suite speaks, and their ordering."""
+
 from __future__ import annotations
 
 SUPPORTED = ("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")

@@ -1,10 +1,12 @@
 """flannel: the meta plugin that turns flanneld's lease into a delegate config. Run as ``flannel`` or ``python -m plugins.flannel``."""
+
 from plugins.spec import plugin
 
 
 def handlers():
     """The command handlers, imported only once a real command is valid."""
     from plugins.flannel import commands
+
     return commands
 
 

@@ -4,9 +4,11 @@ ADD saves the delegate config before the delegate runs, so the DEL a runtime sen
 ADD still reaches the delegate. DEL and CHECK use only the saved config: they work while flanneld
 is down and after subnet.env changed.
 """
+
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
@@ -14,8 +16,15 @@ if TYPE_CHECKING:
 from basics import jsontext
 from plugins.cni import log
 from plugins.cni.config import valid_attachments
-from plugins.cni.errors import (INTERNAL, INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, TRY_AGAIN_LATER,
-                                UNKNOWN_CONTAINER, CniError)
+from plugins.cni.errors import (
+    INTERNAL,
+    INVALID_CONFIG,
+    IO_FAILURE,
+    NOT_AVAILABLE,
+    TRY_AGAIN_LATER,
+    UNKNOWN_CONTAINER,
+    CniError,
+)
 from plugins.cni.skel import Request
 
 from . import delegate, netconf, subnet_env
@@ -26,16 +35,24 @@ from .subnet_env import LeaseError, LeaseProblem
 # A missing subnet.env is flanneld not having its lease *yet*: retry. Otherwise ADD reports what
 # is wrong with the file, and STATUS says the plugin cannot serve ADD until someone fixes it.
 _LEASE_CODES = {
-    "ADD": {LeaseProblem.MISSING: TRY_AGAIN_LATER, LeaseProblem.UNREADABLE: IO_FAILURE, LeaseProblem.MALFORMED: INVALID_CONFIG},
-    "STATUS": {LeaseProblem.MISSING: TRY_AGAIN_LATER, LeaseProblem.UNREADABLE: NOT_AVAILABLE, LeaseProblem.MALFORMED: NOT_AVAILABLE},
+    "ADD": {
+        LeaseProblem.MISSING: TRY_AGAIN_LATER,
+        LeaseProblem.UNREADABLE: IO_FAILURE,
+        LeaseProblem.MALFORMED: INVALID_CONFIG,
+    },
+    "STATUS": {
+        LeaseProblem.MISSING: TRY_AGAIN_LATER,
+        LeaseProblem.UNREADABLE: NOT_AVAILABLE,
+        LeaseProblem.MALFORMED: NOT_AVAILABLE,
+    },
 }
 _LEASE_FIX = {
     LeaseProblem.MISSING: "flanneld writes it once it holds this node's lease: check that the flanneld service "
-                     "(or the kube-flannel pod) runs on this node and read its log",
+    "(or the kube-flannel pod) runs on this node and read its log",
     LeaseProblem.UNREADABLE: "flannel needs to read the file flanneld writes: check its permissions, "
-                        'or set "subnetFile" to where flanneld writes it',
+    'or set "subnetFile" to where flanneld writes it',
     LeaseProblem.MALFORMED: "Check the flannel pod log for this node: flanneld writes FLANNEL_NETWORK, "
-                       "FLANNEL_SUBNET, FLANNEL_MTU and FLANNEL_IPMASQ",
+    "FLANNEL_SUBNET, FLANNEL_MTU and FLANNEL_IPMASQ",
 }
 _VALID_ATTACHMENTS = "cni.dev/valid-attachments"
 
@@ -48,8 +65,11 @@ def add(req: Request) -> dict[str, Any]:
     log.event("delegate", child=doc["type"], conf=doc)
     result = req.exec_plugin(doc["type"], "ADD", data)
     if result is None:
-        raise CniError(INTERNAL, f"delegate plugin {doc['type']} printed no result for ADD",
-                       "a CNI plugin must print its result on stdout")
+        raise CniError(
+            INTERNAL,
+            f"delegate plugin {doc['type']} printed no result for ADD",
+            "a CNI plugin must print its result on stdout",
+        )
     return result
 
 
@@ -69,8 +89,11 @@ def check(req: Request) -> None:
     key = _key(req)
     data = store.load(key)
     if data is None:
-        raise CniError(UNKNOWN_CONTAINER, f"no saved delegate config for sandbox {key}",
-                       f"{store.path(key)} is missing: this attachment was never added by flannel, or was deleted")
+        raise CniError(
+            UNKNOWN_CONTAINER,
+            f"no saved delegate config for sandbox {key}",
+            f"{store.path(key)} is missing: this attachment was never added by flannel, or was deleted",
+        )
     doc = _log_file(_saved(data, store.path(key)), req)
     # The delegate checks against the runtime's prevResult, so it must read it in the runtime's version.
     doc["cniVersion"] = req.cni_version
@@ -110,8 +133,8 @@ def gc(req: Request) -> None:
     for key in mine:
         if store.prune(key, valid):
             from plugins.cni.ownership import freed
-            freed("flannel GC", f"saved delegate config {store.path(key)}",
-                  "no attachment the runtime lists uses it")
+
+            freed("flannel GC", f"saved delegate config {store.path(key)}", "no attachment the runtime lists uses it")
             log.event("gc", removed=store.path(key))
     store.drop_orphans({a.container_id for a in valid} | set(store.keys()))
 
@@ -122,6 +145,7 @@ def status(req: Request) -> None:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def _conf(req: Request) -> FlannelConf:
     return FlannelConf.from_conf(req.conf, req.platform, os.getcwd(), req.command)
@@ -140,8 +164,11 @@ def _current_delegate(conf: FlannelConf, command: str) -> dict[str, Any]:
     try:
         lease = subnet_env.load(conf.subnet_file)
     except LeaseError as err:
-        raise CniError(_LEASE_CODES.get(command, _LEASE_CODES["ADD"])[err.problem],
-                       f"failed to load flannel 'subnet.env' file: {err.reason}", _LEASE_FIX[err.problem]) from err
+        raise CniError(
+            _LEASE_CODES.get(command, _LEASE_CODES["ADD"])[err.problem],
+            f"failed to load flannel 'subnet.env' file: {err.reason}",
+            _LEASE_FIX[err.problem],
+        ) from err
     return delegate.build(conf, lease, netconf.load(conf.net_conf))
 
 
@@ -181,6 +208,9 @@ def _saved(data: bytes, path: str) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError):
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("type"), str):
-        raise CniError(INVALID_CONFIG, f'failed to parse netconf: {path} is not a delegate config with a string "type"',
-                       f"delete {path} if its pod is gone (its HNS endpoint may then need removing with hnsctl)")
+        raise CniError(
+            INVALID_CONFIG,
+            f'failed to parse netconf: {path} is not a delegate config with a string "type"',
+            f"delete {path} if its pod is gone (its HNS endpoint may then need removing with hnsctl)",
+        )
     return doc

@@ -1,18 +1,20 @@
 """flannel's own config keys, their node defaults, and the sandbox ID that keys saved state."""
+
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
 from basics import jsontext
-from plugins.cni.record import FrozenRecord
 from basics.jsonci import get_ci
 from plugins.cni.config import node_path, validate_for
-from plugins.cni.names import file_name_problem, is_name
 from plugins.cni.env import MAX_CONTAINER_ID
 from plugins.cni.errors import INVALID_ENV, CniError
+from plugins.cni.names import file_name_problem, is_name
+from plugins.cni.record import FrozenRecord
 
 SUBNET_FILE = "/run/flannel/subnet.env"
 DATA_DIR = "/var/lib/cni/flannel"
@@ -24,12 +26,19 @@ _SCHEMA: dict[str, Any] = {}
 
 
 class FlannelConf(FrozenRecord):
-    __slots__ = ("name", "cni_version", "subnet_file", "data_dir", "net_conf", "delegate", "runtime_config",
-                 "ipam")
+    __slots__ = ("name", "cni_version", "subnet_file", "data_dir", "net_conf", "delegate", "runtime_config", "ipam")
 
-    def __init__(self, name: str, cni_version: str, subnet_file: str, data_dir: str, net_conf: str,
-                 delegate: Mapping[str, Any], runtime_config: Mapping[str, Any] | None,
-                 ipam: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        cni_version: str,
+        subnet_file: str,
+        data_dir: str,
+        net_conf: str,
+        delegate: Mapping[str, Any],
+        runtime_config: Mapping[str, Any] | None,
+        ipam: Mapping[str, Any],
+    ) -> None:
         self.name = name
         self.cni_version = cni_version  # as written; "" when absent (the delegate then gets 0.2.0, like the reference)
         self.subnet_file = subnet_file
@@ -42,8 +51,12 @@ class FlannelConf(FrozenRecord):
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any], platform: str, cwd: str, command: str = "ADD") -> "FlannelConf":
         """DEL and GC need only ``dataDir``: the saved delegate configs (and the name, checked by skel)."""
-        found = validate_for(command, {k: v for k in _KEYS if (v := get_ci(conf, k)) is not None}, _schema(),
-                             {"dataDir": "the delegate configs saved at ADD"})
+        found = validate_for(
+            command,
+            {k: v for k in _KEYS if (v := get_ci(conf, k)) is not None},
+            _schema(),
+            {"dataDir": "the delegate configs saved at ADD"},
+        )
         found = {k: found.get(k) for k in _KEYS}
         return cls(
             name=conf["name"],
@@ -69,8 +82,11 @@ def sandbox_id(container_id: str, netns: str) -> str:
         key = rest if sep else container_id
     problem = "has invalid characters" if not is_name(key) else file_name_problem(key, MAX_CONTAINER_ID)
     if problem:
-        raise CniError(INVALID_ENV, f"invalid sandbox ID {key[:120]!r} in CNI_NETNS {netns[:120]!r}: it {problem}",
-                       "CNI_NETNS must be a namespace GUID, 'none', or 'container:<sandbox container ID>'")
+        raise CniError(
+            INVALID_ENV,
+            f"invalid sandbox ID {key[:120]!r} in CNI_NETNS {netns[:120]!r}: it {problem}",
+            "CNI_NETNS must be a namespace GUID, 'none', or 'container:<sandbox container ID>'",
+        )
     return key
 
 

@@ -4,6 +4,7 @@ Windows semantics on every OS, so a Linux dev box produces what a node would: th
 the NAT itself (``ipMasq`` is FLANNEL_IPMASQ, not inverted as on Linux) and host-local hands out
 the node's subnet.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -27,8 +28,11 @@ def build(conf: FlannelConf, lease: Lease, backend: netconf.Backend | None) -> d
         netconf.check(backend, conf.name)
     network = lease.first_ipv4_network
     if network is None or lease.subnet is None or lease.subnet.version != 4:
-        raise CniError(INVALID_CONFIG, f"{conf.subnet_file} has no IPv4 FLANNEL_NETWORK and FLANNEL_SUBNET",
-                       "Windows pod networks are IPv4: flanneld must run with an IPv4 Network in net-conf.json")
+        raise CniError(
+            INVALID_CONFIG,
+            f"{conf.subnet_file} has no IPv4 FLANNEL_NETWORK and FLANNEL_SUBNET",
+            "Windows pod networks are IPv4: flanneld must run with an IPv4 Network in net-conf.json",
+        )
     out = dict(conf.delegate)
     out["name"] = conf.name
     if "type" not in out:
@@ -42,6 +46,7 @@ def build(conf: FlannelConf, lease: Lease, backend: netconf.Backend | None) -> d
     if conf.runtime_config is not None:
         # Only what the delegates read: the config is saved per pod and run again at DEL.
         from plugins.cni.runtimeconfig import KEYS
+
         out["runtimeConfig"] = {k: v for k, v in conf.runtime_config.items() if k in KEYS}
     return out
 
@@ -54,9 +59,15 @@ def encode(doc: dict[str, Any]) -> bytes:
 def _check_rules(delegate: Any) -> None:
     """The reference's rules (and wording): flannel owns the delegate's name and IPAM."""
     if "type" in delegate and not isinstance(delegate["type"], str):
-        raise CniError(INVALID_CONFIG, "'delegate' dictionary, if present, must have (string) 'type' field",
-                       'e.g. "delegate": {"type": "win-bridge"}')
+        raise CniError(
+            INVALID_CONFIG,
+            "'delegate' dictionary, if present, must have (string) 'type' field",
+            'e.g. "delegate": {"type": "win-bridge"}',
+        )
     for key in ("name", "ipam"):
         if any(k.lower() == key for k in delegate):
-            raise CniError(INVALID_CONFIG, f"'delegate' dictionary must not have '{key}' field, it'll be set by flannel",
-                           f'remove "{key}" from "delegate": flannel sets it from the config name and subnet.env')
+            raise CniError(
+                INVALID_CONFIG,
+                f"'delegate' dictionary must not have '{key}' field, it'll be set by flannel",
+                f'remove "{key}" from "delegate": flannel sets it from the config name and subnet.env',
+            )

@@ -4,13 +4,13 @@ The reference plugin never reads it, so a node whose CNI config names ``cbr0`` w
 ``vxlan0``, or whose VXLAN settings Windows refuses, fails far away in HNS. Reading it here turns
 those into one config error naming the fix, and lets the delegate type follow the backend.
 """
+
 from __future__ import annotations
 
-
 from basics import jsontext
-from plugins.cni.record import FrozenRecord
 from basics.jsonci import get_ci
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, CniError
+from plugins.cni.record import FrozenRecord
 
 VXLAN_PORT = 4789  # the only UDP port the Windows VXLAN stack uses
 MIN_VNI = 4096  # Windows reserves lower VSIDs; also flanneld's Windows default
@@ -22,8 +22,16 @@ _HNS_TYPES = {"vxlan": "Overlay", "host-gw": "L2Bridge"}
 class Backend(FrozenRecord):
     __slots__ = ("path", "type", "name", "vni", "port", "unset", "network")
 
-    def __init__(self, path: str, type: str, name: str, vni: int = MIN_VNI, port: int = 0,
-                 unset: tuple[str, ...] = (), network: str = "") -> None:
+    def __init__(
+        self,
+        path: str,
+        type: str,
+        name: str,
+        vni: int = MIN_VNI,
+        port: int = 0,
+        unset: tuple[str, ...] = (),
+        network: str = "",
+    ) -> None:
         self.path = path
         self.type = type  # Backend.Type, lower-case ("" when absent)
         self.name = name  # Backend.Name as written ("" when absent)
@@ -42,9 +50,12 @@ class Backend(FrozenRecord):
     def delegate_type(self) -> str:
         """The plugin for this backend; only vxlan and host-gw exist on Windows."""
         if self.type not in DELEGATES:
-            raise _invalid(self.path, f"Backend.Type {jsontext.dumps(self.type or None)} has no Windows plugin",
-                           'flanneld on Windows supports "vxlan" (win-overlay) and "host-gw" (win-bridge); '
-                           'fix net-conf.json or set "delegate": {"type": ...}')
+            raise _invalid(
+                self.path,
+                f"Backend.Type {jsontext.dumps(self.type or None)} has no Windows plugin",
+                'flanneld on Windows supports "vxlan" (win-overlay) and "host-gw" (win-bridge); '
+                'fix net-conf.json or set "delegate": {"type": ...}',
+            )
         return DELEGATES[self.type]
 
 
@@ -56,8 +67,11 @@ def load(path: str) -> Backend | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise CniError(IO_FAILURE, f"cannot read flanneld's net-conf.json {path}: {exc.strerror or exc}",
-                       'fix its permissions, or set "netConf" to the file flanneld reads') from exc
+        raise CniError(
+            IO_FAILURE,
+            f"cannot read flanneld's net-conf.json {path}: {exc.strerror or exc}",
+            'fix its permissions, or set "netConf" to the file flanneld reads',
+        ) from exc
     return parse(raw, path)
 
 
@@ -72,18 +86,30 @@ def parse(raw: bytes, path: str) -> Backend:
     kind, name = get_ci(backend, "Type", ""), get_ci(backend, "Name", "")
     if not isinstance(kind, str) or not isinstance(name, str):
         raise _invalid(path, "Backend.Type and Backend.Name must be strings", jsontext.dumps(backend)[:200])
-    wrong = [f"Backend.{k} must be an integer (got {jsontext.dumps(v)[:80]})" for k in ("VNI", "Port")
-             if (v := get_ci(backend, k)) is not None and (isinstance(v, bool) or not isinstance(v, int))]
+    wrong = [
+        f"Backend.{k} must be an integer (got {jsontext.dumps(v)[:80]})"
+        for k in ("VNI", "Port")
+        if (v := get_ci(backend, k)) is not None and (isinstance(v, bool) or not isinstance(v, int))
+    ]
     network = get_ci(doc, "Network", "")
     if not isinstance(network, str):
         wrong.append(f"Network must be a string (got {jsontext.dumps(network)[:80]})")
     if wrong:
-        raise _invalid(path, "; ".join(wrong), 'e.g. "Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", '
-                       f'"VNI": {MIN_VNI}, "Port": {VXLAN_PORT}}}')
+        raise _invalid(
+            path,
+            "; ".join(wrong),
+            f'e.g. "Network": "10.244.0.0/16", "Backend": {{"Type": "vxlan", "VNI": {MIN_VNI}, "Port": {VXLAN_PORT}}}',
+        )
     vni, port = get_ci(backend, "VNI"), get_ci(backend, "Port")
-    return Backend(path=path, type=kind.lower(), name=name, vni=MIN_VNI if vni is None else vni,
-                   port=port or 0, unset=tuple(k for k, v in (("VNI", vni), ("Port", port)) if v is None),
-                   network=network)
+    return Backend(
+        path=path,
+        type=kind.lower(),
+        name=name,
+        vni=MIN_VNI if vni is None else vni,
+        port=port or 0,
+        unset=tuple(k for k, v in (("VNI", vni), ("Port", port)) if v is None),
+        network=network,
+    )
 
 
 def check(backend: Backend, conf_name: str) -> None:
@@ -93,8 +119,9 @@ def check(backend: Backend, conf_name: str) -> None:
         raise CniError(INVALID_CONFIG, "; ".join(msg for msg, _ in found), "; ".join(fix for _, fix in found))
 
 
-def problems(backend: Backend, conf_name: str, conf_path: str = "",
-             hns_has_conf_name: bool = False) -> list[tuple[str, str]]:
+def problems(
+    backend: Backend, conf_name: str, conf_path: str = "", hns_has_conf_name: bool = False
+) -> list[tuple[str, str]]:
     """(message, fix) for each thing Windows refuses, in terms an operator can act on; the doctor
     says where the CNI config is and whether HNS holds a network of its name."""
     if backend.type not in DELEGATES:
@@ -103,23 +130,39 @@ def problems(backend: Backend, conf_name: str, conf_path: str = "",
     where = f"flanneld's net-conf.json {backend.path}"
     if backend.type == "vxlan":
         if backend.vni < MIN_VNI:
-            found.append((f"{where}: Backend.VNI {backend.vni} is not allowed on Windows",
-                          f"Windows VXLAN needs a VNI of at least {MIN_VNI} (flanneld's Windows default); "
-                          f"set Backend.VNI to {MIN_VNI} or more"))
+            found.append(
+                (
+                    f"{where}: Backend.VNI {backend.vni} is not allowed on Windows",
+                    f"Windows VXLAN needs a VNI of at least {MIN_VNI} (flanneld's Windows default); "
+                    f"set Backend.VNI to {MIN_VNI} or more",
+                )
+            )
         if backend.port not in (0, VXLAN_PORT):
-            found.append((f"{where}: Backend.Port {backend.port} is not allowed on Windows",
-                          f"the Windows VXLAN stack only uses UDP port {VXLAN_PORT}; "
-                          f"remove Backend.Port or set it to {VXLAN_PORT}"))
+            found.append(
+                (
+                    f"{where}: Backend.Port {backend.port} is not allowed on Windows",
+                    f"the Windows VXLAN stack only uses UDP port {VXLAN_PORT}; "
+                    f"remove Backend.Port or set it to {VXLAN_PORT}",
+                )
+            )
     if backend.network_name != conf_name:
         made, config = _HNS_TYPES[backend.type], f"the CNI config {conf_path}".rstrip()
         if hns_has_conf_name:  # the network flanneld made is the config's: net-conf.json is the odd one out
-            found.append((f"{where}: Backend.Name is {backend.network_name}, but HNS holds the {made} network "
-                          f"{conf_name} {config} names",
-                          f'set Backend.Name to "{conf_name}" in {backend.path} (flanneld names its network after it)'))
+            found.append(
+                (
+                    f"{where}: Backend.Name is {backend.network_name}, but HNS holds the {made} network "
+                    f"{conf_name} {config} names",
+                    f'set Backend.Name to "{conf_name}" in {backend.path} (flanneld names its network after it)',
+                )
+            )
         else:
-            found.append((f"{where}: Backend.Name is {backend.network_name}, {config} names {conf_name}",
-                          f'flanneld names its {made} network after Backend.Name: set "name": "{backend.network_name}" '
-                          f'in {config} (or Backend.Name to "{conf_name}" in {backend.path})'))
+            found.append(
+                (
+                    f"{where}: Backend.Name is {backend.network_name}, {config} names {conf_name}",
+                    f'flanneld names its {made} network after Backend.Name: set "name": "{backend.network_name}" '
+                    f'in {config} (or Backend.Name to "{conf_name}" in {backend.path})',
+                )
+            )
     return found
 
 
@@ -128,11 +171,13 @@ def linux_mismatch(backend: Backend) -> tuple[str, str] | None:
     VNI 1 and UDP 8472 where Windows uses 4096/4789, and cross-OS pod traffic is lost."""
     if backend.type != "vxlan" or not backend.unset:
         return None
-    return (f"{backend.path} sets no Backend.{' or Backend.'.join(backend.unset)}: Linux flanneld then uses "
-            f"VNI {LINUX_VNI} and UDP port {LINUX_PORT}, Windows VNI {backend.vni} and port {VXLAN_PORT}; "
-            "pod traffic between Linux and Windows nodes is lost",
-            f'set "VNI": {max(backend.vni, MIN_VNI)} and "Port": {VXLAN_PORT} in net-conf.json\'s Backend '
-            "(the kube-flannel-cfg ConfigMap) and restart flanneld on every node")
+    return (
+        f"{backend.path} sets no Backend.{' or Backend.'.join(backend.unset)}: Linux flanneld then uses "
+        f"VNI {LINUX_VNI} and UDP port {LINUX_PORT}, Windows VNI {backend.vni} and port {VXLAN_PORT}; "
+        "pod traffic between Linux and Windows nodes is lost",
+        f'set "VNI": {max(backend.vni, MIN_VNI)} and "Port": {VXLAN_PORT} in net-conf.json\'s Backend '
+        "(the kube-flannel-cfg ConfigMap) and restart flanneld on every node",
+    )
 
 
 def _invalid(path: str, what: str, fix: str) -> CniError:

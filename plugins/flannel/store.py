@@ -15,6 +15,7 @@ believed or written (``basics.safefs``: a real folder, owned by root/SYSTEM/Admi
 nobody else may write; created so when absent) and each config is read without following a link
 and refused when another user owns it. A failed check is code 5 naming the folder and the fix.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,10 +24,10 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Callable
 
-from plugins.cni.record import FrozenRecord
 from plugins.cni.errors import IO_FAILURE, CniError
 from plugins.cni.lock import secure_dir
 from plugins.cni.names import CHARS
+from plugins.cni.record import FrozenRecord
 from plugins.cni.skel import MAX_STDIN
 
 MARKERS = ".attachments"
@@ -52,6 +53,7 @@ class Store:
         if self._trusted:
             return True
         from basics.safefs import UnsafePath, check_dir
+
         try:
             check_dir(self.dir)
         except FileNotFoundError:
@@ -60,8 +62,11 @@ class Store:
             with _io("create", self.dir):
                 secure_dir(self.dir, 0o700)
         except UnsafePath as exc:
-            raise CniError(IO_FAILURE, f"refusing the saved delegate configs in {self.dir}: {exc.problem}",
-                           f'{exc.fix}; or point "dataDir" at an admin-only folder') from exc
+            raise CniError(
+                IO_FAILURE,
+                f"refusing the saved delegate configs in {self.dir}: {exc.problem}",
+                f'{exc.fix}; or point "dataDir" at an admin-only folder',
+            ) from exc
         self._trusted = True
         return True
 
@@ -78,6 +83,7 @@ class Store:
 
     def load(self, key: str) -> bytes | None:
         from basics.safefs import UnsafePath, open_read
+
         if not self._trust():
             return None
         path = self.path(key)
@@ -86,8 +92,9 @@ class Store:
                 try:
                     fd = open_read(path)
                 except UnsafePath as exc:
-                    raise CniError(IO_FAILURE, f"refusing the saved delegate config {path}: {exc.problem}",
-                                   exc.fix) from exc
+                    raise CniError(
+                        IO_FAILURE, f"refusing the saved delegate config {path}: {exc.problem}", exc.fix
+                    ) from exc
                 with open(fd, "rb") as f:
                     return f.read(MAX_STDIN + 1)  # the delegate's stdin: more is its code 6
         except FileNotFoundError:
@@ -172,7 +179,7 @@ def _atomic_write(path: str, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -199,6 +206,7 @@ def _remove(path: str) -> None:
 class _io:
     """OS errors become code 5 naming the file; FileNotFoundError passes through for callers to
     decide (a plain context manager: ``contextlib`` is one more import on every flannel command)."""
+
     __slots__ = ("action", "path")
 
     def __init__(self, action: str, path: str) -> None:
@@ -209,8 +217,11 @@ class _io:
 
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
         if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
-            raise CniError(IO_FAILURE, f"cannot {self.action} {self.path}: {exc.strerror or exc}",
-                           'flannel keeps delegate configs in "dataDir": it must be a directory this plugin can write') from exc
+            raise CniError(
+                IO_FAILURE,
+                f"cannot {self.action} {self.path}: {exc.strerror or exc}",
+                'flannel keeps delegate configs in "dataDir": it must be a directory this plugin can write',
+            ) from exc
         return False
 
 
@@ -219,6 +230,7 @@ def _quote(text: str) -> str:
     if CHARS.issuperset(text):  # every ordinary ifname: no urllib on the way (quote keeps these too)
         return text
     from urllib.parse import quote
+
     return quote(text, safe="")
 
 
@@ -226,4 +238,5 @@ def _unquote(text: str) -> str:
     if "%" not in text:  # every ordinary ifname: no urllib on the way
         return text
     from urllib.parse import unquote
+
     return unquote(text)

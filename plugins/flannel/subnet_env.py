@@ -4,10 +4,10 @@ Exact-case keys, the value after the first ``=`` taken verbatim (no trimming, no
 tolerated, a repeated key overrides (network lists accumulate without duplicates). Anything
 malformed raises ``LeaseError`` and never anything else, so a bad file can't crash the plugin.
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
-
 from plugins.cni.record import FrozenRecord
 
 Network = ipaddr.Network
@@ -17,6 +17,7 @@ _MAX_MTU = 2**32 - 1  # strconv.ParseUint(v, 10, 32)
 
 class LeaseProblem:
     """Why the lease is unusable: each maps to a different CNI code per command."""
+
     MISSING = "missing"
     UNREADABLE = "unreadable"
     MALFORMED = "malformed"
@@ -32,11 +33,18 @@ class LeaseError(Exception):
 
 class Lease(FrozenRecord):
     """What flanneld granted this node; the MTU is required by the file format though Windows ignores it."""
+
     __slots__ = ("networks", "subnet", "ipv6_networks", "ipv6_subnet", "mtu", "ipmasq")
 
-    def __init__(self, networks: tuple[Network, ...], subnet: Network | None,
-                 ipv6_networks: tuple[Network, ...], ipv6_subnet: Network | None, mtu: int,
-                 ipmasq: bool) -> None:
+    def __init__(
+        self,
+        networks: tuple[Network, ...],
+        subnet: Network | None,
+        ipv6_networks: tuple[Network, ...],
+        ipv6_subnet: Network | None,
+        mtu: int,
+        ipmasq: bool,
+    ) -> None:
         self.networks = networks  # FLANNEL_NETWORK (cluster CIDRs)
         self.subnet = subnet  # FLANNEL_SUBNET (this node's pod subnet)
         self.ipv6_networks = ipv6_networks

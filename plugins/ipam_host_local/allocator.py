@@ -3,6 +3,7 @@
 The caller holds the store's lock for the whole ADD, so every range set of a dual-stack ADD is
 decided under one lock (the reference locks per set).
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -11,9 +12,9 @@ if TYPE_CHECKING:
 else:
     Protocol = object  # Store is a Protocol for type checkers, a plain class at run time
 
+from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.cni.ownership import pinned
 from plugins.cni.record import FrozenRecord
-from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.cni.result import IPConfig
 
 from .ranges import IPAddress, Range, RangeSet
@@ -21,6 +22,7 @@ from .ranges import IPAddress, Range, RangeSet
 
 class Owner(FrozenRecord):
     """Who holds an address: (container ID, ifname); ifname "" is a legacy id-only reservation."""
+
     __slots__ = ("container_id", "ifname")
 
     def __init__(self, container_id: str, ifname: str = "") -> None:
@@ -97,8 +99,14 @@ def candidates(rset: RangeSet, last: IPAddress | None) -> Iterator[tuple[Range, 
             yield r, cur
 
 
-def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
-             requested: IPAddress | None = None, held: Sequence[IPAddress] = ()) -> Allocation:
+def allocate(
+    rset: RangeSet,
+    store: Store,
+    range_id: int,
+    owner: Owner,
+    requested: IPAddress | None = None,
+    held: Sequence[IPAddress] = (),
+) -> Allocation:
     """One address from ``rset`` for ``owner`` (Allocator.Get).
 
     ``held`` are the addresses already reserved to exactly this (container ID, ifname): an ADD
@@ -114,24 +122,37 @@ def allocate(rset: RangeSet, store: Store, range_id: int, owner: Owner,
     if requested is not None:
         r = rset.range_for(requested)
         if r is None:
-            raise CniError(INVALID_CONFIG, f"{requested} not in range set {rset}",
-                           "request an address inside the configured ranges")
+            raise CniError(
+                INVALID_CONFIG,
+                f"{requested} not in range set {rset}",
+                "request an address inside the configured ranges",
+            )
         if requested == r.gateway:
-            raise CniError(INVALID_CONFIG, f"requested ip {requested} is subnet's gateway",
-                           "the gateway is never assigned to a container")
+            raise CniError(
+                INVALID_CONFIG,
+                f"requested ip {requested} is subnet's gateway",
+                "the gateway is never assigned to a container",
+            )
         if not store.reserve(owner, requested, range_id):
-            raise CniError(TRY_AGAIN_LATER, f"requested IP address {requested} is not available in range set {rset}",
-                           "another container holds it; retry after it is released")
+            raise CniError(
+                TRY_AGAIN_LATER,
+                f"requested IP address {requested} is not available in range set {rset}",
+                "another container holds it; retry after it is released",
+            )
         return Allocation(requested, r)
     for r, ip in candidates(rset, store.last_reserved(range_id)):
         if store.reserve(owner, ip, range_id):
             return Allocation(ip, r)
-    raise CniError(TRY_AGAIN_LATER, f"no IP addresses available in range set: {rset}",
-                   "the range is exhausted; addresses free up as pods are deleted (or widen the range)")
+    raise CniError(
+        TRY_AGAIN_LATER,
+        f"no IP addresses available in range set: {rset}",
+        "the range is exhausted; addresses free up as pods are deleted (or widen the range)",
+    )
 
 
-def allocate_all(range_sets: Sequence[RangeSet], store: Store, owner: Owner,
-                 requested: Sequence[IPAddress] = ()) -> list[Allocation]:
+def allocate_all(
+    range_sets: Sequence[RangeSet], store: Store, owner: Owner, requested: Sequence[IPAddress] = ()
+) -> list[Allocation]:
     """One address per range set, honouring requested IPs; all or nothing (cmdAdd)."""
     pending = dict.fromkeys(requested)
     held = store.owned_by(owner)
@@ -145,8 +166,11 @@ def allocate_all(range_sets: Sequence[RangeSet], store: Store, owner: Owner,
             except CniError as err:
                 raise CniError(err.code, f"failed to allocate for range {idx}: {err.msg}", err.details) from err
         if pending:
-            raise CniError(INVALID_CONFIG, "failed to allocate all requested IPs: " + " ".join(map(str, pending)),
-                           "each requested IP must lie in a configured range set, one per set")
+            raise CniError(
+                INVALID_CONFIG,
+                "failed to allocate all requested IPs: " + " ".join(map(str, pending)),
+                "each requested IP must lie in a configured range set, one per set",
+            )
     except Exception:
         # Only what this ADD reserved (an earlier ADD's addresses stay; the reference releases
         # all), and on any failure, an I/O error in a later set included.

@@ -1,4 +1,5 @@
 """ADD, DEL, CHECK, GC and STATUS of host-local. Each command holds the store lock once."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ def add(req: Request) -> Result:
     with _store(cfg.directory, req.platform) as store:
         allocations = allocate_all(cfg.range_sets, store, owner, cfg.requested)
     log.event("allocated", ips=[str(a.ip) for a in allocations])
-    return Result(cni_version=req.cni_version, ips=[a.ip_config() for a in allocations],
-                  routes=list(cfg.routes), dns=dns)
+    return Result(
+        cni_version=req.cni_version, ips=[a.ip_config() for a in allocations], routes=list(cfg.routes), dns=dns
+    )
 
 
 def delete(req: Request) -> None:
@@ -47,16 +49,20 @@ def check(req: Request) -> None:
             store.rescan()  # a miss is rare and decisive: confirm it against the files
             held = store.find(owner)
     if not held:
-        raise CniError(UNKNOWN_CONTAINER, f"host-local: Failed to find address added by container {req.container_id}",
-                       f"no reservation for ifname {req.ifname} in {cfg.directory}")
+        raise CniError(
+            UNKNOWN_CONTAINER,
+            f"host-local: Failed to find address added by container {req.container_id}",
+            f"no reservation for ifname {req.ifname} in {cfg.directory}",
+        )
     prev = req.prev_result
     expected = [parse_ip(ip.address.split("/")[0]) for ip in (prev.ips if prev else [])]
-    missing = [str(ip) for ip in expected
-               if ip not in held and any(s.contains(ip) for s in cfg.range_sets)]
+    missing = [str(ip) for ip in expected if ip not in held and any(s.contains(ip) for s in cfg.range_sets)]
     if missing:
-        raise CniError(UNKNOWN_CONTAINER,
-                       f"host-local: addresses {', '.join(missing)} are no longer reserved to container {req.container_id}",
-                       f"it holds {', '.join(map(str, held))} in {cfg.directory}; delete and re-add the container")
+        raise CniError(
+            UNKNOWN_CONTAINER,
+            f"host-local: addresses {', '.join(missing)} are no longer reserved to container {req.container_id}",
+            f"it holds {', '.join(map(str, held))} in {cfg.directory}; delete and re-add the container",
+        )
 
 
 def gc(req: Request) -> None:
@@ -65,6 +71,7 @@ def gc(req: Request) -> None:
     stay while any attachment of that container is valid; the node's own always stay.
     """
     from plugins.cni import ownership
+
     cfg = config.load_location(req.conf, req.platform, req.command)
     valid = valid_attachments(req.conf)
     if valid is None:
@@ -74,12 +81,18 @@ def gc(req: Request) -> None:
         return
     with _store(cfg.directory, req.platform) as store:
         store.rescan()  # GC is rare and must see every file, whatever wrote it
-        stale = [(ip, owner) for ip, owner in store.allocations()
-                 if owner is None or not ownership.gc_keeps(owner.container_id, owner.ifname, valid)]
+        stale = [
+            (ip, owner)
+            for ip, owner in store.allocations()
+            if owner is None or not ownership.gc_keeps(owner.container_id, owner.ifname, valid)
+        ]
         for ip, owner in stale:
             store.release(ip)
-            ownership.freed("host-local GC", f"the reservation of {ip} in {cfg.directory}",
-                            f"reserved for {_who(owner)}, which the runtime no longer lists")
+            ownership.freed(
+                "host-local GC",
+                f"the reservation of {ip} in {cfg.directory}",
+                f"reserved for {_who(owner)}, which the runtime no longer lists",
+            )
     log.event("gc", released=[str(ip) for ip, _ in stale], valid_attachments=len(valid))
 
 
@@ -96,29 +109,40 @@ def status(req: Request) -> None:
     except CniError as exc:
         raise CniError(NOT_AVAILABLE, exc.msg, exc.details) from exc
     if not os.access(cfg.directory, os.W_OK):
-        raise CniError(NOT_AVAILABLE, f"host-local: cannot use data directory {cfg.directory}: not writable",
-                       "ipam.dataDir must be a writable local directory")
+        raise CniError(
+            NOT_AVAILABLE,
+            f"host-local: cannot use data directory {cfg.directory}: not writable",
+            "ipam.dataDir must be a writable local directory",
+        )
     for rset in cfg.range_sets:
         used = sum(1 for ip in taken if rset.contains(ip) and all(ip != r.gateway for r in rset.ranges))
         if used >= rset.size():
-            raise CniError(NOT_AVAILABLE, f"no IP addresses available in range set: {rset}",
-                           f"all {rset.size()} addresses are reserved; delete pods or widen the range")
+            raise CniError(
+                NOT_AVAILABLE,
+                f"no IP addresses available in range set: {rset}",
+                f"all {rset.size()} addresses are reserved; delete pods or widen the range",
+            )
 
 
 def _dns(path: str) -> DNS:
     if not path:
         return DNS()
     from . import resolvconf  # only configs that name a resolv.conf pay for the parser
+
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return resolvconf.parse(f.read())
     except OSError as exc:
-        raise CniError(INVALID_CONFIG, f"ipam.resolvConf: cannot read {path}: {exc.strerror or exc}",
-                       "point ipam.resolvConf at a readable resolv.conf-style file, or remove it") from exc
+        raise CniError(
+            INVALID_CONFIG,
+            f"ipam.resolvConf: cannot read {path}: {exc.strerror or exc}",
+            "point ipam.resolvConf at a readable resolv.conf-style file, or remove it",
+        ) from exc
 
 
 class _store(open_store):
     """open_store with I/O failures, in the block too, as CNI code 5 naming the directory."""
+
     __slots__ = ()
 
     def __enter__(self) -> DiskStore:
@@ -137,5 +161,8 @@ class _store(open_store):
         return False
 
     def _failure(self, exc: OSError) -> CniError:
-        return CniError(IO_FAILURE, f"host-local: cannot use data directory {self.directory}: {exc.strerror or exc}",
-                        "ipam.dataDir must be a writable local directory")
+        return CniError(
+            IO_FAILURE,
+            f"host-local: cannot use data directory {self.directory}: {exc.strerror or exc}",
+            "ipam.dataDir must be a writable local directory",
+        )

@@ -5,20 +5,22 @@ parse without jsonschema (its import alone costs ~90 ms, more than the rest of a
 when the parse meets a value of the wrong shape is ``schema.json`` run, to name the field and
 the fix. Semantic errors carry the reference's wording (operators search for it).
 """
+
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
 from basics import jsontext
-from plugins.cni.record import FrozenRecord
+from basics.jsonci import get_ci
 from plugins.cni import version as ver
 from plugins.cni.cniargs import check_known
-from basics.jsonci import get_ci
 from plugins.cni.config import check_count, node_path, validate, validate_for
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
+from plugins.cni.record import FrozenRecord
 from plugins.cni.result import Route
 
 from .ranges import IPAddress, Range, RangeError, RangeSet, first_overlap, parse_cidr, parse_ip, parse_ip_or_cidr
@@ -36,9 +38,15 @@ _ROUTE_KEYS = ("dst", "gw", "mtu", "advmss", "priority", "table", "scope")
 class IPAMConfig(FrozenRecord):
     __slots__ = ("name", "data_dir", "range_sets", "requested", "routes", "resolv_conf")
 
-    def __init__(self, name: str, data_dir: str, range_sets: tuple[RangeSet, ...] = (),
-                 requested: tuple[IPAddress, ...] = (), routes: tuple[Route, ...] = (),
-                 resolv_conf: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        data_dir: str,
+        range_sets: tuple[RangeSet, ...] = (),
+        requested: tuple[IPAddress, ...] = (),
+        routes: tuple[Route, ...] = (),
+        resolv_conf: str = "",
+    ) -> None:
         self.name = name
         self.data_dir = data_dir
         self.range_sets = range_sets
@@ -85,24 +93,39 @@ def load(conf: Mapping[str, Any], cni_args: Mapping[str, str], cni_version: str,
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise _explain(doc, exc) from exc
     if not range_sets:
-        raise CniError(INVALID_CONFIG, "no IP ranges specified",
-                       'set ipam.subnet, or ipam.ranges to e.g. [[{"subnet": "10.244.1.0/24"}]]')
+        raise CniError(
+            INVALID_CONFIG,
+            "no IP ranges specified",
+            'set ipam.subnet, or ipam.ranges to e.g. [[{"subnet": "10.244.1.0/24"}]]',
+        )
     _check_families(range_sets, cni_version)
     # Ranges within a set never overlap (RangeSet.canonical), so an overlap is between two sets.
     pair = first_overlap((r, i) for i, rs in enumerate(range_sets) for r in rs.ranges)
     if pair is not None:
-        raise CniError(INVALID_CONFIG, f"range set {min(pair)} overlaps with {max(pair)}",
-                       "each range set must use its own addresses")
-    return IPAMConfig(name=conf["name"], data_dir=data_dir or default_data_dir(platform), range_sets=range_sets,
-                      requested=tuple(requested), routes=routes, resolv_conf=resolv_conf)
+        raise CniError(
+            INVALID_CONFIG,
+            f"range set {min(pair)} overlaps with {max(pair)}",
+            "each range set must use its own addresses",
+        )
+    return IPAMConfig(
+        name=conf["name"],
+        data_dir=data_dir or default_data_dir(platform),
+        range_sets=range_sets,
+        requested=tuple(requested),
+        routes=routes,
+        resolv_conf=resolv_conf,
+    )
 
 
 def normalize(conf: Mapping[str, Any]) -> dict:
     """The fields host-local reads, under their canonical keys (Go's case-insensitive match)."""
     ipam = get_ci(conf, "ipam")
     if ipam is None:
-        raise CniError(INVALID_CONFIG, "IPAM config missing 'ipam' key",
-                       'add "ipam": {"type": "host-local", "subnet": "<cidr>"} to the network configuration')
+        raise CniError(
+            INVALID_CONFIG,
+            "IPAM config missing 'ipam' key",
+            'add "ipam": {"type": "host-local", "subnet": "<cidr>"} to the network configuration',
+        )
     if isinstance(ipam, dict):
         ipam = _pick(ipam, _IPAM_KEYS)
         if isinstance(ipam.get("ranges"), list):
@@ -141,8 +164,11 @@ def _schema() -> dict:
 def _explain(doc: dict, exc: Exception) -> CniError:
     """A shape error found by the fast parse, explained by the schema (field path + fix)."""
     validate(doc, _schema())
-    return CniError(INVALID_CONFIG, f"invalid host-local configuration: {exc}",
-                    "see the host-local configuration reference (ipam.subnet / ipam.ranges)")
+    return CniError(
+        INVALID_CONFIG,
+        f"invalid host-local configuration: {exc}",
+        "see the host-local configuration reference (ipam.subnet / ipam.ranges)",
+    )
 
 
 def _dig(doc: Any, *keys: str) -> Any:
@@ -185,8 +211,11 @@ def _env_ips(cni_args: Mapping[str, str]) -> list[IPAddress]:
             try:
                 out.append(parse_ip_or_cidr(item.strip()))
             except ValueError as exc:
-                raise CniError(INVALID_ENV, f"invalid IP address {item.strip()}",
-                               "CNI_ARGS IP= takes addresses like IP=10.1.2.10 or IP=10.1.2.10/24") from exc
+                raise CniError(
+                    INVALID_ENV,
+                    f"invalid IP address {item.strip()}",
+                    "CNI_ARGS IP= takes addresses like IP=10.1.2.10 or IP=10.1.2.10/24",
+                ) from exc
     return out
 
 
@@ -196,15 +225,23 @@ def _range_set(i: int, raw: Any) -> RangeSet:
         for r in _list(raw):
             if not isinstance(r, dict):
                 raise TypeError("a range must be an object")
-            ranges.append(Range.canonical(_opt_str(r.get("subnet")), _opt_str(r.get("rangeStart")),
-                                          _opt_str(r.get("rangeEnd")), _opt_str(r.get("gateway"))))
+            ranges.append(
+                Range.canonical(
+                    _opt_str(r.get("subnet")),
+                    _opt_str(r.get("rangeStart")),
+                    _opt_str(r.get("rangeEnd")),
+                    _opt_str(r.get("gateway")),
+                )
+            )
         return RangeSet.canonical(ranges)
     except RangeError as exc:
         raise CniError(INVALID_CONFIG, f"invalid range set {i}: {exc}", _RANGE_HINT) from exc
 
 
-_RANGE_HINT = ("a range is {subnet, rangeStart?, rangeEnd?, gateway?}: subnet without host bits, "
-               "no smaller than /30 (/126), bounds inside it with rangeStart <= rangeEnd")
+_RANGE_HINT = (
+    "a range is {subnet, rangeStart?, rangeEnd?, gateway?}: subnet without host bits, "
+    "no smaller than /30 (/126), bounds inside it with rangeStart <= rangeEnd"
+)
 
 
 def _route(raw: Any) -> Route:
@@ -215,9 +252,15 @@ def _route(raw: Any) -> Route:
     if gw:
         parse_ip(gw)
     table, scope = raw.get("table"), raw.get("scope")
-    return Route(dst=dst, gw=gw, mtu=_int(raw.get("mtu")), advmss=_int(raw.get("advmss")),
-                 priority=_int(raw.get("priority")), table=None if table is None else _int(table),
-                 scope=None if scope is None else _int(scope))
+    return Route(
+        dst=dst,
+        gw=gw,
+        mtu=_int(raw.get("mtu")),
+        advmss=_int(raw.get("advmss")),
+        priority=_int(raw.get("priority")),
+        table=None if table is None else _int(table),
+        scope=None if scope is None else _int(scope),
+    )
 
 
 def _int(value: Any) -> int:
@@ -231,5 +274,8 @@ def _int(value: Any) -> int:
 def _check_families(range_sets: tuple[RangeSet, ...], cni_version: str) -> None:
     v4 = sum(1 for s in range_sets if s.version == 4)
     if (v4 > 1 or len(range_sets) - v4 > 1) and not ver.at_least(cni_version, "0.3.0"):
-        raise CniError(INVALID_CONFIG, f"CNI version {cni_version} does not support more than 1 address per family",
-                       'set "cniVersion" to 0.3.0 or later to hand out several addresses of one family')
+        raise CniError(
+            INVALID_CONFIG,
+            f"CNI version {cni_version} does not support more than 1 address per family",
+            'set "cniVersion" to 0.3.0 or later to hand out several addresses of one family',
+        )

@@ -20,10 +20,12 @@ every call rebuilds, which is slow but never wrong.
 Anything else means "rebuild from the files". Lookups are byte searches, not a parse: at
 10,000 reservations the file is ~0.8 MB and a lookup costs well under a millisecond.
 """
+
 from __future__ import annotations
 
 import os
 import zlib
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Iterable
@@ -136,7 +138,7 @@ def _write(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _owner_bytes(owner: Owner) -> bytes:

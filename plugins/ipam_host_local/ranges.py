@@ -3,9 +3,11 @@
 Everything here is pure (no I/O) so the allocator and the config loader share one model.
 Messages are the Go plugin's, because operators grep logs for them.
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Iterable
@@ -46,26 +48,31 @@ def parse_ip_or_cidr(text: str) -> IPAddress:
 
 class Range(FrozenRecord):
     """One contiguous pool inside a subnet; ``gateway`` is never handed out."""
+
     __slots__ = ("subnet", "range_start", "range_end", "gateway")
 
-    def __init__(self, subnet: IPNetwork, range_start: IPAddress, range_end: IPAddress,
-                 gateway: IPAddress | None = None) -> None:
+    def __init__(
+        self, subnet: IPNetwork, range_start: IPAddress, range_end: IPAddress, gateway: IPAddress | None = None
+    ) -> None:
         self.subnet = subnet
         self.range_start = range_start
         self.range_end = range_end
         self.gateway = gateway
 
     @classmethod
-    def canonical(cls, subnet: str, range_start: str | None = None, range_end: str | None = None,
-                  gateway: str | None = None) -> "Range":
+    def canonical(
+        cls, subnet: str, range_start: str | None = None, range_end: str | None = None, gateway: str | None = None
+    ) -> "Range":
         """Fill the reference's defaults and reject what it rejects (Range.Canonicalize)."""
         iface = parse_cidr(subnet)
         net = iface.network
         if net.prefixlen > net.max_prefixlen - 2:
             raise RangeError(f"Network {iface.ip}/{net.prefixlen} too small to allocate from")
         if iface.ip != net.network_address:
-            raise RangeError(f"Network has host bits set. For a subnet mask of length {net.prefixlen} "
-                             f"the network address is {net.network_address}")
+            raise RangeError(
+                f"Network has host bits set. For a subnet mask of length {net.prefixlen} "
+                f"the network address is {net.network_address}"
+            )
         first = net.network_address + 1
         last = net.broadcast_address - 1 if net.version == 4 else net.broadcast_address
         gw = _family(parse_ip(gateway), net) if gateway else first
@@ -90,8 +97,12 @@ class Range(FrozenRecord):
     def overlaps(self, other: "Range") -> bool:
         if self.version != other.version:
             return False
-        return (self.contains(other.range_start) or self.contains(other.range_end)
-                or other.contains(self.range_start) or other.contains(self.range_end))
+        return (
+            self.contains(other.range_start)
+            or self.contains(other.range_end)
+            or other.contains(self.range_start)
+            or other.contains(self.range_end)
+        )
 
     def size(self) -> int:
         """Addresses this range can hand out (the gateway excluded)."""
@@ -104,6 +115,7 @@ class Range(FrozenRecord):
 
 class RangeSet(FrozenRecord):
     """Ranges of one family that together yield one address per container."""
+
     __slots__ = ("ranges",)
 
     def __init__(self, ranges: tuple[Range, ...]) -> None:

@@ -1,4 +1,5 @@
 """resolv.conf -> the result's ``dns``, read the way the reference reads it."""
+
 from __future__ import annotations
 
 from plugins.cni.result import DNS

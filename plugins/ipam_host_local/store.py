@@ -5,15 +5,16 @@ in names on Windows), ``last_reserved_ip.<set index>``, and ``lock``. Creating t
 O_EXCL is the commit point of a reservation; the index (``index.py``) is updated afterwards and
 heals itself when a crash or another writer leaves it behind.
 """
+
 from __future__ import annotations
 
 import os
 
 from plugins.cni import log
+from plugins.cni.lock import LOCK_NAME, FileLock, secure_dir
 
 from . import index as idx
 from .allocator import Owner
-from plugins.cni.lock import LOCK_NAME, FileLock, secure_dir
 from .ranges import IPAddress, parse_ip
 
 LAST_RESERVED = "last_reserved_ip."
@@ -173,6 +174,7 @@ class open_store:
     """Create the directory (admin-only: 0755 owned by us; a protected DACL on Windows) or check
     an existing one, hold ``<dir>/lock`` for the block, save the index on exit. (A class: with
     ``contextlib`` every pod command would import one module more.)"""
+
     __slots__ = ("directory", "platform", "_lock", "_store")
 
     def __init__(self, directory: str, platform: str) -> None:

@@ -1,4 +1,5 @@
 """win-bridge command handlers: the shared HNS endpoint lifecycle with this plugin's flavor."""
+
 from plugins.winnet.lifecycle import Lifecycle
 
 from .flavor import FLAVOR

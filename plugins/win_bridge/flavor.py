@@ -1,8 +1,11 @@
 """What makes win-bridge win-bridge: L2Bridge/L2Tunnel networks, the .2 gateway, ipMasqNetwork."""
+
 from __future__ import annotations
 
-from basics import ipaddr
 import os
+
+from basics import ipaddr
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
@@ -10,9 +13,9 @@ if TYPE_CHECKING:
 from basics import jsontext
 from plugins.registry import name_of
 from plugins.winnet import policies as pol
+from plugins.winnet.config import NetConf
 from plugins.winnet.documents import Address
 from plugins.winnet.lifecycle import Flavor
-from plugins.winnet.config import NetConf
 
 
 def bridge_gateway(interface: str) -> str:
@@ -41,8 +44,9 @@ class BridgeFlavor(Flavor):
                     _start_after_gateway(rng)
         return out
 
-    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+    def automatic_policies(
+        self, policies: list[dict], conf: NetConf, network: Any, addresses: tuple[Address, ...], form: Any
+    ) -> list[dict]:
         return pol.OutboundNat.add_exception(policies, conf.ip_masq_network, form)
 
 
@@ -58,5 +62,8 @@ def _start_after_gateway(rng: dict) -> None:
         rng["rangeStart"] = str(net.network_address + 3)
 
 
-FLAVOR = BridgeFlavor(plugin=name_of(__package__), network_types=("L2Bridge", "L2Tunnel"),
-                      schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))
+FLAVOR = BridgeFlavor(
+    plugin=name_of(__package__),
+    network_types=("L2Bridge", "L2Tunnel"),
+    schema_path=os.path.join(os.path.dirname(__file__), "schema.json"),
+)

@@ -1,18 +1,21 @@
 """What makes win-overlay win-overlay: Overlay (VXLAN) networks, the network's gateway, MACs
 derived from the pod IP, the provider-address policy, and VXLAN sanity for Linux flannel."""
+
 from __future__ import annotations
 
-from basics import ipaddr
 import os
+
+from basics import ipaddr
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any
 
 from plugins.registry import name_of
 from plugins.winnet import policies as pol
+from plugins.winnet.config import NetConf
 from plugins.winnet.documents import Address
 from plugins.winnet.lifecycle import Flavor
-from plugins.winnet.config import NetConf
 from plugins.winnet.network import FLANNEL_VNI_MIN, FLANNEL_VXLAN_PORT
 
 DEFAULT_MAC_PREFIX = "0E-2A"
@@ -36,8 +39,9 @@ class OverlayFlavor(Flavor):
         v4 = next((a for a in addresses if a.version == 4), None)
         return overlay_mac(conf.endpoint_mac_prefix or DEFAULT_MAC_PREFIX, v4.ip) if v4 else ""
 
-    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+    def automatic_policies(
+        self, policies: list[dict], conf: NetConf, network: Any, addresses: tuple[Address, ...], form: Any
+    ) -> list[dict]:
         out = pol.ProviderAddress.add(policies, network.management_ip or "", form)
         if conf.ip_masq and network.subnets:
             out = pol.OutboundNat.add_exception(out, network.subnets[0].prefix, form)
@@ -48,14 +52,22 @@ class OverlayFlavor(Flavor):
         problems = []
         vsid = network.vsid
         if vsid is not None and vsid < FLANNEL_VNI_MIN:
-            problems.append(f"overlay network {network.name} has VSID (VNI) {vsid}; flannel on Windows needs a VNI "
-                            f">= {FLANNEL_VNI_MIN} (set \"VNI\": 4096 in net-conf.json and recreate the network)")
+            problems.append(
+                f"overlay network {network.name} has VSID (VNI) {vsid}; flannel on Windows needs a VNI "
+                f'>= {FLANNEL_VNI_MIN} (set "VNI": 4096 in net-conf.json and recreate the network)'
+            )
         port = network.vxlan_port
         if port is not None and port != FLANNEL_VXLAN_PORT:
-            problems.append(f"overlay network {network.name} uses VXLAN UDP port {port}; Linux flannel peers use "
-                            f"{FLANNEL_VXLAN_PORT} (set \"Port\": 4789 in net-conf.json)")
+            problems.append(
+                f"overlay network {network.name} uses VXLAN UDP port {port}; Linux flannel peers use "
+                f'{FLANNEL_VXLAN_PORT} (set "Port": 4789 in net-conf.json)'
+            )
         return problems
 
 
-FLAVOR = OverlayFlavor(plugin=name_of(__package__), network_types=("Overlay",), ipv6=False,
-                       schema_path=os.path.join(os.path.dirname(__file__), "schema.json"))
+FLAVOR = OverlayFlavor(
+    plugin=name_of(__package__),
+    network_types=("Overlay",),
+    ipv6=False,
+    schema_path=os.path.join(os.path.dirname(__file__), "schema.json"),
+)

@@ -8,10 +8,10 @@ for a casing or a type. What the JSON Schema cannot say (ports only with TCP/UDP
 family that matches the protocol, ranges that run forwards) is checked here, naming the field.
 Imported only when a config has ACLs.
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
-
 from libhns import policies as hp
 from plugins.cni.config import check_count
 from plugins.cni.errors import INVALID_CONFIG, CniError
@@ -30,12 +30,33 @@ MAX_ACLS = 1000
 class AclRule:
     """One validated rule, in HNS's encodings; ``needs`` lists the HNS features it relies on."""
 
-    __slots__ = ("action", "direction", "protocol", "local_ports", "remote_ports", "local_addresses",
-                 "remote_addresses", "priority", "rule_type", "id", "needs")
+    __slots__ = (
+        "action",
+        "direction",
+        "protocol",
+        "local_ports",
+        "remote_ports",
+        "local_addresses",
+        "remote_addresses",
+        "priority",
+        "rule_type",
+        "id",
+        "needs",
+    )
 
-    def __init__(self, action: str, direction: str, protocol: int | None = None, local_ports: str = "",
-                 remote_ports: str = "", local_addresses: str = "", remote_addresses: str = "",
-                 priority: int | None = None, rule_type: str = "", id: str = "") -> None:
+    def __init__(
+        self,
+        action: str,
+        direction: str,
+        protocol: int | None = None,
+        local_ports: str = "",
+        remote_ports: str = "",
+        local_addresses: str = "",
+        remote_addresses: str = "",
+        priority: int | None = None,
+        rule_type: str = "",
+        id: str = "",
+    ) -> None:
         self.action, self.direction, self.protocol = action, direction, protocol
         self.local_ports, self.remote_ports = local_ports, remote_ports
         self.local_addresses, self.remote_addresses = local_addresses, remote_addresses
@@ -44,10 +65,19 @@ class AclRule:
 
     def render(self, form) -> dict:
         """The rule as an ACL policy in ``form`` (``policies.V1`` / ``V2``)."""
-        return form.policy(hp.ACL, action=self.action, direction=self.direction, protocols=self.protocol,
-                      local_ports=self.local_ports or None, remote_ports=self.remote_ports or None,
-                      local_addresses=self.local_addresses or None, remote_addresses=self.remote_addresses or None,
-                      priority=self.priority, rule_type=self.rule_type or None, id=self.id or None)
+        return form.policy(
+            hp.ACL,
+            action=self.action,
+            direction=self.direction,
+            protocols=self.protocol,
+            local_ports=self.local_ports or None,
+            remote_ports=self.remote_ports or None,
+            local_addresses=self.local_addresses or None,
+            remote_addresses=self.remote_addresses or None,
+            priority=self.priority,
+            rule_type=self.rule_type or None,
+            id=self.id or None,
+        )
 
 
 def parse(rules: list, source: str = "acls") -> list[AclRule]:
@@ -61,8 +91,16 @@ def port_mapping_rules(port_mappings) -> list[AclRule]:
     out = []
     for m in port_mappings:
         proto = hp.protocol_number(m.protocol or "tcp")
-        out.append(AclRule("Allow", "In", proto, local_ports=str(m.container_port), priority=PORT_MAPPING_PRIORITY,
-                           rule_type="Switch"))
+        out.append(
+            AclRule(
+                "Allow",
+                "In",
+                proto,
+                local_ports=str(m.container_port),
+                priority=PORT_MAPPING_PRIORITY,
+                rule_type="Switch",
+            )
+        )
     return out
 
 
@@ -85,24 +123,37 @@ def _rule(raw: dict, where: str) -> AclRule:
     for key in ("localPorts", "remotePorts"):
         ports[key] = _ports(raw.get(key), f"{where}.{key}")
         if ports[key] and proto not in _PORTED:
-            raise CniError(INVALID_CONFIG, f"{where}.{key}: ports need protocol tcp or udp, not {raw.get('protocol', 'any')!r}",
-                           "remove the ports, or set protocol to tcp or udp")
+            raise CniError(
+                INVALID_CONFIG,
+                f"{where}.{key}: ports need protocol tcp or udp, not {raw.get('protocol', 'any')!r}",
+                "remove the ports, or set protocol to tcp or udp",
+            )
     addresses = {key: _addresses(raw.get(key), f"{where}.{key}") for key in ("localAddresses", "remoteAddresses")}
     families = {net.version for nets in addresses.values() for net in nets}  # addresses and networks alike
     want = {1: 4, 58: 6}.get(proto)
     for key, nets in addresses.items():
         wrong = [str(n) for n in nets if (want and n.version != want) or len(families) > 1]
         if wrong:
-            why = (f"protocol {raw.get('protocol')} is IPv{want}-only" if want
-                   else "one rule cannot mix IPv4 and IPv6 addresses")
-            raise CniError(INVALID_CONFIG, f"{where}.{key}: {', '.join(wrong)}: {why}",
-                           "split the rule in one per address family")
-    return AclRule(action=_ACTIONS[raw["action"].lower()], direction=_DIRECTIONS[raw["direction"].lower()],
-                   protocol=proto, local_ports=ports["localPorts"], remote_ports=ports["remotePorts"],
-                   local_addresses=",".join(map(str, addresses["localAddresses"])),
-                   remote_addresses=",".join(map(str, addresses["remoteAddresses"])),
-                   priority=raw.get("priority"), rule_type=_RULE_TYPES[raw.get("type", "switch").lower()],
-                   id=raw.get("id", ""))
+            why = (
+                f"protocol {raw.get('protocol')} is IPv{want}-only"
+                if want
+                else "one rule cannot mix IPv4 and IPv6 addresses"
+            )
+            raise CniError(
+                INVALID_CONFIG, f"{where}.{key}: {', '.join(wrong)}: {why}", "split the rule in one per address family"
+            )
+    return AclRule(
+        action=_ACTIONS[raw["action"].lower()],
+        direction=_DIRECTIONS[raw["direction"].lower()],
+        protocol=proto,
+        local_ports=ports["localPorts"],
+        remote_ports=ports["remotePorts"],
+        local_addresses=",".join(map(str, addresses["localAddresses"])),
+        remote_addresses=",".join(map(str, addresses["remoteAddresses"])),
+        priority=raw.get("priority"),
+        rule_type=_RULE_TYPES[raw.get("type", "switch").lower()],
+        id=raw.get("id", ""),
+    )
 
 
 def _protocol(value, where: str) -> int | None:
@@ -110,8 +161,11 @@ def _protocol(value, where: str) -> int | None:
         return _PROTOCOLS[value.lower()]
     number = int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else -1
     if not 0 <= number <= 255:
-        raise CniError(INVALID_CONFIG, f"{where}: {value!r} is not a protocol",
-                       "use tcp, udp, icmpv4, icmpv6, any or an IANA protocol number 0-255")
+        raise CniError(
+            INVALID_CONFIG,
+            f"{where}: {value!r} is not a protocol",
+            "use tcp, udp, icmpv4, icmpv6, any or an IANA protocol number 0-255",
+        )
     return number
 
 
@@ -132,8 +186,11 @@ def _ports(value, where: str) -> str:
         except ValueError:
             first = last = -1
         if not (1 <= first <= last <= 65535):
-            raise CniError(INVALID_CONFIG, f"{where}: {item!r} is not a port or a port range",
-                           'ports are 1-65535: 80, "8000-8080", or a list of them')
+            raise CniError(
+                INVALID_CONFIG,
+                f"{where}: {item!r} is not a port or a port range",
+                'ports are 1-65535: 80, "8000-8080", or a list of them',
+            )
         out.append(f"{first}-{last}" if first != last else str(first))
     return ",".join(out)
 
@@ -146,8 +203,11 @@ def _addresses(value, where: str) -> list:
             text = str(item).strip()
             out.append(ipaddr.ip_network(text, strict=False) if "/" in text else ipaddr.ip_address(text))
         except ValueError:
-            raise CniError(INVALID_CONFIG, f"{where}: {item!r} is not an IP address or CIDR",
-                           'give addresses as "10.0.0.5", "10.96.0.0/12", or a list of them') from None
+            raise CniError(
+                INVALID_CONFIG,
+                f"{where}: {item!r} is not an IP address or CIDR",
+                'give addresses as "10.0.0.5", "10.96.0.0/12", or a list of them',
+            ) from None
     return out
 
 

@@ -4,20 +4,39 @@ Keys are read the way the Go reference reads them (encoding/json: exact key firs
 case-insensitive match), then validated against the plugin's JSON Schema, so a config written
 for the Go plugin or for Microsoft's sdnbridge keeps working unchanged.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from basics.jsonci import get_ci
 from plugins.cni.config import check_count
 from plugins.cni.record import FrozenRecord, Record
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
-_TOP_KEYS = ("cniVersion", "name", "type", "apiVersion", "policies", "runtimeConfig", "capabilities",
-             "loopbackDSR", "acls", "allowPortMappingAcls", "ipMasqNetwork", "ipMasq", "endpointMacPrefix", "ipam", "dns",
-             "AdditionalArgs", "prevResult", "logFile", "network", "hnsTimeout")
+_TOP_KEYS = (
+    "cniVersion",
+    "name",
+    "type",
+    "apiVersion",
+    "policies",
+    "runtimeConfig",
+    "capabilities",
+    "loopbackDSR",
+    "acls",
+    "allowPortMappingAcls",
+    "ipMasqNetwork",
+    "ipMasq",
+    "endpointMacPrefix",
+    "ipam",
+    "dns",
+    "AdditionalArgs",
+    "prevResult",
+    "logFile",
+    "network",
+    "hnsTimeout",
+)
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
 
 ENDPOINT_POLICY = "endpointpolicy"
@@ -41,8 +60,10 @@ def canonicalize(conf: Mapping[str, Any]) -> dict:
         out["dns"] = {_canon(k, _DNS_KEYS): v for k, v in out["dns"].items()}
     for list_key in ("policies", "AdditionalArgs"):
         if isinstance(out.get(list_key), list):
-            out[list_key] = [{_canon(k, ("name", "value")): v for k, v in p.items()} if isinstance(p, dict) else p
-                             for p in out[list_key]]
+            out[list_key] = [
+                {_canon(k, ("name", "value")): v for k, v in p.items()} if isinstance(p, dict) else p
+                for p in out[list_key]
+            ]
     return out
 
 
@@ -56,22 +77,54 @@ def _canon(key: str, known: tuple[str, ...]) -> str:
 class DnsSettings(FrozenRecord):
     __slots__ = ("nameservers", "domain", "search", "options")
 
-    def __init__(self, nameservers: tuple[str, ...] = (), domain: str = "", search: tuple[str, ...] = (),
-                 options: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        nameservers: tuple[str, ...] = (),
+        domain: str = "",
+        search: tuple[str, ...] = (),
+        options: tuple[str, ...] = (),
+    ) -> None:
         self.nameservers, self.domain, self.search, self.options = nameservers, domain, search, options
 
 
 class NetConf(Record):
     """The config fields win-bridge and win-overlay act on (read-only once built)."""
-    __slots__ = ("name", "api_version", "policies", "policy_sources", "dns", "loopback_dsr", "ip_masq",
-                 "ip_masq_network", "endpoint_mac_prefix", "ipam", "acls", "allow_port_mapping_acls", "network",
-                 "hns_timeout")
 
-    def __init__(self, *, name: str, api_version: int | None, policies: tuple[Any, ...], policy_sources: tuple[str, ...],
-                 dns: DnsSettings, loopback_dsr: bool = False, ip_masq: bool = False, ip_masq_network: str = "",
-                 endpoint_mac_prefix: str = "", ipam: Mapping[str, Any] | None = None, acls: tuple[Any, ...] = (),
-                 allow_port_mapping_acls: bool = False, network: Mapping[str, Any] | None = None,
-                 hns_timeout: Mapping[str, Any] | None = None) -> None:
+    __slots__ = (
+        "name",
+        "api_version",
+        "policies",
+        "policy_sources",
+        "dns",
+        "loopback_dsr",
+        "ip_masq",
+        "ip_masq_network",
+        "endpoint_mac_prefix",
+        "ipam",
+        "acls",
+        "allow_port_mapping_acls",
+        "network",
+        "hns_timeout",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        api_version: int | None,
+        policies: tuple[Any, ...],
+        policy_sources: tuple[str, ...],
+        dns: DnsSettings,
+        loopback_dsr: bool = False,
+        ip_masq: bool = False,
+        ip_masq_network: str = "",
+        endpoint_mac_prefix: str = "",
+        ipam: Mapping[str, Any] | None = None,
+        acls: tuple[Any, ...] = (),
+        allow_port_mapping_acls: bool = False,
+        network: Mapping[str, Any] | None = None,
+        hns_timeout: Mapping[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self.api_version = api_version  # None: choose from CNI_NETNS
         self.policies = policies  # user endpoint policy values, in config order (policies, then AdditionalArgs)
@@ -139,6 +192,7 @@ def merged_dns(conf_dns: DnsSettings, runtime: Any) -> DnsSettings:
     honour runtime options (the reference drops them). Each list is capped (the runtime's are
     checked where runtimeConfig is read)."""
     from plugins.cni.runtimeconfig import MAX_DNS
+
     for key in ("nameservers", "search", "options"):
         check_count(f"dns.{key}", getattr(conf_dns, key), MAX_DNS)
     return DnsSettings(

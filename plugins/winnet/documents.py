@@ -1,4 +1,5 @@
 """Pure translation: an endpoint plan -> the HNS V1 / HCN V2 endpoint document -> the CNI result."""
+
 from __future__ import annotations
 
 from basics import ipaddr
@@ -9,7 +10,7 @@ if TYPE_CHECKING:
 
 from libhns.objects import default_prefix, v1_text
 from plugins.cni.record import FrozenRecord, Record
-from plugins.cni.result import DNS, IPConfig, Interface, Result, Route
+from plugins.cni.result import DNS, Interface, IPConfig, Result, Route
 
 from .config import DnsSettings
 
@@ -18,6 +19,7 @@ SCHEMA_V2 = {"Major": 2, "Minor": 0}
 
 class Address(FrozenRecord):
     """One pod address as IPAM gave it, with the gateway the endpoint routes through."""
+
     __slots__ = ("interface", "gateway")
 
     def __init__(self, interface: str, gateway: str) -> None:
@@ -39,10 +41,18 @@ class Address(FrozenRecord):
 
 class EndpointPlan(Record):
     """Everything the endpoint document is made of; the adapters render it for their API."""
+
     __slots__ = ("name", "network_id", "addresses", "dns", "policies", "mac")
 
-    def __init__(self, name: str, network_id: str, addresses: tuple[Address, ...], dns: DnsSettings,
-                 policies: tuple[dict, ...] = (), mac: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        network_id: str,
+        addresses: tuple[Address, ...],
+        dns: DnsSettings,
+        policies: tuple[dict, ...] = (),
+        mac: str = "",
+    ) -> None:
         self.name, self.network_id, self.addresses, self.dns = name, network_id, addresses, dns
         self.policies, self.mac = policies, mac
 
@@ -57,7 +67,9 @@ def v2_document(plan: EndpointPlan) -> dict:
         doc["Dns"] = dns
     if plan.addresses:
         doc["IpConfigurations"] = [{"IpAddress": a.ip} for a in plan.addresses]
-        doc["Routes"] = [{"NextHop": a.gateway, "DestinationPrefix": a.default_route} for a in plan.addresses if a.gateway]
+        doc["Routes"] = [
+            {"NextHop": a.gateway, "DestinationPrefix": a.default_route} for a in plan.addresses if a.gateway
+        ]
     if plan.policies:
         doc["Policies"] = [dict(p) for p in plan.policies]
     return doc
@@ -95,14 +107,16 @@ def v1_document(plan: EndpointPlan) -> dict:
     return doc
 
 
-def build_result(name: str, mac: str, sandbox: str, addresses: Sequence[Address], dns: DnsSettings,
-                 cni_version: str) -> Result:
+def build_result(
+    name: str, mac: str, sandbox: str, addresses: Sequence[Address], dns: DnsSettings, cni_version: str
+) -> Result:
     """The CNI result for an endpoint: one interface, its addresses, the default routes it has."""
     return Result(
         cni_version=cni_version,
         interfaces=[Interface(name=name, mac=mac or "", sandbox=sandbox)],
         ips=[IPConfig(address=a.interface, gateway=a.gateway, interface=0) for a in addresses],
         routes=[Route(dst=a.default_route, gw=a.gateway) for a in addresses if a.gateway],
-        dns=DNS(nameservers=list(dns.nameservers), domain=dns.domain, search=list(dns.search),
-                options=list(dns.options)),
+        dns=DNS(
+            nameservers=list(dns.nameservers), domain=dns.domain, search=list(dns.search), options=list(dns.options)
+        ),
     )

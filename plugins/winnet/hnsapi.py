@@ -5,9 +5,11 @@ them, and what an endpoint of their API can hold; it never branches on the API i
 adapter holds both clients of ``libhns.client`` over one raw stack: its own API's, and the other's
 for what only that one does (HNS's version, flanneld's host vNIC, whether a sandbox is alive).
 """
+
 from __future__ import annotations
 
 from basics import ipaddr
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Protocol, Sequence
@@ -17,15 +19,14 @@ else:
     Protocol = object  # EndpointApi is a Protocol for type checkers, a plain class at run time
 
 from libhns import errors as hns_errors
+from libhns.guid import is_guid
+from libhns.objects import same_id, v1_list
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
-from libhns.objects import same_id, v1_list
-
-from .documents import Address, EndpointPlan, v1_document, v2_document
-from .policies import V1, V2
-from libhns.guid import is_guid
 
 from .config import DnsSettings
+from .documents import Address, EndpointPlan, v1_document, v2_document
+from .policies import V1, V2
 
 
 class EndpointApi(Protocol):
@@ -60,6 +61,7 @@ class EndpointApi(Protocol):
 
 class _Adapter:
     """What both adapters do alike, through the client of the API that does it."""
+
     hcn: HcnClient
     hnscall: HnsCallClient
     shared = False
@@ -109,6 +111,7 @@ def _prefix_for(ep: Any, network: Any, addr: Any) -> int:
 
 class HcnApi(_Adapter):
     """HCN: every pod sandbox has its own HostComputeNamespace (CNI_NETNS is its GUID)."""
+
     policy_form = V2
     lacks = ()
 
@@ -140,8 +143,9 @@ class HcnApi(_Adapter):
         self.hcn.delete_network(network.id, missing_ok=True)
 
     def add_network_policy(self, network: Any, policy: dict) -> None:
-        self.hcn.modify_network(network.id, {"ResourceType": "Policy", "RequestType": "Add",
-                                             "Settings": {"Policies": [policy]}})
+        self.hcn.modify_network(
+            network.id, {"ResourceType": "Policy", "RequestType": "Add", "Settings": {"Policies": [policy]}}
+        )
 
     def endpoint(self, name: str) -> Any | None:
         return self.hcn.get_endpoint_by_name(name)
@@ -157,8 +161,11 @@ class HcnApi(_Adapter):
     def require_sandbox(self) -> None:
         """ADD and CHECK attach to the pod's namespace: CNI_NETNS must be its GUID."""
         if not is_guid(self.netns):
-            raise CniError(INVALID_ENV, f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {self.netns!r}",
-                           "this runtime looks dockershim-style: set apiVersion to 1 or remove it")
+            raise CniError(
+                INVALID_ENV,
+                f"apiVersion 2 (HCN) needs CNI_NETNS to be a HostComputeNamespace GUID, got {self.netns!r}",
+                "this runtime looks dockershim-style: set apiVersion to 1 or remove it",
+            )
 
     def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]:
         return ips
@@ -194,8 +201,12 @@ class HcnApi(_Adapter):
 
     def dns(self, ep: Any) -> DnsSettings:
         d = ep.dns or {}
-        return DnsSettings(nameservers=tuple(d.get("ServerList") or ()), domain=d.get("Domain") or "",
-                           search=tuple(d.get("Search") or ()), options=tuple(d.get("Options") or ()))
+        return DnsSettings(
+            nameservers=tuple(d.get("ServerList") or ()),
+            domain=d.get("Domain") or "",
+            search=tuple(d.get("Search") or ()),
+            options=tuple(d.get("Options") or ()),
+        )
 
     def release_stale(self, ep: Any) -> None:
         """GC has no CNI_NETNS: ``release`` already detaches from the namespace the endpoint names."""
@@ -208,6 +219,7 @@ class HcnApi(_Adapter):
 
 class _Attached:
     """An endpoint known only by ID and namespace (what a V2 DEL needs)."""
+
     __slots__ = ("id", "namespace_id")
 
     def __init__(self, id_: str, namespace_id: str) -> None:
@@ -217,7 +229,9 @@ class _Attached:
 
 def _ignorable_detach(err: Exception) -> bool:
     # Already gone, or never attached: the goal of a detach is reached.
-    return isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == hns_errors.HCN_E_ENDPOINT_NOT_ATTACHED
+    return (
+        isinstance(err, hns_errors.NotFound) or getattr(err, "hresult", None) == hns_errors.HCN_E_ENDPOINT_NOT_ATTACHED
+    )
 
 
 def _unless_timeout(err: Exception) -> None:
@@ -229,6 +243,7 @@ def _unless_timeout(err: Exception) -> None:
 class HnsV1Api(_Adapter):
     """HNSCall: dockershim's pause container gets the endpoint by HCS hot attach; app containers
     (CNI_NETNS=container:<pause id>) share it."""
+
     policy_form = V1
     lacks = ("vxlan_port", "host_route")  # HCN's network policies (HNSCall's VXLAN uses 4789 anyway)
 
@@ -249,6 +264,7 @@ class HnsV1Api(_Adapter):
     def create_network(self, doc: dict) -> Any:
         """``doc`` is the V2 form (standalone mode builds that); HNSCall takes its V1 equivalent."""
         from libhns.networks import v1_network_document
+
         return self.hnscall.create_network(v1_network_document(doc))
 
     def management_ip(self, network: Any) -> str | None:
@@ -274,8 +290,9 @@ class HnsV1Api(_Adapter):
         """A V1 endpoint holds one address, an IPv4 one: the first IPAM gave."""
         v4 = [ip for ip in ips if ip.family == 4][:1]
         if not v4:
-            raise CniError(INVALID_CONFIG, "HNS V1 endpoints need an IPv4 address; IPAM returned none",
-                           "use apiVersion 2 for IPv6")
+            raise CniError(
+                INVALID_CONFIG, "HNS V1 endpoints need an IPv4 address; IPAM returned none", "use apiVersion 2 for IPv6"
+            )
         return v4
 
     def create(self, plan: EndpointPlan) -> Any:
@@ -332,8 +349,9 @@ class HnsV1Api(_Adapter):
 
     def in_use(self, ep: Any) -> bool:
         """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
-        return (any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ())
-                or self._namespace_exists(ep))
+        return any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ()) or self._namespace_exists(
+            ep
+        )
 
 
 def choose_api(api_version: int | None, netns: str) -> int:
@@ -352,6 +370,7 @@ def open_api(configured: int | None, env: Any, timeouts: Any, container_id: str,
     version = choose_api(configured, netns)
     log.event("api", apiVersion=version, configured=configured, netns=netns)
     from libhns.client import open_clients
+
     hcn, hnscall = open_clients(env, timeouts=timeouts)
     if version == 2:
         return HcnApi(hcn, hnscall, netns)

@@ -5,9 +5,11 @@ the order of I/O and the promise that an ADD failing halfway leaves nothing behi
 that succeeded registers its undo, and a failure runs them in reverse (the IP is released
 exactly once, the endpoint deleted) before the error reaches the runtime.
 """
+
 from __future__ import annotations
 
 import os
+
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -15,27 +17,30 @@ if TYPE_CHECKING:
 from basics import jsontext
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
-from plugins.cni.errors import (INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError)
+from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError
 from plugins.cni.result import Result
 from plugins.cni.skel import Request
 
 from . import policies as pol
+from .config import NetConf, canonicalize, endpoint_name, merged_dns
 from .documents import Address, EndpointPlan, build_result
 from .hnsapi import EndpointApi, addresses_of, open_api
-from .config import NetConf, canonicalize, endpoint_name, merged_dns
 
 #: Plugin-specific CNI error codes (100+ per the spec).
-HNS_FAILURE = 100        # HNS refused or failed a call; msg names the call and the HRESULT
-CHECK_MISMATCH = 101     # CHECK found the endpoint differing from what ADD set up
+HNS_FAILURE = 100  # HNS refused or failed a call; msg names the call and the HRESULT
+CHECK_MISMATCH = 101  # CHECK found the endpoint differing from what ADD set up
 
 #: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
-TEARDOWN_NEEDS = {"name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
-                  "ipam": "the IPAM plugin that releases the pod's address"}
+TEARDOWN_NEEDS = {
+    "name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
+    "ipam": "the IPAM plugin that releases the pod's address",
+}
 
 
 class hns_step:
     """Turn a libhns error into a CNI error that says which step failed and why. (A class: with
     ``contextlib`` every pod command would import one module more.)"""
+
     __slots__ = ("what",)
 
     def __init__(self, what: str) -> None:
@@ -48,6 +53,7 @@ class hns_step:
         if err is None:
             return False
         from libhns.errors import EnvError, HnsError, try_later
+
         if isinstance(err, EnvError):  # a bad LIBHNS_* variable: the environment's fault, not HNS's
             raise CniError(INVALID_ENV, f"{self.what}: {err}", "fix or unset the variable") from None
         if isinstance(err, HnsError):
@@ -58,6 +64,7 @@ class hns_step:
 
 class Flavor:
     """What differs between win-bridge and win-overlay; the defaults are win-bridge-neutral."""
+
     __slots__ = ("plugin", "network_types", "schema_path", "ipv6", "_schema")
 
     def __init__(self, plugin: str, network_types: tuple[str, ...], schema_path: str, ipv6: bool = True) -> None:
@@ -87,8 +94,9 @@ class Flavor:
     def mac(self, conf: NetConf, addresses: tuple[Address, ...]) -> str:
         return ""
 
-    def automatic_policies(self, policies: list[dict], conf: NetConf, network: Any,
-                           addresses: tuple[Address, ...], form: Any) -> list[dict]:
+    def automatic_policies(
+        self, policies: list[dict], conf: NetConf, network: Any, addresses: tuple[Address, ...], form: Any
+    ) -> list[dict]:
         """The policies this plugin adds on its own to ``policies`` (in ``form``, ``policies.V1``
         / ``V2``), each through its type's home in ``policies.py``."""
         return policies
@@ -127,6 +135,7 @@ class Lifecycle:
             network = api.network(conf.name)
         if network is not None and spec is not None:
             from .network import mismatch
+
             problem = mismatch(spec, network)
             if problem is not None:
                 raise problem
@@ -136,9 +145,12 @@ class Lifecycle:
         """The pod's HNS network; a missing one is ``missing_code`` naming it."""
         network = self.find(api, conf)
         if network is None:
-            raise CniError(missing_code, f"network {conf.name} not found: is flanneld running on this node?",
-                           f"no HNS network is named {conf.name!r}; the config's \"name\" must match the network flanneld (or start.ps1) "
-                           "created, or add a \"network\" section (e.g. {\"subnet\": \"10.244.4.0/24\"}) so the plugin creates it")
+            raise CniError(
+                missing_code,
+                f"network {conf.name} not found: is flanneld running on this node?",
+                f'no HNS network is named {conf.name!r}; the config\'s "name" must match the network flanneld (or start.ps1) '
+                'created, or add a "network" section (e.g. {"subnet": "10.244.4.0/24"}) so the plugin creates it',
+            )
         return network
 
     def ensure(self, api: EndpointApi, conf: NetConf, req: Request, features: "_Features") -> Any:
@@ -148,14 +160,18 @@ class Lifecycle:
         if spec is None:
             return self.require(api, conf, TRY_AGAIN_LATER)
         from .network import ensure, lock_dir
+
         with hns_step(f"error while creating HNS network {conf.name}"):
             network = ensure(api, spec, features.get, lock_dir(req.env, req.platform))
         return self._typed(network, conf)
 
     def _typed(self, network: Any, conf: NetConf) -> Any:
         if not any(network.is_type(t) for t in self.flavor.network_types):
-            raise CniError(INVALID_CONFIG, f"network {conf.name} is of unexpected type: {network.network_type}",
-                           f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}")
+            raise CniError(
+                INVALID_CONFIG,
+                f"network {conf.name} is of unexpected type: {network.network_type}",
+                f"{self.flavor.plugin} needs a network of type {' or '.join(self.flavor.network_types)}",
+            )
         return network
 
     def standalone(self, conf: NetConf) -> Any:
@@ -163,6 +179,7 @@ class Lifecycle:
         if conf.network is None:
             return None
         from .network import ipam_outside, spec_of
+
         spec = spec_of(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
         problem = ipam_outside(spec, conf.ipam)
         if problem is not None:
@@ -178,12 +195,20 @@ class Lifecycle:
             return None
         return req.exec_plugin(ipam_type, command, self.ipam_stdin(req, conf))
 
-    def policies(self, netconf: NetConf, req: Request, network: Any, addresses: tuple[Address, ...],
-                 api: EndpointApi, features: "_Features") -> list[dict]:
+    def policies(
+        self,
+        netconf: NetConf,
+        req: Request,
+        network: Any,
+        addresses: tuple[Address, ...],
+        api: EndpointApi,
+        features: "_Features",
+    ) -> list[dict]:
         if netconf.loopback_dsr and addresses and not features.get("dsr"):
             log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
-        return pol.endpoint_policies(self.flavor, netconf, network, addresses, req.runtime_config.port_mappings,
-                                     api.policy_form, features.get)
+        return pol.endpoint_policies(
+            self.flavor, netconf, network, addresses, req.runtime_config.port_mappings, api.policy_form, features.get
+        )
 
     # ------------------------------------------------------------------ ADD
     def add(self, req: Request) -> Result:
@@ -202,6 +227,7 @@ class Lifecycle:
             existing = api.endpoint(name)
             if existing is not None and not _same(existing.network_id, network.id):
                 from . import stale
+
                 try:
                     stale.replace_elsewhere(api, existing, name)
                 except CniError:
@@ -210,8 +236,11 @@ class Lifecycle:
                 existing = None
         if api.shared:
             if existing is None:
-                raise CniError(TRY_AGAIN_LATER, f"failed to find HNSEndpoint {name}: the pause container's endpoint does not exist",
-                               "the sandbox (pause) container must be set up before containers that share its network")
+                raise CniError(
+                    TRY_AGAIN_LATER,
+                    f"failed to find HNSEndpoint {name}: the pause container's endpoint does not exist",
+                    "the sandbox (pause) container must be set up before containers that share its network",
+                )
             with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
                 api.attach(existing)
             return self.result_of(existing, network, api, req)
@@ -219,6 +248,7 @@ class Lifecycle:
             with hns_step(f"error while replacing stale HNS endpoint {name}"):
                 if not api.in_use(existing):  # a half-done ADD, or a late answer from a hung one
                     from . import stale
+
                     stale.remove(api, existing, "its sandbox is gone; this ADD creates the pod's endpoint anew")
                     existing = None
         if existing is not None:
@@ -230,8 +260,16 @@ class Lifecycle:
             return self.result_of(existing, network, api, req)
         return self.create(req, conf, netconf, api, network, name, features)
 
-    def create(self, req: Request, conf: dict, netconf: NetConf, api: EndpointApi, network: Any, name: str,
-               features: "_Features") -> Result:
+    def create(
+        self,
+        req: Request,
+        conf: dict,
+        netconf: NetConf,
+        api: EndpointApi,
+        network: Any,
+        name: str,
+        features: "_Features",
+    ) -> Result:
         undo: list[tuple[str, Callable[[], Any]]] = []
         try:
             ipam = self.run_ipam(req, conf, netconf, "ADD")
@@ -239,12 +277,20 @@ class Lifecycle:
                 undo.append(("release the IP", lambda: self.run_ipam(req, conf, netconf, "DEL")))
             addresses = self.addresses(ipam, network, api, req)
             if any(a.version == 6 for a in addresses) and not features.get("dual_stack"):  # V2 only: usable_ips
-                raise CniError(INVALID_CONFIG, "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
-                               "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)")
+                raise CniError(
+                    INVALID_CONFIG,
+                    "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
+                    "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)",
+                )
             policies = self.policies(netconf, req, network, addresses, api, features)
-            plan = EndpointPlan(name=name, network_id=network.id, addresses=addresses,
-                                dns=merged_dns(netconf.dns, req.runtime_config.dns), policies=tuple(policies),
-                                mac=self.flavor.mac(netconf, addresses))
+            plan = EndpointPlan(
+                name=name,
+                network_id=network.id,
+                addresses=addresses,
+                dns=merged_dns(netconf.dns, req.runtime_config.dns),
+                policies=tuple(policies),
+                mac=self.flavor.mac(netconf, addresses),
+            )
             created: list[Any] = []
             undo.append(("delete the endpoint", lambda: _delete_created(api, created, name, network.id)))
             with hns_step(f"error while creating HNS endpoint {name}"):
@@ -255,8 +301,14 @@ class Lifecycle:
             undo.append(("detach the endpoint", lambda: api.release(ep)))
             if not addresses:  # no IPAM: HNS chose the address
                 return self.result_of(ep, network, api, req)
-            return build_result(name, ep.mac or plan.mac, _sandbox(req.netns), addresses, api.policy_form.applied_dns(plan.dns),
-                                req.cni_version)
+            return build_result(
+                name,
+                ep.mac or plan.mac,
+                _sandbox(req.netns),
+                addresses,
+                api.policy_form.applied_dns(plan.dns),
+                req.cni_version,
+            )
         except BaseException:
             with api.undo_window():  # its own deadline: the command's may be what failed
                 for what, step in reversed(undo):
@@ -278,21 +330,30 @@ class Lifecycle:
             return ()
         result = Result.from_dict(ipam, req.cni_version)
         if not result.ips:
-            raise CniError(INVALID_CONFIG, "IPAM plugin return is missing IP config",
-                           "the IPAM plugin returned no addresses; check its range configuration")
+            raise CniError(
+                INVALID_CONFIG,
+                "IPAM plugin return is missing IP config",
+                "the IPAM plugin returned no addresses; check its range configuration",
+            )
         ips = result.ips
         if any(ip.family == 6 for ip in ips) and not self.flavor.ipv6:
-            raise CniError(INVALID_CONFIG, f"{self.flavor.plugin} does not support IPv6 (IPAM returned "
-                           f"{', '.join(ip.address for ip in ips if ip.family == 6)})",
-                           "Windows overlay networking has no dual-stack: give this network an IPv4-only IPAM range")
-        return tuple(Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network))
-                     for ip in api.usable_ips(ips))
+            raise CniError(
+                INVALID_CONFIG,
+                f"{self.flavor.plugin} does not support IPv6 (IPAM returned "
+                f"{', '.join(ip.address for ip in ips if ip.family == 6)})",
+                "Windows overlay networking has no dual-stack: give this network an IPv4-only IPAM range",
+            )
+        return tuple(
+            Address(interface=ip.address, gateway=self.flavor.gateway(ip.address, network))
+            for ip in api.usable_ips(ips)
+        )
 
     def result_of(self, ep: Any, network: Any, api: EndpointApi, req: Request) -> Result:
         """The result for an existing endpoint (retry, shared container): the DNS HNS holds, as the
         first ADD's result said."""
-        return build_result(ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), api.dns(ep),
-                            req.cni_version)
+        return build_result(
+            ep.name, ep.mac or "", _sandbox(req.netns), addresses_of(ep, network), api.dns(ep), req.cni_version
+        )
 
     # ------------------------------------------------------------------ DEL
     def delete(self, req: Request) -> None:
@@ -328,7 +389,9 @@ class Lifecycle:
         with hns_step(f"error while looking up HNS endpoint {name}"):
             ep = api.endpoint(name)
         if ep is None:
-            raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} does not exist", "the pod's network is gone; recreate the pod")
+            raise CniError(
+                CHECK_MISMATCH, f"HNS endpoint {name} does not exist", "the pod's network is gone; recreate the pod"
+            )
         problems = []
         if not _same(ep.network_id, network.id):
             problems.append(f"it is on network {ep.network_id}, not {netconf.name} ({network.id})")
@@ -339,7 +402,9 @@ class Lifecycle:
         if prev is not None:
             lost = [ip.address for ip in prev.ips if ip.address.split("/")[0] not in have]
             if lost:
-                problems.append(f"it lacks the address(es) {', '.join(lost)} of prevResult (has {', '.join(sorted(have)) or 'none'})")
+                problems.append(
+                    f"it lacks the address(es) {', '.join(lost)} of prevResult (has {', '.join(sorted(have)) or 'none'})"
+                )
         addresses = addresses_of(ep, network)
         wanted = self.policies(netconf, req, network, addresses, api, _Features(api))
         missing = pol.missing_policies(wanted, ep.policies or [])
@@ -347,9 +412,14 @@ class Lifecycle:
             problems.append("it lacks the policies " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in missing))
         extra = pol.missing_policies(pol.of_type(ep.policies or [], pol.Acl.kind), pol.of_type(wanted, pol.Acl.kind))
         if extra:  # ACLs are exact: a rule the config no longer has still filters the pod's traffic
-            problems.append("it carries ACLs the config does not ask for " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in extra))
+            problems.append(
+                "it carries ACLs the config does not ask for "
+                + ", ".join(jsontext.dumps(p, sort_keys=True) for p in extra)
+            )
         if problems:
-            raise CniError(CHECK_MISMATCH, f"HNS endpoint {name} differs from its configuration: " + "; ".join(problems))
+            raise CniError(
+                CHECK_MISMATCH, f"HNS endpoint {name} differs from its configuration: " + "; ".join(problems)
+            )
         self.run_ipam(req, conf, netconf, "CHECK")
 
     # ------------------------------------------------------------------ GC
@@ -363,6 +433,7 @@ class Lifecycle:
         keep = {cid for cid, _ in attachments}
         api = self.api(netconf, req)
         from plugins.cni.ownership import freed, pod_of
+
         failures = []
         with hns_step(f"error while listing endpoints of network {netconf.name}"):
             network = api.network(netconf.name)
@@ -375,8 +446,11 @@ class Lifecycle:
             try:
                 with hns_step(f"GC: failed to remove stale endpoint {ep_name}"):
                     api.release_stale(ep)
-                freed(f"{self.flavor.plugin} GC", f"HNS endpoint {ep_name} ({ep.id})",
-                      f"sandbox {pod} is not among the runtime's valid attachments")
+                freed(
+                    f"{self.flavor.plugin} GC",
+                    f"HNS endpoint {ep_name} ({ep.id})",
+                    f"sandbox {pod} is not among the runtime's valid attachments",
+                )
                 log.event("gc-endpoint", endpoint=ep_name)
             except CniError as err:
                 failures.append(err)
@@ -408,10 +482,12 @@ def _create_clearing_stale(api: EndpointApi, plan: EndpointPlan, network: Any, n
     """Create the endpoint; when HNS refuses its address as taken by a stale endpoint of ours,
     remove that one and create once more (``stale.clear_addresses``)."""
     from libhns.errors import InvalidAddress
+
     try:
         return api.create(plan)
     except InvalidAddress:
         from . import stale
+
         if not stale.clear_addresses(api, network, network_name, [a.ip for a in plan.addresses], name):
             raise
     return api.create(plan)
@@ -424,6 +500,7 @@ def _sandbox(netns: str) -> str:
 
 def _same(a: str | None, b: str | None) -> bool:
     from libhns.objects import same_id
+
     return same_id(a, b)
 
 

@@ -16,21 +16,23 @@ network, the first ADD creates it from this section, as flanneld would. The rule
 ``spec_of``, ``ipam_outside``, ``document``, ``mismatch`` and ``lock_dir`` are pure; ``ensure`` is
 the only I/O, through the plugin's ``EndpointApi``, with the clock injectable for tests.
 """
+
 from __future__ import annotations
 
-from basics import ipaddr
 import ntpath
 import os
 import posixpath
 import time
+
+from basics import ipaddr
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
 from plugins.cni import log
-from plugins.cni.ownership import host_endpoint_name
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
+from plugins.cni.ownership import host_endpoint_name
 
 #: Linux flannel's VXLAN settings; Windows nodes on the same overlay must use them (VNI >= 4096).
 FLANNEL_VNI_MIN = 4096
@@ -39,17 +41,29 @@ _VNI_MAX = (1 << 24) - 1
 #: How long ADD waits for the management IP of a network (flanneld waits up to 30 s for cbr0's).
 MANAGEMENT_IP_TIMEOUT = 30.0
 _POLL = 0.25
-_INTEROP = ("Windows VXLAN needs a VNI of 4096 or more and UDP port 4789, and the Linux flannel nodes on "
-            "the same overlay must use the same VNI and port (net-conf.json Backend \"VNI\": 4096, \"Port\": 4789) "
-            "or they cannot reach this node's pods")
+_INTEROP = (
+    "Windows VXLAN needs a VNI of 4096 or more and UDP port 4789, and the Linux flannel nodes on "
+    'the same overlay must use the same VNI and port (net-conf.json Backend "VNI": 4096, "Port": 4789) '
+    "or they cannot reach this node's pods"
+)
 
 
 class NetworkSpec:
     """The network the ``network`` section describes (validated)."""
+
     __slots__ = ("name", "type", "subnets", "adapter", "vni", "vxlan_port", "dr_mac", "persistent")
 
-    def __init__(self, name: str, type_: str, subnets: tuple, adapter: str = "", vni: int | None = None,
-                 vxlan_port: int | None = None, dr_mac: str = "", persistent: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        type_: str,
+        subnets: tuple,
+        adapter: str = "",
+        vni: int | None = None,
+        vxlan_port: int | None = None,
+        dr_mac: str = "",
+        persistent: bool = False,
+    ) -> None:
         self.name = name
         self.type = type_
         self.subnets = subnets  # libhns.networks.SubnetSpec, at most one per IP family
@@ -80,23 +94,35 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
     if not overlay:
         for field in ("vni", "vxlanPort", "drMac"):
             if field in section:
-                raise _bad(field, f"applies to Overlay (VXLAN) networks, not {network_type}",
-                           "remove it, or use win-overlay for a VXLAN network")
+                raise _bad(
+                    field,
+                    f"applies to Overlay (VXLAN) networks, not {network_type}",
+                    "remove it, or use win-overlay for a VXLAN network",
+                )
     nets = [ipaddr.ip_network(s, strict=False) for s in _listed(section.get("subnet"))]
     if len({n.version for n in nets}) != len(nets):
         raise _bad("subnet", "lists two subnets of the same IP family", "give one IPv4 and at most one IPv6 subnet")
     if any(n.version == 6 for n in nets) and not ipv6:
-        raise _bad("subnet", f"{network_type} networks have no IPv6 (dual-stack) support on Windows",
-                   "give this network an IPv4 subnet only")
+        raise _bad(
+            "subnet",
+            f"{network_type} networks have no IPv6 (dual-stack) support on Windows",
+            "give this network an IPv4 subnet only",
+        )
     gateways: dict[int, str] = {}
     for gw in _listed(section.get("gateway")):
         ip = ipaddr.ip_address(gw)
         net = next((n for n in nets if n.version == ip.version), None)
         if net is None or ip not in net or ip.version in gateways:
-            what = (f"is a second IPv{ip.version} gateway" if ip.version in gateways
-                    else f"is not in the subnet {net or 'of its IP family'}")
-            raise _bad("gateway", f"{gw} {what}",
-                       "give one gateway per subnet, an address of that subnet (default: the subnet's .1)")
+            what = (
+                f"is a second IPv{ip.version} gateway"
+                if ip.version in gateways
+                else f"is not in the subnet {net or 'of its IP family'}"
+            )
+            raise _bad(
+                "gateway",
+                f"{gw} {what}",
+                "give one gateway per subnet, an address of that subnet (default: the subnet's .1)",
+            )
         gateways[ip.version] = str(ip)
     vni = None
     if overlay:
@@ -108,10 +134,16 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
         if port != FLANNEL_VXLAN_PORT:
             raise _bad("vxlanPort", f"{port} is not {FLANNEL_VXLAN_PORT}", f"remove it or set 4789: {_INTEROP}")
     subnets = tuple(SubnetSpec(str(n), gateways.get(n.version, ""), vni) for n in nets)
-    return NetworkSpec(name, network_type, subnets, adapter=section.get("adapter") or "", vni=vni,
-                       vxlan_port=FLANNEL_VXLAN_PORT if overlay else None,
-                       dr_mac=str(section.get("drMac") or "").replace(":", "-").upper(),
-                       persistent=bool(section.get("persistent")))
+    return NetworkSpec(
+        name,
+        network_type,
+        subnets,
+        adapter=section.get("adapter") or "",
+        vni=vni,
+        vxlan_port=FLANNEL_VXLAN_PORT if overlay else None,
+        dr_mac=str(section.get("drMac") or "").replace(":", "-").upper(),
+        persistent=bool(section.get("persistent")),
+    )
 
 
 def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
@@ -133,9 +165,11 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
         if want is None:
             continue  # absent, or the IPAM plugin's to reject
         if not any(n.version == want.version and want.subnet_of(n) for n in nets):
-            return CniError(INVALID_CONFIG, f"{field}: {want} is outside network.subnet "
-                            f"{', '.join(s.prefix for s in spec.subnets)}",
-                            "pod addresses must come from the network's subnet: make the two agree")
+            return CniError(
+                INVALID_CONFIG,
+                f"{field}: {want} is outside network.subnet {', '.join(s.prefix for s in spec.subnets)}",
+                "pod addresses must come from the network's subnet: make the two agree",
+            )
     return None
 
 
@@ -146,12 +180,22 @@ def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any
     from libhns.networks import NON_PERSISTENT, network_document
 
     if any(s.version == 6 for s in spec.subnets) and not feature("dual_stack"):
-        raise _bad("subnet", "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
-                   "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only")
+        raise _bad(
+            "subnet",
+            "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
+            "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only",
+        )
     # VxlanPort is an HCN policy (HNS >= 10.3); HNSCall networks and older HNS use 4789 anyway.
     port = spec.vxlan_port if spec.overlay and feature("vxlan_port") else None
-    return network_document(spec.name, spec.type, spec.subnets, adapter=spec.adapter, vxlan_port=port,
-                            dr_mac=spec.dr_mac, flags=0 if spec.persistent else NON_PERSISTENT)
+    return network_document(
+        spec.name,
+        spec.type,
+        spec.subnets,
+        adapter=spec.adapter,
+        vxlan_port=port,
+        dr_mac=spec.dr_mac,
+        flags=0 if spec.persistent else NON_PERSISTENT,
+    )
 
 
 def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
@@ -165,10 +209,13 @@ def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
         differs = True
     if not differs:
         return None
-    return CniError(INVALID_CONFIG, f"HNS network {spec.name} exists as {network.network_type} {', '.join(have) or '(no subnet)'}, "
-                    f"but the \"network\" section describes {spec.type} {', '.join(want)}",
-                    f"the plugin never replaces a network: delete it (hnsctl network delete {spec.name}, or "
-                    "Remove-HnsNetwork) or make the section match it")
+    return CniError(
+        INVALID_CONFIG,
+        f"HNS network {spec.name} exists as {network.network_type} {', '.join(have) or '(no subnet)'}, "
+        f'but the "network" section describes {spec.type} {", ".join(want)}',
+        f"the plugin never replaces a network: delete it (hnsctl network delete {spec.name}, or "
+        "Remove-HnsNetwork) or make the section match it",
+    )
 
 
 def lock_dir(env: Mapping[str, str], platform: str) -> str:
@@ -189,19 +236,31 @@ def lock_path(name: str, directory: str) -> str:
     """One lock file per network name, shared by every plugin process on the node, in the
     admin-only folder ``directory`` (created, or checked, here)."""
     from plugins.cni.lock import secure_dir
+
     try:
         secure_dir(directory)
     except OSError as exc:
-        raise CniError(IO_FAILURE, f"cannot create the network lock folder {directory}: {exc.strerror or exc}",
-                       "it must be a local folder only administrators can write (WINCNI_LOCK_DIR)") from exc
+        raise CniError(
+            IO_FAILURE,
+            f"cannot create the network lock folder {directory}: {exc.strerror or exc}",
+            "it must be a local folder only administrators can write (WINCNI_LOCK_DIR)",
+        ) from exc
     from plugins.cni.names import CHARS
+
     safe = "".join(c if c in CHARS else "_" for c in name)  # skel has checked it is a name: belt and braces
     return os.path.join(directory, f"network-{safe}.lock")
 
 
-def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: str, *,
-           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-           timeout: float = MANAGEMENT_IP_TIMEOUT) -> Any:
+def ensure(
+    api: Any,
+    spec: NetworkSpec,
+    feature: Callable[[str], bool],
+    locks: str,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    timeout: float = MANAGEMENT_IP_TIMEOUT,
+) -> Any:
     """Find or create the network under the node-wide lock. A network this call creates is set
     up completely before the lock is released (management IP, then flanneld's HostRoute or host
     endpoint), so the ADDs queued behind it find it ready; if that fails it is deleted again in
@@ -217,8 +276,11 @@ def ensure(api: Any, spec: NetworkSpec, feature: Callable[[str], bool], locks: s
         network = api.network(spec.name)
         if network is not None and os.path.exists(marker):
             if not _discard(api, spec, network, "an earlier ADD was stopped while setting it up"):
-                raise CniError(TRY_AGAIN_LATER, f"HNS network {spec.name} is half set up and could not be deleted yet",
-                               "the next ADD tries again; or delete it: hnsctl network delete " + spec.name)
+                raise CniError(
+                    TRY_AGAIN_LATER,
+                    f"HNS network {spec.name} is half set up and could not be deleted yet",
+                    "the next ADD tries again; or delete it: hnsctl network delete " + spec.name,
+                )
             network = None
         if network is None:
             _mark(marker)
@@ -266,13 +328,26 @@ def _create(api: Any, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
             raise
         log.event("network-create-lost", network=spec.name, error=str(err))
         return network, False
-    log.event("network-created", network=spec.name, id=network.id, type=spec.type,
-              subnets=[s.prefix for s in spec.subnets], persistent=spec.persistent)
+    log.event(
+        "network-created",
+        network=spec.name,
+        id=network.id,
+        type=spec.type,
+        subnets=[s.prefix for s in spec.subnets],
+        persistent=spec.persistent,
+    )
     return network, True
 
 
-def _set_up(api: Any, spec: NetworkSpec, network: Any, feature: Callable[[str], bool],
-            clock: Callable[[], float], sleep: Callable[[float], None], timeout: float) -> Any:
+def _set_up(
+    api: Any,
+    spec: NetworkSpec,
+    network: Any,
+    feature: Callable[[str], bool],
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    timeout: float,
+) -> Any:
     """What flanneld does once HNS has made the network, before any pod may use it."""
     network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     if spec.overlay:
@@ -289,6 +364,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
     removed first, by the same rule as a pod's (``stale.clear_addresses``: code 11 for one in use)."""
     from libhns.errors import InvalidAddress
+
     v4 = next((s for s in spec.subnets if s.version == 4), None)
     if v4 is None:
         return
@@ -298,6 +374,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
         ep = api.create_host_endpoint(network, name, ip)
     except InvalidAddress:
         from . import stale
+
         if not stale.clear_addresses(api, network, spec.name, [ip], name):
             raise
         ep = api.create_host_endpoint(network, name, ip)
@@ -308,6 +385,7 @@ def _discard(api: Any, spec: NetworkSpec, network: Any, why: str) -> bool:
     """Delete a network this plugin made but could not set up, with its host endpoint (best
     effort: the error being raised is what counts); whether it is gone."""
     from plugins.cni.ownership import freed
+
     try:
         if not spec.overlay:
             api.delete_host_endpoint(host_endpoint_name(spec.name))
@@ -320,8 +398,9 @@ def _discard(api: Any, spec: NetworkSpec, network: Any, why: str) -> bool:
     return True
 
 
-def _wait_for_management_ip(api: Any, network: Any, name: str, clock: Callable[[], float],
-                            sleep: Callable[[float], None], timeout: float) -> Any:
+def _wait_for_management_ip(
+    api: Any, network: Any, name: str, clock: Callable[[], float], sleep: Callable[[float], None], timeout: float
+) -> Any:
     """Poll until HNS reports the management IP, as flanneld does after creating a network."""
     start = clock()
     while True:
@@ -331,11 +410,17 @@ def _wait_for_management_ip(api: Any, network: Any, name: str, clock: Callable[[
             log.event("network-ready", network=name, managementIP=ip, waited=f"{elapsed:.2f}s")
             return network
         if elapsed >= timeout:
-            raise CniError(TRY_AGAIN_LATER, f"HNS network {name} has no management IP after {elapsed:.1f}s",
-                           "HNS has not bound the network to a host adapter: check that network.adapter "
-                           "names an adapter that is up (Get-NetAdapter)")
+            raise CniError(
+                TRY_AGAIN_LATER,
+                f"HNS network {name} has no management IP after {elapsed:.1f}s",
+                "HNS has not bound the network to a host adapter: check that network.adapter "
+                "names an adapter that is up (Get-NetAdapter)",
+            )
         sleep(min(_POLL, timeout - elapsed))
         network = api.network(name)
         if network is None:
-            raise CniError(TRY_AGAIN_LATER, f"HNS network {name} disappeared while waiting for its management IP",
-                           "something deleted it (an HNS restart?); the next ADD creates it again")
+            raise CniError(
+                TRY_AGAIN_LATER,
+                f"HNS network {name} disappeared while waiting for its management IP",
+                "something deleted it (an HNS restart?); the next ADD creates it again",
+            )

@@ -11,6 +11,7 @@ appended, never merged), so the documents HNS receives match what operators' exi
 produce with the Go plugins. Everything here is pure: lists of policy dicts in, lists out, in the
 ``form`` (``V1`` / ``V2`` below) the caller's adapter takes.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 from basics import jsontext
 from basics.jsonci import get_ci
 from libhns import policies as hp
-from plugins.cni.errors import CniError, INVALID_CONFIG
+from plugins.cni.errors import INVALID_CONFIG, CniError
 
 from .config import DnsSettings
 
@@ -29,6 +30,7 @@ class _Form:
     """What one HNS API's endpoints take: which document of each policy type, and of the DNS
     settings. The lifecycle gets its form from the adapter (``EndpointApi.policy_form``) and never
     asks which it holds."""
+
     __slots__ = ()
     shape = ""  # what ``libhns.policies.schema_of`` says of a policy of this form
 
@@ -40,6 +42,7 @@ class _Form:
 class V2Form(_Form):
     """HCN: policies with their keys in ``Settings`` (each type's ``v2`` document), every
     address, the whole DNS."""
+
     __slots__ = ()
     shape, name, api = "v2", "V2", "apiVersion 2 (HCN)"
 
@@ -67,6 +70,7 @@ class V2Form(_Form):
 class V1Form(_Form):
     """HNSCall: flat policies (each type's ``v1`` document), one IPv4 address, DNS as a server
     list and a suffix list."""
+
     __slots__ = ()
     shape, name, api = "v1", "V1", "apiVersion 1 (HNS V1)"
 
@@ -95,6 +99,7 @@ class UserPolicies:
     written when in the endpoint's form, translated when their type is one libhns translates,
     refused (code 7 naming the entry) otherwise. The reference passes V1-shaped values to HCN (HNS
     answers 0x803B000D); we never send a policy HNS would refuse for its shape."""
+
     CONFIG = ("policies",)
 
     @staticmethod
@@ -102,19 +107,28 @@ class UserPolicies:
         out = []
         for value, source in zip(values, sources):
             if not isinstance(value, dict) or not isinstance(hp.policy_type(value), str):
-                raise CniError(INVALID_CONFIG, f"{source}: {jsontext.dumps(value)[:120]} is not an HNS policy",
-                               'an endpoint policy value is an object with a "Type", e.g. {"Type": "OutBoundNAT", ...}')
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"{source}: {jsontext.dumps(value)[:120]} is not an HNS policy",
+                    'an endpoint policy value is an object with a "Type", e.g. {"Type": "OutBoundNAT", ...}',
+                )
             ptype = hp.policy_type(value)
             if form.holds(value):
                 fitted = dict(value)
             elif hp.translatable(ptype):
                 fitted = form.fit(value)
             else:
-                raise CniError(INVALID_CONFIG, f"{source}: policy type {ptype!r} is written for the other HNS API and has no {form.api} equivalent",
-                               f"rewrite it in the {form.name} schema or set apiVersion to match it")
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"{source}: policy type {ptype!r} is written for the other HNS API and has no {form.api} equivalent",
+                    f"rewrite it in the {form.name} schema or set apiVersion to match it",
+                )
             if form.unknown(fitted):
-                raise CniError(INVALID_CONFIG, f"{source}: unknown HCN endpoint policy type {ptype!r}",
-                               "known types: " + ", ".join(sorted(hp.KNOWN_V2_ENDPOINT_TYPES)))
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"{source}: unknown HCN endpoint policy type {ptype!r}",
+                    "known types: " + ", ".join(sorted(hp.KNOWN_V2_ENDPOINT_TYPES)),
+                )
             out.append(fitted)
         return out
 
@@ -131,6 +145,7 @@ class OutboundNat:
     exception; ``loopbackDSR`` adds a ``Destinations`` policy per pod address when HNS supports DSR
     (a pod reaching itself through a service VIP). The doctor: every exception is a destination pods
     reach with their own address."""
+
     kind = hp.OUTBOUND_NAT
     CONFIG = ("ipMasqNetwork", "ipMasq", "loopbackDSR")
 
@@ -169,18 +184,22 @@ class Route:
     """ROUTE (V1) / SDNRoute (V2): only from the config's ``policies`` (the service CIDR, the
     management IP, encapsulated). The doctor: each destination is cluster-internal, so it must
     also be an OutBoundNAT exception."""
+
     kind = hp.ROUTE
     CONFIG = ("policies",)
 
     @staticmethod
     def destinations(policies: Iterable[Any]) -> list[str]:
-        out = [get_ci(p["Settings"], "DestinationPrefix") for p in as_v2(policies) if p["Type"].casefold() == "sdnroute"]
+        out = [
+            get_ci(p["Settings"], "DestinationPrefix") for p in as_v2(policies) if p["Type"].casefold() == "sdnroute"
+        ]
         return [str(r) for r in out if r]
 
 
 class ProviderAddress:
     """PA (V1) / ProviderAddress (V2): win-overlay endpoints encapsulate with the host's provider
     (management) address, read from the HNS network, not from the config."""
+
     kind = hp.PROVIDER_ADDRESS
     CONFIG = ()
 
@@ -197,6 +216,7 @@ class ProviderAddress:
 class PortMapping:
     """NAT (V1) / PortMapping (V2): one per ``runtimeConfig.portMappings`` entry (the
     ``portMappings`` capability); a bad protocol or port is code 7 naming the entry."""
+
     kind = hp.PORT_MAPPING
     CONFIG = ("capabilities",)
 
@@ -207,13 +227,18 @@ class PortMapping:
             try:
                 hp.protocol_number(pm.protocol)
             except ValueError:
-                raise CniError(INVALID_CONFIG,
-                               f"runtimeConfig.portMappings[{i}].protocol: {pm.protocol!r} is not a valid protocol",
-                               "use tcp, udp, icmpv4, icmpv6, igmp or an IANA protocol number") from None
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"runtimeConfig.portMappings[{i}].protocol: {pm.protocol!r} is not a valid protocol",
+                    "use tcp, udp, icmpv4, icmpv6, igmp or an IANA protocol number",
+                ) from None
             for port, label in ((pm.host_port, "hostPort"), (pm.container_port, "containerPort")):
                 if not 0 < port < 65536:
-                    raise CniError(INVALID_CONFIG, f"runtimeConfig.portMappings[{i}].{label}: {port} is out of range",
-                                   "ports are 1-65535")
+                    raise CniError(
+                        INVALID_CONFIG,
+                        f"runtimeConfig.portMappings[{i}].{label}: {port} is out of range",
+                        "ports are 1-65535",
+                    )
             out.append(form.policy(hp.PORT_MAPPING, pm.container_port, pm.host_port, pm.protocol, vip=pm.host_ip))
         return out
 
@@ -222,6 +247,7 @@ class Acl:
     """ACL: the config's ``acls`` rules and, with ``allowPortMappingAcls``, one allow rule per
     port mapping (``acls.py`` parses and checks them); code 7 for a rule this HNS lacks the
     features for (HNS itself would refuse it with a bare 0x803B000D)."""
+
     kind = hp.ACL
     CONFIG = ("acls", "allowPortMappingAcls")
 
@@ -230,12 +256,15 @@ class Acl:
         if not (netconf.acls or netconf.allow_port_mapping_acls):
             return []
         from . import acls
+
         rules = acls.parse(list(netconf.acls))
         if netconf.allow_port_mapping_acls:
             rules += acls.port_mapping_rules(mappings)
         gaps = acls.unsupported(rules, has_feature)
         if gaps:
-            raise CniError(INVALID_CONFIG, gaps[0], "; ".join(gaps[1:] + ["remove or simplify the rule, or upgrade Windows"]))
+            raise CniError(
+                INVALID_CONFIG, gaps[0], "; ".join(gaps[1:] + ["remove or simplify the rule, or upgrade Windows"])
+            )
         return [rule.render(form) for rule in rules]
 
 
@@ -243,8 +272,15 @@ class Acl:
 HOMES = (UserPolicies, OutboundNat, Route, ProviderAddress, PortMapping, Acl)
 
 
-def endpoint_policies(flavor: Any, netconf: Any, network: Any, addresses: Sequence[Any], mappings: Sequence[Any],
-                      form: Any, has_feature: Callable[[str], bool]) -> list[dict]:
+def endpoint_policies(
+    flavor: Any,
+    netconf: Any,
+    network: Any,
+    addresses: Sequence[Any],
+    mappings: Sequence[Any],
+    form: Any,
+    has_feature: Callable[[str], bool],
+) -> list[dict]:
     """Every policy an endpoint of this config gets, in ``form``: the user's, the flavor's
     automatic ones (once ``network`` is known), one per port mapping, loopback DSR per address,
     then the ACLs. The lifecycle sends it (and checks it before IPAM, with no network and no
@@ -282,8 +318,15 @@ def _contains(have: Any, want: Any) -> bool:
         if not isinstance(have, dict):
             return False
         low = {str(k).lower(): v for k, v in have.items()}
-        return all(str(k).lower() in low and (_same_protocol(low["protocol"], v) if str(k).lower() == "protocol"
-                                              else _contains(low[str(k).lower()], v)) for k, v in want.items())
+        return all(
+            str(k).lower() in low
+            and (
+                _same_protocol(low["protocol"], v)
+                if str(k).lower() == "protocol"
+                else _contains(low[str(k).lower()], v)
+            )
+            for k, v in want.items()
+        )
     if isinstance(want, list):
         return isinstance(have, list) and len(have) == len(want) and all(_contains(h, w) for h, w in zip(have, want))
     if isinstance(want, str) and isinstance(have, str):

@@ -11,6 +11,7 @@ anything else — attached to a live sandbox on any network, flanneld's, or not 
 touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
 endpoint's name, ID, addresses and why.
 """
+
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
@@ -35,10 +36,13 @@ def replace_elsewhere(api: Any, ep: Any, pod: str) -> None:
     """The pod's endpoint name on another network: removed when its sandbox is gone, else code
     11 naming it (the caller releases the pod's reservation)."""
     if api.in_use(ep):
-        raise CniError(TRY_AGAIN_LATER, f"HNS endpoint {ep.name} ({ep.id}) for {pod} exists on another network "
-                       f"({ep.network_id}) and is {ownership.ATTACHED}; it was left alone",
-                       _RELEASED + f"delete that endpoint if it is a leftover (hnsctl endpoint delete {ep.id}), "
-                       "then the runtime's retry succeeds")
+        raise CniError(
+            TRY_AGAIN_LATER,
+            f"HNS endpoint {ep.name} ({ep.id}) for {pod} exists on another network "
+            f"({ep.network_id}) and is {ownership.ATTACHED}; it was left alone",
+            _RELEASED + f"delete that endpoint if it is a leftover (hnsctl endpoint delete {ep.id}), "
+            "then the runtime's retry succeeds",
+        )
     remove(api, ep, "it is on another network and its sandbox is gone; this ADD creates the pod's endpoint anew")
 
 
@@ -54,13 +58,20 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
         problem = ownership.endpoint_kept(ep.name or "", network_name, api.in_use(ep))
         if not problem:
             continue
-        raise CniError(TRY_AGAIN_LATER, f"address {ip} for {pod} is held by HNS endpoint {ep.name} ({ep.id}), which is {problem}; "
-                       "it was left alone",
-                       _RELEASED + "if that endpoint is a leftover, delete it "
-                       f"(hnsctl endpoint delete {ep.id}) or run the network's GC, then the runtime's retry succeeds")
+        raise CniError(
+            TRY_AGAIN_LATER,
+            f"address {ip} for {pod} is held by HNS endpoint {ep.name} ({ep.id}), which is {problem}; "
+            "it was left alone",
+            _RELEASED + "if that endpoint is a leftover, delete it "
+            f"(hnsctl endpoint delete {ep.id}) or run the network's GC, then the runtime's retry succeeds",
+        )
     for ep in holders:
-        remove(api, ep, f"it holds {', '.join(sorted(wanted & set(ep.ip_addresses)))}, which IPAM assigned to {pod}, "
-                        "and its sandbox is gone")
+        remove(
+            api,
+            ep,
+            f"it holds {', '.join(sorted(wanted & set(ep.ip_addresses)))}, which IPAM assigned to {pod}, "
+            "and its sandbox is gone",
+        )
     return bool(holders)
 
 

@@ -8,6 +8,7 @@ imports before the run-time hook runs cannot come from the pack: ``BOOT``. Those
 ``encodings`` through zipimport, one open of one file, instead of listing a folder of 120 codecs
 and opening each module it needs as a loose file (7-18 ms of every start under Wine, #33).
 """
+
 import marshal
 import os
 import zipfile
@@ -23,7 +24,7 @@ _HEADER = 16  # a .pyc's magic, flags and source stamp (PEP 552), before the mar
 
 def module_name(dest: str) -> tuple[str, bool]:
     """``('a.b', is_package)`` of a collected ``a/b.pyc`` or ``a/b/__init__.pyc``."""
-    parts = dest[:-len(".pyc")].replace("\\", "/").split("/")
+    parts = dest[: -len(".pyc")].replace("\\", "/").split("/")
     if parts[-1] == "__init__":
         return ".".join(parts[:-1]), True
     return ".".join(parts), False

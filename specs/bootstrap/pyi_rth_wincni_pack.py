@@ -12,6 +12,7 @@ data files beside them (our JSON Schemas, jsonschema's metaschemas) are found as
 the command's first import, from the executable itself: it may import nothing that is not built in
 or already loaded.
 """
+
 import _thread
 import marshal
 import os

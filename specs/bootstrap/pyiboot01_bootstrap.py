@@ -7,6 +7,7 @@ each a round trip to the Wine server in the Windows lane (#33). A wincni bundle 
 pywin32 and nothing for the ctypes hook to do (specs/bootstrap/pyimod03_ctypes.py), so this one
 keeps only what a command relies on: PyInstaller's importer and ``sys.frozen``.
 """
+
 import sys
 
 import pyimod02_importers

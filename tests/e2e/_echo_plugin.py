@@ -4,6 +4,7 @@ Its own module is its handler module, so it works both as ``python _echo_plugin.
 ``python -m``. ADD answers with a fixed address; ``"crash": true`` in the config makes it fail
 unexpectedly.
 """
+
 import sys
 
 from plugins.cni import skel

@@ -1,4 +1,5 @@
 """What the attacker tests of test_security.py and test_install_security.py share."""
+
 import shutil
 import tempfile
 from pathlib import Path

@@ -5,6 +5,7 @@ whose reader went away): no traceback, no message on stderr.
 Each command is a real process whose stdout is a pipe whose reader (a real ``head -c 0``
 process) has already exited, so its first write fails with EPIPE every time, however little it
 writes (a pipe with a live reader would buffer a small output and hide the bug)."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,14 @@ def closed_run(node: Node, argv: list[str], stdin: bytes = b"", **env: str) -> s
     os.close(read)
     reader.wait(timeout=30)  # gone: the pipe has no reader left
     try:
-        return subprocess.run([str(VENV_BIN / argv[0]), *argv[1:]], input=stdin, stdout=write,
-                              stderr=subprocess.PIPE, env={**node.env, **env}, timeout=120)
+        return subprocess.run(
+            [str(VENV_BIN / argv[0]), *argv[1:]],
+            input=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env={**node.env, **env},
+            timeout=120,
+        )
     finally:
         os.close(write)
 
@@ -62,9 +69,19 @@ def commands(node: Node) -> dict[str, tuple[list[str], bytes, dict]]:
     }
 
 
-NAMES = ["win-bridge VERSION", "win-overlay error", "host-local ADD", "flannel VERSION", "hnsctl network create",
-         "hnsctl dump json", "wincni doctor json", "wincni doctor table", "wincni install dry-run json",
-         "wincni reclaim", "wincni reclaim json"]
+NAMES = [
+    "win-bridge VERSION",
+    "win-overlay error",
+    "host-local ADD",
+    "flannel VERSION",
+    "hnsctl network create",
+    "hnsctl dump json",
+    "wincni doctor json",
+    "wincni doctor table",
+    "wincni install dry-run json",
+    "wincni reclaim",
+    "wincni reclaim json",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -77,7 +94,13 @@ def test_a_closed_stdout_ends_the_command_quietly(node: Node, name: str) -> None
 def test_every_command_is_covered(node: Node) -> None:
     assert list(commands(node)) == NAMES
     assert {argv[0] for argv, _, _ in commands(node).values()} == {
-        "win-bridge", "win-overlay", "host-local", "flannel", "hnsctl", "wincni"}
+        "win-bridge",
+        "win-overlay",
+        "host-local",
+        "flannel",
+        "hnsctl",
+        "wincni",
+    }
 
 
 @pytest.mark.parametrize("name", ["win-bridge VERSION", "win-overlay error", "hnsctl dump json", "wincni doctor json"])
@@ -86,6 +109,15 @@ def test_a_stdout_that_fails_otherwise_is_an_error_said_in_one_line(node: Node, 
     one line on stderr naming the program and why, no traceback."""
     argv, stdin, env = commands(node)[name]
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([str(VENV_BIN / argv[0]), *argv[1:]], input=stdin, stdout=full, stderr=subprocess.PIPE,
-                              env={**node.env, **env}, timeout=120)
-    assert (proc.returncode, proc.stderr.decode()) == (1, f"{argv[0]}: cannot write to stdout: No space left on device\n")
+        proc = subprocess.run(
+            [str(VENV_BIN / argv[0]), *argv[1:]],
+            input=stdin,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env={**node.env, **env},
+            timeout=120,
+        )
+    assert (proc.returncode, proc.stderr.decode()) == (
+        1,
+        f"{argv[0]}: cannot write to stdout: No space left on device\n",
+    )

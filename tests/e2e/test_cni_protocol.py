@@ -1,4 +1,5 @@
 """The CNI protocol as the kubelet/containerd see it: a plugin process, env + stdin in, one JSON out."""
+
 import json
 import os
 import subprocess
@@ -12,8 +13,14 @@ from plugins.cni import version as ver
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = Path(__file__).with_name("_echo_plugin.py")
-ENV = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "0123abcd", "CNI_NETNS": "/var/run/netns/cni-1",
-       "CNI_IFNAME": "eth0", "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAME=web-0", "CNI_PATH": "/opt/cni/bin"}
+ENV = {
+    "CNI_COMMAND": "ADD",
+    "CNI_CONTAINERID": "0123abcd",
+    "CNI_NETNS": "/var/run/netns/cni-1",
+    "CNI_IFNAME": "eth0",
+    "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAME=web-0",
+    "CNI_PATH": "/opt/cni/bin",
+}
 CONF = {"cniVersion": "1.0.0", "name": "cbr0", "type": "echo"}
 DROP = object()  # an env row value meaning "unset this variable"
 SUPPORTED_TEXT = ", ".join(ver.SUPPORTED)
@@ -58,8 +65,13 @@ BAD_INPUTS = [
     ("no container id", {"CNI_CONTAINERID": DROP}, CONF, 4, ["CNI_CONTAINERID"]),
     ("no netns", {"CNI_NETNS": DROP}, CONF, 4, ["CNI_NETNS"]),
     ("no ifname", {"CNI_IFNAME": DROP}, CONF, 4, ["CNI_IFNAME"]),
-    ("all missing at once", {"CNI_CONTAINERID": DROP, "CNI_NETNS": DROP, "CNI_IFNAME": DROP}, CONF, 4,
-     ["[CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME]"]),
+    (
+        "all missing at once",
+        {"CNI_CONTAINERID": DROP, "CNI_NETNS": DROP, "CNI_IFNAME": DROP},
+        CONF,
+        4,
+        ["[CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME]"],
+    ),
     ("CHECK without netns", {"CNI_COMMAND": "CHECK", "CNI_NETNS": DROP}, conf(cniVersion="0.4.0"), 4, ["CNI_NETNS"]),
     ("DEL without ifname", {"CNI_COMMAND": "DEL", "CNI_IFNAME": DROP}, CONF, 4, ["CNI_IFNAME"]),
     ("container id starts with -", {"CNI_CONTAINERID": "-abc"}, CONF, 4, ["containerID", "-abc"]),
@@ -79,16 +91,20 @@ BAD_INPUTS = [
     ("absurd nesting", {}, b"[" * 100_000, 6, ["unmarshall network config"]),
     ("missing name", {}, {"cniVersion": "1.0.0"}, 7, ["missing network name"]),
     ("bad name", {}, conf(name="my net"), 7, ["network name", "my net"]),
-    ("unsupported cniVersion", {}, conf(cniVersion="0.5.0"), 1,
-     ['config is "0.5.0"', '["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]']),
+    (
+        "unsupported cniVersion",
+        {},
+        conf(cniVersion="0.5.0"),
+        1,
+        ['config is "0.5.0"', '["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]'],
+    ),
     ("CHECK with 0.3.1", {"CNI_COMMAND": "CHECK"}, conf(cniVersion="0.3.1"), 1, ["CHECK", "0.4.0"]),
     ("GC with 1.0.0", {"CNI_COMMAND": "GC"}, CONF, 1, ["GC", "1.1.0"]),
     ("STATUS with 1.0.0", {"CNI_COMMAND": "STATUS"}, CONF, 1, ["STATUS", "1.1.0"]),
 ]
 
 
-@pytest.mark.parametrize("env, stdin, code, words",
-                         [pytest.param(*row[1:], id=row[0]) for row in BAD_INPUTS])
+@pytest.mark.parametrize("env, stdin, code, words", [pytest.param(*row[1:], id=row[0]) for row in BAD_INPUTS])
 def test_bad_input_is_one_cni_error_naming_the_field(env, stdin, code, words):
     proc = run_plugin(env, stdin)
     doc = proc.error()
@@ -108,13 +124,16 @@ def test_no_command_prints_about_on_stderr_and_exits_0():
     assert proc.stderr.startswith("echo ") and f"CNI protocol versions supported: {SUPPORTED_TEXT}" in proc.stderr
 
 
-@pytest.mark.parametrize("stdin, reported", [
-    (conf(cniVersion="0.4.0"), "0.4.0"),
-    ({"name": "cbr0"}, "1.1.0"),
-    (b"", "1.1.0"),
-    (b"garbage", "1.1.0"),
-    (b"[" * 100_000, "1.1.0"),
-])
+@pytest.mark.parametrize(
+    "stdin, reported",
+    [
+        (conf(cniVersion="0.4.0"), "0.4.0"),
+        ({"name": "cbr0"}, "1.1.0"),
+        (b"", "1.1.0"),
+        (b"garbage", "1.1.0"),
+        (b"[" * 100_000, "1.1.0"),
+    ],
+)
 def test_version_reports_supported_versions(stdin, reported):
     proc = run_plugin({"CNI_COMMAND": "VERSION", "CNI_IFNAME": DROP}, stdin)
     assert proc.rc == 0
@@ -124,8 +143,11 @@ def test_version_reports_supported_versions(stdin, reported):
 def test_add_prints_one_result_in_the_configs_version():
     proc = run_plugin(stdin=conf(cniVersion="0.3.1"))
     assert proc.rc == 0, proc
-    assert json.loads(proc.stdout) == {"cniVersion": "0.3.1", "dns": {}, "ips": [
-        {"version": "4", "address": "10.0.0.5/24", "gateway": "10.0.0.1"}]}
+    assert json.loads(proc.stdout) == {
+        "cniVersion": "0.3.1",
+        "dns": {},
+        "ips": [{"version": "4", "address": "10.0.0.5/24", "gateway": "10.0.0.1"}],
+    }
 
 
 def test_runs_as_python_dash_m_too():

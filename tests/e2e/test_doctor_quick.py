@@ -1,5 +1,6 @@
 """``wincni doctor --quick``, the DaemonSet's readiness probe: the checks that decide whether a pod
 can get a network now, as a process, and nothing on the node written (not even host-local's lock)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -31,10 +32,23 @@ def snapshot(root: Path) -> dict[str, tuple]:
 
 
 def quick(node: Node) -> subprocess.CompletedProcess:
-    return subprocess.run([str(VENV_BIN / "wincni"), "doctor", "--quick", "--cni-conf", str(node.conf_dir),
-                           "--cni-bin-dir", str(node.bin), "--source-vip", str(node.source_vip)],
-                          env={k: v for k, v in node.env.items() if k != "LIBHNS_JOURNAL"},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            str(VENV_BIN / "wincni"),
+            "doctor",
+            "--quick",
+            "--cni-conf",
+            str(node.conf_dir),
+            "--cni-bin-dir",
+            str(node.bin),
+            "--source-vip",
+            str(node.source_vip),
+        ],
+        env={k: v for k, v in node.env.items() if k != "LIBHNS_JOURNAL"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_healthy_node_is_ready_and_nothing_is_written(tmp_path: Path) -> None:

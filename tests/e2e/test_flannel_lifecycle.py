@@ -5,6 +5,7 @@ unchanged. host-local's store is moved with flannel's top-level ``ipam.dataDir``
 extra keys merged into the delegate's host-local config), so the tests never touch
 /var/lib/cni/networks.
 """
+
 from __future__ import annotations
 
 import ipaddress

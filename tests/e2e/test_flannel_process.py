@@ -3,6 +3,7 @@
 The delegate is a fake plugin on CNI_PATH that records what it was given and prints a result, so
 these tests see exactly what flannel sends and prints, independently of win-bridge / win-overlay.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,12 @@ from testdata import FIXTURES, GOLDENS
 GOLDEN = GOLDENS / "flannel-win-bridge.json"
 VENV_BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
-RESULT = {"cniVersion": "0.3.1", "interfaces": [{"name": "x_cbr0", "mac": "00-15-5D-52-C0-01"}],
-          "ips": [{"version": "4", "address": "10.244.4.2/24", "gateway": "10.244.4.2"}], "dns": {}}
+RESULT = {
+    "cniVersion": "0.3.1",
+    "interfaces": [{"name": "x_cbr0", "mac": "00-15-5D-52-C0-01"}],
+    "ips": [{"version": "4", "address": "10.244.4.2/24", "gateway": "10.244.4.2"}],
+    "dns": {},
+}
 
 FAKE = f"""#!{sys.executable} -S
 import json, os, sys
@@ -48,8 +53,9 @@ class RecordingNode(Node):
             (self.bin / name).write_text(FAKE)
             (self.bin / name).chmod(0o755)
         self.record = root / "record.jsonl"
-        self.env.update(CNI_CONTAINERID="pod1", CNI_NETNS="none", FAKE_RECORD=str(self.record),
-                        FAKE_RESULT=json.dumps(RESULT))
+        self.env.update(
+            CNI_CONTAINERID="pod1", CNI_NETNS="none", FAKE_RECORD=str(self.record), FAKE_RESULT=json.dumps(RESULT)
+        )
 
     def flannel_conf(self, fixture: str = "cni.conf.l2bridge-v1.json", **changes) -> dict:
         return super().flannel_conf(fixture, ipam_store=False, **changes)
@@ -68,12 +74,15 @@ class RecordingNode(Node):
 pytestmark = pytest.mark.node(build=RecordingNode)
 
 
-@pytest.mark.parametrize("fixture, net_conf, plugin", [
-    ("cni.conf.l2bridge-v1.json", "net-conf.host-gw.json", "win-bridge"),
-    ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "win-bridge"),
-    ("cni.conf.overlay-v1.json", "net-conf.vxlan.json", "win-overlay"),
-    ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "win-overlay"),
-])
+@pytest.mark.parametrize(
+    "fixture, net_conf, plugin",
+    [
+        ("cni.conf.l2bridge-v1.json", "net-conf.host-gw.json", "win-bridge"),
+        ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "win-bridge"),
+        ("cni.conf.overlay-v1.json", "net-conf.vxlan.json", "win-overlay"),
+        ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "win-overlay"),
+    ],
+)
 def test_add_then_del_with_every_node_fixture(node, fixture, net_conf, plugin):
     node.net_conf.write_bytes((FIXTURES / net_conf).read_bytes())
     conf = node.flannel_conf(fixture)
@@ -81,10 +90,20 @@ def test_add_then_del_with_every_node_fixture(node, fixture, net_conf, plugin):
     assert (rc, out) == (0, RESULT)  # the delegate's result, printed unchanged
     [add] = node.calls()
     sent = json.loads(add["stdin"])
-    assert (add["plugin"], add["cmd"], add["env"]["CNI_CONTAINERID"], add["env"]["CNI_IFNAME"]) == (plugin, "ADD", "pod1", "eth0")
-    assert sent == {**json.loads((FIXTURES / fixture).read_text())["delegate"], "name": conf["name"],
-                    "ipMasq": True, "ipMasqNetwork": "10.244.0.0/16", "cniVersion": conf["cniVersion"],
-                    "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    assert (add["plugin"], add["cmd"], add["env"]["CNI_CONTAINERID"], add["env"]["CNI_IFNAME"]) == (
+        plugin,
+        "ADD",
+        "pod1",
+        "eth0",
+    )
+    assert sent == {
+        **json.loads((FIXTURES / fixture).read_text())["delegate"],
+        "name": conf["name"],
+        "ipMasq": True,
+        "ipMasqNetwork": "10.244.0.0/16",
+        "cniVersion": conf["cniVersion"],
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
     assert node.saved() == {"pod1": add["stdin"].encode()}  # saved before the delegate ran, the same bytes
 
     assert node.flannel("DEL", conf) == (0, None)
@@ -98,7 +117,12 @@ def test_the_recorded_go_run_saves_and_deletes_like_the_reference(node):
     golden = json.loads(GOLDEN.read_text())
     add, delete = golden["steps"]
     node.subnet_env.write_text(golden["initial_files"]["/run/flannel/subnet.env"])
-    conf = {**add["stdin"], "subnetFile": str(node.subnet_env), "dataDir": str(node.flannel_dir), "netConf": str(node.net_conf)}
+    conf = {
+        **add["stdin"],
+        "subnetFile": str(node.subnet_env),
+        "dataDir": str(node.flannel_dir),
+        "netConf": str(node.net_conf),
+    }
     env = {k: v for k, v in add["env"].items() if k not in ("CNI_PATH", "CNI_COMMAND")}
     assert node.flannel("ADD", conf, **env)[0] == 0
     cid = add["env"]["CNI_CONTAINERID"]
@@ -128,7 +152,11 @@ def test_dockershim_pause_and_app_container_share_one_saved_config(node):
     assert node.flannel("DEL", conf, CNI_CONTAINERID="pause1", CNI_NETNS="none") == (0, None)
     assert node.saved() == {}
     assert [(c["cmd"], c["env"]["CNI_CONTAINERID"]) for c in node.calls()] == [
-        ("ADD", "pause1"), ("ADD", "app1"), ("DEL", "app1"), ("DEL", "pause1")]
+        ("ADD", "pause1"),
+        ("ADD", "app1"),
+        ("DEL", "app1"),
+        ("DEL", "pause1"),
+    ]
 
 
 def test_missing_subnet_env_is_try_again_later_naming_the_path(node):
@@ -143,7 +171,10 @@ def test_malformed_subnet_env_lists_what_is_missing(node):
     node.subnet_env.write_text("FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.4.1/24\r\n")
     rc, out = node.flannel("ADD", node.flannel_conf())
     assert (rc, out["code"]) == (1, 7)
-    assert out["msg"] == f"failed to load flannel 'subnet.env' file: {node.subnet_env} is missing FLANNEL_MTU, FLANNEL_IPMASQ"
+    assert (
+        out["msg"]
+        == f"failed to load flannel 'subnet.env' file: {node.subnet_env} is missing FLANNEL_MTU, FLANNEL_IPMASQ"
+    )
     assert "Check the flannel pod log for this node" in out["details"]
 
 
@@ -163,12 +194,15 @@ def test_the_delegate_type_follows_the_backend_when_the_config_has_none(node):
     assert [c["plugin"] for c in node.calls()] == ["win-overlay"]
 
 
-@pytest.mark.parametrize("change, code, text", [
-    ({"delegate": {"type": "win-bridge", "name": "x"}}, 7, "'delegate' dictionary must not have 'name' field"),
-    ({"delegate": {"ipam": {"type": "host-local"}}}, 7, "'delegate' dictionary must not have 'ipam' field"),
-    ({"subnetFile": 7}, 7, "subnetFile: 7 is invalid"),
-    ({"delegate": {"type": "no-such-plugin"}}, 999, 'failed to find plugin "no-such-plugin"'),
-])
+@pytest.mark.parametrize(
+    "change, code, text",
+    [
+        ({"delegate": {"type": "win-bridge", "name": "x"}}, 7, "'delegate' dictionary must not have 'name' field"),
+        ({"delegate": {"ipam": {"type": "host-local"}}}, 7, "'delegate' dictionary must not have 'ipam' field"),
+        ({"subnetFile": 7}, 7, "subnetFile: 7 is invalid"),
+        ({"delegate": {"type": "no-such-plugin"}}, 999, 'failed to find plugin "no-such-plugin"'),
+    ],
+)
 def test_bad_config_is_a_cni_error_and_nothing_else_on_stdout(node, change, code, text):
     rc, out = node.flannel("ADD", node.flannel_conf(**change))
     assert (rc, out["code"]) == (1, code) and text in out["msg"]
@@ -221,6 +255,7 @@ def test_a_corrupt_saved_config_is_named(node):
 
 # ---------------------------------------------------------------- STATUS / GC (CNI 1.1.0)
 
+
 def test_status_reads_the_lease_then_asks_the_delegate(node):
     conf = node.flannel_conf(cniVersion="1.1.0")
     assert node.flannel("STATUS", conf) == (0, None)
@@ -242,16 +277,20 @@ def test_status_without_a_usable_lease(node, content, code):
 
 
 def gc_conf(node: RecordingNode, *alive: str) -> dict:
-    return node.flannel_conf(cniVersion="1.1.0", **{"cni.dev/valid-attachments": [
-        {"containerID": cid, "ifname": "eth0"} for cid in alive]})
+    return node.flannel_conf(
+        cniVersion="1.1.0", **{"cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"} for cid in alive]}
+    )
 
 
 def test_gc_forwards_to_each_delegate_type_then_drops_dead_attachments(node):
     conf = node.flannel_conf(cniVersion="1.1.0")
     for cid in ("pod1", "pod2"):
         node.flannel("ADD", conf, CNI_CONTAINERID=cid)
-    (node.flannel_dir / "old-overlay-pod").write_text(json.dumps({"name": "cbr0", "type": "win-overlay", "cniVersion": "0.2.0",
-                                                               "runtimeConfig": {"portMappings": []}}))
+    (node.flannel_dir / "old-overlay-pod").write_text(
+        json.dumps(
+            {"name": "cbr0", "type": "win-overlay", "cniVersion": "0.2.0", "runtimeConfig": {"portMappings": []}}
+        )
+    )
     (node.flannel_dir / "other-net-pod").write_text(json.dumps({"name": "vxlan0", "type": "win-overlay"}))
     node.calls()
     assert node.flannel("GC", gc_conf(node, "pod1")) == (0, None)
@@ -280,21 +319,29 @@ def test_a_failed_delegate_gc_prunes_nothing(node):
 
 # ---------------------------------------------------------------- the executables
 
+
 @pytest.mark.parametrize("argv", [[str(VENV_BIN / "flannel")], [sys.executable, "-m", "plugins.flannel"]])
 def test_the_console_script_and_module_run_add(node, argv):
     env = {**node.env, "CNI_COMMAND": "ADD", "PATH": os.environ.get("PATH", "")}
-    proc = subprocess.run(argv, input=json.dumps(node.flannel_conf()).encode(), env=env, capture_output=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        argv, input=json.dumps(node.flannel_conf()).encode(), env=env, capture_output=True, cwd=REPO, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == RESULT and proc.stderr == b""
-    proc = subprocess.run(argv, input=b"{}", env={**env, "CNI_COMMAND": "VERSION"}, capture_output=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        argv, input=b"{}", env={**env, "CNI_COMMAND": "VERSION"}, capture_output=True, cwd=REPO, timeout=60
+    )
     assert "1.1.0" in json.loads(proc.stdout)["supportedVersions"]
 
 
-@pytest.mark.parametrize("edit,field", [
-    ({"delegate": "win-bridge"}, "delegate"),
-    ({"subnetFile": 5}, "subnetFile"),
-    ({"runtimeConfig": []}, "runtimeConfig"),
-])
+@pytest.mark.parametrize(
+    "edit,field",
+    [
+        ({"delegate": "win-bridge"}, "delegate"),
+        ({"subnetFile": 5}, "subnetFile"),
+        ({"runtimeConfig": []}, "runtimeConfig"),
+    ],
+)
 def test_del_tolerates_fields_edited_since_add_but_not_a_lost_data_dir(node, edit, field, capfd):
     conf = node.flannel_conf()
     assert node.flannel("ADD", conf)[0] == 0

@@ -2,6 +2,7 @@
 
 Runs against the one-folder bundle ``dist/wincni/`` (``make dist``, or ``build.ps1`` on Windows) or ``WINCNI_DIST``.
 """
+
 import json
 import os
 import subprocess
@@ -13,7 +14,6 @@ import pytest
 
 from plugins import registry
 from plugins.cni import version as ver
-
 from testdata import require_frozen
 
 DIST = Path(os.environ.get("WINCNI_DIST") or Path(__file__).resolve().parents[2] / "dist" / "wincni")
@@ -49,15 +49,18 @@ def test_version_loads_only_the_extension_modules_it_uses():
     specs/bootstrap/pyimod03_ctypes.py instead. VERSION reads and writes JSON, nothing more."""
     proc = run_exe("host-local", {"CNI_COMMAND": "VERSION", "LD_DEBUG": "files"}, b'{"cniVersion": "1.0.0"}')
     assert proc.returncode == 0, proc.stderr
-    loaded = {line.rsplit("/", 1)[-1].split(".")[0] for line in proc.stderr.decode().splitlines()
-              if "calling init:" in line and "lib-dynload" in line}
+    loaded = {
+        line.rsplit("/", 1)[-1].split(".")[0]
+        for line in proc.stderr.decode().splitlines()
+        if "calling init:" in line and "lib-dynload" in line
+    }
     assert loaded == {"_struct", "zlib", "_json"}, loaded
 
 
 def test_the_python_modules_come_from_one_pack_file():
     """Loose .pyc files cost a stat and an open each (specs/bootstrap/pyi_rth_wincni_pack.py): none
     is left; what starts the interpreter before the pack's run-time hook is in base_library.zip."""
-    contents, = (p for p in DIST.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
+    (contents,) = (p for p in DIST.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
     assert (contents / "wincni.pack").is_file()
     assert not list(contents.rglob("*.pyc"))  # what starts the interpreter is in base_library.zip
     with zipfile.ZipFile(contents / "base_library.zip") as zf:
@@ -95,8 +98,11 @@ def test_wincni_doctor_runs_every_check(tmp_path):
     """The operator executable carries its checks and netaddr (--reach parses with it); on an empty
     node every check reports, none crashes: config fails, those that need it are not checked."""
     env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
-    proc = run_exe("wincni", env, args=("doctor", "--cni-conf", str(tmp_path), "--cni-bin-dir", str(DIST),
-                                        "--reach", "8.8.8.8", "-o", "json"))
+    proc = run_exe(
+        "wincni",
+        env,
+        args=("doctor", "--cni-conf", str(tmp_path), "--cni-bin-dir", str(DIST), "--reach", "8.8.8.8", "-o", "json"),
+    )
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
     checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
     assert checks["config"]["status"] == "fail" and "holds no *.conf" in checks["config"]["message"]
@@ -109,27 +115,49 @@ def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     (its about text) and runs a pod through the installed config on the simulator."""
     from hnsnode import Node
     from testdata import FIXTURES
+
     node = Node(tmp_path)
     env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": node.env["LIBHNS_SIM_DIR"]}
     bin_dir = node.cni_bin
-    proc = run_exe("wincni", env, args=("install", "--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(node.conf_dir),
-                                        "--net-conf", str(FIXTURES / "net-conf.vxlan.json"),
-                                        "--containerd-config", str(tmp_path / "none.toml"), "-o", "json"))
+    proc = run_exe(
+        "wincni",
+        env,
+        args=(
+            "install",
+            "--cni-bin-dir",
+            str(bin_dir),
+            "--cni-conf-dir",
+            str(node.conf_dir),
+            "--net-conf",
+            str(FIXTURES / "net-conf.vxlan.json"),
+            "--containerd-config",
+            str(tmp_path / "none.toml"),
+            "-o",
+            "json",
+        ),
+    )
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     build = json.loads(proc.stdout)["build"]
     assert (bin_dir / f"_wincni-{build}").is_dir() and (DIST / f"_wincni-{build}").is_dir()
     from tools.wincni.layout import embedded_build
+
     assert {embedded_build((bin_dir / f"{c}{SUFFIX}").read_bytes()) for c in (*PLUGINS, "wincni")} == {build}
     about = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], capture_output=True, timeout=120, env={})
     assert f"built {build.rsplit('-', 1)[1]}" in about.stderr.decode(), about.stderr
 
     node.overlay().lease()
     doc = node.read_cni_conf()
-    conf = {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0],
-            "subnetFile": str(node.subnet_env), "dataDir": str(node.flannel_dir),
-            "ipam": {"dataDir": str(node.ipam_dir)}}
+    conf = {
+        "cniVersion": doc["cniVersion"],
+        "name": doc["name"],
+        **doc["plugins"][0],
+        "subnetFile": str(node.subnet_env),
+        "dataDir": str(node.flannel_dir),
+        "ipam": {"dataDir": str(node.ipam_dir)},
+    }
     pod = dict(ADD, CNI_NETNS=node.sandbox("v2", "pod"), CNI_PATH=str(bin_dir), **env)
-    proc = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], input=json.dumps(conf).encode(), capture_output=True,
-                          timeout=120, env=pod)
+    proc = subprocess.run(
+        [str(bin_dir / f"flannel{SUFFIX}")], input=json.dumps(conf).encode(), capture_output=True, timeout=120, env=pod
+    )
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert json.loads(proc.stdout)["ips"][0]["address"].startswith("10.244.4.")

@@ -5,23 +5,24 @@ a spec code; nothing escapes as an exception or a traceback; a failed ADD leaves
 no IP. host-local and the delegates run in-process too (our own plugins on CNI_PATH), so thousands
 of examples fit in about a minute: WINCNI_FUZZ_EXAMPLES sets how many (default 5,000).
 """
+
 from __future__ import annotations
 
 import io
 import itertools
-from collections import Counter
 import json
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hnsnode import SUBNET, Node
-from testdata import FIXTURES
 from plugins.cni.skel import run
+from testdata import FIXTURES
 
 EXAMPLES = int(os.environ.get("WINCNI_FUZZ_EXAMPLES", "5000"))
 SPEC_CODES = {1, 2, 3, 4, 5, 6, 7, 11, 50, 51, 100, 101, 999}
@@ -33,6 +34,7 @@ def _plugins() -> dict:
     from plugins.ipam_host_local.__main__ import SPEC as host_local
     from plugins.win_bridge.__main__ import SPEC as win_bridge
     from plugins.win_overlay.__main__ import SPEC as win_overlay
+
     return {"flannel": flannel, "win-bridge": win_bridge, "win-overlay": win_overlay, "host-local": host_local}
 
 
@@ -44,14 +46,20 @@ def seeds_of(node: Node) -> list[dict]:
     for name in sorted(p.name for p in FIXTURES.glob("cni.conf.*.json")):
         doc = node.flannel_conf(name)
         out.append(doc)
-        delegate = dict(doc["delegate"], cniVersion="1.1.0", name="vxlan0" if "overlay" in name else "cbr0",
-                        ipam=ipam)
+        delegate = dict(doc["delegate"], cniVersion="1.1.0", name="vxlan0" if "overlay" in name else "cbr0", ipam=ipam)
         delegate.setdefault("type", "win-overlay" if "overlay" in name else "win-bridge")
         out.append(delegate)
     out.append({"cniVersion": "1.1.0", "name": "cbr0", "type": "host-local", "ipam": ipam})
     for plugin, name, subnet in (("win-bridge", "solo0", "10.250.1.0/24"), ("win-overlay", "solo1", "10.250.2.0/24")):
-        out.append({"cniVersion": "1.1.0", "name": name, "type": plugin,  # standalone: creates its network
-                    "network": {"subnet": subnet, "adapter": "Ethernet"}, "ipam": dict(ipam, subnet=subnet)})
+        out.append(
+            {
+                "cniVersion": "1.1.0",
+                "name": name,
+                "type": plugin,  # standalone: creates its network
+                "network": {"subnet": subnet, "adapter": "Ethernet"},
+                "ipam": dict(ipam, subnet=subnet),
+            }
+        )
     return out
 
 
@@ -69,13 +77,35 @@ IDS = itertools.count()  # container IDs, unique over the run
 
 # Values a mutation may write: every JSON type, edge numbers, non-ASCII; no path separators, so a
 # mutated dataDir or subnetFile stays inside the working directory (a temp dir).
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                    st.floats(allow_nan=False), st.text(alphabet=st.characters(blacklist_characters="/\\\x00"),
-                                                        max_size=12),
-                    st.sampled_from(["", "0.0.0.0/0", "10.244.4.300", "::1/129", "fe80::1", "EndpointPolicy",
-                                     "OutBoundNAT", "host-local", "1.1.0", "0.2.0", "9.9.9", "ñetwork", "{}"]))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                      max_leaves=6)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(alphabet=st.characters(blacklist_characters="/\\\x00"), max_size=12),
+    st.sampled_from(
+        [
+            "",
+            "0.0.0.0/0",
+            "10.244.4.300",
+            "::1/129",
+            "fe80::1",
+            "EndpointPolicy",
+            "OutBoundNAT",
+            "host-local",
+            "1.1.0",
+            "0.2.0",
+            "9.9.9",
+            "ñetwork",
+            "{}",
+        ]
+    ),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def _paths(doc, prefix=()):
@@ -106,18 +136,25 @@ def mutated(draw, seeds):
             del parent[path[-1]]
         elif isinstance(parent, dict) and isinstance(path[-1], str):
             parent[path[-1].swapcase()] = parent.pop(path[-1])
-    data = json.dumps(doc, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")  # lone surrogates: bytes that are not UTF-8
+    data = json.dumps(doc, ensure_ascii=draw(st.booleans())).encode(
+        "utf-8", "surrogatepass"
+    )  # lone surrogates: bytes that are not UTF-8
     if draw(st.integers(0, 9)) == 0:
         data = data[: draw(st.integers(0, len(data)))]
     return data
 
 
-envs = st.fixed_dictionaries({}, optional={
-    "CNI_NETNS": st.sampled_from(["none", "container:abc", "{not-a-guid}", "", "c0ffee00-0000-4000-8000-000000000001"]),
-    "CNI_IFNAME": st.sampled_from(["", "eth0", "é" * 20]),
-    "CNI_ARGS": st.sampled_from(["", "IP=10.244.4.9", "K8S_POD_NAME=x;IgnoreUnknown=1", "junk", "IP=300.1.1.1"]),
-    "CNI_PATH": st.sampled_from(["", "/nonexistent"]),
-})
+envs = st.fixed_dictionaries(
+    {},
+    optional={
+        "CNI_NETNS": st.sampled_from(
+            ["none", "container:abc", "{not-a-guid}", "", "c0ffee00-0000-4000-8000-000000000001"]
+        ),
+        "CNI_IFNAME": st.sampled_from(["", "eth0", "é" * 20]),
+        "CNI_ARGS": st.sampled_from(["", "IP=10.244.4.9", "K8S_POD_NAME=x;IgnoreUnknown=1", "junk", "IP=300.1.1.1"]),
+        "CNI_PATH": st.sampled_from(["", "/nonexistent"]),
+    },
+)
 
 
 def _node() -> Node:
@@ -137,10 +174,19 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
     seeds = seeds_of(node)
     outcomes: Counter = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(plugin=st.sampled_from(sorted(plugins)), command=st.sampled_from(COMMANDS), data=mutated(seeds),
-           extra=envs, namespace=st.booleans())
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        plugin=st.sampled_from(sorted(plugins)),
+        command=st.sampled_from(COMMANDS),
+        data=mutated(seeds),
+        extra=envs,
+        namespace=st.booleans(),
+    )
     def one(plugin, command, data, extra, namespace):
         cid = f"fz{next(IDS)}"
         env = {**node.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "none"}
@@ -156,7 +202,9 @@ def test_fuzz_every_plugin_and_command_in_process(monkeypatch):
             assert text == "" or isinstance(json.loads(text), dict), text
             if command == "ADD":  # the runtime's DEL of the same input takes it all away again
                 out = io.StringIO()
-                assert run(plugins[plugin], {**env, "CNI_COMMAND": "DEL"}, io.BytesIO(data), out, err) == 0, out.getvalue()
+                assert run(plugins[plugin], {**env, "CNI_COMMAND": "DEL"}, io.BytesIO(data), out, err) == 0, (
+                    out.getvalue()
+                )
                 assert leftovers(node, cid) == [], (plugin, data)
         else:
             assert rc == 1

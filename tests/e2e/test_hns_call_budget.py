@@ -1,5 +1,6 @@
 """Raw HNS calls per pod command stay within the budgets of `make bench` (not counting Close):
 V2 ADD opens its network once, V2 DEL does not query the endpoint CNI_NETNS already locates."""
+
 from __future__ import annotations
 
 import pytest

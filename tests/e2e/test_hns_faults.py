@@ -1,6 +1,7 @@
 """When HNS misbehaves (issue 21), run as processes against the simulator: every raw HNS call of
 ADD and DEL, V1 and V2, in turn hangs past the deadline (code 11 in time, nothing left, the retry
 converges) or fails transiently as while HNS restarts (retried: the command succeeds)."""
+
 from __future__ import annotations
 
 import time
@@ -59,9 +60,11 @@ def test_a_hung_call_ends_the_command_with_code_11_in_time_and_nothing_leaks(nod
         node.assert_clean(cid)
 
 
-@pytest.mark.parametrize("api, hresult", [("v1", "0x800706BA"), ("v2", "0x800706BA"), ("v2", "0x80070005"),
-                                          ("v1", "0x803B0020")],
-                         ids=["v1-rpc-unavailable", "v2-rpc-unavailable", "v2-access-denied", "v1-manager-stopped"])
+@pytest.mark.parametrize(
+    "api, hresult",
+    [("v1", "0x800706BA"), ("v2", "0x800706BA"), ("v2", "0x80070005"), ("v1", "0x803B0020")],
+    ids=["v1-rpc-unavailable", "v2-rpc-unavailable", "v2-access-denied", "v1-manager-stopped"],
+)
 def test_transient_errors_on_each_call_are_retried(node, api, hresult):
     conf = node.conf()
     add_targets, del_targets = probe(node, conf, api)
@@ -112,8 +115,9 @@ def test_the_command_deadline_bounds_all_calls_together_and_the_undo_gets_its_ow
 
 def test_limits_from_the_environment(node):
     netns = node.sandbox("v2", "p")
-    run = node.run("ADD", node.conf(), "p", netns, LIBHNS_SIM_FAULTS="HcnModifyNamespace=hang:4",
-                   LIBHNS_CALL_TIMEOUT="0.5")
+    run = node.run(
+        "ADD", node.conf(), "p", netns, LIBHNS_SIM_FAULTS="HcnModifyNamespace=hang:4", LIBHNS_CALL_TIMEOUT="0.5"
+    )
     run.failed(11, "HcnModifyNamespace", "per-call timeout 0.5 s")
     node.assert_clean("p")
     run = node.run("ADD", node.conf(), "p", netns, LIBHNS_CALL_TIMEOUT="soon")

@@ -2,6 +2,7 @@
 non-persistent overlay network vanishes with its endpoints and comes back with a new ID. The
 first ADD on it works, CHECK reports the lost endpoint, old pods' DEL releases their addresses,
 and GC — or ``wincni reclaim`` when the runtime never sends GC — gives back the rest."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def restart_and_recreate(node: Node) -> str:
 
 
 def reclaim(node: Node, conf_path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), *args],
-                          env=node.env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), *args],
+        env=node.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_after_an_hns_restart_pods_start_check_reports_del_and_gc_clean_up(node):
@@ -74,9 +80,12 @@ def test_wincni_reclaim_refuses_without_hns(node, tmp_path):
     conf_path = tmp_path / "10-overlay.conf"
     conf_path.write_text(json.dumps(node.conf()))
     node.add(node.conf(), "pod", node.sandbox("v2", "pod"))
-    proc = subprocess.run([str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), "--min-age", "0"],
-                          env={**node.env, "LIBHNS_SIM_FAULTS": "HcnEnumerateNetworks=0x800706BA",
-                               "LIBHNS_COMMAND_TIMEOUT": "1"},
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), "--min-age", "0"],
+        env={**node.env, "LIBHNS_SIM_FAULTS": "HcnEnumerateNetworks=0x800706BA", "LIBHNS_COMMAND_TIMEOUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1 and "RPC_S_SERVER_UNAVAILABLE" in proc.stderr, proc
     assert set(node.ip_files().values()) == {"pod"}

@@ -1,4 +1,5 @@
 """``hnsctl`` run as a process against the simulator, as a user (or the demo) runs it."""
+
 from __future__ import annotations
 
 import json
@@ -16,24 +17,45 @@ CONSOLE = REPO / ".venv" / "bin" / "hnsctl"
 @pytest.fixture
 def hnsctl(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIBHNS_")}
-    env.update({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns"),
-                "PYTHONPATH": str(REPO)})
+    env.update({"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns"), "PYTHONPATH": str(REPO)})
 
     def run(*args: str, ok: bool = True, extra_env: dict | None = None):
-        proc = subprocess.run([sys.executable, "-m", "tools.hnsctl", *args], cwd=tmp_path,
-                              env={**env, **(extra_env or {})}, capture_output=True, text=True,
-                              timeout=30)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.hnsctl", *args],
+            cwd=tmp_path,
+            env={**env, **(extra_env or {})},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if ok:
             assert proc.returncode == 0, proc.stderr
         return proc
+
     run.env = env  # type: ignore[attr-defined]
     return run
 
 
 def test_flannel_style_setup_and_dump(hnsctl):
-    out = hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24",
-                 "--adapter", "Ethernet", "--management-ip", "192.168.1.10", "--vsid", "4097",
-                 "--vxlan-port", "4789", "-o", "json")
+    out = hnsctl(
+        "network",
+        "create",
+        "vxlan0",
+        "--type",
+        "Overlay",
+        "--subnet",
+        "10.244.2.0/24",
+        "--adapter",
+        "Ethernet",
+        "--management-ip",
+        "192.168.1.10",
+        "--vsid",
+        "4097",
+        "--vxlan-port",
+        "4789",
+        "-o",
+        "json",
+    )
     net = json.loads(out.stdout)
     assert net["Type"] == "Overlay" and net["Flags"] == 8
     assert {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}} in net["Policies"]
@@ -42,10 +64,24 @@ def test_flannel_style_setup_and_dump(hnsctl):
     assert subnet["Policies"] == [{"Type": "VSID", "Settings": {"IsolationId": 4097}}]
     assert subnet["Routes"] == [{"NextHop": "10.244.2.1", "DestinationPrefix": "0.0.0.0/0"}]
 
-    hnsctl("network", "create", "cbr0", "--type", "l2bridge", "--subnet", "10.244.1.0/24",
-           "--gateway", "10.244.1.1", "--adapter", "Ethernet")
-    ep = json.loads(hnsctl("endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip",
-                           "10.244.1.2", "--host", "-o", "json").stdout)
+    hnsctl(
+        "network",
+        "create",
+        "cbr0",
+        "--type",
+        "l2bridge",
+        "--subnet",
+        "10.244.1.0/24",
+        "--gateway",
+        "10.244.1.1",
+        "--adapter",
+        "Ethernet",
+    )
+    ep = json.loads(
+        hnsctl(
+            "endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.1.2", "--host", "-o", "json"
+        ).stdout
+    )
     assert ep["IpConfigurations"] == [{"IpAddress": "10.244.1.2", "PrefixLength": 24}]
     v1 = json.loads(hnsctl("endpoint", "show", "cbr0_ep", "--v1", "-o", "json").stdout)
     assert v1["State"] == 2 and v1["VirtualNetworkName"] == "cbr0"
@@ -96,8 +132,7 @@ def test_errors_are_one_line_without_traceback(hnsctl):
 
 
 def test_faults_reach_hnsctl(hnsctl):
-    proc = hnsctl("network", "create", "x", ok=False,
-                  extra_env={"LIBHNS_SIM_FAULTS": "HcnCreateNetwork=0x80070005"})
+    proc = hnsctl("network", "create", "x", ok=False, extra_env={"LIBHNS_SIM_FAULTS": "HcnCreateNetwork=0x80070005"})
     assert proc.returncode == 1 and "E_ACCESSDENIED" in proc.stderr
 
 
@@ -114,27 +149,60 @@ def test_containers_and_version(hnsctl):
 
 @pytest.mark.skipif(not CONSOLE.exists(), reason="console script not installed (run make venv)")
 def test_console_script(hnsctl, tmp_path):
-    proc = subprocess.run([str(CONSOLE), "dump", "-o", "json"], env=hnsctl.env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [str(CONSOLE), "dump", "-o", "json"], env=hnsctl.env, cwd=tmp_path, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"networks": [], "endpoints": [], "namespaces": []}
 
 
 def test_dual_stack_network_create(hnsctl):
     """One IPv4 and one IPv6 --subnet give a dual-stack L2Bridge, each with its family's default route."""
-    net = json.loads(hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24", "--subnet", "fd00:1::/64",
-                            "--gateway", "fd00:1::fe", "-o", "json").stdout)
+    net = json.loads(
+        hnsctl(
+            "network",
+            "create",
+            "cbr0",
+            "--subnet",
+            "10.244.1.0/24",
+            "--subnet",
+            "fd00:1::/64",
+            "--gateway",
+            "fd00:1::fe",
+            "-o",
+            "json",
+        ).stdout
+    )
     assert net["Ipams"][0]["Subnets"] == [
         {"IpAddressPrefix": "10.244.1.0/24", "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]},
-        {"IpAddressPrefix": "fd00:1::/64", "Routes": [{"NextHop": "fd00:1::fe", "DestinationPrefix": "::/0"}]}]
-    v1 = json.loads(hnsctl("network", "create", "v1net", "--v1", "--subnet", "10.244.2.0/24", "--subnet",
-                           "fd00:2::/64", "--adapter", "Ethernet", "-o", "json").stdout)
+        {"IpAddressPrefix": "fd00:1::/64", "Routes": [{"NextHop": "fd00:1::fe", "DestinationPrefix": "::/0"}]},
+    ]
+    v1 = json.loads(
+        hnsctl(
+            "network",
+            "create",
+            "v1net",
+            "--v1",
+            "--subnet",
+            "10.244.2.0/24",
+            "--subnet",
+            "fd00:2::/64",
+            "--adapter",
+            "Ethernet",
+            "-o",
+            "json",
+        ).stdout
+    )
     assert [(s["AddressPrefix"], s["GatewayAddress"]) for s in v1["Subnets"]] == [
-        ("10.244.2.0/24", "10.244.2.1"), ("fd00:2::/64", "fd00:2::1")]
+        ("10.244.2.0/24", "10.244.2.1"),
+        ("fd00:2::/64", "fd00:2::1"),
+    ]
     assert v1["NetworkAdapterName"] == "Ethernet"
-    for args, text in [(("--subnet", "10.0.0.0/24", "--subnet", "10.1.0.0/24"), "one --subnet per IP family"),
-                       (("--subnet", "10.0.0.0/24", "--gateway", "fd00::1"), "needs a --subnet of its IP family"),
-                       (("--subnet", "10.0.0.0/24", "--gateway", "10.9.9.9"), "is not in 10.0.0.0/24")]:
+    for args, text in [
+        (("--subnet", "10.0.0.0/24", "--subnet", "10.1.0.0/24"), "one --subnet per IP family"),
+        (("--subnet", "10.0.0.0/24", "--gateway", "fd00::1"), "needs a --subnet of its IP family"),
+        (("--subnet", "10.0.0.0/24", "--gateway", "10.9.9.9"), "is not in 10.0.0.0/24"),
+    ]:
         proc = hnsctl("network", "create", "bad", *args, ok=False)
         assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)
 
@@ -164,6 +232,7 @@ def test_management_ip_appears_after_the_configured_delay(hnsctl):
     assert not [p for p in show("vxlan0")["Policies"] if p["Type"] == "ProviderAddress"]
     assert "ManagementIP" not in show("cbr0", "--v1")
     import time
+
     time.sleep(0.7)
     assert {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.36"}} in show("vxlan0")["Policies"]
     assert show("cbr0", "--v1")["ManagementIP"] == "10.127.130.36"

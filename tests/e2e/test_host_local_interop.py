@@ -1,5 +1,6 @@
 """host-local interop with the Go reference binary on one store: same bytes, each releases the
 other's reservations, and interleaved or parallel runs never double-allocate."""
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,22 @@ OURS = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "plugins.ipam_host
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
-    not GO.exists(), reason=f"Go host-local not found at {GO}: apt-get install containernetworking-plugins "
-                            "(or set WINCNI_GO_HOST_LOCAL)")
+    not GO.exists(),
+    reason=f"Go host-local not found at {GO}: apt-get install containernetworking-plugins "
+    "(or set WINCNI_GO_HOST_LOCAL)",
+)
 
 
 def start(cmd: list[str], command: str, cid: str, conf: dict) -> subprocess.Popen:
-    env = {"PATH": os.environ.get("PATH", ""), "CNI_COMMAND": command, "CNI_CONTAINERID": cid,
-           "CNI_NETNS": "/var/run/netns/x", "CNI_IFNAME": "eth0", "CNI_PATH": str(GO.parent)}
-    p = subprocess.Popen(cmd, env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_NETNS": "/var/run/netns/x",
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": str(GO.parent),
+    }
+    p = subprocess.Popen(cmd, env=env, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdin.write(json.dumps(conf).encode())
     p.stdin.close()
     return p
@@ -48,8 +56,12 @@ def run(cmd: list[str], command: str, cid: str, conf: dict) -> dict | None:
 @pytest.fixture
 def conf(tmp_path) -> dict:
     # cniVersion 1.0.0: Debian's build (plugins 1.1.x) does not speak 1.1.0.
-    return {"cniVersion": "1.0.0", "name": "mixed", "type": "bridge",
-            "ipam": {"type": "host-local", "subnet": "10.7.0.0/26", "dataDir": str(tmp_path)}}
+    return {
+        "cniVersion": "1.0.0",
+        "name": "mixed",
+        "type": "bridge",
+        "ipam": {"type": "host-local", "subnet": "10.7.0.0/26", "dataDir": str(tmp_path)},
+    }
 
 
 def addr(res: dict) -> str:
@@ -77,7 +89,7 @@ def test_same_bytes_and_round_robin_across_plugins(tmp_path, conf):
 
 def test_each_releases_the_others_reservations(tmp_path, conf):
     d = tmp_path / "mixed"
-    run(OURS, "ADD", "py1", conf)   # our index now exists
+    run(OURS, "ADD", "py1", conf)  # our index now exists
     run([str(GO)], "ADD", "go1", conf)  # written behind its back
     run(OURS, "DEL", "go1", conf)
     run([str(GO)], "DEL", "py1", conf)

@@ -1,5 +1,6 @@
 """host-local as a process (stdin + env), the way a runtime runs it: every CNI version, the
 recorded Go run, 50 parallel ADDs, bad input, and processes killed mid-command."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ import pytest
 from plugins.cni.version import SUPPORTED
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.store import DiskStore
-
 from testdata import GOLDENS
 
 BIN = Path(sys.executable).with_name("host-local")
@@ -25,14 +25,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def env_for(command: str, cid: str = "ctr", ifname: str = "eth0", **extra: str) -> dict:
-    env = {"PATH": os.environ.get("PATH", ""), "CNI_COMMAND": command, "CNI_CONTAINERID": cid,
-           "CNI_NETNS": "/var/run/netns/x", "CNI_IFNAME": ifname, "CNI_PATH": "/opt/cni/bin", **extra}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_NETNS": "/var/run/netns/x",
+        "CNI_IFNAME": ifname,
+        "CNI_PATH": "/opt/cni/bin",
+        **extra,
+    }
     return env
 
 
 def start(command: str, conf: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen(CMD, env=env_for(command, **kw), cwd=REPO, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        CMD, env=env_for(command, **kw), cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def call(command: str, conf: dict, **kw) -> tuple[int, dict | None, str]:
@@ -42,8 +50,12 @@ def call(command: str, conf: dict, **kw) -> tuple[int, dict | None, str]:
 
 
 def netconf(tmp_path, version="1.1.0", subnet="10.1.2.0/24", **ipam) -> dict:
-    return {"cniVersion": version, "name": "hlnet", "type": "bridge",
-            "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(tmp_path), **ipam}}
+    return {
+        "cniVersion": version,
+        "name": "hlnet",
+        "type": "bridge",
+        "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(tmp_path), **ipam},
+    }
 
 
 def assert_store_consistent(d: Path) -> dict:
@@ -61,8 +73,11 @@ def test_every_version_add_check_del(tmp_path, version):
     rc, res, err = call("ADD", conf)
     assert rc == 0 and err == ""
     if version in ("0.1.0", "0.2.0"):
-        assert res == {"cniVersion": version, "ip4": {"ip": "10.1.2.2/24", "gateway": "10.1.2.1",
-                                                       "routes": [{"dst": "0.0.0.0/0"}]}, "dns": {}}
+        assert res == {
+            "cniVersion": version,
+            "ip4": {"ip": "10.1.2.2/24", "gateway": "10.1.2.1", "routes": [{"dst": "0.0.0.0/0"}]},
+            "dns": {},
+        }
     else:
         assert res["cniVersion"] == version and res["ips"][0]["address"] == "10.1.2.2/24"
     if version not in ("0.1.0", "0.2.0", "0.3.0", "0.3.1"):
@@ -76,8 +91,14 @@ def test_recorded_go_run_replays(tmp_path):
     recorded_dir = golden["steps"][0]["stdin"]["ipam"]["dataDir"]
     for step in golden["steps"]:
         conf = json.loads(json.dumps(step["stdin"]).replace(recorded_dir, str(tmp_path)))
-        p = subprocess.run(CMD, env={"PATH": os.environ["PATH"], **step["env"]}, cwd=REPO,
-                           input=json.dumps(conf).encode(), capture_output=True, timeout=60)
+        p = subprocess.run(
+            CMD,
+            env={"PATH": os.environ["PATH"], **step["env"]},
+            cwd=REPO,
+            input=json.dumps(conf).encode(),
+            capture_output=True,
+            timeout=60,
+        )
         assert p.returncode == step["exit_code"], (step["command"], p.stdout)
         got = json.loads(p.stdout) if p.stdout.strip() else None
         want = step["stdout_json"]
@@ -88,8 +109,11 @@ def test_recorded_go_run_replays(tmp_path):
                 got = {k: got[k] for k in want}
         assert got == want, step["command"]
         files = {Path(k).relative_to(recorded_dir).as_posix(): v for k, v in step["files_after"].items()}
-        ours = {f"hlnet/{n}": (tmp_path / "hlnet" / n).read_bytes().decode()
-                for n in os.listdir(tmp_path / "hlnet") if n != idx.INDEX_NAME}
+        ours = {
+            f"hlnet/{n}": (tmp_path / "hlnet" / n).read_bytes().decode()
+            for n in os.listdir(tmp_path / "hlnet")
+            if n != idx.INDEX_NAME
+        }
         assert ours == files, step["command"]
 
 
@@ -104,15 +128,26 @@ def test_fifty_parallel_adds_on_a_slash26(tmp_path):
     assert sorted(o.container_id for o in allocs.values()) == sorted(f"c{i}" for i in range(50))
 
 
-@pytest.mark.parametrize("conf,env,code,fragment", [
-    (b"{not json", {}, 6, "error unmarshall network config"),
-    (json.dumps({"cniVersion": "1.0.0", "name": "n"}).encode(), {}, 7, "IPAM config missing 'ipam' key"),
-    (json.dumps({"cniVersion": "1.0.0", "name": "n", "ipam": {"subnet": "10.0.0.0/33"}}).encode(), {}, 7,
-     "ipam.subnet"),
-    (json.dumps({"cniVersion": "1.0.0", "name": "n", "ipam": {"subnet": "10.0.0.0/24"}}).encode(),
-     {"CNI_ARGS": "IP=1.2.3"}, 4, "invalid IP address 1.2.3"),
-    (json.dumps({"cniVersion": "9.9.9", "name": "n", "ipam": {}}).encode(), {}, 1, "incompatible CNI versions"),
-])
+@pytest.mark.parametrize(
+    "conf,env,code,fragment",
+    [
+        (b"{not json", {}, 6, "error unmarshall network config"),
+        (json.dumps({"cniVersion": "1.0.0", "name": "n"}).encode(), {}, 7, "IPAM config missing 'ipam' key"),
+        (
+            json.dumps({"cniVersion": "1.0.0", "name": "n", "ipam": {"subnet": "10.0.0.0/33"}}).encode(),
+            {},
+            7,
+            "ipam.subnet",
+        ),
+        (
+            json.dumps({"cniVersion": "1.0.0", "name": "n", "ipam": {"subnet": "10.0.0.0/24"}}).encode(),
+            {"CNI_ARGS": "IP=1.2.3"},
+            4,
+            "invalid IP address 1.2.3",
+        ),
+        (json.dumps({"cniVersion": "9.9.9", "name": "n", "ipam": {}}).encode(), {}, 1, "incompatible CNI versions"),
+    ],
+)
 def test_bad_input_is_a_cni_error_never_a_traceback(tmp_path, conf, env, code, fragment):
     p = subprocess.run(CMD, env=env_for("ADD", **env), cwd=tmp_path, input=conf, capture_output=True, timeout=60)
     assert p.returncode == 1
@@ -154,10 +189,17 @@ def test_happy_path_imports_neither_jsonschema_nor_netaddr(tmp_path):
         "env = dict(CNI_COMMAND=sys.argv[1], CNI_CONTAINERID='c', CNI_NETNS='x', CNI_IFNAME='eth0')\n"
         "main(env, io.BytesIO(sys.argv[2].encode()), io.StringIO())\n"
         "print(json.dumps(sorted(m for m in ('jsonschema', 'netaddr', 'plugins.ipam_host_local.commands')"
-        " if m in sys.modules)))\n")
+        " if m in sys.modules)))\n"
+    )
     conf = json.dumps(netconf(tmp_path))
-    loaded = {cmd: json.loads(subprocess.run([sys.executable, "-c", probe, cmd, conf], cwd=REPO, check=True,
-                                             capture_output=True).stdout)
-              for cmd in ("VERSION", "ADD", "DEL")}
-    assert loaded == {"VERSION": [], "ADD": ["plugins.ipam_host_local.commands"],
-                      "DEL": ["plugins.ipam_host_local.commands"]}
+    loaded = {
+        cmd: json.loads(
+            subprocess.run([sys.executable, "-c", probe, cmd, conf], cwd=REPO, check=True, capture_output=True).stdout
+        )
+        for cmd in ("VERSION", "ADD", "DEL")
+    }
+    assert loaded == {
+        "VERSION": [],
+        "ADD": ["plugins.ipam_host_local.commands"],
+        "DEL": ["plugins.ipam_host_local.commands"],
+    }

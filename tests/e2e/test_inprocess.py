@@ -2,6 +2,7 @@
 venv's console scripts on CNI_PATH (one process) and with WINCNI_NO_INPROCESS=1 (three processes)
 give identical results, errors, HNS state, files and log lines, on success and on a failing
 delegate or IPAM."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,9 @@ import re
 import pytest
 
 from hnsnode import VENV_BIN, Node
-from test_flannel_lifecycle import api_of
-
 from plugins.cni.invoke import inprocess_module
 from plugins.registry import sibling
+from test_flannel_lifecycle import api_of
 
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 STAMP = re.compile(r" \d{16,} ")  # the time stamp in host-local's index file
@@ -34,19 +34,31 @@ def scenario(root, fixture: str, no_inprocess: bool) -> dict:
     conf = node.flannel_conf(fixture)
     api = api_of(conf)
     netns = node.sandbox(api, "pod1")
-    runs = [node.run("ADD", conf, "pod1", netns), node.run("DEL", conf, "pod1", netns),
-            # A failing delegate: win-bridge finds no HNS network of that name.
-            node.run("ADD", {**conf, "name": "missing"}, "pod2", node.sandbox(api, "pod2"))]
+    runs = [
+        node.run("ADD", conf, "pod1", netns),
+        node.run("DEL", conf, "pod1", netns),
+        # A failing delegate: win-bridge finds no HNS network of that name.
+        node.run("ADD", {**conf, "name": "missing"}, "pod2", node.sandbox(api, "pod2")),
+    ]
     # A failing IPAM: host-local's store directory is a file.
     (root / "blocked").write_text("")
-    runs.append(node.run("ADD", {**conf, "ipam": {"dataDir": str(root / "blocked")}}, "pod3", node.sandbox(api, "pod3")))
+    runs.append(
+        node.run("ADD", {**conf, "ipam": {"dataDir": str(root / "blocked")}}, "pod3", node.sandbox(api, "pod3"))
+    )
     seen = [(run.rc, run.out) for run in runs]
-    files = {str(p.relative_to(root)): p.read_bytes().decode(errors="replace")
-             for p in sorted(root.rglob("*")) if p.is_file() and p.name != "cni.log" and p.parent.name != "bin"}
+    files = {
+        str(p.relative_to(root)): p.read_bytes().decode(errors="replace")
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "cni.log" and p.parent.name != "bin"
+    }
     events = [json.loads(line) for line in (root / "cni.log").read_text().splitlines()]
-    return {"runs": _norm(seen, root), "hns": _norm(node.hnsctl("dump"), root), "files": _norm(files, root),
-            "log": [(e["plugin"], e["event"], e.get("command"), e.get("code")) for e in events],
-            "inprocess": any(e.get("inprocess") for e in events)}
+    return {
+        "runs": _norm(seen, root),
+        "hns": _norm(node.hnsctl("dump"), root),
+        "files": _norm(files, root),
+        "log": [(e["plugin"], e["event"], e.get("command"), e.get("code")) for e in events],
+        "inprocess": any(e.get("inprocess") for e in events),
+    }
 
 
 @pytest.mark.parametrize("fixture", ["cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"])

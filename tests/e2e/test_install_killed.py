@@ -6,6 +6,7 @@ launchers, before the manifest. After every kill each launcher present still fin
 build's contents folder and nothing in the folders is a link; one install that runs to the end
 then leaves exactly one build, the config, the manifest, and no temporary name behind.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ from pathlib import Path
 
 from hnsnode import VENV_BIN, Node, release
 from plugins import registry
-from tools.wincni import layout
 from testdata import FIXTURES
+from tools.wincni import layout
 
 
 def bulky_release(root: Path, build: str) -> Path:
@@ -39,14 +40,22 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
     rng = random.Random(29)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     started = time.monotonic()
-    subprocess.run([str(VENV_BIN / "wincni"), *node.install_argv("--from", str(releases[1]))], env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(VENV_BIN / "wincni"), *node.install_argv("--from", str(releases[1]))],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     whole = time.monotonic() - started  # one full install, start-up included: kills land inside it
     killed = 0
     for round_ in range(20):
         rel = releases[round_ % 2]
-        proc = subprocess.Popen([str(VENV_BIN / "wincni"), *node.install_argv("--from", str(rel))], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "wincni"), *node.install_argv("--from", str(rel))],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(rng.uniform(0.3, 1.0) * whole)
         proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
@@ -57,9 +66,12 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
     done = node.install("--from", str(releases[1]))
     assert not done["warnings"], done["warnings"]
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
-        [*registry.COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
+        [*registry.COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST]
+    )
     assert sorted(p.name for p in node.conf_dir.iterdir()) == [
-        "0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist"]
+        "0-containerd-nat.json.disabled-by-wincni",
+        "10-flannel.conflist",
+    ]
     assert node.read_cni_conf()["name"] == "vxlan0"
     assert set(a["action"] for a in node.install("--from", str(releases[1]))["steps"]) == {"keep"}
 
@@ -75,5 +87,6 @@ def assert_consistent(node: Node) -> None:
         launcher = node.cni_bin / name
         if launcher.exists():  # its build's folder, or (killed between the two renames of a swap) its fresh copy
             build = layout.embedded_build(launcher.read_bytes())
-            assert any((node.cni_bin / f"_wincni-{build}{end}" / "python313.dll").is_file()
-                       for end in ("", layout.PARTIAL)), (name, build)
+            assert any(
+                (node.cni_bin / f"_wincni-{build}{end}" / "python313.dll").is_file() for end in ("", layout.PARTIAL)
+            ), (name, build)

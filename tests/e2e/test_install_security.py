@@ -6,6 +6,7 @@ user may create folders) and plants links, folders and files in them; then root 
 Each test checks the victim (root-only files and folders) is untouched, that no installed path is
 a link or another user's, and what install printed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,8 +67,9 @@ def steps(done: dict) -> set[tuple[str, str]]:
     return {(s["action"], s["path"]) for s in done["steps"]}
 
 
-def test_links_planted_under_installs_temporary_names_are_removed_never_followed(prepared, tmp_path, arena,
-                                                                                 victim, vault) -> None:
+def test_links_planted_under_installs_temporary_names_are_removed_never_followed(
+    prepared, tmp_path, arena, victim, vault
+) -> None:
     """Finding 1: ``.flannel.wincni-new`` -> the attacker's program, ``.wincni-old`` -> a root-only
     folder, the config's temporary name -> a root-only file."""
     node = prepared
@@ -77,10 +79,13 @@ def test_links_planted_under_installs_temporary_names_are_removed_never_followed
     as_nobody(_symlink, vault, node.cni_bin / ".wincni-old")
     as_nobody(_symlink, victim, node.conf_dir / ".10-flannel.conflist.wincni-tmp")
     done = node.install("--from", str(release(tmp_path, BUILD)))
-    assert {("takeover", str(node.cni_bin)), ("takeover", str(node.conf_dir)),
-            ("remove", str(node.cni_bin / ".flannel.wincni-new")),
-            ("remove", str(node.cni_bin / ".wincni-old")),
-            ("quarantine", str(node.conf_dir / ".10-flannel.conflist.wincni-tmp"))} <= steps(done), done["steps"]
+    assert {
+        ("takeover", str(node.cni_bin)),
+        ("takeover", str(node.conf_dir)),
+        ("remove", str(node.cni_bin / ".flannel.wincni-new")),
+        ("remove", str(node.cni_bin / ".wincni-old")),
+        ("quarantine", str(node.conf_dir / ".10-flannel.conflist.wincni-tmp")),
+    } <= steps(done), done["steps"]
     assert program.read_text() == "#!/bin/sh\necho attacker\n" and victim.read_text() == "secret\n"
     assert (vault / "keys" / "id").read_text() == "key\n"
     assert (node.cni_bin / "flannel").read_bytes().startswith(f"flannel {BUILD}".encode())
@@ -109,10 +114,18 @@ def _grant_self_by_default_acl(folder: Path) -> None:
     """As the folder's owner: a default POSIX ACL giving the attacker rwx on whatever is made in it
     (the one thing chown and chmod leave; Windows' counterpart, inheritable ACEs, a protected DACL drops)."""
     import struct
+
     undefined = 0xFFFFFFFF
-    entries = [(0x01, 7, undefined), (0x02, 7, NOBODY), (0x04, 5, undefined), (0x10, 7, undefined), (0x20, 5, undefined)]
-    os.setxattr(folder, "system.posix_acl_default",
-                struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
+    entries = [
+        (0x01, 7, undefined),
+        (0x02, 7, NOBODY),
+        (0x04, 5, undefined),
+        (0x10, 7, undefined),
+        (0x20, 5, undefined),
+    ]
+    os.setxattr(
+        folder, "system.posix_acl_default", struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+    )
 
 
 def _change(paths: list[Path]) -> None:
@@ -158,7 +171,8 @@ def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_pa
     done = node.install("--from", str(release(tmp_path, BUILD)))
     assert ("quarantine", str(node.conf_dir / "05-evil.conflist")) in steps(done)
     assert sorted(p.name for p in node.conf_dir.iterdir() if not p.name.startswith(".wincni-quarantine")) == [
-        "10-flannel.conflist"]
+        "10-flannel.conflist"
+    ]
     assert_admins_only(node.cni_bin)
 
 
@@ -167,9 +181,13 @@ def test_a_planted_manifest_restores_and_deletes_nothing(prepared, tmp_path, are
     ``conf`` + ``confDigest`` made it delete any file whose digest the attacker could compute."""
     node = prepared
     as_nobody(_write, arena / "keys", "ssh-ed25519 attacker\n")
-    manifest = {"build": BUILD, "launchers": [], "conf": str(victim),
-                "confDigest": hashlib.sha256(victim.read_bytes()).hexdigest(),
-                "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]]}
+    manifest = {
+        "build": BUILD,
+        "launchers": [],
+        "conf": str(victim),
+        "confDigest": hashlib.sha256(victim.read_bytes()).hexdigest(),
+        "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]],
+    }
     as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps(manifest))
     done = node.install("--uninstall", "--from", str(release(tmp_path, BUILD)))
     assert ("remove", str(node.cni_bin / ".wincni-install.json")) in steps(done)
@@ -217,11 +235,16 @@ def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path,
 
 # ---------------------------------------------------------------- finding 5: stores
 
+
 def test_host_local_never_follows_a_link_a_user_planted_above_its_store(tmp_path, arena, vault) -> None:
     as_nobody(_symlink, vault, arena / "cni")
     node = Node(tmp_path / "node", "host-local")
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
-            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(arena / "cni" / "networks")}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "host-local",
+        "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(arena / "cni" / "networks")},
+    }
     run = node.run("ADD", conf, "pod1", "/x")
     run.failed(5, str(arena / "cni"), "symbolic link")
     assert sorted(p.name for p in vault.iterdir()) == ["keys"]

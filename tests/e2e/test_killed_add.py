@@ -3,6 +3,7 @@ timeout or a node under memory pressure does. Whatever the moment, the DEL that 
 nothing behind, a retried ADD succeeds with one endpoint and one IP, and GC with the runtime's
 valid attachments removes whatever only GC can find. Bounded: a few kills per mode, a fixed seed.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import subprocess
 import time
 
 import pytest
+
 from hnsnode import VENV_BIN, Node
 from test_flannel_lifecycle import pod_ip
 
@@ -20,9 +22,14 @@ KILLS = 6
 
 
 def start_add(node: Node, conf: dict, cid: str, netns: str, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([str(VENV_BIN / "flannel")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**node.env, **env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns})
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "flannel")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**node.env, **env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns},
+    )
     proc.stdin.write(json.dumps(conf).encode())
     proc.stdin.close()
     return proc

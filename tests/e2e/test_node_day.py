@@ -15,6 +15,7 @@ and checks the ownership invariants after every step:
 Plugins run in-process through their ``main`` (a ``kill -9`` needs a process). ``make test`` runs a
 bounded number of examples; ``make soak`` runs it for ``SOAK_MINUTES`` and prints the figures.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,14 +31,20 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
+from hnsnode import EXCEPTIONS, VENV_BIN, Node, net_conf_doc
 from libhns.sim import Simulator
 from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
 from tools.wincni.__main__ import main as wincni_main
-
-from hnsnode import EXCEPTIONS, VENV_BIN, Node, net_conf_doc
 from unit.test_wincni_install import release
 
 STATS: Counter = Counter()
@@ -52,6 +59,7 @@ def _recorded(fn):
     """A rule or invariant that notes its failure, with the steps before it, in ``FAILURES``: what
     is reported, since replaying an example whose outcome raced (kill -9, a hang, reclaim against
     an ADD) need not fail the same way."""
+
     @functools.wraps(fn)
     def run(self, *args, **kwargs):
         try:
@@ -59,6 +67,7 @@ def _recorded(fn):
         except Exception as err:
             FAILURES.append(f"{fn.__name__}: {type(err).__name__}: {str(err)[:1500]}\n  after: {' -> '.join(TRACE)}")
             raise
+
     return run
 
 
@@ -68,6 +77,7 @@ class NodeDay(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         import tempfile
+
         self.root = Path(tempfile.mkdtemp(prefix="nodeday-"))
         self.node = Node(self.root).venv_plugins()
         self.node.env["WINCNI_LOCK_DIR"] = str(self.root / "locks")
@@ -82,6 +92,7 @@ class NodeDay(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         import shutil
+
         log.reset()
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -95,14 +106,28 @@ class NodeDay(RuleBasedStateMachine):
         self.kind = kind
         self.name = "vxlan0" if kind == "overlay" else "cbr0"
         self.node.network = self.name
-        self.node.lease(f"{self.subnet}.1/24").write_net_conf(net_conf_doc("overlay" if kind == "overlay" else "bridge"))
-        self.conf = {"cniVersion": "1.0.0", "name": self.name, "type": "flannel",
-                     "subnetFile": str(self.node.subnet_env), "netConf": str(self.node.net_conf),
-                     "dataDir": str(self.node.flannel_dir), "ipam": {"dataDir": str(self.node.ipam_dir)},
-                     "delegate": {"type": "win-overlay" if kind == "overlay" else "win-bridge", "policies": [
-                         {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
-                         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
-                                                              "NeedEncap": True}}]}}
+        self.node.lease(f"{self.subnet}.1/24").write_net_conf(
+            net_conf_doc("overlay" if kind == "overlay" else "bridge")
+        )
+        self.conf = {
+            "cniVersion": "1.0.0",
+            "name": self.name,
+            "type": "flannel",
+            "subnetFile": str(self.node.subnet_env),
+            "netConf": str(self.node.net_conf),
+            "dataDir": str(self.node.flannel_dir),
+            "ipam": {"dataDir": str(self.node.ipam_dir)},
+            "delegate": {
+                "type": "win-overlay" if kind == "overlay" else "win-bridge",
+                "policies": [
+                    {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": list(EXCEPTIONS)}},
+                    {
+                        "Name": "EndpointPolicy",
+                        "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                    },
+                ],
+            },
+        }
         self.flanneld_network()
 
     def flanneld_network(self) -> None:
@@ -110,8 +135,19 @@ class NodeDay(RuleBasedStateMachine):
         if self.kind == "standalone":
             self.conf["delegate"]["network"] = {"subnet": subnet, "adapter": "Ethernet"}
         elif self.kind == "bridge":
-            self.node.hnsctl("network", "create", "cbr0", "--type", "L2Bridge", "--subnet", subnet, "--gateway", gw,
-                             "--adapter", "Ethernet")
+            self.node.hnsctl(
+                "network",
+                "create",
+                "cbr0",
+                "--type",
+                "L2Bridge",
+                "--subnet",
+                subnet,
+                "--gateway",
+                gw,
+                "--adapter",
+                "Ethernet",
+            )
             self.node.hnsctl("endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", f"{self.subnet}.2", "--host")
         else:
             self.node.overlay(subnet=subnet)
@@ -122,6 +158,7 @@ class NodeDay(RuleBasedStateMachine):
         """Count a step (and a fault), and note it with the rule's arguments in ``TRACE``: what a
         failure in the soak, where hypothesis may not replay it, is reported with."""
         import sys
+
         args = {k: v for k, v in sys._getframe(1).f_locals.items() if k not in ("self", "data")}
         TRACE.append(f"{sys._getframe(1).f_code.co_name}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
         STATS["steps"] += 1
@@ -130,10 +167,18 @@ class NodeDay(RuleBasedStateMachine):
             STATS["faults"] += 1
 
     # ------------------------------------------------------------------ running things
-    def flannel(self, command: str, cid: str = "", netns: str = "", conf: dict | None = None, **env: str) -> tuple[int, dict]:
+    def flannel(
+        self, command: str, cid: str = "", netns: str = "", conf: dict | None = None, **env: str
+    ) -> tuple[int, dict]:
         out = io.StringIO()
-        full = {**self.node.env, "CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns,
-                "CNI_IFNAME": "eth0", **env}
+        full = {
+            **self.node.env,
+            "CNI_COMMAND": command,
+            "CNI_CONTAINERID": cid,
+            "CNI_NETNS": netns,
+            "CNI_IFNAME": "eth0",
+            **env,
+        }
         rc = flannel_main(full, io.BytesIO(json.dumps(conf or self.conf).encode()), out)
         log.reset()
         return rc, json.loads(out.getvalue()) if out.getvalue().strip() else {}
@@ -201,7 +246,9 @@ class NodeDay(RuleBasedStateMachine):
         cid = data.draw(st.sampled_from(sorted(self.pods)))
         netns, ip = self.pods[cid]
         prev = {"cniVersion": "1.0.0", "ips": [{"address": f"{ip}/24"}]}
-        rc, out = self.flannel(command, cid, netns, conf={**self.conf, "prevResult": prev} if command == "CHECK" else None)
+        rc, out = self.flannel(
+            command, cid, netns, conf={**self.conf, "prevResult": prev} if command == "CHECK" else None
+        )
         assert rc == 0 and (command == "CHECK" or out["ips"][0]["address"].split("/")[0] == ip), out
 
     @precondition(lambda self: len(TRACE) % 3 == 0)  # as rare as a runtime's GC
@@ -209,8 +256,11 @@ class NodeDay(RuleBasedStateMachine):
     @_recorded
     def runtime_gc(self) -> None:
         self.step("gc")
-        conf = {**self.conf, "cniVersion": "1.1.0",
-                "cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"} for cid in self.pods]}
+        conf = {
+            **self.conf,
+            "cniVersion": "1.1.0",
+            "cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"} for cid in self.pods],
+        }
         rc, out = self.flannel("GC", conf=conf)
         assert rc == 0, out
 
@@ -235,12 +285,21 @@ class NodeDay(RuleBasedStateMachine):
         """An HNS call hangs past the command's deadline (``host-endpoint``: the set-up of a
         standalone network, when this ADD makes it); HNS completes it late."""
         self.step("hang", fault=True)
-        targets = {("v2", "create"): "HcnCreateEndpoint", ("v2", "attach"): "HcnModifyNamespace",
-                   ("v1", "create"): "HNSCall:POST /endpoints/", ("v1", "attach"): "HcsModifyComputeSystem"}
+        targets = {
+            ("v2", "create"): "HcnCreateEndpoint",
+            ("v2", "attach"): "HcnModifyNamespace",
+            ("v1", "create"): "HNSCall:POST /endpoints/",
+            ("v1", "attach"): "HcsModifyComputeSystem",
+        }
         Simulator.from_env(self.node.env).reset_fault_counters()
         cid, netns = self.new_pod(api)
-        rc, out = self.flannel("ADD", cid, netns, LIBHNS_SIM_FAULTS=f"{targets.get((api, call), 'HNSCall:POST /endpoints/')}#1=hang:1.2",
-                               LIBHNS_COMMAND_TIMEOUT="0.8")
+        rc, out = self.flannel(
+            "ADD",
+            cid,
+            netns,
+            LIBHNS_SIM_FAULTS=f"{targets.get((api, call), 'HNSCall:POST /endpoints/')}#1=hang:1.2",
+            LIBHNS_COMMAND_TIMEOUT="0.8",
+        )
         time.sleep(0.6)  # HNS answers the abandoned call late, as it does
         self.added(cid, netns, rc, out)
 
@@ -251,8 +310,13 @@ class NodeDay(RuleBasedStateMachine):
         self.step("kill", fault=True)
         cid, netns = self.new_pod(api)
         env = {**self.node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0"}
-        proc = subprocess.Popen([str(VENV_BIN / "flannel")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "flannel")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
         proc.stdin.write(json.dumps(self.conf).encode())
         proc.stdin.close()
         time.sleep(after)
@@ -277,9 +341,13 @@ class NodeDay(RuleBasedStateMachine):
         self.node.hnsctl("endpoint", "delete", ep["ID"])  # as if the kill came before the endpoint
         self.age_reservations()
         import threading
+
         done: list = []
-        racer = threading.Thread(target=lambda: done.append(self.wincni(
-            "reclaim", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"))))
+        racer = threading.Thread(
+            target=lambda: done.append(
+                self.wincni("reclaim", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"))
+            )
+        )
         racer.start()
         self.added(cid, netns, *self.flannel("ADD", cid, netns))
         racer.join()
@@ -300,8 +368,19 @@ class NodeDay(RuleBasedStateMachine):
         cid = f"pod{self.serial + 1}"
         other = "elsewhere"
         if not any(n["Name"] == other for n in self.node.hnsctl("network", "list", "-o", "json")):
-            self.node.hnsctl("network", "create", other, "--type", "L2Bridge", "--subnet", "192.168.99.0/24",
-                             "--gateway", "192.168.99.1", "--adapter", "Ethernet2")
+            self.node.hnsctl(
+                "network",
+                "create",
+                other,
+                "--type",
+                "L2Bridge",
+                "--subnet",
+                "192.168.99.0/24",
+                "--gateway",
+                "192.168.99.1",
+                "--adapter",
+                "Ethernet2",
+            )
         ep = self.node.hnsctl("endpoint", "create", f"{cid}_{self.name}", "--network", other, "-o", "json")
         if live:
             ns = self.node.hnsctl("namespace", "create", "-o", "json")["ID"]
@@ -344,8 +423,17 @@ class NodeDay(RuleBasedStateMachine):
         """kube-proxy's start: on overlay the source VIP is reserved (the same one again); on a
         host-gw bridge it is refused (exit 2): kube-proxy takes none there."""
         self.step("sourcevip")
-        rc, out = self.wincni("sourcevip", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"),
-                              "--out", str(self.node.source_vip), "--timeout", "5", "-o", "json")
+        rc, out = self.wincni(
+            "sourcevip",
+            "--cni-conf",
+            str(self.node.conf_dir / "10-flannel.conf"),
+            "--out",
+            str(self.node.source_vip),
+            "--timeout",
+            "5",
+            "-o",
+            "json",
+        )
         if self.kind == "bridge":
             assert rc == 2 and "kube-proxy needs no source VIP" in out, out
             return
@@ -387,8 +475,11 @@ class NodeDay(RuleBasedStateMachine):
         if self.kind == "standalone" and not self.pods:  # the next pod's ADD makes the network
             self.add_pod("v2")
         found = self.node.doctor()
-        bad = {k: c for k, c in found.items() if c["status"] == "fail" or k in ("ipam-store", "stale-endpoints")
-               and c["status"] != "ok"}
+        bad = {
+            k: c
+            for k, c in found.items()
+            if c["status"] == "fail" or k in ("ipam-store", "stale-endpoints") and c["status"] != "ok"
+        }
         assert not bad, bad
         self.recovered_at = len(TRACE)
         STATS["checks"] += 1
@@ -399,6 +490,7 @@ class NodeDay(RuleBasedStateMachine):
         """``wincni install`` of a new build (the DaemonSet's rollout) while pods come and go."""
         self.step("install")
         import threading
+
         self.builds += 1
         rel = release(self.root, f"0.1.{self.builds}-aaa-1")
         done: list = []
@@ -453,8 +545,14 @@ class NodeDay(RuleBasedStateMachine):
 def run_machine(examples: int, steps: int) -> None:
     """Generation only: no shrinking, whose replays of a racing example mislead; a failure is
     reported as it first happened."""
-    conf = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    conf = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     FAILURES.clear()
     try:
         run_state_machine_as_test(NodeDay, settings=conf)
@@ -483,8 +581,10 @@ def test_soak() -> None:
             first = first or err
             print(f"\nsoak: failure {failures}: {err}")
         runs += 1
-    print(f"\nsoak: {float(os.environ['SOAK_MINUTES']):g} min, {runs} runs, {STATS['steps']} steps, "
-          f"{STATS['faults']} faults injected, {STATS['checks']} invariant checks passed, {failures} failures")
+    print(
+        f"\nsoak: {float(os.environ['SOAK_MINUTES']):g} min, {runs} runs, {STATS['steps']} steps, "
+        f"{STATS['faults']} faults injected, {STATS['checks']} invariant checks passed, {failures} failures"
+    )
     print("soak: " + ", ".join(f"{k}={v}" for k, v in sorted(STATS.items()) if ":" in k))
     for note in NOTES[:5]:
         print(f"soak: HNS refused: {note}")

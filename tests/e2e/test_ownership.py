@@ -1,6 +1,7 @@
 """Issue 30's five findings, one regression test each: nothing in use is ever freed, by the one
 ownership rule (``plugins.cni.ownership``) that reclaim, GC, sourcevip, the doctor and ADD's
 stale-endpoint cleanup share."""
+
 from __future__ import annotations
 
 import io
@@ -11,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from hnsnode import SUBNET, Node
 from plugins.cni import ownership
 from plugins.ipam_host_local.__main__ import main as host_local_main
 from tools.wincni.__main__ import main as wincni_main
 
-from hnsnode import SUBNET, Node
 
 def wincni(node: Node, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
@@ -72,6 +73,7 @@ def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasin
     import dataclasses
 
     from tools.wincni import facts, reclaim
+
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)
     opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf"), "cni_bin_dir": ""}
@@ -131,10 +133,14 @@ def test_a_stale_endpoint_on_the_host_endpoints_address_is_cleared_a_live_one_ne
     """The set-up of a standalone network meets what a gone sandbox left on .2 (removed, by the
     stale rule), or what a live one holds (code 11, untouched, the network not used)."""
     conf = standalone.conf(network={"subnet": SUBNET, "adapter": "Ethernet"})
-    run = standalone.fault_run("ADD", conf, "pod1", standalone.sandbox("v2", "pod1"), "HNSCall:POST /endpoints/#1=stale-ip")
+    run = standalone.fault_run(
+        "ADD", conf, "pod1", standalone.sandbox("v2", "pod1"), "HNSCall:POST /endpoints/#1=stale-ip"
+    )
     assert run.ok and "removing stale HNS endpoint previous-1_cbr9" in run.stderr, (run.out, run.stderr)
     assert standalone.endpoints()["cbr9_ep"]["IPAddress"] == "10.244.4.2"
     standalone.hnsctl("restart")
-    run = standalone.fault_run("ADD", conf, "pod2", standalone.sandbox("v2", "pod2"), "HNSCall:POST /endpoints/#1=live-ip")
+    run = standalone.fault_run(
+        "ADD", conf, "pod2", standalone.sandbox("v2", "pod2"), "HNSCall:POST /endpoints/#1=live-ip"
+    )
     run.failed(11, "10.244.4.2", "previous-1_cbr9", "still exists")  # the simulator counts plants per store
     assert set(standalone.endpoints()) == {"previous-1_cbr9"} and "pod2" not in standalone.ip_files().values()

@@ -1,6 +1,7 @@
 """The README's "A node's day" walk-through, run as written (bash, from the clone, with the release
 folder ``make dist`` builds): install → doctor → the doctor's own ``run:`` command → doctor → a pod
 through the installed config → uninstall, on the simulator."""
+
 from __future__ import annotations
 
 import os
@@ -22,16 +23,22 @@ pytestmark = pytest.mark.frozen  # the walk-through starts from the release fold
 
 def block() -> str:
     text = (REPO / "README.md").read_text()
-    after = text[text.index(MARK):]
+    after = text[text.index(MARK) :]
     start = after.index("```sh\n") + len("```sh\n")
-    return after[start:after.index("```\n", start)]
+    return after[start : after.index("```\n", start)]
 
 
 def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     require_frozen(DIST, "wincni")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CNI_", "LIBHNS_", "WINCNI_"))}
-    proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block()], cwd=REPO, capture_output=True, text=True,
-                          env={**env, "TMPDIR": str(tmp_path)}, timeout=300)
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block()],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**env, "TMPDIR": str(tmp_path)},
+        timeout=300,
+    )
     assert proc.returncode == 0 and proc.stderr == "", (proc.stdout, proc.stderr)
     out = proc.stdout
     [node] = re.findall(r"^WRITE    (\S+)/net\.d/10-flannel\.conflist$", out, re.M)

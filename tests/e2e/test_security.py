@@ -6,6 +6,7 @@ holds a lock; then the plugins run as root, as the kubelet runs them. Each test 
 plugin's answer and that the victim (a root-only file, or one that must not come to exist) is
 untouched. Tests that need the attacker are skipped when the suite does not run as root.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -79,6 +80,7 @@ def _write(path, text):
 
 # ---------------------------------------------------------------- 1: the node-wide network lock
 
+
 def _standalone(tmp_path: Path) -> tuple[Node, str]:
     """A standalone win-bridge node whose network name is this test's own (the default lock
     folder, /run/wincni, is the machine's)."""
@@ -125,8 +127,9 @@ def test_a_lock_a_user_holds_in_the_old_place_blocks_nobody(tmp_path, arena, cle
     as_nobody(_mkdir, arena / "wincni")
     holder = hold_lock_as_nobody(arena / "wincni" / f"network-{name}.lock")
     try:
-        run = node.run("ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"),
-                       TMPDIR=str(arena))
+        run = node.run(
+            "ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"), TMPDIR=str(arena)
+        )
     finally:
         os.kill(holder, signal.SIGKILL)
         os.waitpid(holder, 0)
@@ -138,8 +141,9 @@ def test_a_lock_folder_owned_by_a_user_is_refused_naming_it(tmp_path, arena):
     node, _ = _standalone(tmp_path)
     theirs = arena / "locks"
     as_nobody(_mkdir, theirs)
-    run = node.run("ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"),
-                   WINCNI_LOCK_DIR=str(theirs))
+    run = node.run(
+        "ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"), WINCNI_LOCK_DIR=str(theirs)
+    )
     run.failed(5, str(theirs), "owned by uid 65534")
     assert node.hnsctl("network", "list", "-o", "json") == []  # nothing was done under a lock it cannot trust
 
@@ -154,8 +158,9 @@ def test_a_link_planted_in_a_writable_lock_folder_of_roots_is_never_followed(tmp
     locks.chmod(0o777)
     created = tmp_path / "created-by-root"
     as_nobody(_symlink, created, locks / f"network-{name}.lock")
-    run = node.run("ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"),
-                   WINCNI_LOCK_DIR=str(locks))
+    run = node.run(
+        "ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"), WINCNI_LOCK_DIR=str(locks)
+    )
     run.failed(5, f"network-{name}.lock", "symbolic link")
     assert not created.exists()
     assert stat.S_IMODE(locks.stat().st_mode) == 0o755
@@ -168,8 +173,12 @@ def test_host_local_refuses_a_store_folder_a_user_created(tmp_path, arena):
     as_nobody(_mkdir, arena / "cbr0")
     as_nobody(_symlink, created, arena / "cbr0" / "lock")
     node = Node(tmp_path / "node", "host-local")
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
-            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(arena)}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "host-local",
+        "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(arena)},
+    }
     run = node.run("ADD", conf, "pod1", "/x")
     run.failed(5, str(arena / "cbr0"), "owned by uid 65534")
     assert not created.exists()
@@ -199,17 +208,23 @@ def test_a_held_lock_is_code_11_after_the_deadline_naming_it_and_its_holder(tmp_
 
 # ---------------------------------------------------------------- 2: the simulator on Windows
 
+
 def test_the_debug_log_start_line_names_the_backend(tmp_path):
     node = Node(tmp_path, "host-local")
     log = tmp_path / "debug.log"
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
-            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(tmp_path / "ipam")}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "host-local",
+        "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(tmp_path / "ipam")},
+    }
     assert node.run("ADD", conf, "pod1", "/x", WINCNI_LOG_FILE=str(log)).ok
     start = [json.loads(line) for line in log.read_text().splitlines() if '"start"' in line]
     assert start and start[0]["backend"] == "sim"
 
 
 # ---------------------------------------------------------------- 3: flannel's saved state
+
 
 def flannel_node(root: Path) -> Node:
     """flannel with the real win-bridge (in-process) on CNI_PATH, on the simulator, with flanneld's lease."""
@@ -222,13 +237,21 @@ pytestmark = pytest.mark.node(build=flannel_node)  # the `node` of the tests bel
 
 
 def _flannel_conf(node: Node, data_dir: Path) -> dict:
-    return node.flannel_conf("cni.conf.l2bridge-v1.json", ipam_store=False, dataDir=str(data_dir),
-                             netConf=str(node.root / "none.json"))
+    return node.flannel_conf(
+        "cni.conf.l2bridge-v1.json", ipam_store=False, dataDir=str(data_dir), netConf=str(node.root / "none.json")
+    )
 
 
 def _saved_config(data_dir: Path, log_file: Path, ipam_dir: Path) -> str:
-    return json.dumps({"cniVersion": "0.3.1", "name": "cbr0", "type": "win-bridge", "logFile": str(log_file),
-                       "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(ipam_dir)}})
+    return json.dumps(
+        {
+            "cniVersion": "0.3.1",
+            "name": "cbr0",
+            "type": "win-bridge",
+            "logFile": str(log_file),
+            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(ipam_dir)},
+        }
+    )
 
 
 @root_only
@@ -285,11 +308,16 @@ def test_a_delegate_type_that_is_a_drive_relative_path_is_code_7():
 
 # ---------------------------------------------------------------- 4: log and journal files
 
+
 @root_only
 def test_the_debug_log_never_follows_a_link_or_appends_to_a_users_file(tmp_path, arena, victim):
     node = Node(tmp_path / "node", "host-local")
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
-            "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(tmp_path / "ipam")}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "host-local",
+        "ipam": {"type": "host-local", "subnet": SUBNET, "dataDir": str(tmp_path / "ipam")},
+    }
     as_nobody(_symlink, victim, arena / "wincni.log")
     run = node.run("ADD", conf, "pod1", "/x", WINCNI_LOG_FILE=str(arena / "wincni.log"))
     assert run.ok, run.out
@@ -315,6 +343,7 @@ def test_the_journal_never_follows_a_link_and_is_created_owner_only(tmp_path, ar
 
 # ---------------------------------------------------------------- 5: unbounded input
 
+
 def test_stdin_over_the_cap_is_code_6_before_parsing_and_nothing_is_saved(tmp_path, node):
     data_dir = tmp_path / "flannel"
     conf = _flannel_conf(node, data_dir)
@@ -329,19 +358,28 @@ def test_stdin_over_the_cap_is_code_6_before_parsing_and_nothing_is_saved(tmp_pa
 def test_flannel_saves_only_the_runtime_config_keys_the_delegates_read(tmp_path, node):
     data_dir = tmp_path / "flannel"
     conf = _flannel_conf(node, data_dir)
-    conf["runtimeConfig"] = {"portMappings": [{"hostPort": 80, "containerPort": 8080, "protocol": "tcp"}],
-                             "unknown": "x" * 1000}
+    conf["runtimeConfig"] = {
+        "portMappings": [{"hostPort": 80, "containerPort": 8080, "protocol": "tcp"}],
+        "unknown": "x" * 1000,
+    }
     node.flannel("ADD", conf)  # saved before the delegate runs (which finds no network)
     saved = json.loads((data_dir / "pod1").read_text())
     assert saved["runtimeConfig"] == {"portMappings": conf["runtimeConfig"]["portMappings"]}
 
 
-@pytest.mark.parametrize("extra, field, cap", [
-    ({"runtimeConfig": {"portMappings": [{"hostPort": 1, "containerPort": 1}] * 1025}}, "runtimeConfig.portMappings", 1024),
-    ({"acls": [{"action": "block", "direction": "in"}] * 1001}, "acls", 1000),
-    ({"dns": {"nameservers": ["10.0.0.1"] * 65}}, "dns.nameservers", 64),
-    ({"runtimeConfig": {"dns": {"searches": ["a"] * 65}}}, "runtimeConfig.dns.searches", 64),
-])
+@pytest.mark.parametrize(
+    "extra, field, cap",
+    [
+        (
+            {"runtimeConfig": {"portMappings": [{"hostPort": 1, "containerPort": 1}] * 1025}},
+            "runtimeConfig.portMappings",
+            1024,
+        ),
+        ({"acls": [{"action": "block", "direction": "in"}] * 1001}, "acls", 1000),
+        ({"dns": {"nameservers": ["10.0.0.1"] * 65}}, "dns.nameservers", 64),
+        ({"runtimeConfig": {"dns": {"searches": ["a"] * 65}}}, "runtimeConfig.dns.searches", 64),
+    ],
+)
 def test_each_list_over_its_cap_is_code_7_naming_field_and_cap(tmp_path, extra, field, cap):
     node = Node(tmp_path, "win-bridge").bridge()
     run = node.run("ADD", node.conf(**extra), "pod1", node.sandbox("v2", "pod1"))
@@ -352,8 +390,12 @@ def test_each_list_over_its_cap_is_code_7_naming_field_and_cap(tmp_path, extra, 
 def test_ranges_over_the_cap_are_code_7_and_the_largest_accepted_set_is_fast(tmp_path):
     node = Node(tmp_path, "host-local")
     ranges = [[{"subnet": f"10.{i // 256}.{i % 256}.0/24"}] for i in range(257)]
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "host-local",
-            "ipam": {"type": "host-local", "ranges": ranges, "dataDir": str(tmp_path / "ipam")}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "host-local",
+        "ipam": {"type": "host-local", "ranges": ranges, "dataDir": str(tmp_path / "ipam")},
+    }
     node.run("ADD", conf, "pod1", "/x").failed(7, "ipam.ranges", "256")
     conf["ipam"]["ranges"] = ranges[:256]
     started = time.monotonic()
@@ -364,27 +406,39 @@ def test_ranges_over_the_cap_are_code_7_and_the_largest_accepted_set_is_fast(tmp
 
 # ---------------------------------------------------------------- 7: names
 
-@pytest.mark.parametrize("name, words", [
-    ("n" * 300, ("300 characters", "128")),
-    ("CON", ("reserved device name",)),
-    ("nul.lock", ("reserved device name",)),
-    ("cbr0.", ("ends with a dot",)),
-])
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("n" * 300, ("300 characters", "128")),
+        ("CON", ("reserved device name",)),
+        ("nul.lock", ("reserved device name",)),
+        ("cbr0.", ("ends with a dot",)),
+    ],
+)
 def test_network_names_that_cannot_be_file_names_are_code_7(tmp_path, name, words):
     node = Node(tmp_path, "win-overlay")
     node.network = name
-    run = node.run("ADD", node.conf(network={"subnet": SUBNET}), "pod1", node.sandbox("v2", "pod1"),
-                   WINCNI_LOCK_DIR=str(tmp_path / "locks"))
+    run = node.run(
+        "ADD",
+        node.conf(network={"subnet": SUBNET}),
+        "pod1",
+        node.sandbox("v2", "pod1"),
+        WINCNI_LOCK_DIR=str(tmp_path / "locks"),
+    )
     run.failed(7, "network name", *words)
     assert "Traceback" not in run.stderr
 
 
-@pytest.mark.parametrize("cid, netns, words", [
-    ("c" * 101, "none", ("CNI_CONTAINERID", "100")),
-    ("AUX", "none", ("reserved device name",)),
-    ("pod1", "container:COM1", ("sandbox ID", "reserved device name")),
-    ("pod1", "container:" + "s" * 200, ("sandbox ID", "200 characters")),
-])
+@pytest.mark.parametrize(
+    "cid, netns, words",
+    [
+        ("c" * 101, "none", ("CNI_CONTAINERID", "100")),
+        ("AUX", "none", ("reserved device name",)),
+        ("pod1", "container:COM1", ("sandbox ID", "reserved device name")),
+        ("pod1", "container:" + "s" * 200, ("sandbox ID", "200 characters")),
+    ],
+)
 def test_container_and_sandbox_ids_that_cannot_be_file_names_are_code_4(tmp_path, node, cid, netns, words):
     data_dir = tmp_path / "flannel"
     rc, err = node.flannel("ADD", _flannel_conf(node, data_dir), CNI_CONTAINERID=cid, CNI_NETNS=netns)

@@ -1,6 +1,7 @@
 """Endpoints a previous sandbox left in HNS (issue 21), run as processes against the simulator: a
 stale endpoint of the pod's name is replaced, a stale endpoint of ours on the pod's address is
 removed and the create retried, and an endpoint still in use (or not ours) is never touched."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,15 @@ ONE_ADDRESS = "10.244.4.50"  # host-local configured with this one address: the 
 
 
 def one_address_conf(node: Node) -> dict:
-    return node.conf(ipam={"type": "host-local", "subnet": SUBNET, "rangeStart": ONE_ADDRESS,
-                           "rangeEnd": ONE_ADDRESS, "dataDir": str(node.ipam_dir)})
+    return node.conf(
+        ipam={
+            "type": "host-local",
+            "subnet": SUBNET,
+            "rangeStart": ONE_ADDRESS,
+            "rangeEnd": ONE_ADDRESS,
+            "dataDir": str(node.ipam_dir),
+        }
+    )
 
 
 def create_faults(api: str, what: str) -> str:
@@ -22,8 +30,9 @@ def create_faults(api: str, what: str) -> str:
 @pytest.mark.parametrize("api", ["v1", "v2"])
 def test_a_stale_endpoint_of_the_pods_name_is_replaced(node, api):
     netns = node.sandbox(api, "pod1")
-    old = node.hnsctl("endpoint", "create", f"pod1_{node.network}", "--network", node.network,
-                      "--ip", "10.244.4.200", "-o", "json")
+    old = node.hnsctl(
+        "endpoint", "create", f"pod1_{node.network}", "--network", node.network, "--ip", "10.244.4.200", "-o", "json"
+    )
     run = node.run("ADD", node.conf(), "pod1", netns)
     assert run.ok, run.out
     assert f"removing stale HNS endpoint pod1_{node.network} ({old['ID']}, 10.244.4.200)" in run.stderr

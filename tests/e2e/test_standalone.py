@@ -1,6 +1,7 @@
 """Standalone mode at process level: no flanneld, the plugin creates its HNS network from the
 config's ``network`` section — once per node however many ADDs race, never replacing a network of
 another shape, and again after an HNS restart dropped it."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from libhns.sim import Simulator
-
 from hnsnode import SUBNET, Node, creates
+from libhns.sim import Simulator
 
 SECTION = {"subnet": SUBNET, "adapter": "Ethernet"}
 
@@ -31,8 +31,12 @@ pytestmark = pytest.mark.node("win-bridge", "win-overlay", build=standalone)  # 
 
 def network_creates(calls: list[dict]) -> list[dict]:
     """The network documents HNS received (HcnCreateNetwork settings, V1 POST /networks/ bodies)."""
-    return [c["request"] for c in calls
-            if c["op"] == "HcnCreateNetwork" or (c["op"] == "HNSCall" and c["method"] == "POST" and c["path"] == "/networks/")]
+    return [
+        c["request"]
+        for c in calls
+        if c["op"] == "HcnCreateNetwork"
+        or (c["op"] == "HNSCall" and c["method"] == "POST" and c["path"] == "/networks/")
+    ]
 
 
 def networks(node: Node) -> list[dict]:
@@ -47,25 +51,60 @@ def events(node: Node, kind: str) -> list[dict]:
 
 EXPECTED = {
     ("win-bridge", "v2"): {
-        "SchemaVersion": {"Major": 2, "Minor": 0}, "Name": "cbr0", "Type": "L2Bridge",
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+        "Name": "cbr0",
+        "Type": "L2Bridge",
         "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}],
-        "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": SUBNET, "Routes": [
-            {"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}]}]}], "Flags": 8},
+        "Ipams": [
+            {
+                "Type": "Static",
+                "Subnets": [
+                    {"IpAddressPrefix": SUBNET, "Routes": [{"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}]}
+                ],
+            }
+        ],
+        "Flags": 8,
+    },
     ("win-bridge", "v1"): {
-        "Name": "cbr0", "Type": "l2bridge", "Policies": [], "NetworkAdapterName": "Ethernet",
-        "Subnets": [{"AddressPrefix": SUBNET, "GatewayAddress": "10.244.4.1", "Policies": []}], "Flags": 8},
-    ("win-overlay", "v2"): {
-        "SchemaVersion": {"Major": 2, "Minor": 0}, "Name": "vxlan0", "Type": "Overlay",
-        "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}},
-                     {"Type": "VxlanPort", "Settings": {"Port": 4789}}],
-        "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": SUBNET, "Routes": [
-            {"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}],
-            "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]}]}], "Flags": 8},
-    ("win-overlay", "v1"): {
-        "Name": "vxlan0", "Type": "overlay", "Policies": [],  # no VxlanPort: an HCN policy
+        "Name": "cbr0",
+        "Type": "l2bridge",
+        "Policies": [],
         "NetworkAdapterName": "Ethernet",
-        "Subnets": [{"AddressPrefix": SUBNET, "GatewayAddress": "10.244.4.1",
-                     "Policies": [{"Type": "VSID", "VSID": 4096}]}], "Flags": 8},
+        "Subnets": [{"AddressPrefix": SUBNET, "GatewayAddress": "10.244.4.1", "Policies": []}],
+        "Flags": 8,
+    },
+    ("win-overlay", "v2"): {
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+        "Name": "vxlan0",
+        "Type": "Overlay",
+        "Policies": [
+            {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}},
+            {"Type": "VxlanPort", "Settings": {"Port": 4789}},
+        ],
+        "Ipams": [
+            {
+                "Type": "Static",
+                "Subnets": [
+                    {
+                        "IpAddressPrefix": SUBNET,
+                        "Routes": [{"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}],
+                        "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4096}}],
+                    }
+                ],
+            }
+        ],
+        "Flags": 8,
+    },
+    ("win-overlay", "v1"): {
+        "Name": "vxlan0",
+        "Type": "overlay",
+        "Policies": [],  # no VxlanPort: an HCN policy
+        "NetworkAdapterName": "Ethernet",
+        "Subnets": [
+            {"AddressPrefix": SUBNET, "GatewayAddress": "10.244.4.1", "Policies": [{"Type": "VSID", "VSID": 4096}]}
+        ],
+        "Flags": 8,
+    },
 }
 
 
@@ -104,9 +143,15 @@ def test_the_first_add_creates_the_network_as_flanneld_would_and_del_keeps_it(no
 
 def test_dual_stack_l2bridge_network_on_hcn(tmp_path):
     node = standalone(tmp_path, "win-bridge", "cbr0")
-    conf = node.conf(network={"subnet": [SUBNET, "fd00:4::/64"]}, apiVersion=2,
-                     ipam={"type": "host-local", "dataDir": str(node.ipam_dir),
-                           "ranges": [[{"subnet": SUBNET}], [{"subnet": "fd00:4::/64"}]]})
+    conf = node.conf(
+        network={"subnet": [SUBNET, "fd00:4::/64"]},
+        apiVersion=2,
+        ipam={
+            "type": "host-local",
+            "dataDir": str(node.ipam_dir),
+            "ranges": [[{"subnet": SUBNET}], [{"subnet": "fd00:4::/64"}]],
+        },
+    )
     result = node.add(conf, "pod1", node.sandbox("v2", "pod1"))
     [doc] = network_creates(node.journal())
     assert [s["IpAddressPrefix"] for s in doc["Ipams"][0]["Subnets"]] == [SUBNET, "fd00:4::/64"]
@@ -130,8 +175,11 @@ def test_twenty_first_adds_at_once_create_one_network_and_twenty_endpoints(node)
     assert all(r.ok for r in runs), [r.out for r in runs if not r.ok]
     assert len(network_creates(node.journal())) == 1
     [net] = networks(node)
-    eps = [e for e in node.endpoints_v2().values()
-           if e["HostComputeNetwork"] == net["ID"] and e["Name"] != f"{node.network}_ep"]
+    eps = [
+        e
+        for e in node.endpoints_v2().values()
+        if e["HostComputeNetwork"] == net["ID"] and e["Name"] != f"{node.network}_ep"
+    ]
     assert len(eps) == 20
     assert len({r.out["ips"][0]["address"] for r in runs}) == 20
 
@@ -146,8 +194,10 @@ def test_a_creation_race_across_locks_is_settled_by_hns_already_exists(tmp_path)
         (tmp_path / f"t{i}").mkdir()
         jobs.append((i, node.sandbox("v2", f"pod{i}")))
     with ThreadPoolExecutor(12) as pool, Simulator.from_env(node.env).store.transaction():
-        pending = [pool.submit(node.run, "ADD", conf, f"pod{i}", netns, WINCNI_LOCK_DIR=str(tmp_path / f"t{i}"))
-                   for i, netns in jobs]
+        pending = [
+            pool.submit(node.run, "ADD", conf, f"pod{i}", netns, WINCNI_LOCK_DIR=str(tmp_path / f"t{i}"))
+            for i, netns in jobs
+        ]
         time.sleep(3)
     runs = [p.result() for p in pending]
     assert all(r.ok for r in runs), [r.out for r in runs if not r.ok]
@@ -205,8 +255,10 @@ def test_the_add_waits_for_the_management_ip_of_a_slow_network(node):
 
 def test_an_existing_network_of_another_shape_is_never_reused_or_replaced(tmp_path):
     node = Node(tmp_path, "win-bridge").bridge()  # flanneld's cbr0 on 10.244.4.0/24
-    conf = node.conf(network={"subnet": "10.244.9.0/24"},
-                     ipam={"type": "host-local", "subnet": "10.244.9.0/24", "dataDir": str(node.ipam_dir)})
+    conf = node.conf(
+        network={"subnet": "10.244.9.0/24"},
+        ipam={"type": "host-local", "subnet": "10.244.9.0/24", "dataDir": str(node.ipam_dir)},
+    )
     run = node.run("ADD", conf, "pod1", node.sandbox("v2", "pod1"))
     run.failed(7, "cbr0", "L2Bridge 10.244.4.0/24", "10.244.9.0/24", "never replaces")
     assert node.ipam_calls() == [] and not creates(node.journal())
@@ -220,7 +272,7 @@ def test_an_existing_network_of_another_shape_is_never_reused_or_replaced(tmp_pa
 def test_without_a_network_section_a_missing_network_is_still_try_again_later(tmp_path):
     node = standalone(tmp_path, "win-bridge", "cbr0")
     run = node.run("ADD", node.conf(), "pod1", node.sandbox("v2", "pod1"))
-    run.failed(11, "cbr0", "flanneld", "\"network\" section")
+    run.failed(11, "cbr0", "flanneld", '"network" section')
     assert networks(node) == [] and node.ipam_calls() == []
 
 
@@ -231,17 +283,20 @@ def test_status_is_ready_before_the_first_add_in_standalone_mode(tmp_path):
     assert networks(node) == []
 
 
-@pytest.mark.parametrize("section,field", [
-    ({"subnet": "10.244.4.0/33"}, "network.subnet"),
-    ({}, "network"),
-    ({"subnet": SUBNET, "adapter": ""}, "network.adapter"),
-    ({"subnet": SUBNET, "persistent": "yes"}, "network.persistent"),
-    ({"subnet": SUBNET, "mtu": 1450}, "network"),
-    ({"subnet": SUBNET, "gateway": "10.244.5.1"}, "network.gateway"),
-    ({"subnet": [SUBNET, SUBNET]}, "network.subnet"),
-    ({"subnet": SUBNET, "drMac": "nope"}, "network.drMac"),
-    ("10.244.4.0/24", "network"),
-])
+@pytest.mark.parametrize(
+    "section,field",
+    [
+        ({"subnet": "10.244.4.0/33"}, "network.subnet"),
+        ({}, "network"),
+        ({"subnet": SUBNET, "adapter": ""}, "network.adapter"),
+        ({"subnet": SUBNET, "persistent": "yes"}, "network.persistent"),
+        ({"subnet": SUBNET, "mtu": 1450}, "network"),
+        ({"subnet": SUBNET, "gateway": "10.244.5.1"}, "network.gateway"),
+        ({"subnet": [SUBNET, SUBNET]}, "network.subnet"),
+        ({"subnet": SUBNET, "drMac": "nope"}, "network.drMac"),
+        ("10.244.4.0/24", "network"),
+    ],
+)
 def test_bad_network_sections_are_code_7_and_nothing_runs(node, section, field):
     node.assert_bad_inputs([({"network": section}, field)])
     assert networks(node) == []
@@ -252,10 +307,13 @@ def test_an_ipam_subnet_outside_the_network_is_refused_before_anything_happens(n
     assert networks(node) == []
 
 
-@pytest.mark.parametrize("section,field,words", [
-    ({"subnet": SUBNET, "vni": 4095}, "network.vni", ("4096", "Linux flannel", "4789")),
-    ({"subnet": SUBNET, "vxlanPort": 8472}, "network.vxlanPort", ("4789", "Linux flannel")),
-])
+@pytest.mark.parametrize(
+    "section,field,words",
+    [
+        ({"subnet": SUBNET, "vni": 4095}, "network.vni", ("4096", "Linux flannel", "4789")),
+        ({"subnet": SUBNET, "vxlanPort": 8472}, "network.vxlanPort", ("4789", "Linux flannel")),
+    ],
+)
 def test_vxlan_settings_linux_nodes_cannot_talk_to_are_refused(tmp_path, section, field, words):
     node = standalone(tmp_path, "win-overlay", "vxlan0")
     run = node.run("ADD", node.conf(network=section), "pod1", node.sandbox("v2", "pod1"))

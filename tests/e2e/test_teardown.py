@@ -5,6 +5,7 @@ endpoint taken, so a field teardown does not read must never fail it (issue: a p
 that is not an object, an endpointMacPrefix of the wrong shape). Only a config that no longer
 says which network or which IPAM store is an error.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,11 @@ EDITS = [  # (node, field the warning names, the edit)
     (overlay, "endpointMacPrefix", {"endpointMacPrefix": "0E2A"}),
     (bridge, "dns.nameservers[0]", {"dns": {"nameservers": ["not-an-ip"]}}),
     (bridge, "apiVersion", {"apiVersion": "two"}),
-    (overlay, "runtimeConfig.portMappings[0].hostPort", {"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80}]}}),
+    (
+        overlay,
+        "runtimeConfig.portMappings[0].hostPort",
+        {"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80}]}},
+    ),
 ]
 
 
@@ -51,19 +56,25 @@ def test_gc_after_an_edit_still_collects(tmp_path):
     node.add(conf, "gone", node.sandbox("v2", "gone"))
     keep = node.sandbox("v2", "keep")
     node.add(conf, "keep", keep)
-    edited = {**conf, "policies": [{"name": "EndpointPolicy", "value": 42}],
-              "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
+    edited = {
+        **conf,
+        "policies": [{"name": "EndpointPolicy", "value": 42}],
+        "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}],
+    }
     run = node.run("GC", edited)
     assert run.ok, (run.out, run.stderr)
     node.assert_clean("gone")
     assert "keep_cbr0" in node.endpoints() and "keep" in node.ip_files().values()
 
 
-@pytest.mark.parametrize("edit,words", [
-    ({"name": ""}, ("missing network name",)),  # skel's check, before any plugin code
-    ({"ipam": "host-local"}, ("DEL cannot identify the IPAM plugin that releases the pod's address", "ipam:")),
-    ({"ipam": {"type": 5}}, ("DEL cannot identify the IPAM plugin", "ipam.type")),
-])
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        ({"name": ""}, ("missing network name",)),  # skel's check, before any plugin code
+        ({"ipam": "host-local"}, ("DEL cannot identify the IPAM plugin that releases the pod's address", "ipam:")),
+        ({"ipam": {"type": 5}}, ("DEL cannot identify the IPAM plugin", "ipam.type")),
+    ],
+)
 def test_a_config_that_no_longer_names_the_network_or_the_ipam_store_is_an_error(tmp_path, edit, words):
     node = bridge(tmp_path)
     netns = node.sandbox("v2", "pod1")
@@ -124,10 +135,12 @@ def _drop_sandbox(node: Node, cid: str, netns: str) -> None:
         node.hnsctl("namespace", "delete", netns)
 
 
-NODE_STATES = {"network-gone": lambda node, cid, netns: _drop_network(node),
-               "endpoint-gone-ip-reserved": _drop_endpoint,
-               "ip-released-endpoint-left": _release_ip,
-               "sandbox-gone": _drop_sandbox}
+NODE_STATES = {
+    "network-gone": lambda node, cid, netns: _drop_network(node),
+    "endpoint-gone-ip-reserved": _drop_endpoint,
+    "ip-released-endpoint-left": _release_ip,
+    "sandbox-gone": _drop_sandbox,
+}
 
 
 @pytest.mark.parametrize("api", ["v1", "v2"])

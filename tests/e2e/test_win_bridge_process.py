@@ -4,6 +4,7 @@ What both plugins share (lifecycle, rollback, CHECK, GC, STATUS, parallel pods, 
 is in test_winnet_lifecycle.py; here is what is win-bridge's own: the documents its config
 features produce on each API, dockershim's shared endpoint, dual-stack, the node fixtures.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,19 +16,34 @@ DSR_IP = "10.127.130.36"
 # entry that must be ignored), sdnbridge AdditionalArgs, ipMasqNetwork, loopbackDSR, config DNS
 # with Go-style capitalised keys, runtime DNS and port mappings.
 RICH = dict(
-    ipMasqNetwork="10.244.0.0/16", loopbackDSR=True,
-    dns={"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"], "domain": "cluster.local",
-         "options": ["ndots:5"]},
-    policies=[{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.96.0.0/12"]}},
-              {"Name": "EndpointPolicy", "Value": {"Type": "SDNRoute",
-                                                    "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}},
-              {"name": "NetworkPolicy", "value": {"Type": "Ignored"}}],
-    AdditionalArgs=[{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["192.168.1.0/24"]}}}],
+    ipMasqNetwork="10.244.0.0/16",
+    loopbackDSR=True,
+    dns={
+        "Nameservers": ["10.96.0.10"],
+        "Search": ["svc.cluster.local"],
+        "domain": "cluster.local",
+        "options": ["ndots:5"],
+    },
+    policies=[
+        {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.96.0.0/12"]}},
+        {
+            "Name": "EndpointPolicy",
+            "Value": {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
+        },
+        {"name": "NetworkPolicy", "value": {"Type": "Ignored"}},
+    ],
+    AdditionalArgs=[
+        {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["192.168.1.0/24"]}}}
+    ],
     capabilities={"portMappings": True, "dns": True},
-    runtimeConfig={"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
-                                    {"hostPort": 5353, "containerPort": 53, "protocol": "UDP", "hostIP": DSR_IP},
-                                    {"hostPort": 9000, "containerPort": 9000, "protocol": "6"}],
-                   "dns": {"servers": ["10.96.0.11"], "searches": ["ns.svc.cluster.local"], "options": ["ndots:2"]}},
+    runtimeConfig={
+        "portMappings": [
+            {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+            {"hostPort": 5353, "containerPort": 53, "protocol": "UDP", "hostIP": DSR_IP},
+            {"hostPort": 9000, "containerPort": 9000, "protocol": "6"},
+        ],
+        "dns": {"servers": ["10.96.0.11"], "searches": ["ns.svc.cluster.local"], "options": ["ndots:2"]},
+    },
 )
 
 
@@ -37,19 +53,33 @@ def expected_policies(api: str, ip: str) -> list[dict]:
         nat = lambda cidr: {"Type": "OutBoundNAT", "Settings": {"Exceptions": [cidr]}}  # noqa: E731
 
         def pm(i, e, p, vip):
-            return {"Type": "PortMapping", "Settings": {"InternalPort": i, "ExternalPort": e, "Protocol": p, "VIP": vip}}
+            return {
+                "Type": "PortMapping",
+                "Settings": {"InternalPort": i, "ExternalPort": e, "Protocol": p, "VIP": vip},
+            }
 
-        return [nat("10.96.0.0/12"),
-                {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
-                nat("192.168.1.0/24"), nat("10.244.0.0/16"),
-                pm(80, 8080, 6, ""), pm(53, 5353, 17, DSR_IP), pm(9000, 9000, 6, ""),
-                {"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}}]
+        return [
+            nat("10.96.0.0/12"),
+            {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
+            nat("192.168.1.0/24"),
+            nat("10.244.0.0/16"),
+            pm(80, 8080, 6, ""),
+            pm(53, 5353, 17, DSR_IP),
+            pm(9000, 9000, 6, ""),
+            {"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}},
+        ]
     nat = lambda cidr: {"Type": "OutBoundNAT", "ExceptionList": [cidr]}  # noqa: E731
     pm = lambda i, e, p: {"Type": "NAT", "InternalPort": i, "ExternalPort": e, "Protocol": p}  # noqa: E731
-    return [nat("10.96.0.0/12"), {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
-            nat("192.168.1.0/24"), nat("10.244.0.0/16"),
-            pm(80, 8080, "tcp"), pm(53, 5353, "UDP"), pm(9000, 9000, "6"),
-            {"Type": "OutBoundNAT", "Destinations": [ip]}]
+    return [
+        nat("10.96.0.0/12"),
+        {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+        nat("192.168.1.0/24"),
+        nat("10.244.0.0/16"),
+        pm(80, 8080, "tcp"),
+        pm(53, 5353, "UDP"),
+        pm(9000, 9000, "6"),
+        {"Type": "OutBoundNAT", "Destinations": [ip]},
+    ]
 
 
 @pytest.mark.parametrize("api", ["v1", "v2"])
@@ -63,8 +93,12 @@ def test_config_features_make_the_reference_documents(node, api):
     if api == "v2":
         assert doc["IpConfigurations"] == [{"IpAddress": ip}]
         assert doc["Routes"] == [{"NextHop": "10.244.4.2", "DestinationPrefix": "0.0.0.0/0"}]
-        assert doc["Dns"] == {"Domain": "cluster.local", "Search": ["ns.svc.cluster.local"],
-                              "ServerList": ["10.96.0.11"], "Options": ["ndots:2"]}
+        assert doc["Dns"] == {
+            "Domain": "cluster.local",
+            "Search": ["ns.svc.cluster.local"],
+            "ServerList": ["10.96.0.11"],
+            "Options": ["ndots:2"],
+        }
     else:  # V1 carries servers and suffixes only, as comma strings
         assert (doc["IPAddress"], doc["GatewayAddress"]) == (ip, "10.244.4.2")
         assert (doc["DNSServerList"], doc["DNSSuffix"]) == ("10.96.0.11", "ns.svc.cluster.local")
@@ -112,29 +146,43 @@ def test_dockershim_pause_and_app_containers_share_one_endpoint(node):
 
 def test_dual_stack_on_hns_with_dual_stack_support(tmp_path):
     node = Node(tmp_path).bridge(ipv6_subnet="fd00:10:244:4::/64")
-    conf = node.conf(ipam={"type": "host-local", "dataDir": str(node.ipam_dir),
-                           "ranges": [[{"subnet": "10.244.4.0/24"}], [{"subnet": "fd00:10:244:4::/64"}]]})
+    conf = node.conf(
+        ipam={
+            "type": "host-local",
+            "dataDir": str(node.ipam_dir),
+            "ranges": [[{"subnet": "10.244.4.0/24"}], [{"subnet": "fd00:10:244:4::/64"}]],
+        }
+    )
     result = node.add(conf, "pod1", node.sandbox("v2", "pod1"))
     [doc] = creates(node.journal())
     v4, v6 = (a["address"].split("/")[0] for a in result["ips"])
     assert doc["IpConfigurations"] == [{"IpAddress": v4}, {"IpAddress": v6}]
-    assert doc["Routes"] == [{"NextHop": "10.244.4.2", "DestinationPrefix": "0.0.0.0/0"},
-                             {"NextHop": "fd00:10:244:4::2", "DestinationPrefix": "::/0"}]
+    assert doc["Routes"] == [
+        {"NextHop": "10.244.4.2", "DestinationPrefix": "0.0.0.0/0"},
+        {"NextHop": "fd00:10:244:4::2", "DestinationPrefix": "::/0"},
+    ]
     assert result["routes"] == [{"dst": "0.0.0.0/0", "gw": "10.244.4.2"}, {"dst": "::/0", "gw": "fd00:10:244:4::2"}]
     assert node.run("CHECK", {**conf, "prevResult": result}, "pod1", result["interfaces"][0]["sandbox"]).ok
 
 
 def test_dual_stack_without_hns_support_is_a_clear_error_and_leaks_nothing(tmp_path):
     node = Node(tmp_path, version="11.9").bridge(ipv6_subnet="fd00:10:244:4::/64")
-    conf = node.conf(ipam={"type": "host-local", "dataDir": str(node.ipam_dir),
-                           "ranges": [[{"subnet": "10.244.4.0/24"}], [{"subnet": "fd00:10:244:4::/64"}]]})
+    conf = node.conf(
+        ipam={
+            "type": "host-local",
+            "dataDir": str(node.ipam_dir),
+            "ranges": [[{"subnet": "10.244.4.0/24"}], [{"subnet": "fd00:10:244:4::/64"}]],
+        }
+    )
     node.run("ADD", conf, "pod1", node.sandbox("v2", "pod1")).failed(7, "dual-stack", "IPv6")
     assert node.ipam_calls() == ["ADD pod1", "DEL pod1"]
     node.assert_clean("pod1")
 
 
-@pytest.mark.parametrize("fixture,api", [("cni.conf.l2bridge-v1.json", "v1"), ("cni.conf.l2bridge-v1.json", "v2"),
-                                         ("cni.conf.l2bridge-v2.json", "v2")])
+@pytest.mark.parametrize(
+    "fixture,api",
+    [("cni.conf.l2bridge-v1.json", "v1"), ("cni.conf.l2bridge-v1.json", "v2"), ("cni.conf.l2bridge-v2.json", "v2")],
+)
 def test_node_fixtures_work_unchanged(node, fixture, api):
     """The operators' configs, with only what flannel adds (name, ipam); policies fitted to the API."""
     doc, result = node.fixture_lifecycle(fixture, api)
@@ -161,8 +209,10 @@ BAD = [  # (config change, field the error must name)
     (dict(runtimeConfig={"dns": {"servers": ["x"]}}), "runtimeConfig.dns.servers[0]"),
     (dict(runtimeConfig={"portMappings": [{"hostPort": 70000, "containerPort": 80}]}), "portMappings[0].hostPort"),
     (dict(runtimeConfig={"portMappings": [{"containerPort": 80}]}), "hostPort"),
-    (dict(runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "sctp"}]}),
-     "portMappings[0].protocol"),
+    (
+        dict(runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "sctp"}]}),
+        "portMappings[0].protocol",
+    ),
     (dict(name=""), "name"),
 ]
 
@@ -185,7 +235,7 @@ def test_without_ipam_hns_chooses_the_address_and_the_result_says_which(node, ap
 
 
 def test_empty_ip_masq_network_adds_no_exception(node):
-    """"ipMasqNetwork": "" is absent, as in Go: the pod starts and no OutBoundNAT exception is added for it."""
+    """ "ipMasqNetwork": "" is absent, as in Go: the pod starts and no OutBoundNAT exception is added for it."""
     conf = node.conf(ipMasqNetwork="")
     result = node.add(conf, "pod1", node.sandbox("v1", "pod1"))
     [doc] = creates(node.journal())

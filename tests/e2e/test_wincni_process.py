@@ -1,4 +1,5 @@
 """``wincni doctor`` as an operator runs it: a process, against a node whose pods the plugins made."""
+
 from __future__ import annotations
 
 import json
@@ -10,17 +11,35 @@ from hnsnode import VENV_BIN, Node
 
 
 def doctor(node: Node, *args: str) -> tuple[int, dict]:
-    proc = subprocess.run([str(VENV_BIN / "wincni"), "doctor", "--cni-bin-dir", str(VENV_BIN),
-                           "--subnet-env", str(node.root / "none.env"), "--net-conf", str(node.root / "none.json"),
-                           "--source-vip", str(node.root / "none.vip"), "-o", "json", *args],
-                          env=node.env, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [
+            str(VENV_BIN / "wincni"),
+            "doctor",
+            "--cni-bin-dir",
+            str(VENV_BIN),
+            "--subnet-env",
+            str(node.root / "none.env"),
+            "--net-conf",
+            str(node.root / "none.json"),
+            "--source-vip",
+            str(node.root / "none.vip"),
+            "-o",
+            "json",
+            *args,
+        ],
+        env=node.env,
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.stderr == b""
     return proc.returncode, {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
 
 
 def test_win_bridge_node_with_pods_then_a_leaked_reservation(tmp_path) -> None:
     node = Node(tmp_path).bridge()
-    conf = node.conf(policies=[{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}}])
+    conf = node.conf(
+        policies=[{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}}]
+    )
     (tmp_path / "10-bridge.conf").write_text(json.dumps(conf))
     node.add(conf, "pod1", node.sandbox("v2", "pod1"))
     rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))

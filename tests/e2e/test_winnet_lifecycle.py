@@ -3,6 +3,7 @@
 Each test runs for both plugins (parametrized), and where the API matters for V1 (dockershim:
 pause container, HNSCall) and V2 (containerd: namespace GUID, HCN).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -12,8 +13,10 @@ import pytest
 from hnsnode import Node, call_names, creates, fault_targets, golden_calls
 
 PLUGINS = ["win-bridge", "win-overlay"]
-GOLDEN = {"win-bridge": {"v1": "wb-v1-basic.json", "v2": "wb-v2-basic.json"},
-          "win-overlay": {"v1": "wo-v1-basic.json", "v2": "wo-v2-basic.json"}}
+GOLDEN = {
+    "win-bridge": {"v1": "wb-v1-basic.json", "v2": "wb-v2-basic.json"},
+    "win-overlay": {"v1": "wo-v1-basic.json", "v2": "wo-v2-basic.json"},
+}
 pytestmark = pytest.mark.node(*PLUGINS)  # each test on both plugins' flanneld networks
 
 
@@ -29,8 +32,9 @@ def is_attached(node: Node, cid: str, netns: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------- ADD/CHECK/DEL
-@pytest.mark.parametrize("api,api_version", [("v1", 1), ("v2", 2), ("v1", None), ("v2", None)],
-                         ids=["v1", "v2", "auto-none", "auto-guid"])
+@pytest.mark.parametrize(
+    "api,api_version", [("v1", 1), ("v2", 2), ("v1", None), ("v2", None)], ids=["v1", "v2", "auto-none", "auto-guid"]
+)
 def test_lifecycle(node, api, api_version, request):
     """ADD, retry, CHECK with prevResult, DEL, DEL again — and the raw HNS calls each makes."""
     extra = {} if api_version is None else {"apiVersion": api_version}
@@ -72,8 +76,12 @@ def test_lifecycle(node, api, api_version, request):
     assert len(call_names(del_calls)) <= len(golden_calls(GOLDEN[node.plugin][api], -1))
     second = node.run("DEL", conf, "pod1", netns)
     assert second.ok and second.out is None, second.out
-    request.node.user_properties.append(("calls", {"add": call_names(add_calls), "del": call_names(del_calls),
-                                                   "close": call_names(add_calls, close=True)}))
+    request.node.user_properties.append(
+        (
+            "calls",
+            {"add": call_names(add_calls), "del": call_names(del_calls), "close": call_names(add_calls, close=True)},
+        )
+    )
 
 
 def test_api_version_2_needs_a_namespace(node):
@@ -261,8 +269,15 @@ def test_twenty_pods_in_parallel(node):
     assert not [n for n in node.endpoints() if n.startswith("pod")]
 
 
-@pytest.mark.parametrize("var,value", [("LIBHNS_BACKEND", "bogus"), ("LIBHNS_SIM_VERSION", "x"),
-                                       ("LIBHNS_SIM_FAULTS", "nonsense"), ("LIBHNS_SIM_MGMT_DELAY", "-1")])
+@pytest.mark.parametrize(
+    "var,value",
+    [
+        ("LIBHNS_BACKEND", "bogus"),
+        ("LIBHNS_SIM_VERSION", "x"),
+        ("LIBHNS_SIM_FAULTS", "nonsense"),
+        ("LIBHNS_SIM_MGMT_DELAY", "-1"),
+    ],
+)
 def test_a_bad_libhns_variable_is_code_4_naming_it_before_ipam(node, var, value):
     """The environment's fault, not HNS's: code 4, no traceback (it was a 999), no IP taken."""
     for command in ("ADD", "DEL"):

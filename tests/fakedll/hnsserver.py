@@ -8,6 +8,7 @@ A simulator failure goes back as its HRESULT and ErrorRecord, as computenetwork.
 
     python -m tests.fakedll.hnsserver [PORT]     # serve until interrupted; prints the port
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ from libhns.sim import Simulator
 
 NULL = 0xFFFFFFFF
 SIM_VARIABLES = ("LIBHNS_SIM_DIR", "LIBHNS_SIM_VERSION", "LIBHNS_SIM_FAULTS")
-_HCN = re.compile(r"Hcn(Enumerate|Create|Open|Modify|Query|Delete|Close)"
-                  r"(Network|Endpoint|Namespace|LoadBalancer)s?(?:Properties)?")
+_HCN = re.compile(
+    r"Hcn(Enumerate|Create|Open|Modify|Query|Delete|Close)"
+    r"(Network|Endpoint|Namespace|LoadBalancer)s?(?:Properties)?"
+)
 
 
 def read_fields(rfile: Any) -> list[bytes | None] | None:
@@ -73,18 +76,19 @@ class Session:
     def _handle(self, number: int) -> Any:
         return self._handles.get(number)
 
-    def call(self, name: str, guid: bytes | None, handle: int,
-             strings: list[str | None]) -> tuple[int, int, str | None, str | None]:
+    def call(
+        self, name: str, guid: bytes | None, handle: int, strings: list[str | None]
+    ) -> tuple[int, int, str | None, str | None]:
         """(HRESULT, new handle, out-string, ErrorRecord) for one DLL export."""
         try:
-            new, out = self._dispatch(name, None if guid is None else str(uuid.UUID(bytes_le=guid)).upper(),
-                                      handle, strings)
+            new, out = self._dispatch(
+                name, None if guid is None else str(uuid.UUID(bytes_le=guid)).upper(), handle, strings
+            )
         except HnsError as e:
             return e.hresult or 0x80004005, 0, None, e.record
         return 0, new, out, None
 
-    def _dispatch(self, name: str, id: str | None, handle: int,
-                  s: list[str | None]) -> tuple[int, str | None]:
+    def _dispatch(self, name: str, id: str | None, handle: int, s: list[str | None]) -> tuple[int, str | None]:
         sim = self.sim
         m = _HCN.fullmatch(name)
         if m:
@@ -93,8 +97,7 @@ class Session:
             if op == "Enumerate":
                 return 0, sim.hcn_enumerate(kind, s[0] or "")
             if op == "Create":
-                return self._keep(sim.hcn_create(kind, id, s[0] or "",
-                                                 target if kind == "Endpoint" else None)), None
+                return self._keep(sim.hcn_create(kind, id, s[0] or "", target if kind == "Endpoint" else None)), None
             if op == "Open":
                 return self._keep(sim.hcn_open(kind, id)), None
             if op == "Query":
@@ -140,10 +143,10 @@ class _Handler(socketserver.StreamRequestHandler):
             name, guid, handle, *strings = request
             self.server.calls.append((name or b"").decode())  # type: ignore[attr-defined]
             (number,) = struct.unpack("<Q", handle or bytes(8))
-            hr, new, out, record = session.call((name or b"").decode(), guid, number,
-                                                [_text(x) for x in strings])
-            write_fields(self.wfile, [struct.pack("<I", hr & 0xFFFFFFFF), struct.pack("<Q", new),
-                                      _wide(out), _wide(record)])
+            hr, new, out, record = session.call((name or b"").decode(), guid, number, [_text(x) for x in strings])
+            write_fields(
+                self.wfile, [struct.pack("<I", hr & 0xFFFFFFFF), struct.pack("<Q", new), _wide(out), _wide(record)]
+            )
 
 
 class Server(socketserver.ThreadingTCPServer):

@@ -2,6 +2,7 @@
 
 There is deliberately no ``gc``: the skel must treat a plugin without GC as having nothing to collect.
 """
+
 from plugins.cni.errors import TRY_AGAIN_LATER, CniError
 from plugins.cni.result import IPConfig, Result
 

@@ -1,4 +1,5 @@
 """Build tests/fakedll/fakehns.c with the system C compiler and drive it from Python."""
+
 from __future__ import annotations
 
 import ctypes
@@ -24,8 +25,12 @@ def build(directory: Path) -> Path:
     if cc is None:
         raise FileNotFoundError("no C compiler (cc/gcc) on PATH")
     target = directory / "libfakehns.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-Wall", "-Werror", "-O1", "-o", str(target), str(SOURCE)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-Wall", "-Werror", "-O1", "-o", str(target), str(SOURCE)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return target
 
 
@@ -42,8 +47,13 @@ class FakeHns:
         self._sig("fake_last_string_set", [ctypes.c_int], ctypes.c_int)
         for name in ("fake_last_handle_in", "fake_last_handle_out"):
             self._sig(name, [], ctypes.c_size_t)
-        for name in ("fake_alloc_count", "fake_free_count", "fake_bad_free_count",
-                     "fake_call_count", "fake_close_count"):
+        for name in (
+            "fake_alloc_count",
+            "fake_free_count",
+            "fake_bad_free_count",
+            "fake_call_count",
+            "fake_close_count",
+        ):
             self._sig(name, [], ctypes.c_int)
 
     def _sig(self, name: str, argtypes: list, restype: object) -> None:

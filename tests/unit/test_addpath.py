@@ -1,6 +1,7 @@
 """The ratchet on ``bench/addpath.py``: a pod ADD followed module by module through ``Lifecycle.add``
 may not pass more of our modules, nor come back into a module it left in more ways, than it does
 now. A change that lowers a figure lowers its bound here; one that raises it says why in review."""
+
 from __future__ import annotations
 
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import addpath  # noqa: E402
+import addpath
 
 # scenario -> (modules, returns, all returns): the figures of this tree (d647f69, before #32: v2 25, 43, 156;
 # v1 24, 41, 141; chain 38, 82, 255).
@@ -22,13 +23,24 @@ def test_a_pod_add_passes_no_more_modules_than_pinned(scenario):
     modules, returns, all_returns = BOUNDS[scenario]
     shown = " ".join(("<" if kind == "return" else "") + module for module, kind, _ in steps)
     assert steps[0][0] == steps[-1][0] == "plugins.winnet.lifecycle", shown
-    assert fig["modules"] <= modules, f"{scenario}: {fig['modules']} modules (bound {modules}): {sorted({s[0] for s in steps})}"
+    assert fig["modules"] <= modules, (
+        f"{scenario}: {fig['modules']} modules (bound {modules}): {sorted({s[0] for s in steps})}"
+    )
     assert fig["returns"] <= returns, f"{scenario}: {fig['returns']} returns (bound {returns}): {shown}"
-    assert fig["all_returns"] <= all_returns, f"{scenario}: {fig['all_returns']} returns in all (bound {all_returns}): {shown}"
+    assert fig["all_returns"] <= all_returns, (
+        f"{scenario}: {fig['all_returns']} returns in all (bound {all_returns}): {shown}"
+    )
 
 
 def test_the_count_follows_its_definition():
     """Distinct ways back vs every return, on a made-up sequence: a -> b -> a -> b -> a -> c -> a."""
-    steps = [["a", "call", "f"], ["b", "call", "g"], ["a", "return", "f"], ["b", "call", "g"],
-             ["a", "return", "f"], ["c", "call", "h"], ["a", "return", "f"]]
+    steps = [
+        ["a", "call", "f"],
+        ["b", "call", "g"],
+        ["a", "return", "f"],
+        ["b", "call", "g"],
+        ["a", "return", "f"],
+        ["c", "call", "h"],
+        ["a", "return", "f"],
+    ]
     assert addpath.figures(steps) == {"modules": 3, "returns": 2, "all_returns": 3, "steps": 7}

@@ -1,6 +1,7 @@
 """bench/windows.py's report judges each step by the median of its per-round ratios to Go (both
 sides ran back to back in a round), says when the budget lies inside that median's 95% interval,
 and gives the CPU ratio beside the wall clock's."""
+
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-import windows  # noqa: E402  bench/windows.py
+import windows
 
 CHAIN_ADD = f"{windows.CHAIN} V2 ADD"
 
@@ -22,10 +23,17 @@ def figures(ours: list[float], go: list[float], cpu=(0.05, 0.06)) -> dict:
     samples[("floor", "Windows CPython")] = samples[("floor", "Wine")] = [0.05] * len(ours)
     cpus[("floor", "Windows CPython")] = cpus[("floor", "Wine")] = [0.01] * len(ours)
     import statistics
-    return {"samples": samples, "cpu_samples": cpus, "reps": len(ours), "load": [1.0, 1.0], "others": {},
-            "medians": {k: statistics.median(v) for k, v in samples.items()},
-            "cpu": {k: statistics.median(v) for k, v in cpus.items()},
-            "calls": {(step, side): 8 for step in windows.STEPS for side in ("wincni", "Go")}}
+
+    return {
+        "samples": samples,
+        "cpu_samples": cpus,
+        "reps": len(ours),
+        "load": [1.0, 1.0],
+        "others": {},
+        "medians": {k: statistics.median(v) for k, v in samples.items()},
+        "cpu": {k: statistics.median(v) for k, v in cpus.items()},
+        "calls": {(step, side): 8 for step in windows.STEPS for side in ("wincni", "Go")},
+    }
 
 
 def line(lines: list[str], step: str) -> str:

@@ -1,4 +1,5 @@
 """HcnClient and HnsCallClient against the simulator: results, errors, and the exact raw calls each operation makes."""
+
 from __future__ import annotations
 
 import json
@@ -74,9 +75,21 @@ class Recorder:
         return self.inner.hcs_close_compute_system(handle)
 
 
-NET = {"Name": "cbr0", "Type": "L2Bridge", "Ipams": [{"Type": "Static", "Subnets": [{
-    "IpAddressPrefix": "10.244.1.0/24",
-    "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]}]}]}
+NET = {
+    "Name": "cbr0",
+    "Type": "L2Bridge",
+    "Ipams": [
+        {
+            "Type": "Static",
+            "Subnets": [
+                {
+                    "IpAddressPrefix": "10.244.1.0/24",
+                    "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}],
+                }
+            ],
+        }
+    ],
+}
 
 
 @pytest.fixture
@@ -115,15 +128,18 @@ def test_version_cached_and_features(hnscall, rec):
     assert rec.take() == []
 
 
-@pytest.mark.parametrize("version,expect", [
-    ((9, 1), {"v2_api": False, "dsr": False}),
-    ((9, 3), {"v2_api": True, "dsr": True, "vxlan_port": False}),
-    ((10, 1), {"dsr": False, "remote_subnet": True}),
-    ((10, 3), {"vxlan_port": True, "dsr": True, "dual_stack": False}),
-    ((11, 10), {"dual_stack": True, "l4_proxy": False}),
-    ((13, 2), {"l4_wfp_proxy": True, "session_affinity": True, "tier_acl": False}),
-    ((15, 4), {"modify_loadbalancer": True, "accelnet": True}),
-])
+@pytest.mark.parametrize(
+    "version,expect",
+    [
+        ((9, 1), {"v2_api": False, "dsr": False}),
+        ((9, 3), {"v2_api": True, "dsr": True, "vxlan_port": False}),
+        ((10, 1), {"dsr": False, "remote_subnet": True}),
+        ((10, 3), {"vxlan_port": True, "dsr": True, "dual_stack": False}),
+        ((11, 10), {"dual_stack": True, "l4_proxy": False}),
+        ((13, 2), {"l4_wfp_proxy": True, "session_affinity": True, "tier_acl": False}),
+        ((15, 4), {"modify_loadbalancer": True, "accelnet": True}),
+    ],
+)
 def test_feature_table(version, expect):
     got = Features.for_version(version).as_dict()
     assert {k: got[k] for k in expect} == expect
@@ -139,8 +155,7 @@ def test_create_network_calls(client, rec):
     n = client.create_network(NET)
     assert n.name == "cbr0" and n.subnets[0].gateway == "10.244.1.1"
     calls = rec.take()
-    assert [c[0] for c in calls] == ["HcnCreateNetwork", "HcnQueryNetworkProperties",
-                                     "HcnCloseNetwork"]
+    assert [c[0] for c in calls] == ["HcnCreateNetwork", "HcnQueryNetworkProperties", "HcnCloseNetwork"]
     assert calls[0][1]["SchemaVersion"] == {"Major": 2, "Minor": 0}
 
 
@@ -160,9 +175,15 @@ def test_network_found_by_name_is_opened_once_for_create_endpoint(client, rec, s
     """A V2 ADD: look the network up, create the endpoint on the same handle, close it once."""
     client.get_network_by_name("cbr0")
     client.create_endpoint(net.id, {"Name": "a"})
-    assert rec.names() == ["HcnEnumerateNetworks", "HcnOpenNetwork", "HcnQueryNetworkProperties",
-                           "HcnCreateEndpoint", "HcnQueryEndpointProperties", "HcnCloseEndpoint",
-                           "HcnCloseNetwork"]
+    assert rec.names() == [
+        "HcnEnumerateNetworks",
+        "HcnOpenNetwork",
+        "HcnQueryNetworkProperties",
+        "HcnCreateEndpoint",
+        "HcnQueryEndpointProperties",
+        "HcnCloseEndpoint",
+        "HcnCloseNetwork",
+    ]
     client.close()
     assert rec.names() == [] and sim.open_handles == 0
 
@@ -175,14 +196,17 @@ def test_get_network_by_id(client, rec, net):
 
 
 def test_create_endpoint_calls(client, rec, sim, net):
-    ep = client.create_endpoint(net.id, {"Name": "c1_cbr0",
-                                         "IpConfigurations": [{"IpAddress": "10.244.1.5"}]})
+    ep = client.create_endpoint(net.id, {"Name": "c1_cbr0", "IpConfigurations": [{"IpAddress": "10.244.1.5"}]})
     assert ep.ip_addresses == ["10.244.1.5"] and ep.prefix_length == 24
     assert ep.network_id == net.id and ep.mac.startswith("00-15-5D")
     calls = rec.take()
-    assert [c[0] for c in calls] == ["HcnOpenNetwork", "HcnCreateEndpoint",
-                                     "HcnQueryEndpointProperties", "HcnCloseEndpoint",
-                                     "HcnCloseNetwork"]
+    assert [c[0] for c in calls] == [
+        "HcnOpenNetwork",
+        "HcnCreateEndpoint",
+        "HcnQueryEndpointProperties",
+        "HcnCloseEndpoint",
+        "HcnCloseNetwork",
+    ]
     assert calls[1][1]["HostComputeNetwork"] == net.id
     assert sim.open_handles == 0
 
@@ -198,8 +222,7 @@ def test_endpoint_getters_and_delete(client, rec, net):
     ep = client.create_endpoint(net.id, {"Name": "a"})
     rec.take()
     assert client.get_endpoint_by_name("a").id == ep.id
-    assert rec.names() == ["HcnEnumerateEndpoints", "HcnOpenEndpoint",
-                           "HcnQueryEndpointProperties", "HcnCloseEndpoint"]
+    assert rec.names() == ["HcnEnumerateEndpoints", "HcnOpenEndpoint", "HcnQueryEndpointProperties", "HcnCloseEndpoint"]
     assert client.get_endpoint(ep.id).name == "a"
     rec.take()
     assert [e.id for e in client.list_endpoints(net.id)] == [ep.id]
@@ -221,8 +244,7 @@ def test_namespace_attach_detach_calls(client, rec, net):
     client.namespace_add_endpoint(ns.id, ep.id.lower())
     calls = rec.take()
     assert [c[0] for c in calls] == ["HcnOpenNamespace", "HcnModifyNamespace", "HcnCloseNamespace"]
-    assert calls[1][1] == {"ResourceType": "Endpoint", "RequestType": "Add",
-                           "Settings": {"EndpointId": ep.id}}
+    assert calls[1][1] == {"ResourceType": "Endpoint", "RequestType": "Add", "Settings": {"EndpointId": ep.id}}
     assert client.get_endpoint(ep.id).namespace_id == ns.id
     assert client.get_namespace(ns.id).has_endpoint(ep.id)
     with pytest.raises(errors.AlreadyExists):
@@ -252,8 +274,9 @@ def test_v1_network_lookup_is_one_call(hnscall, rec, net):
 
 
 def test_v1_endpoint_lifecycle(hnscall, rec, sim, net):
-    ep = hnscall.create_endpoint({"Name": "c_cbr0", "VirtualNetwork": net.id,
-                                    "IPAddress": "10.244.1.3", "GatewayAddress": "10.244.1.2"})
+    ep = hnscall.create_endpoint(
+        {"Name": "c_cbr0", "VirtualNetwork": net.id, "IPAddress": "10.244.1.3", "GatewayAddress": "10.244.1.2"}
+    )
     assert rec.take() == [("HNSCall", "POST /endpoints/")]
     assert ep.prefix_length == 24 and ep.gateway == "10.244.1.2"
     assert hnscall.get_endpoint_by_name("c_cbr0").id == ep.id
@@ -265,8 +288,12 @@ def test_v1_endpoint_lifecycle(hnscall, rec, sim, net):
     sim.register_container("pause")
     assert hnscall.hot_attach("pause", ep.id) is True
     calls = rec.take()
-    assert [c[0] for c in calls] == ["HNSCall", "HcsOpenComputeSystem", "HcsModifyComputeSystem",
-                                     "HcsCloseComputeSystem"]
+    assert [c[0] for c in calls] == [
+        "HNSCall",
+        "HcsOpenComputeSystem",
+        "HcsModifyComputeSystem",
+        "HcsCloseComputeSystem",
+    ]
     assert calls[2][1] == {"ResourceType": "Network", "RequestType": "Add", "Settings": ep.id}
     fresh = hnscall.get_endpoint(ep.id)
     rec.take()
@@ -275,15 +302,13 @@ def test_v1_endpoint_lifecycle(hnscall, rec, sim, net):
 
     sim.register_container("app")
     hnscall.hot_attach("app", ep.id, fresh)
-    assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem",
-                                          "HcsCloseComputeSystem"]
+    assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem", "HcsCloseComputeSystem"]
     hnscall.container_detach("app", ep.id)
     assert rec.take() == [("HNSCall", f"POST /endpoints/{ep.id}/detach")]
     assert hnscall.hot_detach("app", ep.id, hnscall.get_endpoint(ep.id)) is False
     rec.take()
     assert hnscall.hot_detach("pause", ep.id) is True
-    assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem",
-                                          "HcsCloseComputeSystem"]
+    assert [c[0] for c in rec.take()] == ["HcsOpenComputeSystem", "HcsModifyComputeSystem", "HcsCloseComputeSystem"]
     assert hnscall.get_endpoint(ep.id).shared_containers == []
     assert hnscall.delete_endpoint(ep.id) is True
     assert hnscall.delete_endpoint(ep.id, missing_ok=True) is False
@@ -301,8 +326,7 @@ def test_v1_hot_attach_missing_container(hnscall, sim, net):
 
 
 def test_v1_host_attach(hnscall, rec, net):
-    ep = hnscall.create_endpoint({"Name": "cbr0_ep", "VirtualNetwork": net.id,
-                                    "IPAddress": "10.244.1.2"})
+    ep = hnscall.create_endpoint({"Name": "cbr0_ep", "VirtualNetwork": net.id, "IPAddress": "10.244.1.2"})
     rec.take()
     hnscall.host_attach(ep.id)
     assert rec.take() == [("HNSCall", f"POST /endpoints/{ep.id}/attach")]
@@ -313,8 +337,9 @@ def test_v1_host_attach(hnscall, rec, net):
 
 def test_v1_errors_are_classified(hnscall, net):
     with pytest.raises(errors.InvalidPolicy):
-        hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id,
-                                   "Policies": [{"Type": "SDNRoute", "Settings": {}}]})
+        hnscall.create_endpoint(
+            {"Name": "e", "VirtualNetwork": net.id, "Policies": [{"Type": "SDNRoute", "Settings": {}}]}
+        )
     with pytest.raises(errors.InvalidAddress):
         hnscall.create_endpoint({"Name": "e", "VirtualNetwork": net.id, "IPAddress": "1.1.1.1"})
 

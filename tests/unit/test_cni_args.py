@@ -1,4 +1,5 @@
 """CNI_ARGS: the K=V;K=V convention and IgnoreUnknown, as libcni's LoadArgs reads them."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,18 +11,25 @@ KUBELET = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_
 
 
 def test_kubelet_args_parse_into_a_dict():
-    assert parse_cni_args(KUBELET) == {"IgnoreUnknown": "1", "K8S_POD_NAMESPACE": "default",
-                                       "K8S_POD_NAME": "web-0", "K8S_POD_INFRA_CONTAINER_ID": "abc"}
+    assert parse_cni_args(KUBELET) == {
+        "IgnoreUnknown": "1",
+        "K8S_POD_NAMESPACE": "default",
+        "K8S_POD_NAME": "web-0",
+        "K8S_POD_INFRA_CONTAINER_ID": "abc",
+    }
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("", {}),
-    (";;", {}),
-    ("A=1;A=2", {"A": "2"}),
-    ("IP=10.0.0.5/24;", {"IP": "10.0.0.5/24"}),
-    ("A=", {"A": ""}),
-    ("A=b=c", {"A": "b=c"}),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("", {}),
+        (";;", {}),
+        ("A=1;A=2", {"A": "2"}),
+        ("IP=10.0.0.5/24;", {"IP": "10.0.0.5/24"}),
+        ("A=", {"A": ""}),
+        ("A=b=c", {"A": "b=c"}),
+    ],
+)
 def test_edge_cases(raw, expected):
     assert parse_cni_args(raw) == expected
 
@@ -33,8 +41,9 @@ def test_pair_without_key_or_equals_is_code_4(raw):
     assert info.value.code == INVALID_ENV and "invalid pair" in info.value.msg
 
 
-@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("True", True),
-                                             ("0", False), ("false", False), ("", False)])
+@pytest.mark.parametrize(
+    "value, expected", [("1", True), ("true", True), ("True", True), ("0", False), ("false", False), ("", False)]
+)
 def test_ignore_unknown_values(value, expected):
     assert ignore_unknown({"IgnoreUnknown": value}) is expected
 

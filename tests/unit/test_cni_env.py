@@ -1,4 +1,5 @@
 """CNI_* environment parsing: what each command needs, and the names every file name relies on."""
+
 import string
 
 import pytest
@@ -8,8 +9,14 @@ from hypothesis import strategies as st
 from plugins.cni.env import COMMANDS, check_ifname, parse_env, split_path
 from plugins.cni.errors import INVALID_ENV, CniError
 
-FULL = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "abc-1_2.3", "CNI_NETNS": "/var/run/netns/x",
-        "CNI_IFNAME": "eth0", "CNI_ARGS": "K8S_POD_NAME=p", "CNI_PATH": "/opt/cni/bin:/usr/lib/cni"}
+FULL = {
+    "CNI_COMMAND": "ADD",
+    "CNI_CONTAINERID": "abc-1_2.3",
+    "CNI_NETNS": "/var/run/netns/x",
+    "CNI_IFNAME": "eth0",
+    "CNI_ARGS": "K8S_POD_NAME=p",
+    "CNI_PATH": "/opt/cni/bin:/usr/lib/cni",
+}
 
 
 def env_error(env, platform="linux"):
@@ -22,16 +29,24 @@ def env_error(env, platform="linux"):
 def test_full_env_becomes_typed_args():
     cmd = parse_env(FULL, "linux")
     assert (cmd.command, cmd.container_id, cmd.netns, cmd.ifname, cmd.args) == (
-        "ADD", "abc-1_2.3", "/var/run/netns/x", "eth0", "K8S_POD_NAME=p")
+        "ADD",
+        "abc-1_2.3",
+        "/var/run/netns/x",
+        "eth0",
+        "K8S_POD_NAME=p",
+    )
     assert cmd.path == ("/opt/cni/bin", "/usr/lib/cni")
     assert cmd.env is FULL
 
 
-@pytest.mark.parametrize("command, missing", [
-    ("ADD", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]),
-    ("CHECK", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]),
-    ("DEL", ["CNI_CONTAINERID", "CNI_IFNAME"]),
-])
+@pytest.mark.parametrize(
+    "command, missing",
+    [
+        ("ADD", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]),
+        ("CHECK", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]),
+        ("DEL", ["CNI_CONTAINERID", "CNI_IFNAME"]),
+    ],
+)
 def test_every_missing_variable_is_named_at_once(command, missing):
     msg = env_error({"CNI_COMMAND": command})
     assert f"[{','.join(missing)}]" in msg
@@ -58,10 +73,19 @@ def test_bad_container_id_is_code_4(cid):
     assert "containerID" in env_error(dict(FULL, CNI_CONTAINERID=cid))
 
 
-@pytest.mark.parametrize("ifname, words", [
-    ("", "empty"), ("a" * 16, "too long"), (".", ". or .."), ("..", ". or .."),
-    ("a/b", "/"), ("a:b", ":"), ("a b", "whitespace"), ("a\tb", "whitespace"),
-])
+@pytest.mark.parametrize(
+    "ifname, words",
+    [
+        ("", "empty"),
+        ("a" * 16, "too long"),
+        (".", ". or .."),
+        ("..", ". or .."),
+        ("a/b", "/"),
+        ("a:b", ":"),
+        ("a b", "whitespace"),
+        ("a\tb", "whitespace"),
+    ],
+)
 def test_bad_ifname_is_code_4(ifname, words):
     with pytest.raises(CniError) as info:
         check_ifname(ifname)
@@ -82,8 +106,11 @@ _ID_CHARS = set(string.ascii_letters + string.digits + "_.-")
 _KEYS = st.sampled_from(["CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"])
 
 
-@given(env=st.dictionaries(_KEYS, st.text()), command=st.sampled_from(COMMANDS) | st.text(),
-       platform=st.sampled_from(["linux", "win32"]))
+@given(
+    env=st.dictionaries(_KEYS, st.text()),
+    command=st.sampled_from(COMMANDS) | st.text(),
+    platform=st.sampled_from(["linux", "win32"]),
+)
 def test_arbitrary_env_either_parses_or_is_code_4(env, command, platform):
     env["CNI_COMMAND"] = command
     try:

@@ -1,4 +1,5 @@
 """Executing IPAM/delegate plugins the way libcni's pkg/invoke does: lookup, env, results, errors."""
+
 import io
 import json
 import os
@@ -48,11 +49,20 @@ def child(tmp_path):
 
 
 def run_child(tmp_path, conf, env=None, command="ADD"):
-    return exec_plugin("child", command, json.dumps(conf).encode(), env or {"CNI_COMMAND": "ADD"},
-                       [str(tmp_path / "empty"), str(tmp_path / "bin")], "0.4.0", Executor(run), platform="linux")
+    return exec_plugin(
+        "child",
+        command,
+        json.dumps(conf).encode(),
+        env or {"CNI_COMMAND": "ADD"},
+        [str(tmp_path / "empty"), str(tmp_path / "bin")],
+        "0.4.0",
+        Executor(run),
+        platform="linux",
+    )
 
 
 # ---------------------------------------------------------------- lookup
+
 
 def test_posix_lookup_takes_the_first_executable_in_path_order(tmp_path):
     make_file(tmp_path / "a", "ipam", executable=False)
@@ -79,11 +89,14 @@ def test_missing_plugin_names_the_path(tmp_path):
     assert info.value.msg == f'failed to find plugin "x" in path [/nowhere {tmp_path}]'
 
 
-@pytest.mark.parametrize("name, platform, words", [
-    ("", "linux", "no plugin name provided"),
-    ("../x", "linux", "invalid plugin name"),
-    ("a/b", "win32", "invalid plugin name"),
-])
+@pytest.mark.parametrize(
+    "name, platform, words",
+    [
+        ("", "linux", "no plugin name provided"),
+        ("../x", "linux", "invalid plugin name"),
+        ("a/b", "win32", "invalid plugin name"),
+    ],
+)
 def test_bad_plugin_type_is_code_7(name, platform, words):
     with pytest.raises(CniError) as info:
         find_plugin(name, ["/opt/cni/bin"], platform)
@@ -91,6 +104,7 @@ def test_bad_plugin_type_is_code_7(name, platform, words):
 
 
 # ---------------------------------------------------------------- exec
+
 
 def test_child_gets_parent_env_with_command_replaced_and_our_stdin(tmp_path, child, stderr):
     env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "PATH": os.environ["PATH"]}
@@ -137,11 +151,17 @@ def test_exec_is_in_the_debug_log(tmp_path, child, stderr):
     run_child(tmp_path, {"name": "n"})
     (record,) = [json.loads(line) for line in log_file.read_text().splitlines()]
     assert (record["event"], record["plugin"], record["child"], record["path"], record["rc"]) == (
-        "exec", "parent", "child", child, 0)
+        "exec",
+        "parent",
+        "child",
+        child,
+        0,
+    )
 
 
 class RecordingExecutor:
     """Answers for the child without starting anything: the executor is the one I/O seam."""
+
     siblings = None  # no plugin of ours: every child is spawned
 
     def __init__(self, rc, out, err=""):
@@ -154,8 +174,9 @@ class RecordingExecutor:
 
 def test_a_replaced_executor_sees_the_child_env_and_its_answer_is_parsed(tmp_path, child):
     fake = RecordingExecutor(0, b'{"ips": []}')
-    result = exec_plugin("child", "DEL", b"{}", {"CNI_COMMAND": "ADD"}, [str(tmp_path / "bin")], "1.0.0", fake,
-                         platform="linux")
+    result = exec_plugin(
+        "child", "DEL", b"{}", {"CNI_COMMAND": "ADD"}, [str(tmp_path / "bin")], "1.0.0", fake, platform="linux"
+    )
     assert result == {"ips": [], "cniVersion": "1.0.0"}
     assert fake.calls == [("child", child, b"{}", "DEL")]
 

@@ -1,10 +1,12 @@
 """quickschema must agree with jsonschema whenever it gives an answer (it decides the happy path)."""
+
 import json
 from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plugins.cni import config
 from plugins.cni.quickschema import _IGNORED, _KEYWORDS, is_valid
@@ -19,15 +21,67 @@ SCHEMAS = {
     "host-local": json.loads((ROOT / "ipam_host_local" / "schema.json").read_text()),
 }
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 70000), st.floats(allow_nan=False, allow_infinity=False),
-                    st.sampled_from(["", "10.0.0.0/24", "10.0.0.1", "fd00::/64", "10.0.0.0/33", "0E-2A", "zz", "host-local",
-                                     "EndpointPolicy", "tcp", "x"]))
-keys = st.sampled_from(["name", "type", "apiVersion", "policies", "ipam", "dns", "runtimeConfig", "loopbackDSR", "ipMasq",
-                        "ipMasqNetwork", "endpointMacPrefix", "subnet", "ranges", "routes", "dst", "gw", "value", "Type",
-                        "portMappings", "hostPort", "containerPort", "protocol", "nameservers", "search", "delegate",
-                        "subnetFile", "dataDir", "rangeStart", "gateway", "servers", "Settings"])
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                            st.dictionaries(keys, inner, max_size=5)), max_leaves=20)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(
+        [
+            "",
+            "10.0.0.0/24",
+            "10.0.0.1",
+            "fd00::/64",
+            "10.0.0.0/33",
+            "0E-2A",
+            "zz",
+            "host-local",
+            "EndpointPolicy",
+            "tcp",
+            "x",
+        ]
+    ),
+)
+keys = st.sampled_from(
+    [
+        "name",
+        "type",
+        "apiVersion",
+        "policies",
+        "ipam",
+        "dns",
+        "runtimeConfig",
+        "loopbackDSR",
+        "ipMasq",
+        "ipMasqNetwork",
+        "endpointMacPrefix",
+        "subnet",
+        "ranges",
+        "routes",
+        "dst",
+        "gw",
+        "value",
+        "Type",
+        "portMappings",
+        "hostPort",
+        "containerPort",
+        "protocol",
+        "nameservers",
+        "search",
+        "delegate",
+        "subnetFile",
+        "dataDir",
+        "rangeStart",
+        "gateway",
+        "servers",
+        "Settings",
+    ]
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=5)),
+    max_leaves=20,
+)
 
 
 def reference_valid(doc, schema) -> bool:
@@ -65,10 +119,16 @@ def _keywords(schema):
             yield from _keywords(list(sub.values()) if key in ("properties", "$defs") else sub)
 
 
-@pytest.mark.parametrize("name,doc", [
-    ("host-local", {"ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3", "dataDir": "/d"}}),
-    ("win-bridge", {"name": "cbr0", "network": {"subnet": ["10.244.4.0/24", "fd00::/64"]}}),
-])
+@pytest.mark.parametrize(
+    "name,doc",
+    [
+        (
+            "host-local",
+            {"ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3", "dataDir": "/d"}},
+        ),
+        ("win-bridge", {"name": "cbr0", "network": {"subnet": ["10.244.4.0/24", "fd00::/64"]}}),
+    ],
+)
 def test_the_configs_we_send_ourselves_are_decided_quickly(name, doc):
     assert is_valid(doc, SCHEMAS[name]) is True
 

@@ -1,4 +1,5 @@
 """skel.run in-process: dispatch, version-aware output, error JSON, crash containment, logging."""
+
 import io
 import json
 
@@ -11,8 +12,14 @@ from plugins.cni import skel
 from plugins.cni.errors import INCOMPATIBLE_VERSION, INTERNAL, INVALID_ENV, IO_FAILURE, TRY_AGAIN_LATER
 
 SPEC = skel.PluginSpec("fake", lambda: _fake_handlers, "a plugin for tests")
-ENV = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c1", "CNI_NETNS": "ns", "CNI_IFNAME": "eth0",
-       "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAME=web", "CNI_PATH": "/opt/cni/bin"}
+ENV = {
+    "CNI_COMMAND": "ADD",
+    "CNI_CONTAINERID": "c1",
+    "CNI_NETNS": "ns",
+    "CNI_IFNAME": "eth0",
+    "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAME=web",
+    "CNI_PATH": "/opt/cni/bin",
+}
 CONF = {"cniVersion": "1.0.0", "name": "net", "type": "fake"}
 
 
@@ -23,8 +30,14 @@ class Run:
         data = stdin if stdin is not None else json.dumps(CONF if conf is None else conf).encode()
         out, err = io.StringIO(), io.StringIO()
         _fake_handlers.seen.clear()
-        self.rc = skel.run(spec, {**(ENV if env is None else env), **env_changes},
-                           data if hasattr(data, "read") else io.BytesIO(data), out, err, platform)
+        self.rc = skel.run(
+            spec,
+            {**(ENV if env is None else env), **env_changes},
+            data if hasattr(data, "read") else io.BytesIO(data),
+            out,
+            err,
+            platform,
+        )
         self.stdout, self.stderr = out.getvalue(), err.getvalue()
         self.doc = json.loads(self.stdout) if self.stdout else None
         self.req = _fake_handlers.seen[0] if _fake_handlers.seen else None
@@ -33,8 +46,11 @@ class Run:
 def test_add_prints_the_result_in_the_configs_version():
     run = Run(conf=dict(CONF, cniVersion="0.3.1"))
     assert run.rc == 0
-    assert run.doc == {"cniVersion": "0.3.1", "dns": {},
-                       "ips": [{"version": "4", "address": "10.0.0.5/24", "gateway": "10.0.0.1"}]}
+    assert run.doc == {
+        "cniVersion": "0.3.1",
+        "dns": {},
+        "ips": [{"version": "4", "address": "10.0.0.5/24", "gateway": "10.0.0.1"}],
+    }
 
 
 def test_config_without_version_gets_a_0_1_0_result():
@@ -60,8 +76,12 @@ def test_gc_without_a_handler_succeeds():
 def test_handler_error_is_printed_with_the_config_version():
     run = Run(conf=dict(CONF, action="fail", cniVersion="0.4.0"))
     assert run.rc == 1
-    assert run.doc == {"cniVersion": "0.4.0", "code": TRY_AGAIN_LATER, "msg": "network not ready",
-                       "details": "try again later"}
+    assert run.doc == {
+        "cniVersion": "0.4.0",
+        "code": TRY_AGAIN_LATER,
+        "msg": "network not ready",
+        "details": "try again later",
+    }
 
 
 def test_crash_is_code_999_with_one_line_and_the_traceback_only_on_stderr(tmp_path):
@@ -85,7 +105,9 @@ def test_unreadable_stdin_is_code_5():
 
 def test_request_gives_the_handler_typed_views():
     prev = {"cniVersion": "1.0.0", "ips": [{"address": "10.0.0.9/24"}]}
-    run = Run(conf=dict(CONF, prevResult=prev, runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 8080}]}))
+    run = Run(
+        conf=dict(CONF, prevResult=prev, runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 8080}]})
+    )
     req = run.req
     assert (req.container_id, req.netns, req.ifname, req.cni_version) == ("c1", "ns", "eth0", "1.0.0")
     assert req.cni_args == {"IgnoreUnknown": "1", "K8S_POD_NAME": "web"}
@@ -103,20 +125,25 @@ def test_request_execs_from_cni_path_split_for_its_platform():
 
 # ---------------------------------------------------------------- laziness and logging
 
+
 def _unimportable():
     import no_such_module_anywhere  # noqa: F401 - the cheap answers never get here
+
     raise AssertionError("unreachable")
 
 
 UNIMPORTABLE = skel.PluginSpec("lazy", _unimportable, "never imported")
 
 
-@pytest.mark.parametrize("kwargs, code", [
-    ({"CNI_COMMAND": "VERSION"}, None),
-    ({"CNI_IFNAME": ""}, INVALID_ENV),
-    ({"stdin": b"{not json"}, 6),
-    ({"conf": dict(CONF, cniVersion="9.9.9")}, INCOMPATIBLE_VERSION),
-])
+@pytest.mark.parametrize(
+    "kwargs, code",
+    [
+        ({"CNI_COMMAND": "VERSION"}, None),
+        ({"CNI_IFNAME": ""}, INVALID_ENV),
+        ({"stdin": b"{not json"}, 6),
+        ({"conf": dict(CONF, cniVersion="9.9.9")}, INCOMPATIBLE_VERSION),
+    ],
+)
 def test_cheap_answers_never_import_the_handlers(kwargs, code):
     run = Run(spec=UNIMPORTABLE, **kwargs)
     assert (run.doc or {}).get("code") == code
@@ -147,17 +174,33 @@ def test_log_settings_do_not_leak_into_the_next_run(tmp_path):
 
 # ---------------------------------------------------------------- never a crash
 
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-                     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=8)
-_confs = st.fixed_dictionaries({}, optional={"cniVersion": st.sampled_from(["", "0.1.0", "0.4.0", "1.1.0", "2.0"]) | st.text(),
-                                             "name": st.sampled_from(["net", "-bad"]) | st.text(),
-                                             "prevResult": _json, "runtimeConfig": _json})
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=8,
+)
+_confs = st.fixed_dictionaries(
+    {},
+    optional={
+        "cniVersion": st.sampled_from(["", "0.1.0", "0.4.0", "1.1.0", "2.0"]) | st.text(),
+        "name": st.sampled_from(["net", "-bad"]) | st.text(),
+        "prevResult": _json,
+        "runtimeConfig": _json,
+    },
+)
 _good_confs = _confs.map(lambda d: {**d, "name": "net", "cniVersion": "1.1.0"})  # reach the handler often
-_stdins = st.one_of(st.binary(), *[strategy.map(lambda d: json.dumps(d).encode())
-                                   for strategy in (_json, _confs, _good_confs, _good_confs, _good_confs)])
-_envs = st.builds(lambda command, garbled: {**ENV, "CNI_COMMAND": command, **garbled},
-                  st.sampled_from(["ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION", "x"]),
-                  st.just({}) | st.dictionaries(st.sampled_from(sorted(ENV)), st.text(), max_size=2))
+_stdins = st.one_of(
+    st.binary(),
+    *[
+        strategy.map(lambda d: json.dumps(d).encode())
+        for strategy in (_json, _confs, _good_confs, _good_confs, _good_confs)
+    ],
+)
+_envs = st.builds(
+    lambda command, garbled: {**ENV, "CNI_COMMAND": command, **garbled},
+    st.sampled_from(["ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION", "x"]),
+    st.just({}) | st.dictionaries(st.sampled_from(sorted(ENV)), st.text(), max_size=2),
+)
 
 
 @pytest.mark.slow
@@ -175,6 +218,7 @@ def test_arbitrary_input_gives_one_json_answer_never_999(env, stdin):
 def test_about_text_names_version_and_checkout_commit(tmp_path):
     """Run without CNI_COMMAND, a plugin says which build it is (version, commit read from .git)."""
     from plugins.cni import buildinfo
+
     err = io.StringIO()
     assert skel.run(SPEC, {}, io.BytesIO(b""), io.StringIO(), err) == 0
     assert f"fake {buildinfo.VERSION}" in err.getvalue()

@@ -4,6 +4,7 @@ The fake records the bytes it received and counts CoTaskMem allocations and free
 check what Windows would see: GUID layout, wide strings, handles, and that each returned string
 is freed exactly once on success and on every error path.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -20,7 +21,7 @@ from libhns.raw import KINDS, hcn_function
 
 NET_ID = "9B219D6E-6847-43FC-8258-81DB4B63C09C"  # as libhns.guid.parse gives it
 # bytes_le of NET_ID, spelled out: Data1/2/3 little-endian, Data4 as is.
-NET_ID_BYTES = bytes.fromhex("6e9d219b" "4768" "fc43" "825881db4b63c09c")
+NET_ID_BYTES = bytes.fromhex("6e9d219b4768fc43825881db4b63c09c")
 GUID_NULL = bytes(16)
 QUERY = '{"SchemaVersion":{"Major":2,"Minor":0},"Filter":"{\\"Name\\":\\"cbr0\\"}"}'
 RECORD = errors.error_record(0x803B000D)
@@ -49,7 +50,12 @@ def backend(fake: fakedll.FakeHns) -> CtypesBackend:
 
 
 def test_guid_bytes_are_uuid_bytes_le() -> None:
-    assert uuid.UUID(NET_ID).bytes_le == NET_ID_BYTES == bytes(GUID.of(NET_ID)) == bytes(GUID.of("{" + NET_ID.lower() + "}"))
+    assert (
+        uuid.UUID(NET_ID).bytes_le
+        == NET_ID_BYTES
+        == bytes(GUID.of(NET_ID))
+        == bytes(GUID.of("{" + NET_ID.lower() + "}"))
+    )
     assert bytes(GUID.of(None)) == bytes(16)
 
 
@@ -95,7 +101,7 @@ def test_create_endpoint_passes_network_handle_first(backend, fake) -> None:
     endpoint = backend.hcn_create("Endpoint", ep_id, '{"Name":"ep"}', network=network)
     assert fake.last_call == "HcnCreateEndpoint"
     assert fake.last_handle_in == network
-    assert fake.last_guid() == bytes.fromhex("33221100" "5544" "7766" "8899aabbccddeeff")
+    assert fake.last_guid() == bytes.fromhex("33221100554477668899aabbccddeeff")
     assert fake.last_strings() == ['{"Name":"ep"}']
     assert endpoint == fake.last_handle_out and endpoint != network
 
@@ -146,10 +152,11 @@ def test_failed_hresult_raises_the_subclass_with_record(backend, fake) -> None:
     with pytest.raises(errors.InvalidPolicy) as caught:
         backend.hcn_create("Network", None, "{}")
     e = caught.value
-    assert (e.call, e.hresult, e.name, e.record) == ("HcnCreateNetwork", 0x803B000D,
-                                                     "HCN_E_INVALID_POLICY", RECORD)
-    assert str(e) == ("HcnCreateNetwork: HCN_E_INVALID_POLICY (0x803B000D): "
-                      "The provided policy configuration is invalid or missing parameters.")
+    assert (e.call, e.hresult, e.name, e.record) == ("HcnCreateNetwork", 0x803B000D, "HCN_E_INVALID_POLICY", RECORD)
+    assert str(e) == (
+        "HcnCreateNetwork: HCN_E_INVALID_POLICY (0x803B000D): "
+        "The provided policy configuration is invalid or missing parameters."
+    )
     assert (fake.allocs, fake.frees) == (1, 1)
 
 
@@ -243,14 +250,15 @@ def test_hcs_success_result_document_is_freed_not_an_error(backend, fake) -> Non
 
 # --- loading --------------------------------------------------------------------------------------
 def test_import_loads_nothing_and_defaults_fail_clearly_off_windows() -> None:
-    code = ("import sys, libhns; before = set(sys.modules);"
-            "import libhns.ctypes_backend as c; b = c.CtypesBackend();"
-            "new = set(sys.modules) - before;"
-            "assert not {'libhns.errors', 'json'} & new, new;"
-            "import ctypes; assert not hasattr(ctypes, 'WinDLL') or sys.platform == 'win32';"
-            "\ntry:\n b.hns_call('GET', '/globals/version', '')\nexcept OSError as e:\n print(e)")
+    code = (
+        "import sys, libhns; before = set(sys.modules);"
+        "import libhns.ctypes_backend as c; b = c.CtypesBackend();"
+        "new = set(sys.modules) - before;"
+        "assert not {'libhns.errors', 'json'} & new, new;"
+        "import ctypes; assert not hasattr(ctypes, 'WinDLL') or sys.platform == 'win32';"
+        "\ntry:\n b.hns_call('GET', '/globals/version', '')\nexcept OSError as e:\n print(e)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     if sys.platform != "win32":
         assert "vmcompute.dll" in out.stdout and "LIBHNS_BACKEND=sim" in out.stdout
-

@@ -1,5 +1,6 @@
 """libhns.deadline: the per-call and per-command deadline and the retry of "try again" HRESULTs,
 against a tiny RawHns fake whose calls hang, fail or answer as told."""
+
 from __future__ import annotations
 
 import _thread
@@ -119,6 +120,7 @@ class LateThreads:
             self.go.wait()
             fn(*args)
             self.ended.set()
+
         return _thread.start_new_thread(late, ())
 
     def __getattr__(self, name):
@@ -189,23 +191,28 @@ def test_limits_come_from_the_config_then_the_environment_then_the_defaults():
 
 def test_timeouts_survive_pickling():
     import pickle
+
     err = pickle.loads(pickle.dumps(errors.Timeout("HcnCreateEndpoint", 1.5, "per-call timeout 1 s")))
     assert isinstance(err, errors.Timeout) and err.waited == 1.5 and "per-call timeout 1 s" in str(err)
 
 
-@pytest.mark.parametrize("spec, picked", [
-    ("HcnCreateEndpoint#2=0x800706BA", [2]),
-    ("HcnCreateEndpoint#2-4=0x800706BA", [2, 3, 4]),
-    ("HcnCreateEndpoint=hang:1.5", [1, 2, 3, 4, 5]),
-])
+@pytest.mark.parametrize(
+    "spec, picked",
+    [
+        ("HcnCreateEndpoint#2=0x800706BA", [2]),
+        ("HcnCreateEndpoint#2-4=0x800706BA", [2, 3, 4]),
+        ("HcnCreateEndpoint=hang:1.5", [1, 2, 3, 4, 5]),
+    ],
+)
 def test_fault_call_numbers_and_ranges(spec, picked):
     [fault] = parse_faults(spec)
     assert [n for n in range(1, 6) if fault.picks(n)] == picked
 
 
 def test_fault_kinds():
-    hang, stale, live = parse_faults("HcnModifyNamespace=hang:2,HcnCreateEndpoint#1=stale-ip,"
-                                     "HNSCall:POST /endpoints/=live-ip")
+    hang, stale, live = parse_faults(
+        "HcnModifyNamespace=hang:2,HcnCreateEndpoint#1=stale-ip,HNSCall:POST /endpoints/=live-ip"
+    )
     assert (hang.hang, hang.hresult) == (2.0, None)
     assert (stale.plant, live.plant) == ("stale-ip", "live-ip")
 

@@ -4,6 +4,7 @@ each knob turned), rendered by kustomize itself (built from the Go module proxy 
 bundled schemas, offline, strict: unknown fields fail), HostProcess as Windows needs it, every
 ``wincni`` command line accepted by wincni's own parser, each mode's CNI template rendered and
 validated by ``wincni install`` itself, and the image carrying what the manifests run."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gotool import go_tool
 from tools.wincni.__main__ import build_parser
 from tools.wincni.facts import default_paths
-
-from gotool import go_tool
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
@@ -39,9 +39,12 @@ def render(tmp_path: Path, **knobs: str) -> list[dict]:
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("image"))
     text = (copy / "kustomization.yaml").read_text()
-    edits = {"mode": (r"  - modes/vxlan\n", "  - modes/{}\n"), "namespace": (r"\nnamespace: kube-flannel\n", "\nnamespace: {}\n"),
-             "image": (r"newName: registry\.example/wincni-flannel\n", "newName: {}\n"),
-             "service_cidr": (r"serviceCIDR=10\.96\.0\.0/12", "serviceCIDR={}")}
+    edits = {
+        "mode": (r"  - modes/vxlan\n", "  - modes/{}\n"),
+        "namespace": (r"\nnamespace: kube-flannel\n", "\nnamespace: {}\n"),
+        "image": (r"newName: registry\.example/wincni-flannel\n", "newName: {}\n"),
+        "service_cidr": (r"serviceCIDR=10\.96\.0\.0/12", "serviceCIDR={}"),
+    }
     for knob, value in knobs.items():
         pattern, replacement = edits[knob]
         text, n = re.subn(pattern, replacement.format(value).replace("\\n", "\n"), text)
@@ -74,14 +77,23 @@ def validate(doc: dict) -> None:
 
 # ------------------------------------------------------------------------------ schema
 
+
 def test_every_rendered_object_is_valid(variant) -> None:
     mode, docs = variant
-    assert sorted(f"{d['kind']}/{d['metadata']['name'].rsplit('-', 1)[0] if d['kind'] == 'ConfigMap' else d['metadata']['name']}"
-                  for d in docs) == ["ClusterRole/wincni-flannel", "ClusterRoleBinding/wincni-flannel",
-                                     "ClusterRoleBinding/wincni-kube-proxy", "ConfigMap/wincni-cni-template",
-                                     "ConfigMap/wincni-settings", "DaemonSet/wincni-flannel-windows",
-                                     "DaemonSet/wincni-kube-proxy-windows", "ServiceAccount/wincni-flannel",
-                                     "ServiceAccount/wincni-kube-proxy"], mode
+    assert sorted(
+        f"{d['kind']}/{d['metadata']['name'].rsplit('-', 1)[0] if d['kind'] == 'ConfigMap' else d['metadata']['name']}"
+        for d in docs
+    ) == [
+        "ClusterRole/wincni-flannel",
+        "ClusterRoleBinding/wincni-flannel",
+        "ClusterRoleBinding/wincni-kube-proxy",
+        "ConfigMap/wincni-cni-template",
+        "ConfigMap/wincni-settings",
+        "DaemonSet/wincni-flannel-windows",
+        "DaemonSet/wincni-kube-proxy-windows",
+        "ServiceAccount/wincni-flannel",
+        "ServiceAccount/wincni-kube-proxy",
+    ], mode
     for doc in docs:
         validate(doc)
 
@@ -106,6 +118,7 @@ def test_a_wrong_field_is_caught(variant) -> None:
 
 # ------------------------------------------------------------------------------ knobs
 
+
 def test_the_knobs_reach_every_object(tmp_path: Path) -> None:
     docs = render(tmp_path, namespace="kube-system", image="my.registry/wincni", service_cidr="10.112.0.0/12")
     for doc in docs:
@@ -117,7 +130,9 @@ def test_the_knobs_reach_every_object(tmp_path: Path) -> None:
     assert images == {"my.registry/wincni:0.1.0", "sigwindowstools/kube-proxy:v1.34.0-flannel-hostprocess"}
     [settings] = [d for d in docs if d["metadata"]["name"].startswith("wincni-settings-")]
     assert settings["data"] == {"serviceCIDR": "10.112.0.0/12"}
-    install = next(c for c in containers(by_kind(docs, "DaemonSet")["wincni-flannel-windows"]) if c["name"] == "install-cni")
+    install = next(
+        c for c in containers(by_kind(docs, "DaemonSet")["wincni-flannel-windows"]) if c["name"] == "install-cni"
+    )
     [ref] = [e["valueFrom"]["configMapKeyRef"] for e in install["env"] if e["name"] == "SERVICE_CIDR"]
     assert ref == {"name": settings["metadata"]["name"], "key": "serviceCIDR"}  # kustomize's hashed name, followed
 
@@ -129,18 +144,25 @@ def test_the_service_accounts_the_daemonsets_use_are_bound(variant) -> None:
     used = {ds["spec"]["template"]["spec"]["serviceAccountName"] for ds in by_kind(docs, "DaemonSet").values()}
     assert used == accounts == bound == {"wincni-flannel", "wincni-kube-proxy"}
     rules = by_kind(docs, "ClusterRole")["wincni-flannel"]["rules"]
-    assert {(r["resources"][0], v) for r in rules for v in r["verbs"]} >= {("nodes", "list"), ("nodes", "watch"),
-                                                                             ("nodes/status", "patch")}
+    assert {(r["resources"][0], v) for r in rules for v in r["verbs"]} >= {
+        ("nodes", "list"),
+        ("nodes", "watch"),
+        ("nodes/status", "patch"),
+    }
 
 
 # ------------------------------------------------------------------------------ what runs
+
 
 def test_hostprocess_daemonsets_on_windows_nodes(variant) -> None:
     _, docs = variant
     for ds in by_kind(docs, "DaemonSet").values():
         spec = ds["spec"]["template"]["spec"]
         assert spec["nodeSelector"] == {"kubernetes.io/os": "windows"} and spec["hostNetwork"] is True
-        assert spec["securityContext"]["windowsOptions"] == {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\SYSTEM"}
+        assert spec["securityContext"]["windowsOptions"] == {
+            "hostProcess": True,
+            "runAsUserName": "NT AUTHORITY\\SYSTEM",
+        }
 
 
 def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
@@ -169,7 +191,8 @@ def test_every_wincni_command_line_parses(variant) -> None:
     mode, docs = variant
     found = wincni_command_lines(docs)
     want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs"} | (
-        {"source-vip": "sourcevip"} if mode == "vxlan" else {})
+        {"source-vip": "sourcevip"} if mode == "vxlan" else {}
+    )
     assert {name: args[0] for name, args in found.items()} == want
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in found.items()}  # UsageError on anything it does not take
@@ -181,9 +204,10 @@ def test_every_wincni_command_line_parses(variant) -> None:
 # containerd's config.toml on the node: naming other folders (with a space, as containerd's own
 # defaults have), leaving them out (containerd's defaults), absent (containerd's folder is there).
 NODES = {
-    "config names them": {r"C:\Program Files\containerd\config.toml":
-                          b'version = 3\n[plugins."io.containerd.cri.v1.runtime".cni]\n'
-                          b'  bin_dirs = ["D:\\\\k8s cni\\\\bin"]\n  conf_dir = "D:\\\\k8s cni\\\\conf"\n'},
+    "config names them": {
+        r"C:\Program Files\containerd\config.toml": b'version = 3\n[plugins."io.containerd.cri.v1.runtime".cni]\n'
+        b'  bin_dirs = ["D:\\\\k8s cni\\\\bin"]\n  conf_dir = "D:\\\\k8s cni\\\\conf"\n'
+    },
     "config leaves them out": {r"C:\Program Files\containerd\config.toml": b"version = 2\n"},
     "no config": {},
 }
@@ -212,6 +236,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     from tools.wincni.__main__ import where
     from tools.wincni.containerd import CONF_NAME
     from tools.wincni.install import Outcome, _dirs
+
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in wincni_command_lines(docs).items()}
@@ -219,7 +244,10 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     install = next(c for c in containers(flannel) if c["name"] == "install-cni")
     mounts = {m["name"]: SANDBOX + m["mountPath"].replace("/", "\\") for m in install["volumeMounts"]}
     volumes = {v["name"]: v["configMap"]["name"] for v in flannel["spec"]["template"]["spec"]["volumes"]}
-    assert parsed["install-cni"].net_conf == mounts["flannel-cfg"] + "net-conf.json" and volumes["flannel-cfg"] == "kube-flannel-cfg"
+    assert (
+        parsed["install-cni"].net_conf == mounts["flannel-cfg"] + "net-conf.json"
+        and volumes["flannel-cfg"] == "kube-flannel-cfg"
+    )
     assert parsed["install-cni"].template == mounts["cni-template"] + "10-flannel.conflist"
     [template] = [d for d in docs if d["metadata"]["name"] == volumes["cni-template"]]
     assert set(template["data"]) == {"10-flannel.conflist"}
@@ -238,7 +266,10 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
 
     probe = parsed["kube-flannel readiness"]
     assert probe.cni_conf is None and probe.cni_bin_dir is None
-    assert (seen_by("kube-flannel readiness").conf_dir, seen_by("kube-flannel readiness").bin_dir) == (conf_dir, bin_dir)
+    assert (seen_by("kube-flannel readiness").conf_dir, seen_by("kube-flannel readiness").bin_dir) == (
+        conf_dir,
+        bin_dir,
+    )
     kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
     env_vars = {e["name"]: e.get("value") for c in containers(kube_proxy) for e in c.get("env", [])}
     assert "CNI_CONF" not in env_vars  # the script reads cni-dirs.json, what `wincni dirs` said
@@ -249,25 +280,37 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     assert "(Join-Path $PSScriptRoot 'cni-dirs.json')" in script
     assert f"(Join-Path $dirs.confDir '{CONF_NAME}')" in script and parsed["install-cni"].conf_name == CONF_NAME
     if mode == "vxlan":
-        assert parsed["source-vip"].cni_conf is None and ntpath.join(seen_by("source-vip").conf_dir, CONF_NAME) == written
+        assert (
+            parsed["source-vip"].cni_conf is None and ntpath.join(seen_by("source-vip").conf_dir, CONF_NAME) == written
+        )
         assert env_vars["SOURCE_VIP_FILE"] == parsed["source-vip"].out
     else:
         assert "SOURCE_VIP_FILE" not in env_vars
 
 
-@pytest.mark.parametrize("mode, netconf, node_ip", [("vxlan", "net-conf.vxlan.json", ""),
-                                                    ("host-gw", "net-conf.host-gw.json", "10.127.130.36")])
-def test_each_mode_s_template_is_what_wincni_renders_by_default(tmp_path: Path, mode: str, netconf: str,
-                                                                node_ip: str) -> None:
+@pytest.mark.parametrize(
+    "mode, netconf, node_ip",
+    [("vxlan", "net-conf.vxlan.json", ""), ("host-gw", "net-conf.host-gw.json", "10.127.130.36")],
+)
+def test_each_mode_s_template_is_what_wincni_renders_by_default(
+    tmp_path: Path, mode: str, netconf: str, node_ip: str
+) -> None:
     """The shipped templates load in the plugins' loaders (install validates them) and say what
     wincni's own config says: an operator starts from the default and changes what they mean to."""
     from test_wincni_install import install_node, release
+
     rel = release(tmp_path, "0.1.0-aaa-1")
     node = install_node(tmp_path / "default", netconf)
     node.install("--from", str(rel), "--node-ip", node_ip or "0.0.0.0")
     templated = install_node(tmp_path / "template", netconf)
-    templated.install("--from", str(rel), "--node-ip", node_ip or "0.0.0.0",
-                      "--template", str(DEPLOY / "modes" / mode / "cni-template.conflist"))
+    templated.install(
+        "--from",
+        str(rel),
+        "--node-ip",
+        node_ip or "0.0.0.0",
+        "--template",
+        str(DEPLOY / "modes" / mode / "cni-template.conflist"),
+    )
     assert templated.read_cni_conf() == node.read_cni_conf()
 
 
@@ -279,12 +322,21 @@ def test_the_image_carries_what_the_manifests_run(variant) -> None:
     for script in ("start-flanneld.ps1", "start-kube-proxy.ps1", "kubeconfig.ps1"):
         assert (DEPLOY / script).is_file() and copies[script] == f"/flannel/{script}"
     daemonsets = by_kind(docs, "DaemonSet").values()
-    run = {arg for ds in daemonsets for c in containers(ds) for arg in c["command"] + c.get("args", [])
-           if arg.startswith(SANDBOX + "\\")}
-    mounted = {m["mountPath"].strip("/").split("/")[0] for ds in daemonsets for c in containers(ds)
-               for m in c.get("volumeMounts", [])}
+    run = {
+        arg
+        for ds in daemonsets
+        for c in containers(ds)
+        for arg in c["command"] + c.get("args", [])
+        if arg.startswith(SANDBOX + "\\")
+    }
+    mounted = {
+        m["mountPath"].strip("/").split("/")[0]
+        for ds in daemonsets
+        for c in containers(ds)
+        for m in c.get("volumeMounts", [])
+    }
     for path in run:
-        top = path[len(SANDBOX) + 1:].split("\\")[0]
+        top = path[len(SANDBOX) + 1 :].split("\\")[0]
         assert top in mounted or any(dst.strip("/").split("/")[0] == top for dst in copies.values()), path
     kube_proxy = by_kind(docs, "DaemonSet")["wincni-kube-proxy-windows"]
     [copy] = [c for c in containers(kube_proxy) if c["name"] == "scripts"]

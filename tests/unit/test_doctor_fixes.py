@@ -2,6 +2,7 @@
 knows, read the check's fix, and either run its ``run`` command exactly as printed (a real
 process, through the shell) and see the check pass when the doctor runs again, or find that its
 prose names the node's own file to change. Together the breaks cover every check id."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,10 @@ from typing import Callable
 
 import pytest
 
-from tools.wincni import checks
-from tools.wincni.facts import Facts
-
 from hnsnode import SOURCE_VIP, VENV_BIN, Node
 from test_wincni_doctor import CHECK_IDS, age, sim_node
+from tools.wincni import checks
+from tools.wincni.facts import Facts
 
 
 @dataclass(frozen=True)
@@ -80,65 +80,116 @@ def _netconf(node: Node) -> list[Path]:
 
 
 BREAKS = {
-    "config: a field of the wrong type": Break("config", "bridge", _edit_delegate(loopbackDSR="yes"),
-                                               prose_names=_conf),
+    "config: a field of the wrong type": Break(
+        "config", "bridge", _edit_delegate(loopbackDSR="yes"), prose_names=_conf
+    ),
     "config: --cni-conf that does not exist": Break("config", "bridge", lambda node: None, ("--cni-conf", "/nope")),
-    "config: a conf dir without a config": Break("config", "bridge", lambda node: (
-        setattr(node, "cni_conf", None), node.conf_dir.mkdir()), prose_names=lambda node: [node.conf_dir]),
-    "plugins: host-local missing": Break("plugins", "bridge", _rm("bin", "host-local"),
-                                         prose_names=lambda node: [node.bin]),
+    "config: a conf dir without a config": Break(
+        "config",
+        "bridge",
+        lambda node: (setattr(node, "cni_conf", None), node.conf_dir.mkdir()),
+        prose_names=lambda node: [node.conf_dir],
+    ),
+    "plugins: host-local missing": Break(
+        "plugins", "bridge", _rm("bin", "host-local"), prose_names=lambda node: [node.bin]
+    ),
     "plugins: bin dir unreadable": Break("plugins", "bridge", lambda node: None, ("--cni-bin-dir", "/nope")),
-    "hns-network: absent": Break("hns-network", "bridge", lambda node: node.hnsctl("network", "delete", "cbr0"),
-                                 prose_names=lambda node: [node.net_conf, node.conf_dir / "10-flannel.conf"]),
+    "hns-network: absent": Break(
+        "hns-network",
+        "bridge",
+        lambda node: node.hnsctl("network", "delete", "cbr0"),
+        prose_names=lambda node: [node.net_conf, node.conf_dir / "10-flannel.conf"],
+    ),
     "hns-network: of the wrong type": Break(
-        "hns-network", "bridge", lambda node: (_edit_delegate(type="win-overlay")(node),
-                                               _net_conf({"name": "cbr0", "type": "vxlan", "VNI": 4096})(node)),
-        prose_names=_conf),
-    "hns-network: HNS not reachable": Break("hns-network", "bridge",
-                                            lambda node: node.env.update(LIBHNS_SIM_VERSION="x")),
+        "hns-network",
+        "bridge",
+        lambda node: (
+            _edit_delegate(type="win-overlay")(node),
+            _net_conf({"name": "cbr0", "type": "vxlan", "VNI": 4096})(node),
+        ),
+        prose_names=_conf,
+    ),
+    "hns-network: HNS not reachable": Break(
+        "hns-network", "bridge", lambda node: node.env.update(LIBHNS_SIM_VERSION="x")
+    ),
     "subnet-env: absent": Break("subnet-env", "bridge", _rm("subnet_env"), prose_names=lambda node: [node.subnet_env]),
     "subnet-env: a new lease": Break(
-        "subnet-env", "bridge", lambda node: (node.lease("10.244.9.1/24"), node.source_vip.write_text(
-            json.dumps({"ip4": {"ip": "10.244.9.9/24"}})))),
-    "exceptions: the service CIDR missing": Break("exceptions", "overlay", _exceptions(["10.244.0.0/16"]),
-                                                  prose_names=_conf),
-    "exceptions: not a CIDR": Break("exceptions", "bridge", _exceptions(["10.244.0.0/16", "10.96.0.0/12", "bogus"]),
-                                    prose_names=_conf),
-    "reach: the node subnet excepted": Break("reach", "bridge", lambda node: None, ("--reach", "10.127.130.1"),
-                                             prose_names=_conf),
-    "net-conf: Backend.Name differs from HNS": Break("net-conf", "overlay", _net_conf(
-        {"name": "vxlan1", "type": "vxlan", "VNI": 4096, "Port": 4789}), prose_names=_netconf),
-    "net-conf: a VNI Windows refuses": Break("net-conf", "overlay", _net_conf(
-        {"name": "vxlan0", "type": "vxlan", "VNI": 4095, "Port": 4789}), prose_names=_netconf),
-    "net-conf: the backend of the other plugin": Break("net-conf", "overlay", _net_conf(
-        {"name": "vxlan0", "type": "host-gw"}), prose_names=_conf),
-    "net-conf: Linux peers' defaults": Break("net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "vxlan"}),
-                                             prose_names=_netconf),
-    "net-conf: not JSON": Break("net-conf", "overlay", lambda node: node.net_conf.write_text("{"),
-                                prose_names=_netconf),
-    "vxlan: the HNS network's VNI": Break("vxlan", "overlay", lambda node: (
-        node.hnsctl("network", "delete", "vxlan0"), node.overlay(vsid=4000))),
-    "source-vip: from an old subnet": Break("source-vip", "overlay", lambda node: node.source_vip.write_text(
-        json.dumps({"cniVersion": "1.0.0", "ips": [{"address": "10.244.7.3/24"}]}))),
+        "subnet-env",
+        "bridge",
+        lambda node: (
+            node.lease("10.244.9.1/24"),
+            node.source_vip.write_text(json.dumps({"ip4": {"ip": "10.244.9.9/24"}})),
+        ),
+    ),
+    "exceptions: the service CIDR missing": Break(
+        "exceptions", "overlay", _exceptions(["10.244.0.0/16"]), prose_names=_conf
+    ),
+    "exceptions: not a CIDR": Break(
+        "exceptions", "bridge", _exceptions(["10.244.0.0/16", "10.96.0.0/12", "bogus"]), prose_names=_conf
+    ),
+    "reach: the node subnet excepted": Break(
+        "reach", "bridge", lambda node: None, ("--reach", "10.127.130.1"), prose_names=_conf
+    ),
+    "net-conf: Backend.Name differs from HNS": Break(
+        "net-conf",
+        "overlay",
+        _net_conf({"name": "vxlan1", "type": "vxlan", "VNI": 4096, "Port": 4789}),
+        prose_names=_netconf,
+    ),
+    "net-conf: a VNI Windows refuses": Break(
+        "net-conf",
+        "overlay",
+        _net_conf({"name": "vxlan0", "type": "vxlan", "VNI": 4095, "Port": 4789}),
+        prose_names=_netconf,
+    ),
+    "net-conf: the backend of the other plugin": Break(
+        "net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "host-gw"}), prose_names=_conf
+    ),
+    "net-conf: Linux peers' defaults": Break(
+        "net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "vxlan"}), prose_names=_netconf
+    ),
+    "net-conf: not JSON": Break(
+        "net-conf", "overlay", lambda node: node.net_conf.write_text("{"), prose_names=_netconf
+    ),
+    "vxlan: the HNS network's VNI": Break(
+        "vxlan", "overlay", lambda node: (node.hnsctl("network", "delete", "vxlan0"), node.overlay(vsid=4000))
+    ),
+    "source-vip: from an old subnet": Break(
+        "source-vip",
+        "overlay",
+        lambda node: node.source_vip.write_text(
+            json.dumps({"cniVersion": "1.0.0", "ips": [{"address": "10.244.7.3/24"}]})
+        ),
+    ),
     "source-vip: not JSON": Break("source-vip", "overlay", lambda node: node.source_vip.write_text("{")),
     "source-vip: absent on overlay": Break("source-vip", "overlay", _rm("source_vip")),
     "source-vip: not reserved": Break("source-vip", "overlay", lambda node: (_store(node) / SOURCE_VIP).unlink()),
     "source-vip: a pod holds it": Break("source-vip", "overlay", _vip_held_by_a_pod),
-    "hns-features: loopbackDSR on HNS 9.2": Break("hns-features", "bridge", lambda node: (
-        node.env.update(LIBHNS_SIM_VERSION="9.2"), _edit_delegate(loopbackDSR=True)(node)), prose_names=_conf),
+    "hns-features: loopbackDSR on HNS 9.2": Break(
+        "hns-features",
+        "bridge",
+        lambda node: (node.env.update(LIBHNS_SIM_VERSION="9.2"), _edit_delegate(loopbackDSR=True)(node)),
+        prose_names=_conf,
+    ),
     "hns-features: the VXLAN port on HNS 10.2": Break(
-        "hns-features", "overlay", lambda node: node.env.update(LIBHNS_SIM_VERSION="10.2"), prose_names=_netconf),
+        "hns-features", "overlay", lambda node: node.env.update(LIBHNS_SIM_VERSION="10.2"), prose_names=_netconf
+    ),
     "ipam-store: a reservation whose pod is gone": Break("ipam-store", "bridge", _orphan),
-    "ipam-store: an endpoint host-local does not know": Break("ipam-store", "bridge", _unreserved_endpoint,
-                                                               fixed_by="stale-endpoints"),
+    "ipam-store: an endpoint host-local does not know": Break(
+        "ipam-store", "bridge", _unreserved_endpoint, fixed_by="stale-endpoints"
+    ),
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
 }
 
 # Fixes that name no file of the node, and why: HNS's side, or the environment.
-NO_FILE = {"hns-network: HNS not reachable": "LIBHNS_SIM_VERSION", "config: --cni-conf that does not exist": "conf_dir",
-           "plugins: bin dir unreadable": "bin_dir", "vxlan: the HNS network's VNI": "",
-           "subnet-env: a new lease": ""}
+NO_FILE = {
+    "hns-network: HNS not reachable": "LIBHNS_SIM_VERSION",
+    "config: --cni-conf that does not exist": "conf_dir",
+    "plugins: bin dir unreadable": "bin_dir",
+    "vxlan: the HNS network's VNI": "",
+    "subnet-env: a new lease": "",
+}
 
 
 def doctor(node: Node, brk: Break) -> dict[str, dict]:
@@ -188,17 +239,38 @@ def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> No
     import io
 
     from tools.wincni.__main__ import main
+
     node = sim_node(tmp_path, "overlay")
     node.source_vip.unlink()
     node.write_cni_conf(node.cni_conf)
     out = io.StringIO()
-    main(["doctor", "--cni-conf", str(node.conf_dir), "--cni-bin-dir", str(node.bin), "--source-vip",
-          str(node.source_vip)], out, io.StringIO(), node.env, platform="linux", cwd=str(tmp_path))
+    main(
+        [
+            "doctor",
+            "--cni-conf",
+            str(node.conf_dir),
+            "--cni-bin-dir",
+            str(node.bin),
+            "--source-vip",
+            str(node.source_vip),
+        ],
+        out,
+        io.StringIO(),
+        node.env,
+        platform="linux",
+        cwd=str(tmp_path),
+    )
     lines = out.getvalue().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("WARN  source-vip"))
     run = lines[at + 1].split("run: ", 1)[1]
-    assert shlex.split(run) == ["wincni", "sourcevip", "--cni-conf", str(node.conf_dir / "10-flannel.conf"),
-                                "--out", str(node.source_vip)]
+    assert shlex.split(run) == [
+        "wincni",
+        "sourcevip",
+        "--cni-conf",
+        str(node.conf_dir / "10-flannel.conf"),
+        "--out",
+        str(node.source_vip),
+    ]
     assert lines[at + 2].strip().startswith("fix: then restart kube-proxy")
 
 
@@ -206,16 +278,21 @@ def test_windows_commands_are_quoted_for_windows_and_name_the_frozen_folder() ->
     """PowerShell (the Windows node's shell) takes a quoted program only after ``&``: without it the
     line is a string expression and the next word a parse error."""
     facts = Facts(windows=True, tools=r"C:\Program Files\wincni")
-    assert checks.command(facts, "wincni", "reclaim", "--cni-conf", r"C:\etc\cni\net.d\10-flannel.conflist") == \
-        r'& "C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
-    assert checks.command(Facts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B") == \
-        r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"  # the same line in cmd and PowerShell
+    assert (
+        checks.command(facts, "wincni", "reclaim", "--cni-conf", r"C:\etc\cni\net.d\10-flannel.conflist")
+        == r'& "C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
+    )
+    assert (
+        checks.command(Facts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B")
+        == r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"
+    )  # the same line in cmd and PowerShell
 
 
 def test_the_windows_acl_fix_pastes_into_powershell_and_any_language() -> None:
     """icacls' grants quoted (unquoted, PowerShell runs "(OI)" as a command) and by SID (SYSTEM,
     Administrators and Users are named otherwise on a German or French Windows)."""
     import re
+
     check = checks.permissions(Facts(windows=True, open_dirs=(("CNI bin dir", r"C:\opt\cni\bin", "Users"),)))
     command = "icacls" + check.fix.split("icacls", 1)[1]
     unquoted = re.sub(r'"[^"]*"', "", command.split(" (SYSTEM")[0])

@@ -1,4 +1,5 @@
 """Delegate builder: Windows semantics on every OS, the reference's rules, and its saved bytes."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,6 @@ from plugins.flannel import netconf
 from plugins.flannel.config import FlannelConf
 from plugins.flannel.delegate import build, encode
 from plugins.flannel.subnet_env import parse
-
 from testdata import FIXTURES, GOLDENS
 
 GOLDEN = GOLDENS / "flannel-win-bridge.json"
@@ -31,8 +31,13 @@ def backend(kind: str, name: str = "", vni: int = 4096, port: int = 0) -> netcon
 
 def test_windows_defaults_from_the_reference():
     assert build(flannel(), LEASE, None) == {
-        "name": "cni-flannel", "type": "win-bridge", "ipMasq": True, "ipMasqNetwork": "10.1.0.0/16",
-        "cniVersion": "0.2.0", "ipam": {"type": "host-local", "subnet": "10.1.17.0/24"}}
+        "name": "cni-flannel",
+        "type": "win-bridge",
+        "ipMasq": True,
+        "ipMasqNetwork": "10.1.0.0/16",
+        "cniVersion": "0.2.0",
+        "ipam": {"type": "host-local", "subnet": "10.1.17.0/24"},
+    }
 
 
 def test_ipmasq_follows_the_lease_and_is_not_inverted():
@@ -41,14 +46,19 @@ def test_ipmasq_follows_the_lease_and_is_not_inverted():
 
 
 def test_ipmasq_network_is_the_first_cluster_network():
-    lease = parse("FLANNEL_NETWORK=192.168.0.0/16,10.1.0.0/16\nFLANNEL_SUBNET=192.168.3.1/24\n"
-                  "FLANNEL_MTU=1\nFLANNEL_IPMASQ=true", "s")
+    lease = parse(
+        "FLANNEL_NETWORK=192.168.0.0/16,10.1.0.0/16\nFLANNEL_SUBNET=192.168.3.1/24\nFLANNEL_MTU=1\nFLANNEL_IPMASQ=true",
+        "s",
+    )
     assert build(flannel(), lease, None)["ipMasqNetwork"] == "192.168.0.0/16"
 
 
 def test_config_version_runtime_config_and_delegate_keys_are_carried():
-    conf = flannel(cniVersion="1.0.0", runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 8080}]},
-                   delegate={"type": "win-overlay", "apiVersion": 2, "ipMasq": False, "cniVersion": "0.1.0"})
+    conf = flannel(
+        cniVersion="1.0.0",
+        runtimeConfig={"portMappings": [{"hostPort": 80, "containerPort": 8080}]},
+        delegate={"type": "win-overlay", "apiVersion": 2, "ipMasq": False, "cniVersion": "0.1.0"},
+    )
     out = build(conf, LEASE, None)
     assert out["type"] == "win-overlay" and out["apiVersion"] == 2
     assert out["cniVersion"] == "1.0.0" and out["ipMasq"] is True  # flannel's values always win
@@ -56,12 +66,15 @@ def test_config_version_runtime_config_and_delegate_keys_are_carried():
     assert conf.delegate == {"type": "win-overlay", "apiVersion": 2, "ipMasq": False, "cniVersion": "0.1.0"}
 
 
-@pytest.mark.parametrize("delegate, msg", [
-    ({"type": 5}, "'delegate' dictionary, if present, must have (string) 'type' field"),
-    ({"name": "x"}, "'delegate' dictionary must not have 'name' field, it'll be set by flannel"),
-    ({"ipam": {}}, "'delegate' dictionary must not have 'ipam' field, it'll be set by flannel"),
-    ({"IPAM": {}}, "'delegate' dictionary must not have 'ipam' field, it'll be set by flannel"),
-])
+@pytest.mark.parametrize(
+    "delegate, msg",
+    [
+        ({"type": 5}, "'delegate' dictionary, if present, must have (string) 'type' field"),
+        ({"name": "x"}, "'delegate' dictionary must not have 'name' field, it'll be set by flannel"),
+        ({"ipam": {}}, "'delegate' dictionary must not have 'ipam' field, it'll be set by flannel"),
+        ({"IPAM": {}}, "'delegate' dictionary must not have 'ipam' field, it'll be set by flannel"),
+    ],
+)
 def test_the_reference_rules_on_the_delegate(delegate, msg):
     with pytest.raises(CniError) as err:
         build(flannel(delegate=delegate), LEASE, None)
@@ -70,14 +83,17 @@ def test_the_reference_rules_on_the_delegate(delegate, msg):
 
 
 def test_an_ipv6_only_lease_cannot_serve_windows_pods():
-    v6 = parse("FLANNEL_IPV6_NETWORK=fc00::/48\nFLANNEL_IPV6_SUBNET=fc00::1/64\nFLANNEL_MTU=1\nFLANNEL_IPMASQ=true", "s")
+    v6 = parse(
+        "FLANNEL_IPV6_NETWORK=fc00::/48\nFLANNEL_IPV6_SUBNET=fc00::1/64\nFLANNEL_MTU=1\nFLANNEL_IPMASQ=true", "s"
+    )
     with pytest.raises(CniError, match="has no IPv4 FLANNEL_NETWORK") as err:
         build(flannel(), v6, None)
     assert err.value.code == INVALID_CONFIG
 
 
-@pytest.mark.parametrize("kind, name, expected", [("vxlan", "cni-flannel", "win-overlay"),
-                                                  ("host-gw", "cni-flannel", "win-bridge")])
+@pytest.mark.parametrize(
+    "kind, name, expected", [("vxlan", "cni-flannel", "win-overlay"), ("host-gw", "cni-flannel", "win-bridge")]
+)
 def test_the_backend_picks_the_delegate_when_the_config_does_not(kind, name, expected):
     assert build(flannel(), LEASE, backend(kind, name))["type"] == expected
     assert build(flannel(delegate={"type": "sdnbridge"}), LEASE, backend(kind, name))["type"] == "sdnbridge"
@@ -104,16 +120,20 @@ def test_the_recorded_go_run_saves_the_same_bytes():
     assert encode(build(conf_of(step["stdin"]), lease, None)) == saved.encode()
 
 
-@pytest.mark.parametrize("conf_file, net_conf, expected_type", [
-    ("cni.conf.l2bridge-v1.json", "net-conf.host-gw.json", "win-bridge"),
-    ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "win-bridge"),
-    ("cni.conf.overlay-v1.json", "net-conf.vxlan.json", "win-overlay"),
-    ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "win-overlay"),
-])
+@pytest.mark.parametrize(
+    "conf_file, net_conf, expected_type",
+    [
+        ("cni.conf.l2bridge-v1.json", "net-conf.host-gw.json", "win-bridge"),
+        ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "win-bridge"),
+        ("cni.conf.overlay-v1.json", "net-conf.vxlan.json", "win-overlay"),
+        ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "win-overlay"),
+    ],
+)
 def test_every_node_fixture_builds_unchanged(conf_file, net_conf, expected_type):
     doc = json.load(open(f"{FIXTURES}/{conf_file}"))
-    out = build(conf_of(doc), parse(open(f"{FIXTURES}/subnet.env").read(), "subnet.env"),
-                netconf.load(f"{FIXTURES}/{net_conf}"))
+    out = build(
+        conf_of(doc), parse(open(f"{FIXTURES}/subnet.env").read(), "subnet.env"), netconf.load(f"{FIXTURES}/{net_conf}")
+    )
     assert out["type"] == expected_type and out["name"] == doc["name"]
     assert out["ipam"] == {"type": "host-local", "subnet": "10.244.4.0/24"}
     assert (out["ipMasq"], out["ipMasqNetwork"], out["cniVersion"]) == (True, "10.244.0.0/16", doc["cniVersion"])

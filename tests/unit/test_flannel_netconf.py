@@ -1,4 +1,5 @@
 """flanneld's net-conf.json checks, flannel's own config keys and node defaults, the sandbox ID."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import pytest
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, IO_FAILURE, CniError
 from plugins.flannel import netconf
 from plugins.flannel.config import FlannelConf, node_path, sandbox_id
-
 from testdata import FIXTURES
 
 
@@ -18,9 +18,16 @@ def backend_of(doc) -> netconf.Backend:
 
 # ---------------------------------------------------------------- net-conf.json
 
+
 def test_the_node_fixtures():
     vxlan = netconf.load(f"{FIXTURES}/net-conf.vxlan.json")
-    assert (vxlan.type, vxlan.name, vxlan.vni, vxlan.port, vxlan.delegate_type()) == ("vxlan", "vxlan0", 4096, 4789, "win-overlay")
+    assert (vxlan.type, vxlan.name, vxlan.vni, vxlan.port, vxlan.delegate_type()) == (
+        "vxlan",
+        "vxlan0",
+        4096,
+        4789,
+        "win-overlay",
+    )
     hostgw = netconf.load(f"{FIXTURES}/net-conf.host-gw.json")
     assert (hostgw.type, hostgw.network_name, hostgw.delegate_type()) == ("host-gw", "cbr0", "win-bridge")
     netconf.check(vxlan, "vxlan0")
@@ -38,16 +45,37 @@ def test_network_names_default_like_flanneld():
     assert backend_of({"Backend": {"Type": "host-gw"}}).network_name == "cbr0"
 
 
-@pytest.mark.parametrize("backend, conf_name, message, fix", [
-    ({"Type": "vxlan", "Name": "vxlan0", "VNI": 1}, "vxlan0", "Backend.VNI 1 is not allowed on Windows", "at least 4096"),
-    ({"Type": "vxlan", "Name": "vxlan0", "VNI": 4095}, "vxlan0", "Backend.VNI 4095", "at least 4096"),
-    ({"Type": "vxlan", "Name": "vxlan0", "Port": 8472}, "vxlan0", "Backend.Port 8472 is not allowed on Windows", "4789"),
-    ({"Type": "vxlan", "Name": "vxlan0"}, "cbr0", "Backend.Name is vxlan0, the CNI config names cbr0",
-     '"name": "vxlan0"'),
-    ({"Type": "host-gw", "Name": "cbr0"}, "vxlan0", "Backend.Name is cbr0, the CNI config names vxlan0",
-     "L2Bridge"),
-    ({"Type": "vxlan"}, "vxlan0", "Backend.Name is flannel.4096, the CNI config names vxlan0", "Backend.Name"),
-])
+@pytest.mark.parametrize(
+    "backend, conf_name, message, fix",
+    [
+        (
+            {"Type": "vxlan", "Name": "vxlan0", "VNI": 1},
+            "vxlan0",
+            "Backend.VNI 1 is not allowed on Windows",
+            "at least 4096",
+        ),
+        ({"Type": "vxlan", "Name": "vxlan0", "VNI": 4095}, "vxlan0", "Backend.VNI 4095", "at least 4096"),
+        (
+            {"Type": "vxlan", "Name": "vxlan0", "Port": 8472},
+            "vxlan0",
+            "Backend.Port 8472 is not allowed on Windows",
+            "4789",
+        ),
+        (
+            {"Type": "vxlan", "Name": "vxlan0"},
+            "cbr0",
+            "Backend.Name is vxlan0, the CNI config names cbr0",
+            '"name": "vxlan0"',
+        ),
+        (
+            {"Type": "host-gw", "Name": "cbr0"},
+            "vxlan0",
+            "Backend.Name is cbr0, the CNI config names vxlan0",
+            "L2Bridge",
+        ),
+        ({"Type": "vxlan"}, "vxlan0", "Backend.Name is flannel.4096, the CNI config names vxlan0", "Backend.Name"),
+    ],
+)
 def test_what_windows_refuses_is_a_config_error_with_the_fix(backend, conf_name, message, fix):
     with pytest.raises(CniError) as err:
         netconf.check(backend_of({"Backend": backend}), conf_name)
@@ -60,19 +88,24 @@ def test_what_windows_accepts():
     netconf.check(backend_of({"Backend": {"Type": "udp", "Name": "other"}}), "v")  # no Windows rules to apply
 
 
-@pytest.mark.parametrize("raw, what", [
-    (b"{not json", "not JSON"),
-    (b'["Backend"]', "Backend must be an object"),
-    (b'{"Backend": "vxlan"}', "Backend must be an object"),
-    (b'{"Backend": {"Type": 1}}', "must be strings"),
-    (b'{"Backend": {"Type": "vxlan", "VNI": "4096"}}', "Backend.VNI must be an integer"),
-    (b'{"Backend": {"Type": "vxlan", "Port": true}}', "Backend.Port must be an integer"),
-])
+@pytest.mark.parametrize(
+    "raw, what",
+    [
+        (b"{not json", "not JSON"),
+        (b'["Backend"]', "Backend must be an object"),
+        (b'{"Backend": "vxlan"}', "Backend must be an object"),
+        (b'{"Backend": {"Type": 1}}', "must be strings"),
+        (b'{"Backend": {"Type": "vxlan", "VNI": "4096"}}', "Backend.VNI must be an integer"),
+        (b'{"Backend": {"Type": "vxlan", "Port": true}}', "Backend.Port must be an integer"),
+    ],
+)
 def test_a_broken_net_conf_is_named(raw, what):
     with pytest.raises(CniError) as err:
         netconf.parse(raw, "/etc/kube-flannel/net-conf.json")
     assert err.value.code == INVALID_CONFIG
-    assert err.value.msg.startswith("flanneld's net-conf.json /etc/kube-flannel/net-conf.json: ") and what in err.value.msg
+    assert (
+        err.value.msg.startswith("flanneld's net-conf.json /etc/kube-flannel/net-conf.json: ") and what in err.value.msg
+    )
 
 
 def test_absent_is_fine_and_unreadable_is_an_io_error(tmp_path):
@@ -84,27 +117,63 @@ def test_absent_is_fine_and_unreadable_is_an_io_error(tmp_path):
 
 # ---------------------------------------------------------------- flannel's config
 
+
 def test_defaults_resolve_against_the_current_drive_on_windows():
     assert node_path("/run/flannel/subnet.env", "win32", "D:\\k") == "D:\\run\\flannel\\subnet.env"
-    assert node_path("/run/flannel/subnet.env", "win32", "\\\\srv\\share\\k") == "\\\\srv\\share\\run\\flannel\\subnet.env"
+    assert (
+        node_path("/run/flannel/subnet.env", "win32", "\\\\srv\\share\\k") == "\\\\srv\\share\\run\\flannel\\subnet.env"
+    )
     assert node_path("/run/flannel/subnet.env", "linux", "/home") == "/run/flannel/subnet.env"
     conf = FlannelConf.from_conf({"name": "cbr0"}, "win32", "C:\\k")
     assert (conf.subnet_file, conf.data_dir, conf.net_conf) == (
-        "C:\\run\\flannel\\subnet.env", "C:\\var\\lib\\cni\\flannel", "C:\\etc\\kube-flannel\\net-conf.json")
+        "C:\\run\\flannel\\subnet.env",
+        "C:\\var\\lib\\cni\\flannel",
+        "C:\\etc\\kube-flannel\\net-conf.json",
+    )
     conf = FlannelConf.from_conf({"name": "cbr0"}, "linux", "/")
     assert (conf.subnet_file, conf.data_dir, conf.net_conf, conf.cni_version, conf.delegate, conf.runtime_config) == (
-        "/run/flannel/subnet.env", "/var/lib/cni/flannel", "/etc/kube-flannel/net-conf.json", "", {}, None)
+        "/run/flannel/subnet.env",
+        "/var/lib/cni/flannel",
+        "/etc/kube-flannel/net-conf.json",
+        "",
+        {},
+        None,
+    )
 
 
 def test_keys_are_case_insensitive_like_go():
-    conf = FlannelConf.from_conf({"name": "n", "SubnetFile": "/a", "DATADIR": "/b", "netconf": "/c",
-                                  "Delegate": {"type": "x"}, "RuntimeConfig": {}}, "linux", "/")
+    conf = FlannelConf.from_conf(
+        {
+            "name": "n",
+            "SubnetFile": "/a",
+            "DATADIR": "/b",
+            "netconf": "/c",
+            "Delegate": {"type": "x"},
+            "RuntimeConfig": {},
+        },
+        "linux",
+        "/",
+    )
     assert (conf.subnet_file, conf.data_dir, conf.net_conf, conf.delegate, conf.runtime_config) == (
-        "/a", "/b", "/c", {"type": "x"}, {})
+        "/a",
+        "/b",
+        "/c",
+        {"type": "x"},
+        {},
+    )
 
 
-@pytest.mark.parametrize("key, value", [("subnetFile", 5), ("subnetFile", ""), ("dataDir", ["/x"]),
-                                        ("netConf", {}), ("delegate", "win-bridge"), ("runtimeConfig", [])])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("subnetFile", 5),
+        ("subnetFile", ""),
+        ("dataDir", ["/x"]),
+        ("netConf", {}),
+        ("delegate", "win-bridge"),
+        ("runtimeConfig", []),
+    ],
+)
 def test_wrong_types_name_the_field_and_the_fix(key, value):
     with pytest.raises(CniError) as err:
         FlannelConf.from_conf({"name": "n", key: value}, "linux", "/")
@@ -114,10 +183,17 @@ def test_wrong_types_name_the_field_and_the_fix(key, value):
 
 # ---------------------------------------------------------------- sandbox ID
 
-@pytest.mark.parametrize("netns, key", [
-    ("none", "cid"), ("", "cid"), ("container:pause1", "pause1"),
-    ("7c5e0a3e-7d2f-4b7e-9d0c-2d6b0b1c3f11", "cid"), ("other:abc", "abc"),
-])
+
+@pytest.mark.parametrize(
+    "netns, key",
+    [
+        ("none", "cid"),
+        ("", "cid"),
+        ("container:pause1", "pause1"),
+        ("7c5e0a3e-7d2f-4b7e-9d0c-2d6b0b1c3f11", "cid"),
+        ("other:abc", "abc"),
+    ],
+)
 def test_sandbox_id_follows_the_reference(netns, key):
     assert sandbox_id("cid", netns) == key
 
@@ -141,11 +217,14 @@ def test_every_problem_is_reported_at_once():
     assert all(w in err.value.msg for w in ("Backend.VNI", "Backend.Port", "Network must be a string"))
 
 
-@pytest.mark.parametrize("backend, unset", [
-    ({"Type": "vxlan"}, "Backend.VNI or Backend.Port"),
-    ({"Type": "vxlan", "VNI": 4096}, "Backend.Port"),
-    ({"Type": "vxlan", "Port": 4789}, "Backend.VNI"),
-])
+@pytest.mark.parametrize(
+    "backend, unset",
+    [
+        ({"Type": "vxlan"}, "Backend.VNI or Backend.Port"),
+        ({"Type": "vxlan", "VNI": 4096}, "Backend.Port"),
+        ({"Type": "vxlan", "Port": 4789}, "Backend.VNI"),
+    ],
+)
 def test_linux_flannel_defaults_differ_unless_vni_and_port_are_explicit(backend, unset):
     msg, fix = netconf.linux_mismatch(backend_of({"Backend": backend}))
     assert f"sets no {unset}:" in msg and "VNI 1 and UDP port 8472" in msg

@@ -1,4 +1,5 @@
 """Saved delegate configs: the reference's file, written safely, plus who uses it (for DEL and GC)."""
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,9 @@ def test_a_file_the_go_plugin_wrote_is_released_by_its_del(store):
     assert store.load("pause1") is None
 
 
-@pytest.mark.parametrize("drop", [lambda s: s.release("pause1", PAUSE), lambda s: s.prune("pause1", set())],
-                         ids=["release", "prune"])
+@pytest.mark.parametrize(
+    "drop", [lambda s: s.release("pause1", PAUSE), lambda s: s.prune("pause1", set())], ids=["release", "prune"]
+)
 def test_dropping_a_config_removes_what_a_killed_save_left(store, drop):
     store.save("pause1", b"{}", PAUSE)
     store.save("pause1.b", b"{}", APP)
@@ -123,7 +125,10 @@ def test_a_failed_write_leaves_the_old_config_and_no_temp_file(store, monkeypatc
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(CniError) as err:
         store.save("c1", b"new", Attachment("c1", "eth0"))
-    assert err.value.code == IO_FAILURE and err.value.msg == f"cannot save the delegate config as {store.path('c1')}: No space left on device"
+    assert (
+        err.value.code == IO_FAILURE
+        and err.value.msg == f"cannot save the delegate config as {store.path('c1')}: No space left on device"
+    )
     assert store.load("c1") == b"old"
     assert sorted(os.listdir(store.dir)) == [MARKERS, "c1"]
 
@@ -133,7 +138,9 @@ def test_an_unusable_data_dir_is_an_io_error_naming_it(tmp_path):
     store = Store(str(tmp_path / "flannel"))
     with pytest.raises(CniError) as err:
         store.save("c1", b"{}", Attachment("c1", "eth0"))
-    assert err.value.code == IO_FAILURE and str(tmp_path / "flannel") in err.value.msg and "dataDir" in err.value.details
+    assert (
+        err.value.code == IO_FAILURE and str(tmp_path / "flannel") in err.value.msg and "dataDir" in err.value.details
+    )
     with pytest.raises(CniError) as err:
         store.load("c1")
     assert err.value.code == IO_FAILURE
@@ -148,4 +155,9 @@ def test_gc_drops_half_saved_configs_of_sandboxes_no_longer_listed(tmp_path):
         (tmp_path / "data" / name).write_bytes(b"{")
     store.drop_orphans({"live"} | set(store.keys()))
     assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_file()) == [
-        ".gone.x.tmp", ".keep.789.tmp", ".live.456.tmp", ".not-ours.tmp", "keep"]
+        ".gone.x.tmp",
+        ".keep.789.tmp",
+        ".live.456.tmp",
+        ".not-ours.tmp",
+        "keep",
+    ]

@@ -1,14 +1,13 @@
 """flanneld's subnet.env parser: the reference's cases (flannel_linux_test.go), CRLF, repeats, bad values."""
-from __future__ import annotations
 
-from basics import ipaddr
+from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from basics import ipaddr
 from plugins.flannel.subnet_env import Lease, LeaseError, LeaseProblem, load, parse
-
 from testdata import FIXTURES
 
 FIXTURE = FIXTURES / "subnet.env"
@@ -19,8 +18,14 @@ net = ipaddr.ip_network
 
 def test_v4_lease_is_read_as_networks():
     lease = parse(V4, "subnet.env")
-    assert lease == Lease(networks=(net("10.1.0.0/16"),), subnet=net("10.1.17.0/24"), ipv6_networks=(),
-                          ipv6_subnet=None, mtu=1472, ipmasq=True)
+    assert lease == Lease(
+        networks=(net("10.1.0.0/16"),),
+        subnet=net("10.1.17.0/24"),
+        ipv6_networks=(),
+        ipv6_subnet=None,
+        mtu=1472,
+        ipmasq=True,
+    )
 
 
 def test_v6_lease():
@@ -45,8 +50,10 @@ def test_a_file_without_keys_lists_everything_missing_like_the_reference():
     with pytest.raises(LeaseError) as err:
         parse("foo=bar\n", "/run/flannel/subnet.env")
     assert err.value.problem is LeaseProblem.MALFORMED
-    assert str(err.value) == ("/run/flannel/subnet.env is missing FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK, "
-                              "FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ")
+    assert str(err.value) == (
+        "/run/flannel/subnet.env is missing FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK, "
+        "FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ"
+    )
 
 
 def test_only_what_is_absent_is_listed():
@@ -62,8 +69,10 @@ def test_the_windows_node_fixture_with_crlf_line_ends():
 
 
 def test_a_repeated_key_overrides_and_network_lists_accumulate_without_duplicates():
-    lease = parse(V4 + "FLANNEL_SUBNET=10.1.18.1/24\nFLANNEL_NETWORK=10.1.2.3/16,10.2.0.0/16\nFLANNEL_IPMASQ=false\n",
-                  "subnet.env")
+    lease = parse(
+        V4 + "FLANNEL_SUBNET=10.1.18.1/24\nFLANNEL_NETWORK=10.1.2.3/16,10.2.0.0/16\nFLANNEL_IPMASQ=false\n",
+        "subnet.env",
+    )
     assert lease.subnet == net("10.1.18.0/24")
     assert lease.networks == (net("10.1.0.0/16"), net("10.2.0.0/16"))
     assert lease.ipmasq is False
@@ -74,8 +83,19 @@ def test_ipmasq_is_true_only_for_the_exact_word(value):
     assert parse(V4.replace("FLANNEL_IPMASQ=true", f"FLANNEL_IPMASQ={value}"), "s").ipmasq is False
 
 
-@pytest.mark.parametrize("cidr", ["10.1.0.0", "10.1.0.0/255.255.0.0", "10.1.0.0/33", " 10.1.0.0/16",
-                                  "10.1.0.0/16 ", "fe80::1%eth0/64", "10.1.0.0/+8", ""])
+@pytest.mark.parametrize(
+    "cidr",
+    [
+        "10.1.0.0",
+        "10.1.0.0/255.255.0.0",
+        "10.1.0.0/33",
+        " 10.1.0.0/16",
+        "10.1.0.0/16 ",
+        "fe80::1%eth0/64",
+        "10.1.0.0/+8",
+        "",
+    ],
+)
 def test_what_go_parsecidr_rejects_is_an_error_naming_line_and_key(cidr):
     with pytest.raises(LeaseError) as err:
         parse(V4.replace("10.1.0.0/16", cidr), "subnet.env")
@@ -83,8 +103,19 @@ def test_what_go_parsecidr_rejects_is_an_error_naming_line_and_key(cidr):
     assert str(err.value) == f"subnet.env line 1: FLANNEL_NETWORK: invalid CIDR address: {cidr}"
 
 
-@pytest.mark.parametrize("mtu, ok", [("4294967295", True), ("0", True), ("4294967296", False), ("-1", False),
-                                     ("1e3", False), ("1_450", False), ("", False), ("١٤٥٠", False)])
+@pytest.mark.parametrize(
+    "mtu, ok",
+    [
+        ("4294967295", True),
+        ("0", True),
+        ("4294967296", False),
+        ("-1", False),
+        ("1e3", False),
+        ("1_450", False),
+        ("", False),
+        ("١٤٥٠", False),
+    ],
+)
 def test_mtu_is_a_32_bit_decimal(mtu, ok):
     text = V4.replace("1472", mtu)
     if ok:
@@ -129,9 +160,14 @@ def test_invalid_utf8_is_a_parse_error_not_a_crash(tmp_path):
 
 # ---------------------------------------------------------------- properties
 
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("FLANNEL_NETWORKSUBIPV6MTQ=,/.:0123456789af \r\n\t#%é")) | st.characters(),
-               max_size=200))
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("FLANNEL_NETWORKSUBIPV6MTQ=,/.:0123456789af \r\n\t#%é")) | st.characters(),
+        max_size=200,
+    )
+)
 def test_the_parser_never_crashes(text):
     try:
         assert isinstance(parse(text, "s"), Lease)
@@ -139,24 +175,45 @@ def test_the_parser_never_crashes(text):
         assert err.problem is LeaseProblem.MALFORMED
 
 
-v4_nets = st.builds(lambda a, p: ipaddr.ip_network(f"{ipaddr.Address(a, 4)}/{p}", strict=False),
-                    st.integers(0, 2**32 - 1), st.integers(0, 32))
-v6_nets = st.builds(lambda a, p: ipaddr.ip_network(f"{ipaddr.Address(a, 6)}/{p}", strict=False),
-                    st.integers(0, 2**128 - 1), st.integers(0, 128))
+v4_nets = st.builds(
+    lambda a, p: ipaddr.ip_network(f"{ipaddr.Address(a, 4)}/{p}", strict=False),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 32),
+)
+v6_nets = st.builds(
+    lambda a, p: ipaddr.ip_network(f"{ipaddr.Address(a, 6)}/{p}", strict=False),
+    st.integers(0, 2**128 - 1),
+    st.integers(0, 128),
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(networks=st.lists(v4_nets, min_size=1, max_size=4, unique=True), subnet=v4_nets,
-       v6=st.none() | st.tuples(st.lists(v6_nets, min_size=1, max_size=3, unique=True), v6_nets),
-       mtu=st.integers(0, 2**32 - 1), ipmasq=st.booleans(), eol=st.sampled_from(["\n", "\r\n"]),
-       host_bits=st.booleans())
+@given(
+    networks=st.lists(v4_nets, min_size=1, max_size=4, unique=True),
+    subnet=v4_nets,
+    v6=st.none() | st.tuples(st.lists(v6_nets, min_size=1, max_size=3, unique=True), v6_nets),
+    mtu=st.integers(0, 2**32 - 1),
+    ipmasq=st.booleans(),
+    eol=st.sampled_from(["\n", "\r\n"]),
+    host_bits=st.booleans(),
+)
 def test_valid_leases_round_trip(networks, subnet, v6, mtu, ipmasq, eol, host_bits):
     # flanneld writes the subnet with the gateway's host bits set (10.1.17.1/24); both forms parse the same.
     sub = f"{subnet.network_address + (1 if host_bits and subnet.num_addresses > 1 else 0)}/{subnet.prefixlen}"
-    lines = [f"FLANNEL_NETWORK={','.join(map(str, networks))}", f"FLANNEL_SUBNET={sub}",
-             f"FLANNEL_MTU={mtu}", f"FLANNEL_IPMASQ={'true' if ipmasq else 'false'}"]
+    lines = [
+        f"FLANNEL_NETWORK={','.join(map(str, networks))}",
+        f"FLANNEL_SUBNET={sub}",
+        f"FLANNEL_MTU={mtu}",
+        f"FLANNEL_IPMASQ={'true' if ipmasq else 'false'}",
+    ]
     if v6:
         lines += [f"FLANNEL_IPV6_NETWORK={','.join(map(str, v6[0]))}", f"FLANNEL_IPV6_SUBNET={v6[1]}"]
     lease = parse(eol.join(lines) + eol, "s")
-    assert lease == Lease(networks=tuple(networks), subnet=subnet, ipv6_networks=tuple(v6[0]) if v6 else (),
-                          ipv6_subnet=v6[1] if v6 else None, mtu=mtu, ipmasq=ipmasq)
+    assert lease == Lease(
+        networks=tuple(networks),
+        subnet=subnet,
+        ipv6_networks=tuple(v6[0]) if v6 else (),
+        ipv6_subnet=v6[1] if v6 else None,
+        mtu=mtu,
+        ipmasq=ipmasq,
+    )

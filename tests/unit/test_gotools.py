@@ -1,5 +1,6 @@
 """winbuild.gotools: a Go build that cannot finish is ToolUnavailable saying why (which CI reports
 as a failure, tests/gotool.py), never a TimeoutExpired traceback."""
+
 from __future__ import annotations
 
 import os
@@ -18,6 +19,9 @@ def test_a_build_past_its_time_is_a_tool_unavailable(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("WINCNI_GO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(gotools, "BUILD_TIMEOUT_S", 0.5)
-    with pytest.raises(gotools.ToolUnavailable, match=r"go install sigs.k8s.io/kustomize/kustomize/v5@v\S+ did not "
-                                                      r"finish in 0.5 s"):
+    with pytest.raises(
+        gotools.ToolUnavailable,
+        match=r"go install sigs.k8s.io/kustomize/kustomize/v5@v\S+ did not "
+        r"finish in 0.5 s",
+    ):
         gotools.tool("kustomize")

@@ -1,10 +1,10 @@
 """host-local allocator over an in-memory store: the reference's allocator_test.go, ported."""
-from __future__ import annotations
 
-from basics import ipaddr
+from __future__ import annotations
 
 import pytest
 
+from basics import ipaddr
 from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from plugins.ipam_host_local.allocator import Owner, allocate, allocate_all, candidates
 from plugins.ipam_host_local.ranges import Range, RangeSet
@@ -71,26 +71,33 @@ def _raw_range(start: str, end: str, subnet: str) -> Range:
 
 @pytest.mark.parametrize("last,start", [("192.168.1.3", "192.168.2.0"), (None, "192.168.1.0")])
 def test_iter_start_for_multiple_ranges(last, start):
-    rs = RangeSet((_raw_range("192.168.1.0", "192.168.1.3", "192.168.1.1/30"),
-                   _raw_range("192.168.2.0", "192.168.2.3", "192.168.2.1/30")))
+    rs = RangeSet(
+        (
+            _raw_range("192.168.1.0", "192.168.1.3", "192.168.1.1/30"),
+            _raw_range("192.168.2.0", "192.168.2.3", "192.168.2.1/30"),
+        )
+    )
     assert walk(rs, last)[0] == start
 
 
 # ---- round robin table ----
-@pytest.mark.parametrize("subnets,taken,last,expect", [
-    (["10.0.0.0/29"], [], None, "10.0.0.2"),
-    (["2001:db8:1::/64"], [], None, "2001:db8:1::2"),
-    (["10.0.0.0/30"], [], None, "10.0.0.2"),
-    (["10.0.0.0/29"], ["10.0.0.2"], None, "10.0.0.3"),
-    (["10.0.0.0/29"], [], "10.0.0.5", "10.0.0.6"),
-    (["10.0.0.0/29"], ["10.0.0.4", "10.0.0.5"], "10.0.0.3", "10.0.0.6"),
-    (["10.0.0.0/29"], ["10.0.0.6"], "10.0.0.5", "10.0.0.2"),
-    (["10.0.0.0/29"], ["10.0.0.2"], "10.0.0.128", "10.0.0.3"),
-    (["10.0.0.0/29"], ["10.0.0.2", "10.0.0.4", "10.0.0.5", "10.0.0.6"], "10.0.0.3", "10.0.0.3"),
-    (["10.0.0.0/30", "10.0.1.0/30"], [], None, "10.0.0.2"),
-    (["10.0.0.0/30", "10.0.1.0/30"], [], "10.0.0.2", "10.0.1.2"),
-    (["10.0.0.0/30", "10.0.1.0/30", "10.0.2.0/30"], [], "10.0.2.2", "10.0.0.2"),
-])
+@pytest.mark.parametrize(
+    "subnets,taken,last,expect",
+    [
+        (["10.0.0.0/29"], [], None, "10.0.0.2"),
+        (["2001:db8:1::/64"], [], None, "2001:db8:1::2"),
+        (["10.0.0.0/30"], [], None, "10.0.0.2"),
+        (["10.0.0.0/29"], ["10.0.0.2"], None, "10.0.0.3"),
+        (["10.0.0.0/29"], [], "10.0.0.5", "10.0.0.6"),
+        (["10.0.0.0/29"], ["10.0.0.4", "10.0.0.5"], "10.0.0.3", "10.0.0.6"),
+        (["10.0.0.0/29"], ["10.0.0.6"], "10.0.0.5", "10.0.0.2"),
+        (["10.0.0.0/29"], ["10.0.0.2"], "10.0.0.128", "10.0.0.3"),
+        (["10.0.0.0/29"], ["10.0.0.2", "10.0.0.4", "10.0.0.5", "10.0.0.6"], "10.0.0.3", "10.0.0.3"),
+        (["10.0.0.0/30", "10.0.1.0/30"], [], None, "10.0.0.2"),
+        (["10.0.0.0/30", "10.0.1.0/30"], [], "10.0.0.2", "10.0.1.2"),
+        (["10.0.0.0/30", "10.0.1.0/30", "10.0.2.0/30"], [], "10.0.2.2", "10.0.0.2"),
+    ],
+)
 def test_round_robin(subnets, taken, last, expect):
     store = FakeStore({t: "other" for t in taken}, {0: last} if last else {})
     got = allocate(rset(*subnets), store, 0, Owner("ID", "eth0"))
@@ -136,11 +143,14 @@ def test_requested_gateway_refused():
         allocate(mkalloc(), FakeStore(), 0, Owner("ID", "eth0"), ip("192.168.1.1"))
 
 
-@pytest.mark.parametrize("subnets,taken", [
-    (["10.0.0.0/30"], ["10.0.0.2"]),
-    (["10.0.0.0/29"], ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]),
-    (["10.0.0.0/30", "10.0.1.0/30"], ["10.0.0.2", "10.0.1.2"]),
-])
+@pytest.mark.parametrize(
+    "subnets,taken",
+    [
+        (["10.0.0.0/30"], ["10.0.0.2"]),
+        (["10.0.0.0/29"], ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]),
+        (["10.0.0.0/30", "10.0.1.0/30"], ["10.0.0.2", "10.0.1.2"]),
+    ],
+)
 def test_out_of_ips(subnets, taken):
     with pytest.raises(CniError, match="^no IP addresses available in range set"):
         allocate(rset(*subnets), FakeStore({t: "x" for t in taken}), 0, Owner("ID", "eth0"))

@@ -1,5 +1,6 @@
 """host-local commands through ``main`` (in-process): the reference's host_local_test.go, ported
 for every CNI version, plus CHECK, GC and STATUS."""
+
 from __future__ import annotations
 
 import io
@@ -22,19 +23,31 @@ def net(tmp_path):
     resolv.write_text("nameserver 192.0.2.3\n")
 
     def conf(version: str = "1.1.0", ranges=None, **extra) -> dict:
-        ipam = {"type": "host-local", "dataDir": str(tmp_path / "data"), "resolvConf": str(resolv),
-                "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}, {"dst": "192.168.0.0/16", "gw": "1.1.1.1"}],
-                "ranges": DUAL if ranges is None else ranges}
+        ipam = {
+            "type": "host-local",
+            "dataDir": str(tmp_path / "data"),
+            "resolvConf": str(resolv),
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}, {"dst": "192.168.0.0/16", "gw": "1.1.1.1"}],
+            "ranges": DUAL if ranges is None else ranges,
+        }
         ipam.update(extra.pop("ipam", {}))
         return {"cniVersion": version, "name": extra.pop("name", "mynet"), "type": "ipvlan", "ipam": ipam, **extra}
+
     conf.dir = tmp_path / "data"
     return conf
 
 
-def run(command: str, conf: dict, cid: str = "dummy", ifname: str = "eth0", args: str = "",
-        platform: str = "linux") -> tuple[int, dict | None, str]:
-    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "/proc/1/ns/net",
-           "CNI_IFNAME": ifname, "CNI_PATH": "/opt/cni/bin", "CNI_ARGS": args}
+def run(
+    command: str, conf: dict, cid: str = "dummy", ifname: str = "eth0", args: str = "", platform: str = "linux"
+) -> tuple[int, dict | None, str]:
+    env = {
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_NETNS": "/proc/1/ns/net",
+        "CNI_IFNAME": ifname,
+        "CNI_PATH": "/opt/cni/bin",
+        "CNI_ARGS": args,
+    }
     out = io.StringIO()
     rc = skel.run(SPEC, env, io.BytesIO(json.dumps(conf).encode()), out, io.StringIO(), platform=platform)
     text = out.getvalue()
@@ -51,12 +64,17 @@ def test_dual_stack_add_del(net, version):
     assert rc == 0, raw
     d = net.dir / "mynet"
     if version in ("0.1.0", "0.2.0"):
-        assert res["ip4"] == {"ip": "10.1.2.2/24", "gateway": "10.1.2.1",
-                              "routes": [{"dst": "0.0.0.0/0"}, {"dst": "192.168.0.0/16", "gw": "1.1.1.1"}]}
+        assert res["ip4"] == {
+            "ip": "10.1.2.2/24",
+            "gateway": "10.1.2.1",
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "192.168.0.0/16", "gw": "1.1.1.1"}],
+        }
         assert res["ip6"] == {"ip": "2001:db8:1::2/64", "gateway": "2001:db8:1::1", "routes": [{"dst": "::/0"}]}
     else:
-        assert [(i["address"], i["gateway"]) for i in res["ips"]] == [("10.1.2.2/24", "10.1.2.1"),
-                                                                      ("2001:db8:1::2/64", "2001:db8:1::1")]
+        assert [(i["address"], i["gateway"]) for i in res["ips"]] == [
+            ("10.1.2.2/24", "10.1.2.1"),
+            ("2001:db8:1::2/64", "2001:db8:1::1"),
+        ]
         assert res["routes"][2] == {"dst": "192.168.0.0/16", "gw": "1.1.1.1"}
         assert ('"version":' in raw) is (version in ("0.3.0", "0.3.1", "0.4.0"))
     assert res["dns"] == {"nameservers": ["192.0.2.3"]}
@@ -134,7 +152,9 @@ def test_requested_ip_from_cni_args_and_dual_stack(net):
 
 
 def test_unused_requested_ip(net):
-    rc, res, _ = run("ADD", net(ranges=[[{"subnet": "10.1.2.0/24"}]], args={"cni": {"ips": ["10.1.2.88", "10.1.2.99"]}}))
+    rc, res, _ = run(
+        "ADD", net(ranges=[[{"subnet": "10.1.2.0/24"}]], args={"cni": {"ips": ["10.1.2.88", "10.1.2.99"]}})
+    )
     assert rc == 1 and res["msg"].startswith("failed to allocate all requested IPs: 10.1.2.")
     assert not (net.dir / "mynet" / "10.1.2.88").exists()
 
@@ -154,15 +174,28 @@ def test_gc_releases_everything_not_valid(net):
     for cid, ifname in (("a", "eth0"), ("b", "eth0"), ("c", "eth1")):
         assert run("ADD", net(), cid=cid, ifname=ifname)[0] == 0
     d = net.dir / "mynet"
-    (d / "10.1.2.100").write_bytes(b"c")       # legacy, container c still valid
-    (d / "10.1.2.101").write_bytes(b"gone")    # legacy, container gone
-    (d / "10.1.2.102").write_bytes(b"")        # torn reservation
-    gc = net(**{"cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"},
-                                              {"containerID": "c", "ifname": "eth0"}]})
+    (d / "10.1.2.100").write_bytes(b"c")  # legacy, container c still valid
+    (d / "10.1.2.101").write_bytes(b"gone")  # legacy, container gone
+    (d / "10.1.2.102").write_bytes(b"")  # torn reservation
+    gc = net(
+        **{
+            "cni.dev/valid-attachments": [
+                {"containerID": "a", "ifname": "eth0"},
+                {"containerID": "c", "ifname": "eth0"},
+            ]
+        }
+    )
     assert run("GC", gc)[:2] == (0, None)
     left = {n for n in os.listdir(d)}
-    assert left == {"10.1.2.2", "2001:db8:1::2", "10.1.2.100", "lock", "last_reserved_ip.0",
-                    "last_reserved_ip.1", INDEX_NAME}
+    assert left == {
+        "10.1.2.2",
+        "2001:db8:1::2",
+        "10.1.2.100",
+        "lock",
+        "last_reserved_ip.0",
+        "last_reserved_ip.1",
+        INDEX_NAME,
+    }
     assert run("GC", net(**{"cni.dev/valid-attachments": []}))[0] == 0
     assert set(os.listdir(d)) == {"lock", "last_reserved_ip.0", "last_reserved_ip.1", INDEX_NAME}
 

@@ -1,10 +1,10 @@
 """host-local ranges and range sets: the reference's range_test.go and range_set_test.go."""
-from __future__ import annotations
 
-from basics import ipaddr
+from __future__ import annotations
 
 import pytest
 
+from basics import ipaddr
 from plugins.ipam_host_local.ranges import Range, RangeError, RangeSet, parse_ip, parse_ip_or_cidr
 
 ip = ipaddr.ip_address
@@ -24,16 +24,21 @@ def test_defaults_v6():
     assert (r.range_start, r.range_end) == (ip("2001:db8:1::1"), ip("2001:db8:1::ffff:ffff:ffff:ffff"))
 
 
-@pytest.mark.parametrize("subnet,network", [
-    ("192.0.2.12/24", "192.0.2.0"),
-    ("2001:DB8:1::24:19ff:fee1:c44a/64", "2001:db8:1::"),
-    ("2001:DB8:24:19ff::/63", "2001:db8:24:19fe::"),
-    ("192.168.127.0/23", "192.168.126.0"),
-])
+@pytest.mark.parametrize(
+    "subnet,network",
+    [
+        ("192.0.2.12/24", "192.0.2.0"),
+        ("2001:DB8:1::24:19ff:fee1:c44a/64", "2001:db8:1::"),
+        ("2001:DB8:24:19ff::/63", "2001:db8:24:19fe::"),
+        ("192.168.127.0/23", "192.168.126.0"),
+    ],
+)
 def test_host_bits_rejected(subnet, network):
     prefix = subnet.split("/")[1]
-    with pytest.raises(RangeError, match=f"^Network has host bits set. For a subnet mask of length {prefix} "
-                                         f"the network address is {network}$"):
+    with pytest.raises(
+        RangeError,
+        match=f"^Network has host bits set. For a subnet mask of length {prefix} the network address is {network}$",
+    ):
         Range.canonical(subnet)
 
 
@@ -43,11 +48,14 @@ def test_too_small(subnet):
         Range.canonical(subnet)
 
 
-@pytest.mark.parametrize("start,end,msg", [
-    ("192.0.3.0", None, "RangeStart 192.0.3.0 not in network 192.0.2.0/24"),
-    (None, "192.0.4.0", "RangeEnd 192.0.4.0 not in network 192.0.2.0/24"),
-    ("192.0.2.50", "192.0.2.40", "RangeStart 192.0.2.50 not in network 192.0.2.0/24"),
-])
+@pytest.mark.parametrize(
+    "start,end,msg",
+    [
+        ("192.0.3.0", None, "RangeStart 192.0.3.0 not in network 192.0.2.0/24"),
+        (None, "192.0.4.0", "RangeEnd 192.0.4.0 not in network 192.0.2.0/24"),
+        ("192.0.2.50", "192.0.2.40", "RangeStart 192.0.2.50 not in network 192.0.2.0/24"),
+    ],
+)
 def test_bounds_outside(start, end, msg):
     with pytest.raises(RangeError, match=f"^{msg}$"):
         Range.canonical("192.0.2.0/24", start, end)
@@ -58,26 +66,40 @@ def test_explicit_fields_kept():
     assert (str(r.range_start), str(r.range_end), str(r.gateway)) == ("192.0.2.40", "192.0.2.50", "192.0.2.254")
 
 
-@pytest.mark.parametrize("addr,inside", [("192.0.2.39", False), ("192.0.2.40", True), ("192.0.2.50", True),
-                                         ("192.0.2.51", False), ("192.0.3.40", False), ("2001:db8::40", False)])
+@pytest.mark.parametrize(
+    "addr,inside",
+    [
+        ("192.0.2.39", False),
+        ("192.0.2.40", True),
+        ("192.0.2.50", True),
+        ("192.0.2.51", False),
+        ("192.0.3.40", False),
+        ("2001:db8::40", False),
+    ],
+)
 def test_contains_v4(addr, inside):
     assert Range.canonical("192.0.2.0/24", "192.0.2.40", "192.0.2.50").contains(ip(addr)) is inside
 
 
-@pytest.mark.parametrize("addr,inside", [("2001:db8:1::39", False), ("2001:db8:1::40", True),
-                                         ("2001:db8:1::50", True), ("2001:db8:1::51", False)])
+@pytest.mark.parametrize(
+    "addr,inside",
+    [("2001:db8:1::39", False), ("2001:db8:1::40", True), ("2001:db8:1::50", True), ("2001:db8:1::51", False)],
+)
 def test_contains_v6(addr, inside):
     assert Range.canonical("2001:db8:1::/64", "2001:db8:1::40", "2001:db8:1::50").contains(ip(addr)) is inside
 
 
-@pytest.mark.parametrize("a,b,overlap", [
-    (("10.0.0.0/24",), ("10.0.1.0/24",), False),
-    (("0.0.0.0/24",), ("::/24",), False),
-    (("10.0.0.0/24",), ("10.0.0.0/24",), True),
-    (("10.0.0.0/20",), ("10.0.0.0/24",), True),
-    (("10.0.0.0/24", None, "10.0.0.127"), ("10.0.0.0/24", "10.0.0.128"), False),
-    (("10.0.0.0/24", None, "10.0.0.127"), ("10.0.0.0/24", "10.0.0.127"), True),
-])
+@pytest.mark.parametrize(
+    "a,b,overlap",
+    [
+        (("10.0.0.0/24",), ("10.0.1.0/24",), False),
+        (("0.0.0.0/24",), ("::/24",), False),
+        (("10.0.0.0/24",), ("10.0.0.0/24",), True),
+        (("10.0.0.0/20",), ("10.0.0.0/24",), True),
+        (("10.0.0.0/24", None, "10.0.0.127"), ("10.0.0.0/24", "10.0.0.128"), False),
+        (("10.0.0.0/24", None, "10.0.0.127"), ("10.0.0.0/24", "10.0.0.127"), True),
+    ],
+)
 def test_overlaps_commutative(a, b, overlap):
     ra, rb = Range.canonical(*a), Range.canonical(*b)
     assert ra.overlaps(rb) is overlap and rb.overlaps(ra) is overlap

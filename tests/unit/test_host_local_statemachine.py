@@ -1,9 +1,9 @@
 """host-local allocator + disk store under any sequence of ADD / DEL / GC, foreign writes (the
 Go plugin) and crashes: no duplicates, addresses inside their ranges, gateway/network/broadcast
 never handed out, rollback complete, and the index either detected stale or equal to the files."""
+
 from __future__ import annotations
 
-from basics import ipaddr
 import os
 import shutil
 import tempfile
@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from basics import ipaddr
 from plugins.cni.errors import CniError
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner, allocate_all
@@ -23,8 +24,10 @@ SETS = (
     RangeSet.canonical([Range.canonical("10.0.0.0/29"), Range.canonical("10.0.1.0/30", gateway="10.0.1.2")]),
     RangeSet.canonical([Range.canonical("2001:db8::/125", "2001:db8::2", "2001:db8::6", "2001:db8::3")]),
 )
-NEVER = {ipaddr.ip_address(a) for a in ("10.0.0.0", "10.0.0.1", "10.0.0.7", "10.0.1.0", "10.0.1.2",
-                                           "10.0.1.3", "2001:db8::3", "2001:db8::7")}
+NEVER = {
+    ipaddr.ip_address(a)
+    for a in ("10.0.0.0", "10.0.0.1", "10.0.0.7", "10.0.1.0", "10.0.1.2", "10.0.1.3", "2001:db8::3", "2001:db8::7")
+}
 owners = st.builds(Owner, st.sampled_from(["a", "b", "c", "d", "e", "f"]), st.sampled_from(["eth0", "eth1"]))
 
 
@@ -79,9 +82,13 @@ class HostLocalMachine(RuleBasedStateMachine):
     @rule(owner=owners, pick=st.integers(min_value=0, max_value=20))
     def foreign_add(self, owner: Owner, pick: int) -> None:
         """The Go plugin reserves a free address: a file appears behind our index's back."""
-        free = [a for s in SETS for r in s.ranges
-                for a in (ipaddr.Address(n, r.version) for n in range(int(r.range_start), int(r.range_end) + 1))
-                if a not in NEVER and a not in self.model and not self._held(owner, s)]
+        free = [
+            a
+            for s in SETS
+            for r in s.ranges
+            for a in (ipaddr.Address(n, r.version) for n in range(int(r.range_start), int(r.range_end) + 1))
+            if a not in NEVER and a not in self.model and not self._held(owner, s)
+        ]
         if free:
             a = free[pick % len(free)]
             with open(os.path.join(self.dir, str(a)), "wb") as f:
@@ -105,5 +112,6 @@ class HostLocalMachine(RuleBasedStateMachine):
 
 
 TestHostLocalMachine = pytest.mark.slow(HostLocalMachine.TestCase)
-TestHostLocalMachine.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
-                                         suppress_health_check=[HealthCheck.too_slow])
+TestHostLocalMachine.settings = settings(
+    max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)

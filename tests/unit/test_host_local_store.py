@@ -1,7 +1,7 @@
 """host-local disk store, reservation index and lock: bytes on disk, staleness, crash healing."""
+
 from __future__ import annotations
 
-from basics import ipaddr
 import multiprocessing
 import os
 import sys
@@ -10,9 +10,10 @@ import time
 
 import pytest
 
+from basics import ipaddr
+from plugins.cni.lock import FileLock
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner
-from plugins.cni.lock import FileLock
 from plugins.ipam_host_local.store import DiskStore, open_store
 
 ip = ipaddr.ip_address
@@ -46,10 +47,15 @@ def test_reserve_writes_reference_bytes(tmp_path):
     assert on_disk_index(tmp_path) == scanned(tmp_path)
 
 
-@pytest.mark.parametrize("platform,name", [
-    ("win32", "2001_db8_1__2"),
-    pytest.param("linux", "2001:db8:1::2", marks=pytest.mark.skipif(sys.platform == "win32", reason="':' in a file name")),
-])
+@pytest.mark.parametrize(
+    "platform,name",
+    [
+        ("win32", "2001_db8_1__2"),
+        pytest.param(
+            "linux", "2001:db8:1::2", marks=pytest.mark.skipif(sys.platform == "win32", reason="':' in a file name")
+        ),
+    ],
+)
 def test_ipv6_names_escaped_on_windows_only(tmp_path, platform, name):
     with open_store(str(tmp_path), platform) as s:
         assert s.reserve(A, ip("2001:db8:1::2"), 1)
@@ -93,11 +99,14 @@ def test_index_lookup_verifies_files(tmp_path):
     assert files(tmp_path)["10.1.2.2"] == b"ctr-b\r\neth0"
 
 
-@pytest.mark.parametrize("damage", [
-    lambda d: (d / idx.INDEX_NAME).unlink(),
-    lambda d: (d / idx.INDEX_NAME).write_bytes(b"garbage"),
-    lambda d: (d / idx.INDEX_NAME).write_bytes((d / idx.INDEX_NAME).read_bytes()[:-5]),  # torn write
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (d / idx.INDEX_NAME).unlink(),
+        lambda d: (d / idx.INDEX_NAME).write_bytes(b"garbage"),
+        lambda d: (d / idx.INDEX_NAME).write_bytes((d / idx.INDEX_NAME).read_bytes()[:-5]),  # torn write
+    ],
+)
 def test_missing_or_corrupt_index_is_rebuilt(tmp_path, damage):
     with open_store(str(tmp_path), "linux") as s:
         s.reserve(A, ip("10.1.2.2"), 0)
@@ -142,8 +151,9 @@ def test_unreadable_content_is_owned_by_nobody(tmp_path):
 
 
 def test_index_text_format_lookups():
-    index = idx.Index.of([("10.0.0.2", A), ("10.0.0.20", Owner("x", "eth0")), ("10.0.0.3", Owner("eth0")),
-                          ("10.0.0.4", None)])
+    index = idx.Index.of(
+        [("10.0.0.2", A), ("10.0.0.20", Owner("x", "eth0")), ("10.0.0.3", Owner("eth0")), ("10.0.0.4", None)]
+    )
     assert index.owned_by(A) == ["10.0.0.2"]
     assert index.owned_by(Owner("eth0")) == ["10.0.0.3"]  # not the ifname column of other lines
     index.remove("10.0.0.2")

@@ -2,6 +2,7 @@
 out, in one Windows-format layer of an OCI image archive for windows/amd64, written by crane (built
 from the Go module proxy) through a registry of its own on loopback. The release and flanneld.exe
 are stand-ins here (``make image`` stages the real ones)."""
+
 from __future__ import annotations
 
 import gzip
@@ -48,9 +49,16 @@ def test_the_archive_holds_the_dockerfile_s_files_for_windows(tmp_path: Path) ->
         [layer] = manifest["layers"]
         files = tarfile.open(fileobj=io.BytesIO(gzip.decompress(blob(archive, layer["digest"]))))
         names = set(files.getnames())
-    assert {"Files", "Hives", "Files/wincni/wincni.exe", "Files/wincni/_wincni-0.1.0-abc-1/base_library.zip",
-            "Files/flannel/flanneld.exe", "Files/flannel/start-flanneld.ps1", "Files/flannel/start-kube-proxy.ps1",
-            "Files/flannel/kubeconfig.ps1"} <= names
+    assert {
+        "Files",
+        "Hives",
+        "Files/wincni/wincni.exe",
+        "Files/wincni/_wincni-0.1.0-abc-1/base_library.zip",
+        "Files/flannel/flanneld.exe",
+        "Files/flannel/start-flanneld.ps1",
+        "Files/flannel/start-kube-proxy.ps1",
+        "Files/flannel/kubeconfig.ps1",
+    } <= names
     assert all(n in ("Files", "Hives") or n.startswith("Files/") for n in names), names
 
 
@@ -58,6 +66,7 @@ def test_the_archive_pushes_as_the_readme_says(tmp_path: Path) -> None:
     """README "The image": unpacked, then ``crane push <folder>`` (the archive file itself is read
     as a docker tarball and refused)."""
     import subprocess
+
     context = tmp_path / "deploy"
     (context / "image").mkdir(parents=True)
     (context / "Dockerfile").write_text("FROM x\nCOPY image/flanneld.exe /flannel/flanneld.exe\n")
@@ -68,11 +77,19 @@ def test_the_archive_pushes_as_the_readme_says(tmp_path: Path) -> None:
     with tarfile.open(out) as archive:
         archive.extractall(layout)
     with image._Registry(crane()) as registry:
-        pushed = subprocess.run([str(crane()), "push", str(layout), f"{registry}/wincni-flannel:test", "--insecure"],
-                                capture_output=True, text=True, timeout=120)
+        pushed = subprocess.run(
+            [str(crane()), "push", str(layout), f"{registry}/wincni-flannel:test", "--insecure"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert pushed.returncode == 0, pushed.stderr
-        as_file = subprocess.run([str(crane()), "push", str(out), f"{registry}/wincni-flannel:file", "--insecure"],
-                                 capture_output=True, text=True, timeout=120)
+        as_file = subprocess.run(
+            [str(crane()), "push", str(out), f"{registry}/wincni-flannel:file", "--insecure"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert as_file.returncode != 0 and "manifest.json" in as_file.stderr
 
 

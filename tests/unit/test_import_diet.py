@@ -1,6 +1,7 @@
 """Start-up cost is the plugins' whole speed problem: each path may import only the modules pinned
 here beyond what ``python -I`` and ``json`` already loaded, so a heavy import sneaking onto the
 VERSION or error path (dataclasses, typing, inspect, pathlib, jsonschema, libhns …) fails the suite."""
+
 from __future__ import annotations
 
 import io
@@ -24,33 +25,69 @@ main(env, io.BytesIO(sys.argv[3].encode()), io.StringIO())
 print(" ".join(sorted(set(sys.modules) - base)))
 """
 OS = {"os", "os.path", "stat", "_stat", "genericpath", "posixpath", "ntpath", "__future__"}
-CORE = {"plugins", "plugins.cni", "plugins.cni.skel", "plugins.cni.log", "plugins.cni.version",
-        "plugins.cni.errors", "plugins.cni.buildinfo", "plugins.ipam_host_local", "plugins.ipam_host_local.__main__", "plugins.spec",
-        "plugins.registry",  # plain data (~55 us from source): registry.sibling handed over as it is, no pass-through in spec
-        "basics", "basics.jsontext", "basics.closedpipe", "_json"}
+CORE = {
+    "plugins",
+    "plugins.cni",
+    "plugins.cni.skel",
+    "plugins.cni.log",
+    "plugins.cni.version",
+    "plugins.cni.errors",
+    "plugins.cni.buildinfo",
+    "plugins.ipam_host_local",
+    "plugins.ipam_host_local.__main__",
+    "plugins.spec",
+    "plugins.registry",  # plain data (~55 us from source): registry.sibling handed over as it is, no pass-through in spec
+    "basics",
+    "basics.jsontext",
+    "basics.closedpipe",
+    "_json",
+}
 # Rejected input never reaches the handlers: env and config checks only.
 CHECKS = CORE | {"plugins.cni.env", "plugins.cni.config", "plugins.cni.names"}
 # Only text that is not JSON needs the json package (basics.jsontext reads the rest without it).
 JSON = {"json", "json.decoder", "json.encoder", "json.scanner"}
-HEAVY = {"dataclasses", "typing", "inspect", "pathlib", "traceback", "contextlib", "urllib.parse",
-         "jsonschema", "netaddr", "libhns.client", "libhns.backend", "subprocess", "ipaddress", "json", "re", "enum"}
+HEAVY = {
+    "dataclasses",
+    "typing",
+    "inspect",
+    "pathlib",
+    "traceback",
+    "contextlib",
+    "urllib.parse",
+    "jsonschema",
+    "netaddr",
+    "libhns.client",
+    "libhns.backend",
+    "subprocess",
+    "ipaddress",
+    "json",
+    "re",
+    "enum",
+}
 
 
 def imported(command: str, stdin: str, entry: str = "plugins.ipam_host_local.__main__") -> set[str]:
     # -I without -S: site-packages stay importable, so a path reaching for jsonschema really
     # imports it (under -S the import would fail, be reported as an error, and go unseen).
-    proc = subprocess.run([sys.executable, "-I", "-c", PROBE, str(REPO), command, stdin, entry],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", PROBE, str(REPO), command, stdin, entry],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return set(proc.stdout.split())
 
 
-@pytest.mark.parametrize("command, stdin, allowed", [
-    ("VERSION", "{}", CORE),
-    ("ADD", "{nope", CHECKS | JSON),                                # code 6: json explains
-    ("ADD", '{"cniVersion": "9.9.9", "name": "n", "type": "t"}', CHECKS),  # code 1
-    ("ADD", '{"cniVersion": "1.0.0", "type": "t"}', CHECKS),              # code 7, no name
-])
+@pytest.mark.parametrize(
+    "command, stdin, allowed",
+    [
+        ("VERSION", "{}", CORE),
+        ("ADD", "{nope", CHECKS | JSON),  # code 6: json explains
+        ("ADD", '{"cniVersion": "9.9.9", "name": "n", "type": "t"}', CHECKS),  # code 1
+        ("ADD", '{"cniVersion": "1.0.0", "type": "t"}', CHECKS),  # code 7, no name
+    ],
+)
 def test_start_up_paths_import_only_what_they_use(command, stdin, allowed):
     extra = imported(command, stdin) - allowed - OS
     assert not extra, f"{command} {stdin!r} imported {sorted(extra)}"
@@ -74,18 +111,46 @@ def test_heavy_modules_stay_off_the_version_and_error_paths():
 def test_a_valid_teardown_never_imports_jsonschema(tmp_path):
     """jsonschema (~60 ms) only explains a rejection: DEL of a valid config, as win-bridge hands
     it to host-local (with its rangeStart), is decided by quickschema alone."""
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3",
-                     "dataDir": str(tmp_path)}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24", "rangeStart": "10.244.4.3", "dataDir": str(tmp_path)},
+    }
     assert "jsonschema" not in imported("DEL", json.dumps(conf))
 
 
 # What a Windows pod command must never import: code generation (dataclasses -> inspect), typing,
 # modules that compile regexes or load extension DLLs at import, what only errors need, and
 # modules a few lines of ours replace (on Windows every module is a file to open and scan).
-POD_HEAVY = {"dataclasses", "inspect", "typing", "uuid", "pathlib", "tempfile", "shutil", "logging", "enum",
-             "re", "urllib.parse", "jsonschema", "platform", "json", "contextlib", "threading", "copy", "weakref",
-             "importlib", "warnings", "ipaddress", "functools", "collections", "types", "itertools", "operator"}
+POD_HEAVY = {
+    "dataclasses",
+    "inspect",
+    "typing",
+    "uuid",
+    "pathlib",
+    "tempfile",
+    "shutil",
+    "logging",
+    "enum",
+    "re",
+    "urllib.parse",
+    "jsonschema",
+    "platform",
+    "json",
+    "contextlib",
+    "threading",
+    "copy",
+    "weakref",
+    "importlib",
+    "warnings",
+    "ipaddress",
+    "functools",
+    "collections",
+    "types",
+    "itertools",
+    "operator",
+}
 # Run without site (-I -S), as the frozen bundle starts: what site imports (functools, collections…)
 # would otherwise hide what the pod path pulls in. sys.prefix is the venv's, as site would set it,
 # so the venv's console scripts on CNI_PATH still run in-process.
@@ -107,27 +172,55 @@ print(jsontext.dumps(sorted(set(sys.modules) - base)))
 def _pod_modules(tmp_path, command: str) -> set[str]:
     """A flannel -> win-bridge -> host-local command (HCN, in one process) on a simulated node."""
     from tools import hnsctl
+
     hns = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
-    for args in (["network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24"],
-                 ["endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host"]):
+    for args in (
+        ["network", "create", "cbr0", "--type", "L2Bridge", "--subnet", "10.244.4.0/24"],
+        ["endpoint", "create", "cbr0_ep", "--network", "cbr0", "--ip", "10.244.4.2", "--host"],
+    ):
         if command == "ADD":
             assert hnsctl.main(args, io.StringIO(), io.StringIO(), hns) == 0
     out = io.StringIO()
     if command == "ADD":
         assert hnsctl.main(["namespace", "create", "-o", "json"], out, io.StringIO(), hns) == 0
         (tmp_path / "ns").write_text(json.loads(out.getvalue())["ID"])
-    (tmp_path / "subnet.env").write_text("FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\n"
-                                         "FLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+    (tmp_path / "subnet.env").write_text(
+        "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
+    )
     bindir = Path(sys.executable).parent
-    env = {**hns, "CNI_COMMAND": command, "CNI_CONTAINERID": "pod1", "CNI_NETNS": (tmp_path / "ns").read_text(),
-           "CNI_IFNAME": "eth0", "CNI_PATH": str(bindir), "WINCNI_LOCK_DIR": str(tmp_path / "locks")}
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel", "subnetFile": str(tmp_path / "subnet.env"),
-            "dataDir": str(tmp_path / "flannel"), "ipam": {"dataDir": str(tmp_path / "ipam")},
-            "delegate": {"type": "win-bridge", "apiVersion": 2, "policies": [{"name": "EndpointPolicy", "value": {
-                "Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}}}]}}
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", POD_PROBE, str(REPO), json.dumps(env), json.dumps(conf),
-                           sys.prefix],
-                          capture_output=True, text=True, timeout=60)
+    env = {
+        **hns,
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": "pod1",
+        "CNI_NETNS": (tmp_path / "ns").read_text(),
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": str(bindir),
+        "WINCNI_LOCK_DIR": str(tmp_path / "locks"),
+    }
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "flannel",
+        "subnetFile": str(tmp_path / "subnet.env"),
+        "dataDir": str(tmp_path / "flannel"),
+        "ipam": {"dataDir": str(tmp_path / "ipam")},
+        "delegate": {
+            "type": "win-bridge",
+            "apiVersion": 2,
+            "policies": [
+                {
+                    "name": "EndpointPolicy",
+                    "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.96.0.0/12"]}},
+                }
+            ],
+        },
+    }
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", POD_PROBE, str(REPO), json.dumps(env), json.dumps(conf), sys.prefix],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stdout))
 
@@ -136,6 +229,7 @@ def _top_level_imports(module: str) -> set[str]:
     """What a module of ours imports unconditionally at import time (not under TYPE_CHECKING,
     not inside a function)."""
     import ast
+
     path = REPO / (module.replace(".", "/") + ".py")
     if not path.exists():
         path = REPO / module.replace(".", "/") / "__init__.py"
@@ -172,11 +266,16 @@ def test_the_windows_pod_path_takes_its_win32_types_from_basics_not_ctypes_winty
     """``ctypes.wintypes`` defines about a hundred types and structures when imported (1.3 ms under
     Wine); the lock and the folder walks need six, which ``basics/win32types.py`` names."""
     import ast
+
     for module in ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs"):
         for node in ast.walk(ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
-                     if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert "ctypes.wintypes" not in names, module
 
 
@@ -184,11 +283,14 @@ def test_the_simulator_imports_nothing_heavy():
     """Every simulated command (tests, `make demo`, `make bench`) imports the simulator in place of
     HNS, and the benchmark's budgets judge our whole start-up: the simulator is held to POD_HEAVY
     too (without site, so nothing site imports hides a module it pulls in)."""
-    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); base = set(sys.modules)\n"
-             "import libhns.sim\n"
-             "print(json.dumps(sorted(set(sys.modules) - base)))")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(REPO)], capture_output=True, text=True,
-                          timeout=60)
+    probe = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); base = set(sys.modules)\n"
+        "import libhns.sim\n"
+        "print(json.dumps(sorted(set(sys.modules) - base)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe, str(REPO)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     modules = set(json.loads(proc.stdout))
     assert "libhns.sim.simulator" in modules and not modules & POD_HEAVY, sorted(modules & POD_HEAVY)

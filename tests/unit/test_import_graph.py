@@ -1,6 +1,7 @@
 """The import graph of our packages, at module top and inside functions: the layers of
 docs/ARCHITECTURE.md ("Layers") hold, and no import circle (a circle is two modules that are really
 one idea)."""
+
 from __future__ import annotations
 
 import ast
@@ -11,11 +12,11 @@ from plugins import registry
 REPO = Path(__file__).resolve().parents[2]
 #: Bottom to top; each layer may import itself and what its entry names, nothing else of ours.
 LAYERS = {
-    "basics": (),                                # general helpers
-    "libhns": ("basics",),                       # HNS only
-    "plugins.cni": ("basics",),                  # the CNI core: no libhns
-    "plugins": ("basics", "libhns"),             # the plugins and what only they share; no tools
-    "tools": ("basics", "libhns", "plugins"),    # wincni, hnsctl
+    "basics": (),  # general helpers
+    "libhns": ("basics",),  # HNS only
+    "plugins.cni": ("basics",),  # the CNI core: no libhns
+    "plugins": ("basics", "libhns"),  # the plugins and what only they share; no tools
+    "tools": ("basics", "libhns", "plugins"),  # wincni, hnsctl
 }
 #: The plugins proper: none imports another (flannel reaches a delegate only through exec_plugin).
 PLUGINS = tuple(registry.PLUGINS.values())
@@ -39,7 +40,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
             targets = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue

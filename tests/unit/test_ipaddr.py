@@ -1,6 +1,7 @@
 """basics.ipaddr against the standard library's ipaddress, on generated text: the same answers
 (value, version, text, prefix) and the same refusals, so swapping one for the other on the pod path
 changes no behaviour."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -14,16 +15,25 @@ from basics import ipaddr
 
 OCTET = st.one_of(st.integers(0, 255).map(str), st.sampled_from(["", "00", "01", "256", "1a", " 1", "٣", "0x1"]))
 V4 = st.lists(OCTET, min_size=1, max_size=5).map(".".join)
-HEXTET = st.one_of(st.integers(0, 0xFFFF).map(lambda n: f"{n:x}"), st.integers(0, 0xFFFF).map(lambda n: f"{n:04X}"),
-                   st.sampled_from(["", "0", "00000", "g", "ffff"]))
-V6 = st.builds(lambda groups, tail: ":".join(groups) + tail,
-               st.lists(HEXTET, min_size=0, max_size=10),
-               st.one_of(st.just(""), V4.map(lambda t: ":" + t)))
+HEXTET = st.one_of(
+    st.integers(0, 0xFFFF).map(lambda n: f"{n:x}"),
+    st.integers(0, 0xFFFF).map(lambda n: f"{n:04X}"),
+    st.sampled_from(["", "0", "00000", "g", "ffff"]),
+)
+V6 = st.builds(
+    lambda groups, tail: ":".join(groups) + tail,
+    st.lists(HEXTET, min_size=0, max_size=10),
+    st.one_of(st.just(""), V4.map(lambda t: ":" + t)),
+)
 REAL_V6 = st.integers(0, (1 << 128) - 1).map(lambda n: str(ipaddress.IPv6Address(n)))
 REAL_V4 = st.integers(0, (1 << 32) - 1).map(lambda n: str(ipaddress.IPv4Address(n)))
 ADDRESS = st.one_of(V4, V6, REAL_V4, REAL_V6, st.text(max_size=12))
-PREFIX = st.one_of(st.integers(0, 130).map(str), st.sampled_from(["", "08", "-1", "+8", "255.255.255.0", "0.0.0.255",
-                                                                  "255.0.255.0", "0.0.0.0", "255.255.255.255", "x"]))
+PREFIX = st.one_of(
+    st.integers(0, 130).map(str),
+    st.sampled_from(
+        ["", "08", "-1", "+8", "255.255.255.0", "0.0.0.255", "255.0.255.0", "0.0.0.0", "255.255.255.255", "x"]
+    ),
+)
 
 
 def stdlib(fn, text):
@@ -73,8 +83,10 @@ def test_addresses_parse_and_print_as_ipaddress_does(text):
 @given(st.one_of(REAL_V4, REAL_V6, V4, V6), PREFIX, st.booleans())
 def test_networks_and_interfaces_as_ipaddress(addr, prefix, strict):
     text = f"{addr}/{prefix}"
-    for ours, theirs in ((lambda t: ipaddr.ip_network(t, strict=strict), lambda t: ipaddress.ip_network(t, strict=strict)),
-                         (ipaddr.ip_interface, ipaddress.ip_interface)):
+    for ours, theirs in (
+        (lambda t: ipaddr.ip_network(t, strict=strict), lambda t: ipaddress.ip_network(t, strict=strict)),
+        (ipaddr.ip_interface, ipaddress.ip_interface),
+    ):
         want, error = stdlib(theirs, text)
         if "%" in text:
             want, error = None, ValueError("zone")
@@ -84,8 +96,12 @@ def test_networks_and_interfaces_as_ipaddress(addr, prefix, strict):
             continue
         got = ours(text)
         net, want_net = (got, want) if hasattr(want, "prefixlen") else (got.network, want.network)
-        assert (int(net.network_address), net.prefixlen, net.version, net.num_addresses) == \
-            (int(want_net.network_address), want_net.prefixlen, want_net.version, want_net.num_addresses)
+        assert (int(net.network_address), net.prefixlen, net.version, net.num_addresses) == (
+            int(want_net.network_address),
+            want_net.prefixlen,
+            want_net.version,
+            want_net.num_addresses,
+        )
         assert int(net.broadcast_address) == int(want_net.broadcast_address)
         if printed(want_net.network_address) != "(mapped)":
             assert str(got) == str(want)
@@ -93,8 +109,10 @@ def test_networks_and_interfaces_as_ipaddress(addr, prefix, strict):
 
 @given(st.integers(0, (1 << 32) - 1), st.integers(0, 32), st.integers(0, (1 << 32) - 1))
 def test_membership_order_and_hosts_as_ipaddress(base, plen, probe):
-    net, want = ipaddr.ip_network(f"{ipaddress.IPv4Address(base)}/{plen}", strict=False), \
-        ipaddress.ip_network(f"{ipaddress.IPv4Address(base)}/{plen}", strict=False)
+    net, want = (
+        ipaddr.ip_network(f"{ipaddress.IPv4Address(base)}/{plen}", strict=False),
+        ipaddress.ip_network(f"{ipaddress.IPv4Address(base)}/{plen}", strict=False),
+    )
     ip, want_ip = ipaddr.ip_address(str(ipaddress.IPv4Address(probe))), ipaddress.IPv4Address(probe)
     assert (ip in net) == (want_ip in want)
     assert (ip < net.network_address) == (want_ip < want.network_address)

@@ -1,4 +1,5 @@
 """libhns.journal and libhns.backend, over a small in-test RawHns."""
+
 from __future__ import annotations
 
 import json
@@ -131,20 +132,19 @@ def test_handle_calls_carry_the_id_of_the_opened_object(journal: JournalBackend,
     ]
 
 
-def test_create_with_guid_null_learns_the_id_from_the_query(journal: JournalBackend, inner: Recorder,
-                                                            journal_path: Path) -> None:
+def test_create_with_guid_null_learns_the_id_from_the_query(
+    journal: JournalBackend, inner: Recorder, journal_path: Path
+) -> None:
     network = journal.hcn_open("Network", NET)
     endpoint = journal.hcn_create("Endpoint", None, '{"Name":"ep"}', network)
     assert inner.calls[-1] == ("hcn_create", ("Endpoint", None, '{"Name":"ep"}', network))
     journal.hcn_query("Endpoint", endpoint, "")
     journal.hcn_close("Endpoint", endpoint)
     ops = [(line["op"], line["id"]) for line in lines(journal_path)]
-    assert ops[1:] == [("HcnCreateEndpoint", None), ("HcnQueryEndpointProperties", None),
-                       ("HcnCloseEndpoint", EP)]
+    assert ops[1:] == [("HcnCreateEndpoint", None), ("HcnQueryEndpointProperties", None), ("HcnCloseEndpoint", EP)]
 
 
-def test_failure_is_journaled_then_reraised(journal: JournalBackend, inner: Recorder,
-                                            journal_path: Path) -> None:
+def test_failure_is_journaled_then_reraised(journal: JournalBackend, inner: Recorder, journal_path: Path) -> None:
     inner.fail = errors.from_hresult("HcnCreateEndpoint", 0x803B000D)
     with pytest.raises(errors.InvalidPolicy):
         journal.hcn_create("Network", NET, '{"Policies":[{"Type":"Bogus"}]}')
@@ -154,8 +154,9 @@ def test_failure_is_journaled_then_reraised(journal: JournalBackend, inner: Reco
     assert "HCN_E_INVALID_POLICY" in line["error"]
 
 
-def test_non_hns_failure_is_journaled_without_hresult(journal: JournalBackend, inner: Recorder,
-                                                      journal_path: Path) -> None:
+def test_non_hns_failure_is_journaled_without_hresult(
+    journal: JournalBackend, inner: Recorder, journal_path: Path
+) -> None:
     inner.fail = OSError("computenetwork.dll missing")  # type: ignore[assignment]
     with pytest.raises(OSError):
         journal.hcn_delete("Endpoint", NET)
@@ -167,8 +168,7 @@ def test_hns_call_line(journal: JournalBackend, journal_path: Path) -> None:
     journal.hns_call("GET", "/globals/version", "")
     journal.hns_call("POST", f"/endpoints/{EP.lower()}/attach", '{"ContainerId":"abc"}')
     first, second = lines(journal_path)
-    assert (first["api"], first["op"], first["method"], first["path"]) == ("v1", "HNSCall", "GET",
-                                                                           "/globals/version")
+    assert (first["api"], first["op"], first["method"], first["path"]) == ("v1", "HNSCall", "GET", "/globals/version")
     assert first["request"] is None and first["id"] is None
     assert first["response"] == {"Success": True, "Output": {"Major": 13, "Minor": 2}}
     assert second["id"] == EP and second["request"] == {"ContainerId": "abc"}
@@ -179,12 +179,16 @@ def test_hcs_lines(journal: JournalBackend, journal_path: Path) -> None:
     journal.hcs_modify_compute_system(handle, '{"RequestType":"Add"}')
     journal.hcs_close_compute_system(handle)
     got = [(line["api"], line["op"], line["id"]) for line in lines(journal_path)]
-    assert got == [("v1", "HcsOpenComputeSystem", "c0ffee"), ("v1", "HcsModifyComputeSystem", "c0ffee"),
-                   ("v1", "HcsCloseComputeSystem", "c0ffee")]
+    assert got == [
+        ("v1", "HcsOpenComputeSystem", "c0ffee"),
+        ("v1", "HcsModifyComputeSystem", "c0ffee"),
+        ("v1", "HcsCloseComputeSystem", "c0ffee"),
+    ]
 
 
-def test_unwritable_journal_does_not_fail_the_call(inner: Recorder, tmp_path: Path,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_unwritable_journal_does_not_fail_the_call(
+    inner: Recorder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     journal = JournalBackend(inner, tmp_path / "missing-dir" / "hns.jsonl")
     assert journal.hns_call("GET", "/globals/version", "").startswith('{"Success":true')
     assert "cannot append to HNS journal" in caplog.text
@@ -244,8 +248,7 @@ def test_backend_sim_gets_the_env(fake_sim: type[FakeSimulator]) -> None:
     assert isinstance(backend, fake_sim) and backend.env is env
 
 
-def test_backend_default_depends_on_platform(fake_sim: type[FakeSimulator],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_backend_default_depends_on_platform(fake_sim: type[FakeSimulator], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
     assert isinstance(open_backend({}), fake_sim)
     monkeypatch.setattr(sys, "platform", "win32")

@@ -1,5 +1,6 @@
 """basics.jsontext is json.loads / json.dumps without the json package's import cost: held equal
 to json on any value, any text, every option the plugins use."""
+
 import json
 import math
 import subprocess
@@ -7,16 +8,26 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from basics import jsontext
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-                      max_leaves=25)
-OPTIONS = st.fixed_dictionaries({}, optional={
-    "indent": st.sampled_from([None, 0, 2, 4]), "sort_keys": st.booleans(), "ensure_ascii": st.booleans(),
-    "separators": st.sampled_from([(",", ":"), (", ", ": ")])})
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=25,
+)
+OPTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "indent": st.sampled_from([None, 0, 2, 4]),
+        "sort_keys": st.booleans(),
+        "ensure_ascii": st.booleans(),
+        "separators": st.sampled_from([(",", ":"), (", ", ": ")]),
+    },
+)
 
 
 @given(VALUES, OPTIONS)
@@ -55,7 +66,7 @@ def test_any_text_is_accepted_or_refused_exactly_as_json_does(text):
         assert got == expected or (isinstance(got, float) and math.isnan(got) and math.isnan(expected))
 
 
-@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{\"a\": 1}", '{"a": 1}'.encode("utf-16"), '[1]'.encode("utf-32-le")])
+@pytest.mark.parametrize("raw", [b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16"), "[1]".encode("utf-32-le")])
 def test_bytes_json_reads_beyond_utf8_still_read(raw):
     """A BOM or UTF-16/32 is json's business: the C path refuses it and json reads it."""
     assert jsontext.loads(raw) == json.loads(raw)
@@ -64,6 +75,7 @@ def test_bytes_json_reads_beyond_utf8_still_read(raw):
 def test_parse_constant_is_honoured_on_the_fast_path():
     def refuse(token):
         raise ValueError(f"invalid JSON token {token}")
+
     with pytest.raises(ValueError, match="invalid JSON token NaN"):
         jsontext.loads('{"a": NaN}', parse_constant=refuse)
     assert math.isinf(jsontext.loads("[-Infinity]")[0])
@@ -73,19 +85,30 @@ def test_default_and_unserializable_values():
     class Odd:
         def __str__(self):
             return "odd"
+
     assert jsontext.dumps({"a": Odd()}, default=str) == json.dumps({"a": Odd()}, default=str)
-    assert jsontext.dumps([Odd()], default=lambda o: {"x": [1]}, indent=4) == json.dumps([Odd()], default=lambda o: {"x": [1]}, indent=4)
+    assert jsontext.dumps([Odd()], default=lambda o: {"x": [1]}, indent=4) == json.dumps(
+        [Odd()], default=lambda o: {"x": [1]}, indent=4
+    )
     for kwargs in ({}, {"indent": 4}):
         with pytest.raises(TypeError, match="Object of type Odd is not JSON serializable"):
             jsontext.dumps({"a": Odd()}, **kwargs)
-    assert jsontext.dumps({1: 2, None: 3, False: 4, 1.5: 5}, indent=2) == json.dumps({1: 2, None: 3, False: 4, 1.5: 5}, indent=2)
+    assert jsontext.dumps({1: 2, None: 3, False: 4, 1.5: 5}, indent=2) == json.dumps(
+        {1: 2, None: 3, False: 4, 1.5: 5}, indent=2
+    )
 
 
 def test_importing_it_and_reading_valid_json_imports_no_json_package():
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from basics import jsontext; "
-             "jsontext.dumps(jsontext.loads('{\"a\": [1, 2.5, null]}'), indent=4); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('json', 're', 'enum')))")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(Path(__file__).resolve().parents[2])],
-                          capture_output=True, text=True, timeout=60)
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from basics import jsontext; "
+        "jsontext.dumps(jsontext.loads('{\"a\": [1, 2.5, null]}'), indent=4); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('json', 're', 'enum')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe, str(Path(__file__).resolve().parents[2])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

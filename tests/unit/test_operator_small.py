@@ -1,4 +1,5 @@
 """The small findings of issue 31 (an operator's careless inputs and odd words), one test each."""
+
 from __future__ import annotations
 
 import io
@@ -7,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tools import hnsctl
+from hnsnode import Node
 from plugins.cni import config
 from plugins.cni.errors import INVALID_CONFIG, CniError
-from tools.wincni.__main__ import main as wincni
-
-from hnsnode import Node
 from test_wincni_install import install_node, release
+from tools import hnsctl
+from tools.wincni.__main__ import main as wincni
 
 
 def run_hnsctl(node: Node, *argv: str) -> tuple[int, str, str]:
@@ -27,10 +27,15 @@ def test_hnsctl_names_itself_once(tmp_path: Path) -> None:
     assert rc == 1 and err == "hnsctl: endpoint 'nope': not found\n"
 
 
-@pytest.mark.parametrize("group, actions", [
-    ("network", ("list", "show", "delete", "create")), ("endpoint", ("list", "show", "delete", "create")),
-    ("namespace", ("list", "create", "show", "delete", "attach", "detach")),
-    ("container", ("list", "create", "delete"))])
+@pytest.mark.parametrize(
+    "group, actions",
+    [
+        ("network", ("list", "show", "delete", "create")),
+        ("endpoint", ("list", "show", "delete", "create")),
+        ("namespace", ("list", "create", "show", "delete", "attach", "detach")),
+        ("container", ("list", "create", "delete")),
+    ],
+)
 def test_hnsctl_group_help_describes_every_action(capsys, group: str, actions: tuple) -> None:
     with pytest.raises(SystemExit):
         hnsctl.build_parser().parse_args([group, "--help"])
@@ -39,12 +44,16 @@ def test_hnsctl_group_help_describes_every_action(capsys, group: str, actions: t
     assert described == set(actions), lines
 
 
-@pytest.mark.parametrize("argv, usage", [
-    (["hnsctl", "network", "create"], "usage: hnsctl network create"),
-    (["hnsctl", "endpoint", "list", "--bogus"], "usage: hnsctl"),
-    (["wincni", "doctor", "-o", "yaml"], "usage: wincni doctor"),
-    (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim"),
-    (["wincni", "sourcevip", "--timeout", "nan"], "usage: wincni sourcevip")])
+@pytest.mark.parametrize(
+    "argv, usage",
+    [
+        (["hnsctl", "network", "create"], "usage: hnsctl network create"),
+        (["hnsctl", "endpoint", "list", "--bogus"], "usage: hnsctl"),
+        (["wincni", "doctor", "-o", "yaml"], "usage: wincni doctor"),
+        (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim"),
+        (["wincni", "sourcevip", "--timeout", "nan"], "usage: wincni sourcevip"),
+    ],
+)
 def test_argument_errors_say_what_and_show_the_usage(tmp_path: Path, argv: list[str], usage: str) -> None:
     out, err = io.StringIO(), io.StringIO()
     main = hnsctl.main if argv[0] == "hnsctl" else wincni
@@ -67,10 +76,23 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
     store.mkdir(parents=True)
     (store / "10.244.4.50").write_bytes(b"gone\r\neth0")
     out = io.StringIO()
-    assert wincni(["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "-o", "json"], out, io.StringIO(),
-                  node.env, platform="linux", cwd=str(tmp_path)) == 0
-    assert json.loads(out.getvalue()) == {"network": "cbr0", "store": str(store), "dryRun": False,
-                                          "released": [{"ip": "10.244.4.50", "containerID": "gone"}]}
+    assert (
+        wincni(
+            ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "-o", "json"],
+            out,
+            io.StringIO(),
+            node.env,
+            platform="linux",
+            cwd=str(tmp_path),
+        )
+        == 0
+    )
+    assert json.loads(out.getvalue()) == {
+        "network": "cbr0",
+        "store": str(store),
+        "dryRun": False,
+        "released": [{"ip": "10.244.4.50", "containerID": "gone"}],
+    }
     assert not (store / "10.244.4.50").exists()
 
 
@@ -107,20 +129,32 @@ def test_a_cni_version_that_is_not_a_string_is_a_type_error(value) -> None:
 def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
     from plugins.win_bridge.flavor import FLAVOR
     from plugins.winnet.lifecycle import Lifecycle
-    base = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+
+    base = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
     with pytest.raises(CniError) as exc:
         Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 3}, "ADD")
     assert "[1, 2]" in exc.value.msg and "0" not in exc.value.msg.split("is not one of")[1], exc.value.msg
     assert Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 0}, "ADD")[1].api_version is None
 
 
-@pytest.mark.parametrize("exc, platform, gone", [
-    (BrokenPipeError(32, "Broken pipe"), "linux", True), (BrokenPipeError(32, "Broken pipe"), "win32", True),
-    (OSError(22, "Invalid argument"), "win32", True),  # how Windows reports a write to a closed pipe
-    (OSError(22, "Invalid argument"), "linux", False), (OSError(5, "I/O error"), "win32", False)])
+@pytest.mark.parametrize(
+    "exc, platform, gone",
+    [
+        (BrokenPipeError(32, "Broken pipe"), "linux", True),
+        (BrokenPipeError(32, "Broken pipe"), "win32", True),
+        (OSError(22, "Invalid argument"), "win32", True),  # how Windows reports a write to a closed pipe
+        (OSError(22, "Invalid argument"), "linux", False),
+        (OSError(5, "I/O error"), "win32", False),
+    ],
+)
 def test_which_write_failures_mean_the_reader_went_away(exc: OSError, platform: str, gone: bool) -> None:
     from basics.closedpipe import reader_gone
+
     assert reader_gone(exc, platform) is gone
 
 

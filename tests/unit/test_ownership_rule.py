@@ -1,4 +1,5 @@
 """plugins.cni.ownership: the one rule reclaim, GC, the doctor and ADD's stale-endpoint cleanup share."""
+
 from __future__ import annotations
 
 import io
@@ -9,13 +10,16 @@ from plugins.cni import log
 from plugins.cni import ownership as o
 
 
-@pytest.mark.parametrize("owner, live, age, min_age, kept", [
-    ("_wincni-source-vip", set(), 10 ** 6, 0, o.NODE_OWNED),  # the node's own: whatever its age
-    ("pod1", {"pod1"}, 10 ** 6, 0, o.LIVE_ENDPOINT),
-    ("pod1", set(), 299, 300, o.IN_FLIGHT),                  # an ADD (or its retry) in flight
-    ("pod1", set(), 300, 300, ""),                           # abandoned: reclaim may take it
-    ("", set(), 0, 0, ""),                                   # an unreadable owner
-])
+@pytest.mark.parametrize(
+    "owner, live, age, min_age, kept",
+    [
+        ("_wincni-source-vip", set(), 10**6, 0, o.NODE_OWNED),  # the node's own: whatever its age
+        ("pod1", {"pod1"}, 10**6, 0, o.LIVE_ENDPOINT),
+        ("pod1", set(), 299, 300, o.IN_FLIGHT),  # an ADD (or its retry) in flight
+        ("pod1", set(), 300, 300, ""),  # abandoned: reclaim may take it
+        ("", set(), 0, 0, ""),  # an unreadable owner
+    ],
+)
 def test_what_keeps_a_reservation(owner, live, age, min_age, kept):
     assert o.reservation_kept(owner, live, age, min_age) == kept
 
@@ -27,13 +31,16 @@ def test_the_runtimes_gc_keeps_what_it_lists_and_the_nodes_own():
     assert o.gc_keeps("_wincni-source-vip", "sourcevip", set())
 
 
-@pytest.mark.parametrize("name, alive, kept", [
-    ("pod1_cbr0", True, o.ATTACHED),        # on any network: a live sandbox holds it
-    ("pod1_cbr0", False, ""),
-    ("cbr0_ep", False, o.FLANNELD),
-    ("vm-nic", False, o.NOT_OURS),
-    ("_cbr0", False, o.NOT_OURS),
-])
+@pytest.mark.parametrize(
+    "name, alive, kept",
+    [
+        ("pod1_cbr0", True, o.ATTACHED),  # on any network: a live sandbox holds it
+        ("pod1_cbr0", False, ""),
+        ("cbr0_ep", False, o.FLANNELD),
+        ("vm-nic", False, o.NOT_OURS),
+        ("_cbr0", False, o.NOT_OURS),
+    ],
+)
 def test_what_keeps_an_endpoint(name, alive, kept):
     assert o.endpoint_kept(name, "cbr0", alive) == kept
 
@@ -43,7 +50,8 @@ def test_conflicts_name_every_endpoint_on_an_address_reserved_for_another():
     endpoints = [("cbr0_ep", ("10.244.4.2",)), ("pod1_cbr0", ("10.244.4.3",)), ("pod2_cbr0", ("10.244.4.4",))]
     assert o.conflicts(reservations, endpoints, "cbr0") == [
         "endpoint cbr0_ep holds 10.244.4.2, which host-local reserves for _wincni-source-vip",
-        "endpoint pod2_cbr0 holds 10.244.4.4, which host-local reserves for pod9"]
+        "endpoint pod2_cbr0 holds 10.244.4.4, which host-local reserves for pod9",
+    ]
 
 
 def test_every_freeing_says_who_what_and_why():
@@ -53,4 +61,6 @@ def test_every_freeing_says_who_what_and_why():
         o.freed("host-local GC", "the reservation of 10.244.4.7", "pod7 is gone")
     finally:
         log.reset()
-    assert err.getvalue() == "host-local: warning: host-local GC: removing the reservation of 10.244.4.7: pod7 is gone\n"
+    assert (
+        err.getvalue() == "host-local: warning: host-local GC: removing the reservation of 10.244.4.7: pod7 is gone\n"
+    )

@@ -1,6 +1,7 @@
 """wincni.pack: the bundle's pure modules in one file (specs/bootstrap/pack.py builds it, the
 run-time hook pyi_rth_wincni_pack.py serves it). Built here from .pyc files laid out as PyInstaller's
 noarchive mode collects them, then imported through the hook's finder."""
+
 from __future__ import annotations
 
 import importlib
@@ -31,7 +32,7 @@ hook = load("pyi_rth_wincni_pack")
 SOURCES = {
     "packdemo/__init__.py": "GREETING = 'from the pack'\n",
     "packdemo/reader.py": "import os\nwith open(os.path.join(os.path.dirname(__file__), 'data.json')) as f:\n"
-                          "    DATA = f.read()\n",
+    "    DATA = f.read()\n",
     "packdemo/broken.py": "VALUE = 1\nraise RuntimeError('module body failed')\n",
     "packdemo/sub/__init__.py": "",
     "packdemo/sub/deep.py": "from .. import GREETING\nVALUE = GREETING + ' (deep)'\n",
@@ -44,10 +45,15 @@ SOURCES = {
 
 # An extension module of this interpreter that nothing here imports: the bundle's index names it
 # under the folder PyInstaller gives the standard library's on Linux.
-_EXT = next(m for m in ("_lsprof", "mmap", "_bisect", "_heapq", "array") if m not in sys.modules
-            and getattr(importlib.util.find_spec(m), "origin", "").endswith((".so", ".pyd")))
-EXTENSION = (f"python3.X/lib-dynload/{Path(importlib.util.find_spec(_EXT).origin).name}",
-             importlib.util.find_spec(_EXT).origin)
+_EXT = next(
+    m
+    for m in ("_lsprof", "mmap", "_bisect", "_heapq", "array")
+    if m not in sys.modules and getattr(importlib.util.find_spec(m), "origin", "").endswith((".so", ".pyd"))
+)
+EXTENSION = (
+    f"python3.X/lib-dynload/{Path(importlib.util.find_spec(_EXT).origin).name}",
+    importlib.util.find_spec(_EXT).origin,
+)
 
 
 @pytest.fixture
@@ -68,8 +74,9 @@ def bundle(tmp_path):
     boot: dict = {}
     kept = pack.take(datas, packed, boot)
     root.mkdir()
-    pack.write(packed, pack.extensions([(EXTENSION[0], "", "EXTENSION"), ("VCRUNTIME140.dll", "", "BINARY")]),
-               str(root))
+    pack.write(
+        packed, pack.extensions([(EXTENSION[0], "", "EXTENSION"), ("VCRUNTIME140.dll", "", "BINARY")]), str(root)
+    )
     pack.write_boot(boot, str(root))
     for dest, source, _ in [*kept, (*EXTENSION, "EXTENSION")]:  # what COLLECT copies
         (root / dest).parent.mkdir(parents=True, exist_ok=True)
@@ -122,12 +129,15 @@ def test_an_extension_module_is_found_through_the_index_without_the_path_finder(
     assert finder.find_spec("VCRUNTIME140") is None and finder.find_spec("absent") is None
 
 
-@pytest.mark.parametrize("dest, expected", [
-    ("_ctypes.pyd", "_ctypes"),
-    ("rpds\\rpds.cp313-win_amd64.pyd", "rpds.rpds"),
-    ("python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so", "_json"),
-    ("rpds/rpds.cpython-311-x86_64-linux-gnu.so", "rpds.rpds"),
-])
+@pytest.mark.parametrize(
+    "dest, expected",
+    [
+        ("_ctypes.pyd", "_ctypes"),
+        ("rpds\\rpds.cp313-win_amd64.pyd", "rpds.rpds"),
+        ("python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so", "_json"),
+        ("rpds/rpds.cpython-311-x86_64-linux-gnu.so", "rpds.rpds"),
+    ],
+)
 def test_module_names_of_collected_extensions(dest, expected):
     assert pack.extension_name(dest) == expected
 
@@ -177,11 +187,14 @@ def test_imports_from_several_threads_at_once_each_get_their_own_module(bundle):
     assert got == {i: i for i in range(40)}
 
 
-@pytest.mark.parametrize("dest, expected", [
-    ("plugins/cni/skel.pyc", ("plugins.cni.skel", False)),
-    ("plugins\\cni\\__init__.pyc", ("plugins.cni", True)),
-    ("__future__.pyc", ("__future__", False)),
-])
+@pytest.mark.parametrize(
+    "dest, expected",
+    [
+        ("plugins/cni/skel.pyc", ("plugins.cni.skel", False)),
+        ("plugins\\cni\\__init__.pyc", ("plugins.cni", True)),
+        ("__future__.pyc", ("__future__", False)),
+    ],
+)
 def test_module_names_of_collected_pyc_paths(dest, expected):
     assert pack.module_name(dest) == expected
 

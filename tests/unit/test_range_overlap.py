@@ -1,5 +1,6 @@
 """host-local's overlap check sorts instead of comparing every pair (issue #20, finding 5): the
 same answer as the pairwise rule on any ranges, and linearithmic at the cap."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -25,7 +26,7 @@ spans = st.lists(st.tuples(st.integers(0, 15), st.sampled_from([26, 27, 28]), st
 @given(spans)
 def test_the_sweep_finds_an_overlap_exactly_when_two_ranges_overlap(raw):
     ranges = [_range(b, s, o) for b, s, o in raw]
-    pairwise = any(r1.overlaps(r2) for i, r1 in enumerate(ranges) for r2 in ranges[i + 1:])
+    pairwise = any(r1.overlaps(r2) for i, r1 in enumerate(ranges) for r2 in ranges[i + 1 :])
     found = first_overlap((r, i) for i, r in enumerate(ranges))
     assert (found is not None) == pairwise
     if found is not None:

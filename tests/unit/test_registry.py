@@ -1,5 +1,6 @@
 """The registry is the one list of our commands: setup.cfg's console scripts and build.ps1's
 ``$Commands`` must say the same (each plugin's SPEC and flavor take their name from it)."""
+
 from __future__ import annotations
 
 import configparser

@@ -1,5 +1,6 @@
 """basics.safefs (issue #20): admin-only folders, no-follow owner-checked files, the install ACL,
 the doctor's "who else may write this", and the SDDL reading the Windows side relies on."""
+
 from __future__ import annotations
 
 import io
@@ -106,9 +107,14 @@ def test_claim_dir_takes_a_users_folder_over_and_lists_what_in_it_is_not_an_admi
     assert safefs.writable_by_others(str(top)) == "its owner (uid 65534)"
     assert safefs.foreign_entries(str(top), suspicious=False) == [(str(top / "_wincni-x"), "owned by uid 65534")]
     assert (top / "ours").stat().st_mode & 0o022
-    assert safefs.claim_dir(str(top)) == ("is owned by uid 65534, not by root or this user", [
-        (str(top / "_wincni-x"), "owned by uid 65534"), (str(top / "link"), "a symbolic link"),
-        (str(top / "linked"), "a file with 2 hard links")])
+    assert safefs.claim_dir(str(top)) == (
+        "is owned by uid 65534, not by root or this user",
+        [
+            (str(top / "_wincni-x"), "owned by uid 65534"),
+            (str(top / "link"), "a symbolic link"),
+            (str(top / "linked"), "a file with 2 hard links"),
+        ],
+    )
     for p in (tmp_path / "opt", top):
         st = p.stat()
         assert st.st_uid == 0 and not st.st_mode & 0o022, p
@@ -148,21 +154,28 @@ def test_writable_by_others_names_who(tmp_path):
 
 # ---------------------------------------------------------------- the Windows side's SDDL reading
 
-@pytest.mark.parametrize("sddl, writers", [
-    (safefs.ADMIN_ONLY, []),
-    (safefs.ADMIN_WRITE_USERS_READ, []),
-    ("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", []),
-    # A default C:\ child: Authenticated Users may modify, CREATOR OWNER only on children (IO).
-    ("O:SYD:AI(A;ID;FA;;;SY)(A;ID;FA;;;BA)(A;OICIID;0x1301bf;;;AU)(A;OICIIOID;GA;;;CO)(A;ID;0x1200a9;;;BU)", ["AU"]),
-    ("O:S-1-5-21-1-2-3-1001D:P(A;;FA;;;SY)", ["S-1-5-21-1-2-3-1001"]),  # a user owns it
-    ("O:SYD:(A;;FW;;;WD)", ["WD"]),
-    ("O:SYD:(D;;FA;;;BU)(A;;FR;;;BU)", []),  # deny and read-only ACEs give nobody write
-    ("O:SYD:(A;;CCDC;;;S-1-5-21-9)", ["S-1-5-21-9"]),  # FILE_ADD_FILE as letters
-    ("O:SYD:NO_ACCESS_CONTROL", ["WD"]),  # a NULL DACL: everyone
-    # A conditional allow ACE: whatever its condition, it may grant write.
-    ('O:SYD:(A;;FA;;;SY)(XA;;FW;;;AU;(@User.Dept == "x"))', ["AU"]),
-    ("D:(A;;FA;;;SY)(A;;FW;;;BU)", ["BU"]),  # no owner part
-])
+
+@pytest.mark.parametrize(
+    "sddl, writers",
+    [
+        (safefs.ADMIN_ONLY, []),
+        (safefs.ADMIN_WRITE_USERS_READ, []),
+        ("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)", []),
+        # A default C:\ child: Authenticated Users may modify, CREATOR OWNER only on children (IO).
+        (
+            "O:SYD:AI(A;ID;FA;;;SY)(A;ID;FA;;;BA)(A;OICIID;0x1301bf;;;AU)(A;OICIIOID;GA;;;CO)(A;ID;0x1200a9;;;BU)",
+            ["AU"],
+        ),
+        ("O:S-1-5-21-1-2-3-1001D:P(A;;FA;;;SY)", ["S-1-5-21-1-2-3-1001"]),  # a user owns it
+        ("O:SYD:(A;;FW;;;WD)", ["WD"]),
+        ("O:SYD:(D;;FA;;;BU)(A;;FR;;;BU)", []),  # deny and read-only ACEs give nobody write
+        ("O:SYD:(A;;CCDC;;;S-1-5-21-9)", ["S-1-5-21-9"]),  # FILE_ADD_FILE as letters
+        ("O:SYD:NO_ACCESS_CONTROL", ["WD"]),  # a NULL DACL: everyone
+        # A conditional allow ACE: whatever its condition, it may grant write.
+        ('O:SYD:(A;;FA;;;SY)(XA;;FW;;;AU;(@User.Dept == "x"))', ["AU"]),
+        ("D:(A;;FA;;;SY)(A;;FW;;;BU)", ["BU"]),  # no owner part
+    ],
+)
 def test_sddl_writers(sddl, writers):
     assert ws.sddl_writers(sddl) == writers
 
@@ -174,6 +187,7 @@ def test_rights_mask_reads_hex_and_letters():
 
 
 # ---------------------------------------------------------------- finding 2: the simulator on Windows
+
 
 def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run(tmp_path):
     from libhns.backend import open_backend
@@ -191,8 +205,8 @@ def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run
 
 
 def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
-    from tools.wincni import checks
     from libhns.backend import simulated_on_windows
+    from tools.wincni import checks
     from tools.wincni.facts import Facts
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")

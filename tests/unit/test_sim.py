@@ -1,4 +1,5 @@
 """The HNS simulator against HNS's rules: documents, views, rejections, concurrency, faults."""
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def l2bridge(name: str = "cbr0", prefix: str = "10.244.1.0/24", gw: str = "10.244.1.1") -> dict:
-    return {"Name": name, "Type": "L2Bridge",
-            "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}],
-            "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": prefix, "Routes": [
-                {"NextHop": gw, "DestinationPrefix": "0.0.0.0/0"}]}]}],
-            "SchemaVersion": {"Major": 2, "Minor": 0}}
+    return {
+        "Name": name,
+        "Type": "L2Bridge",
+        "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}],
+        "Ipams": [
+            {
+                "Type": "Static",
+                "Subnets": [{"IpAddressPrefix": prefix, "Routes": [{"NextHop": gw, "DestinationPrefix": "0.0.0.0/0"}]}],
+            }
+        ],
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+    }
 
 
 def overlay(name: str = "vxlan0", pa: str | None = None) -> dict:
@@ -79,9 +87,9 @@ def hresult_of(exc: pytest.ExceptionInfo) -> int:
 
 # --- answers like HNS ---------------------------------------------------------------------------
 
+
 def test_version_default_and_from_env(tmp_path):
-    assert v1(Simulator(tmp_path), "GET", "/globals/version") == {
-        "Success": True, "Output": {"Major": 13, "Minor": 2}}
+    assert v1(Simulator(tmp_path), "GET", "/globals/version") == {"Success": True, "Output": {"Major": 13, "Minor": 2}}
     s = Simulator.from_env({"LIBHNS_SIM_DIR": str(tmp_path), "LIBHNS_SIM_VERSION": "9.1"})
     assert v1(s, "GET", "/globals/version")["Output"] == {"Major": 9, "Minor": 1}
     with pytest.raises(errors.HnsError) as exc:
@@ -119,37 +127,55 @@ def test_v1_view_of_a_v2_network(sim):
     assert out["ManagementIP"] == "192.168.1.10"
     assert out["DrMacAddress"] == net["Policies"][2]["Settings"]["Address"]
     assert out["NetworkAdapterName"] == "Ethernet"
-    assert out["Subnets"] == [{"AddressPrefix": "10.244.2.0/24", "GatewayAddress": "10.244.2.1",
-                               "Policies": [{"Type": "VSID", "VSID": 4096}]}]
+    assert out["Subnets"] == [
+        {"AddressPrefix": "10.244.2.0/24", "GatewayAddress": "10.244.2.1", "Policies": [{"Type": "VSID", "VSID": 4096}]}
+    ]
     h = sim.hcn_open("Network", net["ID"])
     assert json.loads(sim.hcn_query("Network", h, V1_QUERY)) == out
     sim.hcn_close("Network", h)
 
 
 def test_v1_network_create_is_seen_by_v2(sim):
-    out = v1(sim, "POST", "/networks/", {
-        "Name": "cbr0", "Type": "L2Bridge", "DNSServerList": "10.96.0.10,8.8.8.8",
-        "Subnets": [{"AddressPrefix": "10.244.1.0/24", "GatewayAddress": "10.244.1.1"}]})
+    out = v1(
+        sim,
+        "POST",
+        "/networks/",
+        {
+            "Name": "cbr0",
+            "Type": "L2Bridge",
+            "DNSServerList": "10.96.0.10,8.8.8.8",
+            "Subnets": [{"AddressPrefix": "10.244.1.0/24", "GatewayAddress": "10.244.1.1"}],
+        },
+    )
     assert out["Success"] and out["Output"]["Type"] == "l2bridge"
     assert out["Output"]["ManagementIP"]  # flanneld polls for it on cbr0
-    ids = json.loads(sim.hcn_enumerate("Network", json.dumps(
-        {"SchemaVersion": {"Major": 2, "Minor": 0}, "Filter": json.dumps({"Name": "cbr0"})})))
+    ids = json.loads(
+        sim.hcn_enumerate(
+            "Network", json.dumps({"SchemaVersion": {"Major": 2, "Minor": 0}, "Filter": json.dumps({"Name": "cbr0"})})
+        )
+    )
     assert ids == [out["Output"]["ID"]]
     h = sim.hcn_open("Network", ids[0])
     doc = json.loads(sim.hcn_query("Network", h, V2_QUERY))
     sim.hcn_close("Network", h)
     assert doc["Type"] == "L2Bridge"
     assert doc["Dns"] == {"ServerList": ["10.96.0.10", "8.8.8.8"]}
-    assert doc["Ipams"][0]["Subnets"][0]["Routes"] == [
-        {"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]
+    assert doc["Ipams"][0]["Subnets"][0]["Routes"] == [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]
 
 
 def test_v2_endpoint_fields_and_v1_view(sim):
     net = create(sim, "Network", l2bridge())
-    ep = create_ep(sim, net["ID"], endpoint(
-        "c1_cbr0", "10.244.1.5", Routes=[{"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"}],
-        Dns={"ServerList": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
-        Policies=[{"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16"]}}]))
+    ep = create_ep(
+        sim,
+        net["ID"],
+        endpoint(
+            "c1_cbr0",
+            "10.244.1.5",
+            Routes=[{"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"}],
+            Dns={"ServerList": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+            Policies=[{"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16"]}}],
+        ),
+    )
     assert GUID_RE.match(ep["ID"]) and MAC_RE.match(ep["MacAddress"])
     assert ep["IpConfigurations"] == [{"IpAddress": "10.244.1.5", "PrefixLength": 24}]
     assert ep["HostComputeNetwork"] == net["ID"]
@@ -166,22 +192,33 @@ def test_v2_endpoint_fields_and_v1_view(sim):
 
 def test_v1_endpoint_create_is_seen_by_v2(sim):
     net = create(sim, "Network", l2bridge())
-    out = v1(sim, "POST", "/endpoints/", {
-        "Name": "c1_cbr0", "VirtualNetwork": net["ID"], "IPAddress": "10.244.1.7",
-        "GatewayAddress": "10.244.1.2", "DNSServerList": "10.96.0.10,10.96.0.11",
-        "Policies": [{"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
-                     {"Type": "NAT", "Protocol": "tcp", "InternalPort": 80, "ExternalPort": 8080}]})
+    out = v1(
+        sim,
+        "POST",
+        "/endpoints/",
+        {
+            "Name": "c1_cbr0",
+            "VirtualNetwork": net["ID"],
+            "IPAddress": "10.244.1.7",
+            "GatewayAddress": "10.244.1.2",
+            "DNSServerList": "10.96.0.10,10.96.0.11",
+            "Policies": [
+                {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                {"Type": "NAT", "Protocol": "tcp", "InternalPort": 80, "ExternalPort": 8080},
+            ],
+        },
+    )
     assert out["Success"], out
     assert out["Output"]["PrefixLength"] == 24
-    ids = json.loads(sim.hcn_enumerate("Endpoint", json.dumps(
-        {"Filter": json.dumps({"VirtualNetworkName": "cbr0"})})))
+    ids = json.loads(sim.hcn_enumerate("Endpoint", json.dumps({"Filter": json.dumps({"VirtualNetworkName": "cbr0"})})))
     assert ids == [out["Output"]["ID"]]
     h = sim.hcn_open("Endpoint", ids[0])
     doc = json.loads(sim.hcn_query("Endpoint", h, V2_QUERY))
     sim.hcn_close("Endpoint", h)
     assert doc["Policies"] == [
         {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
-        {"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6}}]
+        {"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6}},
+    ]
     assert doc["Routes"] == [{"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"}]
     assert doc["Dns"] == {"ServerList": ["10.96.0.10", "10.96.0.11"]}
 
@@ -217,6 +254,7 @@ def test_hns_assigns_ip_and_mac_when_absent(sim):
 
 # --- rejections ---------------------------------------------------------------------------------
 
+
 def _ep_policy(policy: dict) -> dict:
     return endpoint(Policies=[policy])
 
@@ -226,26 +264,41 @@ V2_ENDPOINT_REJECTIONS = [
     ("gateway ip", endpoint(ip="10.244.1.1"), 0x803B002F, errors.InvalidAddress),
     ("network address", endpoint(ip="10.244.1.0"), 0x803B002F, errors.InvalidAddress),
     ("not an ip", endpoint(ip="10.244.1.x"), 0x803B002F, errors.InvalidAddress),
-    ("v1 OutBoundNAT ExceptionList", _ep_policy({"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}),
-     0x803B000D, errors.InvalidPolicy),
-    ("v1 ROUTE", _ep_policy({"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}),
-     0x803B000D, errors.InvalidPolicy),
+    (
+        "v1 OutBoundNAT ExceptionList",
+        _ep_policy({"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}),
+        0x803B000D,
+        errors.InvalidPolicy,
+    ),
+    (
+        "v1 ROUTE",
+        _ep_policy({"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}),
+        0x803B000D,
+        errors.InvalidPolicy,
+    ),
     ("v1 PA", _ep_policy({"Type": "PA", "PA": "192.168.1.10"}), 0x803B000D, errors.InvalidPolicy),
-    ("v1 NAT", _ep_policy({"Type": "NAT", "InternalPort": 80, "ExternalPort": 80, "Protocol": "TCP"}),
-     0x803B000D, errors.InvalidPolicy),
+    (
+        "v1 NAT",
+        _ep_policy({"Type": "NAT", "InternalPort": 80, "ExternalPort": 80, "Protocol": "TCP"}),
+        0x803B000D,
+        errors.InvalidPolicy,
+    ),
     ("SDNRoute without Settings", _ep_policy({"Type": "SDNRoute"}), 0x803B000D, errors.InvalidPolicy),
-    ("ProviderAddress without address", _ep_policy({"Type": "ProviderAddress", "Settings": {}}),
-     0x803B000D, errors.InvalidPolicy),
+    (
+        "ProviderAddress without address",
+        _ep_policy({"Type": "ProviderAddress", "Settings": {}}),
+        0x803B000D,
+        errors.InvalidPolicy,
+    ),
     ("policy without Type", _ep_policy({"Settings": {}}), 0x803B000D, errors.InvalidPolicy),
-    ("unknown policy type", _ep_policy({"Type": "Bogus", "Settings": {}}), 0x803B000E,
-     errors.InvalidPolicy),
-    ("read-only HostComputeNamespace", endpoint(HostComputeNamespace=str(uuid.uuid4())),
-     0x803B000C, errors.HnsError),
+    ("unknown policy type", _ep_policy({"Type": "Bogus", "Settings": {}}), 0x803B000E, errors.InvalidPolicy),
+    ("read-only HostComputeNamespace", endpoint(HostComputeNamespace=str(uuid.uuid4())), 0x803B000C, errors.HnsError),
 ]
 
 
-@pytest.mark.parametrize("doc,hresult,cls", [c[1:] for c in V2_ENDPOINT_REJECTIONS],
-                         ids=[c[0] for c in V2_ENDPOINT_REJECTIONS])
+@pytest.mark.parametrize(
+    "doc,hresult,cls", [c[1:] for c in V2_ENDPOINT_REJECTIONS], ids=[c[0] for c in V2_ENDPOINT_REJECTIONS]
+)
 def test_v2_endpoint_rejections(sim, doc, hresult, cls):
     net = create(sim, "Network", l2bridge())
     with pytest.raises(cls) as exc:
@@ -274,15 +327,24 @@ NETWORK_REJECTIONS = [
     ("invalid type", {**l2bridge("x"), "Type": "Bridge"}, 0x803B000B),
     ("no name", {k: v for k, v in l2bridge().items() if k != "Name"}, 0x803B000A),
     ("bad prefix", l2bridge("x", "10.0.0.0/33"), 0x803B0030),
-    ("v1 VSID subnet policy", {**l2bridge("x"), "Ipams": [{"Type": "Static", "Subnets": [
-        {"IpAddressPrefix": "10.3.0.0/24", "Policies": [{"Type": "VSID", "VSID": 4096}]}]}]}, 0x803B000D),
-    ("unknown network policy", {**l2bridge("x"), "Policies": [{"Type": "Frob", "Settings": {}}]},
-     0x803B000E),
+    (
+        "v1 VSID subnet policy",
+        {
+            **l2bridge("x"),
+            "Ipams": [
+                {
+                    "Type": "Static",
+                    "Subnets": [{"IpAddressPrefix": "10.3.0.0/24", "Policies": [{"Type": "VSID", "VSID": 4096}]}],
+                }
+            ],
+        },
+        0x803B000D,
+    ),
+    ("unknown network policy", {**l2bridge("x"), "Policies": [{"Type": "Frob", "Settings": {}}]}, 0x803B000E),
 ]
 
 
-@pytest.mark.parametrize("doc,hresult", [c[1:] for c in NETWORK_REJECTIONS],
-                         ids=[c[0] for c in NETWORK_REJECTIONS])
+@pytest.mark.parametrize("doc,hresult", [c[1:] for c in NETWORK_REJECTIONS], ids=[c[0] for c in NETWORK_REJECTIONS])
 def test_network_rejections(sim, doc, hresult):
     with pytest.raises(errors.HnsError) as exc:
         create(sim, "Network", doc)
@@ -322,15 +384,19 @@ def test_delete_network_with_endpoints(sim):
     assert json.loads(sim.hcn_enumerate("Network", "")) == []
 
 
-@pytest.mark.parametrize("op,hresult", [
-    (lambda s, g: s.hcn_open("Network", g), 0x80070490),
-    (lambda s, g: s.hcn_open("Endpoint", g), 0x80070490),
-    (lambda s, g: s.hcn_open("Namespace", g), 0x80070490),
-    (lambda s, g: s.hcn_delete("Network", g), 0x803B0001),
-    (lambda s, g: s.hcn_delete("Endpoint", g), 0x803B0002),
-    (lambda s, g: s.hcn_delete("Namespace", g), 0x80070490),
-    (lambda s, g: s.hcs_open_compute_system(str(g)), 0xC037010E),
-], ids=["open-net", "open-ep", "open-ns", "del-net", "del-ep", "del-ns", "hcs-open"])
+@pytest.mark.parametrize(
+    "op,hresult",
+    [
+        (lambda s, g: s.hcn_open("Network", g), 0x80070490),
+        (lambda s, g: s.hcn_open("Endpoint", g), 0x80070490),
+        (lambda s, g: s.hcn_open("Namespace", g), 0x80070490),
+        (lambda s, g: s.hcn_delete("Network", g), 0x803B0001),
+        (lambda s, g: s.hcn_delete("Endpoint", g), 0x803B0002),
+        (lambda s, g: s.hcn_delete("Namespace", g), 0x80070490),
+        (lambda s, g: s.hcs_open_compute_system(str(g)), 0xC037010E),
+    ],
+    ids=["open-net", "open-ep", "open-ns", "del-net", "del-ep", "del-ns", "hcs-open"],
+)
 def test_unknown_ids_are_not_found(sim, op, hresult):
     with pytest.raises(errors.NotFound) as exc:
         op(sim, str(uuid.uuid4()))
@@ -350,11 +416,17 @@ def test_v1_not_found_and_bad_json(sim):
 
 def test_v1_rejects_v2_shaped_policy(sim):
     net = create(sim, "Network", l2bridge())
-    for pol, cls in [({"Type": "OutBoundNAT", "Settings": {"Exceptions": []}}, errors.InvalidPolicy),
-                     ({"Type": "SDNRoute", "DestinationPrefix": "1.0.0.0/8"}, errors.InvalidPolicy),
-                     ({"Type": "Bogus"}, errors.InvalidPolicy)]:
-        out = v1(sim, "POST", "/endpoints/", {"Name": "e", "VirtualNetwork": net["ID"],
-                                              "IPAddress": "10.244.1.9", "Policies": [pol]})
+    for pol, cls in [
+        ({"Type": "OutBoundNAT", "Settings": {"Exceptions": []}}, errors.InvalidPolicy),
+        ({"Type": "SDNRoute", "DestinationPrefix": "1.0.0.0/8"}, errors.InvalidPolicy),
+        ({"Type": "Bogus"}, errors.InvalidPolicy),
+    ]:
+        out = v1(
+            sim,
+            "POST",
+            "/endpoints/",
+            {"Name": "e", "VirtualNetwork": net["ID"], "IPAddress": "10.244.1.9", "Policies": [pol]},
+        )
         assert out["Success"] is False
         assert isinstance(errors.from_v1_error("POST", out["Error"]), cls), out
     assert v1(sim, "GET", "/endpoints/")["Output"] == []
@@ -362,11 +434,15 @@ def test_v1_rejects_v2_shaped_policy(sim):
 
 # --- attach / detach ----------------------------------------------------------------------------
 
+
 def _modify_ns(sim, ns_id, action, ep_id):
     h = sim.hcn_open("Namespace", ns_id)
     try:
-        sim.hcn_modify("Namespace", h, json.dumps({"ResourceType": "Endpoint", "RequestType": action,
-                                                   "Settings": {"EndpointId": ep_id}}))
+        sim.hcn_modify(
+            "Namespace",
+            h,
+            json.dumps({"ResourceType": "Endpoint", "RequestType": action, "Settings": {"EndpointId": ep_id}}),
+        )
     finally:
         sim.hcn_close("Namespace", h)
 
@@ -380,7 +456,8 @@ def test_namespace_attach_detach(sim):
     _modify_ns(sim, ns["ID"], "Add", ep["ID"].lower())
     h = sim.hcn_open("Namespace", ns["ID"])
     assert json.loads(sim.hcn_query("Namespace", h, ""))["Resources"] == [
-        {"Type": "Endpoint", "Data": {"Id": ep["ID"]}}]
+        {"Type": "Endpoint", "Data": {"Id": ep["ID"]}}
+    ]
     sim.hcn_close("Namespace", h)
     h = sim.hcn_open("Endpoint", ep["ID"])
     assert json.loads(sim.hcn_query("Endpoint", h, ""))["HostComputeNamespace"] == ns["ID"]
@@ -402,8 +479,7 @@ def test_v1_namespaces_share_the_store(sim):
     ep = create_ep(sim, net["ID"], endpoint())
     ns = v1(sim, "POST", "/namespaces/", "")["Output"]
     assert ns["IsDefault"] is False and ns["CompartmentId"] == 2
-    out = v1(sim, "POST", f"/namespaces/{ns['ID']}/addresource",
-             {"Type": "Endpoint", "Data": {"Id": ep["ID"]}})
+    out = v1(sim, "POST", f"/namespaces/{ns['ID']}/addresource", {"Type": "Endpoint", "Data": {"Id": ep["ID"]}})
     assert out["Output"]["ResourceList"] == [{"Type": "Endpoint", "Data": {"Id": ep["ID"]}}]
     assert v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]["Namespace"] == {"ID": ns["ID"]}
     assert v1(sim, "DELETE", f"/namespaces/{ns['ID']}")["Success"]
@@ -412,8 +488,9 @@ def test_v1_namespaces_share_the_store(sim):
 
 def test_v1_host_attach(sim):
     net = create(sim, "Network", l2bridge())
-    ep = v1(sim, "POST", "/endpoints/", {"Name": "cbr0_ep", "VirtualNetwork": net["ID"],
-                                         "IPAddress": "10.244.1.2"})["Output"]
+    ep = v1(sim, "POST", "/endpoints/", {"Name": "cbr0_ep", "VirtualNetwork": net["ID"], "IPAddress": "10.244.1.2"})[
+        "Output"
+    ]
     body = {"SystemType": "Host", "CompartmentId": 1}
     assert v1(sim, "POST", f"/endpoints/{ep['ID']}/attach", body) == {"Success": True}
     assert v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]["State"] == 2
@@ -424,8 +501,9 @@ def test_v1_host_attach(sim):
 def _hcs(sim, container, action, ep_id):
     h = sim.hcs_open_compute_system(container)
     try:
-        sim.hcs_modify_compute_system(h, json.dumps(
-            {"ResourceType": "Network", "RequestType": action, "Settings": ep_id}))
+        sim.hcs_modify_compute_system(
+            h, json.dumps({"ResourceType": "Network", "RequestType": action, "Settings": ep_id})
+        )
     finally:
         sim.hcs_close_compute_system(h)
 
@@ -443,8 +521,9 @@ def test_hcs_hot_attach_shared_endpoint(sim):
     assert exc.value.hresult == 0x803B0014
     _hcs(sim, "app1", "Add", ep["ID"])
     assert v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]["State"] == 3
-    assert v1(sim, "POST", f"/endpoints/{ep['ID']}/detach",
-              {"ContainerId": "app1", "SystemType": "Container"}) == {"Success": True}
+    assert v1(sim, "POST", f"/endpoints/{ep['ID']}/detach", {"ContainerId": "app1", "SystemType": "Container"}) == {
+        "Success": True
+    }
     _hcs(sim, "pause1", "Remove", ep["ID"])
     view = v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]
     assert view["SharedContainers"] == [] and view["State"] == 4
@@ -480,10 +559,23 @@ def test_closed_handle_is_invalid_and_counted(sim):
 def test_modify_network_policies(sim):
     net = create(sim, "Network", overlay())
     h = sim.hcn_open("Network", net["ID"])
-    req = {"ResourceType": "Policy", "RequestType": "Add", "Settings": {"Policies": [
-        {"Type": "RemoteSubnetRoute", "Settings": {"DestinationPrefix": "10.244.3.0/24",
-                                                   "IsolationId": 4096, "ProviderAddress": "192.168.1.11",
-                                                   "DistributedRouterMacAddress": "0E-2A-0A-F4-03-01"}}]}}
+    req = {
+        "ResourceType": "Policy",
+        "RequestType": "Add",
+        "Settings": {
+            "Policies": [
+                {
+                    "Type": "RemoteSubnetRoute",
+                    "Settings": {
+                        "DestinationPrefix": "10.244.3.0/24",
+                        "IsolationId": 4096,
+                        "ProviderAddress": "192.168.1.11",
+                        "DistributedRouterMacAddress": "0E-2A-0A-F4-03-01",
+                    },
+                }
+            ]
+        },
+    }
     sim.hcn_modify("Network", h, json.dumps(req))
     with pytest.raises(errors.AlreadyExists):
         sim.hcn_modify("Network", h, json.dumps(req))
@@ -494,6 +586,7 @@ def test_modify_network_policies(sim):
 
 
 # --- the kinds, without the simulator ------------------------------------------------------------
+
 
 def hand_state(data: dict | None = None):
     from libhns.sim.kinds import KINDS
@@ -545,12 +638,16 @@ def test_records_dump_to_the_stored_json_and_load_back(sim, tmp_path):
 
 # --- faults -------------------------------------------------------------------------------------
 
+
 def test_fault_syntax():
-    faults = parse_faults("HcnCreateEndpoint=0x803B000D, HcnModifyNamespace#2=2147943568,"
-                          "HNSCall:POST /endpoints/*/attach#1=0x803B0014")
+    faults = parse_faults(
+        "HcnCreateEndpoint=0x803B000D, HcnModifyNamespace#2=2147943568,HNSCall:POST /endpoints/*/attach#1=0x803B0014"
+    )
     assert [(f.target, f.hresult, f.nth) for f in faults] == [
-        ("HcnCreateEndpoint", 0x803B000D, None), ("HcnModifyNamespace", 0x80070490, 2),
-        ("HNSCall:POST /endpoints/*/attach", 0x803B0014, 1)]
+        ("HcnCreateEndpoint", 0x803B000D, None),
+        ("HcnModifyNamespace", 0x80070490, 2),
+        ("HNSCall:POST /endpoints/*/attach", 0x803B0014, 1),
+    ]
     assert faults[2].matches("HNSCall", "POST", "/endpoints/AB/attach")
     assert not faults[2].matches("HNSCall", "POST", "/endpoints/")
     for bad in ("HcnCreateEndpoint", "X=zz", "X#0=1", "=1"):
@@ -572,12 +669,12 @@ def test_fault_nth_call_counted_across_instances(tmp_path):
     env = {"LIBHNS_SIM_DIR": str(tmp_path), "LIBHNS_SIM_FAULTS": "HcnOpenNamespace#2=0x80070490"}
     first, second = Simulator.from_env(env), Simulator.from_env(env)
     ns = create(first, "Namespace", {})
-    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 1
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))  # call 1
     with pytest.raises(errors.NotFound):
-        second.hcn_open("Namespace", ns["ID"])                            # call 2
-    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 3
+        second.hcn_open("Namespace", ns["ID"])  # call 2
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))  # call 3
     first.reset_fault_counters()
-    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))   # call 1 again
+    first.hcn_close("Namespace", first.hcn_open("Namespace", ns["ID"]))  # call 1 again
     with pytest.raises(errors.NotFound):
         first.hcn_open("Namespace", ns["ID"])
 
@@ -586,8 +683,7 @@ def test_fault_on_hnscall_path(tmp_path):
     s = Simulator(tmp_path, faults="HNSCall:POST /endpoints/=0x803B002F")
     net = create(s, "Network", l2bridge())
     out = v1(s, "POST", "/endpoints/", {"Name": "e", "VirtualNetwork": net["ID"]})
-    assert out == {"Success": False, "Error": "An address provided is invalid or reserved.",
-                   "ErrorCode": 0x803B002F}
+    assert out == {"Success": False, "Error": "An address provided is invalid or reserved.", "ErrorCode": 0x803B002F}
     assert v1(s, "GET", "/endpoints/")["Output"] == []
 
 
@@ -619,8 +715,9 @@ _WORKER = textwrap.dedent("""
 def test_concurrent_writers_from_processes(tmp_path):
     sim = Simulator(tmp_path)
     net = create(sim, "Network", l2bridge(prefix="10.8.0.0/16", gw="10.8.0.1"))
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), net["ID"], f"w{i}"],
-                              cwd=REPO) for i in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), net["ID"], f"w{i}"], cwd=REPO) for i in range(8)
+    ]
     assert [p.wait(timeout=60) for p in procs] == [0] * 8
     state = json.loads((tmp_path / "state.json").read_text())  # a valid store
     eps = list(state["endpoints"].values())
@@ -634,7 +731,7 @@ def test_concurrent_writers_from_processes(tmp_path):
 
 # --- what the Go reference plugins sent is accepted ---------------------------------------------
 
-from testdata import GOLDENS  # noqa: E402
+from testdata import GOLDENS
 
 
 def test_golden_requests_are_accepted(tmp_path):
@@ -649,7 +746,8 @@ def test_golden_requests_are_accepted(tmp_path):
             v2 = dict(net["v2"])
             if v2["Name"] == "vxlan0":  # HNS would add these itself
                 v2["Policies"] = [p for p in v2["Policies"] if p["Type"] == "NetAdapterName"] + [
-                    {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}}]
+                    {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.168.1.10"}}
+                ]
             sim.hcn_close("Network", sim.hcn_create("Network", net["ID"], json.dumps(v2)))
         for step in steps:
             for call in step["calls"]:
@@ -658,8 +756,11 @@ def test_golden_requests_are_accepted(tmp_path):
                     created = create_ep(sim, settings["HostComputeNetwork"], settings)
                     sim.hcn_delete("Endpoint", created["ID"])
                     replayed += 1
-                elif call["fn"] == "HNSCall" and call["args"]["method"] == "POST" \
-                        and call["args"]["path"] == "/endpoints/":
+                elif (
+                    call["fn"] == "HNSCall"
+                    and call["args"]["method"] == "POST"
+                    and call["args"]["path"] == "/endpoints/"
+                ):
                     out = v1(sim, "POST", "/endpoints/", call["args"]["request"])
                     assert out["Success"], (path.name, out)
                     v1(sim, "DELETE", f"/endpoints/{out['Output']['ID']}")
@@ -678,6 +779,7 @@ def test_fault_range_fails_the_first_calls_then_answers(tmp_path):
 
 def test_fault_hang_blocks_then_answers(tmp_path):
     import time
+
     s = Simulator(tmp_path, faults="HcnEnumerateNetworks=hang:0.3")
     start = time.monotonic()
     assert json.loads(s.hcn_enumerate("Network", "")) == []

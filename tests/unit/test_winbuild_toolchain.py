@@ -1,4 +1,5 @@
 """winbuild.toolchain.run_wine retries Wine's transient process-start failure, and nothing else."""
+
 from __future__ import annotations
 
 import pytest

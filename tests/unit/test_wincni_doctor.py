@@ -1,4 +1,5 @@
 """``wincni doctor`` on simulated nodes: healthy passes; each misconfiguration fails its own check."""
+
 from __future__ import annotations
 
 import io
@@ -9,18 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hnsnode import EXCEPTIONS, Node, lease_text, release
 from libhns.objects import HostComputeNetwork
 from tools.wincni import checks
 from tools.wincni.__main__ import main
 from tools.wincni.facts import Facts, Problem
 
-from hnsnode import EXCEPTIONS, Node, lease_text, release
-
 LEASE = lease_text("10.244.4.1/24")
 
 
-def sim_node(root: Path, kind: str = "bridge", version: str | None = None, network: bool = True,
-             vsid: int = 4096) -> Node:
+def sim_node(
+    root: Path, kind: str = "bridge", version: str | None = None, network: bool = True, vsid: int = 4096
+) -> Node:
     """A healthy node as flanneld and kube-proxy leave it (bridge: cbr0, overlay: vxlan0); with
     ``network=False`` before flanneld made the HNS network."""
     node = Node(root, version=version)
@@ -54,8 +55,22 @@ def overlay(tmp_path: Path) -> Node:
 
 
 # Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
-CHECK_IDS = {"backend", "config", "plugins", "hns-network", "subnet-env", "exceptions", "reach", "net-conf", "vxlan",
-             "source-vip", "hns-features", "ipam-store", "stale-endpoints", "permissions"}
+CHECK_IDS = {
+    "backend",
+    "config",
+    "plugins",
+    "hns-network",
+    "subnet-env",
+    "exceptions",
+    "reach",
+    "net-conf",
+    "vxlan",
+    "source-vip",
+    "hns-features",
+    "ipam-store",
+    "stale-endpoints",
+    "permissions",
+}
 
 
 def test_every_check_id_is_pinned() -> None:
@@ -78,9 +93,26 @@ def test_config_invalid_names_the_field(bridge: Node) -> None:
 def test_config_absent_is_reported_not_raised(tmp_path: Path) -> None:
     node = sim_node(tmp_path)
     out, err = io.StringIO(), io.StringIO()
-    rc = main(["doctor", "--cni-conf", str(tmp_path / "nowhere"), "--cni-bin-dir", str(tmp_path / "nobin"),
-               "--subnet-env", str(tmp_path / "none.env"), "--net-conf", str(node.bin),  # a directory
-               "--source-vip", str(node.bin)], out, err, node.env, platform="linux", cwd=str(tmp_path))
+    rc = main(
+        [
+            "doctor",
+            "--cni-conf",
+            str(tmp_path / "nowhere"),
+            "--cni-bin-dir",
+            str(tmp_path / "nobin"),
+            "--subnet-env",
+            str(tmp_path / "none.env"),
+            "--net-conf",
+            str(node.bin),  # a directory
+            "--source-vip",
+            str(node.bin),
+        ],
+        out,
+        err,
+        node.env,
+        platform="linux",
+        cwd=str(tmp_path),
+    )
     assert rc == 1 and err.getvalue() == ""
     text = out.getvalue()
     for words in ("FAIL  config", "does not exist", "FAIL  plugins", "cannot read", "Traceback"):
@@ -92,14 +124,20 @@ def test_plugins_missing_from_bin_dir(bridge: Node) -> None:
     failed(bridge.doctor(), "plugins", "host-local")
 
 
-@pytest.mark.parametrize("spoil, words", [
-    (lambda n: ((n.bin / "flannel").unlink(), (n.bin / "flannel").symlink_to(n.root / "elsewhere")),
-     ("flannel is a symbolic link",)),
-    (lambda n: n.bin.chmod(0o777), ("writable by every user",)),
-    (lambda n: (n.bin / "host-local").chmod(0o666), ("host-local is writable by",)),
-])
+@pytest.mark.parametrize(
+    "spoil, words",
+    [
+        (
+            lambda n: ((n.bin / "flannel").unlink(), (n.bin / "flannel").symlink_to(n.root / "elsewhere")),
+            ("flannel is a symbolic link",),
+        ),
+        (lambda n: n.bin.chmod(0o777), ("writable by every user",)),
+        (lambda n: (n.bin / "host-local").chmod(0o666), ("host-local is writable by",)),
+    ],
+)
 def test_plugins_fails_a_launcher_others_could_swap_and_its_fix_line_works_as_printed(
-        bridge: Node, tmp_path: Path, spoil, words: tuple) -> None:
+    bridge: Node, tmp_path: Path, spoil, words: tuple
+) -> None:
     spoil(bridge)
     check = failed(bridge.doctor(), "plugins", *words, "wincni install --from <the release zip>")
     _run_install_fix(bridge, tmp_path, check["fix"])
@@ -124,6 +162,7 @@ def test_plugins_never_waits_on_a_fifo_in_a_contents_folder(bridge: Node, tmp_pa
     import os
     import threading
     import time
+
     bridge.cni_bin, bridge.conf_dir = bridge.bin, bridge.conf_dir
     bridge.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     fifo = bridge.bin / "_wincni-0.1.0-aaa-1" / "plugins" / "pipe"
@@ -153,6 +192,7 @@ def test_the_readiness_probe_leaves_the_contents_digest_to_the_full_doctor(bridg
 def _run_install_fix(node: Node, tmp_path: Path, fix: str) -> None:
     """The fix line as printed, the release put where it says <the release zip>."""
     import shlex
+
     argv = shlex.split(fix.split(" (", 1)[0].replace("<the release zip>", str(release(tmp_path, "0.1.0-aaa-1"))))
     assert argv[0] == "wincni"
     node.cni_bin = Path(argv[argv.index("--cni-bin-dir") + 1])
@@ -184,9 +224,17 @@ def test_overlay_without_management_ip() -> None:
 def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() -> None:
     """Facts are built by hand: the delegate's flavor says which HNS types it needs."""
     from plugins.win_overlay.flavor import FLAVOR
+
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "L2Bridge", "Policies": []})
-    check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", flavor=FLAVOR, network=network,
-                                     conf_problem=Problem("bad", "fix it")))
+    check = checks.hns_network(
+        Facts(
+            name="vxlan0",
+            delegate_type="win-overlay",
+            flavor=FLAVOR,
+            network=network,
+            conf_problem=Problem("bad", "fix it"),
+        )
+    )
     assert check.status == "fail" and "L2Bridge" in check.message and "Overlay" in check.message
 
 
@@ -209,13 +257,22 @@ def test_exceptions_miss_the_service_cidr(node: Node) -> None:
 
 
 def test_exceptions_in_v2_shape_count(bridge: Node) -> None:
-    bridge.cni_conf["delegate"]["policies"][0]["Value"] = {"Type": "OutBoundNAT", "Settings": {"Exceptions": EXCEPTIONS}}
+    bridge.cni_conf["delegate"]["policies"][0]["Value"] = {
+        "Type": "OutBoundNAT",
+        "Settings": {"Exceptions": EXCEPTIONS},
+    }
     assert bridge.doctor(expect=0)["exceptions"]["status"] == "ok"
 
 
-@pytest.mark.parametrize("ip, status, word", [
-    ("8.8.8.8", "ok", "is SNAT'ed"), ("10.96.0.10", "ok", "keeps the pod IP"),
-    ("10.127.130.1", "fail", "not SNAT'ed"), ("not-an-ip", "fail", "not an IP")])
+@pytest.mark.parametrize(
+    "ip, status, word",
+    [
+        ("8.8.8.8", "ok", "is SNAT'ed"),
+        ("10.96.0.10", "ok", "keeps the pod IP"),
+        ("10.127.130.1", "fail", "not SNAT'ed"),
+        ("not-an-ip", "fail", "not an IP"),
+    ],
+)
 def test_reach(bridge: Node, ip: str, status: str, word: str) -> None:
     found = bridge.doctor("--reach", ip)
     assert found["reach"]["status"] == status and word in found["reach"]["message"], found["reach"]
@@ -227,11 +284,15 @@ def test_reach_to_cluster_address_that_is_snated(bridge: Node) -> None:
     assert found["reach"]["status"] == "fail" and "SNAT'ed to the node IP" in found["reach"]["message"]
 
 
-@pytest.mark.parametrize("backend, words", [
-    ({"name": "vxlan1", "type": "vxlan", "VNI": 4096}, ("vxlan1", "vxlan0")),
-    ({"name": "vxlan0", "type": "vxlan", "VNI": 4095}, ("4095", "4096")),
-    ({"name": "vxlan0", "type": "vxlan", "Port": 4790}, ("4790", "4789")),
-    ({"name": "vxlan0", "type": "host-gw"}, ("win-bridge", "win-overlay"))])
+@pytest.mark.parametrize(
+    "backend, words",
+    [
+        ({"name": "vxlan1", "type": "vxlan", "VNI": 4096}, ("vxlan1", "vxlan0")),
+        ({"name": "vxlan0", "type": "vxlan", "VNI": 4095}, ("4095", "4096")),
+        ({"name": "vxlan0", "type": "vxlan", "Port": 4790}, ("4790", "4789")),
+        ({"name": "vxlan0", "type": "host-gw"}, ("win-bridge", "win-overlay")),
+    ],
+)
 def test_net_conf_disagrees(overlay: Node, backend: dict, words: tuple) -> None:
     overlay.write_net_conf({"Backend": backend})
     failed(overlay.doctor(), "net-conf", *words)
@@ -265,10 +326,15 @@ def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
 def test_the_doctor_reads_the_policies_the_lifecycle_builds(bridge: Node) -> None:
     """Not a re-derivation: the ACLs, the user's and the automatic policies, as a pod's endpoint gets them."""
     from tools.wincni import facts
+
     bridge.cni_conf["delegate"]["acls"] = [{"action": "block", "direction": "out", "remoteAddresses": "10.0.0.9"}]
     bridge.write_cni_conf(bridge.cni_conf)
-    opts = {**facts.default_paths("linux"), "cni_conf": str(bridge.conf_dir), "cni_bin_dir": str(bridge.bin),
-            "source_vip": str(bridge.source_vip)}
+    opts = {
+        **facts.default_paths("linux"),
+        "cni_conf": str(bridge.conf_dir),
+        "cni_bin_dir": str(bridge.bin),
+        "source_vip": str(bridge.source_vip),
+    }
     found = facts.gather(opts, bridge.env, "linux", str(bridge.root))
     types = [p["Type"] for p in found.policies]
     assert types == ["OutBoundNAT", "ROUTE", "ACL"], found.policies  # the ipMasqNetwork exception is already there
@@ -301,6 +367,7 @@ def test_stale_endpoints_and_an_address_hns_and_host_local_disagree_on(bridge: N
     """An endpoint of ours attached to nothing is stale (the fix deletes it by ID); an endpoint
     holding an address host-local reserves for another pod is named with both."""
     from libhns.client import open_clients
+
     bridge.hnsctl("endpoint", "create", "gone_cbr0", "--network", "cbr0", "--ip", "10.244.4.19")
     stale_id = open_clients(bridge.env)[0].get_endpoint_by_name("gone_cbr0").id
     store = bridge.root / "ipam" / "cbr0"
@@ -323,6 +390,7 @@ def age(*paths: Path, seconds: float = 3600) -> None:
     """Reservations made ``seconds`` ago: past reclaim's --min-age, so stale when no endpoint holds them."""
     import os
     import time
+
     for path in paths:
         os.utime(path, (time.time() - seconds,) * 2)
 
@@ -341,13 +409,28 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     (bridge.bin / "host-local").unlink()
     bridge.write_cni_conf(bridge.cni_conf)
     out = io.StringIO()
-    rc = main(["doctor", "--cni-conf", str(bridge.conf_dir), "--cni-bin-dir", str(bridge.bin),
-               "--source-vip", str(bridge.source_vip)], out, io.StringIO(), bridge.env, platform="linux")
+    rc = main(
+        [
+            "doctor",
+            "--cni-conf",
+            str(bridge.conf_dir),
+            "--cni-bin-dir",
+            str(bridge.bin),
+            "--source-vip",
+            str(bridge.source_vip),
+        ],
+        out,
+        io.StringIO(),
+        bridge.env,
+        platform="linux",
+    )
     lines = out.getvalue().splitlines()
     assert rc == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
-    assert lines[0].startswith("OK    config") and lines[-1] == "10 checks: 1 failed, 0 warnings"  # no --reach, no vxlan
+    assert (
+        lines[0].startswith("OK    config") and lines[-1] == "10 checks: 1 failed, 0 warnings"
+    )  # no --reach, no vxlan
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])
@@ -360,8 +443,13 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
 def test_checks_are_pure_functions_of_facts() -> None:
     """No files or HNS: facts alone decide (here: an overlay node whose source VIP is not in the lease)."""
     from plugins.flannel.subnet_env import parse
-    facts = Facts(lease=parse(LEASE, "subnet.env"), source_vip=("10.1.0.1",), source_vip_path="sv.json",
-                  delegate_type="win-overlay")
+
+    facts = Facts(
+        lease=parse(LEASE, "subnet.env"),
+        source_vip=("10.1.0.1",),
+        source_vip_path="sv.json",
+        delegate_type="win-overlay",
+    )
     assert checks.source_vip(facts).status == "fail"
     assert checks.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
 
@@ -371,18 +459,27 @@ def test_exception_entries_that_are_not_cidrs(bridge: Node) -> None:
     failed(bridge.doctor("--reach", "10.0.0.1"), "exceptions", "bogus", "10.0.0.0/33")
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                     max_leaves=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 
 
-@given(policies=st.lists(st.fixed_dictionaries({"Type": st.sampled_from(["OutBoundNAT", "ROUTE", "SDNRoute", "x"])},
-                                               optional={"ExceptionList": _JSON, "DestinationPrefix": _JSON,
-                                                         "Settings": _JSON}), max_size=4),
-       reach=st.text(max_size=20))
+@given(
+    policies=st.lists(
+        st.fixed_dictionaries(
+            {"Type": st.sampled_from(["OutBoundNAT", "ROUTE", "SDNRoute", "x"])},
+            optional={"ExceptionList": _JSON, "DestinationPrefix": _JSON, "Settings": _JSON},
+        ),
+        max_size=4,
+    ),
+    reach=st.text(max_size=20),
+)
 def test_address_checks_never_raise(policies: list, reach: str) -> None:
     """Whatever shape the policies take, the checks answer ok/warn/fail instead of raising."""
     from plugins.flannel.subnet_env import parse
+
     facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach or "x")
     assert checks.exceptions(facts).status in ("ok", "fail")
     assert checks.reach(facts).status in ("ok", "fail")
@@ -391,14 +488,20 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
 def test_help_names_the_version_and_commit_like_every_executable(capsys):
     from plugins.cni.buildinfo import describe
     from tools.wincni.__main__ import main
+
     assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
     assert f"wincni {describe()}" in capsys.readouterr().out
 
 
 def standalone_conf(node: Node, subnet: str = "10.244.4.0/24") -> dict:
-    return {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "policies": node.cni_conf["delegate"]["policies"],
-            "network": {"subnet": subnet, "adapter": "Ethernet"},
-            "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(node.root / "ipam")}}
+    return {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "policies": node.cni_conf["delegate"]["policies"],
+        "network": {"subnet": subnet, "adapter": "Ethernet"},
+        "ipam": {"type": "host-local", "subnet": subnet, "dataDir": str(node.root / "ipam")},
+    }
 
 
 def test_standalone_mode_before_the_first_add_is_healthy(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """``wincni install``: temp dirs for the node's folders, a fake release, and a Disk with Windows'
 rules for files in use (a running .exe can be renamed, not replaced or deleted; a folder holding
 one can be neither renamed nor deleted)."""
+
 from __future__ import annotations
 
 import io
@@ -10,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from hnsnode import Node, release
+from plugins import registry
+from plugins.winnet.policies import V2, UserPolicies
+from testdata import FIXTURES
 from tools.wincni import layout
 from tools.wincni.__main__ import main
-from plugins import registry
 from tools.wincni.disk import Disk
-from plugins.winnet.policies import V2
-from plugins.winnet.policies import UserPolicies
-
-from hnsnode import Node, release
-from testdata import FIXTURES
 
 COMMANDS = registry.COMMANDS
 #: What a fresh install changes: each command's launcher, the contents folder, the conflist, a disabled config.
@@ -94,7 +93,10 @@ def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path)
         assert launcher_build(node.cni_bin / c) == "0.1.0-aaa-1"
     assert (node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll").is_file()
     assert sorted(p.name for p in node.conf_dir.iterdir()) == [
-        "0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist", "99-later.conf"]
+        "0-containerd-nat.json.disabled-by-wincni",
+        "10-flannel.conflist",
+        "99-later.conf",
+    ]
     assert node.read_cni_conf()["name"] == "vxlan0"
     written = (node.conf_dir / "10-flannel.conflist").stat().st_mtime_ns
 
@@ -108,7 +110,9 @@ def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: Node, tm
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     plan = node.install("--from", str(rel), "--dry-run")
-    assert plan["dryRun"] and actions(plan)["flannel"] == "install" and actions(plan)["0-containerd-nat.json"] == "disable"
+    assert (
+        plan["dryRun"] and actions(plan)["flannel"] == "install" and actions(plan)["0-containerd-nat.json"] == "disable"
+    )
     assert '+  "name": "vxlan0",' in plan["diff"]
     assert not node.cni_bin.exists() and sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json"]
     table = node.install("--from", str(rel), "--dry-run", output="table")
@@ -148,12 +152,16 @@ def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
     for c in COMMANDS:
         assert launcher_build(node.cni_bin / c) == "0.1.0-bbb-2"
     assert (node.cni_bin / "_wincni-0.1.0-aaa-1").is_dir() and launcher_build(Path(aside)) == "0.1.0-aaa-1"
-    assert {("held", aside), ("held", str(node.cni_bin / "_wincni-0.1.0-aaa-1"))} <= {(s["action"], s["path"]) for s in done["steps"]}
+    assert {("held", aside), ("held", str(node.cni_bin / "_wincni-0.1.0-aaa-1"))} <= {
+        (s["action"], s["path"]) for s in done["steps"]
+    }
 
     node.disk.held = set()  # the old flannel exited
     done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
     assert {(s["action"], os.path.basename(s["path"])) for s in done["steps"]} >= {
-        ("remove", "flannel"), ("remove", "_wincni-0.1.0-aaa-1")}
+        ("remove", "flannel"),
+        ("remove", "_wincni-0.1.0-aaa-1"),
+    }
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted([*COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
 
 
@@ -179,7 +187,8 @@ def test_a_launcher_dropped_from_the_new_build_goes(node: Node, tmp_path: Path) 
 def test_dirs_come_from_containerd_config(node: Node, tmp_path: Path, section: str) -> None:
     key = 'bin_dirs = ["{}", "/other"]' if section.endswith("runtime") else 'bin_dir = "{}"'
     (tmp_path / "config.toml").write_text(
-        f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.cni_bin)}\n  conf_dir = "{node.conf_dir}"\n')
+        f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.cni_bin)}\n  conf_dir = "{node.conf_dir}"\n'
+    )
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False)
     assert done["binDir"] == str(node.cni_bin) and (node.cni_bin / "flannel").is_file()
     assert (node.conf_dir / "10-flannel.conflist").is_file()
@@ -191,14 +200,21 @@ def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None
     assert "config.toml is not valid TOML" in done["error"] and "--cni-bin-dir" in done["error"]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nests arrays or tables deeper"),
-    ('[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "C:\\u0000x"\n', "NUL or control character"),
-    ("# pad\n" * (1 << 18) + '[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "{bin}"\n', "larger than 1024 KiB"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nests arrays or tables deeper"),
+        ('[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "C:\\u0000x"\n', "NUL or control character"),
+        (
+            "# pad\n" * (1 << 18) + '[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "{bin}"\n',
+            "larger than 1024 KiB",
+        ),
+    ],
+)
 @pytest.mark.parametrize("output", ["json", "table"])
 def test_a_containerd_config_install_cannot_use_is_a_clear_error_in_the_chosen_format(
-        node: Node, tmp_path: Path, text: str, words: str, output: str) -> None:
+    node: Node, tmp_path: Path, text: str, words: str, output: str
+) -> None:
     """Finding 4: deep nesting and a NUL were tracebacks, and past 1 MiB the file was cut and its
     cni section silently missed (install then targeted the default dirs)."""
     (tmp_path / "config.toml").write_text(text.replace("{bin}", str(node.cni_bin)))
@@ -209,22 +225,32 @@ def test_a_containerd_config_install_cannot_use_is_a_clear_error_in_the_chosen_f
 
 
 def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node, tmp_path: Path) -> None:
-    node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}}))
+    node.net_conf.write_text(
+        json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}})
+    )
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
     assert "Backend.VNI 1" in done["error"] and "Backend.Port 8472" in done["error"]
     assert not node.cni_bin.exists() and not node.conf_dir.exists()
 
 
-@pytest.mark.parametrize("name, words", [
-    ("a/b", "invalid characters"), ("..", "invalid characters"), ("cbr0.", "ends with a dot"),
-    ("NUL", "reserved device name"), ("n" * 129, "over the limit of 128"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("a/b", "invalid characters"),
+        ("..", "invalid characters"),
+        ("cbr0.", "ends with a dot"),
+        ("NUL", "reserved device name"),
+        ("n" * 129, "over the limit of 128"),
+    ],
+)
 def test_a_network_name_every_plugin_refuses_fails_the_install_and_changes_nothing(
-        node: Node, tmp_path: Path, name: str, words: str) -> None:
+    node: Node, tmp_path: Path, name: str, words: str
+) -> None:
     """Finding 3: the name flanneld takes from Backend.Name passed install, and every pod ADD then
     failed with code 7: the rendered config goes through the plugins' own name rule first."""
-    node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": name,
-                                                                                 "VNI": 4096}}))
+    node.net_conf.write_text(
+        json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": name, "VNI": 4096}})
+    )
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
@@ -238,12 +264,17 @@ def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> Non
     assert "8472" in warning and '"VNI": 4096 and "Port": 4789' in warning
 
 
-@pytest.mark.parametrize("args, words", [
-    (("--service-cidr", "10.96.0.0/33"), ("--service-cidr", "not a CIDR")),
-    (("--service-cidr", "10.96.0.0/29", "--kubelet-config", "/nonexistent/config.yaml"),
-     ("--service-cidr 10.96.0.0/29", "--cluster-dns")),
-    (("--node-ip", "nope"), ("--node-ip",)),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--service-cidr", "10.96.0.0/33"), ("--service-cidr", "not a CIDR")),
+        (
+            ("--service-cidr", "10.96.0.0/29", "--kubelet-config", "/nonexistent/config.yaml"),
+            ("--service-cidr 10.96.0.0/29", "--cluster-dns"),
+        ),
+        (("--node-ip", "nope"), ("--node-ip",)),
+    ],
+)
 def test_bad_inputs_name_the_flag(tmp_path: Path, args: tuple, words: tuple) -> None:
     node = install_node(tmp_path, "net-conf.host-gw.json")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
@@ -269,6 +300,7 @@ def test_through_main_and_usage_errors_are_status_2(node: Node, tmp_path: Path) 
 
 def test_install_from_the_release_zip(node: Node, tmp_path: Path) -> None:
     import shutil
+
     rel = release(tmp_path, "0.1.0-aaa-1")
     archive = shutil.make_archive(str(tmp_path / "wincni-0.1.0-windows-amd64"), "zip", rel)
     node.install("--from", archive)
@@ -277,14 +309,18 @@ def test_install_from_the_release_zip(node: Node, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the rendered config vs the samples
 
+
 def _delegate(doc: dict) -> dict:
     return doc["plugins"][0]["delegate"] if "plugins" in doc else doc["delegate"]
 
 
-@pytest.mark.parametrize("netconf, node_ip, v1, v2", [
-    ("net-conf.vxlan.json", "", "cni.conf.overlay-v1.json", "cni.conf.overlay-v2.json"),
-    ("net-conf.host-gw.json", "10.127.130.36/24", "cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"),
-])
+@pytest.mark.parametrize(
+    "netconf, node_ip, v1, v2",
+    [
+        ("net-conf.vxlan.json", "", "cni.conf.overlay-v1.json", "cni.conf.overlay-v2.json"),
+        ("net-conf.host-gw.json", "10.127.130.36/24", "cni.conf.l2bridge-v1.json", "cni.conf.l2bridge-v2.json"),
+    ],
+)
 def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netconf, node_ip, v1, v2) -> None:
     node = install_node(tmp_path, netconf)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--node-ip", node_ip or "0.0.0.0")
@@ -311,15 +347,30 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
     """The whole document, as the README shows it."""
     node = install_node(tmp_path)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    assert node.read_cni_conf() == {"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
-        "type": "flannel", "capabilities": {"portMappings": True, "dns": True},
-        "delegate": {"type": "win-overlay",
-                     "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
-                     "policies": [
-                         {"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT",
-                                                              "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]}},
-                         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12",
-                                                              "NeedEncap": True}}]}}]}
+    assert node.read_cni_conf() == {
+        "cniVersion": "1.0.0",
+        "name": "vxlan0",
+        "plugins": [
+            {
+                "type": "flannel",
+                "capabilities": {"portMappings": True, "dns": True},
+                "delegate": {
+                    "type": "win-overlay",
+                    "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+                    "policies": [
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16", "10.96.0.0/12"]},
+                        },
+                        {
+                            "Name": "EndpointPolicy",
+                            "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+                        },
+                    ],
+                },
+            }
+        ],
+    }
 
 
 def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path) -> None:
@@ -330,15 +381,19 @@ def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_p
     assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()
 
 
-@pytest.mark.parametrize("manifest, why", [
-    ({"conf": "/etc/shadow"}, "'/etc/shadow' is not a file name in"),
-    ({"moved": [["{conf}/0-x.conf", "/root/.ssh/authorized_keys"]]}, "is not a file name in"),
-    ({"moved": [["{conf}/../x.conf", "{conf}/../x.conf.disabled-by-wincni"]]}, "is not a file name in"),
-    ({"moved": [["{conf}/x.conf", "{conf}/y.conf"]]}, "is not '"),
-    ({"contents": [["..", "0" * 64]]}, "'..' is not a contents folder"),
-])
+@pytest.mark.parametrize(
+    "manifest, why",
+    [
+        ({"conf": "/etc/shadow"}, "'/etc/shadow' is not a file name in"),
+        ({"moved": [["{conf}/0-x.conf", "/root/.ssh/authorized_keys"]]}, "is not a file name in"),
+        ({"moved": [["{conf}/../x.conf", "{conf}/../x.conf.disabled-by-wincni"]]}, "is not a file name in"),
+        ({"moved": [["{conf}/x.conf", "{conf}/y.conf"]]}, "is not '"),
+        ({"contents": [["..", "0" * 64]]}, "'..' is not a contents folder"),
+    ],
+)
 def test_a_manifest_naming_paths_outside_its_folders_is_ignored_and_uninstall_restores_nothing(
-        node: Node, tmp_path: Path, manifest: dict, why: str) -> None:
+    node: Node, tmp_path: Path, manifest: dict, why: str
+) -> None:
     """Even an administrator's manifest: every path must lie in the conf dir (or be a plain name)."""
     rel = release(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
@@ -363,10 +418,14 @@ def test_keep_others_leaves_shadowing_configs(node: Node, tmp_path: Path) -> Non
 
 # ---------------------------------------------------------------- upgrades under load, any order
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-RUNS = st.lists(st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), max_size=3), st.booleans(),
-                          st.booleans()), min_size=1, max_size=6)
+RUNS = st.lists(
+    st.tuples(st.integers(0, 3), st.sets(st.sampled_from(COMMANDS), max_size=3), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=6,
+)
 
 
 @pytest.mark.slow
@@ -392,16 +451,20 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
             owner = launcher_build(node.cni_bin / name)
             assert (node.cni_bin / f"_wincni-{owner}" / "python313.dll").is_file(), name
         running = [] if stop_all else running
-        running += [(str(node.cni_bin / name), str(node.cni_bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
-                    for name in start]
+        running += [
+            (str(node.cni_bin / name), str(node.cni_bin / f"_wincni-0.1.0-b{build}-1" / "python313.dll"), loaded)
+            for name in start
+        ]
     node.disk.held = set()
     node.install("--from", str(releases[runs[-1][0]]))
-    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted([*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1",
-                                                                 layout.MANIFEST])
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
+        [*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1", layout.MANIFEST]
+    )
 
 
-def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(node: Node,
-                                                                                     tmp_path: Path) -> None:
+def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_manifest(
+    node: Node, tmp_path: Path
+) -> None:
     """An install interrupted before its manifest was written leaves the manifest naming an older
     build; the launcher itself says which contents folder it loads."""
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
@@ -443,7 +506,8 @@ def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node:
 
 
 def test_nothing_install_lays_is_writable_by_others_whatever_the_umask_and_the_releases_modes(
-        node: Node, tmp_path: Path) -> None:
+    node: Node, tmp_path: Path
+) -> None:
     """Run with umask 0 (as some containers start) from a release folder others may write: the
     contents folder copied in was 0777/0666, its launchers kept their 0777, so any local user
     could change what then runs as root."""
@@ -494,7 +558,10 @@ def test_a_dry_run_says_what_taking_a_folder_over_would_do_and_changes_nothing(n
     node.cni_bin.chmod(0o777)
     plan = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--dry-run")
     assert {(s["action"], os.path.basename(s["path"])) for s in plan["steps"]} >= {
-        ("takeover", "opt-cni-bin"), ("remove", "linked"), ("remove", "link")}
+        ("takeover", "opt-cni-bin"),
+        ("remove", "linked"),
+        ("remove", "link"),
+    }
     takeover = next(s for s in plan["steps"] if s["action"] == "takeover")
     assert takeover["detail"] == "is writable by others (mode 0777): would be made admin-only"  # as install says it
     assert sorted(p.name for p in node.cni_bin.iterdir()) == ["link", "linked"] and node.cni_bin.stat().st_mode & 0o002

@@ -1,5 +1,6 @@
 """``wincni sourcevip`` on a simulated overlay node: the reservation, its permanence against pod DEL
 and GC, idempotence, a new subnet, a network that comes up late, and the doctor agreeing."""
+
 from __future__ import annotations
 
 import io
@@ -9,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from hnsnode import Node
 from plugins.cni import skel
 from plugins.flannel import subnet_env
 from plugins.ipam_host_local.__main__ import SPEC as HOST_LOCAL
 from tools.wincni.__main__ import build_parser, main
 from tools.wincni.facts import default_paths
 from tools.wincni.sourcevip import run
-
-from hnsnode import Node
 
 OUT = Path("k") / "sourceVip.json"  # under the node's root; sourcevip makes k/
 CONFLIST = "10-flannel.conflist"
@@ -25,9 +25,21 @@ CONFLIST = "10-flannel.conflist"
 def conflist_node(root: Path) -> Node:
     """An overlay node with flanneld's lease and the flannel conflist; its HNS network comes when a test says."""
     node = Node(root).lease()
-    node.write_cni_conf({"cniVersion": "1.0.0", "name": "vxlan0", "plugins": [{
-        "type": "flannel", "subnetFile": str(node.subnet_env), "ipam": {"dataDir": str(node.ipam_dir)},
-        "delegate": {"type": "win-overlay"}}]}, CONFLIST)
+    node.write_cni_conf(
+        {
+            "cniVersion": "1.0.0",
+            "name": "vxlan0",
+            "plugins": [
+                {
+                    "type": "flannel",
+                    "subnetFile": str(node.subnet_env),
+                    "ipam": {"dataDir": str(node.ipam_dir)},
+                    "delegate": {"type": "win-overlay"},
+                }
+            ],
+        },
+        CONFLIST,
+    )
     return node
 
 
@@ -35,8 +47,16 @@ pytestmark = pytest.mark.node(build=conflist_node)
 
 
 def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None, stderr=None) -> dict:
-    argv = ["sourcevip", "--cni-conf", str(node.conf_dir / CONFLIST), "--out", str(node.root / OUT),
-            "-o", "json", *args]
+    argv = [
+        "sourcevip",
+        "--cni-conf",
+        str(node.conf_dir / CONFLIST),
+        "--out",
+        str(node.root / OUT),
+        "-o",
+        "json",
+        *args,
+    ]
     parsed = build_parser(default_paths("linux"), "linux").parse_args(argv)
     out = io.StringIO()
     extra = {"clock": clock, "sleep": sleep} if clock else {}
@@ -49,10 +69,20 @@ def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None, s
 def host_local(node: Node, command: str, cid: str, **extra) -> tuple[int, dict | None]:
     """A pod's IPAM call exactly as flannel -> win-overlay makes it for the node's lease: (rc, result)."""
     subnet = subnet_env.load(str(node.subnet_env)).subnet
-    conf = {"cniVersion": "1.1.0", "name": "vxlan0", "type": "win-overlay",
-            "ipam": {"type": "host-local", "subnet": str(subnet), "dataDir": str(node.ipam_dir)}, **extra}
-    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "ns", "CNI_IFNAME": "eth0",
-           "CNI_PATH": "/opt/cni/bin"}
+    conf = {
+        "cniVersion": "1.1.0",
+        "name": "vxlan0",
+        "type": "win-overlay",
+        "ipam": {"type": "host-local", "subnet": str(subnet), "dataDir": str(node.ipam_dir)},
+        **extra,
+    }
+    env = {
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": cid,
+        "CNI_NETNS": "ns",
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": "/opt/cni/bin",
+    }
     out = io.StringIO()
     rc = skel.run(HOST_LOCAL, env, io.BytesIO(json.dumps(conf).encode()), out, io.StringIO(), platform="linux")
     return rc, json.loads(out.getvalue()) if out.getvalue() else None
@@ -68,8 +98,11 @@ def test_reserve_then_idempotent_and_pods_never_get_it(node: Node) -> None:
     doc = sourcevip(node)
     vip = doc["sourceVip"]
     assert doc["flags"] == [f"--source-vip={vip}", "--network-name=vxlan0"] and doc["written"]
-    assert json.loads((node.root / OUT).read_text()) == {"cniVersion": "0.2.0", "ip4": {"ip": f"{vip}/24", "gateway": "10.244.4.1"},
-                                               "dns": {}}
+    assert json.loads((node.root / OUT).read_text()) == {
+        "cniVersion": "0.2.0",
+        "ip4": {"ip": f"{vip}/24", "gateway": "10.244.4.1"},
+        "dns": {},
+    }
     assert reserved(node) == {vip: "_wincni-source-vip\r\nsourcevip"}
 
     again = sourcevip(node)
@@ -102,6 +135,7 @@ def test_waits_for_a_network_that_comes_up_late(node: Node) -> None:
         now[0] += seconds
         if now[0] == 2.0:
             node.overlay()
+
     doc = sourcevip(node, "--timeout", "30", clock=lambda: now[0], sleep=sleep)
     assert doc["sourceVip"] and now[0] == 2.0
 
@@ -110,8 +144,9 @@ def test_gives_up_after_the_timeout_naming_what_is_missing(node: Node) -> None:
     """What was missing, not a last HNS call given no time (it was, and blamed HNS on a slow node)."""
     node.env["LIBHNS_SIM_FAULTS"] = "HcnEnumerateNetworks=hang:0.02"  # HNS as slow as a loaded node's
     now = [0.0]
-    doc = sourcevip(node, "--timeout", "5", expect=1, clock=lambda: now[0],
-                         sleep=lambda s: now.__setitem__(0, now[0] + s))
+    doc = sourcevip(
+        node, "--timeout", "5", expect=1, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+    )
     assert "HNS network 'vxlan0' not there after 5 s" in doc["error"] and now[0] == 5.0
     node.subnet_env.unlink()
     node.overlay()
@@ -125,6 +160,7 @@ def test_the_doctor_agrees(node: Node) -> None:
 
     def doctor() -> dict:
         return node.doctor("--source-vip", str(node.root / OUT), "--net-conf", str(node.root / "none.json"))
+
     found = doctor()
     assert found["source-vip"]["status"] == "ok" and "reserved" in found["source-vip"]["message"], found["source-vip"]
     assert found["ipam-store"]["status"] == "ok", found["ipam-store"]
@@ -170,13 +206,22 @@ def test_the_timeout_bounds_the_whole_command_and_it_says_what_it_waits_for(node
     assert time.monotonic() - start < 9
     assert "an answer from HNS" in doc["error"] and "TIMEOUT" in doc["error"], doc
     line = err.getvalue().splitlines()[0]
-    assert "waiting for" in line and str(node.subnet_env) in line and "network vxlan0" in line and "s more" in line, line
+    assert "waiting for" in line and str(node.subnet_env) in line and "network vxlan0" in line and "s more" in line, (
+        line
+    )
 
 
 def test_progress_lines_come_every_few_seconds_saying_how_much_longer(node: Node) -> None:
     now, err = [0.0], io.StringIO()
-    sourcevip(node, "--timeout", "12", expect=1, clock=lambda: now[0],
-              sleep=lambda s: now.__setitem__(0, now[0] + s), stderr=err)
+    sourcevip(
+        node,
+        "--timeout",
+        "12",
+        expect=1,
+        clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+        stderr=err,
+    )
     lines = err.getvalue().splitlines()
     assert [line.rsplit(", ", 1)[1] for line in lines] == ["12 s more", "7 s more", "2 s more"], lines
     assert all("HNS network 'vxlan0'" in line for line in lines)

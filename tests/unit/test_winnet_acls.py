@@ -1,11 +1,11 @@
 """plugins.winnet.acls: the operator's rule form → HNS ACL policies on both APIs (pure)."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from libhns import policies as hp
 from libhns.client import Features
 from plugins.cni.config import validate
 from plugins.cni.errors import CniError
@@ -21,12 +21,30 @@ def render(rule: dict, form: object) -> dict:
     return parsed.render(form)
 
 
-FULL = {"action": "block", "direction": "out", "protocol": "tcp", "localPorts": [80, "8000-8080"],
-        "remotePorts": "443", "localAddresses": "10.244.4.0/24", "remoteAddresses": ["10.96.0.10", "10.96.0.0/12"],
-        "priority": 200, "type": "host", "id": "rule-1"}
-ENCODED = {"Id": "rule-1", "Protocols": "6", "Action": "Block", "Direction": "Out",
-           "LocalAddresses": "10.244.4.0/24", "RemoteAddresses": "10.96.0.10,10.96.0.0/12",
-           "LocalPorts": "80,8000-8080", "RemotePorts": "443", "RuleType": "Host", "Priority": 200}
+FULL = {
+    "action": "block",
+    "direction": "out",
+    "protocol": "tcp",
+    "localPorts": [80, "8000-8080"],
+    "remotePorts": "443",
+    "localAddresses": "10.244.4.0/24",
+    "remoteAddresses": ["10.96.0.10", "10.96.0.0/12"],
+    "priority": 200,
+    "type": "host",
+    "id": "rule-1",
+}
+ENCODED = {
+    "Id": "rule-1",
+    "Protocols": "6",
+    "Action": "Block",
+    "Direction": "Out",
+    "LocalAddresses": "10.244.4.0/24",
+    "RemoteAddresses": "10.96.0.10,10.96.0.0/12",
+    "LocalPorts": "80,8000-8080",
+    "RemotePorts": "443",
+    "RuleType": "Host",
+    "Priority": 200,
+}
 
 
 def test_every_field_in_the_v2_settings_form():
@@ -37,13 +55,22 @@ def test_every_field_in_the_v1_flat_form():
     assert render(FULL, V1) == {"Type": "ACL", **ENCODED}
 
 
-@pytest.mark.parametrize("field,value,key,encoded", [
-    ("action", "allow", "Action", "Allow"), ("action", "Block", "Action", "Block"),
-    ("direction", "in", "Direction", "In"), ("direction", "out", "Direction", "Out"),
-    ("type", "switch", "RuleType", "Switch"), ("type", "host", "RuleType", "Host"),
-    ("protocol", "udp", "Protocols", "17"), ("protocol", "icmpv4", "Protocols", "1"),
-    ("protocol", "icmpv6", "Protocols", "58"), ("protocol", 47, "Protocols", "47"), ("protocol", "252", "Protocols", "252"),
-])
+@pytest.mark.parametrize(
+    "field,value,key,encoded",
+    [
+        ("action", "allow", "Action", "Allow"),
+        ("action", "Block", "Action", "Block"),
+        ("direction", "in", "Direction", "In"),
+        ("direction", "out", "Direction", "Out"),
+        ("type", "switch", "RuleType", "Switch"),
+        ("type", "host", "RuleType", "Host"),
+        ("protocol", "udp", "Protocols", "17"),
+        ("protocol", "icmpv4", "Protocols", "1"),
+        ("protocol", "icmpv6", "Protocols", "58"),
+        ("protocol", 47, "Protocols", "47"),
+        ("protocol", "252", "Protocols", "252"),
+    ],
+)
 @pytest.mark.parametrize("form", [V1, V2])
 def test_each_encoding(form, field, value, key, encoded):
     rule = {"action": "allow", "direction": "in", field: value}
@@ -52,8 +79,10 @@ def test_each_encoding(form, field, value, key, encoded):
 
 
 def test_any_protocol_and_the_defaults():
-    assert render({"action": "allow", "direction": "in", "protocol": "any"}, V2) == \
-        {"Type": "ACL", "Settings": {"Action": "Allow", "Direction": "In", "RuleType": "Switch"}}
+    assert render({"action": "allow", "direction": "in", "protocol": "any"}, V2) == {
+        "Type": "ACL",
+        "Settings": {"Action": "Allow", "Direction": "In", "RuleType": "Switch"},
+    }
 
 
 @pytest.mark.parametrize("form", [V1, V2])
@@ -68,9 +97,18 @@ BAD = [  # (rule, field named in the message)
     ({"action": "allow", "direction": "in", "protocol": "tcp", "localPorts": "9000-8000"}, "acls[0].localPorts"),
     ({"action": "allow", "direction": "in", "protocol": "icmpv4", "localPorts": 80}, "acls[0].localPorts"),
     ({"action": "allow", "direction": "in", "remotePorts": [53]}, "acls[0].remotePorts"),
-    ({"action": "allow", "direction": "in", "protocol": "icmpv4", "remoteAddresses": "fd00::/64"}, "acls[0].remoteAddresses"),
-    ({"action": "allow", "direction": "in", "protocol": "icmpv6", "localAddresses": ["10.0.0.1"]}, "acls[0].localAddresses"),
-    ({"action": "allow", "direction": "in", "localAddresses": "10.0.0.1", "remoteAddresses": "fd00::1"}, "acls[0].localAddresses"),
+    (
+        {"action": "allow", "direction": "in", "protocol": "icmpv4", "remoteAddresses": "fd00::/64"},
+        "acls[0].remoteAddresses",
+    ),
+    (
+        {"action": "allow", "direction": "in", "protocol": "icmpv6", "localAddresses": ["10.0.0.1"]},
+        "acls[0].localAddresses",
+    ),
+    (
+        {"action": "allow", "direction": "in", "localAddresses": "10.0.0.1", "remoteAddresses": "fd00::1"},
+        "acls[0].localAddresses",
+    ),
     ({"action": "allow", "direction": "in", "remoteAddresses": "10.0.0.300"}, "acls[0].remoteAddresses"),
     ({"action": "allow", "direction": "in", "priority": 99}, "acls[0].priority"),
     ({"action": "allow", "direction": "in", "priority": 65501}, "acls[0].priority"),
@@ -94,20 +132,49 @@ def test_bad_rules_are_code_7_naming_the_field(rule, field):
 def test_port_mapping_acls_allow_in_to_each_container_port():
     rules = acls.port_mapping_rules([PortMapping(8080, 80, "tcp"), PortMapping(5353, 53, "UDP")])
     assert [r.render(V2) for r in rules] == [
-        {"Type": "ACL", "Settings": {"Protocols": "6", "Action": "Allow", "Direction": "In", "LocalPorts": "80",
-                                     "RuleType": "Switch", "Priority": 1000}},
-        {"Type": "ACL", "Settings": {"Protocols": "17", "Action": "Allow", "Direction": "In", "LocalPorts": "53",
-                                     "RuleType": "Switch", "Priority": 1000}}]
-    assert rules[0].render(V1) == {"Type": "ACL", "Protocols": "6", "Action": "Allow", "Direction": "In",
-                                     "LocalPorts": "80", "RuleType": "Switch", "Priority": 1000}
+        {
+            "Type": "ACL",
+            "Settings": {
+                "Protocols": "6",
+                "Action": "Allow",
+                "Direction": "In",
+                "LocalPorts": "80",
+                "RuleType": "Switch",
+                "Priority": 1000,
+            },
+        },
+        {
+            "Type": "ACL",
+            "Settings": {
+                "Protocols": "17",
+                "Action": "Allow",
+                "Direction": "In",
+                "LocalPorts": "53",
+                "RuleType": "Switch",
+                "Priority": 1000,
+            },
+        },
+    ]
+    assert rules[0].render(V1) == {
+        "Type": "ACL",
+        "Protocols": "6",
+        "Action": "Allow",
+        "Direction": "In",
+        "LocalPorts": "80",
+        "RuleType": "Switch",
+        "Priority": 1000,
+    }
 
 
-@pytest.mark.parametrize("rule,version,gap", [
-    ({"protocol": "tcp", "localPorts": "8000-8080"}, (7, 1), "port ranges"),
-    ({"remoteAddresses": ["10.0.0.1", "10.0.0.2"]}, (7, 1), "address lists"),
-    ({"id": "r1"}, (7, 1), "rule IDs"),
-    ({"protocol": 252}, (10, 4), "protocol 252"),
-])
+@pytest.mark.parametrize(
+    "rule,version,gap",
+    [
+        ({"protocol": "tcp", "localPorts": "8000-8080"}, (7, 1), "port ranges"),
+        ({"remoteAddresses": ["10.0.0.1", "10.0.0.2"]}, (7, 1), "address lists"),
+        ({"id": "r1"}, (7, 1), "rule IDs"),
+        ({"protocol": 252}, (10, 4), "protocol 252"),
+    ],
+)
 def test_features_newer_hns_has_are_a_clear_error_on_an_older_one(rule, version, gap):
     [parsed] = acls.parse([{"action": "allow", "direction": "in", **rule}])
     old = Features.for_version(version)
@@ -135,8 +202,9 @@ def test_the_readme_examples_are_what_the_code_renders():
     import json
     import re
     from pathlib import Path
+
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text[text.index("#### ACLs"):text.index("### win-overlay")]
+    section = text[text.index("#### ACLs") : text.index("### win-overlay")]
     blocks = re.findall(r"```json\n(.*?)```", section, re.S)
     assert len(blocks) == 6
     for config, v2, v1 in (blocks[0:3], blocks[3:6]):

@@ -2,6 +2,7 @@
 lifecycle holds one ``EndpointApi`` and never asks which: what an endpoint takes of IPAM's
 addresses and of the DNS settings, what CHECK says it is attached to, whether a network's own
 document shows its management IP, and whether the command joins an existing endpoint."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,9 @@ from plugins.winnet.hnsapi import HcnApi, HnsV1Api, open_api
 
 NETNS = "8C5E9A5B-1E5F-4C3E-9D4C-5F1E2A3B4C5D"
 IPS = [IPConfig("fd00:4::5/64"), IPConfig("10.244.4.5/24"), IPConfig("10.244.4.6/24")]
-DNS = DnsSettings(nameservers=("10.96.0.10",), domain="cluster.local", search=("svc.cluster.local",),
-                  options=("ndots:5",))
+DNS = DnsSettings(
+    nameservers=("10.96.0.10",), domain="cluster.local", search=("svc.cluster.local",), options=("ndots:5",)
+)
 
 
 def api(tmp_path, version: int, netns: str = NETNS):

@@ -1,5 +1,6 @@
 """plugins.winnet.network: the standalone ``network`` section → the HNS network document, the
 mismatch rule, and find-or-create with its management-IP wait (a fake API and a fake clock)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -36,23 +37,41 @@ def bad(section: dict, flavor=BRIDGE) -> CniError:
 
 # --------------------------------------------------------------------------- documents (pure)
 
+
 def test_l2bridge_document_is_a_static_subnet_with_its_default_route_non_persistent():
     doc = nw.document(spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet"}), NONE)
-    assert doc == {"Name": "cbr0", "Type": "L2Bridge",
-                   "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}],
-                   "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24", "Routes": [
-                       {"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}]}]}],
-                   "Flags": 8}
+    assert doc == {
+        "Name": "cbr0",
+        "Type": "L2Bridge",
+        "Policies": [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}],
+        "Ipams": [
+            {
+                "Type": "Static",
+                "Subnets": [
+                    {
+                        "IpAddressPrefix": "10.244.4.0/24",
+                        "Routes": [{"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}],
+                    }
+                ],
+            }
+        ],
+        "Flags": 8,
+    }
 
 
 def test_overlay_document_has_the_vsid_and_the_vxlan_port_when_hns_knows_it():
-    s = spec({"subnet": "10.244.4.0/24", "gateway": "10.244.4.1", "adapter": "Ethernet", "drMac": "00:15:5d:01:02:03"},
-             OVERLAY, "vxlan0")
+    s = spec(
+        {"subnet": "10.244.4.0/24", "gateway": "10.244.4.1", "adapter": "Ethernet", "drMac": "00:15:5d:01:02:03"},
+        OVERLAY,
+        "vxlan0",
+    )
     doc = nw.document(s, ALL)
     assert doc["Type"] == "Overlay" and doc["Flags"] == 8
-    assert doc["Policies"] == [{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}},
-                               {"Type": "DrMacAddress", "Settings": {"Address": "00-15-5D-01-02-03"}},
-                               {"Type": "VxlanPort", "Settings": {"Port": 4789}}]
+    assert doc["Policies"] == [
+        {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}},
+        {"Type": "DrMacAddress", "Settings": {"Address": "00-15-5D-01-02-03"}},
+        {"Type": "VxlanPort", "Settings": {"Port": 4789}},
+    ]
     [subnet] = doc["Ipams"][0]["Subnets"]
     assert subnet["Policies"] == [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]
     # HNS before 10.3 has no VxlanPort policy and always uses 4789: none is sent.
@@ -64,6 +83,7 @@ def test_hnscall_networks_lack_the_hcn_network_policies_without_asking_hns(tmp_p
     """HNSCall has no VxlanPort (it uses 4789 anyway) nor HostRoute, whatever HNS's version: the
     V1 adapter says so without the version call, the V2 adapter asks HNS."""
     from plugins.winnet.lifecycle import _Features
+
     hcn, hnscall = clients(tmp_path)
     api = adapters(hcn, hnscall)[adapter]
     s = spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
@@ -78,9 +98,18 @@ def test_hnscall_networks_lack_the_hcn_network_policies_without_asking_hns(tmp_p
 def test_v1_form_of_the_overlay_document():
     s = spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet", "vni": 5000, "persistent": True}, OVERLAY, "vxlan0")
     assert v1_network_document(nw.document(s, NONE)) == {
-        "Name": "vxlan0", "Type": "overlay", "Policies": [], "NetworkAdapterName": "Ethernet",
-        "Subnets": [{"AddressPrefix": "10.244.4.0/24", "GatewayAddress": "10.244.4.1",
-                     "Policies": [{"Type": "VSID", "VSID": 5000}]}]}
+        "Name": "vxlan0",
+        "Type": "overlay",
+        "Policies": [],
+        "NetworkAdapterName": "Ethernet",
+        "Subnets": [
+            {
+                "AddressPrefix": "10.244.4.0/24",
+                "GatewayAddress": "10.244.4.1",
+                "Policies": [{"Type": "VSID", "VSID": 5000}],
+            }
+        ],
+    }
 
 
 def test_dual_stack_bridge_document_and_its_gateways():
@@ -89,7 +118,8 @@ def test_dual_stack_bridge_document_and_its_gateways():
     assert "Flags" not in doc
     assert [(x["IpAddressPrefix"], x["Routes"]) for x in doc["Ipams"][0]["Subnets"]] == [
         ("10.244.4.0/24", [{"NextHop": "10.244.4.1", "DestinationPrefix": "0.0.0.0/0"}]),
-        ("fd00:4::/64", [{"NextHop": "fd00:4::fe", "DestinationPrefix": "::/0"}])]
+        ("fd00:4::/64", [{"NextHop": "fd00:4::fe", "DestinationPrefix": "::/0"}]),
+    ]
     with pytest.raises(CniError) as err:
         nw.document(s, NONE)
     assert err.value.code == 7 and "network.subnet" in err.value.msg and "11.10" in err.value.details
@@ -108,18 +138,22 @@ def test_any_valid_overlay_section_round_trips_through_hns(octet, prefix, vni):
 
 # --------------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("section,flavor,field,words", [
-    ({"subnet": "10.244.4.0/24", "vni": 4095}, OVERLAY, "network.vni", ("4096", "Linux flannel", "4789")),
-    ({"subnet": "10.244.4.0/24", "vni": 1}, OVERLAY, "network.vni", ("4096",)),
-    ({"subnet": "10.244.4.0/24", "vni": 1 << 24}, OVERLAY, "network.vni", ("16777215",)),
-    ({"subnet": "10.244.4.0/24", "vxlanPort": 8472}, OVERLAY, "network.vxlanPort", ("4789", "Linux flannel")),
-    ({"subnet": "10.244.4.0/24", "vni": 4096}, BRIDGE, "network.vni", ("Overlay", "win-overlay")),
-    ({"subnet": "10.244.4.0/24", "drMac": "00-15-5D-00-00-01"}, BRIDGE, "network.drMac", ("Overlay",)),
-    ({"subnet": ["10.244.4.0/24", "10.244.5.0/24"]}, BRIDGE, "network.subnet", ("same IP family",)),
-    ({"subnet": ["10.244.4.0/24", "fd00::/64"]}, OVERLAY, "network.subnet", ("IPv6",)),
-    ({"subnet": "10.244.4.0/24", "gateway": "10.244.5.1"}, BRIDGE, "network.gateway", ("10.244.4.0/24",)),
-    ({"subnet": "10.244.4.0/24", "gateway": "fd00::1"}, BRIDGE, "network.gateway", ("of its IP family",)),
-])
+
+@pytest.mark.parametrize(
+    "section,flavor,field,words",
+    [
+        ({"subnet": "10.244.4.0/24", "vni": 4095}, OVERLAY, "network.vni", ("4096", "Linux flannel", "4789")),
+        ({"subnet": "10.244.4.0/24", "vni": 1}, OVERLAY, "network.vni", ("4096",)),
+        ({"subnet": "10.244.4.0/24", "vni": 1 << 24}, OVERLAY, "network.vni", ("16777215",)),
+        ({"subnet": "10.244.4.0/24", "vxlanPort": 8472}, OVERLAY, "network.vxlanPort", ("4789", "Linux flannel")),
+        ({"subnet": "10.244.4.0/24", "vni": 4096}, BRIDGE, "network.vni", ("Overlay", "win-overlay")),
+        ({"subnet": "10.244.4.0/24", "drMac": "00-15-5D-00-00-01"}, BRIDGE, "network.drMac", ("Overlay",)),
+        ({"subnet": ["10.244.4.0/24", "10.244.5.0/24"]}, BRIDGE, "network.subnet", ("same IP family",)),
+        ({"subnet": ["10.244.4.0/24", "fd00::/64"]}, OVERLAY, "network.subnet", ("IPv6",)),
+        ({"subnet": "10.244.4.0/24", "gateway": "10.244.5.1"}, BRIDGE, "network.gateway", ("10.244.4.0/24",)),
+        ({"subnet": "10.244.4.0/24", "gateway": "fd00::1"}, BRIDGE, "network.gateway", ("of its IP family",)),
+    ],
+)
 def test_bad_sections_are_code_7_naming_the_field(section, flavor, field, words):
     err = bad(section, flavor)
     assert err.msg.startswith(field), err.msg
@@ -129,15 +163,22 @@ def test_bad_sections_are_code_7_naming_the_field(section, flavor, field, words)
 
 # --------------------------------------------------------------------------- mismatch
 
+
 def existing(doc: dict) -> HostComputeNetwork:
     return HostComputeNetwork.from_json(doc)
 
 
-@pytest.mark.parametrize("doc,named", [
-    ({"Name": "cbr0", "Type": "L2Bridge", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.244.9.0/24"}]}]}, "10.244.9.0/24"),
-    ({"Name": "cbr0", "Type": "NAT", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]}, "NAT"),
-    ({"Name": "cbr0", "Type": "L2Bridge"}, "(no subnet)"),
-])
+@pytest.mark.parametrize(
+    "doc,named",
+    [
+        (
+            {"Name": "cbr0", "Type": "L2Bridge", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.244.9.0/24"}]}]},
+            "10.244.9.0/24",
+        ),
+        ({"Name": "cbr0", "Type": "NAT", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]}, "NAT"),
+        ({"Name": "cbr0", "Type": "L2Bridge"}, "(no subnet)"),
+    ],
+)
 def test_an_existing_network_of_another_shape_is_named_with_the_section(doc, named):
     err = nw.mismatch(spec({"subnet": "10.244.4.0/24"}), existing(doc))
     assert err.code == 7 and named in err.msg and "L2Bridge 10.244.4.0/24" in err.msg
@@ -153,12 +194,18 @@ def test_an_overlay_with_another_vni_is_a_mismatch():
 
 # --------------------------------------------------------------------------- ensure (fake HNS)
 
+
 class FakeApi:
     """Just the EndpointApi calls ``ensure`` makes, over a dict of network documents."""
 
-    def __init__(self, networks: dict | None = None, mgmt_after: int = 0,
-                 create_error: HnsError | None = None, sneak: dict | None = None,
-                 attach_error: HnsError | None = None) -> None:
+    def __init__(
+        self,
+        networks: dict | None = None,
+        mgmt_after: int = 0,
+        create_error: HnsError | None = None,
+        sneak: dict | None = None,
+        attach_error: HnsError | None = None,
+    ) -> None:
         self.docs = dict(networks or {})
         self.mgmt_after = mgmt_after  # management_ip() answers None this many times
         self.create_error = create_error
@@ -237,8 +284,19 @@ def test_a_missing_bridge_network_is_created_waited_for_and_given_its_host_endpo
     api, clock = FakeApi(mgmt_after=3), Clock()
     net = ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path, clock)
     assert net.id == "N1"
-    assert api.calls == ["network", "create", "mgmt", "network", "mgmt", "network", "mgmt", "network", "mgmt",
-                         "create cbr0_ep 10.244.4.2", "host attach 1"]
+    assert api.calls == [
+        "network",
+        "create",
+        "mgmt",
+        "network",
+        "mgmt",
+        "network",
+        "mgmt",
+        "network",
+        "mgmt",
+        "create cbr0_ep 10.244.4.2",
+        "host attach 1",
+    ]
     assert clock.sleeps == [0.25, 0.25, 0.25]
 
 
@@ -286,6 +344,7 @@ def test_a_network_deleted_during_the_wait_is_try_again_later(tmp_path):
             api.docs.clear()
             return None
         return net
+
     api.network = vanishing
     with pytest.raises(CniError) as err:
         ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
@@ -302,8 +361,12 @@ def test_losing_the_creation_race_to_a_process_outside_the_lock_uses_its_network
 
 def test_losing_the_race_to_a_network_of_another_shape_is_the_mismatch_error(tmp_path):
     s = spec({"subnet": "10.244.4.0/24"})
-    theirs = {"Name": "cbr0", "Type": "L2Bridge", "ID": "T",
-              "Ipams": [{"Subnets": [{"IpAddressPrefix": "192.168.0.0/24"}]}]}
+    theirs = {
+        "Name": "cbr0",
+        "Type": "L2Bridge",
+        "ID": "T",
+        "Ipams": [{"Subnets": [{"IpAddressPrefix": "192.168.0.0/24"}]}],
+    }
     api = FakeApi(create_error=HnsError("HcnCreateNetwork", 0x803B0010, None, "already exists"), sneak=theirs)
     with pytest.raises(CniError) as err:
         ensure(api, s, tmp_path)
@@ -318,7 +381,10 @@ def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
 
 
 def test_the_lock_directory_is_shared_by_every_user_of_the_node():
-    assert nw.lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32") == "D:\\ProgramData\\wincni"
+    assert (
+        nw.lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32")
+        == "D:\\ProgramData\\wincni"
+    )
     assert nw.lock_dir({}, "win32") == "C:\\ProgramData\\wincni"
     # Never the world-writable temp folder, where any user could create the folder first.
     if os.geteuid() == 0:
@@ -332,27 +398,38 @@ def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):
     assert nw.lock_path("a/b\\c:d", str(tmp_path)).endswith("network-a_b_c_d.lock")
 
 
-@pytest.mark.parametrize("ipam,field", [
-    ({"type": "host-local", "subnet": "10.244.5.0/24"}, "ipam.subnet"),
-    ({"type": "host-local", "subnet": "10.244.0.0/16"}, "ipam.subnet"),  # wider than the network
-    ({"type": "host-local", "ranges": [[{"subnet": "10.244.4.0/25"}], [{"subnet": "fd00:5::/64"}]]},
-     "ipam.ranges[1][0].subnet"),
-])
+@pytest.mark.parametrize(
+    "ipam,field",
+    [
+        ({"type": "host-local", "subnet": "10.244.5.0/24"}, "ipam.subnet"),
+        ({"type": "host-local", "subnet": "10.244.0.0/16"}, "ipam.subnet"),  # wider than the network
+        (
+            {"type": "host-local", "ranges": [[{"subnet": "10.244.4.0/25"}], [{"subnet": "fd00:5::/64"}]]},
+            "ipam.ranges[1][0].subnet",
+        ),
+    ],
+)
 def test_an_ipam_range_outside_the_network_is_named(ipam, field):
     s = spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]})
     err = nw.ipam_outside(s, ipam)
     assert err.code == 7 and err.msg.startswith(field) and "10.244.4.0/24" in err.msg
 
 
-@pytest.mark.parametrize("ipam", [
-    {"type": "host-local", "subnet": "10.244.4.0/24"},
-    {"type": "host-local", "subnet": "10.244.4.1/24", "rangeStart": "10.244.4.10"},
-    {"type": "host-local", "ranges": [[{"subnet": "10.244.4.128/25"}], [{"subnet": "fd00:4::/80"}]]},
-    {"type": "host-local", "subnet": "not a cidr"},  # host-local's own error, with its own field name
-    {"type": "dhcp"}, {}, "garbage",
-    {"type": "host-local", "ranges": 5}, {"type": "host-local", "ranges": [5, [7, None]], "subnet": ["x"]},
-    {"type": "host-local", "subnet": 7},  # an int is not a subnet (ipaddress would read 0.0.0.7/32)
-])
+@pytest.mark.parametrize(
+    "ipam",
+    [
+        {"type": "host-local", "subnet": "10.244.4.0/24"},
+        {"type": "host-local", "subnet": "10.244.4.1/24", "rangeStart": "10.244.4.10"},
+        {"type": "host-local", "ranges": [[{"subnet": "10.244.4.128/25"}], [{"subnet": "fd00:4::/80"}]]},
+        {"type": "host-local", "subnet": "not a cidr"},  # host-local's own error, with its own field name
+        {"type": "dhcp"},
+        {},
+        "garbage",
+        {"type": "host-local", "ranges": 5},
+        {"type": "host-local", "ranges": [5, [7, None]], "subnet": ["x"]},
+        {"type": "host-local", "subnet": 7},  # an int is not a subnet (ipaddress would read 0.0.0.7/32)
+    ],
+)
 def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
     assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
 
@@ -371,12 +448,14 @@ class Counted:
 def clients(tmp_path):
     from libhns.client import HcnClient, HnsCallClient
     from libhns.sim import Simulator
+
     hcn = HcnClient(Counted(Simulator(tmp_path)))
     return hcn, HnsCallClient(hcn.raw)
 
 
 def adapters(hcn, hnscall) -> dict:
     from plugins.winnet.hnsapi import HcnApi, HnsV1Api
+
     return {"v1": HnsV1Api(hnscall, hcn, "c", "none"), "v2": HcnApi(hcn, hnscall, "")}
 
 
@@ -384,8 +463,14 @@ def adapters(hcn, hnscall) -> dict:
 def test_both_adapters_make_the_host_vnic_through_hnscall(tmp_path, adapter):
     """flanneld makes <name>_ep with HNSCall whatever the pods use; so do both adapters."""
     hcn, hnscall = clients(tmp_path)
-    net = hcn.create_network({"Name": "cbr0", "Type": "L2Bridge", "SchemaVersion": {"Major": 2, "Minor": 0},
-                              "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]})
+    net = hcn.create_network(
+        {
+            "Name": "cbr0",
+            "Type": "L2Bridge",
+            "SchemaVersion": {"Major": 2, "Minor": 0},
+            "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}],
+        }
+    )
     api = adapters(hcn, hnscall)[adapter]
     ep = api.create_host_endpoint(net, "cbr0_ep", "10.244.4.2")
     assert hnscall.get_endpoint_by_name("cbr0_ep").id == ep.id

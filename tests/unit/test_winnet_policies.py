@@ -1,10 +1,11 @@
 """The reference's pkg/hns netconf_windows_test.go cases (containernetworking/plugins), against our pure policy helpers,
 plus the fitting of user policies to the chosen API."""
+
 import pytest
 
-from plugins.cni.runtimeconfig import PortMapping
-from plugins.cni.errors import CniError
 from libhns import policies as hp
+from plugins.cni.errors import CniError
+from plugins.cni.runtimeconfig import PortMapping
 from plugins.winnet import policies as pol
 from plugins.winnet.policies import V1, V2
 
@@ -83,10 +84,13 @@ def test_pa_v1_same_ip_is_noop():
     assert len(out) == 1
 
 
-@pytest.mark.parametrize("form,pre", [
-    (V1, {"Type": "OutBoundNAT", "Exceptions": ["192.168.0.0/16"]}),
-    (V2, {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["192.168.0.0/16"]}}),
-])
+@pytest.mark.parametrize(
+    "form,pre",
+    [
+        (V1, {"Type": "OutBoundNAT", "Exceptions": ["192.168.0.0/16"]}),
+        (V2, {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["192.168.0.0/16"]}}),
+    ],
+)
 def test_pa_blank_is_noop(form, pre):
     assert pol.ProviderAddress.add([pre], "", form) == [pre]
 
@@ -108,12 +112,17 @@ PM = PortMapping(host_port=8080, container_port=80, protocol="TCP", host_ip="192
 
 def test_port_mapping_v1():
     assert pol.PortMapping.add([], [PM], V1) == [
-        {"Type": "NAT", "InternalPort": 80, "ExternalPort": 8080, "Protocol": "TCP"}]
+        {"Type": "NAT", "InternalPort": 80, "ExternalPort": 8080, "Protocol": "TCP"}
+    ]
 
 
 def test_port_mapping_v2():
     assert pol.PortMapping.add([], [PM], V2) == [
-        {"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6, "VIP": "192.168.1.2"}}]
+        {
+            "Type": "PortMapping",
+            "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6, "VIP": "192.168.1.2"},
+        }
+    ]
 
 
 @pytest.mark.parametrize("form", [V1, V2])
@@ -133,23 +142,34 @@ def test_fit_keeps_policies_of_the_right_schema():
     assert pol.UserPolicies.fit([v2], ["policies[0].value"], V2) == [v2]
 
 
-@pytest.mark.parametrize("v1,v2", [
-    ({"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}, {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16"]}}),
-    ({"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
-     {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}),
-    ({"Type": "PA", "PA": "10.0.0.1"}, {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0.1"}}),
-])
+@pytest.mark.parametrize(
+    "v1,v2",
+    [
+        (
+            {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]},
+            {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16"]}},
+        ),
+        (
+            {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+            {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}},
+        ),
+        ({"Type": "PA", "PA": "10.0.0.1"}, {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0.1"}}),
+    ],
+)
 def test_fit_translates_between_schemas(v1, v2):
     assert pol.UserPolicies.fit([v1], ["p"], V2) == [v2]
     assert pol.UserPolicies.fit([v2], ["p"], V1) == [v1]
 
 
-@pytest.mark.parametrize("value,form,needle", [
-    ({"Type": "ELB", "VIPs": []}, V2, "policies[3].value"),
-    ({"Type": "NoSuchThing", "Settings": {}}, V2, "unknown HCN endpoint policy type"),
-    ("not-an-object", V1, "is not an HNS policy"),
-    ({"NoType": 1}, V2, "is not an HNS policy"),
-])
+@pytest.mark.parametrize(
+    "value,form,needle",
+    [
+        ({"Type": "ELB", "VIPs": []}, V2, "policies[3].value"),
+        ({"Type": "NoSuchThing", "Settings": {}}, V2, "unknown HCN endpoint policy type"),
+        ("not-an-object", V1, "is not an HNS policy"),
+        ({"NoType": 1}, V2, "is not an HNS policy"),
+    ],
+)
 def test_fit_rejects_with_code_7_naming_the_policy(value, form, needle):
     with pytest.raises(CniError) as exc:
         pol.UserPolicies.fit([value], ["policies[3].value"], form)
@@ -169,7 +189,9 @@ def test_missing_policies_compares_as_subsets_case_insensitively():
 def test_every_home_names_config_keys_the_schemas_have():
     import json
     from pathlib import Path
+
     import plugins
+
     root = Path(plugins.__file__).parent
     keys = set()
     for schema in ("winnet", "win_bridge", "win_overlay"):
@@ -186,19 +208,38 @@ class _Network:
 def _netconf(**extra):
     from plugins.win_overlay.flavor import FLAVOR
     from plugins.winnet.lifecycle import Lifecycle
-    conf = {"cniVersion": "1.0.0", "name": "vxlan0", "type": "win-overlay", "ipam": {"type": "host-local"},
-            "policies": [{"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}}],
-            **extra}
+
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "vxlan0",
+        "type": "win-overlay",
+        "ipam": {"type": "host-local"},
+        "policies": [
+            {
+                "Name": "EndpointPolicy",
+                "Value": {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},
+            }
+        ],
+        **extra,
+    }
     return FLAVOR, Lifecycle(FLAVOR).load_conf(conf, "ADD")[1]
 
 
 @pytest.mark.parametrize("form", [V1, V2])
 def test_endpoint_policies_are_user_automatic_port_mappings_dsr_then_acls(form):
     from plugins.winnet.documents import Address
+
     flavor, netconf = _netconf(loopbackDSR=True, acls=[{"action": "block", "direction": "out", "protocol": "tcp"}])
     asked = []
-    out = pol.endpoint_policies(flavor, netconf, _Network(), (Address("10.244.4.5/24", "10.244.4.1"),), [PM], form,
-                                lambda name: asked.append(name) or True)
+    out = pol.endpoint_policies(
+        flavor,
+        netconf,
+        _Network(),
+        (Address("10.244.4.5/24", "10.244.4.1"),),
+        [PM],
+        form,
+        lambda name: asked.append(name) or True,
+    )
     assert out == [
         form.fit({"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True}),
         form.policy(hp.PROVIDER_ADDRESS, "10.127.130.36"),

@@ -4,6 +4,7 @@ Not part of ``make test`` (tests/conftest.py leaves this directory out); run wit
 ``pytest tests/windows`` after ``make dist-windows``. A missing Wine or zip is a failure, not a
 skip: this lane must never pass without having run.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,12 +44,15 @@ def timings() -> dict[str, float]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if "hung_add_s" in _TIMINGS:
-        terminalreporter.write_line(f"Wine: win-bridge.exe answered a hung HcnCreateEndpoint (per-call timeout 3 s) "
-                                    f"in {_TIMINGS['hung_add_s']:.1f} s")
+        terminalreporter.write_line(
+            f"Wine: win-bridge.exe answered a hung HcnCreateEndpoint (per-call timeout 3 s) "
+            f"in {_TIMINGS['hung_add_s']:.1f} s"
+        )
     if "version_s" in _TIMINGS:
         terminalreporter.write_line(
             f"Wine: median win-bridge.exe VERSION {_TIMINGS['version_s']:.2f} s, "
-            f"trivial Windows program {_TIMINGS['floor_s']:.2f} s (the Wine floor)")
+            f"trivial Windows program {_TIMINGS['floor_s']:.2f} s (the Wine floor)"
+        )
     for line in toolchain.RETRIED:
         terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
     for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py, #23

@@ -5,6 +5,7 @@ syntax, build.ps1 is written in a form both accept, and the gap is listed here: 
 not know numeric multiplier suffixes (``1MB``), so build.ps1 writes ``1048576``. Anything else the
 grammar rejects fails this test with its line.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,17 +33,23 @@ def _parse(path: Path) -> tuple[bytes, tree_sitter.Node]:
 
 def test_build_ps1_parses_without_errors() -> None:
     source, root = _parse(BUILD_PS1)
-    bad = [f"line {n.start_point[0] + 1}: {'missing' if n.is_missing else 'cannot parse'} "
-           f"{source[n.start_byte:n.end_byte][:60].decode(errors='replace')!r}"
-           for n in _nodes(root) if n.type == "ERROR" or n.is_missing]
+    bad = [
+        f"line {n.start_point[0] + 1}: {'missing' if n.is_missing else 'cannot parse'} "
+        f"{source[n.start_byte : n.end_byte][:60].decode(errors='replace')!r}"
+        for n in _nodes(root)
+        if n.type == "ERROR" or n.is_missing
+    ]
     assert not bad and not root.has_error, "build.ps1 syntax errors:\n" + "\n".join(bad)
 
 
 def test_build_ps1_builds_what_make_dist_windows_builds() -> None:
     """The same spec and the same executables as winbuild/dist.py, so one checks the other."""
     source, root = _parse(BUILD_PS1)
-    literals = {source[n.start_byte:n.end_byte].decode().strip("'\"") for n in _nodes(root)
-                if n.type in ("string_literal", "expandable_string_literal")}
+    literals = {
+        source[n.start_byte : n.end_byte].decode().strip("'\"")
+        for n in _nodes(root)
+        if n.type in ("string_literal", "expandable_string_literal")
+    }
     assert {*COMMANDS, "specs\\wincni.spec"} <= literals, sorted(literals)
 
 
@@ -57,12 +64,24 @@ def test_install_gives_the_plugin_folder_an_admin_only_acl() -> None:
     above removed, owner Administrators, and everything inside reset to inherit exactly that
     (well-known SIDs, so any Windows language works); before and after copying."""
     source, root = _parse(BUILD_PS1)
-    literals = {source[n.start_byte:n.end_byte].decode().strip("'\"") for n in _nodes(root)
-                if n.type in ("string_literal", "expandable_string_literal")}
-    assert {"/inheritance:r", "/grant:r", "*S-1-5-18:(OI)(CI)F", "*S-1-5-32-544:(OI)(CI)F",
-            "*S-1-5-32-545:(OI)(CI)RX", "/setowner", "*S-1-5-32-544", "/reset", "/T"} <= literals, sorted(literals)
+    literals = {
+        source[n.start_byte : n.end_byte].decode().strip("'\"")
+        for n in _nodes(root)
+        if n.type in ("string_literal", "expandable_string_literal")
+    }
+    assert {
+        "/inheritance:r",
+        "/grant:r",
+        "*S-1-5-18:(OI)(CI)F",
+        "*S-1-5-32-544:(OI)(CI)F",
+        "*S-1-5-32-545:(OI)(CI)RX",
+        "/setowner",
+        "*S-1-5-32-544",
+        "/reset",
+        "/T",
+    } <= literals, sorted(literals)
     text = source.decode()
-    install = text[text.index("function Install-Bundle"):]
+    install = text[text.index("function Install-Bundle") :]
     assert install.index("Protect-CniBinDir") < install.index("Copy-Item") < install.index("Reset-CniBinDirContents")
 
 
@@ -71,6 +90,9 @@ def test_the_deploy_scripts_parse_without_errors(name: str) -> None:
     """deploy/'s HostProcess start scripts run only on a cluster: here they are at least parsed."""
     path = ROOT / "deploy" / name
     source, root = _parse(path)
-    bad = [f"line {n.start_point[0] + 1}: {source[n.start_byte:n.end_byte][:60].decode(errors='replace')!r}"
-           for n in _nodes(root) if n.type == "ERROR" or n.is_missing]
+    bad = [
+        f"line {n.start_point[0] + 1}: {source[n.start_byte : n.end_byte][:60].decode(errors='replace')!r}"
+        for n in _nodes(root)
+        if n.type == "ERROR" or n.is_missing
+    ]
     assert not bad and not root.has_error, f"{name} syntax errors:\n" + "\n".join(bad)

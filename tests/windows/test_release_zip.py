@@ -1,4 +1,5 @@
 """The release zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt."""
+
 from __future__ import annotations
 
 import json

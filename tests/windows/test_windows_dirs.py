@@ -6,6 +6,7 @@ through ``wincni.exe dirs`` and a plain ``wincni.exe doctor``.
 The node is shared with test_windows_lane.py, whose doctor reads the C:\\k\\cni layout of a node
 without containerd: containerd's folder is made here and removed again.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,9 @@ def test_the_cni_folders_are_containerd_s_under_program_files_else_c_k_cni(node:
         assert doc["cniDirs"]["conf"] == HOME + r"\cni\conf" and doc["cniDirs"]["binDir"] == HOME + r"\cni\bin"
         config = {c["id"]: c for c in doc["checks"]}["config"]
         assert HOME + r"\cni\conf\10-flannel.conf" in config["message"], config
-        (home / "config.toml").write_text('[plugins."io.containerd.grpc.v1.cri".cni]\r\n  conf_dir = "C:\\\\k\\\\cni\\\\config"\r\n')
+        (home / "config.toml").write_text(
+            '[plugins."io.containerd.grpc.v1.cri".cni]\r\n  conf_dir = "C:\\\\k\\\\cni\\\\config"\r\n'
+        )
         named = dirs(node)
         assert (named["binDir"], named["confDir"]) == (HOME + r"\cni\bin", r"C:\k\cni\config"), named
     finally:

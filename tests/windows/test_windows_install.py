@@ -8,6 +8,7 @@ The "newer build" is this build with another build ID: its launchers name their 
 that name patched in every .exe and in wincni_build's code in wincni.pack (same length), which is all that tells two
 builds apart on disk. A real second build would take minutes more under Wine.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,9 @@ from pathlib import Path
 
 from hnsnode import Run, first_ip
 from testdata import FIXTURES
-from winenode import WineNode, toolchain
-
 from tools.wincni.layout import ASIDE_DIR, CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
+from winenode import WineNode, toolchain
 
 OPT_BIN, NET_D = r"C:\opt\cni\bin", r"C:\etc\cni\net.d"
 # Its own network and net-conf.json: the node is shared with test_windows_lane.py.
@@ -55,20 +55,31 @@ def record(node: WineNode, what: str, result: dict) -> None:
 
 
 def install(node: WineNode, wincni: str, *args: str) -> dict:
-    proc = node.wine(wincni, "install", "--net-conf", NET_CONF, "--containerd-config", CONTAINERD_CONFIG, "-o", "json", *args)
+    proc = node.wine(
+        wincni, "install", "--net-conf", NET_CONF, "--containerd-config", CONTAINERD_CONFIG, "-o", "json", *args
+    )
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     return json.loads(proc.stdout)
 
 
 def cni(node: WineNode, command: str, conf: dict, cid: str, netns: str) -> Run:
-    proc = node.wine(OPT_BIN + r"\flannel.exe", stdin=json.dumps(conf).encode(), CNI_COMMAND=command,
-                     CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_PATH=OPT_BIN, WINCNI_LOG_FILE=LOG)
+    proc = node.wine(
+        OPT_BIN + r"\flannel.exe",
+        stdin=json.dumps(conf).encode(),
+        CNI_COMMAND=command,
+        CNI_CONTAINERID=cid,
+        CNI_NETNS=netns,
+        CNI_PATH=OPT_BIN,
+        WINCNI_LOG_FILE=LOG,
+    )
     text = proc.stdout.decode()
     return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
 
 
 def started_builds(node: WineNode) -> list[str]:
-    return [e.get("build") for e in map(json.loads, node.path(LOG).read_text().splitlines()) if e.get("event") == "start"]
+    return [
+        e.get("build") for e in map(json.loads, node.path(LOG).read_text().splitlines()) if e.get("event") == "start"
+    ]
 
 
 def holding(needle: Path, timeout: float = 30) -> None:
@@ -105,8 +116,10 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     shutil.copy(release_zip, node.path(r"C:\wincni-release.zip"))
     containerd = node.path(CONTAINERD_CONFIG)
     containerd.parent.mkdir(parents=True, exist_ok=True)
-    containerd.write_text(f'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".cni]\r\n'
-                          f'  bin_dir = "{OPT_BIN}"\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"))
+    containerd.write_text(
+        f'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".cni]\r\n'
+        f'  bin_dir = "{OPT_BIN}"\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\")
+    )
     kubelet = node.path(KUBELET_CONFIG)  # read at its Windows default path: the DNS comes from it
     kubelet.parent.mkdir(parents=True, exist_ok=True)
     kubelet.write_text("kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.100.0.10\r\nclusterDomain: corp.example\r\n")
@@ -118,7 +131,10 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     assert first["binDir"] == OPT_BIN and first["config"] == NET_D + r"\10-flannel.conflist"
     assert first["dirsFrom"] == CONTAINERD_CONFIG + " names them"
     assert {p.name for p in bin_dir.iterdir()} >= {*(f"{c}.exe" for c in COMMANDS), CONTENTS_PREFIX + build}
-    assert sorted(p.name for p in net_d.iterdir()) == ["0-containerd-nat.json.disabled-by-wincni", "10-flannel.conflist"]
+    assert sorted(p.name for p in net_d.iterdir()) == [
+        "0-containerd-nat.json.disabled-by-wincni",
+        "10-flannel.conflist",
+    ]
     doc = json.loads((net_d / "10-flannel.conflist").read_text())
     assert doc["plugins"][0]["delegate"]["dns"] == {"Nameservers": ["10.100.0.10"], "Search": ["svc.corp.example"]}
     conf = {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0]}
@@ -134,9 +150,14 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     seen = len(started_builds(node))
 
     newer = newer_release(bin_dir, node.path(r"C:\wincni-newer"), build)
-    holder = subprocess.Popen([str(toolchain.WINE), OPT_BIN + r"\flannel.exe"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=node.drive_c / "k",
-                              env={**node.win_env, "CNI_COMMAND": "VERSION"})  # blocks reading its config
+    holder = subprocess.Popen(
+        [str(toolchain.WINE), OPT_BIN + r"\flannel.exe"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=node.drive_c / "k",
+        env={**node.win_env, "CNI_COMMAND": "VERSION"},
+    )  # blocks reading its config
     try:
         holding(bin_dir / (CONTENTS_PREFIX + build) / "python313.dll")
         upgrade = install(node, r"C:\wincni-newer\wincni.exe", "--from", r"C:\wincni-newer")
@@ -160,8 +181,11 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
 
     again = install(node, r"C:\wincni-newer\wincni.exe", "--from", r"C:\wincni-newer")
     record(node, "after-exit", again)
-    assert {p.name for p in bin_dir.iterdir()} == {*(f"{c}.exe" for c in COMMANDS), CONTENTS_PREFIX + newer,
-                                                   ".wincni-install.json"}, sorted(p.name for p in bin_dir.iterdir())
+    assert {p.name for p in bin_dir.iterdir()} == {
+        *(f"{c}.exe" for c in COMMANDS),
+        CONTENTS_PREFIX + newer,
+        ".wincni-install.json",
+    }, sorted(p.name for p in bin_dir.iterdir())
     assert not (bin_dir / ASIDE_DIR).exists()
 
     gone = install(node, OPT_BIN + r"\wincni.exe", "--uninstall")

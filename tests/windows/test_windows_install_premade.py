@@ -11,6 +11,7 @@ deletes the link). So the planted entries are hard links to files outside (the v
 install's own temporary names too, which a folder taken over loses (``REMOVE``); a folder others
 may write is staged with Unix mode bits (Wine's Everyone ACE).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     node.path(NET_CONF).write_text((FIXTURES / "net-conf.vxlan.json").read_text().replace("vxlan0", "vxlan29"))
     shutil.copy(release_zip, node.path(r"C:\premade-release.zip"))
     with zipfile.ZipFile(release_zip) as zf:
-        build = next(n.split("/")[0] for n in zf.namelist() if n.startswith("_wincni-"))[len("_wincni-"):]
+        build = next(n.split("/")[0] for n in zf.namelist() if n.startswith("_wincni-"))[len("_wincni-") :]
         flannel = zf.read("flannel.exe")
     victims = {name: node.root / f"victim-{name}" for name in ("hard", "launcher", "conf")}
     for name, path in victims.items():
@@ -45,13 +46,25 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     planted = bin_dir / f"_wincni-{build}"
     planted.mkdir()
     (planted / "python313.dll").write_text("payload")
-    (bin_dir / ".wincni-install.json").write_text(json.dumps(
-        {"build": build, "moved": [[r"C:\Windows\system32\x.dll", NET_D + r"\x.dll.disabled-by-wincni"]]}))
+    (bin_dir / ".wincni-install.json").write_text(
+        json.dumps({"build": build, "moved": [[r"C:\Windows\system32\x.dll", NET_D + r"\x.dll.disabled-by-wincni"]]})
+    )
     for folder in (bin_dir.parent, bin_dir, net_d):
         os.chmod(folder, 0o777)  # Wine: Everyone may write
 
-    args = ("install", "--from", r"C:\premade-release.zip", "--cni-bin-dir", BIN, "--cni-conf-dir", NET_D,
-            "--net-conf", NET_CONF, "-o", "json")
+    args = (
+        "install",
+        "--from",
+        r"C:\premade-release.zip",
+        "--cni-bin-dir",
+        BIN,
+        "--cni-conf-dir",
+        NET_D,
+        "--net-conf",
+        NET_CONF,
+        "-o",
+        "json",
+    )
     proc = node.wine(r"C:\k\cni\wincni.exe", *args, "--dry-run")  # _winsec.walk's survey: says, changes nothing
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     plan = {(s["action"], s["path"]) for s in json.loads(proc.stdout)["steps"]}
@@ -63,9 +76,13 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     done = json.loads(proc.stdout)
     (node.root / "install-premade.json").write_text(json.dumps(done, indent=1))
     steps = {(s["action"], s["path"]) for s in done["steps"]}
-    assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe"),
-            ("remove", BIN + r"\.flannel.exe.wincni-new"),
-            ("quarantine", NET_D + r"\.10-flannel.conflist.wincni-tmp")} <= steps, done["steps"]
+    assert {
+        ("takeover", BIN),
+        ("takeover", NET_D),
+        ("remove", BIN + r"\hard.exe"),
+        ("remove", BIN + r"\.flannel.exe.wincni-new"),
+        ("quarantine", NET_D + r"\.10-flannel.conflist.wincni-tmp"),
+    } <= steps, done["steps"]
     copy = next(s for s in done["steps"] if s["path"] == BIN + rf"\_wincni-{build}")
     assert copy["action"] == "copy" and "not the one install laid" in copy["detail"], copy
     assert any("ignored" in w and "folder others could write" in w for w in done["warnings"]), done["warnings"]
@@ -80,8 +97,19 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: 
     written = json.loads((bin_dir / ".wincni-install.json").read_text())
     assert written["moved"] == [] and [name for name, _ in written["contents"]] == [f"_wincni-{build}"]
 
-    proc = node.wine(r"C:\k\cni\wincni.exe", "install", "--uninstall", "--cni-bin-dir", BIN.lower(),  # one folder
-                     "--cni-conf-dir", NET_D.lower().replace("\\", "/"), "--net-conf", NET_CONF, "-o", "json")  # to Windows
+    proc = node.wine(
+        r"C:\k\cni\wincni.exe",
+        "install",
+        "--uninstall",
+        "--cni-bin-dir",
+        BIN.lower(),  # one folder
+        "--cni-conf-dir",
+        NET_D.lower().replace("\\", "/"),
+        "--net-conf",
+        NET_CONF,
+        "-o",
+        "json",
+    )  # to Windows
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     assert sorted(p.name for p in bin_dir.iterdir()) == ["stray.exe"]
     assert not (net_d / "10-flannel.conflist").exists()

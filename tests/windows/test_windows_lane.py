@@ -6,6 +6,7 @@ C:, ``ctypes.WinDLL`` with the real signatures, ``LockFileEx`` in host-local, CN
 by a Windows process. Every case asserts on what HNS (the simulator behind the fake DLLs) and the
 host-local store hold afterwards.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from hnsnode import first_ip
 from testdata import FIXTURES
-from winenode import WineNode, toolchain
-
 from winbuild.dist import PLUGINS
+from winenode import WineNode, toolchain
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +50,30 @@ LIFECYCLES = [  # (fixture, net-conf, network, sandbox API, extra env)
     ("cni.conf.overlay-v2.json", "net-conf.vxlan.json", "vxlan0", "v2", {}),
     # flannel exec'ing win-bridge.exe even where it could run its sibling in-process, found in
     # the second entry of a `;`-separated CNI_PATH.
-    ("cni.conf.l2bridge-v2.json", "net-conf.host-gw.json", "cbr0", "v2",
-     {"WINCNI_NO_INPROCESS": "1", "CNI_PATH": r"C:\opt\cni\bin;C:\k\cni"}),
+    (
+        "cni.conf.l2bridge-v2.json",
+        "net-conf.host-gw.json",
+        "cbr0",
+        "v2",
+        {"WINCNI_NO_INPROCESS": "1", "CNI_PATH": r"C:\opt\cni\bin;C:\k\cni"},
+    ),
 ]
 
 
-@pytest.mark.parametrize("fixture,net_conf,network,api,env", LIFECYCLES,
-                         ids=["l2bridge-dockershim", "l2bridge-containerd", "overlay-dockershim",
-                              "overlay-containerd", "l2bridge-containerd-exec"])
-def test_flannel_pod_lifecycle(cluster: WineNode, fixture: str, net_conf: str, network: str, api: str,
-                               env: dict) -> None:
+@pytest.mark.parametrize(
+    "fixture,net_conf,network,api,env",
+    LIFECYCLES,
+    ids=[
+        "l2bridge-dockershim",
+        "l2bridge-containerd",
+        "overlay-dockershim",
+        "overlay-containerd",
+        "l2bridge-containerd-exec",
+    ],
+)
+def test_flannel_pod_lifecycle(
+    cluster: WineNode, fixture: str, net_conf: str, network: str, api: str, env: dict
+) -> None:
     node = cluster
     node.network = network
     node.write_net_conf(json.loads((FIXTURES / net_conf).read_text()))
@@ -101,8 +116,12 @@ def test_flannel_pod_lifecycle(cluster: WineNode, fixture: str, net_conf: str, n
 def test_hns_fault_mid_add_leaves_nothing_behind(cluster: WineNode) -> None:
     node = cluster
     node.network = "cbr0"
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
     netns = node.sandbox("v2", "faulted")
     run = node.fault_run("ADD", conf, "faulted", netns, "HcnModifyNamespace#1=0x803B0014")
     assert run.failed(100, "HcnModifyNamespace")
@@ -118,8 +137,13 @@ def test_the_hns_dlls_come_from_system32_only(cluster: WineNode) -> None:
     node.network = "cbr0"
     cni = node.path(r"C:\k\cni")
     planted = [cni / "computenetwork.dll", *(d / "computenetwork.dll" for d in cni.glob("_wincni-*"))]
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": 2,
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "apiVersion": 2,
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
     netns = node.sandbox("v2", "planted")
     try:
         for path in planted:
@@ -133,17 +157,22 @@ def test_the_hns_dlls_come_from_system32_only(cluster: WineNode) -> None:
     node.assert_clean("planted")
 
 
-def test_a_hung_hcn_create_endpoint_is_code_11_in_time_and_the_next_add_succeeds(cluster: WineNode,
-                                                                                 timings: dict) -> None:
+def test_a_hung_hcn_create_endpoint_is_code_11_in_time_and_the_next_add_succeeds(
+    cluster: WineNode, timings: dict
+) -> None:
     """The ctypes call blocks in the DLL (the simulator behind it sleeps); the .exe gives up at
     the per-call timeout, undoes, prints code 11 and exits while the call is still blocked. HNS
     then completes the call late (the endpoint appears, attached to nothing); the runtime's retry
     replaces it: one endpoint, one address."""
     node = cluster
     node.network = "cbr0"
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
-            "hnsTimeout": {"call": 3, "undo": 3}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+        "hnsTimeout": {"call": 3, "undo": 3},
+    }
     netns = node.sandbox("v2", "hung")
     hang = 25.0
     start = time.monotonic()
@@ -176,11 +205,25 @@ def test_parallel_host_local_adds_get_distinct_addresses(node: WineNode) -> None
     assert node.ip_files() == dict(zip(addresses, cids))
 
 
-@pytest.mark.parametrize("stdin,code,word", [
-    (b'{"cniVersion": "1.0.0", "name": ', 6, "JSON"),
-    (json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-                 "ipam": {"type": "host-local", "subnet": "10.244.4.0/33"}}).encode(), 7, "subnet"),
-], ids=["undecodable", "bad-subnet"])
+@pytest.mark.parametrize(
+    "stdin,code,word",
+    [
+        (b'{"cniVersion": "1.0.0", "name": ', 6, "JSON"),
+        (
+            json.dumps(
+                {
+                    "cniVersion": "1.0.0",
+                    "name": "cbr0",
+                    "type": "win-bridge",
+                    "ipam": {"type": "host-local", "subnet": "10.244.4.0/33"},
+                }
+            ).encode(),
+            7,
+            "subnet",
+        ),
+    ],
+    ids=["undecodable", "bad-subnet"],
+)
 def test_bad_input_is_a_cni_error_not_a_traceback(cluster: WineNode, stdin: bytes, code: int, word: str) -> None:
     node = cluster
     node.network = "cbr0"
@@ -231,9 +274,14 @@ def test_standalone_first_adds_create_one_network_under_the_programdata_lock(nod
     Windows branch (LockFileEx on C:\\ProgramData\\wincni\\network-solo0.lock), and the wait for
     the management IP goes through HNSCall V1 beside HCN, as flanneld's does."""
     node.network = "solo0"
-    conf = {"cniVersion": "1.0.0", "name": "solo0", "type": "win-bridge", "apiVersion": 2,
-            "network": {"subnet": "10.244.9.0/24", "adapter": "Ethernet"},
-            "ipam": {"type": "host-local", "subnet": "10.244.9.0/24"}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "solo0",
+        "type": "win-bridge",
+        "apiVersion": 2,
+        "network": {"subnet": "10.244.9.0/24", "adapter": "Ethernet"},
+        "ipam": {"type": "host-local", "subnet": "10.244.9.0/24"},
+    }
     pods = [(f"solo{i}", node.sandbox("v2", f"solo{i}")) for i in range(3)]
     with ThreadPoolExecutor(len(pods)) as pool:
         runs = list(pool.map(lambda pod: node.run("ADD", conf, *pod), pods))
@@ -247,11 +295,14 @@ def test_standalone_first_adds_create_one_network_under_the_programdata_lock(nod
     assert "solo0" in {n["Name"] for n in node.hnsctl("network", "list", "-o", "json")}  # DEL keeps it
 
 
-@pytest.mark.parametrize("argv, stdin, env", [
-    (("wincni", "doctor", "-o", "json"), b"", {}),
-    (("hnsctl", "dump", "-o", "json"), b"", {}),
-    (("win-bridge",), b"{}", {"CNI_COMMAND": "VERSION"}),
-])
+@pytest.mark.parametrize(
+    "argv, stdin, env",
+    [
+        (("wincni", "doctor", "-o", "json"), b"", {}),
+        (("hnsctl", "dump", "-o", "json"), b"", {}),
+        (("win-bridge",), b"{}", {"CNI_COMMAND": "VERSION"}),
+    ],
+)
 def test_a_closed_stdout_ends_a_windows_program_quietly(node: WineNode, argv: tuple, stdin: bytes, env: dict) -> None:
     """As tests/e2e/test_closed_pipe.py, for the .exe files: stdout a pipe whose reader has exited."""
     read, write = os.pipe()
@@ -259,8 +310,15 @@ def test_a_closed_stdout_ends_a_windows_program_quietly(node: WineNode, argv: tu
     os.close(read)
     reader.wait(timeout=30)
     try:
-        proc = subprocess.run([str(toolchain.WINE), node.exe(argv[0]), *argv[1:]], input=stdin, stdout=write,
-                              stderr=subprocess.PIPE, cwd=node.drive_c / "k", env={**node.win_env, **env}, timeout=300)
+        proc = subprocess.run(
+            [str(toolchain.WINE), node.exe(argv[0]), *argv[1:]],
+            input=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            cwd=node.drive_c / "k",
+            env={**node.win_env, **env},
+            timeout=300,
+        )
     finally:
         os.close(write)
     assert proc.returncode == 141 and proc.stderr == b"", (proc.returncode, proc.stderr.decode(errors="replace"))

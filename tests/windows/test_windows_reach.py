@@ -6,12 +6,14 @@ doctor, ``wincni install``, HNS faults and the parser's errors. This file adds w
 each plugin's own ADD/CHECK/GC/STATUS/DEL (not only through flannel), jsonschema explaining a
 rejected config for every plugin (jsonschema, attrs, referencing and rpds load only then), and
 hnsctl's and wincni's other commands."""
+
 from __future__ import annotations
 
 import json
 import zipfile
 
 import pytest
+
 from hnsnode import MGMT_IP, lease_text
 from winenode import WineNode
 
@@ -21,10 +23,17 @@ BRIDGE, OVERLAY = ("reach0", "10.244.60.0/24"), ("reachvx", "10.244.61.0/24")
 CONFS = {  # plugin -> (network, config); every one 1.1.0 so that GC and STATUS exist
     "win-bridge": (BRIDGE[0], {"type": "win-bridge", "apiVersion": 2, "ipam": {**IPAM, "subnet": "10.244.60.0/25"}}),
     "win-overlay": (OVERLAY[0], {"type": "win-overlay", "apiVersion": 2, "ipam": {**IPAM, "subnet": OVERLAY[1]}}),
-    "flannel": (BRIDGE[0], {"type": "flannel", "subnetFile": REACH + r"\subnet.env", "dataDir": REACH + r"\flannel",
-                            "netConf": REACH + r"\net-conf.json",  # the lane's default one names cbr0
-                            "ipam": {"dataDir": IPAM["dataDir"]},
-                            "delegate": {"type": "win-bridge", "apiVersion": 2}}),
+    "flannel": (
+        BRIDGE[0],
+        {
+            "type": "flannel",
+            "subnetFile": REACH + r"\subnet.env",
+            "dataDir": REACH + r"\flannel",
+            "netConf": REACH + r"\net-conf.json",  # the lane's default one names cbr0
+            "ipam": {"dataDir": IPAM["dataDir"]},
+            "delegate": {"type": "win-bridge", "apiVersion": 2},
+        },
+    ),
     "host-local": ("reach-ipam", {"ipam": {**IPAM, "subnet": "10.244.62.0/24"}}),
 }
 REJECTED = {  # plugin -> (a field of the wrong type, the word the message names)
@@ -38,13 +47,17 @@ REJECTED = {  # plugin -> (a field of the wrong type, the word the message names
 @pytest.fixture(scope="module")
 def reach(node: WineNode) -> WineNode:
     for name, subnet in (BRIDGE, OVERLAY):
-        kind = ["--type", "L2Bridge"] if name == BRIDGE[0] else ["--type", "Overlay", "--vsid", "4160",
-                                                                  "--management-ip", MGMT_IP]
+        kind = (
+            ["--type", "L2Bridge"]
+            if name == BRIDGE[0]
+            else ["--type", "Overlay", "--vsid", "4160", "--management-ip", MGMT_IP]
+        )
         node.hnsctl("network", "create", name, *kind, "--subnet", subnet, "--gateway", subnet[:-4] + "1")
     node.path(REACH).mkdir(parents=True, exist_ok=True)
     (node.path(REACH) / "subnet.env").write_text(lease_text("10.244.60.1/24"))
-    (node.path(REACH) / "net-conf.json").write_text(json.dumps({"Network": "10.244.0.0/16",
-                                                                "Backend": {"name": BRIDGE[0], "type": "host-gw"}}))
+    (node.path(REACH) / "net-conf.json").write_text(
+        json.dumps({"Network": "10.244.0.0/16", "Backend": {"name": BRIDGE[0], "type": "host-gw"}})
+    )
     return node
 
 
@@ -61,9 +74,11 @@ def test_each_plugin_runs_every_cni_command(reach: WineNode, plugin: str) -> Non
     netns = node.sandbox("v2", cid)
     add = node.run("ADD", conf(plugin), cid, netns, plugin=plugin)
     assert add.ok and add.out["ips"], (add.out, add.stderr)
-    for command, extra in (("CHECK", {"prevResult": add.out}),
-                           ("GC", {"cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"}]}),
-                           ("STATUS", {})):
+    for command, extra in (
+        ("CHECK", {"prevResult": add.out}),
+        ("GC", {"cni.dev/valid-attachments": [{"containerID": cid, "ifname": "eth0"}]}),
+        ("STATUS", {}),
+    ):
         run = node.run(command, conf(plugin, **extra), cid if command == "CHECK" else "", netns, plugin=plugin)
         assert run.ok, (command, run.out, run.stderr)
     assert add.out["ips"][0]["address"].split("/")[0] in ip_owners(node, plugin), "GC dropped a live pod"
@@ -77,7 +92,11 @@ def ip_owners(node: WineNode, plugin: str) -> dict[str, str]:
     """Address -> container ID in the plugin's host-local store."""
     ipam = conf(plugin)["ipam"]
     store = node.path(ipam["dataDir"]) / conf(plugin)["name"]
-    return {p.name: p.read_text().splitlines()[0] for p in store.iterdir() if p.name[0].isdigit()} if store.exists() else {}
+    return (
+        {p.name: p.read_text().splitlines()[0] for p in store.iterdir() if p.name[0].isdigit()}
+        if store.exists()
+        else {}
+    )
 
 
 @pytest.mark.parametrize("plugin", list(REJECTED))
@@ -107,7 +126,7 @@ def test_the_modules_those_commands_ran_came_from_the_pack(reach: WineNode) -> N
     """Every command above imported its modules through specs/bootstrap/pyi_rth_wincni_pack.py's
     finder (Windows paths, backslashes): the Windows bundle has no other copy of them."""
     cni = reach.path(r"C:\k\cni")
-    contents, = (p for p in cni.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
+    (contents,) = (p for p in cni.iterdir() if p.is_dir() and p.name.startswith("_wincni-"))
     assert (contents / "wincni.pack").is_file()
     assert not list(contents.rglob("*.pyc"))  # what starts the interpreter is in base_library.zip
     with zipfile.ZipFile(contents / "base_library.zip") as zf:

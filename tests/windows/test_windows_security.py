@@ -20,6 +20,7 @@ Everyone ACE), every file is owned by the prefix's user, and it has no reparse p
 the owner refusal is shown by no longer trusting the process's own SID, the "writable by others"
 detection and repair by Unix mode bits, and the reparse-point refusal is left to Windows itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -137,7 +138,9 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
     why, foreign = third["claimed"]
     assert why == "is writable by Everyone" and not os.stat(folder.parent).st_mode & 0o002, third["claimed"]
     assert {(path.rsplit("\\", 1)[1], problem) for path, problem in foreign} == {
-        ("wincni.log", "a file with 2 hard links"), ("hard.log", "a file with 2 hard links")}, foreign
+        ("wincni.log", "a file with 2 hard links"),
+        ("hard.log", "a file with 2 hard links"),
+    }, foreign
     assert third["new_wincni.log"] == third["new_planted.lnk"] == "exists" and victim.read_text() == "secret"
     assert ws_writers(third["fresh"], me) == [], third["fresh"]
 
@@ -152,21 +155,39 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
 
 def ws_writers(sddl: str, me: str) -> list[str]:
     from basics import _winsec
+
     return _winsec.sddl_writers(sddl, _winsec.TRUSTED_SIDS | {me})
 
 
 def test_the_simulator_needs_its_second_switch_on_windows(node: WineNode) -> None:
-    conf = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
     run = node.run("DEL", conf, "simpod", "none", plugin="win-bridge", LIBHNS_BACKEND="sim")
     run.failed(4, "WINCNI_ALLOW_SIMULATOR=1")
-    run = node.run("DEL", conf, "simpod", "none", plugin="win-bridge", LIBHNS_BACKEND="sim",
-                   WINCNI_ALLOW_SIMULATOR="1", LIBHNS_SIM_DIR=r"C:\simstate")
+    run = node.run(
+        "DEL",
+        conf,
+        "simpod",
+        "none",
+        plugin="win-bridge",
+        LIBHNS_BACKEND="sim",
+        WINCNI_ALLOW_SIMULATOR="1",
+        LIBHNS_SIM_DIR=r"C:\simstate",
+    )
     assert run.ok, (run.out, run.stderr)
     assert "warning" in run.stderr and "simulator" in run.stderr
 
 
 def test_a_device_name_is_never_a_network_name(node: WineNode) -> None:
-    conf = {"cniVersion": "1.0.0", "name": "CON", "type": "win-bridge", "network": {"subnet": "10.244.8.0/24"},
-            "ipam": {"type": "host-local", "subnet": "10.244.8.0/24"}}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "CON",
+        "type": "win-bridge",
+        "network": {"subnet": "10.244.8.0/24"},
+        "ipam": {"type": "host-local", "subnet": "10.244.8.0/24"},
+    }
     node.run("ADD", conf, "conpod", node.sandbox("v2", "conpod")).failed(7, "reserved device name")

@@ -9,6 +9,7 @@ process, which runs libhns.sim on the node's state directory — the one the Lin
 (``Node.hnsctl``) reads. Stdin, stdout and stderr of each Wine process are pipes (Windows CPython
 fails to start on a file or /dev/null handle).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,9 @@ for extra in (ROOT, ROOT / "tests", FAKEDLL):  # tests/: hnsnode, testdata
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-import hnsserver  # noqa: E402
-from hnsnode import Node, Run  # noqa: E402
-
-from winbuild import toolchain  # noqa: E402
+import hnsserver
+from hnsnode import Node, Run
+from winbuild import toolchain
 
 CNI_DIR = r"C:\k\cni"
 DLLS = ("computenetwork.dll", "vmcompute.dll")
@@ -38,8 +38,12 @@ DLLS = ("computenetwork.dll", "vmcompute.dll")
 
 def mingw(source: Path, target: Path, *flags: str) -> Path:
     """Compile a tests/fakedll source into a Windows binary."""
-    subprocess.run([toolchain.MINGW_CC, "-O1", "-Wall", "-Werror", "-s", "-o", str(target), str(source), *flags],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [toolchain.MINGW_CC, "-O1", "-Wall", "-Werror", "-s", "-o", str(target), str(source), *flags],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return target
 
 
@@ -67,16 +71,18 @@ class WineNode(Node):
         self.subnet_env = self.path(r"C:\run\flannel\subnet.env")
         self.net_conf = self.path(r"C:\etc\kube-flannel\net-conf.json")
         self.conf_dir = self.path(r"C:\k\cni\config")
-        self.win_env = toolchain.wine_env(self.prefix, FAKEHNS_PORT=str(self.server.port), CNI_PATH=CNI_DIR,
-                                          CNI_IFNAME="eth0")
+        self.win_env = toolchain.wine_env(
+            self.prefix, FAKEHNS_PORT=str(self.server.port), CNI_PATH=CNI_DIR, CNI_IFNAME="eth0"
+        )
         for name in ("LIBHNS_BACKEND", "LIBHNS_SIM_DIR", "LIBHNS_SIM_FAULTS", "LIBHNS_JOURNAL"):
             self.win_env.pop(name, None)  # the exes use their Windows default: the DLLs
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        subprocess.run([str(toolchain.WINE.parent / "wineserver"), "-k"], env=self.win_env,
-                       capture_output=True, check=False)
+        subprocess.run(
+            [str(toolchain.WINE.parent / "wineserver"), "-k"], env=self.win_env, capture_output=True, check=False
+        )
 
     def path(self, windows: str) -> Path:
         """The Linux path of a ``C:\\...`` path in this prefix."""
@@ -87,17 +93,25 @@ class WineNode(Node):
     def wine(self, program: str, *args: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess:
         """Run a Windows program (``C:\\...``) from ``C:\\k``, all three standard handles piped;
         a start Wine botched is made again once (``toolchain.run_wine``)."""
-        return toolchain.run_wine(self.prefix, [program, *args], input=stdin, cwd=self.drive_c / "k",
-                                  env={**self.win_env, **env}, timeout=300)
+        return toolchain.run_wine(
+            self.prefix, [program, *args], input=stdin, cwd=self.drive_c / "k", env={**self.win_env, **env}, timeout=300
+        )
 
     def exe(self, name: str) -> str:
         return f"{CNI_DIR}\\{name}.exe"
 
-    def run(self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None,
-            **env: str) -> Run:
+    def run(
+        self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None, **env: str
+    ) -> Run:
         stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
-        proc = self.wine(self.exe(plugin or self.plugin), stdin=stdin, CNI_COMMAND=command, CNI_CONTAINERID=cid,
-                         CNI_NETNS=netns, **env)
+        proc = self.wine(
+            self.exe(plugin or self.plugin),
+            stdin=stdin,
+            CNI_COMMAND=command,
+            CNI_CONTAINERID=cid,
+            CNI_NETNS=netns,
+            **env,
+        )
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
 

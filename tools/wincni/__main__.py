@@ -2,6 +2,7 @@
 ``wincni install`` lays the plugins and their config into containerd's CNI directories;
 ``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni dirs`` says where the runtime's CNI
 folders are (``containerd.locate``: every command's default)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,36 +16,66 @@ from basics.cli import Parser, UsageError
 
 def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
     from plugins.cni.buildinfo import describe
+
     p = Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
     d.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
-    d.add_argument("--subnet-env", help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})")
-    d.add_argument("--net-conf", help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})")
-    d.add_argument("--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)")
+    d.add_argument(
+        "--subnet-env", help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})"
+    )
+    d.add_argument(
+        "--net-conf", help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})"
+    )
+    d.add_argument(
+        "--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)"
+    )
     d.add_argument("--cni-bin-dir", help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
-    d.add_argument("--quick", action="store_true", help="only what decides whether a pod can get a network now, "
-                   "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
-                   "no contents-folder digest")
+    d.add_argument(
+        "--quick",
+        action="store_true",
+        help="only what decides whether a pod can get a network now, "
+        "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
+        "no contents-folder digest",
+    )
     d.add_argument("-o", "--output", choices=("table", "json"), default="table")
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
 
     from . import containerd, install, sourcevip
+
     containerd.add_config_argument(d, platform)
-    install.add_arguments(sub.add_parser("install", help="lay the plugins and the CNI config into containerd's "
-                                         "CNI directories (upgrades under load)"), platform)
-    sourcevip.add_arguments(sub.add_parser("sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' "
-                                           "host-local store; print its flags"), platform)
-    r = sub.add_parser("reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)")
+    install.add_arguments(
+        sub.add_parser(
+            "install", help="lay the plugins and the CNI config into containerd's CNI directories (upgrades under load)"
+        ),
+        platform,
+    )
+    sourcevip.add_arguments(
+        sub.add_parser(
+            "sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' host-local store; print its flags"
+        ),
+        platform,
+    )
+    r = sub.add_parser(
+        "reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)"
+    )
     r.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
-    r.add_argument("--min-age", type=sourcevip.seconds, default=IN_FLIGHT_SECONDS, metavar="SECONDS",
-                   help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)")
+    r.add_argument(
+        "--min-age",
+        type=sourcevip.seconds,
+        default=IN_FLIGHT_SECONDS,
+        metavar="SECONDS",
+        help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)",
+    )
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     r.add_argument("-o", "--output", choices=("table", "json"), default="table")
     containerd.add_config_argument(r, platform)
-    w = sub.add_parser("dirs", help="where the runtime's CNI bin and conf folders are on this node, and why "
-                       "(what the other commands default to)")
+    w = sub.add_parser(
+        "dirs",
+        help="where the runtime's CNI bin and conf folders are on this node, and why "
+        "(what the other commands default to)",
+    )
     containerd.add_config_argument(w, platform)
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return p
@@ -53,8 +84,13 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
 DIRS_DEFAULT = "the runtime's (wincni dirs)"
 
 
-def where(args: argparse.Namespace, platform: str, env: Mapping[str, str],
-          read: Callable[[str, int], bytes | None] | None = None, isdir: Callable[[str], bool] = os.path.isdir) -> Any:
+def where(
+    args: argparse.Namespace,
+    platform: str,
+    env: Mapping[str, str],
+    read: Callable[[str, int], bytes | None] | None = None,
+    isdir: Callable[[str], bool] = os.path.isdir,
+) -> Any:
     """The CNI folders the reading commands look at: ``containerd.locate``'s answer, the C:\\k\\cni
     layout where nothing of containerd is; a config.toml they cannot use is said in ``why``,
     containerd's defaults then looked at (containerd itself does not start with it). A
@@ -62,12 +98,15 @@ def where(args: argparse.Namespace, platform: str, env: Mapping[str, str],
     from dataclasses import replace
 
     from . import containerd
+
     if read is None:
         from .disk import Disk
+
         read = Disk().read
     try:
-        return containerd.locate(platform, env, read, isdir, args.containerd_config,
-                                 containerd.without_containerd(platform))
+        return containerd.locate(
+            platform, env, read, isdir, args.containerd_config, containerd.without_containerd(platform)
+        )
     except containerd.ConfigError as exc:
         found = containerd.defaults(platform, env)
         return replace(found, why=f"{exc} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
@@ -86,10 +125,17 @@ def render_table(checks: list, out: TextIO) -> None:
     out.write(f"\n{len(checks)} checks: {failed} failed, {warned} warnings\n")
 
 
-def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str],
-         platform: str = sys.platform, cwd: str | None = None) -> int:
+def main(
+    argv: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+    env: Mapping[str, str],
+    platform: str = sys.platform,
+    cwd: str | None = None,
+) -> int:
     """0: no check failed (warnings allowed); 1: a check failed; 2: bad usage."""
     from . import checks, facts
+
     defaults = facts.default_paths(platform)
     try:
         args = build_parser(defaults, platform).parse_args(list(argv))
@@ -100,32 +146,49 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
         return int(exc.code or 0)
     if args.command == "install":
         from . import install
+
         return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
     found = where(args, platform, env)
     if args.command == "dirs":
         return _print_dirs(found, args.output, stdout)
     if args.command == "sourcevip":
         from . import containerd, sourcevip
+
         args.cni_conf = args.cni_conf or os.path.join(found.conf_dir, containerd.CONF_NAME)
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
         from . import reclaim
+
         opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
         facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
         return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
-    opts = {"cni_conf": args.cni_conf or found.conf_dir, "subnet_env": args.subnet_env or defaults["subnet_env"],
-            "subnet_env_given": bool(args.subnet_env), "net_conf": args.net_conf or defaults["net_conf"],
-            "net_conf_given": bool(args.net_conf), "source_vip": args.source_vip,
-            "cni_bin_dir": args.cni_bin_dir or found.bin_dir, "reach": args.reach, "quick": args.quick}
+    opts = {
+        "cni_conf": args.cni_conf or found.conf_dir,
+        "subnet_env": args.subnet_env or defaults["subnet_env"],
+        "subnet_env_given": bool(args.subnet_env),
+        "net_conf": args.net_conf or defaults["net_conf"],
+        "net_conf_given": bool(args.net_conf),
+        "source_vip": args.source_vip,
+        "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
+        "reach": args.reach,
+        "quick": args.quick,
+    }
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
     from .containerd import said
+
     given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
     looked = {"conf": opts["cni_conf"], "binDir": opts["cni_bin_dir"], "from": said(given, found)}
     if args.output == "json":
-        json.dump({"cniDirs": looked,
-                   "checks": [{"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run}
-                              for c in results]},
-                  stdout, indent=2)
+        json.dump(
+            {
+                "cniDirs": looked,
+                "checks": [
+                    {"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run} for c in results
+                ],
+            },
+            stdout,
+            indent=2,
+        )
         stdout.write("\n")
     else:
         if len(given) < 2:  # the doctor chose: say where it looked and why
@@ -146,6 +209,7 @@ def _print_dirs(found: Any, output: str, stdout: TextIO) -> int:
 def entry() -> None:
     """Console script ``wincni``."""
     from basics.closedpipe import exit_with
+
     exit_with(lambda stdout: main(sys.argv[1:], stdout, sys.stderr, os.environ))
 
 

@@ -2,6 +2,7 @@
 
 Address-space questions are ``netaddr.IPSet`` algebra (netaddr stays off every plugin's start-up path).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,6 +23,7 @@ class Check:
     """``fix`` is prose naming the file and what to set in it (or what else to do); ``run`` is a
     command, whole and alone with the node's paths filled in, that makes this check pass when run
     as printed on this node (tests/unit/test_doctor_fixes.py runs every one)."""
+
     id: str
     status: str
     message: str
@@ -36,10 +38,12 @@ def command(f: Facts, program: str, *args: str) -> str:
     the same for cmd)."""
     import ntpath
     import posixpath
+
     if f.tools:
         program = (ntpath if f.windows else posixpath).join(f.tools, program + (".exe" if f.windows else ""))
     if f.windows:
         from subprocess import list2cmdline
+
         line = list2cmdline([program, *args])
         return "& " + line if line.startswith('"') else line
     return _shell([program, *args])
@@ -47,6 +51,7 @@ def command(f: Facts, program: str, *args: str) -> str:
 
 def _shell(argv: list[str]) -> str:
     import shlex
+
     return shlex.join(argv)
 
 
@@ -67,28 +72,44 @@ def config(f: Facts) -> Check:
     if f.conf_problem:
         return _failed("config", f.conf_problem)
     if f.netconf is None:
-        return Check("config", WARN, f"{f.conf_path}: flannel config valid; its delegate not checked (no subnet.env)",
-                     "see the subnet-env check")
+        return Check(
+            "config",
+            WARN,
+            f"{f.conf_path}: flannel config valid; its delegate not checked (no subnet.env)",
+            "see the subnet-env check",
+        )
     return Check("config", OK, f"{f.conf_path}: {f.plugin} config {f.name!r} is valid (delegate {f.delegate_type})")
 
 
 def plugins(f: Facts) -> Check:
     if f.bin_files is None:
-        return Check("plugins", FAIL, f"CNI bin dir {f.bin_dir} cannot be read",
-                     "pass --cni-bin-dir with the folder the runtime runs the plugins from (containerd's "
-                     "config.toml bin_dir, or bin_dirs on containerd 2.1+)")
+        return Check(
+            "plugins",
+            FAIL,
+            f"CNI bin dir {f.bin_dir} cannot be read",
+            "pass --cni-bin-dir with the folder the runtime runs the plugins from (containerd's "
+            "config.toml bin_dir, or bin_dirs on containerd 2.1+)",
+        )
     if skipped := _no_config(f, "plugins"):
         return skipped
     wanted = [p for p in (f.plugin, f.delegate_type, "host-local") if p]
     missing = [p for p in dict.fromkeys(wanted) if p not in f.bin_files and f"{p}.exe" not in f.bin_files]
     if missing:
-        return Check("plugins", FAIL, f"{', '.join(missing)} not found in {f.bin_dir}",
-                     f"copy {', '.join(m + '.exe' for m in missing)} from the wincni bundle into {f.bin_dir}")
+        return Check(
+            "plugins",
+            FAIL,
+            f"{', '.join(missing)} not found in {f.bin_dir}",
+            f"copy {', '.join(m + '.exe' for m in missing)} from the wincni bundle into {f.bin_dir}",
+        )
     if f.bin_audit:
-        return Check("plugins", FAIL, "; ".join(f.bin_audit) + ": the runtime runs them as SYSTEM/root",
-                     f"wincni install --from <the release zip> --cni-bin-dir {f.bin_dir} --cni-conf-dir "
-                     f"{os.path.dirname(f.conf_path)} (it takes the folder over, removes what no administrator "
-                     "laid and replaces what it cannot vouch for)")
+        return Check(
+            "plugins",
+            FAIL,
+            "; ".join(f.bin_audit) + ": the runtime runs them as SYSTEM/root",
+            f"wincni install --from <the release zip> --cni-bin-dir {f.bin_dir} --cni-conf-dir "
+            f"{os.path.dirname(f.conf_path)} (it takes the folder over, removes what no administrator "
+            "laid and replaces what it cannot vouch for)",
+        )
     return Check("plugins", OK, f"{', '.join(dict.fromkeys(wanted))} present in {f.bin_dir}")
 
 
@@ -103,22 +124,35 @@ def hns_network(f: Facts) -> Check:
         if standalone is not None:
             return standalone
     if f.network is None:
-        return Check("hns-network", FAIL, f"no HNS network named {f.name!r} (Get-HnsNetwork)",
-                     "flanneld creates it at start; if its log says \"Waiting for the Network to be created\", "
-                     f"check Backend.name in {f.net_conf_path} and the host adapter; or set \"name\" in "
-                     f"{f.conf_path} to the network flanneld made")
+        return Check(
+            "hns-network",
+            FAIL,
+            f"no HNS network named {f.name!r} (Get-HnsNetwork)",
+            'flanneld creates it at start; if its log says "Waiting for the Network to be created", '
+            f'check Backend.name in {f.net_conf_path} and the host adapter; or set "name" in '
+            f"{f.conf_path} to the network flanneld made",
+        )
     types = f.flavor.network_types if f.flavor is not None else ()
     if types and not any(f.network.is_type(t) for t in types):
-        return Check("hns-network", FAIL, f"HNS network {f.name} is {f.network.network_type}; "
-                     f"{f.delegate_type} needs {' or '.join(types)}",
-                     f"set the delegate's \"type\" in {f.conf_path} to the plugin for {f.network.network_type} "
-                     f"networks, or Backend.Type in {f.net_conf_path} to what the network should be and recreate it")
+        return Check(
+            "hns-network",
+            FAIL,
+            f"HNS network {f.name} is {f.network.network_type}; {f.delegate_type} needs {' or '.join(types)}",
+            f'set the delegate\'s "type" in {f.conf_path} to the plugin for {f.network.network_type} '
+            f"networks, or Backend.Type in {f.net_conf_path} to what the network should be and recreate it",
+        )
     mgmt = f.network.management_ip
     if f.delegate_type == "win-overlay" and not mgmt:
-        return Check("hns-network", FAIL, f"overlay network {f.name} has no ProviderAddress (management IP)",
-                     "HNS sets it from the host adapter's IP: give the adapter the node IP, then restart flanneld "
-                     "so it creates the network again")
-    return Check("hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else ""))
+        return Check(
+            "hns-network",
+            FAIL,
+            f"overlay network {f.name} has no ProviderAddress (management IP)",
+            "HNS sets it from the host adapter's IP: give the adapter the node IP, then restart flanneld "
+            "so it creates the network again",
+        )
+    return Check(
+        "hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else "")
+    )
 
 
 def _standalone(f: Facts, section: Any) -> Check | None:
@@ -135,8 +169,12 @@ def _standalone(f: Facts, section: Any) -> Check | None:
     if outside is not None:
         return Check("hns-network", FAIL, f"the config's {outside.msg}", outside.details)
     if f.network is None:
-        return Check("hns-network", OK, f"no HNS network {f.name!r} yet: the first ADD creates it "
-                     f"(standalone mode, {spec.type} {', '.join(s.prefix for s in spec.subnets)})")
+        return Check(
+            "hns-network",
+            OK,
+            f"no HNS network {f.name!r} yet: the first ADD creates it "
+            f"(standalone mode, {spec.type} {', '.join(s.prefix for s in spec.subnets)})",
+        )
     problem = mismatch(spec, f.network)
     if problem is not None:
         return Check("hns-network", FAIL, problem.msg, problem.details)
@@ -149,17 +187,23 @@ def subnet_env(f: Facts) -> Check:
     if skipped := _no_config(f, "subnet-env"):
         return skipped
     if f.lease is None:
-        return Check("subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config")
+        return Check(
+            "subnet-env", OK, f"{f.subnet_env_path} absent: not needed by a {f.plugin or 'non-flannel'} config"
+        )
     subnet = f.lease.subnet
     if f.network is None:
         return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} (no HNS network to compare with)")
     hns = IPSet(s.prefix for s in f.network.subnets)
     if subnet is None or IPNetwork(str(subnet)) not in hns:
-        return Check("subnet-env", FAIL, f"FLANNEL_SUBNET={subnet} is not inside HNS network {f.name}'s subnets "
-                     f"({', '.join(s.prefix for s in f.network.subnets) or 'none'})",
-                     f"the node got a new lease: remove the HNS network (pods on it lose their network), then restart "
-                     f"flanneld so it creates {f.name} with the new subnet",
-                     command(f, "hnsctl", "network", "delete", f.network.id))
+        return Check(
+            "subnet-env",
+            FAIL,
+            f"FLANNEL_SUBNET={subnet} is not inside HNS network {f.name}'s subnets "
+            f"({', '.join(s.prefix for s in f.network.subnets) or 'none'})",
+            f"the node got a new lease: remove the HNS network (pods on it lose their network), then restart "
+            f"flanneld so it creates {f.name} with the new subnet",
+            command(f, "hnsctl", "network", "delete", f.network.id),
+        )
     return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
 
 
@@ -168,16 +212,27 @@ def exceptions(f: Facts) -> Check:
         return _skipped("exceptions", "no valid delegate config")
     bad = [e for e in OutboundNat.exceptions(f.policies) + Route.destinations(f.policies) if _net(e) is None]
     if bad:
-        return Check("exceptions", FAIL, f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
-                     f"HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12, in {f.conf_path}")
+        return Check(
+            "exceptions",
+            FAIL,
+            f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
+            f"HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12, in {f.conf_path}",
+        )
     excepted = excepted_set(f.policies)
     needed = list(_must_not_nat(f))
     missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
     if missing:
-        return Check("exceptions", FAIL, "OutBoundNAT ExceptionList misses " + ", ".join(f"{w} {c}" for w, c in missing)
-                     + ": pod traffic there is SNAT'ed to the node IP",
-                     f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in {f.conf_path}")
-    return Check("exceptions", OK, "ExceptionList covers " + (", ".join(f"{w} {c}" for w, c in needed) or "nothing needed"))
+        return Check(
+            "exceptions",
+            FAIL,
+            "OutBoundNAT ExceptionList misses "
+            + ", ".join(f"{w} {c}" for w, c in missing)
+            + ": pod traffic there is SNAT'ed to the node IP",
+            f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in {f.conf_path}",
+        )
+    return Check(
+        "exceptions", OK, "ExceptionList covers " + (", ".join(f"{w} {c}" for w, c in needed) or "nothing needed")
+    )
 
 
 def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
@@ -204,36 +259,54 @@ def reach(f: Facts) -> Check | None:
     if ip in excepted_set(f.policies):
         if ip in internal:
             return Check("reach", OK, f"traffic to {ip} keeps the pod IP (cluster-internal)")
-        return Check("reach", FAIL, f"traffic to {ip} is not SNAT'ed: it leaves with the pod IP, which nothing "
-                     "outside the cluster routes back",
-                     f"remove the entry covering {ip} from the OutBoundNAT policy's ExceptionList in {f.conf_path}")
+        return Check(
+            "reach",
+            FAIL,
+            f"traffic to {ip} is not SNAT'ed: it leaves with the pod IP, which nothing outside the cluster routes back",
+            f"remove the entry covering {ip} from the OutBoundNAT policy's ExceptionList in {f.conf_path}",
+        )
     if ip in internal:
-        return Check("reach", FAIL, f"traffic to {ip} (cluster-internal) is SNAT'ed to the node IP",
-                     f"add a range covering {ip} to the OutBoundNAT policy's ExceptionList in {f.conf_path}")
+        return Check(
+            "reach",
+            FAIL,
+            f"traffic to {ip} (cluster-internal) is SNAT'ed to the node IP",
+            f"add a range covering {ip} to the OutBoundNAT policy's ExceptionList in {f.conf_path}",
+        )
     return Check("reach", OK, f"traffic to {ip} is SNAT'ed to the node IP (right for destinations outside the cluster)")
 
 
 def net_conf(f: Facts) -> Check:
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
+
     if f.backend_problem:
         return _failed("net-conf", f.backend_problem)
     if skipped := _no_config(f, "net-conf"):
         return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
-        return Check("net-conf", status, f"{f.net_conf_path} not found: Backend name/type not cross-checked",
-                     "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's), or set "
-                     f"\"netConf\" in {f.conf_path} to where it is" if status == WARN else "")
+        return Check(
+            "net-conf",
+            status,
+            f"{f.net_conf_path} not found: Backend name/type not cross-checked",
+            "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's), or set "
+            f'"netConf" in {f.conf_path} to where it is'
+            if status == WARN
+            else "",
+        )
     try:
         wanted = f.backend.delegate_type()
     except CniError as err:
         return Check("net-conf", FAIL, err.msg, err.details)
     found = netconf.problems(f.backend, f.name, f.conf_path, f.network is not None)
     if f.delegate_type and wanted != f.delegate_type:
-        found.append((f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
-                      f'set "delegate": {{"type": "{wanted}"}} in {f.conf_path} (or remove the type: flannel then '
-                      'follows net-conf.json)'))
+        found.append(
+            (
+                f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
+                f'set "delegate": {{"type": "{wanted}"}} in {f.conf_path} (or remove the type: flannel then '
+                "follows net-conf.json)",
+            )
+        )
     if found:
         return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
     linux = netconf.linux_mismatch(f.backend)
@@ -247,20 +320,32 @@ def vxlan(f: Facts) -> Check | None:
         return None
     problems = f.flavor.network_problems(f.network)
     if problems:
-        return Check("vxlan", FAIL, "; ".join(problems),
-                     f"remove the network, then restart flanneld (after fixing {f.net_conf_path}: see net-conf) so "
-                     "it creates the network again", command(f, "hnsctl", "network", "delete", f.network.id))
-    peers = "Linux flannel peers agree" if f.backend is not None and not f.backend.unset else \
-        "Linux flannel peers agree only if net-conf.json sets them (see net-conf)"
+        return Check(
+            "vxlan",
+            FAIL,
+            "; ".join(problems),
+            f"remove the network, then restart flanneld (after fixing {f.net_conf_path}: see net-conf) so "
+            "it creates the network again",
+            command(f, "hnsctl", "network", "delete", f.network.id),
+        )
+    peers = (
+        "Linux flannel peers agree"
+        if f.backend is not None and not f.backend.unset
+        else "Linux flannel peers agree only if net-conf.json sets them (see net-conf)"
+    )
     return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: {peers}")
 
 
 def _sourcevip(f: Facts, status: str, problem: str) -> Check:
     """What ``wincni sourcevip`` mends: it reserves an address of the current subnet in host-local's
     store for the node and writes the file kube-proxy's start reads (kube-proxy only reads it at start)."""
-    return Check("source-vip", status, problem,
-                 f"then restart kube-proxy so it starts with the address {f.source_vip_path} holds",
-                 command(f, "wincni", "sourcevip", "--cni-conf", f.conf_path, "--out", f.source_vip_path))
+    return Check(
+        "source-vip",
+        status,
+        problem,
+        f"then restart kube-proxy so it starts with the address {f.source_vip_path} holds",
+        command(f, "wincni", "sourcevip", "--cni-conf", f.conf_path, "--out", f.source_vip_path),
+    )
 
 
 def source_vip(f: Facts) -> Check:
@@ -277,8 +362,12 @@ def source_vip(f: Facts) -> Check:
     subnet = IPSet([str(f.lease.subnet)])
     outside = [a for a in f.source_vip if _ip(a) not in subnet]
     if outside or not f.source_vip:
-        return _sourcevip(f, FAIL, f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
-                          f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)")
+        return _sourcevip(
+            f,
+            FAIL,
+            f"{f.source_vip_path} holds {', '.join(outside) or 'no address'}, outside "
+            f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
+        )
     inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
     return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
 
@@ -288,6 +377,7 @@ def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
     gets it and GC keeps it, and no HNS endpoint holds it. None when that holds or the store was
     not read."""
     from plugins.cni import ownership
+
     for vip in f.source_vip:
         user = next((name for name, ips in f.endpoints if vip in ips), None)
         if user is not None:
@@ -301,10 +391,13 @@ def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
         if holder in pods:
             return _sourcevip(f, FAIL, f"source VIP {vip} is also pod {holder}'s address")
         if holder is None:
-            return _sourcevip(f, WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give it to a pod")
+            return _sourcevip(
+                f, WARN, f"{inside}, but {f.ipam_dir} does not reserve it: host-local can give it to a pod"
+            )
         if not ownership.pinned(holder):
-            return _sourcevip(f, WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases "
-                              "(no runtime lists it)")
+            return _sourcevip(
+                f, WARN, f"{inside}, reserved for {holder!r}, which host-local's GC releases (no runtime lists it)"
+            )
     return Check("source-vip", OK, f"{inside}, reserved in {f.ipam_dir} for the node")
 
 
@@ -317,21 +410,33 @@ def hns_features(f: Facts) -> Check:
     if f.netconf is not None and f.netconf.loopback_dsr:
         needs.append(("loopbackDSR", "dsr"))
     dual = (f.lease is not None and f.lease.ipv6_subnet is not None) or (
-        f.network is not None and any(":" in s.prefix for s in f.network.subnets))
+        f.network is not None and any(":" in s.prefix for s in f.network.subnets)
+    )
     if dual:
         needs.append(("dual-stack", "dual_stack"))
     if (f.backend is not None and f.backend.type == "vxlan" and f.backend.port) or (
-            f.network is not None and f.network.vxlan_port is not None):
+        f.network is not None and f.network.vxlan_port is not None
+    ):
         needs.append(("VXLAN port policy", "vxlan_port"))
     lacking = [what for what, feature in needs if not getattr(f.features, feature)]
     version = ".".join(map(str, f.hns_version or ()))
     if lacking:
-        where = {"loopbackDSR": f"loopbackDSR from {f.conf_path}", "dual-stack": "the IPv6 subnet from "
-                 f"{f.net_conf_path}", "VXLAN port policy": f"Backend.Port from {f.net_conf_path}"}
-        return Check("hns-features", FAIL, f"HNS {version} does not support {', '.join(lacking)}",
-                     f"remove {', '.join(where[w] for w in lacking)}, or update Windows to a build whose HNS "
-                     "supports it")
-    return Check("hns-features", OK, f"HNS {version} supports " + (", ".join(w for w, _ in needs) or "everything the config uses"))
+        where = {
+            "loopbackDSR": f"loopbackDSR from {f.conf_path}",
+            "dual-stack": f"the IPv6 subnet from {f.net_conf_path}",
+            "VXLAN port policy": f"Backend.Port from {f.net_conf_path}",
+        }
+        return Check(
+            "hns-features",
+            FAIL,
+            f"HNS {version} does not support {', '.join(lacking)}",
+            f"remove {', '.join(where[w] for w in lacking)}, or update Windows to a build whose HNS supports it",
+        )
+    return Check(
+        "hns-features",
+        OK,
+        f"HNS {version} supports " + (", ".join(w for w, _ in needs) or "everything the config uses"),
+    )
 
 
 def ipam_store(f: Facts) -> Check:
@@ -340,40 +445,69 @@ def ipam_store(f: Facts) -> Check:
     if f.reservations is None or f.network is None:
         return _skipped("ipam-store", "no host-local store or HNS network")
     from plugins.cni import ownership
+
     suffix = f"_{f.name}"
     pods = {pod: ips for name, ips in f.endpoints if (pod := ownership.pod_of(name, f.name))}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
     # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
-    orphans = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in f.reservations
-               if cid not in pods and not ownership.pinned(cid) and ip not in f.young]
+    orphans = [
+        f"{ip} reserved for {cid or '?'} which has no endpoint"
+        for ip, cid in f.reservations
+        if cid not in pods and not ownership.pinned(cid) and ip not in f.young
+    ]
     bad = [cid for cid, ips in pods.items() if cid not in held or any(owner.get(ip) != cid for ip in ips)]
-    stale = [f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held]
-    stale += [f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}" if ip in owner
-              else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
-              for cid, ips in pods.items() if cid in held for ip in ips if owner.get(ip) != cid]
+    stale = [
+        f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held
+    ]
+    stale += [
+        f"endpoint {cid}{suffix} holds {ip}, which host-local reserves for {owner[ip] or '?'}"
+        if ip in owner
+        else f"endpoint {cid}{suffix} holds {ip}, which host-local has not reserved (it may hand it to another pod)"
+        for cid, ips in pods.items()
+        if cid in held
+        for ip in ips
+        if owner.get(ip) != cid
+    ]
     stale += [c for c in ownership.conflicts(list(f.reservations), list(f.endpoints), f.name) if c not in stale]
     if stale:
-        return Check("ipam-store", WARN, "; ".join(orphans + stale),
-                     "an endpoint whose pod is gone is the stale-endpoints check's to remove; for a live pod, remove "
-                     f"its pod sandbox ({', '.join(bad)}; crictl rmp): the kubelet starts it again with an address "
-                     "host-local reserves" + (
-                         f"; then the reservations go with wincni reclaim --cni-conf {f.conf_path}" if orphans else ""))
+        return Check(
+            "ipam-store",
+            WARN,
+            "; ".join(orphans + stale),
+            "an endpoint whose pod is gone is the stale-endpoints check's to remove; for a live pod, remove "
+            f"its pod sandbox ({', '.join(bad)}; crictl rmp): the kubelet starts it again with an address "
+            "host-local reserves"
+            + (f"; then the reservations go with wincni reclaim --cni-conf {f.conf_path}" if orphans else ""),
+        )
     if orphans:
-        return Check("ipam-store", WARN, "; ".join(orphans),
-                     "the runtime's CNI GC releases them (containerd 2.x); this releases every reservation older than "
-                     f"{_minutes()} whose pod has no HNS endpoint",
-                     command(f, "wincni", "reclaim", "--cni-conf", f.conf_path))
+        return Check(
+            "ipam-store",
+            WARN,
+            "; ".join(orphans),
+            "the runtime's CNI GC releases them (containerd 2.x); this releases every reservation older than "
+            f"{_minutes()} whose pod has no HNS endpoint",
+            command(f, "wincni", "reclaim", "--cni-conf", f.conf_path),
+        )
     own = sum(ownership.pinned(cid) for _, cid in f.reservations)
     waiting = sum(cid not in pods and not ownership.pinned(cid) for _, cid in f.reservations)
-    return Check("ipam-store", OK, f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
-                 "HNS endpoints" + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
-                 + (f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale "
-                    "once older)" if waiting else ""))
+    return Check(
+        "ipam-store",
+        OK,
+        f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
+        "HNS endpoints"
+        + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
+        + (
+            f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale once older)"
+            if waiting
+            else ""
+        ),
+    )
 
 
 def _minutes() -> str:
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
+
     return f"{IN_FLIGHT_SECONDS / 60:g} minutes"
 
 
@@ -384,9 +518,14 @@ def stale_endpoints(f: Facts) -> Check:
     if not f.stale_endpoints:
         return Check("stale-endpoints", OK, f"every pod endpoint on {f.name} belongs to a live sandbox")
     listed = [f"{name} ({id_}, {', '.join(ips) or 'no address'})" for name, id_, ips in f.stale_endpoints]
-    return Check("stale-endpoints", WARN, f"{len(listed)} endpoint(s) on {f.name} have no live sandbox: " + "; ".join(listed),
-                 "the runtime's CNI GC removes them; this deletes them, and the ipam-store check then names the "
-                 "reservations to release", command(f, "hnsctl", "endpoint", "delete", *(id_ for _, id_, _ in f.stale_endpoints)))
+    return Check(
+        "stale-endpoints",
+        WARN,
+        f"{len(listed)} endpoint(s) on {f.name} have no live sandbox: " + "; ".join(listed),
+        "the runtime's CNI GC removes them; this deletes them, and the ipam-store check then names the "
+        "reservations to release",
+        command(f, "hnsctl", "endpoint", "delete", *(id_ for _, id_, _ in f.stale_endpoints)),
+    )
 
 
 def excepted_set(policies: Iterable[Any]) -> IPSet:
@@ -412,10 +551,14 @@ def backend(f: Facts) -> Check | None:
     """Says nothing unless the plugins would run on the simulator on Windows (README "Security model")."""
     if not f.simulated:
         return None
-    return Check("backend", FAIL, "LIBHNS_BACKEND=sim: the plugins would run on the HNS simulator, so pods get no "
-                 "real network", "remove LIBHNS_BACKEND (and WINCNI_ALLOW_SIMULATOR) from containerd's environment "
-                 "(the Environment value of HKLM\\SYSTEM\\CurrentControlSet\\Services\\containerd) and the "
-                 "machine's (System Properties, Environment Variables), then restart containerd")
+    return Check(
+        "backend",
+        FAIL,
+        "LIBHNS_BACKEND=sim: the plugins would run on the HNS simulator, so pods get no real network",
+        "remove LIBHNS_BACKEND (and WINCNI_ALLOW_SIMULATOR) from containerd's environment "
+        "(the Environment value of HKLM\\SYSTEM\\CurrentControlSet\\Services\\containerd) and the "
+        "machine's (System Properties, Environment Variables), then restart containerd",
+    )
 
 
 def permissions(f: Facts) -> Check | None:
@@ -424,30 +567,66 @@ def permissions(f: Facts) -> Check | None:
         return None
     listed = "; ".join(f"{label} {path} is writable by {who}" for label, path, who in f.open_dirs)
     if f.windows:
-        return Check("permissions", WARN, listed,
-                     "the plugins run as SYSTEM from and with these folders: give each an admin-only ACL (wincni "
-                     "install and build.ps1 -Install do it for the bin dir): icacls <folder> /inheritance:r /grant:r "
-                     '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX" (SYSTEM, '
-                     "Administrators, Users by SID, as their names differ by language; quoted, or PowerShell reads "
-                     "(OI) as a command)")
+        return Check(
+            "permissions",
+            WARN,
+            listed,
+            "the plugins run as SYSTEM from and with these folders: give each an admin-only ACL (wincni "
+            "install and build.ps1 -Install do it for the bin dir): icacls <folder> /inheritance:r /grant:r "
+            '"*S-1-5-18:(OI)(CI)F" "*S-1-5-32-544:(OI)(CI)F" "*S-1-5-32-545:(OI)(CI)RX" (SYSTEM, '
+            "Administrators, Users by SID, as their names differ by language; quoted, or PowerShell reads "
+            "(OI) as a command)",
+        )
     modes = [path for _, path, who in f.open_dirs if who in ("its group", "every user", "its group and every user")]
-    return Check("permissions", WARN, listed,
-                 "the plugins run as root from and with these folders: only root may write them" +
-                 ("" if len(modes) == len(f.open_dirs) else "; give the others to root (chown root:root) and replace a "
-                  "symbolic link by the folder it points at"),
-                 _shell(["chmod", "go-w", *modes]) if len(modes) == len(f.open_dirs) else "")
+    return Check(
+        "permissions",
+        WARN,
+        listed,
+        "the plugins run as root from and with these folders: only root may write them"
+        + (
+            ""
+            if len(modes) == len(f.open_dirs)
+            else "; give the others to root (chown root:root) and replace a symbolic link by the folder it points at"
+        ),
+        _shell(["chmod", "go-w", *modes]) if len(modes) == len(f.open_dirs) else "",
+    )
 
 
 ALL: tuple[Callable[[Facts], Check | None], ...] = (
-    backend, config, plugins, hns_network, subnet_env, exceptions, reach, net_conf, vxlan, source_vip, hns_features,
-    ipam_store, stale_endpoints, permissions)
+    backend,
+    config,
+    plugins,
+    hns_network,
+    subnet_env,
+    exceptions,
+    reach,
+    net_conf,
+    vxlan,
+    source_vip,
+    hns_features,
+    ipam_store,
+    stale_endpoints,
+    permissions,
+)
 
 
 # ``wincni doctor --quick`` (the DaemonSet's readiness probe): what decides whether a pod can get a
 # network now, from reads alone; host-local's store (its lock and index are written) and the scan of
 # every endpoint are left out.
-QUICK = frozenset({"backend", "config", "plugins", "hns-network", "subnet-env", "exceptions", "net-conf", "vxlan",
-                   "hns-features", "permissions"})
+QUICK = frozenset(
+    {
+        "backend",
+        "config",
+        "plugins",
+        "hns-network",
+        "subnet-env",
+        "exceptions",
+        "net-conf",
+        "vxlan",
+        "hns-features",
+        "permissions",
+    }
+)
 
 
 def run(facts: Facts, quick: bool = False) -> list[Check]:

@@ -21,6 +21,7 @@ Every way the file can be unusable is a ``ConfigError`` saying so: larger than `
 (never read in part: a section past a cut would be silently missed), not TOML, nested deeper than
 the reader goes, or a directory that no file system can hold (a NUL, a control character).
 """
+
 from __future__ import annotations
 
 import ntpath
@@ -46,8 +47,11 @@ class ConfigError(Exception):
 def add_config_argument(p: "argparse.ArgumentParser", platform: str) -> None:
     """``--containerd-config``, for every command whose CNI folders ``locate`` decides."""
     default = r"%%ProgramFiles%%\containerd\config.toml" if platform == "win32" else config_path(platform, {})
-    p.add_argument("--containerd-config", metavar="FILE",
-                   help=f"containerd's config, which names the CNI folders (default {default})")
+    p.add_argument(
+        "--containerd-config",
+        metavar="FILE",
+        help=f"containerd's config, which names the CNI folders (default {default})",
+    )
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,14 @@ def without_containerd(platform: str) -> CniDirs:
     return LEGACY.get(platform, POSIX_DEFAULTS)
 
 
-def locate(platform: str, env: Mapping[str, str], read: Callable[[str, int], "bytes | None"],
-           isdir: Callable[[str], bool], config: str | None = None,
-           absent: CniDirs | None = None) -> CniDirs:
+def locate(
+    platform: str,
+    env: Mapping[str, str],
+    read: Callable[[str, int], "bytes | None"],
+    isdir: Callable[[str], bool],
+    config: str | None = None,
+    absent: CniDirs | None = None,
+) -> CniDirs:
     """Where the runtime's CNI folders are on this node, and why: ``config`` (default: containerd's
     own config.toml) when it names them, else containerd's defaults; when neither the config nor
     containerd's folder exists, ``absent`` if given. ``read`` returns at most ``cap`` bytes, None
@@ -114,8 +123,9 @@ def locate(platform: str, env: Mapping[str, str], read: Callable[[str, int], "by
 def parse(raw: bytes, path: str, fallback: CniDirs) -> CniDirs:
     """The CNI dirs ``raw`` (config.toml's bytes) sets, each else ``fallback``'s; ``why`` says which."""
     if len(raw) > MAX_CONFIG:
-        raise ConfigError(f"{path} is larger than {MAX_CONFIG >> 10} KiB, more than wincni reads of a containerd "
-                          "config")
+        raise ConfigError(
+            f"{path} is larger than {MAX_CONFIG >> 10} KiB, more than wincni reads of a containerd config"
+        )
     try:
         import tomllib
     except ImportError:  # Python 3.10: the Windows bundle ships 3.13
@@ -125,19 +135,30 @@ def parse(raw: bytes, path: str, fallback: CniDirs) -> CniDirs:
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc}): containerd cannot start with it either") from None
     except RecursionError:
-        raise ConfigError(f"{path} nests arrays or tables deeper than wincni reads: no containerd config does") from None
+        raise ConfigError(
+            f"{path} nests arrays or tables deeper than wincni reads: no containerd config does"
+        ) from None
     plugins = doc.get("plugins") if isinstance(doc.get("plugins"), dict) else {}
-    cnis = [s["cni"] for s in (plugins.get(name) for name in SECTIONS)
-            if isinstance(s, dict) and isinstance(s.get("cni"), dict)]
+    cnis = [
+        s["cni"]
+        for s in (plugins.get(name) for name in SECTIONS)
+        if isinstance(s, dict) and isinstance(s.get("cni"), dict)
+    ]
     bin_dir = _first(cnis, "bin_dirs", list) or _first(cnis, "bin_dir", str)
     conf_dir = _first(cnis, "conf_dir", str)
     for key, value in (("bin_dir", bin_dir), ("conf_dir", conf_dir)):
         if any(ord(c) < 32 for c in value):
-            raise ConfigError(f"{path}: the cni {key} {value[:200]!r} holds a NUL or control character, which no "
-                              "folder name can")
+            raise ConfigError(
+                f"{path}: the cni {key} {value[:200]!r} holds a NUL or control character, which no folder name can"
+            )
     named = " and ".join(k for k, v in (("bin_dir", bin_dir), ("conf_dir", conf_dir)) if v)
-    why = (f"{path} names them" if bin_dir and conf_dir else f"{path} names {named}; the other: {fallback.why}"
-           if named else f"{path} leaves them out: {fallback.why}")
+    why = (
+        f"{path} names them"
+        if bin_dir and conf_dir
+        else f"{path} names {named}; the other: {fallback.why}"
+        if named
+        else f"{path} leaves them out: {fallback.why}"
+    )
     return CniDirs(bin_dir or fallback.bin_dir, conf_dir or fallback.conf_dir, why)
 
 

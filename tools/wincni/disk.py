@@ -9,6 +9,7 @@ Nothing here writes, deletes or lists through a link: files are written new (``s
 and renamed into place; an entry to get rid of is unlinked, or renamed to a fresh trash name
 beside it and deleted from there.
 """
+
 from __future__ import annotations
 
 import filecmp
@@ -59,6 +60,7 @@ class Disk:
         """At most ``cap`` bytes of an administrator's own regular file, opened without following
         a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
         from basics.safefs import open_read
+
         with open(open_read(path), "rb") as f:
             return f.read(cap)
 
@@ -74,6 +76,7 @@ class Disk:
     def makedirs(self, path: str) -> None:
         """``path`` as an admin-only folder, reached without following a link (``safefs.secure_dir``)."""
         from basics.safefs import secure_dir
+
         secure_dir(path)
 
     def claim(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
@@ -81,11 +84,13 @@ class Disk:
         may write, Users read and run (the ACL ``build.ps1 -Install`` sets); why it had to be
         taken over, and what in it an administrator did not lay (``safefs.claim_dir``)."""
         from basics.safefs import claim_dir
+
         return claim_dir(path)
 
     def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
         """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``)."""
         from basics.safefs import survey_dir
+
         return survey_dir(path)
 
     def discard(self, path: str) -> None:
@@ -99,6 +104,7 @@ class Disk:
             os.unlink(path)
             return
         from .layout import DISCARDED
+
         trash = self.fresh_name(path + DISCARDED)  # a later install's cleanup finishes it
         os.rename(path, trash)
         self.purge(trash)
@@ -107,6 +113,7 @@ class Disk:
         """Delete the folder ``path`` another user may own, never through a link or junction
         swapped in while it is deleted (``safefs.purge``)."""
         from basics.safefs import purge
+
         purge(path)
 
     def fresh_name(self, base: str) -> str:
@@ -120,6 +127,7 @@ class Disk:
     def fresh_dir(self, path: str) -> None:
         """Create the admin-only folder ``path``, which must not exist (``safefs.fresh_dir``)."""
         from basics.safefs import fresh_dir
+
         fresh_dir(path)
 
     def digest(self, path: str) -> str:
@@ -149,6 +157,7 @@ class Disk:
         """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
         any write bit for group and others (a release folder others may write is no reason)."""
         from basics.safefs import open_new
+
         mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
         with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
             shutil.copyfileobj(f_src, f_dst)
@@ -188,6 +197,7 @@ class Disk:
         """A reader sees the old file or the new one, never a part: a temp file beside it made
         new (a leftover of an interrupted run is unlinked first), then renamed over it."""
         from basics.safefs import open_new
+
         tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.wincni-tmp")
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -219,8 +229,9 @@ def _open_plain(path: str) -> int | None:
     try:
         if os.name == "nt" and _reparse_point(os.lstat(path)):
             return None
-        return os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) |
-                       getattr(os, "O_BINARY", 0))
+        return os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        )
     except FileNotFoundError:
         return None
     except OSError:

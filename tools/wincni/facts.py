@@ -3,6 +3,7 @@
 Every file is read by the parser the plugins themselves use, and every failure becomes a
 ``Problem`` (message + fix) in the facts, never an exception: the checks decide what it means.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,17 +12,23 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from libhns.backend import simulated_on_windows
 from basics.jsonci import get_ci
+from libhns.backend import simulated_on_windows
 from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 
 # Where a Windows node keeps things (the Kubernetes Windows guide, flanneld, kube-proxy); off
 # Windows the Linux places, so the same flags drive the simulator.
 # The CNI folders are containerd.locate's to say.
-WINDOWS_PATHS = {"subnet_env": r"C:\run\flannel\subnet.env", "net_conf": r"C:\etc\kube-flannel\net-conf.json",
-                 "source_vip": r"C:\k\SourceVip.json"}
-POSIX_PATHS = {"subnet_env": "/run/flannel/subnet.env", "net_conf": "/etc/kube-flannel/net-conf.json",
-               "source_vip": "/var/lib/kube-proxy/SourceVip.json"}
+WINDOWS_PATHS = {
+    "subnet_env": r"C:\run\flannel\subnet.env",
+    "net_conf": r"C:\etc\kube-flannel\net-conf.json",
+    "source_vip": r"C:\k\SourceVip.json",
+}
+POSIX_PATHS = {
+    "subnet_env": "/run/flannel/subnet.env",
+    "net_conf": "/etc/kube-flannel/net-conf.json",
+    "source_vip": "/var/lib/kube-proxy/SourceVip.json",
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Problem:
 class Facts:
     """What the checks look at, built once by ``gather`` (or by hand in a test); ``None`` with a
     ``*_problem`` means "could not be read"."""
+
     conf_path: str = ""
     conf_problem: Problem | None = None
     plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)
@@ -128,27 +136,55 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         policies, policy_problem = endpoint_policies(conf_path, flavor, netconf, network, hns.get("features"))
         if policy_problem is not None:
             netconf, conf_problem = None, policy_problem
-    open_dirs = read_open_dirs({"CNI bin dir": opts["cni_bin_dir"], "CNI conf dir": os.path.dirname(conf_path),
-                                "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
-                                "flannel data dir": getattr(fconf, "data_dir", "")})
+    open_dirs = read_open_dirs(
+        {
+            "CNI bin dir": opts["cni_bin_dir"],
+            "CNI conf dir": os.path.dirname(conf_path),
+            "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
+            "flannel data dir": getattr(fconf, "data_dir", ""),
+        }
+    )
     bin_files = _listdir(opts["cni_bin_dir"])
-    return Facts(conf_path=conf_path, conf_problem=conf_problem, plugin=plugin, name=name,
-                 delegate_type=delegate_type, netconf=netconf, flavor=flavor,
-                 ipam_dir=ipam_dir, bin_dir=opts["cni_bin_dir"], bin_files=bin_files,
-                 subnet_env_path=subnet_env_path, lease=lease, lease_problem=lease_problem,
-                 net_conf_path=net_conf_path, backend=backend, backend_problem=backend_problem,
-                 **hns, policies=policies, source_vip_path=opts["source_vip"],
-                 source_vip=source_vip, source_vip_problem=source_vip_problem, reservations=reservations,
-                 store_problem=store_problem, reach=opts.get("reach") or "",
-                 simulated=simulated_on_windows(env, platform), open_dirs=open_dirs, young=young,
-                 windows=platform == "win32", tools=_tools(),
-                 bin_audit=read_bin_audit(opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin,
-                                          delegate_type, digests=not quick))
+    return Facts(
+        conf_path=conf_path,
+        conf_problem=conf_problem,
+        plugin=plugin,
+        name=name,
+        delegate_type=delegate_type,
+        netconf=netconf,
+        flavor=flavor,
+        ipam_dir=ipam_dir,
+        bin_dir=opts["cni_bin_dir"],
+        bin_files=bin_files,
+        subnet_env_path=subnet_env_path,
+        lease=lease,
+        lease_problem=lease_problem,
+        net_conf_path=net_conf_path,
+        backend=backend,
+        backend_problem=backend_problem,
+        **hns,
+        policies=policies,
+        source_vip_path=opts["source_vip"],
+        source_vip=source_vip,
+        source_vip_problem=source_vip_problem,
+        reservations=reservations,
+        store_problem=store_problem,
+        reach=opts.get("reach") or "",
+        simulated=simulated_on_windows(env, platform),
+        open_dirs=open_dirs,
+        young=young,
+        windows=platform == "win32",
+        tools=_tools(),
+        bin_audit=read_bin_audit(
+            opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin, delegate_type, digests=not quick
+        ),
+    )
 
 
 def _tools() -> str:
     """Where the fix commands' programs are: beside the running frozen wincni, else on PATH."""
     import sys
+
     return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
 
 
@@ -157,18 +193,27 @@ def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
     ``given`` is --cni-conf as passed (a file or the folder ``path`` was picked from)."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
+
     if not os.path.lexists(given):
-        return None, Problem(f"--cni-conf {given} does not exist", "pass --cni-conf with the pods' CNI config file, "
-                             "or the folder the runtime loads it from (containerd's config.toml conf_dir, where "
-                             "wincni install writes 10-flannel.conflist)")
+        return None, Problem(
+            f"--cni-conf {given} does not exist",
+            "pass --cni-conf with the pods' CNI config file, "
+            "or the folder the runtime loads it from (containerd's config.toml conf_dir, where "
+            "wincni install writes 10-flannel.conflist)",
+        )
     if os.path.basename(path) == NO_CONF and os.path.dirname(path) == given:
-        return None, Problem(f"{given} holds no *.conf, *.conflist or *.json file: pods get no network",
-                             f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
-                             "or pass --cni-conf with the folder or file that holds the config")
+        return None, Problem(
+            f"{given} holds no *.conf, *.conflist or *.json file: pods get no network",
+            f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
+            "or pass --cni-conf with the folder or file that holds the config",
+        )
     raw = _read(path)
     if isinstance(raw, Problem):
-        return None, Problem(f"CNI config: {raw.message}", "run the doctor as the user the runtime runs as "
-                             "(Administrator), or pass --cni-conf with a config you can read")
+        return None, Problem(
+            f"CNI config: {raw.message}",
+            "run the doctor as the user the runtime runs as "
+            "(Administrator), or pass --cni-conf with a config you can read",
+        )
     try:
         conf = first_plugin(decode(raw))
         check_name(conf)
@@ -180,6 +225,7 @@ def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
 def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, Problem | None]:
     from plugins.cni.errors import CniError
     from plugins.flannel.config import FlannelConf
+
     try:
         return FlannelConf.from_conf(conf, platform, cwd), None
     except CniError as err:
@@ -189,6 +235,7 @@ def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, P
 def read_backend(path: str) -> tuple[Any, Problem | None]:
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
+
     try:
         return netconf.load(path), None
     except CniError as err:
@@ -197,20 +244,27 @@ def read_backend(path: str) -> tuple[Any, Problem | None]:
 
 def read_lease(path: str, plugin: str) -> tuple[Any, Problem | None]:
     from plugins.flannel import subnet_env
+
     try:
         return subnet_env.load(path), None
     except subnet_env.LeaseError as err:
         if err.problem is subnet_env.LeaseProblem.MISSING and plugin != "flannel":
             return None, None  # a win-bridge/win-overlay config without flannel (start.ps1 style) needs no lease
-        return None, Problem(err.reason, "flanneld writes it once it has a lease and the HNS network: check "
-                             "that flanneld runs and its log (\"Waiting for the Network to be created\")")
+        return None, Problem(
+            err.reason,
+            "flanneld writes it once it has a lease and the HNS network: check "
+            'that flanneld runs and its log ("Waiting for the Network to be created")',
+        )
 
 
-def delegate_conf(path: str, conf: dict, fconf: Any, lease: Any, backend: Any) -> tuple[str, dict | None, Problem | None]:
+def delegate_conf(
+    path: str, conf: dict, fconf: Any, lease: Any, backend: Any
+) -> tuple[str, dict | None, Problem | None]:
     """(the HNS-facing plugin, the config it runs with, a problem): flannel's delegate as
     flannel builds it, or the config itself."""
     from plugins.cni.errors import CniError
     from plugins.flannel import delegate
+
     if fconf is None:
         return str(conf.get("type") or ""), conf, None
     if lease is None:
@@ -226,18 +280,27 @@ def delegate_conf(path: str, conf: dict, fconf: Any, lease: Any, backend: Any) -
 
 def _flavor(delegate_type: str) -> Any:
     import importlib
+
     return importlib.import_module(flavor_module(delegate_type)).FLAVOR if delegate_type in ENDPOINT_PLUGINS else None
 
 
-def endpoint_conf(path: str, doc: dict, delegate_type: str, flavor: Any, name: str, platform: str,
-                  cwd: str) -> tuple[Any, str, Problem | None]:
+def endpoint_conf(
+    path: str, doc: dict, delegate_type: str, flavor: Any, name: str, platform: str, cwd: str
+) -> tuple[Any, str, Problem | None]:
     """(the NetConf the plugin would load, host-local's store directory, a problem)."""
     from plugins.cni.errors import CniError
     from plugins.ipam_host_local.config import default_data_dir
     from plugins.winnet.lifecycle import Lifecycle
+
     if flavor is None:
-        return None, "", Problem(f"{path}: plugin type {delegate_type!r} is not a wincni plugin",
-                                 f"use type flannel, {' or '.join(ENDPOINT_PLUGINS)}")
+        return (
+            None,
+            "",
+            Problem(
+                f"{path}: plugin type {delegate_type!r} is not a wincni plugin",
+                f"use type flannel, {' or '.join(ENDPOINT_PLUGINS)}",
+            ),
+        )
     try:
         _, netconf = Lifecycle(flavor).load_conf(doc, "ADD")
     except CniError as err:
@@ -247,8 +310,9 @@ def endpoint_conf(path: str, doc: dict, delegate_type: str, flavor: Any, name: s
     return netconf, (ntpath if platform == "win32" else os.path).join(data_dir, name), None
 
 
-def endpoint_policies(path: str, flavor: Any, netconf: Any, network: Any,
-                      features: Any) -> tuple[tuple[dict, ...], Problem | None]:
+def endpoint_policies(
+    path: str, flavor: Any, netconf: Any, network: Any, features: Any
+) -> tuple[tuple[dict, ...], Problem | None]:
     """(the policies a pod endpoint of this config gets, as the lifecycle builds them, a problem).
     No pod: no port mappings and no addresses (so no loopback DSR); without the network, no
     automatic policies; without HNS's features, every feature counts as there. The API is the one
@@ -257,6 +321,7 @@ def endpoint_policies(path: str, flavor: Any, netconf: Any, network: Any,
     from plugins.winnet import policies
     from plugins.winnet.hnsapi import choose_api
     from plugins.winnet.policies import V1, V2
+
     form = V2 if choose_api(netconf.api_version, "") == 2 else V1
     has_feature = (lambda name: True) if features is None else (lambda name: bool(getattr(features, name)))
     try:
@@ -270,6 +335,7 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
     endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
     from libhns.client import open_clients
     from libhns.errors import EnvError, HnsError
+
     try:
         hcn, hnscall = open_clients(env)
         version, features = hnscall.version(), hnscall.features()
@@ -278,6 +344,7 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
         if network is not None and endpoints:
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
+
             v1 = HnsV1Api(hnscall, hcn, "", "")
             eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
             found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
@@ -286,16 +353,23 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
-    return {"hns_version": version, "features": features, "network": network, "endpoints": found,
-            "stale_endpoints": stale}
+    return {
+        "hns_version": version,
+        "features": features,
+        "network": network,
+        "endpoints": found,
+        "stale_endpoints": stale,
+    }
 
 
-def read_bin_audit(bin_dir: str, files: frozenset[str] | None, conf_dir: str, *plugins: str,
-                   digests: bool = True) -> tuple[str, ...]:
+def read_bin_audit(
+    bin_dir: str, files: frozenset[str] | None, conf_dir: str, *plugins: str, digests: bool = True
+) -> tuple[str, ...]:
     """``files``: the bin dir's listing, already read for ``Facts.bin_files``. ``digests`` off
     (--quick, the readiness probe every 30 s): who may write the folder and the launchers, without
     hashing every contents folder (16 MiB each) against the manifest."""
     from .trust import audit
+
     names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in (files or ())]
     return audit(bin_dir, conf_dir, names, digests=digests)
 
@@ -304,6 +378,7 @@ def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ..
     """(what, folder, who else may write it) for each folder the plugins run from or trust that
     someone besides administrators may write (mode bits on Linux, the DACL on Windows)."""
     from basics.safefs import writable_by_others
+
     out = []
     for label, path in folders.items():
         try:
@@ -324,14 +399,17 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
         doc = json.loads(raw.decode("utf-8-sig"))
         ip4 = get_ci(doc, "ip4") or {}
         found = [get_ci(ip4, "ip")] if isinstance(ip4, dict) and get_ci(ip4, "ip") else []
-        found += [get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")]
+        found += [
+            get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")
+        ]
         return tuple(str(a).split("/")[0] for a in found), None
     except (ValueError, UnicodeDecodeError, AttributeError, TypeError) as err:
         return None, Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one")
 
 
-def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str],
-                                                     Problem | None]:
+def read_store(
+    ipam_dir: str, platform: str
+) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str], Problem | None]:
     """host-local's reservations (IP, container ID) for the network (None when unknown), and those
     younger than reclaim's default ``--min-age``, the ownership rule's ``IN_FLIGHT_SECONDS`` (an ADD
     may still be creating their endpoint)."""
@@ -339,6 +417,7 @@ def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...
 
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
     from plugins.ipam_host_local.store import open_store
+
     if not ipam_dir or not os.path.isdir(ipam_dir):
         return (() if ipam_dir else None), frozenset(), None
     try:
@@ -348,8 +427,14 @@ def read_store(ipam_dir: str, platform: str) -> tuple[tuple[tuple[str, str], ...
             young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < IN_FLIGHT_SECONDS)
             return found, young, None
     except OSError as err:
-        return None, frozenset(), Problem(f"cannot read host-local's store {ipam_dir}: {err}",
-                                          "run the doctor as the user the runtime runs as (Administrator)")
+        return (
+            None,
+            frozenset(),
+            Problem(
+                f"cannot read host-local's store {ipam_dir}: {err}",
+                "run the doctor as the user the runtime runs as (Administrator)",
+            ),
+        )
 
 
 def _listdir(path: str) -> frozenset[str] | None:

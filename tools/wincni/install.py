@@ -12,6 +12,7 @@ administrator did not lay is removed (bin dir) or moved to a fresh admin-only qu
 (conf dir), never followed; only then is the manifest read, and believed only when it is an
 admin's file whose paths all lie in the bin and conf dirs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,26 +55,56 @@ class Outcome:
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from .containerd import CONF_NAME, add_config_argument
-    p.add_argument("--from", dest="source", metavar="DIR|ZIP",
-                   help="the release folder or zip (default: the folder this wincni runs from)")
+
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR|ZIP",
+        help="the release folder or zip (default: the folder this wincni runs from)",
+    )
     p.add_argument("--cni-bin-dir", help="default: containerd's bin_dir(s), else its own default (wincni dirs says)")
     p.add_argument("--cni-conf-dir", help="default: containerd's conf_dir, else its own default (wincni dirs says)")
     add_config_argument(p, platform)
-    p.add_argument("--net-conf", default=_net_conf_default(platform), metavar="FILE",
-                   help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)")
+    p.add_argument(
+        "--net-conf",
+        default=_net_conf_default(platform),
+        metavar="FILE",
+        help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)",
+    )
     p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
-    p.add_argument("--kubelet-config", default=_kubelet_config_default(platform), metavar="FILE",
-                   help="the kubelet's config, for clusterDNS and clusterDomain (default %(default)s)")
-    p.add_argument("--cluster-dns", action="append", default=[], metavar="IP",
-                   help="the cluster DNS service's address (default: the kubelet config's clusterDNS, else the "
-                        "service CIDR's tenth address); repeat for more")
-    p.add_argument("--cluster-domain", default="", metavar="DOMAIN",
-                   help="(default: the kubelet config's clusterDomain, else cluster.local)")
-    p.add_argument("--template", default="", metavar="FILE",
-                   help="a conflist template the operator owns (e.g. from a ConfigMap): its __TOKENS__ filled in, "
-                        "nothing else changed; default: wincni's own config")
-    p.add_argument("--node-ip", default="", metavar="IP[/PREFIX]",
-                   help="the node's management IP (host-gw; default: the address of the default route's interface)")
+    p.add_argument(
+        "--kubelet-config",
+        default=_kubelet_config_default(platform),
+        metavar="FILE",
+        help="the kubelet's config, for clusterDNS and clusterDomain (default %(default)s)",
+    )
+    p.add_argument(
+        "--cluster-dns",
+        action="append",
+        default=[],
+        metavar="IP",
+        help="the cluster DNS service's address (default: the kubelet config's clusterDNS, else the "
+        "service CIDR's tenth address); repeat for more",
+    )
+    p.add_argument(
+        "--cluster-domain",
+        default="",
+        metavar="DOMAIN",
+        help="(default: the kubelet config's clusterDomain, else cluster.local)",
+    )
+    p.add_argument(
+        "--template",
+        default="",
+        metavar="FILE",
+        help="a conflist template the operator owns (e.g. from a ConfigMap): its __TOKENS__ filled in, "
+        "nothing else changed; default: wincni's own config",
+    )
+    p.add_argument(
+        "--node-ip",
+        default="",
+        metavar="IP[/PREFIX]",
+        help="the node's management IP (host-gw; default: the address of the default route's interface)",
+    )
     p.add_argument("--conf-name", default=CONF_NAME, metavar="NAME", help="(default %(default)s)")
     p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
@@ -81,8 +112,14 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
-def run(args: argparse.Namespace, stdout: TextIO, platform: str, cwd: str, disk: Disk | None = None,
-        env: Mapping[str, str] | None = None) -> int:
+def run(
+    args: argparse.Namespace,
+    stdout: TextIO,
+    platform: str,
+    cwd: str,
+    disk: Disk | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """0 done (warnings allowed), 1 failed; the steps done so far are printed either way. ``env``
     gives %ProgramFiles% (containerd's folder on Windows)."""
     disk = disk or Disk()
@@ -107,16 +144,19 @@ def _kubelet_config_default(platform: str) -> str:
 
 def _net_conf_default(platform: str) -> str:
     from .facts import default_paths
+
     return default_paths(platform)["net_conf"]
 
 
-def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str, str],
-          out: Outcome) -> tuple[str, str]:
+def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str, str], out: Outcome) -> tuple[str, str]:
     """The flags, else where ``containerd.locate`` says containerd looks (its defaults even on a
     node without containerd yet: install lays for containerd)."""
-    from .containerd import ConfigError, CniDirs, locate, said
+    from .containerd import CniDirs, ConfigError, locate, said
+
     found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
-    given = [flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value]
+    given = [
+        flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value
+    ]
     if len(given) < 2:
         try:
             found = locate(platform, env, disk.read, os.path.isdir, args.containerd_config)
@@ -128,8 +168,10 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str,
 
 # ---------------------------------------------------------------------------- install
 
-def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
-             out: Outcome) -> None:
+
+def _install(
+    args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
+) -> None:
     rendered = _render(args, platform, cwd, out, disk)
     with _bundle(args.source, disk) as bundle:
         out.build = bundle.build
@@ -137,11 +179,19 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
             previous, _ = _take(bin_dir, conf_dir, disk, out, args.dry_run)
             files, dirs = disk.listdir(bin_dir)
             out.warnings += _missing_plugins(rendered, bundle.launchers + tuple(files), bin_dir)
-            laid = bool(previous.digest(bundle.contents)) and bundle.contents in dirs and \
-                disk.digest(os.path.join(bin_dir, bundle.contents)) == previous.digest(bundle.contents)
-            bin_steps = layout.plan_bin(bundle, bin_dir, files + dirs,
-                                        lambda n: disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n)),
-                                        previous, laid)
+            laid = (
+                bool(previous.digest(bundle.contents))
+                and bundle.contents in dirs
+                and disk.digest(os.path.join(bin_dir, bundle.contents)) == previous.digest(bundle.contents)
+            )
+            bin_steps = layout.plan_bin(
+                bundle,
+                bin_dir,
+                files + dirs,
+                lambda n: disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n)),
+                previous,
+                laid,
+            )
             if not args.dry_run:
                 for step in bin_steps:
                     out.steps.append(_lay(step, bin_dir, previous.build, disk))
@@ -151,9 +201,14 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
             existing = _read(disk.read_entry, out.conf_path, MAX_CONF)
             conf_steps = layout.plan_conf(conf_dir, conf_files, args.conf_name, rendered, existing, args.keep_others)
             if existing != rendered:
-                out.diff = "".join(difflib.unified_diff(
-                    (existing or b"").decode("utf-8", "replace").splitlines(True), rendered.decode().splitlines(True),
-                    out.conf_path if existing is not None else "/dev/null", out.conf_path))
+                out.diff = "".join(
+                    difflib.unified_diff(
+                        (existing or b"").decode("utf-8", "replace").splitlines(True),
+                        rendered.decode().splitlines(True),
+                        out.conf_path if existing is not None else "/dev/null",
+                        out.conf_path,
+                    )
+                )
             if args.dry_run:
                 out.steps += bin_steps + conf_steps
                 return
@@ -167,17 +222,27 @@ def _install(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, 
                     moved.append((step.path, target))
                 out.steps.append(step)
             contents = previous.digest(bundle.contents) if laid else disk.digest(os.path.join(bin_dir, bundle.contents))
-            manifest = Manifest(build=bundle.build, launchers=bundle.launchers, conf=out.conf_path,
-                                conf_digest=hashlib.sha256(rendered).hexdigest(),
-                                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))),
-                                contents=tuple((n, d) for n, d in previous.contents if n != bundle.contents and
-                                               disk.exists(os.path.join(bin_dir, n))) + ((bundle.contents, contents),))
+            manifest = Manifest(
+                build=bundle.build,
+                launchers=bundle.launchers,
+                conf=out.conf_path,
+                conf_digest=hashlib.sha256(rendered).hexdigest(),
+                moved=tuple(dict.fromkeys(previous.moved + tuple(moved))),
+                contents=tuple(
+                    (n, d)
+                    for n, d in previous.contents
+                    if n != bundle.contents and disk.exists(os.path.join(bin_dir, n))
+                )
+                + ((bundle.contents, contents),),
+            )
             disk.write_atomic(os.path.join(bin_dir, layout.MANIFEST), manifest.encode())
         except UnsafePath as exc:
             raise InstallError(f"{exc}; nothing was laid through it") from None
         except OSError as exc:
-            raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
-                               "running install again finishes the job") from None
+            raise InstallError(
+                f"{exc.filename or ''}: {exc.strerror or exc}; the steps above were done, "
+                "running install again finishes the job"
+            ) from None
 
 
 def _missing_plugins(rendered: bytes, present: tuple[str, ...], bin_dir: str) -> list[str]:
@@ -185,8 +250,12 @@ def _missing_plugins(rendered: bytes, present: tuple[str, ...], bin_dir: str) ->
     (a template's ``{"type": "portmap"}``): containerd fails every pod's ADD on it."""
     have = {n[:-4] if n.lower().endswith(".exe") else n for n in present}
     chained = [p.get("type") for p in json.loads(rendered).get("plugins", [])[1:] if isinstance(p, dict)]
-    return [f"the config chains plugin {t!r}, which is not in {bin_dir}: every pod's ADD fails until it is "
-            "there (or remove it from the template)" for t in dict.fromkeys(chained) if t not in have]
+    return [
+        f"the config chains plugin {t!r}, which is not in {bin_dir}: every pod's ADD fails until it is "
+        "there (or remove it from the template)"
+        for t in dict.fromkeys(chained)
+        if t not in have
+    ]
 
 
 def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, disk: Disk) -> bytes:
@@ -196,14 +265,20 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, dis
     from plugins.flannel import netconf
 
     from . import render
+
     try:
         backend = netconf.load(args.net_conf)
         if backend is None:
-            raise InstallError(f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
-                               "(the kube-flannel-cfg ConfigMap's net-conf.json)")
+            raise InstallError(
+                f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
+                "(the kube-flannel-cfg ConfigMap's net-conf.json)"
+            )
         netconf.check(backend, backend.network_name)
-        template = _read(disk.read, args.template, render.MAX_TEMPLATE,
-                         "a CNI config template is a few KiB: check --template") if args.template else None
+        template = (
+            _read(disk.read, args.template, render.MAX_TEMPLATE, "a CNI config template is a few KiB: check --template")
+            if args.template
+            else None
+        )
         if args.template and template is None:
             raise InstallError(f"--template {args.template} does not exist")
         uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template)
@@ -251,7 +326,9 @@ def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool
                 disk.fresh_dir(folder)
         if not dry_run:
             disk.rename(entry, disk.fresh_name(os.path.join(folder, os.path.basename(entry))))
-        out.steps.append(Step("quarantine", entry, detail=f"{problem}: not laid by an administrator; moved to {folder}"))
+        out.steps.append(
+            Step("quarantine", entry, detail=f"{problem}: not laid by an administrator; moved to {folder}")
+        )
     return why is not None
 
 
@@ -283,7 +360,9 @@ def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:
         try:
             disk.remove(step.path)
         except PermissionError:
-            return Step("aside", step.path, detail=f"in use: moved to {_aside(step.path, bin_dir, previous_build, disk)}")
+            return Step(
+                "aside", step.path, detail=f"in use: moved to {_aside(step.path, bin_dir, previous_build, disk)}"
+            )
     return step
 
 
@@ -332,8 +411,11 @@ def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> li
             _quietly(disk.rmdir, folder)
     if not disk.listdir(aside_root)[1]:
         _quietly(disk.rmdir, aside_root)
-    steps += [Step("held", os.path.join(bin_dir, layout.CONTENTS_PREFIX + build), detail="kept for its running "
-                   "launchers") for build in sorted(parked) if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))]
+    steps += [
+        Step("held", os.path.join(bin_dir, layout.CONTENTS_PREFIX + build), detail="kept for its running launchers")
+        for build in sorted(parked)
+        if disk.exists(os.path.join(bin_dir, layout.CONTENTS_PREFIX + build))
+    ]
     for name in disk.listdir(bin_dir)[1]:  # what an interrupted Disk.discard left
         if layout.DISCARDED in name:
             _quietly(disk.purge, os.path.join(bin_dir, name))
@@ -351,8 +433,11 @@ def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> li
 
 
 def _contents_detail(name: str, uninstalled: str) -> str:
-    return "the uninstalled build" if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled else \
-        "old build, no longer used"
+    return (
+        "the uninstalled build"
+        if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled
+        else "old build, no longer used"
+    )
 
 
 def _quietly(op, path: str) -> None:
@@ -364,8 +449,10 @@ def _quietly(op, path: str) -> None:
 
 # ---------------------------------------------------------------------------- uninstall
 
-def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
-               out: Outcome) -> None:
+
+def _uninstall(
+    args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
+) -> None:
     if not os.path.isdir(bin_dir):
         out.warnings.append(f"no {bin_dir}: nothing installed by wincni install there")
         return
@@ -389,8 +476,11 @@ def _uninstall(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk
         return
     if args.dry_run:
         contents = layout.CONTENTS_PREFIX + manifest.build
-        out.steps += plan + ([Step("remove", os.path.join(bin_dir, contents),
-                                   detail=_contents_detail(contents, manifest.build))] if trusted else [])
+        out.steps += plan + (
+            [Step("remove", os.path.join(bin_dir, contents), detail=_contents_detail(contents, manifest.build))]
+            if trusted
+            else []
+        )
         return
     try:
         for step in plan:
@@ -421,16 +511,26 @@ def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
     conf = _read(disk.read_entry, manifest.conf, MAX_CONF) if manifest.conf else None
     if conf is not None:
         ours = hashlib.sha256(conf).hexdigest() == manifest.conf_digest
-        plan.append(Step("remove" if ours else "keep", manifest.conf,
-                         detail="" if ours else "changed since install: left in place"))
-    plan += [Step("restore", original, disabled) for original, disabled in manifest.moved
-             if disk.exists(disabled) and not disk.exists(original)]
-    return plan + [Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers
-                   if disk.exists(os.path.join(bin_dir, n))]
+        plan.append(
+            Step(
+                "remove" if ours else "keep",
+                manifest.conf,
+                detail="" if ours else "changed since install: left in place",
+            )
+        )
+    plan += [
+        Step("restore", original, disabled)
+        for original, disabled in manifest.moved
+        if disk.exists(disabled) and not disk.exists(original)
+    ]
+    return plan + [
+        Step("remove", os.path.join(bin_dir, n)) for n in manifest.launchers if disk.exists(os.path.join(bin_dir, n))
+    ]
 
 
-def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str,
-              out: Outcome) -> list[Step]:
+def _provable(
+    args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
+) -> list[Step]:
     """Without a manifest to believe, what uninstall can prove install laid: the launchers and
     contents folder of this release (``--from``, else the running one) byte for byte, the config
     this install renders. Nothing is restored."""
@@ -445,9 +545,14 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
         with _bundle(args.source, disk) as bundle:
             out.build = bundle.build
             contents = os.path.join(bin_dir, bundle.contents)
-            plan += [Step("remove", os.path.join(bin_dir, n), detail=f"the launcher of build {bundle.build}")
-                     for n in bundle.launchers if disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n))]
-            if disk.exists(contents) and disk.digest(contents) == disk.digest(os.path.join(bundle.root, bundle.contents)):
+            plan += [
+                Step("remove", os.path.join(bin_dir, n), detail=f"the launcher of build {bundle.build}")
+                for n in bundle.launchers
+                if disk.same(os.path.join(bundle.root, n), os.path.join(bin_dir, n))
+            ]
+            if disk.exists(contents) and disk.digest(contents) == disk.digest(
+                os.path.join(bundle.root, bundle.contents)
+            ):
                 plan.append(Step("remove", contents, detail=f"the contents of build {bundle.build}"))
     except InstallError as exc:
         out.warnings.append(f"launchers left in place: no release to compare them with ({exc})")
@@ -456,8 +561,10 @@ def _provable(args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk,
 
 # ---------------------------------------------------------------------------- inputs
 
-def _read(read: Callable[[str, int], bytes | None], path: str, cap: int,
-          fix: str = "not a file install can use: move it away") -> bytes | None:
+
+def _read(
+    read: Callable[[str, int], bytes | None], path: str, cap: int, fix: str = "not a file install can use: move it away"
+) -> bytes | None:
     """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap`` (a
     whole number of MiB; never cut short: ``fix`` says what to do) or unreadable."""
     try:
@@ -479,8 +586,10 @@ class _bundle:
     def __enter__(self) -> layout.Bundle:
         root = self.source
         if root and not self.disk.exists(root):
-            raise InstallError(f"--from {root} does not exist: pass the release folder (make dist's dist/wincni, "
-                               "or the unpacked release zip) or the release zip")
+            raise InstallError(
+                f"--from {root} does not exist: pass the release folder (make dist's dist/wincni, "
+                "or the unpacked release zip) or the release zip"
+            )
         if not root:
             if not getattr(sys, "frozen", False):
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
@@ -496,18 +605,22 @@ class _bundle:
     def __exit__(self, *exc: object) -> None:
         if self.tmp:
             import shutil
+
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _unzip(path: str) -> str:
     import tempfile
     import zipfile
+
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
             if len(infos) > MAX_ZIP_ENTRIES or sum(i.file_size for i in infos) > MAX_ZIP_BYTES:
-                raise InstallError(f"{path}: more than {MAX_ZIP_ENTRIES} entries or {MAX_ZIP_BYTES >> 20} MiB: "
-                                   "not a wincni release zip")
+                raise InstallError(
+                    f"{path}: more than {MAX_ZIP_ENTRIES} entries or {MAX_ZIP_BYTES >> 20} MiB: "
+                    "not a wincni release zip"
+                )
             tmp = tempfile.mkdtemp(prefix="wincni-release-")
             zf.extractall(tmp)  # drops absolute paths and ".." from member names
     except (OSError, zipfile.BadZipFile) as exc:
@@ -525,6 +638,7 @@ def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tu
     """(servers, domain): the flags, else the kubelet's own config, else ((), "") for the defaults
     ``render.values`` applies, with a warning saying so. ``out.dns["from"]`` says which."""
     from . import kubelet
+
     try:
         for ip in args.cluster_dns:
             kubelet.check_server(ip, "--cluster-dns")
@@ -532,19 +646,30 @@ def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tu
             kubelet.check_domain(args.cluster_domain, "--cluster-domain")
         found = kubelet.ClusterDns((), "")
         if not (args.cluster_dns and args.cluster_domain):
-            raw = _read(disk.read, args.kubelet_config, kubelet.MAX_BYTES,
-                        "not a kubelet config; pass --cluster-dns and --cluster-domain")
+            raw = _read(
+                disk.read,
+                args.kubelet_config,
+                kubelet.MAX_BYTES,
+                "not a kubelet config; pass --cluster-dns and --cluster-domain",
+            )
             if raw is not None:
                 found = kubelet.parse(raw.decode("utf-8-sig", "replace"), args.kubelet_config)
             else:
-                out.warnings.append(f"no kubelet config at {args.kubelet_config}: pass --kubelet-config, or "
-                                    "--cluster-dns and --cluster-domain, unless kubeadm's defaults (the service "
-                                    "CIDR's tenth address, cluster.local) are this cluster's")
+                out.warnings.append(
+                    f"no kubelet config at {args.kubelet_config}: pass --kubelet-config, or "
+                    "--cluster-dns and --cluster-domain, unless kubeadm's defaults (the service "
+                    "CIDR's tenth address, cluster.local) are this cluster's"
+                )
     except kubelet.KubeletConfigError as exc:
         raise InstallError(f"{exc}; or pass --cluster-dns and --cluster-domain") from None
     servers, domain = tuple(args.cluster_dns) or found.servers, args.cluster_domain or found.domain
-    out.dns = {"from": "flags" if args.cluster_dns and args.cluster_domain else
-               args.kubelet_config if found.servers or found.domain else "defaults"}
+    out.dns = {
+        "from": "flags"
+        if args.cluster_dns and args.cluster_domain
+        else args.kubelet_config
+        if found.servers or found.domain
+        else "defaults"
+    }
     return servers, domain
 
 
@@ -554,6 +679,7 @@ def _default_node_ip() -> str:
     destination: the default route's interface, as flannel's scripts choose it. A UDP connect
     sends nothing."""
     import socket
+
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("192.0.2.1", 9))  # TEST-NET-1: never answered, never sent to
@@ -564,12 +690,18 @@ def _default_node_ip() -> str:
 
 # ---------------------------------------------------------------------------- output
 
+
 def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = "") -> None:
     if args.output == "json":
-        doc: dict = {"build": out.build, "binDir": out.bin_dir, "config": out.conf_path, "dirsFrom": out.dirs_from,
-                     "dryRun": args.dry_run,
-                     "steps": [{"action": s.action, "path": s.path, "detail": s.detail} for s in out.steps],
-                     "warnings": out.warnings}
+        doc: dict = {
+            "build": out.build,
+            "binDir": out.bin_dir,
+            "config": out.conf_path,
+            "dirsFrom": out.dirs_from,
+            "dryRun": args.dry_run,
+            "steps": [{"action": s.action, "path": s.path, "detail": s.detail} for s in out.steps],
+            "warnings": out.warnings,
+        }
         if not args.uninstall:
             doc["dns"] = out.dns
         if args.dry_run and not args.uninstall:

@@ -8,6 +8,7 @@ key); every other line is skipped, nested mappings included. A JSON file (the ku
 too) is read as JSON. Anything these two keys hold that is not that is an error naming the line,
 never a guess. Pure: ``parse`` takes the text.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 MAX_BYTES = 1 << 20  # kubeadm's is ~1 KiB
 KEYS = ("clusterDNS", "clusterDomain")
 _TOP = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*:(.*)$")
-_DOMAIN = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_DOMAIN = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 
 
 class KubeletConfigError(ValueError):
@@ -42,8 +45,10 @@ def parse(text: str, path: str) -> ClusterDns:
         raise KubeletConfigError(f"{path}: clusterDNS must be a list of IP addresses")
     servers = [ip for ip in servers if not _ipv6(ip)]  # a dual-stack cluster's second DNS address
     if found.get("clusterDNS") and not servers:
-        raise KubeletConfigError(f"{path}: clusterDNS holds no IPv4 address (Windows pods resolve through the "
-                                 "cluster DNS service's IPv4 address): pass --cluster-dns")
+        raise KubeletConfigError(
+            f"{path}: clusterDNS holds no IPv4 address (Windows pods resolve through the "
+            "cluster DNS service's IPv4 address): pass --cluster-dns"
+        )
     for ip in servers:
         check_server(ip, f"{path}: clusterDNS")
     domain = found.get("clusterDomain", "")
@@ -64,8 +69,10 @@ def check_server(ip: object, what: str) -> None:
     try:
         ipaddress.IPv4Address(ip if isinstance(ip, str) else None)  # not a number: JSON's 167772170
     except (ValueError, TypeError):
-        raise KubeletConfigError(f"{what} {ip!r} is not an IPv4 address (Windows pods resolve through the "
-                                 "cluster DNS service's IPv4 address, e.g. 10.96.0.10)") from None
+        raise KubeletConfigError(
+            f"{what} {ip!r} is not an IPv4 address (Windows pods resolve through the "
+            "cluster DNS service's IPv4 address, e.g. 10.96.0.10)"
+        ) from None
 
 
 def check_domain(domain: object, what: str) -> None:

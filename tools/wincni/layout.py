@@ -22,6 +22,7 @@ running one aside; every process sees exactly one build. An older build's conten
 once none of its launchers is left, i.e. when every aside file of it could be deleted (nothing
 runs it any more).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,6 +46,7 @@ MAX_MANIFEST = 1 << 20
 @dataclass(frozen=True)
 class Step:
     """One thing to do (or done): ``action`` is the table's first column."""
+
     action: str  # copy install replace keep aside remove held write disable restore takeover quarantine
     path: str
     source: str = ""
@@ -61,9 +63,20 @@ class Manifest:
     contents: tuple[tuple[str, str], ...] = ()  # (contents folder name, its digest) install laid
 
     def encode(self) -> bytes:
-        return (json.dumps({"build": self.build, "launchers": list(self.launchers), "conf": self.conf,
-                            "confDigest": self.conf_digest, "moved": [list(m) for m in self.moved],
-                            "contents": [list(c) for c in self.contents]}, indent=2) + "\n").encode()
+        return (
+            json.dumps(
+                {
+                    "build": self.build,
+                    "launchers": list(self.launchers),
+                    "conf": self.conf,
+                    "confDigest": self.conf_digest,
+                    "moved": [list(m) for m in self.moved],
+                    "contents": [list(c) for c in self.contents],
+                },
+                indent=2,
+            )
+            + "\n"
+        ).encode()
 
     def digest(self, name: str) -> str:
         """The digest install recorded for the contents folder ``name``, "" if none."""
@@ -96,16 +109,23 @@ class Manifest:
             raise ValueError("launchers must be file names")
         for key, pairs in (("moved", moved), ("contents", contents)):
             if not isinstance(pairs, list) or not all(
-                    isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m) for m in pairs):
+                isinstance(m, list) and len(m) == 2 and all(isinstance(p, str) for p in m) for m in pairs
+            ):
                 raise ValueError(f"{key} must be a list of pairs of strings")
-        return cls(build=str(doc.get("build") or ""), launchers=tuple(launchers), conf=str(doc.get("conf") or ""),
-                   conf_digest=str(doc.get("confDigest") or ""), moved=tuple((a, b) for a, b in moved),
-                   contents=tuple((a, b) for a, b in contents))
+        return cls(
+            build=str(doc.get("build") or ""),
+            launchers=tuple(launchers),
+            conf=str(doc.get("conf") or ""),
+            conf_digest=str(doc.get("confDigest") or ""),
+            moved=tuple((a, b) for a, b in moved),
+            contents=tuple((a, b) for a, b in contents),
+        )
 
 
 @dataclass(frozen=True)
 class Bundle:
     """A release folder: launchers beside one ``_wincni-<build>`` contents folder."""
+
     root: str
     build: str
     launchers: tuple[str, ...]
@@ -117,19 +137,22 @@ class Bundle:
     @classmethod
     def of(cls, root: str, files: Iterable[str], dirs: Iterable[str]) -> "Bundle":
         """ValueError naming what is wrong with the folder."""
-        builds = sorted(d[len(CONTENTS_PREFIX):] for d in dirs if is_contents(d))
+        builds = sorted(d[len(CONTENTS_PREFIX) :] for d in dirs if is_contents(d))
         if len(builds) != 1:
-            raise ValueError(f"{root} must hold exactly one {CONTENTS_PREFIX}<build> folder beside the executables, "
-                             f"found {len(builds)}" + (" (an _internal folder: a build older than wincni install)"
-                                                       if "_internal" in dirs else ""))
+            raise ValueError(
+                f"{root} must hold exactly one {CONTENTS_PREFIX}<build> folder beside the executables, "
+                f"found {len(builds)}"
+                + (" (an _internal folder: a build older than wincni install)" if "_internal" in dirs else "")
+            )
         launchers = tuple(sorted(f for f in files if is_launcher(f)))
         if not launchers:
             raise ValueError(f"{root} holds no executables")
         return cls(root, builds[0], launchers)
 
 
-def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callable[[str], bool],
-             previous: Manifest, laid: bool) -> list[Step]:
+def plan_bin(
+    bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callable[[str], bool], previous: Manifest, laid: bool
+) -> list[Step]:
     """Steps laying ``bundle`` into ``bin_dir`` (whose top-level names are ``present``).
 
     ``same(name)``: the launcher in bin_dir already has the bundle's bytes. ``laid``: the contents
@@ -140,9 +163,15 @@ def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callabl
     present = set(present)
     j = os.path.join
     there = bundle.contents in present
-    steps = [Step("keep" if there and laid else "copy", j(bin_dir, bundle.contents), j(bundle.root, bundle.contents),
-                  f"build {bundle.build}" + ("; the folder there is not the one install laid: replaced"
-                                             if there and not laid else ""))]
+    steps = [
+        Step(
+            "keep" if there and laid else "copy",
+            j(bin_dir, bundle.contents),
+            j(bundle.root, bundle.contents),
+            f"build {bundle.build}"
+            + ("; the folder there is not the one install laid: replaced" if there and not laid else ""),
+        )
+    ]
     for name in bundle.launchers:
         if name not in present:
             steps.append(Step("install", j(bin_dir, name), j(bundle.root, name)))
@@ -150,8 +179,11 @@ def plan_bin(bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callabl
             steps.append(Step("keep", j(bin_dir, name), j(bundle.root, name)))
         else:
             steps.append(Step("replace", j(bin_dir, name), j(bundle.root, name)))
-    steps += [Step("remove", j(bin_dir, name), detail="not in this build")
-              for name in previous.launchers if name not in bundle.launchers and name in present]
+    steps += [
+        Step("remove", j(bin_dir, name), detail="not in this build")
+        for name in previous.launchers
+        if name not in bundle.launchers and name in present
+    ]
     return steps
 
 
@@ -165,7 +197,7 @@ def embedded_build(launcher: bytes) -> str:
         return ""
     start += len(marker)
     end = launcher.find(b"\0", start)
-    name = launcher[start:end if end >= 0 else len(launcher)][:200]
+    name = launcher[start : end if end >= 0 else len(launcher)][:200]
     try:
         build = name.decode("ascii")
     except UnicodeDecodeError:
@@ -192,14 +224,15 @@ def stale_contents(present: Iterable[str], asides: Mapping[str, int], current: s
         if name.endswith((PARTIAL, TRASH)) and name.startswith(CONTENTS_PREFIX):
             out.append(name)
         elif is_contents(name):
-            build = name[len(CONTENTS_PREFIX):]
+            build = name[len(CONTENTS_PREFIX) :]
             if build != current and not asides.get(build):
                 out.append(name)
     return out
 
 
-def plan_conf(conf_dir: str, present: Iterable[str], ours: str, rendered: bytes, existing: bytes | None,
-              keep_others: bool) -> list[Step]:
+def plan_conf(
+    conf_dir: str, present: Iterable[str], ours: str, rendered: bytes, existing: bytes | None, keep_others: bool
+) -> list[Step]:
     """Write our config unless identical; disable every config containerd would load before it
     (it loads only the first, in lexical order)."""
     j = os.path.join
@@ -208,8 +241,13 @@ def plan_conf(conf_dir: str, present: Iterable[str], ours: str, rendered: bytes,
         return steps
     for name in sorted(present):
         if name < ours and name.endswith(CONF_EXTENSIONS):
-            steps.append(Step("disable", j(conf_dir, name), detail=f"sorts before {ours}: containerd would load it "
-                              f"instead; moved to {name}{DISABLED}"))
+            steps.append(
+                Step(
+                    "disable",
+                    j(conf_dir, name),
+                    detail=f"sorts before {ours}: containerd would load it instead; moved to {name}{DISABLED}",
+                )
+            )
     return steps
 
 

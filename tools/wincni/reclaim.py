@@ -10,6 +10,7 @@ in flight, or a retried one, which renews the reservation it reuses), and always
 owns it (``_wincni-``: kube-proxy's source VIP). Each candidate is checked again under the
 store's lock just before it is released: its owner and age on disk, and HNS for its endpoint.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,6 +22,7 @@ from plugins.cni.ownership import reservation_kept
 
 def live_pods(facts: Any) -> set[str]:
     from plugins.cni.ownership import pod_of
+
     return {pod for pod in (pod_of(name, facts.name) for name, _ in facts.endpoints) if pod}
 
 
@@ -28,14 +30,18 @@ def reclaimable(facts: Any, allocations: list[tuple[Any, Any]], age_of: Any, min
     """(IP, container ID) of the reservations the rule lets reclaim release (pure: the caller
     reads the store)."""
     pods = live_pods(facts)
-    return [(str(ip), owner.container_id if owner else "") for ip, owner in allocations
-            if not reservation_kept(owner.container_id if owner else "", pods, age_of(ip), min_age)]
+    return [
+        (str(ip), owner.container_id if owner else "")
+        for ip, owner in allocations
+        if not reservation_kept(owner.container_id if owner else "", pods, age_of(ip), min_age)
+    ]
 
 
 def endpoint_exists(env: Mapping[str, str], network: str) -> Callable[[str], bool]:
     """Whether HNS holds ``<container>_<network>`` now (the re-check before each release). HNS is
     opened at the first question: a run with no candidate opens it only once, for the facts."""
     from libhns.client import open_clients
+
     clients: list[Any] = []
 
     def alive(cid: str) -> bool:
@@ -44,11 +50,21 @@ def endpoint_exists(env: Mapping[str, str], network: str) -> Callable[[str], boo
         if not clients:
             clients.append(open_clients(env)[0])
         return clients[0].get_endpoint_by_name(f"{cid}_{network}") is not None
+
     return alive
 
 
-def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, err: TextIO,
-        env: Mapping[str, str] | None = None, output: str = "table", clock: Callable[[], float] = time.time) -> int:
+def run(
+    facts: Any,
+    platform: str,
+    min_age: float,
+    dry_run: bool,
+    out: TextIO,
+    err: TextIO,
+    env: Mapping[str, str] | None = None,
+    output: str = "table",
+    clock: Callable[[], float] = time.time,
+) -> int:
     """0: done (or nothing to do); 1: HNS or the store could not be read, nothing (more) released."""
     doc: dict[str, Any] = {"network": facts.name, "store": facts.ipam_dir, "dryRun": dry_run, "released": []}
     if facts.conf_problem or facts.hns_problem:
@@ -63,6 +79,7 @@ def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, e
         return 0
     from libhns.errors import EnvError, HnsError
     from plugins.ipam_host_local.store import open_store
+
     alive = endpoint_exists(env or {}, facts.name)
     released: list[tuple[str, str, float]] = []
     kept: list[tuple[str, str]] = []
@@ -74,8 +91,11 @@ def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, e
                 # Again, under the lock, just before releasing: an ADD may have renewed or
                 # re-reserved it, or created its endpoint, since the facts were read.
                 owner, at = store.owner_of(ip), store.reserved_at(ip)
-                why = ("its owner changed" if (owner.container_id if owner else "") != cid or not at else
-                       reservation_kept(cid, {cid} if alive(cid) else set(), clock() - at, min_age))
+                why = (
+                    "its owner changed"
+                    if (owner.container_id if owner else "") != cid or not at
+                    else reservation_kept(cid, {cid} if alive(cid) else set(), clock() - at, min_age)
+                )
                 if why:
                     kept.append((ip, why))
                     continue
@@ -92,8 +112,15 @@ def run(facts: Any, platform: str, min_age: float, dry_run: bool, out: TextIO, e
     return 0
 
 
-def _report(released: list[tuple[str, str, float]], kept: list[tuple[str, str]], facts: Any, dry_run: bool,
-            doc: dict[str, Any], output: str, out: TextIO) -> None:
+def _report(
+    released: list[tuple[str, str, float]],
+    kept: list[tuple[str, str]],
+    facts: Any,
+    dry_run: bool,
+    doc: dict[str, Any],
+    output: str,
+    out: TextIO,
+) -> None:
     """Into ``doc`` (``-o json``, printed by the caller) or as table lines."""
     if output == "json":
         doc["released"] = [{"ip": ip, "containerID": cid} for ip, cid, _ in released]
@@ -101,8 +128,10 @@ def _report(released: list[tuple[str, str, float]], kept: list[tuple[str, str]],
             doc["kept"] = [{"ip": ip, "why": why} for ip, why in kept]
         return
     for ip, cid, age in released:
-        out.write(f"{'would release' if dry_run else 'released'} {ip} "
-                  f"(reserved {age:.0f} s ago for {cid or 'no container'}, which has no HNS endpoint on {facts.name})\n")
+        out.write(
+            f"{'would release' if dry_run else 'released'} {ip} "
+            f"(reserved {age:.0f} s ago for {cid or 'no container'}, which has no HNS endpoint on {facts.name})\n"
+        )
     for ip, why in kept:
         out.write(f"kept {ip}: {why} (checked again just before release)\n")
     out.write(f"{len(released)} reservation(s) {'would be released' if dry_run else 'released'} in {facts.ipam_dir}\n")
@@ -117,5 +146,6 @@ def _fail(message: str, fix: str, doc: dict[str, Any], output: str, out: TextIO,
 
 def _json(out: TextIO, doc: dict[str, Any]) -> None:
     import json
+
     json.dump(doc, out, indent=2)
     out.write("\n")

@@ -9,6 +9,7 @@ for containerd and translates. A conflist at cniVersion 1.0.0, which containerd 
 and which gives CHECK. Or the operator's own template (``from_template``), whose ``__TOKENS__`` take
 the same ``values``. Either way ``validate`` loads the result as the plugins would.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -25,21 +26,36 @@ MAX_TEMPLATE = 1 << 20
 TOKEN = re.compile(r"__[A-Z][A-Z_]*[A-Z]__")
 
 
-def values(backend: netconf.Backend, service_cidr: str, node_ip: str, dns_servers: tuple[str, ...],
-           dns_domain: str) -> dict[str, str]:
+def values(
+    backend: netconf.Backend, service_cidr: str, node_ip: str, dns_servers: tuple[str, ...], dns_domain: str
+) -> dict[str, str]:
     """What a config is rendered from, by template token; CniError (code 7) naming the input at
     fault. The DNS server falls back to kubeadm's convention, the service CIDR's tenth address
     (with the "dns" capability the runtime's per-pod DNS replaces it anyway)."""
-    cluster = _cidr(backend.network, f"net-conf.json {backend.path}: Network",
-                    'flanneld needs the cluster CIDR there, e.g. "Network": "10.244.0.0/16"')
-    service = _cidr(service_cidr, "--service-cidr", "the cluster's service CIDR (kube-apiserver "
-                    "--service-cluster-ip-range), e.g. 10.96.0.0/12")
+    cluster = _cidr(
+        backend.network,
+        f"net-conf.json {backend.path}: Network",
+        'flanneld needs the cluster CIDR there, e.g. "Network": "10.244.0.0/16"',
+    )
+    service = _cidr(
+        service_cidr,
+        "--service-cidr",
+        "the cluster's service CIDR (kube-apiserver --service-cluster-ip-range), e.g. 10.96.0.0/12",
+    )
     if not dns_servers and service.num_addresses <= 10:
-        raise CniError(INVALID_CONFIG, f"--service-cidr {service} has no tenth address for the cluster DNS service",
-                       "pass --cluster-dns with its address (or --kubelet-config with clusterDNS)")
-    out = {"__NETWORK_NAME__": backend.network_name, "__DELEGATE_TYPE__": backend.delegate_type(),
-           "__CLUSTER_CIDR__": str(cluster), "__SERVICE_CIDR__": str(service),
-           "__DNS_SERVER__": (dns_servers or (str(service[10]),))[0], "__DNS_DOMAIN__": dns_domain or DEFAULT_DOMAIN}
+        raise CniError(
+            INVALID_CONFIG,
+            f"--service-cidr {service} has no tenth address for the cluster DNS service",
+            "pass --cluster-dns with its address (or --kubelet-config with clusterDNS)",
+        )
+    out = {
+        "__NETWORK_NAME__": backend.network_name,
+        "__DELEGATE_TYPE__": backend.delegate_type(),
+        "__CLUSTER_CIDR__": str(cluster),
+        "__SERVICE_CIDR__": str(service),
+        "__DNS_SERVER__": (dns_servers or (str(service[10]),))[0],
+        "__DNS_DOMAIN__": dns_domain or DEFAULT_DOMAIN,
+    }
     if node_ip:
         node = _node(node_ip)
         out.update({"__NODE_IP__": str(node.ip), "__NODE_SUBNET__": str(node.network)})
@@ -56,11 +72,17 @@ def conflist(v: dict[str, str]) -> dict[str, Any]:
     policies = [_policy({"Type": "OutBoundNAT", "ExceptionList": exceptions})]
     policies += [_policy({"Type": "ROUTE", "DestinationPrefix": r, "NeedEncap": True}) for r in routes]
     dns = {"Nameservers": [v["__DNS_SERVER__"]], "Search": ["svc." + v["__DNS_DOMAIN__"]]}
-    return {"cniVersion": CNI_VERSION, "name": v["__NETWORK_NAME__"], "plugins": [{
-        "type": "flannel",
-        "capabilities": {"portMappings": True, "dns": True},
-        "delegate": {"type": v["__DELEGATE_TYPE__"], "dns": dns, "policies": policies},
-    }]}
+    return {
+        "cniVersion": CNI_VERSION,
+        "name": v["__NETWORK_NAME__"],
+        "plugins": [
+            {
+                "type": "flannel",
+                "capabilities": {"portMappings": True, "dns": True},
+                "delegate": {"type": v["__DELEGATE_TYPE__"], "dns": dns, "policies": policies},
+            }
+        ],
+    }
 
 
 def template_tokens(raw: bytes) -> set[str]:
@@ -73,29 +95,43 @@ def from_template(raw: bytes, path: str, v: dict[str, str]) -> dict[str, Any]:
     that is not a JSON object with a "plugins" list, nests deeper than ``MAX_DEPTH``, names a token
     wincni does not know or puts one in a key."""
     from plugins.cni.config import decode
+
     if len(raw) > MAX_TEMPLATE:
-        raise CniError(INVALID_CONFIG, f"template {path} is over {MAX_TEMPLATE >> 20} MiB",
-                       "a CNI config template is a few KiB: check --template")
+        raise CniError(
+            INVALID_CONFIG,
+            f"template {path} is over {MAX_TEMPLATE >> 20} MiB",
+            "a CNI config template is a few KiB: check --template",
+        )
     try:
         doc = decode(raw)
     except CniError as err:
-        raise CniError(INVALID_CONFIG, f"template {path}: {err.msg}",
-                       "the template must be a JSON object (a .conflist)") from None
+        raise CniError(
+            INVALID_CONFIG, f"template {path}: {err.msg}", "the template must be a JSON object (a .conflist)"
+        ) from None
     in_values, in_keys = _tokens(doc, path)
     if in_keys:
-        raise CniError(INVALID_CONFIG, f"template {path}: {', '.join(sorted(in_keys))} in a key",
-                       "tokens are filled in string values only: write the key itself")
+        raise CniError(
+            INVALID_CONFIG,
+            f"template {path}: {', '.join(sorted(in_keys))} in a key",
+            "tokens are filled in string values only: write the key itself",
+        )
     unknown = sorted(in_values - set(v))
     if unknown:
         known = ", ".join(sorted(v))
-        raise CniError(INVALID_CONFIG, f"template {path}: unknown {', '.join(unknown)}",
-                       f"this node knows {known}" + ("" if "__NODE_IP__" in v else
-                                                      " (__NODE_IP__ and __NODE_SUBNET__ with --node-ip or host-gw)"))
+        raise CniError(
+            INVALID_CONFIG,
+            f"template {path}: unknown {', '.join(unknown)}",
+            f"this node knows {known}"
+            + ("" if "__NODE_IP__" in v else " (__NODE_IP__ and __NODE_SUBNET__ with --node-ip or host-gw)"),
+        )
     plugins = doc.get("plugins")
     if not isinstance(plugins, list) or not plugins or not all(isinstance(p, dict) for p in plugins):
-        raise CniError(INVALID_CONFIG, f'template {path}: "plugins" is not a list of plugin objects',
-                       'install writes a .conflist: "plugins": [{"type": "flannel", ...}] (wincni install '
-                       "--dry-run prints the one it renders)")
+        raise CniError(
+            INVALID_CONFIG,
+            f'template {path}: "plugins" is not a list of plugin objects',
+            'install writes a .conflist: "plugins": [{"type": "flannel", ...}] (wincni install '
+            "--dry-run prints the one it renders)",
+        )
     return _substitute(doc, v)
 
 
@@ -111,8 +147,11 @@ def _tokens(doc: Any, path: str) -> tuple[set[str], set[str]]:
     while pending:
         node, depth = pending.pop()
         if depth > MAX_DEPTH:
-            raise CniError(INVALID_CONFIG, f"template {path} nests deeper than {MAX_DEPTH} levels",
-                           "a CNI config nests a few levels: check --template")
+            raise CniError(
+                INVALID_CONFIG,
+                f"template {path} nests deeper than {MAX_DEPTH} levels",
+                "a CNI config nests a few levels: check --template",
+            )
         if isinstance(node, str):
             values.update(TOKEN.findall(node))
         elif isinstance(node, list):
@@ -148,29 +187,37 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
     from plugins.cni.config import decode
     from plugins.flannel import delegate, subnet_env
     from plugins.flannel.config import FlannelConf
+    from plugins.registry import flavor_module
     from plugins.winnet.lifecycle import Lifecycle
 
-    from plugins.registry import flavor_module
-
     from .facts import first_plugin
+
     conf = decode(encode(doc))
     _cni_checks(conf, backend)
     first = first_plugin(conf)
     if first.get("type") != "flannel":
-        raise CniError(INVALID_CONFIG, f"the config's first plugin is {first.get('type')!r}, not flannel",
-                       "wincni install lays a config for flannel: start the template from the one wincni renders "
-                       "(wincni install --dry-run prints it)")
+        raise CniError(
+            INVALID_CONFIG,
+            f"the config's first plugin is {first.get('type')!r}, not flannel",
+            "wincni install lays a config for flannel: start the template from the one wincni renders "
+            "(wincni install --dry-run prints it)",
+        )
     fconf = FlannelConf.from_conf(first, platform, cwd)
     cluster = ipaddress.ip_network(backend.network, strict=False)
     subnet = next(cluster.subnets(new_prefix=max(cluster.prefixlen, 24)))
-    lease = subnet_env.parse(f"FLANNEL_NETWORK={cluster}\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\n"
-                             "FLANNEL_IPMASQ=true\n", "(a lease of this cluster)")
+    lease = subnet_env.parse(
+        f"FLANNEL_NETWORK={cluster}\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+        "(a lease of this cluster)",
+    )
     built = delegate.build(fconf, lease, backend)
     _cni_checks(built, backend)
     if built["type"] != backend.delegate_type():
-        raise CniError(INVALID_CONFIG, f"the delegate's type {built['type']} cannot run on the network flanneld makes "
-                       f"for Backend.Type {backend.type} in {backend.path}",
-                       f'set "type": "{backend.delegate_type()}" in the delegate, or leave it out')
+        raise CniError(
+            INVALID_CONFIG,
+            f"the delegate's type {built['type']} cannot run on the network flanneld makes "
+            f"for Backend.Type {backend.type} in {backend.path}",
+            f'set "type": "{backend.delegate_type()}" in the delegate, or leave it out',
+        )
     Lifecycle(importlib.import_module(flavor_module(built["type"])).FLAVOR).load_conf(built, "ADD")
 
 
@@ -179,14 +226,19 @@ def _cni_checks(conf: dict[str, Any], backend: netconf.Backend) -> None:
     traced back to where it came from when that is net-conf.json's Backend.Name (not a template's
     own or missing "name")."""
     from plugins.cni.config import check_name, cni_version
+
     cni_version(conf)
     try:
         check_name(conf)
     except CniError as exc:
         if conf.get("name") != backend.network_name:
             raise
-        raise CniError(exc.code, f"flanneld's net-conf.json {backend.path}: Backend.Name becomes the CNI network "
-                       f"name, which every plugin refuses: {exc.msg}", exc.details) from None
+        raise CniError(
+            exc.code,
+            f"flanneld's net-conf.json {backend.path}: Backend.Name becomes the CNI network "
+            f"name, which every plugin refuses: {exc.msg}",
+            exc.details,
+        ) from None
 
 
 def _policy(value: dict[str, Any]) -> dict[str, Any]:
@@ -209,8 +261,11 @@ def _node(text: str) -> ipaddress.IPv4Interface:
     try:
         node = ipaddress.ip_interface(text if "/" in text else f"{text}/32")
     except ValueError:
-        raise CniError(INVALID_CONFIG, f"--node-ip {text!r} is not an IP address",
-                       "the node's management IP, optionally with its prefix: 10.127.130.36/24") from None
+        raise CniError(
+            INVALID_CONFIG,
+            f"--node-ip {text!r} is not an IP address",
+            "the node's management IP, optionally with its prefix: 10.127.130.36/24",
+        ) from None
     if node.version != 4:
         raise CniError(INVALID_CONFIG, f"--node-ip {text} is not IPv4", "pass the node's IPv4 management address")
     return node

@@ -13,6 +13,7 @@ network kube-proxy takes no source VIP: it refuses (exit status 2).
 ``sourceVip.json`` is the host-local result in the 0.2.0 shape the existing scripts read
 (``ip4.ip``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,26 +34,41 @@ PROGRESS_S = 5.0
 
 class SourceVipError(Exception):
     """Cannot reserve: the message names what is missing and what to do (exit status 1)."""
+
     status = 1
 
 
 class NotNeeded(SourceVipError):
     """The network takes no source VIP (L2Bridge): nothing to do, and saying so is a usage error (2)."""
+
     status = 2
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from .containerd import CONF_NAME, add_config_argument
     from .facts import default_paths
-    p.add_argument("--cni-conf", metavar="FILE",
-                   help=f"the pods' CNI config (default: what wincni install wrote, {CONF_NAME} in the runtime's "
-                        "conf dir: wincni dirs)")
+
+    p.add_argument(
+        "--cni-conf",
+        metavar="FILE",
+        help=f"the pods' CNI config (default: what wincni install wrote, {CONF_NAME} in the runtime's "
+        "conf dir: wincni dirs)",
+    )
     add_config_argument(p, platform)
-    p.add_argument("--out", default=default_paths(platform)["source_vip"], metavar="FILE",
-                   help="the host-local result kube-proxy's scripts read (default %(default)s)")
-    p.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
-                   help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
-                   "HNS network's management IP (default %(default)s)")
+    p.add_argument(
+        "--out",
+        default=default_paths(platform)["source_vip"],
+        metavar="FILE",
+        help="the host-local result kube-proxy's scripts read (default %(default)s)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        metavar="S",
+        help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
+        "HNS network's management IP (default %(default)s)",
+    )
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 
@@ -68,10 +84,18 @@ def seconds(text: str) -> float:
     return value
 
 
-def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platform: str, cwd: str,
-        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-        stderr: TextIO | None = None) -> int:
+def run(
+    args: argparse.Namespace,
+    stdout: TextIO,
+    env: Mapping[str, str],
+    platform: str,
+    cwd: str,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    stderr: TextIO | None = None,
+) -> int:
     from plugins.cni.errors import CniError
+
     try:
         name, ipam_of, lease = _pods_config(args.cni_conf, platform, cwd)
         network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr, lease)
@@ -84,10 +108,20 @@ def run(args: argparse.Namespace, stdout: TextIO, env: Mapping[str, str], platfo
         _print(args, stdout, {"error": f"{exc.msg}: {exc.details}" if exc.details else exc.msg})
         return 1
     address = ip.address.split("/")[0]
-    _print(args, stdout, {
-        "networkName": name, "managementIP": network.management_ip, "sourceVip": address, "store": directory,
-        "released": released, "file": args.out, "written": changed,
-        "flags": [f"--source-vip={address}", f"--network-name={name}"]})
+    _print(
+        args,
+        stdout,
+        {
+            "networkName": name,
+            "managementIP": network.management_ip,
+            "sourceVip": address,
+            "store": directory,
+            "released": released,
+            "file": args.out,
+            "written": changed,
+            "flags": [f"--source-vip={address}", f"--network-name={name}"],
+        },
+    )
     return 0
 
 
@@ -99,12 +133,15 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
     from plugins.flannel.config import FlannelConf
 
     from .facts import first_plugin
+
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_CONF)
     except OSError as exc:
-        raise SourceVipError(f"cannot read the pods' CNI config {path}: {exc.strerror or exc}; pass --cni-conf "
-                             "(wincni install writes it)") from None
+        raise SourceVipError(
+            f"cannot read the pods' CNI config {path}: {exc.strerror or exc}; pass --cni-conf "
+            "(wincni install writes it)"
+        ) from None
     conf = first_plugin(decode(raw))
     name = check_name(conf)
     if conf.get("type") != "flannel":
@@ -124,12 +161,20 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
         if lease.subnet is None or lease.subnet.version != 4:
             raise SourceVipError(f"{fconf.subnet_file} has no IPv4 FLANNEL_SUBNET")
         return {**fconf.ipam, "type": "host-local", "subnet": str(lease.subnet)}  # what flannel gives the pods
+
     return name, from_lease, fconf.subnet_file
 
 
-def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mapping[str, str], timeout: float,
-          clock: Callable[[], float], sleep: Callable[[float], None],
-          stderr: TextIO | None = None, lease: str = "") -> tuple[Any, Mapping[str, Any], set[str]]:
+def _wait(
+    name: str,
+    ipam_of: Callable[[], Mapping[str, Any] | None],
+    env: Mapping[str, str],
+    timeout: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    stderr: TextIO | None = None,
+    lease: str = "",
+) -> tuple[Any, Mapping[str, Any], set[str]]:
     """Poll until the HNS network has its management IP and the pods' IPAM is known, all within
     ``timeout`` (each HNS call is given what is left, at most ``PROGRESS_S``, so a hung HNS is
     reported too); (network, IPAM, addresses HNS gives to endpoints on it). A line on ``stderr``
@@ -137,6 +182,7 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
     from libhns.client import open_clients
     from libhns.deadline import Limits
     from libhns.errors import EnvError, HnsError
+
     start = clock()
     deadline = start + timeout
     said = start - PROGRESS_S
@@ -144,12 +190,13 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
     while True:
         now = clock()
         if missing and now >= deadline:
-            raise SourceVipError(f"{missing} not there after {timeout:g} s: is flanneld running on this node? "
-                                 "(its log: \"Waiting for the Network to be created\")")
+            raise SourceVipError(
+                f"{missing} not there after {timeout:g} s: is flanneld running on this node? "
+                '(its log: "Waiting for the Network to be created")'
+            )
         if missing and stderr is not None and now - said >= PROGRESS_S:
             said = now
-            stderr.write(f"wincni sourcevip: waiting for {missing}{_where(lease, name)}, "
-                         f"{deadline - now:.0f} s more\n")
+            stderr.write(f"wincni sourcevip: waiting for {missing}{_where(lease, name)}, {deadline - now:.0f} s more\n")
             stderr.flush()
         if missing:
             sleep(min(POLL_S, deadline - now))
@@ -162,8 +209,10 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
             client, _ = open_clients(env, Limits(call=min(PROGRESS_S, left), command=left))
             network = client.get_network_by_name(name)
             if network is not None and not network.is_type("Overlay"):
-                raise NotNeeded(f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
-                                "VIP there; run it without --source-vip (nothing was reserved)")
+                raise NotNeeded(
+                    f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
+                    "VIP there; run it without --source-vip (nothing was reserved)"
+                )
             taken = {ip for ep in client.list_endpoints(network.id) for ip in ep.ip_addresses} if network else set()
         except EnvError as err:
             raise SourceVipError(f"cannot query HNS: {err}") from None
@@ -172,16 +221,24 @@ def _wait(name: str, ipam_of: Callable[[], Mapping[str, Any] | None], env: Mappi
         ipam = ipam_of()
         if network is not None and network.management_ip and ipam is not None:
             return network, ipam, taken
-        missing = ("flanneld's lease (subnet.env)" if ipam is None else
-                   f"an answer from HNS ({hns_error})" if hns_error is not None else
-                   f"HNS network {name!r}" if network is None else f"the management IP of HNS network {name!r}")
+        missing = (
+            "flanneld's lease (subnet.env)"
+            if ipam is None
+            else f"an answer from HNS ({hns_error})"
+            if hns_error is not None
+            else f"HNS network {name!r}"
+            if network is None
+            else f"the management IP of HNS network {name!r}"
+        )
 
 
 def _where(lease: str, name: str) -> str:
     return f" (lease {lease}, network {name})" if lease else f" (network {name})"
 
 
-def reserve(name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] = frozenset()) -> tuple[Any, list[str], str]:
+def reserve(
+    name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] = frozenset()
+) -> tuple[Any, list[str], str]:
     """(IPConfig, addresses released as stale, store directory). Idempotent: the address
     already reserved to OWNER in the current subnet is returned again, unless HNS now gives it
     to an endpoint (``taken``): never one of those."""
@@ -190,6 +247,7 @@ def reserve(name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] =
     from plugins.ipam_host_local import config
     from plugins.ipam_host_local.allocator import allocate_all
     from plugins.ipam_host_local.store import open_store
+
     cfg = config.load({"name": name, "ipam": dict(ipam)}, {}, "1.0.0", platform)
     v4 = [s for s in cfg.range_sets if s.ranges[0].subnet.version == 4][:1]
     if not v4:
@@ -199,8 +257,11 @@ def reserve(name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] =
             stale = [ip for ip in store.owned_by(OWNER) if not v4[0].contains(ip) or str(ip) in taken]
             for ip in stale:  # from an earlier FLANNEL_SUBNET, or an address an endpoint holds
                 store.release(ip)
-                ownership.freed("wincni sourcevip", f"its reservation of {ip} in {cfg.directory}",
-                                "an endpoint holds it" if str(ip) in taken else "outside the current FLANNEL_SUBNET")
+                ownership.freed(
+                    "wincni sourcevip",
+                    f"its reservation of {ip} in {cfg.directory}",
+                    "an endpoint holds it" if str(ip) in taken else "outside the current FLANNEL_SUBNET",
+                )
             [allocation] = allocate_all(v4, _Avoiding(store, taken), OWNER)
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot use host-local's store {cfg.directory}: {exc.strerror or exc}") from None
@@ -222,12 +283,14 @@ class _Avoiding:
 
 def _result(ip: Any) -> dict:
     from plugins.cni.result import Result
+
     return Result(cni_version=RESULT_VERSION, ips=[ip]).to_dict(RESULT_VERSION)
 
 
 def _write(path: str, doc: dict) -> bool:
     """Atomically, and only when it differs (kube-proxy's restart loop rereads it)."""
     from .disk import Disk
+
     data = (json.dumps(doc, indent=2) + "\n").encode()
     disk = Disk()
     try:
@@ -249,7 +312,9 @@ def _print(args: argparse.Namespace, stdout: TextIO, doc: dict) -> None:
         stdout.write(f"FAILED: {doc['error']}\n")
         return
     was = f", released {', '.join(doc['released'])} (an earlier subnet)" if doc["released"] else ""
-    stdout.write(f"network     {doc['networkName']}, management IP {doc['managementIP']}\n"
-                 f"source VIP  {doc['sourceVip']} reserved in {doc['store']}{was}\n"
-                 f"{'wrote' if doc['written'] else 'kept':<11} {doc['file']}\n"
-                 f"kube-proxy  {' '.join(doc['flags'])}\n")
+    stdout.write(
+        f"network     {doc['networkName']}, management IP {doc['managementIP']}\n"
+        f"source VIP  {doc['sourceVip']} reserved in {doc['store']}{was}\n"
+        f"{'wrote' if doc['written'] else 'kept':<11} {doc['file']}\n"
+        f"kube-proxy  {' '.join(doc['flags'])}\n"
+    )

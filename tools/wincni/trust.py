@@ -1,5 +1,6 @@
 """What in the CNI bin dir an administrator can vouch for: the manifest ``wincni install`` wrote,
 read only as it may be trusted, and the doctor's audit of the folder built on it."""
+
 from __future__ import annotations
 
 import os
@@ -34,17 +35,20 @@ def read_manifest(disk: Disk, path: str, conf_dir: str, suspicious: bool) -> tup
             why = f"cannot be read ({exc.strerror or exc})"
     if why is None:
         return manifest, ""
-    return Manifest(), (f"{path} ignored: {why}; only what provably matches the release is removed or replaced, "
-                        "nothing is restored")
+    return Manifest(), (
+        f"{path} ignored: {why}; only what provably matches the release is removed or replaced, nothing is restored"
+    )
 
 
-def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None,
-          digests: bool = True) -> tuple[str, ...]:
+def audit(
+    bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None = None, digests: bool = True
+) -> tuple[str, ...]:
     """What the doctor's ``plugins`` check holds against the bin dir: writable by others, one of
     ``launchers`` a link or not an administrator's, a contents folder the manifest (when there
     is one: ``build.ps1 -Install`` writes none) does not name with the digest it has now (only
     with ``digests``)."""
     from basics.safefs import writable_by_others
+
     disk = disk or Disk()
     found = []
     for path in [bin_dir] + [os.path.join(bin_dir, n) for n in launchers]:
@@ -62,6 +66,8 @@ def audit(bin_dir: str, conf_dir: str, launchers: list[str], disk: Disk | None =
     for name in disk.listdir(bin_dir)[1]:
         folder = os.path.join(bin_dir, name)
         if layout.is_contents(name) and manifest.digest(name) != disk.digest(folder):
-            found.append(f"{folder} is not the contents folder install laid (its manifest does not name it "
-                         "with the digest it has now)")
+            found.append(
+                f"{folder} is not the contents folder install laid (its manifest does not name it "
+                "with the digest it has now)"
+            )
     return tuple(found)
