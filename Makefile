@@ -24,7 +24,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-demo: dist
+demo: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
 
 # Everything: tests/unit, tests/e2e, and the frozen tests (marked frozen), which run the bundle in
@@ -48,7 +48,7 @@ SOAK_MINUTES ?= 10
 soak: $(STAMP)
 	SOAK_MINUTES=$(SOAK_MINUTES) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/e2e/test_node_day.py -k soak -s -q -p no:cacheprovider
 
-bench: dist
+bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
@@ -57,7 +57,8 @@ dist: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
 	@touch $(DIST_EXE)
 
-# The bundle as `make test` needs it: `make dist` always builds; this only when an input is newer.
+# The bundle as `make test`, `make demo` and `make bench` need it: `make dist` always builds; this
+# only when an input is newer.
 $(DIST_EXE): $(STAMP) $(DIST_INPUTS)
 	$(MAKE) dist
 

@@ -216,18 +216,7 @@ class Node:
             self.write_cni_conf(self.cni_conf)
         out, err = io.StringIO(), io.StringIO()
         rc = wincni_main(
-            [
-                "doctor",
-                "--cni-conf",
-                str(self.conf_dir),
-                "--cni-bin-dir",
-                str(self.bin),
-                "--source-vip",
-                str(self.source_vip),
-                "-o",
-                "json",
-                *args,
-            ],
+            self.doctor_argv(*args),
             out,
             err,
             self.env,
@@ -240,6 +229,22 @@ class Node:
         if expect is not None:
             assert rc == expect, found
         return found
+
+    def doctor_argv(self, *args: str, output: str = "json") -> list[str]:
+        """``wincni doctor``'s arguments (after the program) on this node's CNI config, bin dir and
+        SourceVip.json."""
+        return [
+            "doctor",
+            "--cni-conf",
+            str(self.conf_dir),
+            "--cni-bin-dir",
+            str(self.bin),
+            "--source-vip",
+            str(self.source_vip),
+            "-o",
+            output,
+            *args,
+        ]
 
     def sandbox(self, api: str, cid: str) -> str:
         """The runtime's sandbox before ADD: a namespace (containerd, 'v2') or a pause container

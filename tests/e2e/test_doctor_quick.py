@@ -33,17 +33,7 @@ def snapshot(root: Path) -> dict[str, tuple]:
 
 def quick(node: Node) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [
-            str(VENV_BIN / "wincni"),
-            "doctor",
-            "--quick",
-            "--cni-conf",
-            str(node.conf_dir),
-            "--cni-bin-dir",
-            str(node.bin),
-            "--source-vip",
-            str(node.source_vip),
-        ],
+        [str(VENV_BIN / "wincni"), *node.doctor_argv("--quick", output="table")],
         env={k: v for k, v in node.env.items() if k != "LIBHNS_JOURNAL"},
         capture_output=True,
         text=True,

@@ -22,8 +22,6 @@ import functools
 import io
 import json
 import os
-import signal
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,10 +38,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from hnsnode import EXCEPTIONS, VENV_BIN, Node, net_conf_doc
+from hnsnode import EXCEPTIONS, Node, net_conf_doc
 from libhns.sim import Simulator
 from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
+from test_killed_add import kill_at, start_add
 from tools.wincni.__main__ import main as wincni_main
 from unit.test_wincni_install import release
 
@@ -309,19 +308,7 @@ class NodeDay(RuleBasedStateMachine):
         """kill -9 of an ADD at a random moment; the runtime retries it, or gives the pod up (DEL)."""
         self.step("kill", fault=True)
         cid, netns = self.new_pod(api)
-        env = {**self.node.env, "CNI_COMMAND": "ADD", "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0"}
-        proc = subprocess.Popen(
-            [str(VENV_BIN / "flannel")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        proc.stdin.write(json.dumps(self.conf).encode())
-        proc.stdin.close()
-        time.sleep(after)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_at(start_add(self.node, self.conf, cid, netns, {"CNI_IFNAME": "eth0"}), after)
         if retry:
             self.added(cid, netns, *self.flannel("ADD", cid, netns))
         else:

@@ -245,15 +245,7 @@ def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> No
     node.write_cni_conf(node.cni_conf)
     out = io.StringIO()
     main(
-        [
-            "doctor",
-            "--cni-conf",
-            str(node.conf_dir),
-            "--cni-bin-dir",
-            str(node.bin),
-            "--source-vip",
-            str(node.source_vip),
-        ],
+        node.doctor_argv(output="table"),
         out,
         io.StringIO(),
         node.env,

@@ -255,10 +255,14 @@ def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
         assert not any(offenders.values()), {m: v for m, v in offenders.items() if v}
 
 
+#: The modules only Windows runs on the pod path (no Linux run imports them).
+WINDOWS_POD_MODULES = ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs")
+
+
 def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():
     """The modules only Windows runs on the pod path (the ctypes backend, the Win32 security
     calls, the lock): no Linux run imports them, so their top-level imports are checked here."""
-    for module in ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs"):
+    for module in WINDOWS_POD_MODULES:
         assert not _top_level_imports(module) & POD_HEAVY, module
 
 
@@ -267,7 +271,7 @@ def test_the_windows_pod_path_takes_its_win32_types_from_basics_not_ctypes_winty
     Wine); the lock and the folder walks need six, which ``basics/win32types.py`` names."""
     import ast
 
-    for module in ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs"):
+    for module in WINDOWS_POD_MODULES:
         for node in ast.walk(ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())):
             names = (
                 [a.name for a in node.names]

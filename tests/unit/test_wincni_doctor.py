@@ -410,15 +410,7 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     bridge.write_cni_conf(bridge.cni_conf)
     out = io.StringIO()
     rc = main(
-        [
-            "doctor",
-            "--cni-conf",
-            str(bridge.conf_dir),
-            "--cni-bin-dir",
-            str(bridge.bin),
-            "--source-vip",
-            str(bridge.source_vip),
-        ],
+        bridge.doctor_argv(output="table"),
         out,
         io.StringIO(),
         bridge.env,
