@@ -354,10 +354,12 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         _check(_GetFileInformationByHandle(handle, ctypes.byref(info)), "GetFileInformationByHandle")
         return info
 
-    def _refuse_untrusted(path: str, sddl: str) -> None:
+    def _owner_problem(sddl: str) -> str | None:
+        """Why the owner in ``sddl`` cannot be trusted, or None."""
         owner = _owner(sddl)
         if owner and not _known(owner, _trusted()):
-            raise UnsafePath(path, f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user")
+            return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user"
+        return None
 
     def walk(path: str, sddl: str | None, create: bool, last: str) -> str | None:
         """``safefs._walk_posix`` on Windows: each component from the drive's root opened itself
@@ -431,9 +433,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             found, seen = _handle_sddl(handle), _identity(info)
         finally:
             _CloseHandle(handle)
-        owner = _owner(found)
-        if owner and not _known(owner, _trusted()):
-            return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user", seen
+        why = _owner_problem(found)
+        if why:
+            return why, seen
         others = sddl_writers(found, _trusted()) if final else []
         return (f"is writable by {names(others)}" if others else None), seen
 
@@ -514,7 +516,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 raise UnsafePath(
                     path, f"has {info.nNumberOfLinks} hard links (another name could point at a file of ours)"
                 )
-            _refuse_untrusted(path, _handle_sddl(handle))
+            why = _owner_problem(_handle_sddl(handle))
+            if why:
+                raise UnsafePath(path, why)
             return msvcrt.open_osfhandle(handle, (flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND)) | os.O_BINARY)
         except BaseException:
             _CloseHandle(handle)

@@ -192,14 +192,18 @@ def _check_posix_dir(path: str) -> None:
         raise UnsafePath(path, "is a symbolic link")
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafePath(path, "is not a directory")
-    if not _trusted_uid(st.st_uid):
-        raise UnsafePath(path, f"is owned by uid {st.st_uid}, not by root or this user")
-    if st.st_mode & _open_bits(st):
-        raise UnsafePath(
-            path,
-            f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
-            f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there",
+    why = _component_problem(st, path, True)
+    if why:
+        raise _untrusted_dir(path, why)
+
+
+def _untrusted_dir(path: str, why: str) -> UnsafePath:
+    """The refusal of a folder ``_component_problem`` found ``why`` untrusted, with its fix."""
+    if why.startswith("is writable"):
+        return UnsafePath(
+            path, why, f"what is in it cannot be trusted: chmod go-w {path}, and check what others put there"
         )
+    return UnsafePath(path, why)
 
 
 def _walk_posix(path: str, create: int | None, last: str) -> str | None:
@@ -235,15 +239,7 @@ def _walk_posix(path: str, create: int | None, last: str) -> str | None:
             elif final and last == "repair" and why.startswith("is writable"):
                 os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
             else:
-                raise UnsafePath(
-                    here,
-                    why,
-                    *(
-                        ()
-                        if not why.startswith("is writable")
-                        else (f"what is in it cannot be trusted: chmod go-w {here}, and check what others put there",)
-                    ),
-                )
+                raise _untrusted_dir(here, why)
     finally:
         os.close(fd)
     return claimed

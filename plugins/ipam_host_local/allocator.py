@@ -13,7 +13,6 @@ else:
     Protocol = object  # Store is a Protocol for type checkers, a plain class at run time
 
 from plugins.cni.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
-from plugins.cni.ownership import pinned
 from plugins.cni.record import FrozenRecord
 from plugins.cni.result import IPConfig
 
@@ -32,11 +31,6 @@ class Owner(FrozenRecord):
     @property
     def legacy(self) -> bool:
         return not self.ifname
-
-    @property
-    def pinned(self) -> bool:
-        """Node-owned (``plugins.cni.ownership``): no pod's DEL matches it and GC keeps it."""
-        return pinned(self.container_id)
 
 
 class Store(Protocol):

@@ -76,10 +76,6 @@ class DiskStore:
             ips = self.index.owned_by(owner)
         return [parse_ip(ip) for ip in ips]
 
-    def owner_of(self, ip: IPAddress | str) -> Owner | None:
-        """The reservation file's owner as it is on disk now (None: gone or unreadable)."""
-        return self._owner_of(str(ip))
-
     def renew(self, ip: IPAddress | str) -> None:
         try:
             os.utime(self._path(str(ip)))
@@ -112,7 +108,7 @@ class DiskStore:
         """Rebuild the index from the reservation files: O(files), the reference's DEL cost."""
         with os.scandir(self.directory) as entries:
             names = [e.name for e in entries if e.is_file()]
-        fresh = idx.Index.of((ip, self._owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
+        fresh = idx.Index.of((ip, self.owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
         self._index, self._dirty = fresh, True
         log.event("index-rebuilt", directory=self.directory, reservations=len(fresh))
 
@@ -147,9 +143,10 @@ class DiskStore:
         # Only canonical names are reservations (the Go plugin writes ip.String()).
         return name if str(ip) == name else None
 
-    def _owner_of(self, ip: str) -> Owner | None:
+    def owner_of(self, ip: IPAddress | str) -> Owner | None:
+        """The reservation file's owner as it is on disk now (None: gone or unreadable)."""
         try:
-            fd = os.open(self._path(ip), os.O_RDONLY | _O_BINARY)
+            fd = os.open(self._path(str(ip)), os.O_RDONLY | _O_BINARY)
         except OSError:
             return None
         try:
@@ -160,7 +157,7 @@ class DiskStore:
             os.close(fd)
 
     def _holds(self, ip: str, owner: Owner) -> bool:
-        return self._owner_of(ip) == owner
+        return self.owner_of(ip) == owner
 
     def _write(self, name: str, data: bytes) -> None:
         fd = os.open(self._path(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o600)

@@ -186,3 +186,12 @@ def test_a_replaced_executor_s_error_keeps_its_code(tmp_path, child):
     with pytest.raises(CniError) as exc:
         exec_plugin("child", "ADD", b"{}", {}, [str(tmp_path / "bin")], "1.0.0", fake, platform="linux")
     assert (exc.value.code, exc.value.msg) == (11, "later")
+
+
+@pytest.mark.parametrize("rc, out", [(1, b'{"code": 1e999}'), (1, b"[" * 100000), (0, b"[" * 100000)])
+def test_a_child_answer_json_cannot_hold_is_a_cni_error_not_a_crash(tmp_path, child, rc, out):
+    with pytest.raises(CniError) as exc:
+        exec_plugin(
+            "child", "ADD", b"{}", {}, [str(tmp_path / "bin")], "1.0.0", RecordingExecutor(rc, out), platform="linux"
+        )
+    assert exc.value.code == INTERNAL

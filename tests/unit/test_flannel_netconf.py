@@ -92,6 +92,7 @@ def test_what_windows_accepts():
     "raw, what",
     [
         (b"{not json", "not JSON"),
+        (b"[" * 100000, "not JSON"),
         (b'["Backend"]', "Backend must be an object"),
         (b'{"Backend": "vxlan"}', "Backend must be an object"),
         (b'{"Backend": {"Type": 1}}', "must be strings"),
@@ -235,3 +236,11 @@ def test_no_linux_mismatch_when_explicit_or_not_vxlan():
     assert netconf.linux_mismatch(backend_of({"Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}})) is None
     assert netconf.linux_mismatch(backend_of({"Backend": {"Type": "host-gw"}})) is None
     assert backend_of({"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}}).network == "10.244.0.0/16"
+
+
+def test_a_saved_delegate_config_nested_past_the_parser_is_a_config_error():
+    from plugins.flannel.commands import _saved
+
+    with pytest.raises(CniError) as err:
+        _saved(b"[" * 100000, "/var/lib/cni/flannel/abc")
+    assert err.value.code == INVALID_CONFIG and "/var/lib/cni/flannel/abc" in err.value.msg
