@@ -36,7 +36,39 @@ def decode(stdin: bytes) -> dict:
         raise CniError(
             DECODE_FAILURE, "error unmarshall network config: not a JSON object", f"got {type(doc).__name__}"
         )
+    if b"\\u0000" in (stdin if isinstance(stdin, bytes) else stdin.encode()):  # JSON holds a NUL only escaped
+        try:
+            where = _nul_at(doc, "")
+        except RecursionError:  # nested as deep as the parser allows: name no field
+            where = "the config"
+        if where is not None:
+            raise CniError(
+                INVALID_CONFIG,
+                f"{where} holds a NUL character",
+                "no name, path or value of a CNI config may contain one: remove it",
+            )
     return doc
+
+
+def _nul_at(value: Any, where: str) -> str | None:
+    """Where in a decoded config a NUL character stands (key or string value), else None: a path
+    holding one makes every file call it reaches fail with ValueError, so it is refused here, once,
+    for every field a plugin reads."""
+    if isinstance(value, str):
+        return where if "\0" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            shown = key.replace("\0", "\\u0000")
+            here = f"{where}.{shown}" if where else shown
+            found = here if "\0" in key else _nul_at(item, here)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_at(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _not_json(token: str) -> None:

@@ -300,3 +300,26 @@ def test_validate_for_teardown_keeps_what_it_needs_and_returns_a_valid_config(ju
     out, _ = teardown("DEL", {**junk, "name": "n", "store": {**store_junk, "dir": "/d"}})
     config.validate(out, _TOY)
     assert out["name"] == "n" and out["store"]["dir"] == "/d"
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('{"cniVersion": "1.0.0", "name": "n", "ipam": {"dataDir": "/var/lib/cni\\u0000x"}}', "ipam.dataDir"),
+        (
+            '{"cniVersion": "1.0.0", "name": "n", "delegate": {"dns": {"search": ["a", "b\\u0000"]}}}',
+            "delegate.dns.search[1]",
+        ),
+        ('{"cniVersion": "1.0.0", "name": "n", "a\\u0000b": 1}', "a\\u0000b"),
+    ],
+)
+def test_a_nul_anywhere_in_the_config_is_code_7_naming_where(text, where):
+    """A path with a NUL makes every file call fail with ValueError (a traceback, code 999): refused at decode."""
+    with pytest.raises(CniError) as info:
+        config.decode(text.encode())
+    assert info.value.code == INVALID_CONFIG and info.value.msg == f"{where} holds a NUL character"
+
+
+def test_an_escaped_backslash_before_u0000_is_not_a_nul():
+    doc = config.decode(b'{"cniVersion": "1.0.0", "name": "n", "path": "C:\\\\u0000"}')
+    assert doc["path"] == "C:\\u0000"
