@@ -191,10 +191,7 @@ class HcnApi(_Adapter):
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
-        try:
-            self.hcn.delete_endpoint(ep.id)
-        except hns_errors.NotFound:
-            pass
+        self.hcn.delete_endpoint(ep.id, missing_ok=True)
 
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hcn.list_endpoints(network.id)
@@ -326,10 +323,7 @@ class HnsV1Api(_Adapter):
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
-        try:
-            self.hnscall.delete_endpoint(ep.id)
-        except hns_errors.NotFound:
-            pass
+        self.hnscall.delete_endpoint(ep.id, missing_ok=True)
 
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hnscall.list_endpoints(network.id)
