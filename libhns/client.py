@@ -153,6 +153,17 @@ def _parse(text: str) -> Any:
     return jsontext.loads(text) if text and text.strip() else None
 
 
+def _deleted(delete: Any, missing_ok: bool) -> bool:
+    """Run ``delete``: True, or False when the object was already gone and ``missing_ok``."""
+    try:
+        delete()
+        return True
+    except errors.NotFound:
+        if missing_ok:
+            return False
+        raise
+
+
 def open_clients(env: Mapping[str, str], limits: Any = None, timeouts: Any = None) -> tuple[HcnClient, HnsCallClient]:
     """Both API clients over one raw stack: the backend ``LIBHNS_BACKEND`` selects (imported
     lazily: the simulator is not cheap), every call bounded by ``limits`` (a
@@ -241,13 +252,7 @@ class HcnClient(_Client):
             self.raw.hcn_close(kind, handle)
 
     def _delete(self, kind: str, id_: str, missing_ok: bool) -> bool:
-        try:
-            self.raw.hcn_delete(kind, _guid(id_))
-            return True
-        except errors.NotFound:
-            if missing_ok:
-                return False
-            raise
+        return _deleted(lambda: self.raw.hcn_delete(kind, _guid(id_)), missing_ok)
 
     def _modify(self, kind: str, id_: str, request: Mapping[str, Any]) -> None:
         handle = self.raw.hcn_open(kind, _guid(id_))
@@ -422,13 +427,7 @@ class HnsCallClient(_Client):
         return HNSEndpoint.from_json(self._call("POST", "/endpoints/", doc))
 
     def delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
-        try:
-            self._call("DELETE", f"/endpoints/{id_}")
-            return True
-        except errors.NotFound:
-            if missing_ok:
-                return False
-            raise
+        return _deleted(lambda: self._call("DELETE", f"/endpoints/{id_}"), missing_ok)
 
     def host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
         """``POST /endpoints/<id>/attach`` as the host (compartment 1 = host default), like cbr0_ep."""

@@ -88,28 +88,6 @@ def _seconds(var: str, text: str) -> float:
     return value
 
 
-def _run_bounded(fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
-    """(finished, result-or-exception) of ``fn`` run in a thread, waited on ``budget`` s."""
-    box: list[tuple[bool, Any]] = []
-    done = _thread.allocate_lock()
-    done.acquire()
-
-    def run() -> None:
-        try:
-            box.append((True, fn()))
-        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
-            box.append((False, e))
-        done.release()
-
-    _thread.start_new_thread(run, ())
-    if not done.acquire(timeout=budget):
-        return False, None
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return True, value
-
-
 class _Worker:
     """A thread that runs one call at a time for ``DeadlineBackend``, until ``stop``."""
 
@@ -136,7 +114,8 @@ class _Worker:
             self._done.release()
 
     def run(self, fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
-        """As ``_run_bounded``; after a False the worker is still inside ``fn``: stop it."""
+        """(finished, result) of ``fn`` waited on ``budget`` s; its exception is raised here.
+        After a False the worker is still inside ``fn``: stop it."""
         self._job = fn
         self._go.release()
         if not self._done.acquire(timeout=budget):
@@ -198,10 +177,14 @@ class DeadlineBackend:
             self._worker.stop()
 
     def _bounded(self, fn: Callable[[], T], budget: float) -> tuple[bool, Any]:
-        """``_run_bounded`` on the worker; a thread of its own for a call made while another
-        thread's call holds the worker."""
+        """``fn`` on the command's worker; on a worker of its own, stopped after, for a call
+        made while another thread's call holds that one."""
         if not self._free.acquire(False):
-            return _run_bounded(fn, budget)
+            own = _Worker()
+            try:
+                return own.run(fn, budget)
+            finally:
+                own.stop()
         try:
             worker = self._worker = self._worker or _Worker()
             finished, value = worker.run(fn, budget)

@@ -191,10 +191,7 @@ class HcnApi(_Adapter):
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
-        try:
-            self.hcn.delete_endpoint(ep.id)
-        except hns_errors.NotFound:
-            pass
+        self.hcn.delete_endpoint(ep.id, missing_ok=True)
 
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hcn.list_endpoints(network.id)
@@ -308,7 +305,7 @@ class HnsV1Api(_Adapter):
                 raise
 
     def is_attached(self, ep: Any) -> bool:
-        return any(c.lower() == self.container_id.lower() for c in ep.shared_containers or ())
+        return ep.has_container(self.container_id)
 
     def release(self, ep: Any) -> None:
         """App container: detach it and keep the shared endpoint. Pause (or unknown netns): detach and delete."""
@@ -318,18 +315,14 @@ class HnsV1Api(_Adapter):
             except hns_errors.HnsError as err:
                 _unless_timeout(err)  # best effort, like the reference: the pause container's DEL removes the endpoint
             return
-        if self.is_attached(ep):
-            try:
-                self.hnscall.hot_detach(self.container_id, ep.id)
-            except hns_errors.HnsError as err:
-                _unless_timeout(err)  # the container may already be gone; the endpoint must go regardless
+        try:
+            self.hnscall.hot_detach(self.container_id, ep.id, endpoint=ep)  # no call unless attached
+        except hns_errors.HnsError as err:
+            _unless_timeout(err)  # the container may already be gone; the endpoint must go regardless
         self.delete(ep)
 
     def delete(self, ep: Any) -> None:
-        try:
-            self.hnscall.delete_endpoint(ep.id)
-        except hns_errors.NotFound:
-            pass
+        self.hnscall.delete_endpoint(ep.id, missing_ok=True)
 
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hnscall.list_endpoints(network.id)

@@ -116,7 +116,14 @@ class UserPolicies:
             if form.holds(value):
                 fitted = dict(value)
             elif hp.translatable(ptype):
-                fitted = form.fit(value)
+                try:
+                    fitted = form.fit(value)
+                except (ValueError, TypeError) as err:  # a value the translation cannot read
+                    raise CniError(
+                        INVALID_CONFIG,
+                        f"{source}: {ptype} policy has no {form.api} equivalent: {err}",
+                        f"correct the value, or write it in the {form.name} schema",
+                    ) from None
             else:
                 raise CniError(
                     INVALID_CONFIG,

@@ -168,6 +168,9 @@ def test_fit_translates_between_schemas(v1, v2):
         ({"Type": "NoSuchThing", "Settings": {}}, V2, "unknown HCN endpoint policy type"),
         ("not-an-object", V1, "is not an HNS policy"),
         ({"NoType": 1}, V2, "is not an HNS policy"),
+        ({"Type": "NAT", "Protocol": "bogus", "InternalPort": 80}, V2, "unknown protocol 'bogus'"),
+        ({"Type": "PortMapping", "Settings": {"Flags": "x"}}, V1, "no apiVersion 1 (HNS V1) equivalent"),
+        ({"Type": "PortMapping", "Settings": {"Protocol": [6]}}, V1, "write it in the V1 schema"),
     ],
 )
 def test_fit_rejects_with_code_7_naming_the_policy(value, form, needle):
