@@ -79,7 +79,7 @@ def event(kind: str, **fields: Any) -> None:
     except UnsafePath as exc:
         _state["file"] = None
         warning(f"debug log disabled: {exc}")
-    except (OSError, ValueError):  # ValueError: a path no OS opens (an embedded NUL in "logFile")
+    except OSError:
         pass
 
 

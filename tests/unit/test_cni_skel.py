@@ -164,11 +164,6 @@ def test_config_log_file_turns_the_debug_log_on(tmp_path):
     assert "done" in log_file.read_text()
 
 
-def test_a_log_file_no_os_can_open_leaves_the_command_as_it_was():
-    run = Run(conf=dict(CONF, logFile="debug\x00.log"))
-    assert (run.rc, run.doc["ips"][0]["address"], run.stderr) == (0, "10.0.0.5/24", "")
-
-
 def test_log_settings_do_not_leak_into_the_next_run(tmp_path):
     log_file = tmp_path / "debug.log"
     Run(WINCNI_LOG_FILE=str(log_file))
