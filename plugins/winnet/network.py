@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
-from plugins.cni.ownership import host_endpoint_name
 
 #: Linux flannel's VXLAN settings; Windows nodes on the same overlay must use them (VNI >= 4096).
 FLANNEL_VNI_MIN = 4096
@@ -364,6 +363,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
     removed first, by the same rule as a pod's (``stale.clear_addresses``: code 11 for one in use)."""
     from libhns.errors import InvalidAddress
+    from plugins.cni.ownership import host_endpoint_name  # only when a network is made
 
     v4 = next((s for s in spec.subnets if s.version == 4), None)
     if v4 is None:
@@ -384,7 +384,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
 def _discard(api: Any, spec: NetworkSpec, network: Any, why: str) -> bool:
     """Delete a network this plugin made but could not set up, with its host endpoint (best
     effort: the error being raised is what counts); whether it is gone."""
-    from plugins.cni.ownership import freed
+    from plugins.cni.ownership import freed, host_endpoint_name
 
     try:
         if not spec.overlay:

@@ -311,6 +311,7 @@ def test_validate_for_teardown_keeps_what_it_needs_and_returns_a_valid_config(ju
             "delegate.dns.search[1]",
         ),
         ('{"cniVersion": "1.0.0", "name": "n", "a\\u0000b": 1}', "a\\u0000b"),
+        ('{"cniVersion": "1.0.0", "name": "n", "logFile": "debug\\u0000.log"}', "logFile"),
     ],
 )
 def test_a_nul_anywhere_in_the_config_is_code_7_naming_where(text, where):
