@@ -413,10 +413,10 @@ def node_day(root: Path) -> None:
         str(node.root / "config.toml"),
     ]
 
-    def wincni(exe: Path, *args: str, expect_rc: int = 0) -> str:
+    def wincni(exe: Path, *args: str) -> str:
         proc = node.run([str(exe), *args], show=f"{exe} " + " ".join(args))
         say(proc.stdout.decode().rstrip())
-        if proc.returncode != expect_rc or proc.stderr:
+        if proc.returncode != 0 or proc.stderr:
             raise DemoFailed(f"wincni {args[0]} exited {proc.returncode}: {proc.stderr.decode()}")
         return proc.stdout.decode()
 
