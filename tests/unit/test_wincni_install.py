@@ -289,6 +289,19 @@ def test_a_folder_that_is_not_a_release(node: Node, tmp_path: Path) -> None:
     assert "runs from source" in node.install(expect=1)["error"]
 
 
+@pytest.mark.parametrize("name", ["../10-flannel.conflist", "net.d/10-flannel.conflist", "", "..", "10-flannel.txt"])
+def test_a_conf_name_that_is_no_config_file_name_in_the_conf_dir_is_a_usage_error(
+    node: Node, tmp_path: Path, name: str
+) -> None:
+    """A path would be written outside the conf dir, where uninstall never finds it again; another
+    extension is a config containerd never loads."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = node.install_argv("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--conf-name", name)
+    assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
+    assert f"argument --conf-name: {name!r} is not a config file name in the conf dir" in err.getvalue()
+    assert out.getvalue() == "" and not node.cni_bin.exists() and not (tmp_path / "10-flannel.conflist").exists()
+
+
 def test_through_main_and_usage_errors_are_status_2(node: Node, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(node.install_argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
