@@ -445,9 +445,16 @@ def _listdir(path: str) -> frozenset[str] | None:
 
 
 def _read(path: str) -> bytes | Problem:
+    """At most what a plugin reads of its config (``skel.MAX_STDIN``): a larger file, or a device
+    such as /dev/zero, is a problem, not a MemoryError."""
+    from plugins.cni.skel import MAX_STDIN
+
     try:
         with open(path, "rb") as f:
-            return f.read()
+            raw = f.read(MAX_STDIN + 1)
+        if len(raw) > MAX_STDIN:
+            return Problem(f"{path} is over {MAX_STDIN >> 20} MiB, more than the doctor reads", "")
+        return raw
     except FileNotFoundError:
         return Problem(f"{path} does not exist", "")
     except OSError as err:
