@@ -386,9 +386,17 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
     }
 
 
-def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}',
+        '{"launchers": 5}',  # was a TypeError traceback
+        '{"a": ' * 100_000 + "1" + "}" * 100_000,  # was a RecursionError traceback
+    ],
+)
+def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path, text: str) -> None:
     node.cni_bin.mkdir()
-    (node.cni_bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
+    (node.cni_bin / layout.MANIFEST).write_text(text)
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     [warning] = done["warnings"]
     assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()

@@ -101,11 +101,14 @@ class Manifest:
     @classmethod
     def decode(cls, raw: bytes) -> "Manifest":
         """ValueError for anything that is not a manifest we wrote."""
-        doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
+        try:
+            doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
         launchers, moved, contents = doc.get("launchers") or [], doc.get("moved") or [], doc.get("contents") or []
-        if not all(isinstance(n, str) and plain_name(n) for n in launchers):
+        if not isinstance(launchers, list) or not all(isinstance(n, str) and plain_name(n) for n in launchers):
             raise ValueError("launchers must be file names")
         for key, pairs in (("moved", moved), ("contents", contents)):
             if not isinstance(pairs, list) or not all(
