@@ -312,8 +312,9 @@ def test_source_vip_newer_result_shape_inside(bridge: Node) -> None:
     assert bridge.doctor(expect=0)["source-vip"]["status"] == "ok"
 
 
-def test_source_vip_not_json(bridge: Node) -> None:
-    bridge.source_vip.write_text("{")
+@pytest.mark.parametrize("text", ["{", '{"a": ' * 100_000 + "1" + "}" * 100_000])  # deep: was a traceback
+def test_source_vip_not_json(bridge: Node, text: str) -> None:
+    bridge.source_vip.write_text(text)
     failed(bridge.doctor(), "source-vip", "not a CNI result")
 
 

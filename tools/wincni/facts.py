@@ -403,7 +403,7 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
             get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")
         ]
         return tuple(str(a).split("/")[0] for a in found), None
-    except (ValueError, UnicodeDecodeError, AttributeError, TypeError) as err:
+    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
         return None, Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one")
 
 
