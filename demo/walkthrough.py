@@ -130,6 +130,10 @@ class Node:
             say("  " + json.dumps(doc, indent=2).replace("\n", "\n  "))
         return doc
 
+    def namespace(self) -> str:
+        """A new HostComputeNamespace, as containerd creates one for a pod: its ID."""
+        return json.loads(self.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+
     def endpoints(self) -> list[dict]:
         self.hnsctl("endpoint", "list")
         return json.loads(self.hnsctl("endpoint", "list", "-o", "json", quiet=True))
@@ -180,7 +184,7 @@ def lifecycle(node: Node) -> None:
     heading(f"[{node.network}] pod B, containerd style: CNI_NETNS=<HostComputeNamespace GUID> (HCN V2)")
     say("The same cni.conf (no apiVersion): wincni sees a namespace GUID and uses HCN, translating")
     say("the V1-shaped policies to their V2 form instead of letting HNS reject them (0x803B000D).")
-    netns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    netns = node.namespace()
     say(f"\n(containerd created HostComputeNamespace {netns})")
     pod = "podB" + uuid.uuid4().hex[:8]
     result = node.cni("ADD", pod, netns)
@@ -251,7 +255,7 @@ def standalone(root: Path) -> None:
     pods = [
         (
             "pod" + str(i) + uuid.uuid4().hex[:6],
-            json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"],
+            node.namespace(),
         )
         for i in range(5)
     ]
@@ -288,7 +292,7 @@ def standalone(root: Path) -> None:
     node.hnsctl("restart")
     node.cni("DEL", *pods[0])
     expect(len(node.ip_files()) == 4, "a pod's DEL after the restart still releases its address")
-    new_ns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    new_ns = node.namespace()
     node.cni("ADD", "podF" + uuid.uuid4().hex[:6], new_ns)
     again = json.loads(node.hnsctl("network", "list", "-o", "json", quiet=True))
     expect(len(again) == 1 and again[0]["ID"] != nets[0]["ID"], "the next ADD recreated the network")
@@ -409,10 +413,10 @@ def node_day(root: Path) -> None:
         str(node.root / "config.toml"),
     ]
 
-    def wincni(exe: Path, *args: str, expect_rc: int = 0) -> str:
+    def wincni(exe: Path, *args: str) -> str:
         proc = node.run([str(exe), *args], show=f"{exe} " + " ".join(args))
         say(proc.stdout.decode().rstrip())
-        if proc.returncode != expect_rc or proc.stderr:
+        if proc.returncode != 0 or proc.stderr:
             raise DemoFailed(f"wincni {args[0]} exited {proc.returncode}: {proc.stderr.decode()}")
         return proc.stdout.decode()
 
@@ -460,7 +464,7 @@ def node_day(root: Path) -> None:
         show=False,
     )
     node.bin, node.env["CNI_PATH"] = bin_dir, str(bin_dir)
-    netns = json.loads(node.hnsctl("namespace", "create", "-o", "json", quiet=True))["ID"]
+    netns = node.namespace()
     result = node.cni("ADD", "pod1", netns)
     expect(pod_names(node.endpoints()) == {"pod1_vxlan0"}, "the installed plugins made the pod's endpoint")
     node.cni("DEL", "pod1", netns, prev=result)

@@ -97,6 +97,12 @@ def _go(*args: str, env: dict[str, str]) -> None:
 
 
 def main(names: list[str]) -> int:
+    unknown = [n for n in names if n not in TOOLS and n != "flanneld"]
+    if unknown:
+        print(
+            f"winbuild.gotools: no tool {unknown[0]!r}: choose from {', '.join([*TOOLS, 'flanneld'])}", file=sys.stderr
+        )
+        return 2
     try:
         for name in names or [*TOOLS, "flanneld"]:
             print(flanneld() if name == "flanneld" else tool(name))

@@ -25,3 +25,8 @@ def test_a_build_past_its_time_is_a_tool_unavailable(tmp_path: Path, monkeypatch
         r"finish in 0.5 s",
     ):
         gotools.tool("kustomize")
+
+
+def test_an_unknown_tool_is_an_error_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gotools.main(["kustomize", "kubectl"]) == 2
+    assert capsys.readouterr().err == "winbuild.gotools: no tool 'kubectl': choose from kustomize, crane, flanneld\n"

@@ -62,6 +62,7 @@ def test_the_two_fields_in_every_form_kubeadm_and_hands_write(text: str, want: C
         ("clusterDNS: &anchor 1.1.1.1\n", ("not a plain value",)),
         ('{"clusterDNS": "10.96.0.10", ', ("not JSON",)),
         ('{"clusterDNS": [167772170]}', ("clusterDNS 167772170 is not an IPv4 address",)),  # a number is no address
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, ("not JSON", "maximum recursion depth")),  # was a traceback
     ],
 )
 def test_what_it_cannot_read_is_an_error_naming_file_and_line(text: str, words: tuple) -> None:

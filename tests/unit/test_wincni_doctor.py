@@ -312,9 +312,25 @@ def test_source_vip_newer_result_shape_inside(bridge: Node) -> None:
     assert bridge.doctor(expect=0)["source-vip"]["status"] == "ok"
 
 
-def test_source_vip_not_json(bridge: Node) -> None:
-    bridge.source_vip.write_text("{")
+@pytest.mark.parametrize("text", ["{", '{"a": ' * 100_000 + "1" + "}" * 100_000])  # deep: was a traceback
+def test_source_vip_not_json(bridge: Node, text: str) -> None:
+    bridge.source_vip.write_text(text)
     failed(bridge.doctor(), "source-vip", "not a CNI result")
+
+
+def test_files_larger_than_a_plugin_reads_are_problems_not_a_memory_error(bridge: Node) -> None:
+    """The doctor reads the config and the source VIP file up to what a plugin reads of its config
+    (/dev/zero given as either was a MemoryError)."""
+    with bridge.source_vip.open("wb") as f:
+        f.truncate((4 << 20) + 1)
+    failed(bridge.doctor(), "source-vip", f"{bridge.source_vip} is over 4 MiB")
+    bridge.source_vip.unlink()
+    bridge.write_cni_conf(bridge.cni_conf)
+    with (bridge.conf_dir / "10-flannel.conf").open("r+b") as f:
+        f.truncate((4 << 20) + 1)
+    bridge.cni_conf = None
+    found = bridge.doctor(expect=1)
+    assert found["config"]["status"] == "fail" and "is over 4 MiB" in found["config"]["message"], found["config"]
 
 
 def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:

@@ -289,6 +289,19 @@ def test_a_folder_that_is_not_a_release(node: Node, tmp_path: Path) -> None:
     assert "runs from source" in node.install(expect=1)["error"]
 
 
+@pytest.mark.parametrize("name", ["../10-flannel.conflist", "net.d/10-flannel.conflist", "", "..", "10-flannel.txt"])
+def test_a_conf_name_that_is_no_config_file_name_in_the_conf_dir_is_a_usage_error(
+    node: Node, tmp_path: Path, name: str
+) -> None:
+    """A path would be written outside the conf dir, where uninstall never finds it again; another
+    extension is a config containerd never loads."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = node.install_argv("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--conf-name", name)
+    assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
+    assert f"argument --conf-name: {name!r} is not a config file name in the conf dir" in err.getvalue()
+    assert out.getvalue() == "" and not node.cni_bin.exists() and not (tmp_path / "10-flannel.conflist").exists()
+
+
 def test_through_main_and_usage_errors_are_status_2(node: Node, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(node.install_argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
@@ -373,9 +386,17 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
     }
 
 
-def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}',
+        '{"launchers": 5}',  # was a TypeError traceback
+        '{"a": ' * 100_000 + "1" + "}" * 100_000,  # was a RecursionError traceback
+    ],
+)
+def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path, text: str) -> None:
     node.cni_bin.mkdir()
-    (node.cni_bin / layout.MANIFEST).write_text('{"launchers": ["..\\\\..\\\\Windows\\\\system32\\\\x.exe"]}')
+    (node.cni_bin / layout.MANIFEST).write_text(text)
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     [warning] = done["warnings"]
     assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()

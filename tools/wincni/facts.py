@@ -403,7 +403,7 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
             get_ci(e, "address") for e in get_ci(doc, "ips") or () if isinstance(e, dict) and get_ci(e, "address")
         ]
         return tuple(str(a).split("/")[0] for a in found), None
-    except (ValueError, UnicodeDecodeError, AttributeError, TypeError) as err:
+    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
         return None, Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one")
 
 
@@ -445,9 +445,16 @@ def _listdir(path: str) -> frozenset[str] | None:
 
 
 def _read(path: str) -> bytes | Problem:
+    """At most what a plugin reads of its config (``skel.MAX_STDIN``): a larger file, or a device
+    such as /dev/zero, is a problem, not a MemoryError."""
+    from plugins.cni.skel import MAX_STDIN
+
     try:
         with open(path, "rb") as f:
-            return f.read()
+            raw = f.read(MAX_STDIN + 1)
+        if len(raw) > MAX_STDIN:
+            return Problem(f"{path} is over {MAX_STDIN >> 20} MiB, more than the doctor reads", "")
+        return raw
     except FileNotFoundError:
         return Problem(f"{path} does not exist", "")
     except OSError as err:

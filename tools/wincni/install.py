@@ -105,11 +105,23 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="IP[/PREFIX]",
         help="the node's management IP (host-gw; default: the address of the default route's interface)",
     )
-    p.add_argument("--conf-name", default=CONF_NAME, metavar="NAME", help="(default %(default)s)")
+    p.add_argument("--conf-name", default=CONF_NAME, type=_conf_name, metavar="NAME", help="(default %(default)s)")
     p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
     p.add_argument("--uninstall", action="store_true", help="remove what install laid down, restore moved configs")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+
+
+def _conf_name(text: str) -> str:
+    """--conf-name's type: a file name in the conf dir that libcni loads. A path would be written
+    outside the conf dir, where the next install's manifest check refuses it and uninstall never
+    removes it."""
+    if not layout.plain_name(text) or not text.endswith(layout.CONF_EXTENSIONS):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a config file name in the conf dir ({', '.join(layout.CONF_EXTENSIONS)}: "
+            "what containerd loads)"
+        )
+    return text
 
 
 def run(

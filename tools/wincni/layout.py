@@ -88,24 +88,27 @@ class Manifest:
         moved config's new name its old one plus ``DISABLED``, every contents folder a build's."""
         paths = ([self.conf] if self.conf else []) + [p for pair in self.moved for p in pair]
         for path in paths:
-            if not in_folder(path, conf_dir) or not _plain(os.path.basename(path)):
+            if not in_folder(path, conf_dir) or not plain_name(os.path.basename(path)):
                 return f"{path!r} is not a file name in {conf_dir}"
         for original, disabled in self.moved:
             if disabled != original + DISABLED:
                 return f"{disabled!r} is not {original!r} moved aside"
         for name, _ in self.contents:
-            if not (is_contents(name) and _plain(name)):
+            if not (is_contents(name) and plain_name(name)):
                 return f"{name!r} is not a contents folder"
         return None
 
     @classmethod
     def decode(cls, raw: bytes) -> "Manifest":
         """ValueError for anything that is not a manifest we wrote."""
-        doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
+        try:
+            doc = json.loads(raw[:MAX_MANIFEST].decode("utf-8"))
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
         launchers, moved, contents = doc.get("launchers") or [], doc.get("moved") or [], doc.get("contents") or []
-        if not all(isinstance(n, str) and _plain(n) for n in launchers):
+        if not isinstance(launchers, list) or not all(isinstance(n, str) and plain_name(n) for n in launchers):
             raise ValueError("launchers must be file names")
         for key, pairs in (("moved", moved), ("contents", contents)):
             if not isinstance(pairs, list) or not all(
@@ -202,7 +205,7 @@ def embedded_build(launcher: bytes) -> str:
         build = name.decode("ascii")
     except UnicodeDecodeError:
         return ""
-    return build if build and _plain(build) and build.isprintable() else ""
+    return build if build and plain_name(build) and build.isprintable() else ""
 
 
 def aside_path(bin_dir: str, build: str, name: str, taken: Callable[[str], bool]) -> str:
@@ -267,5 +270,5 @@ def is_launcher(name: str) -> bool:
     return name.endswith(".exe") or ("." not in name and not name.startswith("_"))
 
 
-def _plain(name: str) -> bool:
+def plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and ":" not in name
