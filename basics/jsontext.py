@@ -40,7 +40,10 @@ def loads(text, *, parse_constant=None):
     # Not JSON, or JSON the C path does not read (a BOM, UTF-16): json decides, and explains.
     import json
 
-    return json.loads(text, parse_constant=parse_constant)
+    try:
+        return json.loads(text, parse_constant=parse_constant)
+    except RecursionError as exc:  # nested deeper than the stack: bad input like any other, for every caller
+        raise ValueError(str(exc)) from None
 
 
 def _unserializable(value):

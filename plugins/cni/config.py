@@ -26,7 +26,7 @@ def decode(stdin: bytes) -> dict:
     """stdin -> config object; not JSON (or not an object) is code 6."""
     try:
         doc = jsontext.loads(stdin, parse_constant=_not_json)
-    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+    except ValueError as exc:
         raise CniError(
             DECODE_FAILURE,
             f"error unmarshall network config: {exc}",

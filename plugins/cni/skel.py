@@ -282,7 +282,7 @@ def _version_doc(data: bytes) -> dict:
         doc = jsontext.loads(data) if data.strip() else {}
         if isinstance(doc, dict) and isinstance(doc.get("cniVersion"), str) and doc["cniVersion"]:
             version = doc["cniVersion"]
-    except (ValueError, RecursionError):
+    except ValueError:
         pass
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 

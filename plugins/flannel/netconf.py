@@ -78,7 +78,7 @@ def load(path: str) -> Backend | None:
 def parse(raw: bytes, path: str) -> Backend:
     try:
         doc = jsontext.loads(raw.removeprefix(b"\xef\xbb\xbf").decode())  # a BOM; not "utf-8-sig": one module less
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: absurd nesting
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
         raise _invalid(path, f"not JSON: {exc}", "flanneld cannot read it either: fix the file") from exc
     backend = get_ci(doc, "Backend", {}) if isinstance(doc, dict) else None
     if not isinstance(backend, dict):
