@@ -12,9 +12,10 @@ never a guess. Pure: ``parse`` takes the text.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
+
+from basics import jsontext
 
 MAX_BYTES = 1 << 20  # kubeadm's is ~1 KiB
 KEYS = ("clusterDNS", "clusterDomain")
@@ -82,7 +83,7 @@ def check_domain(domain: object, what: str) -> None:
 
 def _from_json(text: str, path: str) -> dict:
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except ValueError as exc:
         raise KubeletConfigError(f"{path} is not JSON ({exc}); the kubelet cannot read it either") from None
     if not isinstance(doc, dict):
