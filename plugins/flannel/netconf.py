@@ -59,11 +59,15 @@ class Backend(FrozenRecord):
         return DELEGATES[self.type]
 
 
+#: flanneld's net-conf.json is a few hundred bytes; a larger file is not one (and is never read whole).
+MAX_NET_CONF = 1 << 20
+
+
 def load(path: str) -> Backend | None:
     """None when the file is absent: a node may run without it (the reference never needs it)."""
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_NET_CONF + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -72,6 +76,10 @@ def load(path: str) -> Backend | None:
             f"cannot read flanneld's net-conf.json {path}: {exc.strerror or exc}",
             'fix its permissions, or set "netConf" to the file flanneld reads',
         ) from exc
+    if len(raw) > MAX_NET_CONF:
+        raise _invalid(
+            path, f"over {MAX_NET_CONF >> 10} KiB", "flanneld's net-conf.json is a few hundred bytes: fix the file"
+        )
     return parse(raw, path)
 
 

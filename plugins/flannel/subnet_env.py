@@ -57,14 +57,22 @@ class Lease(FrozenRecord):
         return next((n for n in self.networks if n.version == 4), None)
 
 
+#: flanneld's lease is a few hundred bytes; a larger file is not one (and is never read whole).
+MAX_LEASE = 64 << 10
+
+
 def load(path: str) -> Lease:
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_LEASE + 1)
     except FileNotFoundError as exc:
         raise LeaseError(LeaseProblem.MISSING, path, f"{path} does not exist") from exc
     except OSError as exc:
         raise LeaseError(LeaseProblem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_LEASE:
+        raise LeaseError(
+            LeaseProblem.MALFORMED, path, f"{path} is over {MAX_LEASE >> 10} KiB: not flanneld's subnet.env"
+        )
     # A file saved by Notepad starts with a BOM that would hide the first key (dropped here, not
     # by the "utf-8-sig" codec: that is one more module to import).
     return parse(raw.removeprefix(b"\xef\xbb\xbf").decode(errors="replace"), path)

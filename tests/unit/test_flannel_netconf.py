@@ -244,3 +244,11 @@ def test_a_saved_delegate_config_nested_past_the_parser_is_a_config_error():
     with pytest.raises(CniError) as err:
         _saved(b"[" * 100000, "/var/lib/cni/flannel/abc")
     assert err.value.code == INVALID_CONFIG and "/var/lib/cni/flannel/abc" in err.value.msg
+
+
+def test_a_net_conf_far_larger_than_flanneld_writes_is_code_7(tmp_path):
+    big = tmp_path / "net-conf.json"
+    big.write_bytes(b'{"Network": "10.244.0.0/16", "x": "' + b"a" * (1 << 20) + b'"}')
+    with pytest.raises(CniError) as info:
+        netconf.load(str(big))
+    assert info.value.code == INVALID_CONFIG and "over 1024 KiB" in info.value.msg

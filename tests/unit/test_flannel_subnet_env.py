@@ -217,3 +217,11 @@ def test_valid_leases_round_trip(networks, subnet, v6, mtu, ipmasq, eol, host_bi
         mtu=mtu,
         ipmasq=ipmasq,
     )
+
+
+def test_a_file_far_larger_than_a_lease_is_malformed_and_never_read_whole(tmp_path):
+    big = tmp_path / "subnet.env"
+    big.write_bytes(b"FLANNEL_SUBNET=10.244.1.1/24\n" + b"#" * (64 << 10))
+    with pytest.raises(LeaseError) as info:
+        load(str(big))
+    assert info.value.problem is LeaseProblem.MALFORMED and "over 64 KiB" in str(info.value)
