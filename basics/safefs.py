@@ -16,8 +16,11 @@ folder, a debug log, an HNS journal. The rules, kept here once for every writer:
 
 Each check is a few system calls on the already-open handle. Refusals raise ``UnsafePath`` (a
 ``PermissionError`` naming the path, what is wrong and the fix); callers turn it into their own
-error. ``claim_dir`` and ``foreign_entries`` are the operator side (``wincni install``): take a
-folder a user may have prepared over, and list what in it an administrator did not lay.
+error. ``claim_dir`` and ``survey_dir`` are the operator side (``wincni install``): a folder a user
+may have prepared is moved aside and made anew, never reused; an administrator's that others may
+write is closed; both answer a ``Folder``, the judged folder held open, through which every later
+step (list, read, create, rename, delete) is taken relative to that descriptor or pinned handle,
+never by a path looked up again (a folder swapped for a link after the check is never reached).
 Standard library and ctypes only (no pywin32), and nothing heavy on a plugin's start-up path.
 """
 
@@ -48,7 +51,15 @@ def secure_dir(path: str, mode: int = 0o755) -> None:
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         _win.walk(path, ADMIN_ONLY, create=True, last="repair")
         return
-    _walk_posix(path, mode & 0o755, "repair")
+    os.close(_walk_posix(path, mode & 0o755, "repair")[0])
+
+
+def secure_folder(path: str, mode: int = 0o755) -> Folder:
+    """``secure_dir``, the folder then held open (``Folder``) for what a tool writes in it."""
+    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+        return _win.secure(path, ADMIN_ONLY)
+    fd, _ = _walk_posix(path, mode & 0o755, "repair")
+    return _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
 
 
 def check_dir(path: str) -> None:
@@ -59,90 +70,63 @@ def check_dir(path: str) -> None:
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         _win.walk(path, None, create=False, last="refuse")
         return
-    _walk_posix(path, None, "refuse")
+    os.close(_walk_posix(path, None, "refuse")[0])
 
 
-def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[str | None, list[tuple[str, str]]]:
-    """Take the folder ``path`` over for ``wincni install``: missing components are created
-    admin-only; an existing one another user owns (or may write) becomes root/Administrators'
-    with no write for others (``sddl`` on Windows for ``path`` itself), before anything is laid
-    in it. A link on the way is refused, never followed. Returns why ``path`` had to be taken
-    over (None: it was admin-only) and ``foreign_entries`` of it, the entries kept losing write
-    access for others (on Windows: inheriting only the folder's DACL)."""
+class Takeover:
+    """A folder on the way ``claim_dir`` could not trust as it found it: ``aside`` is where it was
+    moved (another user's: quarantined, never followed nor reused, a fresh one made in its place);
+    "" for an administrator's folder others could write, closed where it stands."""
+
+    __slots__ = ("path", "why", "aside")
+
+    def __init__(self, path: str, why: str, aside: str = "") -> None:
+        self.path, self.why, self.aside = path, why, aside
+
+    def __repr__(self) -> str:
+        return f"Takeover({self.path!r}, {self.why!r}, {self.aside!r})"
+
+
+def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[Folder, list[Takeover], list[tuple[str, str]]]:
+    """Make the folder ``path`` install's, for ``wincni install``: missing components are created
+    admin-only; one another user owns is moved aside and made anew (a home folder, or any folder
+    a user's home lies in, is refused instead); an administrator's others may write loses that
+    write access (``sddl`` on Windows). A link on the way is refused, never followed. Returns the
+    folder held open (the caller closes it), what had to be done on the way, and what in the
+    folder an administrator did not lay (``foreign_entries``), whose write access for others is
+    taken back (on Windows: they inherit only the folder's DACL)."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        why = _win.walk(path, sddl, create=True, last="claim")
+        folder, done = _win.claim(path, sddl)
     else:
-        why = _walk_posix(path, 0o755, "claim")
-    return why, _entries(path, why is not None, repair=True)
+        fd, done = _walk_posix(path, 0o755, "claim")
+        folder = _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
+    try:
+        return folder, done, folder.entries(bool(done), repair=True)
+    except BaseException:
+        folder.close()
+        raise
 
 
-def survey_dir(path: str) -> tuple[str | None, list[tuple[str, str]]]:
-    """What ``claim_dir`` would return, changing nothing (``wincni install --dry-run``): the
-    same walk, so a link on the way is refused as the real run refuses it, never followed to
-    list what lies behind it. (None, []) when a folder of the path does not exist yet."""
+def survey_dir(path: str) -> tuple[Folder | None, list[Takeover], list[tuple[str, str]]]:
+    """What ``claim_dir`` would do, changing nothing (``wincni install --dry-run``): the same walk,
+    so a link on the way is refused as the real run refuses it, never followed to list what lies
+    behind it. The folder is None (and nothing listed) when a component does not exist yet or
+    would be moved aside (the real run lays into a fresh, empty one)."""
     try:
         if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-            why = _win.walk(path, None, create=False, last="survey")
+            folder, done = _win.survey(path)
         else:
-            why = _walk_posix(path, None, "survey")
+            fd, done = _walk_posix(path, None, "survey")
+            folder = None if fd is None else _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
     except FileNotFoundError:
-        return None, []
-    return why, foreign_entries(path, why is not None)
-
-
-def foreign_entries(path: str, suspicious: bool) -> list[tuple[str, str]]:
-    """(path, why) for each entry under the admin-only folder ``path`` that an administrator did
-    not lay: owned by anyone else, and when ``suspicious`` (a folder just taken over) also a link,
-    junction or other reparse point, a hard-linked file or anything not a file or folder. Such
-    entries are listed, never followed, opened or descended into; the rest are descended into."""
-    return _entries(path, suspicious, repair=False)
-
-
-def _entries(path: str, suspicious: bool, repair: bool) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    pending = [path]
-    while pending:
-        with os.scandir(pending.pop()) as entries:
-            for entry in entries:
-                why, folder = _entry_problem(entry.path, suspicious, repair)
-                if why:
-                    out.append((entry.path, why))
-                elif folder:
-                    pending.append(entry.path)
-    return sorted(out)
-
-
-def open_new(path: str, mode: int = 0o644) -> int:
-    """A write descriptor on the file ``path``, which this call creates: an existing name, a
-    link or junction included, is an error (``O_CREAT|O_EXCL|O_NOFOLLOW``; ``CREATE_NEW`` with
-    ``FILE_FLAG_OPEN_REPARSE_POINT``), so nothing placed there before is ever written through."""
-    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        return _win.create_new(path)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-
-
-def fresh_dir(path: str) -> None:
-    """Create the folder ``path`` admin-only, which must not exist yet, and check what was made
-    (a quarantine or trash folder: nobody else may have put a folder or link there first)."""
-    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        _win.fresh_dir(path, ADMIN_ONLY)
-        return
-    os.mkdir(path, 0o700)
-    _check_posix_dir(path)
-
-
-def purge(path: str) -> None:
-    """Delete the folder ``path`` (already renamed aside) and all in it, which another user may
-    own. POSIX ``shutil.rmtree`` works on descriptors and never follows a link swapped in; on
-    Windows it lists a folder, then enters each subfolder by path, so a user could swap one for
-    a junction in between and make SYSTEM delete elsewhere: every folder below is first taken
-    over top down (owner Administrators, admin-only DACL; each opened itself, a reparse point
-    never entered), after which nobody else can add or swap an entry anywhere in the tree."""
-    import shutil
-
-    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        _win.seize_tree(path, ADMIN_ONLY)
-    shutil.rmtree(path)
+        return None, [], []
+    if folder is None:
+        return None, done, []
+    try:
+        return folder, done, folder.entries(bool(done), repair=False)
+    except BaseException:
+        folder.close()
+        raise
 
 
 def open_append(path: str) -> int:
@@ -186,17 +170,6 @@ def _open_bits(st: os.stat_result) -> int:
     return 0o002 if st.st_gid == 0 else 0o022
 
 
-def _check_posix_dir(path: str) -> None:
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(path, "is a symbolic link")
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafePath(path, "is not a directory")
-    why = _component_problem(st, path, True)
-    if why:
-        raise _untrusted_dir(path, why)
-
-
 def _untrusted_dir(path: str, why: str) -> UnsafePath:
     """The refusal of a folder ``_component_problem`` found ``why`` untrusted, with its fix."""
     if why.startswith("is writable"):
@@ -206,43 +179,118 @@ def _untrusted_dir(path: str, why: str) -> UnsafePath:
     return UnsafePath(path, why)
 
 
-def _walk_posix(path: str, create: int | None, last: str) -> str | None:
+_DIR = (os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) if hasattr(os, "O_DIRECTORY") else 0
+#: How often a folder moved aside may be made again by someone else before install gives up.
+_ASIDE_TRIES = 5
+#: The suffix of a folder another user owned, moved aside by ``claim_dir`` (and of install's
+#: quarantine folder for entries of the conf dir).
+QUARANTINED = ".wincni-quarantine"
+
+
+def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, list[Takeover]]:
     """Open ``path`` from ``/`` one component at a time (``O_NOFOLLOW``, each relative to the
     folder before), so no link anywhere on the way is followed and every check runs on what is
-    then opened. An existing component must be a folder we trust: root's (or ours), not writable
-    by others unless sticky (``/tmp``). ``create``: make missing ones with that mode. ``last``
-    says what an untrusted final folder gets: "refuse", "repair" (ours but writable by others:
-    take it back) or "claim" (make it root's, no write for others; every component on the way
-    likewise); "claim" returns why it was needed, "survey" why it would be, changing nothing.
-    UnsafePath names the component at fault."""
+    then opened; the final folder's descriptor is returned open. An existing component must be a
+    folder we trust: root's (or ours), not writable by others unless sticky (``/tmp``).
+    ``create``: make missing ones with that mode. ``last`` says what an untrusted folder gets:
+    "refuse"; "repair" (the final one, ours but writable by others: taken back); "claim" (another
+    user's moved aside and made anew, an administrator's closed to others; on the way too);
+    "survey" (what "claim" would do, changing nothing: None instead of a descriptor when a
+    component would be made anew). UnsafePath names the component at fault."""
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    here, claimed = "/", None
+    fd: int | None = os.open("/", _DIR)
+    here, done = "/", []
     try:
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
             final = i == len(parts) - 1
-            child = _open_component(fd, part, here, create, final)
-            os.close(fd)
-            fd = child
-            why = _component_problem(os.fstat(fd), here, final)
-            if why is None:
+            parent, fd = fd, None
+            if parent is None:  # a survey past a folder claim would make anew: nothing below it exists yet
                 continue
-            if last == "claim":
-                if os.geteuid() == 0:
-                    os.fchown(fd, 0, 0)
-                _drop_acls(fd)
-                st = os.fstat(fd)
-                os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
-            if last in ("claim", "survey"):
-                claimed = why if final else claimed
-            elif final and last == "repair" and why.startswith("is writable"):
-                os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
-            else:
-                raise _untrusted_dir(here, why)
-    finally:
-        os.close(fd)
-    return claimed
+            try:
+                fd = _open_component(parent, part, here, create, final)
+                why = _component_problem(os.fstat(fd), here, final)
+                if why is None:
+                    continue
+                if last in ("claim", "survey") and not why.startswith("is writable"):
+                    _refuse_home(here, why)
+                    os.close(fd)
+                    fd = None
+                    fd, aside = _make_anew(parent, part, here, create, last == "survey")
+                    done.append(Takeover(here, why, aside))
+                elif last in ("claim", "survey"):
+                    if last == "claim":
+                        _close_to_others(fd)
+                    done.append(Takeover(here, why))
+                elif final and last == "repair" and why.startswith("is writable"):
+                    os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
+                else:
+                    raise _untrusted_dir(here, why)
+            finally:
+                os.close(parent)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    return fd, done
+
+
+def _make_anew(parent: int, name: str, here: str, mode: int | None, survey: bool) -> tuple[int | None, str]:
+    """Another user's folder ``name`` in ``parent`` renamed to a fresh quarantine name beside it
+    (whatever stands there now: a link swapped in is moved as it is, never followed) and a new
+    admin-only one made in its place; (its descriptor, where the old one went). A survey only
+    names where it would go."""
+    for _ in range(_ASIDE_TRIES):
+        aside = _fresh_at(parent, name + QUARANTINED)
+        if survey:
+            return None, os.path.join(os.path.dirname(here), aside)
+        _rename_at(parent, name, aside, replace=False)
+        try:
+            os.mkdir(name, 0o700, dir_fd=parent)
+        except FileExistsError:  # made again before ours: move that aside too
+            continue
+        fd = os.open(name, _DIR, dir_fd=parent)
+        st = os.fstat(fd)
+        if not (stat.S_ISDIR(st.st_mode) and _trusted_uid(st.st_uid)):  # pragma: no cover - mkdir made it
+            os.close(fd)
+            raise UnsafePath(here, "was replaced as it was made anew")
+        os.fchmod(fd, (0o755 if mode is None else mode) & 0o755)
+        _drop_acls(fd)
+        return fd, os.path.join(os.path.dirname(here), aside)
+    raise UnsafePath(
+        here,
+        f"is made again by another user each time it is moved aside ({_ASIDE_TRIES} times)",
+        "find who keeps creating it; nothing was laid there",
+    )
+
+
+def _refuse_home(here: str, why: str, homes: list[tuple[str, str]] | None = None) -> None:
+    """A folder another user lives in (their home, or a folder a home lies in) is never moved nor
+    taken: UnsafePath saying to choose a folder outside it. ``homes``: (user, home folder) pairs,
+    the system's users by default."""
+    for user, home in _homes() if homes is None else homes:
+        home = os.path.normpath(home or "/")
+        if home != "/" and (home == here or home.startswith(here + os.sep)):
+            raise UnsafePath(
+                here,
+                f"{why}, and {user}'s home folder {'is' if home == here else 'lies in'} it",
+                "install never takes a folder a user lives in: choose a folder outside it",
+            )
+
+
+def _homes() -> list[tuple[str, str]]:
+    import pwd
+
+    return [(u.pw_name, u.pw_dir) for u in pwd.getpwall()]
+
+
+def _close_to_others(fd: int) -> None:
+    """An administrator's folder others could write (or ours): write access for others taken
+    back, and its POSIX ACLs dropped (a default ACL a user set would reach what is made in it)."""
+    if os.geteuid() == 0:
+        os.fchown(fd, os.fstat(fd).st_uid, 0)  # group root: a group write bit left is admin-only
+    _drop_acls(fd)
+    os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
 
 
 def _drop_acls(fd: int) -> None:
@@ -258,9 +306,8 @@ def _drop_acls(fd: int) -> None:
 
 
 def _open_component(parent: int, name: str, here: str, create: int | None, final: bool) -> int:
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        return os.open(name, flags, dir_fd=parent)
+        return os.open(name, _DIR, dir_fd=parent)
     except FileNotFoundError:
         if create is None:
             raise FileNotFoundError(2, f"{here} does not exist", here) from None
@@ -288,20 +335,298 @@ def _component_problem(st: os.stat_result, here: str, final: bool) -> str | None
     return None
 
 
-def _posix_entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None, bool]:
-    st = os.lstat(path)
-    folder = stat.S_ISDIR(st.st_mode)
+def _entry_problem(st: os.stat_result, suspicious: bool) -> str | None:
+    """Why an entry of a claimed folder is not an administrator's to keep (``Folder.entries``)."""
     if not _trusted_uid(st.st_uid):
-        return f"owned by uid {st.st_uid}", folder
+        return f"owned by uid {st.st_uid}"
     if suspicious and stat.S_ISLNK(st.st_mode):
-        return "a symbolic link", False
-    if suspicious and not (folder or stat.S_ISREG(st.st_mode)):
-        return "not a file or folder", False
-    if suspicious and not folder and st.st_nlink > 1:
-        return f"a file with {st.st_nlink} hard links", False
-    if repair and not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o022:
-        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022, follow_symlinks=False)
-    return None, folder
+        return "a symbolic link"
+    if suspicious and not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        return "not a file or folder"
+    if suspicious and not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+        return f"a file with {st.st_nlink} hard links"
+    return None
+
+
+def _fresh_at(parent: int, base: str) -> str:
+    """``base``, or ``base.1``, ``base.2``…: the first name nothing holds in ``parent``."""
+    name, n = base, 0
+    while _lstat_at(parent, name) is not None:
+        n += 1
+        name = f"{base}.{n}"
+    return name
+
+
+def _lstat_at(parent: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _rename_at(parent: int, src: str, dst: str, replace: bool, dst_parent: int | None = None) -> None:
+    """``src`` to ``dst`` within the open folders (a link is renamed as it is); without ``replace``
+    an existing ``dst`` is an error (``os.rename`` replaces on POSIX, so look first: nobody but us
+    writes a folder we hold)."""
+    target = parent if dst_parent is None else dst_parent
+    if not replace and _lstat_at(target, dst) is not None:
+        raise FileExistsError(17, "exists", dst)
+    os.rename(src, dst, src_dir_fd=parent, dst_dir_fd=target)
+
+
+def _purge_at(parent: int, name: str) -> None:
+    """Delete ``name`` in ``parent`` and all below it, which another user may own: each folder
+    opened relative to the one above without following a link, and taken (root's, 0700) before
+    it is listed, so nobody can add or swap an entry in it any more; a link is unlinked itself."""
+    try:
+        fd = os.open(name, _DIR, dir_fd=parent)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        os.unlink(name, dir_fd=parent)  # a link or a file (perhaps swapped in): itself, never followed
+        return
+    try:
+        if os.geteuid() == 0:
+            os.fchown(fd, 0, 0)
+        os.fchmod(fd, 0o700)
+        with os.scandir(fd) as entries:
+            names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+        for child, folder in names:
+            if folder:
+                _purge_at(fd, child)
+                continue
+            try:
+                os.unlink(child, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            except IsADirectoryError:  # swapped for a folder since it was listed
+                _purge_at(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+def _open_judged(parent: int, name: str, st: os.stat_result) -> int:
+    """``name`` opened without following a link or waiting, proven to be the entry ``st`` judged."""
+    flags = (_DIR if stat.S_ISDIR(st.st_mode) else os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC) | os.O_NONBLOCK
+    fd = os.open(name, flags, dir_fd=parent)
+    now = os.fstat(fd)
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise UnsafePath(name, "was replaced while it was being checked", "run install again")
+    return fd
+
+
+class _PosixFolder:
+    """A folder ``claim_dir`` or ``survey_dir`` judged, held open on its descriptor: every step in
+    it goes relative to that descriptor, a relative name below it opened a folder at a time
+    without following a link, so a folder swapped for a link after the check is never reached.
+    ``path`` is for messages and for naming entries; it is never looked up again."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path, self.fd = path, fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _at(self, rel: str) -> tuple[int, str]:
+        """(an open folder, a name in it) for ``rel``; the folder is ours to close unless it is
+        ``self.fd`` (``_done``). FileNotFoundError / NotADirectoryError when a folder on the way
+        is missing, or is a link or a file."""
+        *parents, name = [p for p in rel.split(os.sep) if p] or [""]
+        fd = self.fd
+        try:
+            for part in parents:
+                child = os.open(part, _DIR, dir_fd=fd)
+                self._done(fd)
+                fd = child
+        except OSError as exc:
+            self._done(fd)
+            if exc.errno == errno.ELOOP:
+                raise NotADirectoryError(errno.ENOTDIR, "a link on the way", rel) from None
+            raise
+        return fd, name
+
+    def _done(self, fd: int) -> None:
+        if fd != self.fd:
+            os.close(fd)
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """What ``rel`` is, a link itself; None when it (or a folder on the way) is not there."""
+        if not rel:
+            return os.fstat(self.fd)
+        try:
+            fd, name = self._at(rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return _lstat_at(fd, name)
+        finally:
+            self._done(fd)
+
+    def scan(self, rel: str = "") -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of each entry of the folder ``rel``; [] when no folder is there."""
+        try:
+            fd = self._open_dir(rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name for e in entries]
+            return [(n, st) for n in names if (st := _lstat_at(fd, n)) is not None]
+        finally:
+            self._done(fd)
+
+    def _open_dir(self, rel: str) -> int:
+        if not rel:
+            return self.fd
+        fd, name = self._at(rel)
+        try:
+            return os.open(name, _DIR, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise NotADirectoryError(errno.ENOTDIR, "a link", rel) from None
+            raise
+        finally:
+            self._done(fd)
+
+    def open_read(self, rel: str) -> int | None:
+        """A read descriptor on ``rel``, a link never followed and nothing waited on (a FIFO);
+        None when absent or a link. The caller checks what it opened (``os.fstat``)."""
+        try:
+            fd, name = self._at(rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return None
+            raise
+        finally:
+            self._done(fd)
+
+    def open_trusted(self, rel: str) -> int:
+        """A read descriptor on an administrator's own regular file ``rel`` (``open_read``'s
+        rules: not a link, no other hard link, root's or ours); ``UnsafePath`` for anything else."""
+        where = os.path.join(self.path, rel)
+        fd = self.open_read(rel)
+        if fd is None:
+            raise UnsafePath(where, "is a symbolic link or is missing")
+        try:
+            _check_posix_file(fd, where)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open_new(self, rel: str, mode: int = 0o644) -> int:
+        """A write descriptor on ``rel``, which this call creates: any existing name, a link
+        included, is an error (``O_CREAT|O_EXCL|O_NOFOLLOW``), never written through."""
+        fd, name = self._at(rel)
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        finally:
+            self._done(fd)
+
+    def mkdir(self, rel: str, mode: int = 0o755, parents: bool = False) -> None:
+        """Make the folder ``rel`` (``parents``: the missing ones on the way too, an existing
+        folder accepted); never through a link."""
+        parts = [p for p in rel.split(os.sep) if p]
+        for i in range(0 if parents else len(parts) - 1, len(parts)):
+            fd, name = self._at(os.sep.join(parts[: i + 1]))
+            try:
+                os.mkdir(name, mode, dir_fd=fd)
+            except FileExistsError:
+                st = _lstat_at(fd, name)
+                if not (parents and st is not None and stat.S_ISDIR(st.st_mode)):
+                    raise
+            finally:
+                self._done(fd)
+
+    def unlink(self, rel: str) -> None:
+        fd, name = self._at(rel)
+        try:
+            os.unlink(name, dir_fd=fd)
+        finally:
+            self._done(fd)
+
+    def rmdir(self, rel: str) -> None:
+        fd, name = self._at(rel)
+        try:
+            os.rmdir(name, dir_fd=fd)
+        finally:
+            self._done(fd)
+
+    def rename(self, src: str, dst: str, replace: bool = False) -> None:
+        """``src`` to ``dst``, both below this folder (``_rename_at``)."""
+        sfd, sname = self._at(src)
+        try:
+            dfd, dname = self._at(dst)
+            try:
+                _rename_at(sfd, sname, dname, replace, dfd)
+            finally:
+                self._done(dfd)
+        finally:
+            self._done(sfd)
+
+    def purge(self, rel: str) -> None:
+        """Delete the folder ``rel`` and all in it, which another user may own (``_purge_at``)."""
+        fd, name = self._at(rel)
+        try:
+            _purge_at(fd, name)
+        finally:
+            self._done(fd)
+
+    def entries(self, suspicious: bool, repair: bool) -> list[tuple[str, str]]:
+        """(path, why) of each entry below that an administrator did not lay: owned by anyone
+        else, and when ``suspicious`` (the folder was open to others) also a link, a hard-linked
+        file or anything not a file or folder. Those are listed, never opened nor descended into;
+        the rest are, each by the descriptor it was judged on, and with ``repair`` lose write
+        access for others."""
+        out: list[tuple[str, str]] = []
+        pending = [(os.dup(self.fd), self.path)]
+        try:
+            self._judge(pending, out, suspicious, repair)
+        finally:
+            for fd, _ in pending:
+                os.close(fd)
+        return sorted(out)
+
+    @staticmethod
+    def _judge(pending: list[tuple[int, str]], out: list[tuple[str, str]], suspicious: bool, repair: bool) -> None:
+        while pending:
+            fd, path = pending.pop()
+            try:
+                with os.scandir(fd) as it:
+                    names = [e.name for e in it]
+                for name in names:
+                    st = _lstat_at(fd, name)
+                    if st is None:
+                        continue
+                    why = _entry_problem(st, suspicious)
+                    if why:
+                        out.append((os.path.join(path, name), why))
+                        continue
+                    folder = stat.S_ISDIR(st.st_mode)
+                    opened = repair and st.st_mode & 0o022 and (folder or stat.S_ISREG(st.st_mode))
+                    if not (folder or opened):
+                        continue
+                    child = _open_judged(fd, name, st)
+                    if opened:
+                        os.fchmod(child, stat.S_IMODE(st.st_mode) & ~0o022)
+                    if folder:
+                        pending.append((child, os.path.join(path, name)))
+                    else:
+                        os.close(child)
+            finally:
+                os.close(fd)
 
 
 def _check_posix_file(fd: int, path: str) -> None:
@@ -322,9 +647,9 @@ if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
     def _open(path: str, flags: int) -> int:
         return _win.open_file(path, flags, _FILE_SDDL)
 
-    _entry_problem = _win.entry_problem
+    Folder = _win.Folder
 else:
-    _entry_problem = _posix_entry_problem
+    Folder = _PosixFolder
 
     def _open(path: str, flags: int) -> int:
         try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
+import shutil
 import stat
 from pathlib import Path
 
@@ -32,13 +34,27 @@ def _makedirs(*paths: Path) -> None:
                 _mkdir(p)
 
 
-@pytest.fixture
-def prepared(tmp_path: Path, arena: Path) -> Node:
-    """A node whose bin and conf dirs the attacker created first, in the arena, as theirs."""
+def _made(theirs: bool, tmp_path: Path, arena: Path) -> Node:
     node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
     node.cni_bin, node.conf_dir = arena / "opt" / "cni" / "bin", arena / "etc" / "cni" / "net.d"
-    as_nobody(_makedirs, node.cni_bin, node.conf_dir)
+    if theirs:
+        as_nobody(_makedirs, node.cni_bin, node.conf_dir)
+    else:
+        _makedirs(node.cni_bin, node.conf_dir)
     return node
+
+
+@pytest.fixture
+def prepared(tmp_path: Path, arena: Path) -> Node:
+    """A node whose bin and conf dirs an administrator made open to every user (root's, mode
+    0777: what C:\\ hands down on Windows), so the attacker can plant entries in them."""
+    return _made(False, tmp_path, arena)
+
+
+@pytest.fixture
+def theirs(tmp_path: Path, arena: Path) -> Node:
+    """A node whose bin and conf dirs the attacker created first, in the arena, as theirs."""
+    return _made(True, tmp_path, arena)
 
 
 @pytest.fixture
@@ -143,11 +159,11 @@ def _change(paths: list[Path]) -> None:
 
 
 @pytest.mark.parametrize("remade", [False, True], ids=["bin-dir-kept", "bin-dir-made-in-the-users-folder"])
-def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(prepared, tmp_path, remade) -> None:
+def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(theirs, tmp_path, remade) -> None:
     """The takeover chowned and chmodded the folders but left their default ACLs: the contents
     folder install then copied in (files 0666, folders 0777 before the mask) was the attacker's to
     change, and so was a bin dir install made inside the user's folder (it inherits the ACL)."""
-    node = prepared
+    node = theirs
     try:
         as_nobody(_grant_self_by_default_acl, node.cni_bin.parent)
         as_nobody(_grant_self_by_default_acl, node.cni_bin)
@@ -163,6 +179,51 @@ def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(prepared
     except AssertionError:
         pytest.fail("the user could write in (or add to) what install laid")
     assert_admins_only(node.cni_bin, node.conf_dir)
+
+
+def test_folders_a_user_made_are_moved_aside_whole_and_made_anew(theirs, tmp_path, arena, victim, vault) -> None:
+    """The attacker's bin and conf dirs (their ``opt`` and ``etc``) are never reused: each is moved
+    aside as it stands, nothing in it opened, chowned, deleted or followed, and install lays into
+    new admin-only folders. What they planted stays theirs, where they left it."""
+    node = theirs
+    as_nobody(_symlink, vault, node.cni_bin / ".wincni-old")
+    as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps({"build": BUILD, "conf": str(victim)}))
+    as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
+    table = node.install("--from", str(release(tmp_path, BUILD)), output="table")
+    for top in ("opt", "etc"):
+        line = f"QUARANTINE {arena / top}  (is owned by uid {NOBODY}, not by root or this user: moved to"
+        assert f"{line} {arena / top}.wincni-quarantine, a new admin-only one made)" in table, table
+        aside = arena / f"{top}.wincni-quarantine"
+        assert aside.lstat().st_uid == NOBODY and stat.S_IMODE(aside.lstat().st_mode) == 0o777
+    assert os.readlink(arena / "opt.wincni-quarantine" / "cni" / "bin" / ".wincni-old") == str(vault)
+    assert (arena / "etc.wincni-quarantine" / "cni" / "net.d" / "05-evil.conflist").read_text() == '{"name": "evil"}'
+    assert victim.read_text() == "secret\n" and (vault / "keys" / "id").read_text() == "key\n"
+    assert sorted(p.name for p in node.conf_dir.iterdir()) == ["10-flannel.conflist"]
+    assert json.loads((node.cni_bin / ".wincni-install.json").read_text())["build"] == BUILD
+    assert_admins_only(node.cni_bin, node.conf_dir)
+
+
+def test_a_home_folder_on_the_way_is_refused_and_nothing_is_laid(tmp_path, arena) -> None:
+    """``--cni-bin-dir`` under another user's home: the home is neither taken nor moved aside."""
+    home = Path(pwd.getpwuid(NOBODY).pw_dir)
+    if home == Path("/") or not home.is_absolute():
+        pytest.skip(f"uid {NOBODY} has no home folder of its own")
+    node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
+    made = not home.exists()
+    try:
+        if made:
+            home.mkdir()
+            os.chown(home, NOBODY, NOBODY)
+        if home.lstat().st_uid != NOBODY:
+            pytest.skip(f"{home} is not uid {NOBODY}'s")
+        node.cni_bin, node.conf_dir = home / "cni" / "bin", tmp_path / "net.d"
+        before = sorted(os.listdir(home))
+        done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
+        assert f"{home} is owned by uid {NOBODY}" in done["error"] and "home folder is it" in done["error"], done
+        assert sorted(os.listdir(home)) == before and home.lstat().st_uid == NOBODY
+    finally:
+        if made:
+            shutil.rmtree(home)
 
 
 def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_path) -> None:

@@ -89,10 +89,39 @@ def test_a_file_another_user_owns_is_refused(tmp_path):
 
 
 @root_only
+def test_claim_dir_moves_a_users_folder_aside_and_makes_a_new_one(tmp_path):
+    """The install folder a user prepared is never reused: moved aside as it is (nothing in it
+    chowned, opened or followed) and made anew, root's and empty, held open for what follows."""
+    top = tmp_path / "opt" / "bin"
+    (top / "_wincni-x").mkdir(parents=True)
+    (top / "_wincni-x" / "payload").write_text("")
+    (top / "link").symlink_to(tmp_path)
+    for p in (tmp_path / "opt", top, top / "_wincni-x", top / "_wincni-x" / "payload"):
+        p.chmod(0o777)
+        os.chown(p, NOBODY, NOBODY)
+    folder, done, foreign = safefs.claim_dir(str(top))
+    try:
+        aside = tmp_path / "opt.wincni-quarantine"
+        assert [(t.path, t.why, t.aside) for t in done] == [
+            (str(tmp_path / "opt"), "is owned by uid 65534, not by root or this user", str(aside))
+        ]
+        assert foreign == [] and folder.scan() == []
+        assert (aside / "bin" / "_wincni-x" / "payload").stat().st_uid == NOBODY and (aside / "bin" / "link").is_symlink()
+        for p in (tmp_path / "opt", top):
+            st = p.lstat()
+            assert st.st_uid == 0 and stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755, p
+        assert os.fstat(folder.fd).st_ino == top.stat().st_ino
+    finally:
+        folder.close()
+    again, done, _ = safefs.claim_dir(str(top))
+    again.close()
+    assert done == []
+
+
 @root_only
-def test_claim_dir_takes_a_users_folder_over_and_lists_what_in_it_is_not_an_admins(tmp_path):
-    """The install folder a user prepared: root's afterwards with no write for others; what the
-    user left in it (their files, links, a hard-linked file) is listed, never chowned or followed."""
+def test_claim_dir_closes_an_admins_folder_others_may_write_and_lists_what_in_it_is_not_an_admins(tmp_path):
+    """Root's folder left open to everyone: write access taken back where it stands; what others
+    put in it (their files, links, a hard-linked file) is listed, never chowned or followed."""
     top = tmp_path / "opt" / "bin"
     (top / "_wincni-x").mkdir(parents=True)
     (top / "_wincni-x" / "payload").write_text("")
@@ -100,33 +129,36 @@ def test_claim_dir_takes_a_users_folder_over_and_lists_what_in_it_is_not_an_admi
     (top / "linked").write_text("")
     os.link(top / "linked", tmp_path / "elsewhere")
     (top / "link").symlink_to(tmp_path)
-    for p in (tmp_path / "opt", top, top / "_wincni-x", top / "_wincni-x" / "payload"):
-        p.chmod(0o777)
+    for p in (top / "_wincni-x", top / "_wincni-x" / "payload"):
         os.chown(p, NOBODY, NOBODY)
+    top.chmod(0o777)
     (top / "ours").chmod(0o666)
-    assert safefs.writable_by_others(str(top)) == "its owner (uid 65534)"
-    assert safefs.foreign_entries(str(top), suspicious=False) == [(str(top / "_wincni-x"), "owned by uid 65534")]
-    assert (top / "ours").stat().st_mode & 0o022
-    assert safefs.claim_dir(str(top)) == (
-        "is owned by uid 65534, not by root or this user",
-        [
-            (str(top / "_wincni-x"), "owned by uid 65534"),
-            (str(top / "link"), "a symbolic link"),
-            (str(top / "linked"), "a file with 2 hard links"),
-        ],
-    )
-    for p in (tmp_path / "opt", top):
-        st = p.stat()
-        assert st.st_uid == 0 and not st.st_mode & 0o022, p
+    folder, done, foreign = safefs.claim_dir(str(top))
+    folder.close()
+    assert [(t.path, t.why, t.aside) for t in done] == [(str(top), "is writable by others (mode 0777)", "")]
+    assert foreign == [
+        (str(top / "_wincni-x"), "owned by uid 65534"),
+        (str(top / "link"), "a symbolic link"),
+        (str(top / "linked"), "a file with 2 hard links"),
+    ]
     assert safefs.writable_by_others(str(top)) is None
     assert (top / "_wincni-x").stat().st_uid == NOBODY and not (top / "ours").stat().st_mode & 0o022
-    assert safefs.claim_dir(str(top))[0] is None
+
+
+def test_a_folder_a_user_lives_in_is_refused_not_moved(tmp_path):
+    """``--cni-bin-dir`` under a home (or a folder holding homes): never taken nor moved aside."""
+    here = str(tmp_path / "home")
+    for homes, says in (([("alice", here)], "alice's home folder is it"), ([("bob", here + "/bob")], "lies in it")):
+        with pytest.raises(safefs.UnsafePath, match=says) as caught:
+            safefs._refuse_home(here, "is owned by uid 1000", homes)
+        assert "choose a folder outside it" in caught.value.fix
+    safefs._refuse_home(here, "is owned by uid 1000", [("carol", here + "-2"), ("root", "/")])
 
 
 def test_every_folder_on_the_way_is_opened_without_following_a_link(tmp_path):
     (tmp_path / "real" / "store").mkdir(parents=True)
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    for fn in (safefs.secure_dir, safefs.check_dir, safefs.claim_dir):
+    for fn in (safefs.secure_dir, safefs.check_dir, safefs.claim_dir, safefs.survey_dir):
         with pytest.raises(safefs.UnsafePath, match="symbolic link") as caught:
             fn(str(tmp_path / "link" / "store" / "net"))
         assert caught.value.path == str(tmp_path / "link")
@@ -134,14 +166,35 @@ def test_every_folder_on_the_way_is_opened_without_following_a_link(tmp_path):
     assert sorted(os.listdir(tmp_path / "real" / "store")) == []
 
 
-def test_open_new_never_writes_through_what_was_there(tmp_path):
-    (tmp_path / "victim").write_text("secret")
-    (tmp_path / "link").symlink_to(tmp_path / "victim")
-    for name in ("link", "victim"):
+def test_a_held_folder_never_writes_lists_or_deletes_through_a_link(tmp_path):
+    """Every step in a held folder is relative to its descriptor, a link at the name or on the way
+    never followed: created new, refused, or removed itself."""
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "victim" / "key").write_text("secret")
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "link").symlink_to(tmp_path / "victim" / "key")
+    (tmp_path / "held" / "dirlink").symlink_to(tmp_path / "victim")
+    folder = safefs.secure_folder(str(tmp_path / "held"))
+    try:
+        for name in ("link", "dirlink"):
+            with pytest.raises(FileExistsError):
+                folder.open_new(name)
+        with pytest.raises(NotADirectoryError):
+            folder.open_new("dirlink/key")
+        assert folder.open_read("link") is None and folder.scan("dirlink") == []
+        os.close(folder.open_new("new"))
+        folder.mkdir("tree/a/b", parents=True)
+        os.close(folder.open_new("tree/a/b/file"))
+        (tmp_path / "held" / "tree" / "a" / "escape").symlink_to(tmp_path / "victim")
+        folder.purge("tree")
+        folder.purge("dirlink")
+        folder.rename("new", "renamed")
         with pytest.raises(FileExistsError):
-            safefs.open_new(str(tmp_path / name))
-    os.close(safefs.open_new(str(tmp_path / "new")))
-    assert (tmp_path / "victim").read_text() == "secret" and (tmp_path / "new").is_file()
+            folder.rename("renamed", "link")
+    finally:
+        folder.close()
+    assert (tmp_path / "victim" / "key").read_text() == "secret"
+    assert sorted(os.listdir(tmp_path / "held")) == ["link", "renamed"]
 
 
 def test_writable_by_others_names_who(tmp_path):

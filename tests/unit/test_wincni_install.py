@@ -28,6 +28,7 @@ class WindowsDisk(Disk):
     """Disk refusing what Windows refuses for the paths in ``held`` (files a process has open)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.held: set[str] = set()
         self.moved: dict[str, str] = {}  # held file renamed: where it went (a process keeps running it)
 

@@ -5,42 +5,136 @@ deleted, and a folder holding such a file can be neither renamed nor deleted: th
 ``PermissionError``. Install relies on exactly that and nothing more; tests give it a ``Disk``
 that enforces the same rules on Linux, where nothing is ever held.
 
-Nothing here writes, deletes or lists through a link: files are written new (``safefs.open_new``)
-and renamed into place; an entry to get rid of is unlinked, or renamed to a fresh trash name
-beside it and deleted from there.
+A folder install writes in is judged once (``claim``, ``secure``) and then held open
+(``safefs.Folder``): every later step at or below it, reads included, goes through that
+descriptor (a pinned handle on Windows), never through the path looked up again, so a folder a
+user swaps for a link after the check is never reached. Writing anywhere else is refused. Paths
+outside the held folders (the release folder, the files flags name) are only read. Nothing
+here writes, deletes or lists through a link: files are written new and renamed into place; an
+entry to get rid of is unlinked, or renamed to a fresh trash name beside it and deleted from there.
 """
 
 from __future__ import annotations
 
-import filecmp
 import hashlib
 import os
 import shutil
 import stat
 
+from basics.errors import UnsafePath
+
 
 class Disk:
+    def __init__(self) -> None:
+        #: The folders judged so far, by path; None: one a dry run found missing or would make anew.
+        self._held: dict[str, object] = {}
+
+    # ------------------------------------------------------------------ held folders
+
+    def claim(self, path: str) -> tuple[list, list[tuple[str, str]]]:
+        """Make ``path`` (and every folder on the way) install's: another user's folder moved
+        aside and made anew, an administrator's closed to others, Users left to read and run
+        (the ACL ``build.ps1 -Install`` sets); then hold it. What had to be done on the way
+        (``safefs.Takeover``), and what in it an administrator did not lay (``safefs.claim_dir``)."""
+        from basics.safefs import claim_dir
+
+        folder, done, foreign = claim_dir(path)
+        self._hold(path, folder)
+        return done, foreign
+
+    def survey(self, path: str) -> tuple[list, list[tuple[str, str]]]:
+        """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``); the folder
+        is held for reading, or read as empty where the real run would lay into a new one."""
+        from basics.safefs import survey_dir
+
+        folder, done, foreign = survey_dir(path)
+        self._hold(path, folder)
+        return done, foreign
+
+    def secure(self, path: str) -> None:
+        """Make ``path`` an admin-only folder (created when missing, reached without following a
+        link: ``safefs.secure_folder``) and hold it, for a tool's own output file."""
+        from basics.safefs import secure_folder
+
+        self._hold(path, secure_folder(path))
+
+    def release(self) -> None:
+        """Close every held folder (the end of a run)."""
+        for folder in self._held.values():
+            if folder is not None:
+                folder.close()
+        self._held.clear()
+
+    def _hold(self, path: str, folder: object) -> None:
+        key = os.path.normpath(os.path.abspath(path))
+        old = self._held.pop(key, None)
+        if old is not None:
+            old.close()
+        self._held[key] = folder
+
+    def _where(self, path: str) -> tuple[object, str] | None:
+        """(the held folder ``path`` lies in, the rest of the path), the deepest one; None when it
+        lies in none. The folder is None for one a dry run reads as empty."""
+        full = os.path.normpath(os.path.abspath(path))
+        best = None
+        for key, folder in self._held.items():
+            if full == key or full.startswith(key.rstrip(os.sep) + os.sep):
+                if best is None or len(key) > len(best[0]):
+                    best = (key, folder)
+        if best is None:
+            return None
+        return best[1], os.path.relpath(full, best[0]) if full != best[0] else ""
+
+    def _inside(self, path: str):
+        """(folder, rest) for a change at ``path``: only ever inside a folder judged and held."""
+        found = self._where(path)
+        if found is None or found[0] is None:
+            raise UnsafePath(path, "lies outside the folders install judged", "nothing is written there")
+        return found
+
+    # ------------------------------------------------------------------ reading
+
+    def _scan(self, path: str) -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of each entry of the folder ``path``; [] when there is none."""
+        found = self._where(path)
+        if found is not None:
+            return found[0].scan(found[1]) if found[0] is not None else []
+        if os.path.islink(path):
+            return []
+        try:
+            with os.scandir(path) as entries:
+                return [(e.name, e.stat(follow_symlinks=False)) for e in entries]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def listdir(self, path: str) -> tuple[list[str], list[str]]:
         """(files, folders) directly in ``path``; both empty when it does not exist. Links are
         neither: a link placed in a CNI directory is not ours to follow."""
         files, dirs = [], []
-        if os.path.islink(path):
-            return files, dirs
-        try:
-            with os.scandir(path) as entries:
-                for e in entries:
-                    if e.is_symlink():
-                        continue
-                    (dirs if e.is_dir(follow_symlinks=False) else files).append(e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
+        for name, st in self._scan(path):
+            if stat.S_ISLNK(st.st_mode) or _reparse_point(st):
+                continue
+            (dirs if stat.S_ISDIR(st.st_mode) else files).append(name)
         return files, dirs
 
     def exists(self, path: str) -> bool:
-        return os.path.lexists(path)
+        found = self._where(path)
+        if found is None:
+            return os.path.lexists(path)
+        return found[0] is not None and found[0].lstat(found[1]) is not None
+
+    def _open_plain(self, path: str) -> int | None:
+        """A read descriptor on ``path``: no final link followed, nothing waited on; None when
+        absent or a link. Inside a held folder, relative to it."""
+        found = self._where(path)
+        if found is None:
+            return _open_plain(path)
+        return found[0].open_read(found[1]) if found[0] is not None else None
 
     def read(self, path: str, cap: int) -> bytes | None:
         """At most ``cap`` bytes; None when absent."""
+        if self._where(path) is not None:
+            return self.read_entry(path, cap)
         try:
             with open(path, "rb") as f:
                 return f.read(cap)
@@ -50,7 +144,7 @@ class Disk:
     def read_entry(self, path: str, cap: int) -> bytes | None:
         """At most ``cap`` bytes of the file ``path`` in a CNI folder; None when absent, a link
         (never followed: in a dry run the folder may still be a user's) or not a regular file."""
-        fd = _open_plain(path)
+        fd = self._open_plain(path)
         if fd is None:
             return None
         with open(fd, "rb") as f:
@@ -58,77 +152,33 @@ class Disk:
 
     def read_trusted(self, path: str, cap: int) -> bytes:
         """At most ``cap`` bytes of an administrator's own regular file, opened without following
-        a link; ``UnsafePath`` for anything else (``safefs.open_read``)."""
-        from basics.safefs import open_read
+        a link; ``UnsafePath`` for anything else (``safefs.open_read``'s rules). Inside a held
+        folder, relative to it; elsewhere (the doctor's audit, which holds nothing) by path."""
+        found = self._where(path)
+        if found is None or found[0] is None:
+            from basics.safefs import open_read
 
-        with open(open_read(path), "rb") as f:
+            fd = open_read(path)
+        else:
+            fd = found[0].open_trusted(found[1])
+        with open(fd, "rb") as f:
             return f.read(cap)
 
     def same(self, a: str, b: str) -> bool:
         """``b`` has ``a``'s bytes, and is a file of its own (a link never is the same)."""
-        if os.path.islink(b):
+        fd = self._open_plain(b)
+        if fd is None:
             return False
-        try:
-            return filecmp.cmp(a, b, shallow=False)
-        except OSError:
-            return False
-
-    def makedirs(self, path: str) -> None:
-        """``path`` as an admin-only folder, reached without following a link (``safefs.secure_dir``)."""
-        from basics.safefs import secure_dir
-
-        secure_dir(path)
-
-    def claim(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
-        """Make ``path`` (and every folder on the way) admin-only: Administrators (root) alone
-        may write, Users read and run (the ACL ``build.ps1 -Install`` sets); why it had to be
-        taken over, and what in it an administrator did not lay (``safefs.claim_dir``)."""
-        from basics.safefs import claim_dir
-
-        return claim_dir(path)
-
-    def survey(self, path: str) -> tuple[str | None, list[tuple[str, str]]]:
-        """What ``claim`` would say, changing nothing (a dry run; ``safefs.survey_dir``)."""
-        from basics.safefs import survey_dir
-
-        return survey_dir(path)
-
-    def discard(self, path: str) -> None:
-        """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
-        to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
-        st = os.lstat(path)
-        if _reparse_point(st):  # Windows: a junction or symbolic link itself, folder- or file-like
-            (os.rmdir if st.st_file_attributes & stat.FILE_ATTRIBUTE_DIRECTORY else os.unlink)(path)
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            os.unlink(path)
-            return
-        from .layout import DISCARDED
-
-        trash = self.fresh_name(path + DISCARDED)  # a later install's cleanup finishes it
-        os.rename(path, trash)
-        self.purge(trash)
-
-    def purge(self, path: str) -> None:
-        """Delete the folder ``path`` another user may own, never through a link or junction
-        swapped in while it is deleted (``safefs.purge``)."""
-        from basics.safefs import purge
-
-        purge(path)
-
-    def fresh_name(self, base: str) -> str:
-        """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""
-        path, n = base, 0
-        while os.path.lexists(path):
-            n += 1
-            path = f"{base}.{n}"
-        return path
-
-    def fresh_dir(self, path: str) -> None:
-        """Create the admin-only folder ``path``, which must not exist (``safefs.fresh_dir``)."""
-        from basics.safefs import fresh_dir
-
-        fresh_dir(path)
+        with open(fd, "rb") as f_b:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            try:
+                if os.path.getsize(a) != os.fstat(fd).st_size:
+                    return False
+                with open(a, "rb") as f_a:
+                    return _same_stream(f_a, f_b)
+            except OSError:
+                return False
 
     def digest(self, path: str) -> str:
         """sha256 over the folder ``path``: every name, kind and file content below it, links
@@ -137,29 +187,87 @@ class Disk:
         pending = [""]
         while pending:
             rel = pending.pop()
-            with os.scandir(os.path.join(path, rel)) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for e in entries:
-                name = os.path.join(rel, e.name)
-                st = e.stat(follow_symlinks=False)
+            for e_name, st in sorted(self._scan(os.path.join(path, rel))):
+                name = os.path.join(rel, e_name)
+                label = name.encode("utf-8", "surrogateescape") + b"\0"
                 if stat.S_ISLNK(st.st_mode) or _reparse_point(st):  # a junction too
-                    h.update(b"L" + name.encode("utf-8", "surrogateescape") + b"\0")
+                    h.update(b"L" + label)
                 elif stat.S_ISDIR(st.st_mode):
-                    h.update(b"D" + name.encode("utf-8", "surrogateescape") + b"\0")
+                    h.update(b"D" + label)
                     pending.append(name)
                 else:
-                    content = _file_digest(os.path.join(path, name))
-                    h.update((b"F" if content else b"S") + name.encode("utf-8", "surrogateescape") + b"\0")
+                    content = self._file_digest(os.path.join(path, name))
+                    h.update((b"F" if content else b"S") + label)
                     h.update(content)
         return h.hexdigest()
+
+    def _file_digest(self, path: str) -> bytes:
+        """sha256 of the regular file ``path``, read in chunks; b"" for anything else (a FIFO, a
+        device, a link put there since the folder was listed), never followed nor waited on."""
+        try:
+            fd = self._open_plain(path)
+        except OSError:
+            return b""
+        if fd is None:
+            return b""
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            return hashlib.file_digest(f, "sha256").digest()
+
+    def fresh_name(self, base: str) -> str:
+        """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""
+        path, n = base, 0
+        while self.exists(path):
+            n += 1
+            path = f"{base}.{n}"
+        return path
+
+    # ------------------------------------------------------------------ changing (held folders only)
+
+    def makedirs(self, path: str) -> None:
+        """``path`` and the folders on the way to it below the held folder, never through a link."""
+        folder, rel = self._inside(path)
+        if rel:
+            folder.mkdir(rel, 0o755, parents=True)
+
+    def fresh_dir(self, path: str) -> None:
+        """Create the admin-only folder ``path``, which must not exist (a quarantine folder:
+        nobody else may have put a folder or link there first)."""
+        folder, rel = self._inside(path)
+        folder.mkdir(rel, 0o700)
+
+    def discard(self, path: str) -> None:
+        """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
+        to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
+        folder, rel = self._inside(path)
+        st = folder.lstat(rel)
+        if st is None:
+            return
+        if _reparse_point(st):  # Windows: a junction or symbolic link itself, folder- or file-like
+            (folder.rmdir if st.st_file_attributes & stat.FILE_ATTRIBUTE_DIRECTORY else folder.unlink)(rel)
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            folder.unlink(rel)
+            return
+        from .layout import DISCARDED
+
+        trash = self.fresh_name(path + DISCARDED)  # a later install's cleanup finishes it
+        self.rename(path, trash)
+        self.purge(trash)
+
+    def purge(self, path: str) -> None:
+        """Delete the folder ``path`` another user may own, never through a link or junction
+        swapped in while it is deleted (``safefs.Folder.purge``)."""
+        folder, rel = self._inside(path)
+        folder.purge(rel)
 
     def copy_file(self, src: str, dst: str) -> None:
         """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
         any write bit for group and others (a release folder others may write is no reason)."""
-        from basics.safefs import open_new
-
+        folder, rel = self._inside(dst)
         mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
-        with open(src, "rb") as f_src, open(open_new(dst, mode), "wb") as f_dst:
+        with open(src, "rb") as f_src, open(folder.open_new(rel, mode), "wb") as f_dst:
             shutil.copyfileobj(f_src, f_dst)
             if hasattr(os, "fchmod"):  # POSIX: the umask may have taken the execute bits
                 os.fchmod(f_dst.fileno(), mode)
@@ -167,54 +275,74 @@ class Disk:
     def copy_tree(self, src: str, dst: str) -> None:
         """``dst`` made new (an existing one is an error), so nobody else put anything in it, with
         ``src``'s files and folders (links in the release followed), made under a umask taking
-        write from others whatever ours was (0 in some containers), and never opened up after:
-        not ``shutil.copytree``, which copies each folder's mode once it is filled."""
+        write from others whatever ours was (0 in some containers), and never opened up after."""
+        folder, rel = self._inside(dst)
         old = os.umask(0o022)
         try:
-            _copy_tree(src, dst)
+            _copy_tree(folder, src, rel)
         finally:
             os.umask(old)
 
     def replace(self, src: str, dst: str) -> None:
-        os.replace(src, dst)
+        folder, rel = self._inside(src)
+        folder.rename(rel, self._sibling(folder, dst), replace=True)
 
     def rename(self, src: str, dst: str) -> None:
-        """Never overwrites (``os.rename`` replaces on POSIX, so check first)."""
-        if os.path.lexists(dst):
-            raise FileExistsError(dst)
-        os.rename(src, dst)
+        """Never overwrites (``os.rename`` replaces on POSIX, so ``Folder.rename`` looks first)."""
+        folder, rel = self._inside(src)
+        folder.rename(rel, self._sibling(folder, dst))
+
+    def _sibling(self, folder: object, path: str) -> str:
+        """``path`` relative to ``folder``, which it must lie in (a rename never leaves it)."""
+        other, rel = self._inside(path)
+        if other is not folder:
+            raise UnsafePath(path, "lies in another folder than what is moved there", "nothing was moved")
+        return rel
 
     def remove(self, path: str) -> None:
-        os.remove(path)
+        folder, rel = self._inside(path)
+        folder.unlink(rel)
 
     def rmdir(self, path: str) -> None:
-        os.rmdir(path)
+        folder, rel = self._inside(path)
+        folder.rmdir(rel)
 
     def rmtree(self, path: str) -> None:
-        shutil.rmtree(path)
+        self.purge(path)
 
     def write_atomic(self, path: str, data: bytes) -> None:
         """A reader sees the old file or the new one, never a part: a temp file beside it made
         new (a leftover of an interrupted run is unlinked first), then renamed over it."""
-        from basics.safefs import open_new
-
-        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.wincni-tmp")
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        with open(open_new(tmp), "wb") as f:
+        folder, rel = self._inside(path)
+        tmp = os.path.join(os.path.dirname(rel), f".{os.path.basename(rel)}.wincni-tmp")
+        if folder.lstat(tmp) is not None:
+            folder.unlink(tmp)
+        with open(folder.open_new(tmp), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        folder.rename(tmp, rel, replace=True)
 
 
-def _copy_tree(src: str, dst: str) -> None:
-    # copyfile, not copy2: on Windows copy2 calls CopyFile2, which adds nothing here (metadata)
-    # and which Wine lacks (the Windows test lane).
-    os.mkdir(dst)
+def _copy_tree(folder, src: str, rel: str) -> None:
+    """``src`` (a release folder, read by path) into the new folder ``rel`` of ``folder``."""
+    folder.mkdir(rel, 0o755)
     with os.scandir(src) as entries:
         for e in entries:
-            (_copy_tree if e.is_dir() else shutil.copyfile)(e.path, os.path.join(dst, e.name))
+            if e.is_dir():
+                _copy_tree(folder, e.path, os.path.join(rel, e.name))
+                continue
+            with open(e.path, "rb") as f_src, open(folder.open_new(os.path.join(rel, e.name)), "wb") as f_dst:
+                shutil.copyfileobj(f_src, f_dst)
+
+
+def _same_stream(a, b) -> bool:
+    while True:
+        x, y = a.read(1 << 16), b.read(1 << 16)
+        if x != y:
+            return False
+        if not x:
+            return True
 
 
 def _reparse_point(st: os.stat_result) -> bool:
@@ -238,18 +366,3 @@ def _open_plain(path: str) -> int | None:
         if os.path.islink(path):
             return None
         raise
-
-
-def _file_digest(path: str) -> bytes:
-    """sha256 of the regular file ``path``, read in chunks; b"" for anything else (a FIFO, a
-    device, a link put there since the folder was listed), never followed nor waited on."""
-    try:
-        fd = _open_plain(path)
-    except OSError:
-        return b""
-    if fd is None:
-        return b""
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return hashlib.file_digest(f, "sha256").digest()

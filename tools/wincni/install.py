@@ -146,6 +146,8 @@ def run(
     except InstallError as exc:
         _print(args, out, stdout, error=str(exc))
         return EXIT_FAILED
+    finally:
+        disk.release()
     _print(args, out, stdout)
     return EXIT_OK
 
@@ -319,12 +321,18 @@ def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) 
 
 
 def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool) -> bool:
-    """Make ``path`` admin-only and rid it of what an administrator did not lay (removed; with
-    ``quarantine``, moved into a fresh admin-only folder in it instead), saying so; a dry run
-    only says. True when it had to be taken over (or would be)."""
-    why, foreign = disk.survey(path) if dry_run else disk.claim(path)
-    if why:
-        out.steps.append(Step("takeover", path, detail=f"{why}: {'would be ' if dry_run else ''}made admin-only"))
+    """Make ``path`` install's (``Disk.claim``) and rid it of what an administrator did not lay
+    (removed; with ``quarantine``, moved into a fresh admin-only folder in it instead), saying so;
+    a dry run only says. True when a folder on the way had to be taken over (or would be)."""
+    done, foreign = disk.survey(path) if dry_run else disk.claim(path)
+    would = "would be " if dry_run else ""
+    for t in done:
+        if t.aside:
+            out.steps.append(
+                Step("quarantine", t.path, detail=f"{t.why}: {would}moved to {t.aside}, a new admin-only one made")
+            )
+        else:
+            out.steps.append(Step("takeover", t.path, detail=f"{t.why}: {would}made admin-only"))
     folder = ""
     for entry, problem in foreign:
         if not quarantine:
@@ -341,7 +349,7 @@ def _folder(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool
         out.steps.append(
             Step("quarantine", entry, detail=f"{problem}: not laid by an administrator; moved to {folder}")
         )
-    return why is not None
+    return bool(done)
 
 
 def _lay(step: Step, bin_dir: str, previous_build: str, disk: Disk) -> Step:

@@ -30,6 +30,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from basics.safefs import QUARANTINED
+
 CONTENTS_PREFIX = "_wincni-"  # + build ID: specs/wincni.spec names the contents folder so
 ASIDE_DIR = ".wincni-old"
 MANIFEST = ".wincni-install.json"
@@ -39,7 +41,7 @@ FOREIGN = "previous"  # aside folder for launchers install did not lay (e.g. the
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni's ConfFiles loads
 DISABLED = ".disabled-by-wincni"
 DISCARDED = ".wincni-trash"  # an entry no administrator laid, renamed aside to be deleted (Disk.discard)
-QUARANTINE = ".wincni-quarantine"  # in the conf dir: configs install found there but no administrator laid
+QUARANTINE = QUARANTINED  # in the conf dir: configs install found there but no administrator laid
 MAX_MANIFEST = 1 << 20
 
 

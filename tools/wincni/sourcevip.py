@@ -288,18 +288,22 @@ def _result(ip: Any) -> dict:
 
 
 def _write(path: str, doc: dict) -> bool:
-    """Atomically, and only when it differs (kube-proxy's restart loop rereads it)."""
+    """Atomically, and only when it differs (kube-proxy's restart loop rereads it). Its folder is
+    made admin-only (or refused) and held first, so the old file is read, and the new one
+    written, only through a folder nobody else can swap."""
     from .disk import Disk
 
     data = (json.dumps(doc, indent=2) + "\n").encode()
     disk = Disk()
     try:
+        disk.secure(os.path.dirname(os.path.abspath(path)))
         if disk.read(path, MAX_CONF) == data:
             return False
-        disk.makedirs(os.path.dirname(path) or ".")
         disk.write_atomic(path, data)
     except OSError as exc:
         raise SourceVipError(f"cannot write {path}: {exc.strerror or exc}; pass --out") from None
+    finally:
+        disk.release()
     return True
 
 
