@@ -106,7 +106,9 @@ def test_claim_dir_moves_a_users_folder_aside_and_makes_a_new_one(tmp_path):
             (str(tmp_path / "opt"), "is owned by uid 65534, not by root or this user", str(aside))
         ]
         assert foreign == [] and folder.scan() == []
-        assert (aside / "bin" / "_wincni-x" / "payload").stat().st_uid == NOBODY and (aside / "bin" / "link").is_symlink()
+        assert (aside / "bin" / "_wincni-x" / "payload").stat().st_uid == NOBODY and (
+            aside / "bin" / "link"
+        ).is_symlink()
         for p in (tmp_path / "opt", top):
             st = p.lstat()
             assert st.st_uid == 0 and stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755, p
