@@ -239,6 +239,25 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         ctypes.POINTER(wintypes.DWORD),
     )
     _GetCurrentProcess = _sig(_k32.GetCurrentProcess, wintypes.HANDLE)
+    _SetFileInformationByHandle = _sig(
+        _k32.SetFileInformationByHandle, wintypes.BOOL, wintypes.HANDLE, ctypes.c_int, _PVOID, wintypes.DWORD
+    )
+    _GetFinalPathNameByHandleW = _sig(
+        _k32.GetFinalPathNameByHandleW, wintypes.DWORD, wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD
+    )
+    _LookupPrivilegeValueW = _sig(
+        _adv.LookupPrivilegeValueW, wintypes.BOOL, wintypes.LPCWSTR, wintypes.LPCWSTR, ctypes.POINTER(ctypes.c_int64)
+    )
+    _AdjustTokenPrivileges = _sig(
+        _adv.AdjustTokenPrivileges,
+        wintypes.BOOL,
+        wintypes.HANDLE,
+        wintypes.BOOL,
+        _PVOID,
+        wintypes.DWORD,
+        _PVOID,
+        _PVOID,
+    )
 
     _INVALID = wintypes.HANDLE(-1).value
     _GENERIC_READ, _GENERIC_WRITE = 0x80000000, 0x40000000
@@ -250,7 +269,10 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     _SE_FILE_OBJECT = 1
     _OWNER_INFO, _DACL_INFO, _PROTECTED_DACL, _UNPROTECTED_DACL = 0x1, 0x4, 0x80000000, 0x20000000
     _ERROR_ALREADY_EXISTS = 183
-    _TOKEN_QUERY, _TOKEN_USER = 0x8, 1
+    _TOKEN_QUERY, _TOKEN_USER, _TOKEN_ADJUST_PRIVILEGES = 0x8, 1, 0x20
+    _DELETE, _SHARE_NO_DELETE = 0x10000, 0x1 | 0x2
+    _FILE_RENAME_INFO = 3
+    _ACCESS_DENIED = 5
 
     def _check(ok, what: str) -> None:
         if not ok:
@@ -328,14 +350,14 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         finally:
             _LocalFree(sd)
 
-    def _open_handle(path: str, access: int, disposition: int, flags: int, sddl: str | None):
+    def _open_handle(path: str, access: int, disposition: int, flags: int, sddl: str | None, share: int = _SHARE_ALL):
         desc = _Descriptor(sddl) if sddl else None
         try:
             sa = desc.attributes() if desc else None
             handle = _CreateFileW(
                 path,
                 access,
-                _SHARE_ALL,
+                share,
                 ctypes.byref(sa) if sa else None,
                 disposition,
                 flags | _FLAG_OPEN_REPARSE_POINT,
@@ -361,18 +383,22 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             return f"is owned by {names([owner])}, not by SYSTEM, Administrators or this user"
         return None
 
-    def walk(path: str, sddl: str | None, create: bool, last: str) -> str | None:
+    def walk(path: str, sddl: str | None, create: bool, last: str) -> tuple[list, bool]:
         """``safefs._walk_posix`` on Windows: each component from the drive's root opened itself
         (``FILE_FLAG_OPEN_REPARSE_POINT``), a junction or symbolic link refused, one another
-        user owns refused or (``last == "claim"``) given to Administrators with ``sddl``; the
-        final folder others may write repaired ("repair", "claim") or refused. Folders on the way
-        are judged by their owner alone (an administrator's folder under C:\\ inherits "modify"
-        for Authenticated Users), except that "claim" takes over one others may write too
-        ("survey": says why the final one would be, changing nothing); the drive's root, where
-        every user may add folders, is never judged."""
+        user owns refused or (``last == "claim"``) moved aside by its own handle and made anew
+        with ``sddl`` (a folder a user lives in is refused instead); the final folder others may
+        write repaired ("repair", "claim") or refused. Folders on the way are judged by their
+        owner alone (an administrator's folder under C:\\ inherits "modify" for Authenticated
+        Users), except that "claim" closes one others may write too ("survey": says what would be
+        done, changing nothing); the drive's root, where every user may add folders, is never
+        judged. Returns what was done on the way (``safefs.Takeover``s), and whether the final
+        folder exists as judged (a survey past a folder it would make anew: not)."""
+        from basics.safefs import Takeover, _refuse_home
+
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
-        here, claimed = drive + "\\", None
+        here, done = drive + "\\", []
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
             final = i == len(parts) - 1
@@ -386,13 +412,20 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 why, seen = _component_problem(here, final or last in ("claim", "survey"))  # made meanwhile
             if why is None:
                 continue
-            if last == "claim":
+            owner = not why.startswith("is writable")
+            if last in ("claim", "survey") and owner:
+                _refuse_home(here, why, _homes())
+                done.append(Takeover(here, why, _make_anew(here, seen, sddl, last == "survey")))
+                if last == "survey":
+                    return done, False
+            elif last == "claim":
                 _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL, seen)
-            if last in ("claim", "survey"):
-                claimed = why if final else claimed
-            elif final and last == "repair" and why.startswith("is writable"):
+                done.append(Takeover(here, why))
+            elif last == "survey":
+                done.append(Takeover(here, why))
+            elif final and last == "repair" and not owner:
                 _apply(here, sddl, _DACL_INFO | _PROTECTED_DACL, seen)
-            elif why.startswith("is writable"):
+            elif not owner:
                 raise UnsafePath(
                     here,
                     why,
@@ -401,7 +434,136 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 )
             else:
                 raise UnsafePath(here, why)
-        return claimed
+        return done, True
+
+    def _make_anew(path: str, seen: tuple[int, int, int] | None, sddl: str, survey: bool) -> str:
+        """Another user's folder ``path`` renamed aside by a handle proven to be the one judged
+        (``seen``), then a new one made with ``sddl``; where the old one went. Whatever was made
+        again in its place before ours is moved aside as it stands (a junction itself, never
+        followed). A survey only names it. A handle someone holds on the folder without
+        share-delete makes this fail, closed."""
+        from basics.safefs import QUARANTINED
+
+        for _ in range(5):
+            aside = _fresh(path + QUARANTINED)
+            if survey:
+                return aside
+            handle = _open_handle(path, _DELETE | _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+            try:
+                if seen is not None and _identity(_info(handle)) != seen:
+                    raise UnsafePath(
+                        path,
+                        "was replaced while it was being checked (a junction or another folder put in its place)",
+                        "nothing was done through it: check who can write its parent",
+                    )
+                _rename_handle(handle, aside)
+            finally:
+                _CloseHandle(handle)
+            if _make_dir(path, sddl):
+                return aside
+            seen = None
+        raise UnsafePath(path, "is made again by another user each time it is moved aside", "nothing was laid there")
+
+    def _fresh(base: str) -> str:
+        name, n = base, 0
+        while os.path.lexists(name):
+            n += 1
+            name = f"{base}.{n}"
+        return name
+
+    def _rename_handle(handle, target: str) -> None:
+        """Rename the file a handle (opened with DELETE) is on: that object, whatever its name now."""
+        name = target.encode("utf-16-le")
+        size = 20 + len(name) + 2  # FILE_RENAME_INFO on x64: flags, (pad), RootDirectory, length, name
+        buf = ctypes.create_string_buffer(size)
+        ctypes.c_uint32.from_buffer(buf, 16).value = len(name)
+        ctypes.memmove(ctypes.addressof(buf) + 20, name, len(name))
+        _check(_SetFileInformationByHandle(handle, _FILE_RENAME_INFO, buf, size), f"rename to {target}")
+
+    def _homes() -> list[tuple[str, str]]:
+        """(profile, folder) of every user profile the system knows, and the profiles folder."""
+        import winreg
+
+        out = []
+        key = r"SOFTWARE\Microsoft\Windows NT\CurrentVersion\ProfileList"
+        try:
+            with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, key) as top:
+                for i in range(winreg.QueryInfoKey(top)[0]):
+                    sid = winreg.EnumKey(top, i)
+                    with winreg.OpenKey(top, sid) as sub:
+                        try:
+                            out.append((sid, os.path.expandvars(winreg.QueryValueEx(sub, "ProfileImagePath")[0])))
+                        except OSError:
+                            continue
+                try:
+                    users = winreg.QueryValueEx(top, "ProfilesDirectory")[0]
+                    out.append(("every user", os.path.expandvars(users)))
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        return out
+
+    def pin(path: str, seen: tuple[int, int, int] | None = None):
+        """A handle on the folder ``path`` that keeps it where it is while held: opened without
+        share-delete (nobody can rename or delete it; Windows also refuses to rename a folder
+        with anything open below it), proven a real folder reached through no junction (its
+        final path is ``path``) and, given ``seen``, the very folder judged."""
+        handle = _open_handle(path, _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None, _SHARE_NO_DELETE)
+        try:
+            info = _info(handle)
+            if info.dwFileAttributes & _ATTR_REPARSE_POINT or not info.dwFileAttributes & _ATTR_DIRECTORY:
+                raise UnsafePath(path, "is not a folder (a junction or link put in its place?)", UnsafePath.LINK_FIX)
+            if seen is not None and _identity(info) != seen:
+                raise UnsafePath(path, "was replaced while it was being checked", "run install again")
+            final = _final_path(handle)
+            if os.path.normcase(final) != os.path.normcase(os.path.abspath(path)):
+                raise UnsafePath(path, f"is reached through a junction or link (it is {final})", UnsafePath.LINK_FIX)
+        except BaseException:
+            _CloseHandle(handle)
+            raise
+        return handle
+
+    def _final_path(handle) -> str:
+        buf = ctypes.create_unicode_buffer(1024)
+        n = _GetFinalPathNameByHandleW(handle, buf, 1024, 0)
+        _check(n and n < 1024, "GetFinalPathNameByHandle")
+        text = buf.value
+        if text.startswith("\\\\?\\UNC\\"):
+            return "\\\\" + text[8:]
+        return text[4:] if text.startswith("\\\\?\\") else text
+
+    def _enable_privileges() -> None:
+        """SeTakeOwnership, SeRestore and SeBackup in this process's token (SYSTEM and elevated
+        administrators hold them, disabled): taking a folder, or reading one whose DACL denies us."""
+        token = wintypes.HANDLE()
+        if not _OpenProcessToken(
+            _GetCurrentProcess(), _TOKEN_ADJUST_PRIVILEGES | _TOKEN_QUERY, ctypes.byref(token)
+        ):  # pragma: no cover - a token we may not adjust: the calls then say what they lack
+            return
+        try:
+            for name in ("SeTakeOwnershipPrivilege", "SeRestorePrivilege", "SeBackupPrivilege"):
+                luid = ctypes.c_int64()
+                if not _LookupPrivilegeValueW(None, name, ctypes.byref(luid)):
+                    continue
+                state = (ctypes.c_uint32 * 4)(1, luid.value & 0xFFFFFFFF, luid.value >> 32, 2)  # SE_PRIVILEGE_ENABLED
+                _AdjustTokenPrivileges(token, False, state, 0, None, None)
+        finally:
+            _CloseHandle(token)
+
+    def claim(path: str, sddl: str):
+        """``safefs.claim_dir`` on Windows: the walk, then the folder pinned (``Folder``)."""
+        _enable_privileges()
+        done, _ = walk(path, sddl, create=True, last="claim")
+        return Folder(path, pin(path)), done
+
+    def survey(path: str):
+        done, exists = walk(path, None, create=False, last="survey")
+        return (Folder(path, pin(path)) if exists else None), done
+
+    def secure(path: str, sddl: str):
+        walk(path, sddl, create=True, last="repair")
+        return Folder(path, pin(path))
 
     def _make_dir(path: str, sddl: str) -> bool:
         """Create ``path`` with ``sddl``; False when it exists already."""
@@ -444,10 +606,16 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         return info.dwVolumeSerialNumber, info.nFileIndexHigh, info.nFileIndexLow
 
     def entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None, bool]:
-        """``safefs._posix_entry_problem`` on Windows; a kept entry inherits only its folder's DACL."""
-        handle = _open_handle(
-            path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None
-        )
+        """``safefs._entry_problem`` on Windows; a kept entry inherits only its folder's DACL. An
+        entry whose DACL keeps even SYSTEM out is foreign (never a crash)."""
+        try:
+            handle = _open_handle(
+                path, _READ_CONTROL | (_WRITE_DAC if repair else 0), _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None
+            )
+        except OSError as exc:
+            if exc.winerror != _ACCESS_DENIED:
+                raise
+            return "not readable by SYSTEM (its ACL denies it)", False
         try:
             info = _info(handle)
             folder = bool(info.dwFileAttributes & _ATTR_DIRECTORY)
@@ -484,13 +652,6 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 raise FileExistsError(17, f"{path} exists", path) from None
             raise
         return msvcrt.open_osfhandle(handle, os.O_WRONLY | os.O_BINARY)
-
-    def fresh_dir(path: str, sddl: str) -> None:
-        if not _make_dir(path, sddl):
-            raise FileExistsError(17, f"{path} exists", path)
-        why, _ = _component_problem(path, True)
-        if why:
-            raise UnsafePath(path, why)
 
     def open_file(path: str, flags: int, sddl: str) -> int:
         if flags & os.O_APPEND:
@@ -581,3 +742,106 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         finally:
             _CloseHandle(handle)
         return names(who) if who else None
+
+    def _writable(path: str) -> None:
+        """Clear the read-only attribute a user may have set, which makes even SYSTEM's delete fail."""
+        os.chmod(path, 0o666)
+
+    def _retry_writable(func, path: str, _exc) -> None:
+        _writable(path)
+        func(path)
+
+    class Folder:
+        """``safefs.Folder`` on Windows: the folder held by a pinned handle (``pin``), so neither
+        it nor a folder above it can be renamed, deleted or swapped for a junction while install
+        works in it; names below it are taken by path from there, a final reparse point never
+        followed (``FILE_FLAG_OPEN_REPARSE_POINT`` on every open; what is below was judged by
+        ``entries``, and only administrators may write in it)."""
+
+        def __init__(self, path: str, handle) -> None:
+            self.path, self._pin = os.path.normpath(os.path.abspath(path)), handle
+
+        def close(self) -> None:
+            if self._pin:
+                _CloseHandle(self._pin)
+                self._pin = None
+
+        def _p(self, rel: str) -> str:
+            return os.path.join(self.path, rel) if rel else self.path
+
+        def lstat(self, rel: str):
+            try:
+                return os.lstat(self._p(rel))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+        def scan(self, rel: str = "") -> list:
+            st = self.lstat(rel)
+            if st is None or st.st_file_attributes & _ATTR_REPARSE_POINT or not st.st_file_attributes & _ATTR_DIRECTORY:
+                return []
+            with os.scandir(self._p(rel)) as entries:
+                return [(e.name, e.stat(follow_symlinks=False)) for e in entries]
+
+        def open_read(self, rel: str) -> int | None:
+            path = self._p(rel)
+            st = self.lstat(rel)
+            if st is None or st.st_file_attributes & _ATTR_REPARSE_POINT:
+                return None
+            try:
+                handle = _open_handle(path, _GENERIC_READ, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+            except OSError as exc:
+                if exc.winerror in (2, 3):
+                    return None
+                raise
+            if _info(handle).dwFileAttributes & _ATTR_REPARSE_POINT:  # swapped since the look
+                _CloseHandle(handle)
+                return None
+            return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_BINARY)
+
+        def open_trusted(self, rel: str) -> int:
+            return open_file(self._p(rel), os.O_RDONLY, "")
+
+        def open_new(self, rel: str, mode: int = 0o644) -> int:
+            return create_new(self._p(rel))
+
+        def mkdir(self, rel: str, mode: int = 0o755, parents: bool = False) -> None:
+            (os.makedirs(self._p(rel), exist_ok=True) if parents else os.mkdir(self._p(rel)))
+
+        def unlink(self, rel: str) -> None:
+            try:
+                os.unlink(self._p(rel))
+            except PermissionError:
+                _writable(self._p(rel))
+                os.unlink(self._p(rel))
+
+        def rmdir(self, rel: str) -> None:
+            os.rmdir(self._p(rel))
+
+        def rename(self, src: str, dst: str, replace: bool = False) -> None:
+            (os.replace if replace else os.rename)(self._p(src), self._p(dst))
+
+        def purge(self, rel: str) -> None:
+            """``safefs._purge_at`` on Windows: shutil.rmtree lists a folder, then enters each
+            subfolder by path, so a user could swap one for a junction in between: every folder
+            below is first taken over top down (``seize_tree``), after which nobody else can add
+            or swap an entry anywhere in the tree; read-only files lose that attribute."""
+            import shutil
+
+            from basics.safefs import ADMIN_ONLY
+
+            path = self._p(rel)
+            seize_tree(path, ADMIN_ONLY)
+            shutil.rmtree(path, onerror=_retry_writable)
+
+        def entries(self, suspicious: bool, repair: bool) -> list[tuple[str, str]]:
+            out: list[tuple[str, str]] = []
+            pending = [self.path]
+            while pending:
+                with os.scandir(pending.pop()) as entries:
+                    for entry in entries:
+                        why, folder = entry_problem(entry.path, suspicious, repair)
+                        if why:
+                            out.append((entry.path, why))
+                        elif folder:
+                            pending.append(entry.path)
+            return sorted(out)

@@ -268,9 +268,10 @@ def _refuse_home(here: str, why: str, homes: list[tuple[str, str]] | None = None
     """A folder another user lives in (their home, or a folder a home lies in) is never moved nor
     taken: UnsafePath saying to choose a folder outside it. ``homes``: (user, home folder) pairs,
     the system's users by default."""
+    here = os.path.normcase(here)
     for user, home in _homes() if homes is None else homes:
-        home = os.path.normpath(home or "/")
-        if home != "/" and (home == here or home.startswith(here + os.sep)):
+        home = os.path.normcase(os.path.normpath(home or os.sep))
+        if os.path.dirname(home) != home and (home == here or home.startswith(here.rstrip(os.sep) + os.sep)):
             raise UnsafePath(
                 here,
                 f"{why}, and {user}'s home folder {'is' if home == here else 'lies in'} it",

@@ -81,31 +81,51 @@ elif step == "opened-up":  # the test gave "other" write access from the Linux s
     out["foreign_file"] = refusal(safefs.open_lock, base + "\\locks\\network-x.lock")
     ws._TRUSTED[:] = []
 elif step == "claim":  # the test gave the folder itself "other" write access and planted a link in it
-    out["claimed"] = safefs.claim_dir(base)  # the install ACL: owner Administrators, protected DACL
+    folder, done, foreign = safefs.claim_dir(base)  # the install ACL: owner Administrators, protected DACL
+    out["claimed"] = [[(t.why, t.aside) for t in done], foreign]
     out["protected"] = sddl(base, True)
     for name in ("wincni.log", "planted.lnk"):  # CREATE_NEW + the reparse-point flag: never through what is there
         try:
-            os.close(safefs.open_new(base + "\\" + name))
+            os.close(folder.open_new(name))
             out["new_" + name] = "created"
         except FileExistsError:
             out["new_" + name] = "exists"
-    os.close(safefs.open_new(base + "\\fresh.tmp"))
+    os.close(folder.open_new("fresh.tmp"))
     out["fresh"] = sddl(base + "\\fresh.tmp", False)
+    folder.close()
+    out["pinned"] = refusal(ws.pin, base, (0, 0, 0))  # a pin proves the folder is the one judged
 elif step == "purge":  # a user's tree (others may write every folder of it) deleted as a discarded entry is
     tree = base + "\\tree"
     ws.seize_tree(tree, safefs.ADMIN_ONLY)  # each folder taken over before it is listed
     out["writers"] = [safefs.writable_by_others(p) for p in (tree, tree + "\\a", tree + "\\a\\b")]
-    safefs.purge(tree)
+    os.chmod(tree + "\\a\\file", 0o444)  # read-only: even SYSTEM's DeleteFileW fails until it is cleared
+    folder = safefs.secure_folder(base)
+    folder.purge("tree")
+    folder.close()
     out["gone"] = not os.path.lexists(tree)
+elif step == "theirs":  # another user's folders on the way: moved aside by their handle, made anew
+    ws._TRUSTED[:] = [ws.TRUSTED_SIDS]  # as if the prefix's user were another user
+    folder, done, foreign = safefs.claim_dir(base + "\\bin")
+    out["done"] = [(t.path, t.why, t.aside) for t in done]
+    out["entries"] = [name for name, _ in folder.scan()]
+    folder.close()
+    survey, planned, _ = safefs.survey_dir(base + "\\bin")  # made anew: theirs again as Wine sees it
+    out["survey"] = [survey is None, [(t.path, t.aside) for t in planned]]
+    try:
+        safefs.claim_dir(ws._homes()[-1][1] + "\\cni\\bin")
+        out["home"] = None
+    except safefs.UnsafePath as exc:
+        out["home"] = exc.problem
+    ws._TRUSTED[:] = []
 print(json.dumps(out))
 """
 
 
-def _probe(node: WineNode, step: str) -> dict:
+def _probe(node: WineNode, step: str, base: str = r"C:\wincni-sec") -> dict:
     python = toolchain.winpath(toolchain.cache_dir() / "python" / "python.exe")
     script = node.root / "safefs_probe.py"
     script.write_text(PROBE)
-    proc = node.wine(python, toolchain.winpath(script), toolchain.winpath(ROOT), r"C:\wincni-sec", step)
+    proc = node.wine(python, toolchain.winpath(script), toolchain.winpath(ROOT), base, step)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     return json.loads(proc.stdout.decode().strip().splitlines()[-1])
 
@@ -135,8 +155,9 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
     (folder.parent / "planted.lnk").symlink_to(victim)  # Wine makes no reparse points: a Unix link stands in
     third = _probe(node, "claim")
     assert ws_writers(third["protected"], me) == [], third["protected"]
-    why, foreign = third["claimed"]
-    assert why == "is writable by Everyone" and not os.stat(folder.parent).st_mode & 0o002, third["claimed"]
+    done, foreign = third["claimed"]
+    assert done == [["is writable by Everyone", ""]] and not os.stat(folder.parent).st_mode & 0o002, third
+    assert third["pinned"] == "was replaced while it was being checked", third
     assert {(path.rsplit("\\", 1)[1], problem) for path, problem in foreign} == {
         ("wincni.log", "a file with 2 hard links"),
         ("hard.log", "a file with 2 hard links"),
@@ -151,6 +172,23 @@ def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(n
         os.chmod(sub, 0o777)
     fourth = _probe(node, "purge")
     assert fourth == {"writers": [None, None, None], "gone": True}, fourth
+
+
+def test_another_users_folder_is_moved_aside_by_its_handle_and_made_anew(node: WineNode) -> None:
+    """``claim_dir`` on Windows: a folder on the way owned by another user is renamed aside through
+    the handle it was judged on (SetFileInformationByHandle FileRenameInfo) and made anew with
+    the install DACL, never reused; the profiles folder (where users live) is refused."""
+    theirs = node.path(r"C:\wincni-theirs\bin")
+    theirs.mkdir(parents=True)
+    (theirs / "planted.exe").write_text("the user's")
+    out = _probe(node, "theirs", r"C:\wincni-theirs")
+    (path, why, aside), *rest = out["done"]
+    assert (
+        path == r"C:\wincni-theirs" and why.startswith("is owned by") and aside == r"C:\wincni-theirs.wincni-quarantine"
+    )
+    assert out["entries"] == [] and (node.path(aside) / "bin" / "planted.exe").read_text() == "the user's", out
+    assert out["survey"][0] and out["survey"][1][0][1].endswith(".wincni-quarantine.1"), out
+    assert out["home"] is not None and "home folder" in out["home"], out
 
 
 def ws_writers(sddl: str, me: str) -> list[str]:
