@@ -319,7 +319,7 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
         )
         render.validate(doc, backend, platform, cwd)
     except CniError as exc:
-        raise InstallError(quote(f"{exc.msg}: {exc.details}" if exc.details else exc.msg, *read)) from None
+        raise InstallError(quote(str(exc), *read)) from None
     except FlagFileError as exc:
         raise InstallError(str(exc)) from None
     linux = netconf.linux_mismatch(backend)
