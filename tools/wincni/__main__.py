@@ -97,12 +97,14 @@ def where(
     env: Mapping[str, str],
     read: Any = None,
     isdir: Callable[[str], bool] = os.path.isdir,
+    strict: bool = False,
 ) -> Any:
     """The CNI folders the reading commands look at: ``containerd.locate``'s answer, the C:\\k\\cni
     layout where nothing of containerd is; a config.toml they cannot use is said in ``why``,
     containerd's defaults then looked at (containerd itself does not start with it). ``read``: a
-    ``flagfile.Reader`` (default: --containerd-config's, on the node's files). A
-    ``containerd.CniDirs``."""
+    ``flagfile.Reader`` (default: --containerd-config's, on the node's files). ``strict``: a
+    --containerd-config given that cannot be read at all (a FIFO, a user's link) is raised
+    (``FlagFileError``), for the commands that do not print ``why``. A ``containerd.CniDirs``."""
     from dataclasses import replace
 
     from . import containerd
@@ -114,6 +116,8 @@ def where(
             platform, env, read, isdir, args.containerd_config, containerd.without_containerd(platform)
         )
     except (containerd.ConfigError, FlagFileError) as exc:
+        if strict and args.containerd_config and isinstance(exc, FlagFileError):
+            raise
         found = containerd.defaults(platform, env)
         why = read.quote(str(exc))
         return replace(found, why=f"{why} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
@@ -155,19 +159,29 @@ def main(
         from . import install
 
         return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
-    found = where(args, platform, env)
+    from .flagfile import FlagFileError
+
+    try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
+        found, refused = where(args, platform, env, strict=args.command in ("sourcevip", "reclaim")), ""
+    except FlagFileError as exc:
+        found, refused = None, str(exc)
     if args.command == "dirs":
         return _print_dirs(found, args.output, stdout)
     if args.command == "sourcevip":
         from . import containerd, sourcevip
 
+        if refused:
+            return sourcevip.failed(args, stdout, refused)
         args.cni_conf = args.cni_conf or os.path.join(found.conf_dir, containerd.CONF_NAME)
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
         from . import reclaim
 
-        opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
-        facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
+        if refused:
+            facts_ = facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
+        else:
+            opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
+            facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
         return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
     opts = {
         "cni_conf": args.cni_conf or found.conf_dir,

@@ -109,11 +109,9 @@ def run(
         ip, released, directory = reserve(name, ipam, platform, taken)
         changed = _write(args.out, _result(ip), old)
     except SourceVipError as exc:
-        _print(args, stdout, {"error": str(exc)})
-        return exc.status
+        return failed(args, stdout, str(exc), exc.status)
     except CniError as exc:
-        _print(args, stdout, {"error": f"{exc.msg}: {exc.details}" if exc.details else exc.msg})
-        return 1
+        return failed(args, stdout, str(exc))
     address = ip.address.split("/")[0]
     _print(
         args,
@@ -340,6 +338,12 @@ def _write(path: str, doc: dict, old: bytes | None) -> bool:
     except OSError as exc:
         raise SourceVipError(f"cannot write {path}: {exc.strerror or exc}; pass --out") from None
     return True
+
+
+def failed(args: argparse.Namespace, stdout: TextIO, message: str, status: int = 1) -> int:
+    """Say why nothing was reserved, in the chosen format; the exit status."""
+    _print(args, stdout, {"error": message})
+    return status
 
 
 def _print(args: argparse.Namespace, stdout: TextIO, doc: dict) -> None:
