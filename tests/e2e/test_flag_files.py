@@ -22,7 +22,7 @@ import pytest
 
 from basics.cli import PathArg
 from hnsnode import Node, release
-from test_security import _symlink, as_nobody, root_only
+from test_security import NOBODY, _symlink, as_nobody, root_only
 from tools.hnsctl import build_parser as hnsctl_parser
 from tools.wincni.__main__ import build_parser as wincni_parser
 from tools.wincni.facts import default_paths
@@ -170,3 +170,17 @@ def test_an_administrators_configmap_links_are_followed(node: Node, tmp_path: Pa
     rc, out, _ = run(node, "wincni", ("doctor",), {"--cni-conf": str(mount / "10-bridge.conf"), "-o": "json"})
     config = {c["id"]: c for c in json.loads(out)["checks"]}["config"]
     assert config["status"] == "ok", config
+
+
+@root_only
+def test_an_error_quotes_nothing_of_a_file_no_administrator_owns(node: Node, tmp_path: Path) -> None:
+    """An administrator's bad value is quoted (the error helps); a user's own file is named, not quoted."""
+    bad = tmp_path / "net-conf.json"
+    bad.write_text(json.dumps({"Network": SECRET, "Backend": {"Type": "vxlan", "VNI": 4096}}))
+    args = base_args(node, ("install",)) | {"--net-conf": str(bad)}
+    rc, out, _ = run(node, "wincni", ("install",), args)
+    assert rc == 1 and SECRET in json.loads(out)["error"], out
+    os.chown(bad, NOBODY, NOBODY)
+    rc, out, _ = run(node, "wincni", ("install",), args)
+    error = json.loads(out)["error"]
+    assert rc == 1 and SECRET not in out and f"--net-conf {bad}" in error and "uid 65534" in error, out
