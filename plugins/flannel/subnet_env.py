@@ -69,6 +69,12 @@ def load(path: str) -> Lease:
         raise LeaseError(LeaseProblem.MISSING, path, f"{path} does not exist") from exc
     except OSError as exc:
         raise LeaseError(LeaseProblem.UNREADABLE, path, f"cannot read {path}: {exc.strerror or exc}") from exc
+    return decode(raw, path)
+
+
+def decode(raw: bytes, path: str) -> Lease:
+    """The lease in the bytes ``raw`` of ``path``, as ``load`` reads it (the operator tools read
+    the file themselves: ``basics.inputfile``)."""
     if len(raw) > MAX_LEASE:
         raise LeaseError(
             LeaseProblem.MALFORMED, path, f"{path} is over {MAX_LEASE >> 10} KiB: not flanneld's subnet.env"

@@ -20,9 +20,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from basics.inputfile import Input
 from gotool import go_tool
 from tools.wincni.__main__ import build_parser
 from tools.wincni.facts import default_paths
+from tools.wincni.flagfile import Reader
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
@@ -219,8 +221,12 @@ class NodeFiles:
     def __init__(self, files: dict[str, bytes]) -> None:
         self.files = files
 
-    def read(self, path: str, cap: int) -> bytes | None:
-        return self.files[path][:cap] if path in self.files else None
+    def read(self, path: str, cap: int) -> Input | None:
+        return Input(path, self.files[path][:cap]) if path in self.files else None
+
+    def reader(self) -> Reader:
+        """--containerd-config's reader on these files."""
+        return Reader("--containerd-config", self.read)
 
     @staticmethod
     def isdir(path: str) -> bool:
@@ -254,7 +260,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     assert parsed["install-cni"].source == SANDBOX + "\\wincni"
 
     files, env = NodeFiles(NODES[node]), {"ProgramFiles": r"C:\Program Files"}
-    bin_dir, conf_dir = _dirs(parsed["install-cni"], files, "win32", env, Outcome())
+    bin_dir, conf_dir = _dirs(parsed["install-cni"], "win32", env, Outcome(), files.reader())
     written = ntpath.join(conf_dir, parsed["install-cni"].conf_name)
     if node == "config names them":
         assert (bin_dir, conf_dir) == (r"D:\k8s cni\bin", r"D:\k8s cni\conf")
@@ -262,7 +268,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
         assert (bin_dir, conf_dir) == (r"C:\Program Files\containerd\cni\bin", r"C:\Program Files\containerd\cni\conf")
 
     def seen_by(command: str) -> Any:
-        return where(parsed[command], "win32", env, files.read, files.isdir)
+        return where(parsed[command], "win32", env, files.reader(), files.isdir)
 
     probe = parsed["kube-flannel readiness"]
     assert probe.cni_conf is None and probe.cni_bin_dir is None

@@ -208,7 +208,7 @@ def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None
         ('[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "C:\\u0000x"\n', "NUL or control character"),
         (
             "# pad\n" * (1 << 18) + '[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "{bin}"\n',
-            "larger than 1024 KiB",
+            "is over 1 MiB",
         ),
     ],
 )

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from basics.cli import Parser, UsageError
+from basics.cli import DIR, FILE, FILE_OR_DIR, Parser, UsageError
 
 
 def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
@@ -20,17 +20,24 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     p = Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
-    d.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
+    d.add_argument("--cni-conf", type=FILE_OR_DIR, help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
     d.add_argument(
-        "--subnet-env", help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})"
+        "--subnet-env",
+        type=FILE,
+        help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})",
     )
     d.add_argument(
-        "--net-conf", help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})"
+        "--net-conf",
+        type=FILE,
+        help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})",
     )
     d.add_argument(
-        "--source-vip", default=defaults["source_vip"], help="kube-proxy's source VIP file (default %(default)s)"
+        "--source-vip",
+        type=FILE,
+        default=defaults["source_vip"],
+        help="kube-proxy's source VIP file (default %(default)s)",
     )
-    d.add_argument("--cni-bin-dir", help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)")
+    d.add_argument("--cni-bin-dir", type=DIR, help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)")
     d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument(
         "--quick",
@@ -60,7 +67,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     r = sub.add_parser(
         "reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)"
     )
-    r.add_argument("--cni-conf", help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
+    r.add_argument("--cni-conf", type=FILE_OR_DIR, help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
     r.add_argument(
         "--min-age",
         type=sourcevip.seconds,
@@ -88,28 +95,32 @@ def where(
     args: argparse.Namespace,
     platform: str,
     env: Mapping[str, str],
-    read: Callable[[str, int], bytes | None] | None = None,
+    read: Any = None,
     isdir: Callable[[str], bool] = os.path.isdir,
+    strict: bool = False,
 ) -> Any:
     """The CNI folders the reading commands look at: ``containerd.locate``'s answer, the C:\\k\\cni
     layout where nothing of containerd is; a config.toml they cannot use is said in ``why``,
-    containerd's defaults then looked at (containerd itself does not start with it). A
-    ``containerd.CniDirs``."""
+    containerd's defaults then looked at (containerd itself does not start with it). ``read``: a
+    ``flagfile.Reader`` (default: --containerd-config's, on the node's files). ``strict``: a
+    --containerd-config given that cannot be read at all (a FIFO, a user's link) is raised
+    (``FlagFileError``), for the commands that do not print ``why``. A ``containerd.CniDirs``."""
     from dataclasses import replace
 
     from . import containerd
+    from .flagfile import FlagFileError, Reader
 
-    if read is None:
-        from .disk import Disk
-
-        read = Disk().read
+    read = read or Reader("--containerd-config")
     try:
         return containerd.locate(
             platform, env, read, isdir, args.containerd_config, containerd.without_containerd(platform)
         )
-    except containerd.ConfigError as exc:
+    except (containerd.ConfigError, FlagFileError) as exc:
+        if strict and args.containerd_config and isinstance(exc, FlagFileError):
+            raise
         found = containerd.defaults(platform, env)
-        return replace(found, why=f"{exc} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
+        why = read.quote(str(exc))
+        return replace(found, why=f"{why} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
 
 
 def render_table(checks: list, out: TextIO) -> None:
@@ -148,19 +159,29 @@ def main(
         from . import install
 
         return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
-    found = where(args, platform, env)
+    from .flagfile import FlagFileError
+
+    try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
+        found, refused = where(args, platform, env, strict=args.command in ("sourcevip", "reclaim")), ""
+    except FlagFileError as exc:
+        found, refused = None, str(exc)
     if args.command == "dirs":
         return _print_dirs(found, args.output, stdout)
     if args.command == "sourcevip":
         from . import containerd, sourcevip
 
+        if refused:
+            return sourcevip.failed(args, stdout, refused)
         args.cni_conf = args.cni_conf or os.path.join(found.conf_dir, containerd.CONF_NAME)
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
         from . import reclaim
 
-        opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
-        facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
+        if refused:
+            facts_ = facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
+        else:
+            opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
+            facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
         return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
     opts = {
         "cni_conf": args.cni_conf or found.conf_dir,

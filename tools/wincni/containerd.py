@@ -46,9 +46,12 @@ class ConfigError(Exception):
 
 def add_config_argument(p: "argparse.ArgumentParser", platform: str) -> None:
     """``--containerd-config``, for every command whose CNI folders ``locate`` decides."""
+    from basics.cli import FILE
+
     default = r"%%ProgramFiles%%\containerd\config.toml" if platform == "win32" else config_path(platform, {})
     p.add_argument(
         "--containerd-config",
+        type=FILE,
         metavar="FILE",
         help=f"containerd's config, which names the CNI folders (default {default})",
     )

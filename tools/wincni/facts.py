@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from basics.inputfile import Input
 from basics.jsonci import get_ci
 from libhns.backend import simulated_on_windows
 from plugins.registry import ENDPOINT_PLUGINS, flavor_module
@@ -193,6 +194,7 @@ def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
     ``given`` is --cni-conf as passed (a file or the folder ``path`` was picked from)."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
+    from plugins.cni.skel import MAX_STDIN
 
     if not os.path.lexists(given):
         return None, Problem(
@@ -207,18 +209,18 @@ def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
             f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
             "or pass --cni-conf with the folder or file that holds the config",
         )
-    raw = _read(path)
-    if isinstance(raw, Problem):
+    found = _input("--cni-conf", path, MAX_STDIN)
+    if not isinstance(found, Input):
         return None, Problem(
-            f"CNI config: {raw.message}",
+            f"CNI config: {found.message if found else f'{path} does not exist'}",
             "run the doctor as the user the runtime runs as "
             "(Administrator), or pass --cni-conf with a config you can read",
         )
     try:
-        conf = first_plugin(decode(raw))
+        conf = first_plugin(decode(found.data))
         check_name(conf)
     except CniError as err:
-        return None, Problem(f"{path}: {err.msg}", err.details)
+        return None, _quoted(Problem(f"{path}: {err.msg}", err.details), "--cni-conf", found)
     return conf, None
 
 
@@ -233,28 +235,41 @@ def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, P
 
 
 def read_backend(path: str) -> tuple[Any, Problem | None]:
+    """flanneld's net-conf.json as flannel parses it; None when it does not exist."""
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
 
+    found = _input("--net-conf", path, netconf.MAX_NET_CONF)
+    if not isinstance(found, Input):
+        return None, found
     try:
-        return netconf.load(path), None
+        return netconf.parse(found.data, path), None
     except CniError as err:
-        return None, Problem(err.msg, err.details)
+        return None, _quoted(Problem(err.msg, err.details), "--net-conf", found)
 
 
 def read_lease(path: str, plugin: str) -> tuple[Any, Problem | None]:
+    """flanneld's subnet.env as flannel parses it; without flannel, none is needed."""
     from plugins.flannel import subnet_env
 
-    try:
-        return subnet_env.load(path), None
-    except subnet_env.LeaseError as err:
-        if err.problem is subnet_env.LeaseProblem.MISSING and plugin != "flannel":
+    found = _input("--subnet-env", path, subnet_env.MAX_LEASE)
+    if isinstance(found, Problem):
+        return None, found
+    if found is None:
+        if plugin != "flannel":
             return None, None  # a win-bridge/win-overlay config without flannel (start.ps1 style) needs no lease
-        return None, Problem(
-            err.reason,
-            "flanneld writes it once it has a lease and the HNS network: check "
-            'that flanneld runs and its log ("Waiting for the Network to be created")',
-        )
+        reason = f"{path} does not exist"
+    else:
+        try:
+            return subnet_env.decode(found.data, path), None
+        except subnet_env.LeaseError as err:
+            reason = err.reason
+    problem = Problem(
+        reason,
+        "flanneld writes it once it has a lease and the HNS network: check "
+        'that flanneld runs and its log ("Waiting for the Network to be created")',
+    )
+    return None, _quoted(problem, "--subnet-env", found)
 
 
 def delegate_conf(
@@ -392,11 +407,13 @@ def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ..
 
 def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
     """kube-proxy's source VIP file: its addresses, None when it does not exist."""
-    raw = _read(path)
-    if isinstance(raw, Problem):
-        return None, (raw if os.path.exists(path) else None)
+    from plugins.cni.skel import MAX_STDIN
+
+    found = _input("--source-vip", path, MAX_STDIN)
+    if not isinstance(found, Input):
+        return None, found
     try:
-        doc = json.loads(raw.decode("utf-8-sig"))
+        doc = json.loads(found.data.decode("utf-8-sig"))
         ip4 = get_ci(doc, "ip4") or {}
         found = [get_ci(ip4, "ip")] if isinstance(ip4, dict) and get_ci(ip4, "ip") else []
         found += [
@@ -404,7 +421,9 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
         ]
         return tuple(str(a).split("/")[0] for a in found), None
     except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
-        return None, Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one")
+        return None, _quoted(
+            Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one"), "--source-vip", found
+        )
 
 
 def read_store(
@@ -444,18 +463,20 @@ def _listdir(path: str) -> frozenset[str] | None:
         return None
 
 
-def _read(path: str) -> bytes | Problem:
-    """At most what a plugin reads of its config (``skel.MAX_STDIN``): a larger file, or a device
-    such as /dev/zero, is a problem, not a MemoryError."""
-    from plugins.cni.skel import MAX_STDIN
+def _input(flag: str, path: str, cap: int) -> Input | Problem | None:
+    """The file ``path`` the flag names (``flagfile.read``: a FIFO, a device, a folder or another
+    user's link is a problem naming the flag, never waited on); None when it does not exist."""
+    from .flagfile import FlagFileError, read
 
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            return Problem(f"{path} is over {MAX_STDIN >> 20} MiB, more than the doctor reads", "")
-        return raw
-    except FileNotFoundError:
-        return Problem(f"{path} does not exist", "")
-    except OSError as err:
-        return Problem(f"cannot read {path}: {err.strerror or err}", "")
+        return read(flag, path, cap)
+    except FlagFileError as err:
+        return Problem(str(err), "")
+
+
+def _quoted(problem: Problem, flag: str, found: Input | None) -> Problem:
+    """``problem`` about the file ``found``, quoting nothing of it unless an administrator owns it."""
+    from .flagfile import quote
+
+    message = quote(problem.message, (flag, found))
+    return problem if message == problem.message else Problem(message, "")

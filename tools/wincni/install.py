@@ -28,6 +28,8 @@ from basics.errors import UnsafePath
 
 from . import layout
 from .disk import Disk
+from .flagfile import FlagFileError, Reader, named, quote
+from .flagfile import read as read_flag
 from .layout import Manifest, Step
 from .trust import read_manifest
 
@@ -54,19 +56,27 @@ class Outcome:
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import DIR, FILE, FILE_OR_DIR
+
     from .containerd import CONF_NAME, add_config_argument
 
     p.add_argument(
         "--from",
         dest="source",
+        type=FILE_OR_DIR,
         metavar="DIR|ZIP",
         help="the release folder or zip (default: the folder this wincni runs from)",
     )
-    p.add_argument("--cni-bin-dir", help="default: containerd's bin_dir(s), else its own default (wincni dirs says)")
-    p.add_argument("--cni-conf-dir", help="default: containerd's conf_dir, else its own default (wincni dirs says)")
+    p.add_argument(
+        "--cni-bin-dir", type=DIR, help="default: containerd's bin_dir(s), else its own default (wincni dirs says)"
+    )
+    p.add_argument(
+        "--cni-conf-dir", type=DIR, help="default: containerd's conf_dir, else its own default (wincni dirs says)"
+    )
     add_config_argument(p, platform)
     p.add_argument(
         "--net-conf",
+        type=FILE,
         default=_net_conf_default(platform),
         metavar="FILE",
         help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)",
@@ -74,6 +84,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
     p.add_argument(
         "--kubelet-config",
+        type=FILE,
         default=_kubelet_config_default(platform),
         metavar="FILE",
         help="the kubelet's config, for clusterDNS and clusterDomain (default %(default)s)",
@@ -94,6 +105,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     )
     p.add_argument(
         "--template",
+        type=FILE,
         default="",
         metavar="FILE",
         help="a conflist template the operator owns (e.g. from a ConfigMap): its __TOKENS__ filled in, "
@@ -137,7 +149,7 @@ def run(
     disk = disk or Disk()
     out = Outcome()
     try:
-        bin_dir, conf_dir = _dirs(args, disk, platform, env or {}, out)
+        bin_dir, conf_dir = _dirs(args, platform, env or {}, out)
         out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
         if args.uninstall:
             _uninstall(args, bin_dir, conf_dir, disk, platform, cwd, out)
@@ -162,9 +174,12 @@ def _net_conf_default(platform: str) -> str:
     return default_paths(platform)["net_conf"]
 
 
-def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str, str], out: Outcome) -> tuple[str, str]:
+def _dirs(
+    args: argparse.Namespace, platform: str, env: Mapping[str, str], out: Outcome, read: Reader | None = None
+) -> tuple[str, str]:
     """The flags, else where ``containerd.locate`` says containerd looks (its defaults even on a
-    node without containerd yet: install lays for containerd)."""
+    node without containerd yet: install lays for containerd). ``read``: the config's reader
+    (default: --containerd-config's, on the node's files)."""
     from .containerd import CniDirs, ConfigError, locate, said
 
     found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
@@ -172,10 +187,11 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str,
         flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value
     ]
     if len(given) < 2:
+        read = read or Reader("--containerd-config")
         try:
-            found = locate(platform, env, disk.read, os.path.isdir, args.containerd_config)
-        except ConfigError as exc:
-            raise InstallError(f"{exc}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
+            found = locate(platform, env, read, os.path.isdir, args.containerd_config)
+        except (ConfigError, FlagFileError) as exc:
+            raise InstallError(f"{read.quote(str(exc))}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
     out.dirs_from = said(given, found)
     return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
 
@@ -186,7 +202,7 @@ def _dirs(args: argparse.Namespace, disk: Disk, platform: str, env: Mapping[str,
 def _install(
     args: argparse.Namespace, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
 ) -> None:
-    rendered = _render(args, platform, cwd, out, disk)
+    rendered = _render(args, platform, cwd, out)
     with _bundle(args.source, disk) as bundle:
         out.build = bundle.build
         try:
@@ -272,38 +288,42 @@ def _missing_plugins(rendered: bytes, present: tuple[str, ...], bin_dir: str) ->
     ]
 
 
-def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome, disk: Disk) -> bytes:
-    """The config to install, loaded by the plugins' own loaders first; InstallError (nothing
-    changed yet) for anything a plugin would refuse."""
+def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> bytes:
+    """The config to install, loaded by the plugins' own parsers first; InstallError (nothing
+    changed yet) for anything a plugin would refuse, quoting no file an administrator does not own."""
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
 
     from . import render
 
+    read: list = []  # (flag, what was read) for quote
     try:
-        backend = netconf.load(args.net_conf)
-        if backend is None:
+        found = read_flag("--net-conf", args.net_conf, netconf.MAX_NET_CONF)
+        if found is None:
             raise InstallError(
                 f"{args.net_conf} does not exist: pass --net-conf with flanneld's net-conf.json "
                 "(the kube-flannel-cfg ConfigMap's net-conf.json)"
             )
+        read.append(("--net-conf", found))
+        backend = netconf.parse(found.data, args.net_conf)
         netconf.check(backend, backend.network_name)
-        template = (
-            _read(disk.read, args.template, render.MAX_TEMPLATE, "a CNI config template is a few KiB: check --template")
-            if args.template
-            else None
-        )
+        template = read_flag("--template", args.template, render.MAX_TEMPLATE) if args.template else None
         if args.template and template is None:
             raise InstallError(f"--template {args.template} does not exist")
-        uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template)
+        read.append(("--template", template))
+        uses_node = template is not None and {"__NODE_IP__", "__NODE_SUBNET__"} & render.template_tokens(template.data)
         node_ip = args.node_ip or (_default_node_ip() if backend.type == "host-gw" or uses_node else "")
-        servers, domain = _cluster_dns(args, disk, out)
+        servers, domain = _cluster_dns(args, out)
         values = render.values(backend, args.service_cidr, node_ip, servers, domain)
         out.dns = {"servers": [values["__DNS_SERVER__"]], "domain": values["__DNS_DOMAIN__"], **out.dns}
-        doc = render.conflist(values) if template is None else render.from_template(template, args.template, values)
+        doc = (
+            render.conflist(values) if template is None else render.from_template(template.data, args.template, values)
+        )
         render.validate(doc, backend, platform, cwd)
     except CniError as exc:
-        raise InstallError(f"{exc.msg}: {exc.details}" if exc.details else exc.msg) from None
+        raise InstallError(quote(str(exc), *read)) from None
+    except FlagFileError as exc:
+        raise InstallError(str(exc)) from None
     linux = netconf.linux_mismatch(backend)
     if linux is not None:
         out.warnings.append(f"{linux[0]}; fix: {linux[1]}")
@@ -557,7 +577,7 @@ def _provable(
     plan = []
     conf = os.path.join(conf_dir, args.conf_name)
     try:
-        if _read(disk.read_entry, conf, MAX_CONF) == _render(args, platform, cwd, out, disk):
+        if _read(disk.read_entry, conf, MAX_CONF) == _render(args, platform, cwd, out):
             plan.append(Step("remove", conf, detail="the config this install renders"))
     except InstallError as exc:
         out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
@@ -582,17 +602,17 @@ def _provable(
 # ---------------------------------------------------------------------------- inputs
 
 
-def _read(
-    read: Callable[[str, int], bytes | None], path: str, cap: int, fix: str = "not a file install can use: move it away"
-) -> bytes | None:
-    """The file's bytes by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap`` (a
-    whole number of MiB; never cut short: ``fix`` says what to do) or unreadable."""
+def _read(read: Callable[[str, int], bytes | None], path: str, cap: int) -> bytes | None:
+    """A file in a CNI folder by ``read`` (a ``Disk`` reader); InstallError when it is over ``cap``
+    (a whole number of MiB; never cut short) or unreadable."""
     try:
         raw = read(path, cap + 1)
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
     if raw is not None and len(raw) > cap:
-        raise InstallError(f"{path} is over {cap >> 20} MiB, the most install reads: {fix}")
+        raise InstallError(
+            f"{path} is over {cap >> 20} MiB, the most install reads: not a file install can use: move it away"
+        )
     return raw
 
 
@@ -614,7 +634,7 @@ class _bundle:
             if not getattr(sys, "frozen", False):
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
             root = os.path.dirname(os.path.abspath(sys.executable))
-        elif os.path.isfile(root):
+        elif not os.path.isdir(root):
             root = self.tmp = _unzip(root)
         files, dirs = self.disk.listdir(root)
         try:
@@ -630,11 +650,20 @@ class _bundle:
 
 
 def _unzip(path: str) -> str:
+    """The release zip ``path`` unpacked into a temp folder: opened as ``basics.inputfile`` opens
+    what a flag names (a regular file, never waited on, no user's link followed)."""
     import tempfile
     import zipfile
 
+    from basics.inputfile import open_file
+
     try:
-        with zipfile.ZipFile(path) as zf:
+        with named("--from", path):
+            fd, _ = open_file(path, MAX_ZIP_BYTES)
+    except FlagFileError as exc:
+        raise InstallError(str(exc)) from None
+    try:
+        with open(fd, "rb") as f, zipfile.ZipFile(f) as zf:
             infos = zf.infolist()
             if len(infos) > MAX_ZIP_ENTRIES or sum(i.file_size for i in infos) > MAX_ZIP_BYTES:
                 raise InstallError(
@@ -654,26 +683,22 @@ def _unzip(path: str) -> str:
     return tmp
 
 
-def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tuple[str, ...], str]:
+def _cluster_dns(args: argparse.Namespace, out: Outcome) -> tuple[tuple[str, ...], str]:
     """(servers, domain): the flags, else the kubelet's own config, else ((), "") for the defaults
     ``render.values`` applies, with a warning saying so. ``out.dns["from"]`` says which."""
     from . import kubelet
 
+    found = None
     try:
         for ip in args.cluster_dns:
             kubelet.check_server(ip, "--cluster-dns")
         if args.cluster_domain:
             kubelet.check_domain(args.cluster_domain, "--cluster-domain")
-        found = kubelet.ClusterDns((), "")
+        dns = kubelet.ClusterDns((), "")
         if not (args.cluster_dns and args.cluster_domain):
-            raw = _read(
-                disk.read,
-                args.kubelet_config,
-                kubelet.MAX_BYTES,
-                "not a kubelet config; pass --cluster-dns and --cluster-domain",
-            )
-            if raw is not None:
-                found = kubelet.parse(raw.decode("utf-8-sig", "replace"), args.kubelet_config)
+            found = read_flag("--kubelet-config", args.kubelet_config, kubelet.MAX_BYTES)
+            if found is not None:
+                dns = kubelet.parse(found.data.decode("utf-8-sig", "replace"), args.kubelet_config)
             else:
                 out.warnings.append(
                     f"no kubelet config at {args.kubelet_config}: pass --kubelet-config, or "
@@ -681,13 +706,14 @@ def _cluster_dns(args: argparse.Namespace, disk: Disk, out: Outcome) -> tuple[tu
                     "CIDR's tenth address, cluster.local) are this cluster's"
                 )
     except kubelet.KubeletConfigError as exc:
-        raise InstallError(f"{exc}; or pass --cluster-dns and --cluster-domain") from None
-    servers, domain = tuple(args.cluster_dns) or found.servers, args.cluster_domain or found.domain
+        message = f"{exc}; or pass --cluster-dns and --cluster-domain"
+        raise InstallError(quote(message, ("--kubelet-config", found))) from None
+    servers, domain = tuple(args.cluster_dns) or dns.servers, args.cluster_domain or dns.domain
     out.dns = {
         "from": "flags"
         if args.cluster_dns and args.cluster_domain
         else args.kubelet_config
-        if found.servers or found.domain
+        if dns.servers or dns.domain
         else "defaults"
     }
     return servers, domain

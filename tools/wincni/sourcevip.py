@@ -25,6 +25,8 @@ from typing import Any, Callable, Mapping, TextIO
 from plugins.cni.ownership import PINNED_PREFIX
 from plugins.ipam_host_local.allocator import Owner
 
+from .flagfile import quote
+
 OWNER = Owner(PINNED_PREFIX + "source-vip", "sourcevip")
 RESULT_VERSION = "0.2.0"  # sourceVip.json as kube-proxy's start scripts read it: ip4.ip
 MAX_CONF = 1 << 20
@@ -45,11 +47,14 @@ class NotNeeded(SourceVipError):
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import FILE
+
     from .containerd import CONF_NAME, add_config_argument
     from .facts import default_paths
 
     p.add_argument(
         "--cni-conf",
+        type=FILE,
         metavar="FILE",
         help=f"the pods' CNI config (default: what wincni install wrote, {CONF_NAME} in the runtime's "
         "conf dir: wincni dirs)",
@@ -57,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     add_config_argument(p, platform)
     p.add_argument(
         "--out",
+        type=FILE,
         default=default_paths(platform)["source_vip"],
         metavar="FILE",
         help="the host-local result kube-proxy's scripts read (default %(default)s)",
@@ -97,16 +103,15 @@ def run(
     from plugins.cni.errors import CniError
 
     try:
+        old = _old(args.out)
         name, ipam_of, lease = _pods_config(args.cni_conf, platform, cwd)
         network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr, lease)
         ip, released, directory = reserve(name, ipam, platform, taken)
-        changed = _write(args.out, _result(ip))
+        changed = _write(args.out, _result(ip), old)
     except SourceVipError as exc:
-        _print(args, stdout, {"error": str(exc)})
-        return exc.status
+        return failed(args, stdout, str(exc), exc.status)
     except CniError as exc:
-        _print(args, stdout, {"error": f"{exc.msg}: {exc.details}" if exc.details else exc.msg})
-        return 1
+        return failed(args, stdout, str(exc))
     address = ip.address.split("/")[0]
     _print(
         args,
@@ -129,35 +134,37 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
     """The network name, how to get the pods' IPAM section once it exists (flannel: from its
     lease, which flanneld writes once the network is up), and that lease's path ("" without flannel)."""
     from plugins.cni.config import check_name, decode
+    from plugins.cni.errors import CniError
     from plugins.flannel import subnet_env
     from plugins.flannel.config import FlannelConf
 
     from .facts import first_plugin
 
+    found = _input("--cni-conf", path, MAX_CONF)
+    if found is None:
+        raise SourceVipError(f"the pods' CNI config {path} does not exist; pass --cni-conf (wincni install writes it)")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_CONF)
-    except OSError as exc:
-        raise SourceVipError(
-            f"cannot read the pods' CNI config {path}: {exc.strerror or exc}; pass --cni-conf "
-            "(wincni install writes it)"
-        ) from None
-    conf = first_plugin(decode(raw))
-    name = check_name(conf)
-    if conf.get("type") != "flannel":
-        ipam = conf.get("ipam")
-        if not isinstance(ipam, dict):
-            raise SourceVipError(f"{path}: {conf.get('type')!r} config without an ipam section: nothing to reserve in")
-        return name, lambda: ipam, ""
-    fconf = FlannelConf.from_conf(conf, platform, cwd)
+        conf = first_plugin(decode(found.data))
+        name = check_name(conf)
+        if conf.get("type") != "flannel":
+            ipam = conf.get("ipam")
+            if not isinstance(ipam, dict):
+                raise SourceVipError(
+                    f"{path}: {conf.get('type')!r} config without an ipam section: nothing to reserve in"
+                )
+            return name, lambda: ipam, ""
+        fconf = FlannelConf.from_conf(conf, platform, cwd)
+    except CniError as exc:
+        raise SourceVipError(quote(str(exc), ("--cni-conf", found))) from None
 
     def from_lease() -> Mapping[str, Any] | None:
+        lease_file = _input("the config's subnetFile", fconf.subnet_file, subnet_env.MAX_LEASE)
+        if lease_file is None:
+            return None
         try:
-            lease = subnet_env.load(fconf.subnet_file)
+            lease = subnet_env.decode(lease_file.data, fconf.subnet_file)
         except subnet_env.LeaseError as err:
-            if err.problem is subnet_env.LeaseProblem.MISSING:
-                return None
-            raise SourceVipError(err.reason) from None
+            raise SourceVipError(quote(err.reason, ("the config's subnetFile", lease_file))) from None
         if lease.subnet is None or lease.subnet.version != 4:
             raise SourceVipError(f"{fconf.subnet_file} has no IPv4 FLANNEL_SUBNET")
         return {**fconf.ipam, "type": "host-local", "subnet": str(lease.subnet)}  # what flannel gives the pods
@@ -287,17 +294,47 @@ def _result(ip: Any) -> dict:
     return Result(cni_version=RESULT_VERSION, ips=[ip]).to_dict(RESULT_VERSION)
 
 
-def _write(path: str, doc: dict) -> bool:
-    """Atomically, and only when it differs (kube-proxy's restart loop rereads it). Its folder is
-    made admin-only (or refused) and held first, so the old file is read, and the new one
-    written, only through a folder nobody else can swap."""
+def _input(flag: str, path: str, cap: int) -> Any:
+    """The file ``path`` the flag names (``flagfile.read``), None when absent; SourceVipError naming
+    the flag when it cannot be used."""
+    from .flagfile import FlagFileError, read
+
+    try:
+        return read(flag, path, cap)
+    except FlagFileError as exc:
+        raise SourceVipError(str(exc)) from None
+
+
+def _old(path: str) -> bytes | None:
+    """What --out holds now (None: nothing yet), its folder checked first: one only
+    administrators may write (``safefs.check_dir``; a missing one is made when written), then the
+    file read as a flag's is (a FIFO or a user's link is refused, never waited on or followed)."""
+    from basics.errors import UnsafePath
+    from basics.safefs import check_dir
+
+    try:
+        check_dir(os.path.dirname(os.path.abspath(path)))
+    except FileNotFoundError:
+        return None
+    except UnsafePath as exc:
+        raise SourceVipError(f"--out {path}: {exc}") from None
+    except OSError as exc:
+        raise SourceVipError(f"--out {path}: {exc.strerror or exc}") from None
+    found = _input("--out", path, MAX_CONF)
+    return found.data if found else None
+
+
+def _write(path: str, doc: dict, old: bytes | None) -> bool:
+    """Atomically, and only when it differs from ``old`` (kube-proxy's restart loop rereads it),
+    through its folder made admin-only (or refused) and held (``Disk.secure``): nobody can swap
+    it between the check and the write."""
     from .disk import Disk
 
     data = (json.dumps(doc, indent=2) + "\n").encode()
     disk = Disk()
     try:
         disk.secure(os.path.dirname(os.path.abspath(path)))
-        if disk.read(path, MAX_CONF) == data:
+        if old == data:
             return False
         disk.write_atomic(path, data)
     except OSError as exc:
@@ -305,6 +342,12 @@ def _write(path: str, doc: dict) -> bool:
     finally:
         disk.release()
     return True
+
+
+def failed(args: argparse.Namespace, stdout: TextIO, message: str, status: int = 1) -> int:
+    """Say why nothing was reserved, in the chosen format; the exit status."""
+    _print(args, stdout, {"error": message})
+    return status
 
 
 def _print(args: argparse.Namespace, stdout: TextIO, doc: dict) -> None:
