@@ -392,9 +392,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         owner alone (an administrator's folder under C:\\ inherits "modify" for Authenticated
         Users), except that "claim" closes one others may write too ("survey": says what would be
         done, changing nothing); the drive's root, where every user may add folders, is never
-        judged. Returns what was done on the way (``safefs.Takeover``s), and whether the final
+        judged. Returns what was done on the way (``takeover.Takeover``s), and whether the final
         folder exists as judged (a survey past a folder it would make anew: not)."""
-        from basics.safefs import Takeover, _refuse_home
+        from basics.takeover import Takeover, refuse_home
 
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
@@ -414,7 +414,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 continue
             owner = not why.startswith("is writable")
             if last in ("claim", "survey") and owner:
-                _refuse_home(here, why, _homes())
+                refuse_home(here, why, _homes())
                 done.append(Takeover(here, why, _make_anew(here, seen, sddl, last == "survey")))
                 if last == "survey":
                     return done, False
@@ -442,7 +442,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         again in its place before ours is moved aside as it stands (a junction itself, never
         followed). A survey only names it. A handle someone holds on the folder without
         share-delete makes this fail, closed."""
-        from basics.safefs import QUARANTINED
+        from basics.takeover import QUARANTINED
 
         for _ in range(5):
             aside = _fresh(path + QUARANTINED)
@@ -551,19 +551,20 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         finally:
             _CloseHandle(token)
 
-    def claim(path: str, sddl: str):
-        """``safefs.claim_dir`` on Windows: the walk, then the folder pinned (``Folder``)."""
+    def claim(path: str, sddl: str, seize: str):
+        """``safefs.claim_dir`` on Windows: the walk, then the folder pinned (``Folder``; ``seize``,
+        the DACL a folder to delete below it is given first)."""
         _enable_privileges()
         done, _ = walk(path, sddl, create=True, last="claim")
-        return Folder(path, pin(path)), done
+        return Folder(path, pin(path), seize), done
 
     def survey(path: str):
         done, exists = walk(path, None, create=False, last="survey")
-        return (Folder(path, pin(path)) if exists else None), done
+        return (Folder(path, pin(path), "") if exists else None), done
 
     def secure(path: str, sddl: str):
         walk(path, sddl, create=True, last="repair")
-        return Folder(path, pin(path))
+        return Folder(path, pin(path), sddl)
 
     def _make_dir(path: str, sddl: str) -> bool:
         """Create ``path`` with ``sddl``; False when it exists already."""
@@ -758,8 +759,8 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         followed (``FILE_FLAG_OPEN_REPARSE_POINT`` on every open; what is below was judged by
         ``entries``, and only administrators may write in it)."""
 
-        def __init__(self, path: str, handle) -> None:
-            self.path, self._pin = os.path.normpath(os.path.abspath(path)), handle
+        def __init__(self, path: str, handle, seize: str) -> None:
+            self.path, self._pin, self._seize = os.path.normpath(os.path.abspath(path)), handle, seize
 
         def close(self) -> None:
             if self._pin:
@@ -827,10 +828,8 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             or swap an entry anywhere in the tree; read-only files lose that attribute."""
             import shutil
 
-            from basics.safefs import ADMIN_ONLY
-
             path = self._p(rel)
-            seize_tree(path, ADMIN_ONLY)
+            seize_tree(path, self._seize)
             shutil.rmtree(path, onerror=_retry_writable)
 
         def entries(self, suspicious: bool, repair: bool) -> list[tuple[str, str]]:

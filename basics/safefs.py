@@ -73,30 +73,17 @@ def check_dir(path: str) -> None:
     os.close(_walk_posix(path, None, "refuse")[0])
 
 
-class Takeover:
-    """A folder on the way ``claim_dir`` could not trust as it found it: ``aside`` is where it was
-    moved (another user's: quarantined, never followed nor reused, a fresh one made in its place);
-    "" for an administrator's folder others could write, closed where it stands."""
-
-    __slots__ = ("path", "why", "aside")
-
-    def __init__(self, path: str, why: str, aside: str = "") -> None:
-        self.path, self.why, self.aside = path, why, aside
-
-    def __repr__(self) -> str:
-        return f"Takeover({self.path!r}, {self.why!r}, {self.aside!r})"
-
-
-def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[Folder, list[Takeover], list[tuple[str, str]]]:
+def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[Folder, list, list[tuple[str, str]]]:
     """Make the folder ``path`` install's, for ``wincni install``: missing components are created
     admin-only; one another user owns is moved aside and made anew (a home folder, or any folder
     a user's home lies in, is refused instead); an administrator's others may write loses that
     write access (``sddl`` on Windows). A link on the way is refused, never followed. Returns the
-    folder held open (the caller closes it), what had to be done on the way, and what in the
+    folder held open (the caller closes it), what had to be done on the way (``takeover.Takeover``s),
+    and what in the
     folder an administrator did not lay (``foreign_entries``), whose write access for others is
     taken back (on Windows: they inherit only the folder's DACL)."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        folder, done = _win.claim(path, sddl)
+        folder, done = _win.claim(path, sddl, ADMIN_ONLY)
     else:
         fd, done = _walk_posix(path, 0o755, "claim")
         folder = _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
@@ -107,7 +94,7 @@ def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[Folder, li
         raise
 
 
-def survey_dir(path: str) -> tuple[Folder | None, list[Takeover], list[tuple[str, str]]]:
+def survey_dir(path: str) -> tuple[Folder | None, list, list[tuple[str, str]]]:
     """What ``claim_dir`` would do, changing nothing (``wincni install --dry-run``): the same walk,
     so a link on the way is refused as the real run refuses it, never followed to list what lies
     behind it. The folder is None (and nothing listed) when a component does not exist yet or
@@ -182,12 +169,9 @@ def _untrusted_dir(path: str, why: str) -> UnsafePath:
 _DIR = (os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) if hasattr(os, "O_DIRECTORY") else 0
 #: How often a folder moved aside may be made again by someone else before install gives up.
 _ASIDE_TRIES = 5
-#: The suffix of a folder another user owned, moved aside by ``claim_dir`` (and of install's
-#: quarantine folder for entries of the conf dir).
-QUARANTINED = ".wincni-quarantine"
 
 
-def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, list[Takeover]]:
+def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, list]:
     """Open ``path`` from ``/`` one component at a time (``O_NOFOLLOW``, each relative to the
     folder before), so no link anywhere on the way is followed and every check runs on what is
     then opened; the final folder's descriptor is returned open. An existing component must be a
@@ -196,7 +180,8 @@ def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, l
     "refuse"; "repair" (the final one, ours but writable by others: taken back); "claim" (another
     user's moved aside and made anew, an administrator's closed to others; on the way too);
     "survey" (what "claim" would do, changing nothing: None instead of a descriptor when a
-    component would be made anew). UnsafePath names the component at fault."""
+    component would be made anew). UnsafePath names the component at fault; what was done on
+    the way comes back as ``takeover.Takeover``s (``_take``)."""
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
     fd: int | None = os.open("/", _DIR)
     here, done = "/", []
@@ -212,16 +197,10 @@ def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, l
                 why = _component_problem(os.fstat(fd), here, final)
                 if why is None:
                     continue
-                if last in ("claim", "survey") and not why.startswith("is writable"):
-                    _refuse_home(here, why)
-                    os.close(fd)
-                    fd = None
-                    fd, aside = _make_anew(parent, part, here, create, last == "survey")
-                    done.append(Takeover(here, why, aside))
-                elif last in ("claim", "survey"):
-                    if last == "claim":
-                        _close_to_others(fd)
-                    done.append(Takeover(here, why))
+                if last in ("claim", "survey"):
+                    opened, fd = fd, None
+                    fd, taken = _take(parent, part, here, opened, why, create, last == "survey")
+                    done.append(taken)
                 elif final and last == "repair" and why.startswith("is writable"):
                     os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
                 else:
@@ -235,11 +214,34 @@ def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, l
     return fd, done
 
 
+def _take(parent: int, name: str, here: str, fd: int, why: str, create: int | None, survey: bool) -> tuple:
+    """What a claim does to the component ``fd`` it found untrusted for ``why`` (a survey: would
+    do): an administrator's folder closed to others where it stands; another user's moved aside
+    and made anew, unless a user lives in it (refused). (The descriptor to go on with, or None
+    where a survey would make it anew; the ``takeover.Takeover``.) ``fd`` is this call's to close."""
+    from basics.takeover import Takeover, refuse_home
+
+    if why.startswith("is writable"):
+        try:
+            if not survey:
+                _close_to_others(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, Takeover(here, why)
+    os.close(fd)
+    refuse_home(here, why, _homes())
+    fd, aside = _make_anew(parent, name, here, create, survey)
+    return fd, Takeover(here, why, aside)
+
+
 def _make_anew(parent: int, name: str, here: str, mode: int | None, survey: bool) -> tuple[int | None, str]:
     """Another user's folder ``name`` in ``parent`` renamed to a fresh quarantine name beside it
     (whatever stands there now: a link swapped in is moved as it is, never followed) and a new
     admin-only one made in its place; (its descriptor, where the old one went). A survey only
     names where it would go."""
+    from basics.takeover import QUARANTINED
+
     for _ in range(_ASIDE_TRIES):
         aside = _fresh_at(parent, name + QUARANTINED)
         if survey:
@@ -264,22 +266,8 @@ def _make_anew(parent: int, name: str, here: str, mode: int | None, survey: bool
     )
 
 
-def _refuse_home(here: str, why: str, homes: list[tuple[str, str]] | None = None) -> None:
-    """A folder another user lives in (their home, or a folder a home lies in) is never moved nor
-    taken: UnsafePath saying to choose a folder outside it. ``homes``: (user, home folder) pairs,
-    the system's users by default."""
-    here = os.path.normcase(here)
-    for user, home in _homes() if homes is None else homes:
-        home = os.path.normcase(os.path.normpath(home or os.sep))
-        if os.path.dirname(home) != home and (home == here or home.startswith(here.rstrip(os.sep) + os.sep)):
-            raise UnsafePath(
-                here,
-                f"{why}, and {user}'s home folder {'is' if home == here else 'lies in'} it",
-                "install never takes a folder a user lives in: choose a folder outside it",
-            )
-
-
 def _homes() -> list[tuple[str, str]]:
+    """(user, home folder) of every user of the system."""
     import pwd
 
     return [(u.pw_name, u.pw_dir) for u in pwd.getpwall()]

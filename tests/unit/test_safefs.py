@@ -11,6 +11,7 @@ import pytest
 
 from basics import _winsec as ws
 from basics import safefs
+from basics.takeover import refuse_home
 
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="files owned by another user need root to make")
@@ -152,9 +153,9 @@ def test_a_folder_a_user_lives_in_is_refused_not_moved(tmp_path):
     here = str(tmp_path / "home")
     for homes, says in (([("alice", here)], "alice's home folder is it"), ([("bob", here + "/bob")], "lies in it")):
         with pytest.raises(safefs.UnsafePath, match=says) as caught:
-            safefs._refuse_home(here, "is owned by uid 1000", homes)
+            refuse_home(here, "is owned by uid 1000", homes)
         assert "choose a folder outside it" in caught.value.fix
-    safefs._refuse_home(here, "is owned by uid 1000", [("carol", here + "-2"), ("root", "/")])
+    refuse_home(here, "is owned by uid 1000", [("carol", here + "-2"), ("root", "/")])
 
 
 def test_every_folder_on_the_way_is_opened_without_following_a_link(tmp_path):

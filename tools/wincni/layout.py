@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from basics.safefs import QUARANTINED
+from basics.takeover import QUARANTINED
 
 CONTENTS_PREFIX = "_wincni-"  # + build ID: specs/wincni.spec names the contents folder so
 ASIDE_DIR = ".wincni-old"
