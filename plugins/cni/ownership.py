@@ -26,7 +26,8 @@ Who frees what:
 - the runtime's GC and a pod's DEL (its sandbox's only): temporary files that are not 6, what
   a writer killed before it renamed or removed them left;
 - ``wincni reclaim``: reservations that are none of 1-3 once at least ``--min-age`` old (default
-  ``IN_FLIGHT_SECONDS``), each checked again under the store's lock just before it is released;
+  ``IN_FLIGHT_SECONDS``; below it only with ``--force``, which breaks 2), each checked again under
+  the store's lock just before it is released;
 - an ADD: an endpoint of ours on its own address or name that is none of 4-5.
 Each freeing says who freed what and why (``freed``).
 """
@@ -76,6 +77,17 @@ def reservation_kept(container_id: str, live_pods: "set[str] | frozenset[str]", 
     if age < min_age:
         return IN_FLIGHT
     return ""
+
+
+def min_age_risk(min_age: float) -> str:
+    """What reclaiming reservations only ``min_age`` seconds old risks ("" when nothing): below
+    ``IN_FLIGHT_SECONDS`` a reservation without an endpoint may be an ADD that has not made it yet."""
+    if min_age >= IN_FLIGHT_SECONDS:
+        return ""
+    return (
+        f"ADDs in flight may lose their address (a reservation younger than {IN_FLIGHT_SECONDS:g} s may be an "
+        "ADD whose endpoint does not exist yet: its pod then runs on an address host-local gives the next pod)"
+    )
 
 
 def gc_keeps(container_id: str, ifname: str, valid: "set[tuple[str, str]]") -> bool:

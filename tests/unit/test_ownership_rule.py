@@ -87,3 +87,8 @@ def test_every_freeing_says_who_what_and_why():
     assert (
         err.getvalue() == "host-local: warning: host-local GC: removing the reservation of 10.244.4.7: pod7 is gone\n"
     )
+
+
+def test_reclaim_below_the_in_flight_age_risks_adds_in_flight():
+    assert o.min_age_risk(o.IN_FLIGHT_SECONDS) == "" and o.min_age_risk(10**6) == ""
+    assert o.min_age_risk(o.IN_FLIGHT_SECONDS - 1).startswith("ADDs in flight may lose their address")
