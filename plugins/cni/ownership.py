@@ -13,14 +13,21 @@ In use — freed by nobody but its owner:
    pod subnet changed);
 4. flanneld's own endpoints (``<network>_ep``, any host endpoint) and every endpoint not named
    ``<sandbox>_<network>``: never ours to delete;
-5. an endpoint attached to a namespace or a container that exists, whatever network it is on.
+5. an endpoint attached to a namespace or a container that exists, whatever network it is on;
+6. a temporary file (``.<name>.<pid>.tmp``) its writer may still be writing: the writer is alive
+   and the file younger than ``IN_FLIGHT_SECONDS`` (PIDs are reused: age bounds the guess). No
+   list of attachments speaks for it, so not even the runtime's GC frees it. host-local writes
+   only under its store's lock, which its GC holds too: it leaves nothing half-written a GC meets.
 
 Who frees what:
 - a pod's DEL: that pod's reservation and endpoint;
 - the runtime's GC: reservations, saved configs and endpoints of attachments the runtime no longer
   lists (it knows its pods), except 3 and 4;
+- the runtime's GC and a pod's DEL (its sandbox's only): temporary files that are not 6, what
+  a writer killed before it renamed or removed them left;
 - ``wincni reclaim``: reservations that are none of 1-3 once at least ``--min-age`` old (default
-  ``IN_FLIGHT_SECONDS``), each checked again under the store's lock just before it is released;
+  ``IN_FLIGHT_SECONDS``; below it only with ``--force``, which breaks 2), each checked again under
+  the store's lock just before it is released;
 - an ADD: an endpoint of ours on its own address or name that is none of 4-5.
 Each freeing says who freed what and why (``freed``).
 """
@@ -41,6 +48,7 @@ NODE_OWNED = "owned by the node (the reserved _wincni- namespace)"
 ATTACHED = "in use by a sandbox that still exists (a namespace or a running container)"
 FLANNELD = "flanneld's own endpoint"
 NOT_OURS = "not created by this plugin (its name is not <sandbox>_<network>)"
+WRITING = "a live process may still be writing it"
 
 
 def pinned(container_id: str) -> bool:
@@ -71,6 +79,17 @@ def reservation_kept(container_id: str, live_pods: "set[str] | frozenset[str]", 
     return ""
 
 
+def min_age_risk(min_age: float) -> str:
+    """What reclaiming reservations only ``min_age`` seconds old risks ("" when nothing): below
+    ``IN_FLIGHT_SECONDS`` a reservation without an endpoint may be an ADD that has not made it yet."""
+    if min_age >= IN_FLIGHT_SECONDS:
+        return ""
+    return (
+        f"ADDs in flight may lose their address (a reservation younger than {IN_FLIGHT_SECONDS:g} s may be an "
+        "ADD whose endpoint does not exist yet: its pod then runs on an address host-local gives the next pod)"
+    )
+
+
 def gc_keeps(container_id: str, ifname: str, valid: "set[tuple[str, str]]") -> bool:
     """The runtime's GC: keep what it lists (an id-only legacy reservation while any of that
     container's attachments is listed) and what belongs to the node."""
@@ -79,6 +98,12 @@ def gc_keeps(container_id: str, ifname: str, valid: "set[tuple[str, str]]") -> b
     if not ifname:
         return any(cid == container_id for cid, _ in valid)
     return (container_id, ifname) in valid
+
+
+def temporary_kept(age: float, writer_alive: bool) -> str:
+    """Why a temporary file must stay ("" when it may go): ``age`` in seconds since it was
+    written, ``writer_alive`` whether the PID in its name runs (maybe a stranger that reuses it)."""
+    return WRITING if writer_alive and age < IN_FLIGHT_SECONDS else ""
 
 
 def endpoint_kept(name: str, network: str, attached_alive: bool) -> str:

@@ -24,13 +24,15 @@ TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION com
 if TYPE_CHECKING:
     from typing import Callable
 
-from plugins.cni.errors import IO_FAILURE, CniError
+from plugins.cni.errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
 from plugins.cni.lock import secure_dir
 from plugins.cni.names import CHARS
 from plugins.cni.record import FrozenRecord
 from plugins.cni.skel import MAX_STDIN
 
 MARKERS = ".attachments"
+#: Saves of one ADD whose files vanished before it gives up with code 11.
+_SAVE_TRIES = 3
 
 
 class Attachment(FrozenRecord):
@@ -74,12 +76,28 @@ class Store:
         return os.path.join(self.dir, key)
 
     def save(self, key: str, data: bytes, owner: Attachment) -> None:
-        """Write the config (0600, fsync, atomic rename), then record ``owner`` as one of its users."""
+        """Write the config (0600, fsync, atomic rename), then record ``owner`` as one of its users.
+
+        A file removed under our feet (the temporary one, by a process that ignores the ownership
+        rule) is written again; when it keeps vanishing the ADD is asked for again later (code 11).
+        """
         self._trust(create=True)
-        with _io("save the delegate config as", self.path(key)):
-            os.makedirs(self._markers, mode=0o700, exist_ok=True)
-            _atomic_write(self.path(key), data)
-            os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
+        for _ in range(_SAVE_TRIES):
+            try:
+                with _io("save the delegate config as", self.path(key)):
+                    os.makedirs(self._markers, mode=0o700, exist_ok=True)
+                    _atomic_write(self.path(key), data)
+                    os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
+                return
+            except FileNotFoundError as exc:
+                gone = exc.filename or self.path(key)
+        raise CniError(
+            TRY_AGAIN_LATER,
+            f"cannot save the delegate config as {self.path(key)}: {gone} vanished while it was written "
+            f"({_SAVE_TRIES} tries)",
+            'another process removes files in "dataDir" while ADD writes them (the runtime retries the ADD); '
+            "if this persists, find what cleans that folder",
+        )
 
     def load(self, key: str) -> bytes | None:
         from basics.safefs import UnsafePath, open_read
@@ -129,7 +147,7 @@ class Store:
         """``owner`` is gone (its delegate DEL succeeded): drop the config once nobody else uses it."""
         _remove(self._marker(key, owner))
         if not self.owners(key):
-            self._drop(key)
+            self._drop(key, "DEL")
 
     def prune(self, key: str, valid: set[Attachment]) -> bool:
         """GC: keep ``key`` only for valid attachments; True when the config was removed.
@@ -143,20 +161,22 @@ class Store:
             _remove(self._marker(key, stale))
         if live:
             return False
-        self._drop(key)
+        self._drop(key, "flannel GC")
         return True
 
-    def _drop(self, key: str) -> None:
+    def _drop(self, key: str, who: str) -> None:
         """Remove the config and what an ADD killed while saving it left (``.<key>.<pid>.tmp``)."""
         _remove(self.path(key))
-        self._drop_partial(lambda k: k == key)
+        self._drop_partial(lambda k: k == key, who)
 
     def drop_orphans(self, live: set[str]) -> None:
         """GC: the half-saved configs of ADDs killed before their first save completed (so no
         config names them) whose sandbox is not in ``live``."""
-        self._drop_partial(lambda k: k not in live)
+        self._drop_partial(lambda k: k not in live, "flannel GC")
 
-    def _drop_partial(self, doomed: Callable[[str], bool]) -> None:
+    def _drop_partial(self, doomed: Callable[[str], bool], who: str) -> None:
+        """Temporary files of ``doomed`` keys, except those a live writer may still be writing
+        (the ownership rule: an ADD that began after the runtime listed its pods is one)."""
         try:
             names = os.listdir(self.dir)
         except OSError:
@@ -164,10 +184,34 @@ class Store:
         for name in names:
             key, _, pid = name[1:-4].rpartition(".")
             if name.startswith(".") and name.endswith(".tmp") and key and pid.isdigit() and doomed(key):
-                _remove(os.path.join(self.dir, name))
+                path = os.path.join(self.dir, name)
+                why = _temporary_gone(path, int(pid))
+                if why:
+                    from plugins.cni.ownership import freed
+
+                    freed(who, f"the half-saved delegate config {path}", why)
+                    _remove(path)
 
     def _marker(self, key: str, owner: Attachment) -> str:
         return os.path.join(self._markers, f"{key}@{owner.container_id}@{_quote(owner.ifname)}")
+
+
+def _temporary_gone(path: str, pid: int) -> str:
+    """Why the temporary file ``path`` written by ``pid`` may go, by the ownership rule ("" when
+    it stays or is already gone)."""
+    import time
+
+    from plugins.cni.ownership import temporary_kept
+    from plugins.cni.procs import alive
+
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return ""
+    running = alive(pid)
+    if temporary_kept(age, running):
+        return ""
+    return f"written {age:.0f} s ago by PID {pid}, " + ("longer than any ADD runs" if running else "which is gone")
 
 
 def _atomic_write(path: str, data: bytes) -> None:

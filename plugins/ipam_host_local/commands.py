@@ -68,7 +68,9 @@ def check(req: Request) -> None:
 def gc(req: Request) -> None:
     """Release every reservation whose (container ID, ifname) is not a valid attachment, by the
     node's one ownership rule (``plugins.cni.ownership.gc_keeps``): legacy id-only reservations
-    stay while any attachment of that container is valid; the node's own always stay.
+    stay while any attachment of that container is valid; the node's own always stay. Every file
+    here is written under the store's lock, which GC holds too, so it never meets one a live
+    writer is still writing (an empty reservation is a killed writer's: no owner, released).
     """
     from plugins.cni import ownership
 

@@ -69,9 +69,9 @@ def test_wincni_reclaim_does_what_gc_would_from_hns_view(node, tmp_path):
 
     young = reclaim(node, conf_path)  # default --min-age 300: an ADD in flight is never robbed
     assert young.returncode == 0 and "0 reservation(s) released" in young.stdout, young
-    dry = reclaim(node, conf_path, "--min-age", "0", "--dry-run")
+    dry = reclaim(node, conf_path, "--min-age", "0", "--force", "--dry-run")
     assert dry.returncode == 0 and dry.stdout.count("would release ") == 2 and len(node.ip_files()) == 3
-    done = reclaim(node, conf_path, "--min-age", "0")
+    done = reclaim(node, conf_path, "--min-age", "0", "--force")
     assert done.returncode == 0 and "2 reservation(s) released" in done.stdout, done
     assert set(node.ip_files().values()) == {"new"}
 
@@ -81,7 +81,7 @@ def test_wincni_reclaim_refuses_without_hns(node, tmp_path):
     conf_path.write_text(json.dumps(node.conf()))
     node.add(node.conf(), "pod", node.sandbox("v2", "pod"))
     proc = subprocess.run(
-        [str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), "--min-age", "0"],
+        [str(VENV_BIN / "wincni"), "reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "--force"],
         env={**node.env, "LIBHNS_SIM_FAULTS": "HcnEnumerateNetworks=0x800706BA", "LIBHNS_COMMAND_TIMEOUT": "1"},
         capture_output=True,
         text=True,

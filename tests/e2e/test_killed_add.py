@@ -16,6 +16,7 @@ import time
 import pytest
 
 from hnsnode import VENV_BIN, Node
+from plugins.cni.ownership import IN_FLIGHT_SECONDS
 from test_flannel_lifecycle import pod_ip
 
 KILLS = 6
@@ -111,6 +112,8 @@ def test_gc_removes_what_a_killed_add_left_behind(tmp_path):
     # ...and what flannel killed between writing its config's temp file and renaming it leaves.
     half_saved = node.flannel_dir / ".gc-lost.4242.tmp"
     half_saved.write_bytes(b"{")
+    long_ago = time.time() - 2 * IN_FLIGHT_SECONDS  # whatever process holds PID 4242 today
+    os.utime(half_saved, (long_ago, long_ago))
     valid = {**conf, "cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]}
     assert run(node, "GC", valid, "", "", {}) == (0, None)
     for cid in cids:

@@ -435,7 +435,7 @@ class NodeDay(RuleBasedStateMachine):
         self.step("reclaim")
         if old:
             self.age_reservations()
-        args = ("--min-age", min_age) if min_age else ()
+        args = ("--min-age", min_age, "--force") if min_age else ()
         rc, out = self.wincni("reclaim", "--cni-conf", str(self.node.conf_dir / "10-flannel.conf"), *args)
         assert rc == 0, out
         self.reclaimed_at_zero = bool(min_age) or old

@@ -49,7 +49,7 @@ def test_reclaim_never_releases_the_source_vip_however_old(overlay: Node) -> Non
     overlay.reserve_source_vip()
     vip = overlay.ipam_dir / overlay.network / "10.244.4.9"
     age(vip, 3600)
-    for args in ((), ("--min-age", "0")):
+    for args in ((), ("--min-age", "0", "--force")):
         rc, out, _ = wincni(overlay, "reclaim", "--cni-conf", str(overlay.conf_dir / "10-overlay.conf"), *args)
         assert rc == 0 and "0 reservation(s) released" in out, out
     assert overlay.ip_files() == {"10.244.4.9": "_wincni-source-vip"}

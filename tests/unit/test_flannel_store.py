@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
-from plugins.cni.errors import IO_FAILURE, CniError
+from plugins.cni.errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
+from plugins.cni.ownership import IN_FLIGHT_SECONDS
 from plugins.flannel.store import MARKERS, Attachment, Store
 
 PAUSE, APP = Attachment("pause1", "eth0"), Attachment("app1", "eth0")
+LONG_AGO = time.time() - 2 * IN_FLIGHT_SECONDS
+
+
+def killed_mid_write(path: str, when: float = LONG_AGO) -> None:
+    """What a writer killed before its rename leaves; written ``when`` (whoever holds its PID now)."""
+    with open(path, "wb") as f:
+        f.write(b"{")
+    os.utime(path, (when, when))
+
+
+def dead_pid() -> int:
+    """The PID of a process that has exited (and was reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
 
 
 @pytest.fixture
@@ -64,8 +83,7 @@ def test_dropping_a_config_removes_what_a_killed_save_left(store, drop):
     store.save("pause1.b", b"{}", APP)
     leftovers = [".pause1.4242.tmp", ".pause1.b.4243.tmp", ".pause1.x.tmp"]
     for name in leftovers:
-        with open(os.path.join(store.dir, name), "wb") as f:
-            f.write(b"{")  # killed mid-write
+        killed_mid_write(os.path.join(store.dir, name))
     drop(store)
     assert sorted(os.listdir(store.dir)) == [MARKERS] + sorted(["pause1.b"] + leftovers[1:])
 
@@ -152,7 +170,7 @@ def test_gc_drops_half_saved_configs_of_sandboxes_no_longer_listed(tmp_path):
     store = Store(str(tmp_path / "data"))
     store.save("keep", b"{}", Attachment("keep", "eth0"))
     for name in (".gone.123.tmp", ".live.456.tmp", ".keep.789.tmp", ".not-ours.tmp", ".gone.x.tmp"):
-        (tmp_path / "data" / name).write_bytes(b"{")
+        killed_mid_write(str(tmp_path / "data" / name))
     store.drop_orphans({"live"} | set(store.keys()))
     assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_file()) == [
         ".gone.x.tmp",
@@ -161,3 +179,57 @@ def test_gc_drops_half_saved_configs_of_sandboxes_no_longer_listed(tmp_path):
         ".not-ours.tmp",
         "keep",
     ]
+
+
+def test_gc_and_del_leave_a_temporary_file_its_live_writer_may_still_be_writing(tmp_path):
+    """The runtime's list says nothing of an ADD that began after it was taken: whether the
+    temporary file's writer runs, and its age (a PID is reused), decide."""
+    store = Store(str(tmp_path / "data"))
+    store.save("pause1", b"{}", PAUSE)
+    now, me, dead = time.time(), os.getpid(), dead_pid()
+    files = {
+        f".new.{me}.tmp": now,  # an ADD saving right now: kept
+        f".pause1.{me}.tmp": now,  # a second attachment's save of a sandbox being dropped: kept
+        f".old.{me}.tmp": LONG_AGO,  # older than any ADD: the PID is someone else's now
+        f".dead.{dead}.tmp": now,  # its writer was killed
+    }
+    for name, when in files.items():
+        killed_mid_write(str(tmp_path / "data" / name), when)
+    store.release("pause1", PAUSE)
+    store.drop_orphans(set())
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.is_file()) == sorted(
+        [f".new.{me}.tmp", f".pause1.{me}.tmp"]
+    )
+
+
+def vanishing_replace(times: int):
+    """os.replace whose source is removed first ``times`` times: a GC that ignores the rule."""
+    real = os.replace
+
+    def replace(src, dst):
+        nonlocal times
+        if times:
+            times -= 1
+            os.remove(src)
+        return real(src, dst)
+
+    return replace
+
+
+def test_a_save_whose_temporary_file_vanished_is_written_again(store, monkeypatch):
+    monkeypatch.setattr(os, "replace", vanishing_replace(2))
+    store.save("c1", b"{}", Attachment("c1", "eth0"))
+    assert store.load("c1") == b"{}" and store.owners("c1") == {Attachment("c1", "eth0")}
+
+
+def test_a_save_whose_temporary_file_keeps_vanishing_is_a_clean_try_again_later(store, monkeypatch):
+    monkeypatch.setattr(os, "replace", vanishing_replace(99))
+    with pytest.raises(CniError) as err:
+        store.save("c1", b"{}", Attachment("c1", "eth0"))
+    tmp = os.path.join(store.dir, f".c1.{os.getpid()}.tmp")
+    assert err.value.code == TRY_AGAIN_LATER
+    assert (
+        err.value.msg
+        == f"cannot save the delegate config as {store.path('c1')}: {tmp} vanished while it was written (3 tries)"
+    )
+    assert sorted(os.listdir(store.dir)) == [MARKERS]

@@ -68,6 +68,26 @@ def test_reclaim_refuses_a_negative_age() -> None:
     assert "'-5' is not a number of seconds (0 or more)" in err.getvalue()
 
 
+def test_reclaim_below_the_in_flight_age_needs_force_and_says_what_it_risks(tmp_path: Path) -> None:
+    node = Node(tmp_path).bridge()
+    conf_path = tmp_path / "10-bridge.conf"
+    conf_path.write_text(json.dumps(node.conf()))
+    argv = ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0"]
+    out, err = io.StringIO(), io.StringIO()
+    assert wincni(argv, out, err, node.env, platform="linux", cwd=str(tmp_path)) == 2 and out.getvalue() == ""
+    first, usage = err.getvalue().splitlines()[:2]
+    assert first.startswith("wincni reclaim: --min-age 0 is below the in-flight age (300 s) and needs --force: ")
+    assert "ADDs in flight may lose their address" in first and usage.startswith("usage: wincni reclaim")
+    out, err = io.StringIO(), io.StringIO()
+    assert wincni([*argv, "--force"], out, err, node.env, platform="linux", cwd=str(tmp_path)) == 0
+    assert err.getvalue().startswith(
+        "wincni reclaim: warning: --min-age 0 with --force: ADDs in flight may lose their address ("
+    )
+    err = io.StringIO()
+    assert wincni(argv[:-2], io.StringIO(), err, node.env, platform="linux", cwd=str(tmp_path)) == 0
+    assert err.getvalue() == ""  # the default is the in-flight age: nothing to warn of
+
+
 def test_reclaim_speaks_json(tmp_path: Path) -> None:
     node = Node(tmp_path).bridge()
     conf_path = tmp_path / "10-bridge.conf"
@@ -78,7 +98,7 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
     out = io.StringIO()
     assert (
         wincni(
-            ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "-o", "json"],
+            ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "--force", "-o", "json"],
             out,
             io.StringIO(),
             node.env,

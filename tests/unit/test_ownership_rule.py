@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 
 import pytest
 
-from plugins.cni import log
+from plugins.cni import log, procs
 from plugins.cni import ownership as o
 
 
@@ -29,6 +32,26 @@ def test_the_runtimes_gc_keeps_what_it_lists_and_the_nodes_own():
     assert o.gc_keeps("pod1", "eth0", valid) and not o.gc_keeps("pod1", "eth1", valid)
     assert o.gc_keeps("pod1", "", valid) and not o.gc_keeps("pod2", "", valid)  # legacy id-only
     assert o.gc_keeps("_wincni-source-vip", "sourcevip", set())
+
+
+@pytest.mark.parametrize(
+    "age, writer_alive, kept",
+    [
+        (0, True, o.WRITING),  # an ADD saving its config: nobody's to delete, whatever lists say
+        (o.IN_FLIGHT_SECONDS - 1, True, o.WRITING),
+        (o.IN_FLIGHT_SECONDS, True, ""),  # older than any ADD: the PID is a stranger's now
+        (0, False, ""),  # its writer was killed before the rename
+    ],
+)
+def test_what_keeps_a_temporary_file(age, writer_alive, kept):
+    assert o.temporary_kept(age, writer_alive) == kept
+
+
+def test_a_process_is_alive_until_it_has_exited():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert procs.alive(os.getpid()) and not procs.alive(proc.pid)
+    assert not procs.alive(0) and not procs.alive(-1)  # process groups, never a writer
 
 
 @pytest.mark.parametrize(
@@ -64,3 +87,8 @@ def test_every_freeing_says_who_what_and_why():
     assert (
         err.getvalue() == "host-local: warning: host-local GC: removing the reservation of 10.244.4.7: pod7 is gone\n"
     )
+
+
+def test_reclaim_below_the_in_flight_age_risks_adds_in_flight():
+    assert o.min_age_risk(o.IN_FLIGHT_SECONDS) == "" and o.min_age_risk(10**6) == ""
+    assert o.min_age_risk(o.IN_FLIGHT_SECONDS - 1).startswith("ADDs in flight may lose their address")

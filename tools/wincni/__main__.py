@@ -73,8 +73,13 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         type=sourcevip.seconds,
         default=IN_FLIGHT_SECONDS,
         metavar="SECONDS",
-        help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s)",
+        help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s; "
+        "less needs --force)",
     )
+    r.add_argument(
+        "--force", action="store_true", help="allow a --min-age below the default, at the risk of ADDs in flight"
+    )
+    r.set_defaults(refuse=r.error)
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
     r.add_argument("-o", "--output", choices=("table", "json"), default="table")
     containerd.add_config_argument(r, platform)
@@ -150,6 +155,7 @@ def main(
     defaults = facts.default_paths(platform)
     try:
         args = build_parser(defaults, platform).parse_args(list(argv))
+        risk = _min_age_risk(args) if args.command == "reclaim" else ""
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
@@ -177,6 +183,8 @@ def main(
     if args.command == "reclaim":
         from . import reclaim
 
+        if risk:
+            stderr.write(f"wincni reclaim: warning: --min-age {args.min_age:g} with --force: {risk}\n")
         if refused:
             facts_ = facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
         else:
@@ -216,6 +224,18 @@ def main(
             stdout.write(f"CNI config {looked['conf']}, plugins {looked['binDir']}: {looked['from']}\n\n")
         render_table(results, stdout)
     return 1 if any(c.status == "fail" for c in results) else 0
+
+
+def _min_age_risk(args: argparse.Namespace) -> str:
+    """What reclaim's ``--min-age`` risks by the ownership rule: a usage error unless ``--force``."""
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS, min_age_risk
+
+    risk = min_age_risk(args.min_age)
+    if risk and not args.force:
+        args.refuse(
+            f"--min-age {args.min_age:g} is below the in-flight age ({IN_FLIGHT_SECONDS:g} s) and needs --force: {risk}"
+        )
+    return risk
 
 
 def _print_dirs(found: Any, output: str, stdout: TextIO) -> int:

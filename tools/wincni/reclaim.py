@@ -9,6 +9,8 @@ its pod has an endpoint ``<container>_<network>``, while it is younger than ``--
 in flight, or a retried one, which renews the reservation it reuses), and always when the node
 owns it (``_wincni-``: kube-proxy's source VIP). Each candidate is checked again under the
 store's lock just before it is released: its owner and age on disk, and HNS for its endpoint.
+A ``--min-age`` below the rule's in-flight age takes ``--force`` (``__main__``: a usage error
+without it, a warning with it).
 """
 
 from __future__ import annotations
