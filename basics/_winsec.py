@@ -245,6 +245,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     _GetFinalPathNameByHandleW = _sig(
         _k32.GetFinalPathNameByHandleW, wintypes.DWORD, wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD
     )
+    _GetFileType = _sig(_k32.GetFileType, wintypes.DWORD, wintypes.HANDLE)
     _LookupPrivilegeValueW = _sig(
         _adv.LookupPrivilegeValueW, wintypes.BOOL, wintypes.LPCWSTR, wintypes.LPCWSTR, ctypes.POINTER(ctypes.c_int64)
     )
@@ -272,7 +273,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     _TOKEN_QUERY, _TOKEN_USER, _TOKEN_ADJUST_PRIVILEGES = 0x8, 1, 0x20
     _DELETE, _SHARE_NO_DELETE = 0x10000, 0x1 | 0x2
     _FILE_RENAME_INFO = 3
-    _ACCESS_DENIED = 5
+    _ACCESS_DENIED, _FILE_TYPE_DISK = 5, 1
 
     def _check(ok, what: str) -> None:
         if not ok:
@@ -516,13 +517,39 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 raise UnsafePath(path, "is not a folder (a junction or link put in its place?)", UnsafePath.LINK_FIX)
             if seen is not None and _identity(info) != seen:
                 raise UnsafePath(path, "was replaced while it was being checked", "run install again")
-            final = _final_path(handle)
-            if os.path.normcase(final) != os.path.normcase(os.path.abspath(path)):
-                raise UnsafePath(path, f"is reached through a junction or link (it is {final})", UnsafePath.LINK_FIX)
+            _reached(handle, path)
         except BaseException:
             _CloseHandle(handle)
             raise
         return handle
+
+    def _reached(handle, path: str) -> None:
+        """UnsafePath unless the open ``handle`` is at ``path`` itself: a junction or link on the way
+        (one put there since the folders were judged) leads elsewhere, and the final path says so."""
+        final = _final_path(handle)
+        if os.path.normcase(final) != os.path.normcase(os.path.abspath(path)):
+            raise UnsafePath(path, f"is reached through a junction or link (it is {final})", UnsafePath.LINK_FIX)
+
+    def open_plain(path: str) -> int:
+        """A read descriptor on what is at ``path``, a final reparse point never followed nor any
+        on the way (``_reached``); UnsafePath for a link, FileNotFoundError when nothing is there.
+        The caller checks what it opened (``os.fstat``: a folder, a device)."""
+        try:
+            handle = _open_handle(path, _GENERIC_READ, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+        except OSError as exc:
+            if exc.winerror in (2, 3):
+                raise FileNotFoundError(2, f"{path} does not exist", path) from None
+            raise
+        try:
+            if _GetFileType(handle) != _FILE_TYPE_DISK:  # NUL, CON, a pipe: nothing a file is
+                raise UnsafePath(path, "is a device or pipe, not a regular file", "name the file itself")
+            if _info(handle).dwFileAttributes & _ATTR_REPARSE_POINT:
+                raise UnsafePath(path, "is a reparse point (a junction or symbolic link)", UnsafePath.LINK_FIX)
+            _reached(handle, path)
+        except BaseException:
+            _CloseHandle(handle)
+            raise
+        return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_BINARY)
 
     def _final_path(handle) -> str:
         buf = ctypes.create_unicode_buffer(1024)
@@ -681,6 +708,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             why = _owner_problem(_handle_sddl(handle))
             if why:
                 raise UnsafePath(path, why)
+            _reached(handle, path)
             return msvcrt.open_osfhandle(handle, (flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND)) | os.O_BINARY)
         except BaseException:
             _CloseHandle(handle)
@@ -784,20 +812,10 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 return [(e.name, e.stat(follow_symlinks=False)) for e in entries]
 
         def open_read(self, rel: str) -> int | None:
-            path = self._p(rel)
-            st = self.lstat(rel)
-            if st is None or st.st_file_attributes & _ATTR_REPARSE_POINT:
-                return None
             try:
-                handle = _open_handle(path, _GENERIC_READ, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
-            except OSError as exc:
-                if exc.winerror in (2, 3):
-                    return None
-                raise
-            if _info(handle).dwFileAttributes & _ATTR_REPARSE_POINT:  # swapped since the look
-                _CloseHandle(handle)
+                return open_plain(self._p(rel))
+            except (FileNotFoundError, UnsafePath):  # absent, or a link: never followed
                 return None
-            return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_BINARY)
 
         def open_trusted(self, rel: str) -> int:
             return open_file(self._p(rel), os.O_RDONLY, "")

@@ -170,8 +170,9 @@ if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
 
     def _open(path: str) -> tuple[int, str]:
         """Each component from the drive's root examined by ``lstat`` (a reparse point: a link or
-        junction, followed only when an administrator owns it), then the file opened; os.open
-        has no no-follow flag, so the final ``lstat`` decides what is opened."""
+        junction, followed only when an administrator owns it), then the file opened where that
+        led, never through a reparse point (``_winsec.open_plain``: a link swapped in since the
+        look is refused by the handle's own attributes and final path)."""
         full, followed, hops = ntpath.abspath(path), False, 0
         drive, rest = ntpath.splitdrive(full)
         here, pending = drive + "\\", [p for p in rest.split("\\") if p]
@@ -188,7 +189,7 @@ if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
             target = ntpath.join(ntpath.dirname(here), os.readlink(here).removeprefix("\\\\?\\"))
             drive, rest = ntpath.splitdrive(ntpath.abspath(target))
             here, pending, followed = drive + "\\", [p for p in rest.split("\\") if p] + pending, True
-        return os.open(here, os.O_RDONLY | os.O_BINARY), here if followed else ""
+        return _win.open_plain(here), here if followed else ""
 
     def _owner(path: str, st: os.stat_result) -> str:
         owner = _win_owner(path)

@@ -12,7 +12,8 @@ import sys
 
 if sys.platform == "win32":  # os.kill(pid, 0) would terminate the process on Windows
     import ctypes
-    from ctypes import wintypes
+
+    from basics import win32types as wintypes
 
     _k32 = ctypes.WinDLL("kernel32", use_last_error=True)
     _k32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]

@@ -117,6 +117,31 @@ elif step == "theirs":  # another user's folders on the way: moved aside by thei
     except safefs.UnsafePath as exc:
         out["home"] = exc.problem
     ws._TRUSTED[:] = []
+elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wine's stand-in for a junction
+    import subprocess
+
+    from basics import inputfile
+    from plugins.cni import procs
+
+    def said(fn, *args):
+        try:
+            fn(*args)
+        except (OSError, ValueError) as exc:
+            return getattr(exc, "problem", None) or f"{type(exc).__name__}: {exc}"
+        return None
+
+    fd = safefs.open_read(base + "\\f.json")
+    out["store"] = os.read(fd, 100).decode()
+    os.close(fd)
+    out["store_link"] = said(safefs.open_read, base + "-link\\f.json")
+    out["flag"] = inputfile.read(base + "\\f.json", 100).data.decode()
+    out["flag_link"] = said(inputfile.read, base + "-link\\f.json", 100)
+    out["flag_folder"] = said(inputfile.read, base, 100)
+    out["flag_nul"] = said(inputfile.read, "NUL", 100)
+    out["flag_big"] = said(inputfile.read, base + "\\f.json", 1)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    out["alive"] = [procs.alive(os.getpid()), procs.alive(child.pid)]
 print(json.dumps(out))
 """
 
@@ -229,3 +254,23 @@ def test_a_device_name_is_never_a_network_name(node: WineNode) -> None:
         "ipam": {"type": "host-local", "subnet": "10.244.8.0/24"},
     }
     node.run("ADD", conf, "conpod", node.sandbox("v2", "conpod")).failed(7, "reserved device name")
+
+
+def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exits(node: WineNode) -> None:
+    """The Windows branches the pod path and the tools' file flags take: a store's file
+    (``safefs.open_read``) and a flag's file (``inputfile.read``) are opened through no junction
+    (the handle's final path: Wine resolves a Unix symlink in the prefix as Windows resolves a
+    junction), a folder, ``NUL`` or an oversized file is refused at once, and ``procs.alive``
+    (OpenProcess / GetExitCodeProcess) tells a live writer from one that exited."""
+    base = node.path(r"C:\wincni-paths")
+    base.mkdir()
+    (base / "f.json").write_text('{"a": 1}')
+    node.path(r"C:\wincni-paths-link").symlink_to(base)
+    out = _probe(node, "paths", r"C:\wincni-paths")
+    assert out["store"] == out["flag"] == '{"a": 1}', out
+    assert "reached through a junction or link (it is C:\\wincni-paths\\f.json)" in out["store_link"], out
+    assert "reached through a junction or link" in out["flag_link"], out
+    assert "is a folder, not a regular file" in out["flag_folder"], out
+    assert out["flag_nul"] and "not a regular file" in out["flag_nul"], out
+    assert "is over 1 bytes" in out["flag_big"], out
+    assert out["alive"] == [True, False], out
