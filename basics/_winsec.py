@@ -593,6 +593,10 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         walk(path, sddl, create=True, last="repair")
         return Folder(path, pin(path), sddl)
 
+    def checked(path: str):
+        walk(path, None, create=False, last="refuse")
+        return Folder(path, pin(path), "")
+
     def _make_dir(path: str, sddl: str) -> bool:
         """Create ``path`` with ``sddl``; False when it exists already."""
         desc = _Descriptor(sddl)

@@ -47,11 +47,21 @@ def secure_dir(path: str, mode: int = 0o755) -> None:
     """Create ``path`` admin-only (missing parents too; ``mode`` on POSIX, never group/other
     writable), or accept an existing one we can trust. Every component is opened from the root
     without following a link, and each existing one must be a real folder root/SYSTEM/
-    Administrators (or we) own: a user's link or folder anywhere on the way is refused, named."""
+    Administrators (or we) own: a user's link or folder anywhere on the way is refused, named.
+    On Windows the folder then stays held until the process exits (``_HELD``)."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        _win.walk(path, ADMIN_ONLY, create=True, last="repair")
+        _HELD.append(_win.secure(path, ADMIN_ONLY))
         return
     os.close(_walk_posix(path, mode & 0o755, "repair")[0])
+
+
+#: Windows: the folders ``secure_dir`` and ``check_dir`` judged, pinned (``Folder``) for the rest of
+#: this (short) process. The folders above one are judged by their owner alone there (C:\\ hands
+#: "modify" down to every user), so a user could rename one and put a junction in its place
+#: between the walk and the plugin's later opens by path; a pinned folder, and every folder above
+#: it, cannot be renamed while the pin is held. POSIX needs none: only root can change a chain
+#: of folders the walk trusted.
+_HELD: list = []
 
 
 def secure_folder(path: str, mode: int = 0o755) -> Folder:
@@ -66,9 +76,10 @@ def check_dir(path: str) -> None:
     """Refuse the existing folder ``path`` unless it is admin-only: a real folder owned by
     root/SYSTEM/Administrators or us, that nobody else may write, reached without a link through
     folders as trusted. For folders whose *contents* are trusted (saved configs): write access
-    for others is refused, not repaired. FileNotFoundError when a component is missing."""
+    for others is refused, not repaired. FileNotFoundError when a component is missing. On
+    Windows the folder then stays held until the process exits (``_HELD``)."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
-        _win.walk(path, None, create=False, last="refuse")
+        _HELD.append(_win.checked(path))
         return
     os.close(_walk_posix(path, None, "refuse")[0])
 

@@ -139,6 +139,9 @@ elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wi
     out["flag_folder"] = said(inputfile.read, base, 100)
     out["flag_nul"] = said(inputfile.read, "NUL", 100)
     out["flag_big"] = said(inputfile.read, base + "\\f.json", 1)
+    out["store_dir_link"] = said(safefs.check_dir, base + "-link")  # a store's folder: judged, then pinned
+    safefs.check_dir(base)
+    out["held"] = [f.path for f in safefs._HELD]
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     out["alive"] = [procs.alive(os.getpid()), procs.alive(child.pid)]
@@ -257,8 +260,9 @@ def test_a_device_name_is_never_a_network_name(node: WineNode) -> None:
 
 
 def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exits(node: WineNode) -> None:
-    """The Windows branches the pod path and the tools' file flags take: a store's file
-    (``safefs.open_read``) and a flag's file (``inputfile.read``) are opened through no junction
+    """The Windows branches the pod path and the tools' file flags take: a store's folder is held
+    once judged (``check_dir`` pins it), a store's file (``safefs.open_read``) and a flag's file
+    (``inputfile.read``) are opened through no junction
     (the handle's final path: Wine resolves a Unix symlink in the prefix as Windows resolves a
     junction), a folder, ``NUL`` or an oversized file is refused at once, and ``procs.alive``
     (OpenProcess / GetExitCodeProcess) tells a live writer from one that exited."""
@@ -273,4 +277,6 @@ def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exi
     assert "is a folder, not a regular file" in out["flag_folder"], out
     assert out["flag_nul"] and "not a regular file" in out["flag_nul"], out
     assert "is over 1 bytes" in out["flag_big"], out
+    assert "reached through a junction or link (it is C:\\wincni-paths)" in out["store_dir_link"], out
+    assert out["held"] == [r"C:\wincni-paths"], out
     assert out["alive"] == [True, False], out
