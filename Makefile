@@ -44,11 +44,11 @@ lint: $(STAMP)
 
 # The "day in the life of a node" state machine (tests/e2e/test_node_day.py) for SOAK_MINUTES
 # minutes; prints steps run, faults injected and invariant checks passed. Then install racing a
-# user who swaps its folders for links (tests/e2e/test_install_race.py), 200 runs.
+# user who swaps its folders for links (tests/e2e/test_install_race.py), 1000 runs.
 SOAK_MINUTES ?= 10
 soak: $(STAMP)
 	SOAK_MINUTES=$(SOAK_MINUTES) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/e2e/test_node_day.py -k soak -s -q -p no:cacheprovider
-	RACE_RUNS=40 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/e2e/test_install_race.py -s -q -p no:cacheprovider
+	RACE_RUNS=200 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/e2e/test_install_race.py -s -q -p no:cacheprovider
 
 bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
