@@ -529,11 +529,7 @@ class _PosixFolder:
     def open_new(self, rel: str, mode: int = 0o644) -> int:
         """A write descriptor on ``rel``, which this call creates: any existing name, a link
         included, is an error (``O_CREAT|O_EXCL|O_NOFOLLOW``), never written through."""
-        fd, name = self._at(rel)
-        try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
-        finally:
-            self._done(fd)
+        return self._call(os.open, rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
     def mkdir(self, rel: str, mode: int = 0o755, parents: bool = False) -> None:
         """Make the folder ``rel`` (``parents``: the missing ones on the way too, an existing
@@ -550,19 +546,19 @@ class _PosixFolder:
             finally:
                 self._done(fd)
 
-    def unlink(self, rel: str) -> None:
+    def _call(self, op, rel: str, *args):
+        """``op(name, *args, dir_fd=...)`` on ``rel``, relative to the folder it lies in."""
         fd, name = self._at(rel)
         try:
-            os.unlink(name, dir_fd=fd)
+            return op(name, *args, dir_fd=fd)
         finally:
             self._done(fd)
 
+    def unlink(self, rel: str) -> None:
+        self._call(os.unlink, rel)
+
     def rmdir(self, rel: str) -> None:
-        fd, name = self._at(rel)
-        try:
-            os.rmdir(name, dir_fd=fd)
-        finally:
-            self._done(fd)
+        self._call(os.rmdir, rel)
 
     def rename(self, src: str, dst: str, replace: bool = False) -> None:
         """``src`` to ``dst``, both below this folder (``_rename_at``)."""
