@@ -449,7 +449,14 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             aside = _fresh(path + QUARANTINED)
             if survey:
                 return aside
-            handle = _open_handle(path, _DELETE | _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+            try:
+                handle = _open_handle(path, _DELETE | _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
+            except PermissionError:  # a sharing violation: someone holds it open without share-delete
+                raise UnsafePath(
+                    path,
+                    "is another user's and held open by a process that will not let it be moved aside",
+                    f"nothing was laid there; find what holds it (handle.exe {path}), end it, and run install again",
+                ) from None
             try:
                 if seen is not None and _identity(_info(handle)) != seen:
                     raise UnsafePath(
