@@ -273,7 +273,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
     _TOKEN_QUERY, _TOKEN_USER, _TOKEN_ADJUST_PRIVILEGES = 0x8, 1, 0x20
     _DELETE, _SHARE_NO_DELETE = 0x10000, 0x1 | 0x2
     _FILE_RENAME_INFO = 3
-    _ACCESS_DENIED, _FILE_TYPE_DISK = 5, 1
+    _ACCESS_DENIED, _SHARING_VIOLATION, _FILE_TYPE_DISK = 5, 32, 1
 
     def _check(ok, what: str) -> None:
         if not ok:
@@ -451,7 +451,9 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 return aside
             try:
                 handle = _open_handle(path, _DELETE | _READ_CONTROL, _OPEN_EXISTING, _FLAG_BACKUP_SEMANTICS, None)
-            except PermissionError:  # a sharing violation: someone holds it open without share-delete
+            except OSError as exc:
+                if exc.winerror != _SHARING_VIOLATION:
+                    raise
                 raise UnsafePath(
                     path,
                     "is another user's and held open by a process that will not let it be moved aside",
