@@ -203,6 +203,21 @@ def test_folders_a_user_made_are_moved_aside_whole_and_made_anew(theirs, tmp_pat
     assert_admins_only(node.cni_bin, node.conf_dir)
 
 
+def test_a_dry_run_says_a_users_folders_would_be_moved_aside_and_reads_nothing_in_them(theirs, tmp_path, arena) -> None:
+    """The plan for the attacker's folders: each would be moved aside whole, the config diffed
+    against nothing (the real run lays into new, empty folders), nothing of theirs read or changed."""
+    node = theirs
+    as_nobody(_write, node.conf_dir / "10-flannel.conflist", '{"name": "SECRET"}')
+    before = sorted(str(p) for p in arena.rglob("*"))
+    table = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)), output="table")
+    for top in ("opt", "etc"):
+        assert (
+            f"QUARANTINE {arena / top}  (is owned by uid {NOBODY}, not by root or this user: would be moved to" in table
+        )
+    assert "SECRET" not in table and "--- /dev/null" in table
+    assert sorted(str(p) for p in arena.rglob("*")) == before
+
+
 def test_a_home_folder_on_the_way_is_refused_and_nothing_is_laid(tmp_path, arena) -> None:
     """``--cni-bin-dir`` under another user's home: the home is neither taken nor moved aside."""
     home = Path(pwd.getpwuid(NOBODY).pw_dir)
