@@ -66,7 +66,7 @@ class Disk:
         self._held.clear()
 
     def _hold(self, path: str, folder: object) -> None:
-        key = os.path.normpath(os.path.abspath(path))
+        key = _key(path)
         old = self._held.pop(key, None)
         if old is not None:
             old.close()
@@ -75,7 +75,7 @@ class Disk:
     def _where(self, path: str) -> tuple[object, str] | None:
         """(the held folder ``path`` lies in, the rest of the path), the deepest one; None when it
         lies in none. The folder is None for one a dry run reads as empty."""
-        full = os.path.normpath(os.path.abspath(path))
+        full = _key(path)
         best = None
         for key, folder in self._held.items():
             if full == key or full.startswith(key.rstrip(os.sep) + os.sep):
@@ -83,7 +83,8 @@ class Disk:
                     best = (key, folder)
         if best is None:
             return None
-        return best[1], os.path.relpath(full, best[0]) if full != best[0] else ""
+        rest = os.path.normpath(os.path.abspath(path))[len(best[0]) :]  # as given: its case kept
+        return best[1], rest.lstrip(os.sep)
 
     def _inside(self, path: str):
         """(folder, rest) for a change at ``path``: only ever inside a folder judged and held."""
@@ -322,6 +323,13 @@ class Disk:
             f.flush()
             os.fsync(f.fileno())
         folder.rename(tmp, rel, replace=True)
+
+
+def _key(path: str) -> str:
+    """``path`` as the held folders are looked up by: absolute, normalised, and on Windows in one
+    case with one separator (``c:/x`` and ``C:\\X`` are the same folder there; normcase keeps the
+    length, so the rest of a path is cut from it as given)."""
+    return os.path.normcase(os.path.normpath(os.path.abspath(path)))
 
 
 def _copy_tree(folder, src: str, rel: str) -> None:
