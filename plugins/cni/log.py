@@ -2,8 +2,10 @@
 
 The debug log is on when ``WINCNI_LOG_FILE`` (env) or ``logFile`` (the runtime's config, never a
 saved or delegated one) names a file. It is opened without following links, refused when another
-user owns it, and created owner-only (``basics.safefs``): a refusal is one warning on stderr, and
-the command goes on without the log.
+user owns it, and created owner-only, its folder admin-only when missing (``basics.safefs``): a
+refusal is one warning on stderr, and the command goes on without the log. It is bounded: past
+``MAX_BYTES`` (``WINCNI_LOG_MAX_BYTES``) it is renamed to ``<file>.1`` (the older one replaced),
+so at most two such files exist however many pods start.
 Deliberately not the ``logging`` package: a plugin lives for one command, and start-up matters.
 """
 
@@ -19,15 +21,23 @@ TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-_state: dict[str, Any] = {"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"}
+#: The size past which the debug log is rotated: a day of a busy node's pod commands.
+MAX_BYTES = 10 << 20
+
+_state: dict[str, Any] = {"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni", "max": MAX_BYTES}
 
 
-def configure(plugin: str, stderr: TextIO | None = None, log_file: str | None = None, **fields: Any) -> None:
+def configure(
+    plugin: str, stderr: TextIO | None = None, log_file: str | None = None, max_bytes: str | None = None, **fields: Any
+) -> None:
+    """``max_bytes``: ``WINCNI_LOG_MAX_BYTES`` as given (a positive whole number; else the default)."""
     _state["plugin"] = plugin
     if stderr is not None:
         _state["stderr"] = stderr
     if log_file:
         _state["file"] = log_file
+    if max_bytes and max_bytes.isdigit() and int(max_bytes) > 0:
+        _state["max"] = int(max_bytes)
     _state["fields"].update({k: v for k, v in fields.items() if v})
 
 
@@ -67,11 +77,15 @@ def event(kind: str, **fields: Any) -> None:
         **_state["fields"],
         **fields,
     }
-    from basics.safefs import UnsafePath, open_append
+    from basics.safefs import UnsafePath
 
     try:
         line = (jsontext.dumps(record, default=str) + "\n").encode()
-        fd = open_append(path)
+        fd = _open(path)
+        if os.fstat(fd).st_size + len(line) > _state["max"]:
+            os.close(fd)
+            _rotate(path, _state["max"])
+            fd = _open(path)
         try:
             os.write(fd, line)
         finally:
@@ -83,9 +97,37 @@ def event(kind: str, **fields: Any) -> None:
         pass
 
 
+def _open(path: str) -> int:
+    """The log for appending (one ``write`` a line: whole lines however many commands append at
+    once); a missing folder is made admin-only first (``safefs.secure_dir``)."""
+    from basics.safefs import open_append, secure_dir
+
+    try:
+        return open_append(path)
+    except FileNotFoundError:
+        secure_dir(os.path.dirname(os.path.abspath(path)))
+        return open_append(path)
+
+
+def _rotate(path: str, limit: int) -> None:
+    """``path`` renamed to ``<path>.1`` (the older one replaced) by one writer at a time: the one
+    that takes ``<path>.lock`` without waiting, and only while the file is still over ``limit``
+    (another may have just rotated it). A writer that opened the old file finishes its line in
+    ``.1``: nothing is split, and the others go on appending while this happens."""
+    from .errors import CniError
+    from .lock import FileLock
+
+    try:
+        with FileLock(path + ".lock", timeout=0):
+            if os.stat(path).st_size >= limit:
+                os.replace(path, path + ".1")
+    except (CniError, OSError):  # someone else is rotating it, or cannot now: the next line tries again
+        pass
+
+
 def reset() -> None:
     """For in-process tests: forget configuration between runs."""
-    _state.update({"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni"})
+    _state.update({"stderr": sys.stderr, "file": None, "fields": {}, "plugin": "wincni", "max": MAX_BYTES})
 
 
 class scope:

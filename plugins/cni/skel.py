@@ -167,7 +167,9 @@ def _run(
     spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO, stderr: TextIO | None, platform: str
 ) -> int:
     stderr = stderr if stderr is not None else sys.stderr
-    log.configure(spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"))
+    log.configure(
+        spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"), max_bytes=env.get("WINCNI_LOG_MAX_BYTES")
+    )
     command = env.get("CNI_COMMAND")
     if not command:
         from .buildinfo import describe  # reads .git in a checkout: only when asked

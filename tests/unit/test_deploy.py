@@ -294,6 +294,10 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
         assert "SOURCE_VIP_FILE" not in env_vars
 
 
+#: Where the DaemonSet's template puts the plugins' debug log (README, "Logs").
+LOG_FILE = "C:\\var\\log\\wincni\\cni.log"
+
+
 @pytest.mark.parametrize(
     "mode, netconf, node_ip",
     [("vxlan", "net-conf.vxlan.json", ""), ("host-gw", "net-conf.host-gw.json", "10.127.130.36")],
@@ -302,7 +306,8 @@ def test_each_mode_s_template_is_what_wincni_renders_by_default(
     tmp_path: Path, mode: str, netconf: str, node_ip: str
 ) -> None:
     """The shipped templates load in the plugins' loaders (install validates them) and say what
-    wincni's own config says: an operator starts from the default and changes what they mean to."""
+    wincni's own config says, plus the debug log at its documented place (the DaemonSet turns it
+    on; the rotation bounds it): an operator starts from the default and changes what they mean to."""
     from test_wincni_install import install_node, release
 
     rel = release(tmp_path, "0.1.0-aaa-1")
@@ -317,7 +322,9 @@ def test_each_mode_s_template_is_what_wincni_renders_by_default(
         "--template",
         str(DEPLOY / "modes" / mode / "cni-template.conflist"),
     )
-    assert templated.read_cni_conf() == node.read_cni_conf()
+    laid = templated.read_cni_conf()
+    assert laid["plugins"][0].pop("logFile") == LOG_FILE
+    assert laid == node.read_cni_conf()
 
 
 def test_the_image_carries_what_the_manifests_run(variant) -> None:
