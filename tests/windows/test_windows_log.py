@@ -15,16 +15,17 @@ WRITERS, LINES, LIMIT = 16, 60, 8 << 10
 
 PROBE = r"""
 import subprocess, sys
-sys.path.insert(0, sys.argv[1])
-if len(sys.argv) > 4:
+root, log_file, limit, count, lines = sys.argv[1:6]
+sys.path.insert(0, root)
+if sys.argv[6:]:  # one writer: its number
     from plugins.cni import log
-    log.configure("writer", log_file=sys.argv[2], max_bytes=sys.argv[3])
-    for n in range(int(sys.argv[5])):
-        log.event("line", writer=int(sys.argv[4]), n=n, pad="x" * 120)
+    log.configure("writer", log_file=log_file, max_bytes=limit)
+    for n in range(int(lines)):
+        log.event("line", writer=int(sys.argv[6]), n=n, pad="x" * 120)
     sys.exit(0)
 writers = [
-    subprocess.Popen([sys.executable, __file__, *sys.argv[1:4], str(w), sys.argv[5]], stderr=subprocess.PIPE)
-    for w in range(int(sys.argv[4]))
+    subprocess.Popen([sys.executable, __file__, *sys.argv[1:6], str(w)], stderr=subprocess.PIPE)
+    for w in range(int(count))
 ]
 failed = [p.communicate()[1].decode() for p in writers if p.wait() != 0]
 print("failed:" + "|".join(failed))
