@@ -24,8 +24,12 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(DIST_EXE)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py
+# One line a step (`make demo VERBOSE=1`: every result in full). The venv and the release folder are
+# built first, quietly (their log in build/demo-setup.log, shown only when that fails).
+demo:
+	@mkdir -p build
+	@$(MAKE) --no-print-directory $(DIST_EXE) > build/demo-setup.log 2>&1 || { cat build/demo-setup.log >&2; exit 1; }
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py $(if $(VERBOSE),--verbose)
 
 # Everything: tests/unit, tests/e2e, and the frozen tests (marked frozen), which run the bundle in
 # dist/: built first when it is missing or older than what it bundles, so they never skip.

@@ -4,7 +4,8 @@ Everything runs as the kubelet would run it — separate processes, config on st
 environment — in a throw-away directory: hnsctl plays flanneld (it creates the HNS network and
 the host endpoint), then flannel delegates to win-bridge / win-overlay, which call host-local.
 A third node has no flanneld at all: win-overlay creates its network (standalone mode).
-Exits non-zero at the first step that does not do what it should.
+Exits non-zero at the first step that does not do what it should. One line a step;
+``--verbose`` prints every file, table and CNI result in full, ``--keep`` keeps the state.
 """
 
 from __future__ import annotations
@@ -29,8 +30,29 @@ class DemoFailed(Exception):
     pass
 
 
+#: ``--verbose``: every file, table and CNI result in full; else one line each.
+VERBOSE = "--verbose" in sys.argv
+
+
 def say(text: str = "") -> None:
     print(text, flush=True)
+
+
+def output(text: str) -> None:
+    """A wincni command's output: in full with ``--verbose``, else its summary (the last line)."""
+    lines = text.rstrip().splitlines()
+    if VERBOSE or len(lines) <= 1:
+        say(text.rstrip())
+        return
+    say(f"  ({len(lines) - 1} lines before; --verbose shows them) {lines[-1].strip()}")
+
+
+def summary(doc: dict) -> str:
+    """One line for a CNI result or error."""
+    if "code" in doc:
+        return f"error {doc['code']}: {doc.get('msg', '')}"
+    ips = ", ".join(ip.get("address", "?") for ip in doc.get("ips", []))
+    return f"cniVersion {doc.get('cniVersion', '?')}" + (f", ips {ips}" if ips else "")
 
 
 def heading(text: str) -> None:
@@ -72,16 +94,23 @@ class Node:
         if proc.returncode != 0:
             raise DemoFailed(f"hnsctl {' '.join(args)} failed: {proc.stderr.decode().strip()}")
         out = proc.stdout.decode()
-        if not quiet:
+        if quiet:
+            return out
+        lines = out.rstrip().splitlines()
+        if VERBOSE or len(lines) <= 1:
             say(out.rstrip())
+        else:
+            say(f"  ({len(lines)} lines; --verbose shows them)")
         return out
 
     def write(self, name: str, content: bytes, show: bool = True) -> Path:
         path = self.root / name
         path.write_bytes(content)
-        if show:
+        if show and VERBOSE:
             say(f"\n--- {path.name} ({path}) ---")
             say(content.decode().replace("\r\n", "\n").rstrip())
+        elif show:
+            say(f"  wrote {path.name} ({len(content.splitlines())} lines; --verbose shows it)")
         return path
 
     def setup(self, subnet_env: bytes, net_conf: dict, cni_conf: dict) -> None:
@@ -125,8 +154,8 @@ class Node:
             raise DemoFailed(
                 f"{self.plugin} {command} exited {proc.returncode} (expected {expect}): {out or proc.stderr.decode()}"
             )
-        say(f"  exit {proc.returncode}" + ("" if doc else ", no output (success)"))
-        if doc:
+        say(f"  exit {proc.returncode}" + (f": {summary(doc)}" if doc else ", no output (success)"))
+        if doc and VERBOSE:
             say("  " + json.dumps(doc, indent=2).replace("\n", "\n  "))
         return doc
 
@@ -202,8 +231,10 @@ def lifecycle(node: Node) -> None:
     say(
         "\nThe endpoint's HCN policies (the V1-shaped config translated; automatic ones appended unless already covered):"
     )
-    for p in policies:
+    for p in policies if VERBOSE else policies[:1]:
         say("  " + json.dumps(p))
+    if not VERBOSE and len(policies) > 1:
+        say(f"  ... and {len(policies) - 1} more (--verbose)")
     expect(all("Settings" in p for p in policies), "every policy HNS received is in the V2 schema")
     node.cni("CHECK", pod, netns, prev=result)
     say("\nGC with an empty cni.dev/valid-attachments list: the runtime knows no pods, so pod B is stale.")
@@ -310,7 +341,7 @@ def doctor(node: Node) -> None:
         say("kube-proxy (overlay) needs a source VIP no pod can get: wincni sourcevip reserves it in the pods' store.")
         vip = ["sourcevip", "--cni-conf", str(node.conf), "--out", str(node.root / "SourceVip.json")]
         proc = node.run([str(BIN / "wincni"), *vip], show="wincni " + " ".join(vip))
-        say(proc.stdout.decode().rstrip())
+        output(proc.stdout.decode())
         expect(proc.returncode == 0, "the source VIP is reserved and SourceVip.json written")
     else:
         node.write(
@@ -328,7 +359,7 @@ def doctor(node: Node) -> None:
         "8.8.8.8",
     ]
     proc = node.run([str(BIN / "wincni"), *args], show="wincni " + " ".join(args))
-    say(proc.stdout.decode().rstrip())
+    output(proc.stdout.decode())
     expect(proc.returncode == 0, "wincni doctor finds nothing wrong with the node")
 
 
@@ -415,7 +446,7 @@ def node_day(root: Path) -> None:
 
     def wincni(exe: Path, *args: str) -> str:
         proc = node.run([str(exe), *args], show=f"{exe} " + " ".join(args))
-        say(proc.stdout.decode().rstrip())
+        output(proc.stdout.decode())
         if proc.returncode != 0 or proc.stderr:
             raise DemoFailed(f"wincni {args[0]} exited {proc.returncode}: {proc.stderr.decode()}")
         return proc.stdout.decode()
@@ -449,7 +480,7 @@ def node_day(root: Path) -> None:
     [run] = [line.split("run: ", 1)[1] for line in table.splitlines() if "run: " in line]
     say("\nThe doctor's run: line, pasted as printed:")
     proc = node.run(shlex.split(run), show=run)
-    say(proc.stdout.decode().rstrip())
+    output(proc.stdout.decode())
     expect(proc.returncode == 0, "the fix ran")
     expect("0 failed, 0 warnings" in wincni(bin_dir / "wincni", *doctor), "the doctor finds nothing wrong any more")
 
