@@ -193,3 +193,53 @@ def test_only_stdout_s_own_failure_is_stdout_closed() -> None:
     out = GuardedStdout(io.StringIO())
     out.write("kept")
     assert out.getvalue() == "kept"
+
+
+def test_an_unknown_option_shows_its_commands_usage() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert wincni(["install", "--bogus"], out, err, {}) == 2 and out.getvalue() == ""
+    first, usage = err.getvalue().splitlines()[:2]
+    assert first == "wincni install: unrecognized arguments: --bogus" and usage.startswith("usage: wincni install ")
+
+
+def _subcommands(parser) -> dict:
+    """Every command's own parser, by its prog ("hnsctl network list")."""
+    import argparse
+
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found.update(_subcommands(sub) if sub._subparsers else {sub.prog: sub})
+    return found
+
+
+def _options(parser) -> dict:
+    return {o: a for a in parser._actions for o in a.option_strings}
+
+
+def _every_command():
+    from tools.wincni.__main__ import build_parser
+    from tools.wincni.facts import default_paths
+
+    return {**_subcommands(hnsctl.build_parser()), **_subcommands(build_parser(default_paths("linux"), "linux"))}
+
+
+def test_every_option_says_what_it_is_beyond_its_default() -> None:
+    """-o in every command, --service-cidr and --conf-name: help that says what the value is for."""
+    for prog, parser in _every_command().items():
+        for option, action in _options(parser).items():
+            words = (action.help or "").replace("(default %(default)s)", "").strip(" ,.()")
+            assert option == "-h" or len(words.split()) > 2, (prog, option, action.help)
+
+
+def test_one_flag_one_metavar_wherever_it_takes_the_same_thing() -> None:
+    from basics.cli import FILE, FILE_OR_DIR
+
+    seen: dict = {}
+    for parser in _every_command().values():
+        for option, action in _options(parser).items():
+            if hasattr(action.type, "kind"):  # a path: FILE, DIR or both, never the flag's name
+                seen.setdefault((option, action.type.kind), set()).add(action.metavar)
+    assert all(len(shown) == 1 and None not in shown for shown in seen.values()), seen
+    assert seen[("--cni-conf", FILE.kind)] == {"FILE"} and seen[("--cni-conf", FILE_OR_DIR.kind)] == {"FILE|DIR"}

@@ -56,7 +56,7 @@ class Outcome:
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
-    from basics.cli import DIR, FILE, FILE_OR_DIR
+    from basics.cli import DIR, FILE, FILE_OR_DIR, add_output
 
     from .containerd import CONF_NAME, add_config_argument
 
@@ -68,10 +68,16 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help="the release folder or zip (default: the folder this wincni runs from)",
     )
     p.add_argument(
-        "--cni-bin-dir", type=DIR, help="default: containerd's bin_dir(s), else its own default (wincni dirs says)"
+        "--cni-bin-dir",
+        type=DIR,
+        metavar="DIR",
+        help="default: containerd's bin_dir(s), else its own default (wincni dirs says)",
     )
     p.add_argument(
-        "--cni-conf-dir", type=DIR, help="default: containerd's conf_dir, else its own default (wincni dirs says)"
+        "--cni-conf-dir",
+        type=DIR,
+        metavar="DIR",
+        help="default: containerd's conf_dir, else its own default (wincni dirs says)",
     )
     add_config_argument(p, platform)
     p.add_argument(
@@ -81,7 +87,13 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="FILE",
         help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)",
     )
-    p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
+    p.add_argument(
+        "--service-cidr",
+        default="10.96.0.0/12",
+        metavar="CIDR",
+        help="the cluster's service range: the config excepts it from SNAT and routes it, and the cluster "
+        "DNS defaults to its tenth address (default %(default)s, kubeadm's)",
+    )
     p.add_argument(
         "--kubelet-config",
         type=FILE,
@@ -117,11 +129,18 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="IP[/PREFIX]",
         help="the node's management IP (host-gw; default: the address of the default route's interface)",
     )
-    p.add_argument("--conf-name", default=CONF_NAME, type=_conf_name, metavar="NAME", help="(default %(default)s)")
+    p.add_argument(
+        "--conf-name",
+        default=CONF_NAME,
+        type=_conf_name,
+        metavar="NAME",
+        help="the config's file name in the conf dir; containerd loads the first by name, so configs "
+        "sorting before it are moved aside unless --keep-others (default %(default)s)",
+    )
     p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
     p.add_argument("--uninstall", action="store_true", help="remove what install laid down, restore moved configs")
-    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(p, "the build, the CNI dirs, every step and warning")
 
 
 def _conf_name(text: str) -> str:
