@@ -30,6 +30,16 @@ def add_version(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction
     return sub.add_parser("version", help=help)
 
 
+def ip_address(text: str) -> str:
+    """An option's ``type=`` for one IP address, printed as ``ipaddress`` does."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+
+
 def add_output(parser: argparse.ArgumentParser, json_is: str = "the same as one JSON document") -> None:
     """``-o table|json``, every command's: ``json_is`` says what the JSON holds."""
     parser.add_argument(

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
-from basics.cli import Parser, UsageError, add_version, parse
+from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
 from libhns.objects import HnsObject
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--gateway",
-        type=_ip,
+        type=ip_address,
         action="append",
         default=[],
         help="default gateway of the subnet of its family (default: first address)",
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", help="host network adapter, e.g. Ethernet")
     p.add_argument(
         "--management-ip",
-        type=_ip,
+        type=ip_address,
         help="ProviderAddress to report (honoured by the simulator; real HNS takes it from the adapter)",
     )
     p.add_argument("--vxlan-port", type=int, help="VxlanPort network policy (HNS >= 10.3)")
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
-    p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
+    p.add_argument("--ip", type=ip_address, help="IP address (default: HNS assigns one)")
     p.add_argument("--mac", help="MAC address (default: HNS assigns one)")
     p.add_argument(
         "--host", action="store_true", help="attach to the host compartment (1), as flanneld does for cbr0_ep"
@@ -145,13 +145,6 @@ def _cidr(text: str) -> str:
         return str(ipaddress.ip_network(text, strict=False))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a CIDR prefix: {text!r}") from None
-
-
-def _ip(text: str) -> str:
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
 
 
 # --- documents ----------------------------------------------------------------------------------

@@ -216,7 +216,8 @@ def test_each_fix_works_as_printed(tmp_path: Path, name: str) -> None:
     if fixer["run"]:
         run_as_printed(node, fixer["run"])
         again = doctor(node, brk)
-        assert again.get(brk.check, {"status": "ok"})["status"] == "ok", (check, again.get(brk.check))
+        # a fix that removes what its check reads (vxlan's network, until flanneld makes it again) leaves it unchecked
+        assert again[brk.check]["status"] in ("ok", "not-checked"), (check, again[brk.check])
         return
     text = check["message"] + " " + check["fix"]
     paths = brk.prose_names(node)
@@ -232,7 +233,7 @@ def test_a_missing_config_leaves_the_checks_that_need_it_unchecked(tmp_path: Pat
     found = sim_node(tmp_path).doctor("--cni-conf", str(tmp_path / "nope"))
     assert found["config"]["message"] == f"--cni-conf {tmp_path / 'nope'} does not exist"
     for id_ in ("plugins", "subnet-env", "net-conf", "source-vip", "hns-features", "exceptions", "ipam-store"):
-        assert found[id_]["status"] == "warn" and found[id_]["message"].startswith("not checked"), found[id_]
+        assert found[id_]["status"] == "not-checked" and found[id_]["message"].startswith("not checked"), found[id_]
 
 
 def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from basics.cli import DIR, FILE, FILE_OR_DIR, Parser, UsageError, add_output, add_version, parse
+from basics.cli import DIR, FILE, FILE_OR_DIR, Parser, UsageError, add_output, add_version, ip_address, parse
 
 
 def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
@@ -46,7 +46,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument(
         "--cni-bin-dir", type=DIR, metavar="DIR", help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)"
     )
-    d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument(
         "--quick",
         action="store_true",
@@ -146,17 +146,29 @@ def where(
         return replace(found, why=f"{why} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
 
 
+#: The table's status column: a check that could not run is neither passed nor warned about.
+LABELS = {"ok": "OK", "warn": "WARN", "fail": "FAIL", "not-checked": "SKIP"}
+
+
+def summary(checks: list) -> dict[str, int]:
+    """How many checks ended in each status (``checks.STATUSES``); only ``fail`` sets the exit code."""
+    from .checks import STATUSES
+
+    return {status: sum(c.status == status for c in checks) for status in STATUSES}
+
+
 def render_table(checks: list, out: TextIO) -> None:
     width = max((len(c.id) for c in checks), default=0)
     for c in checks:
-        out.write(f"{c.status.upper():<4}  {c.id:<{width}}  {c.message}\n")
+        out.write(f"{LABELS[c.status]:<4}  {c.id:<{width}}  {c.message}\n")
         if c.status != "ok" and c.run:
             out.write(f"{'':<4}  {'':<{width}}  run: {c.run}\n")
         if c.status != "ok" and c.fix:
             out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
-    failed = sum(c.status == "fail" for c in checks)
-    warned = sum(c.status == "warn" for c in checks)
-    out.write(f"\n{len(checks)} checks: {failed} failed, {warned} warnings\n")
+    n = summary(checks)
+    out.write(
+        f"\n{len(checks)} checks: {n['ok']} ok, {n['fail']} failed, {n['warn']} warnings, {n['not-checked']} not checked\n"
+    )
 
 
 def main(
@@ -219,7 +231,7 @@ def main(
         "net_conf_given": bool(args.net_conf),
         "source_vip": args.source_vip,
         "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
-        "reach": args.reach,
+        "reach": args.reach or "",
         "quick": args.quick,
     }
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
@@ -231,6 +243,7 @@ def main(
         json.dump(
             {
                 "cniDirs": looked,
+                "summary": summary(results),
                 "checks": [
                     {"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run} for c in results
                 ],

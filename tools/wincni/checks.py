@@ -15,7 +15,8 @@ from plugins.winnet.policies import OutboundNat, Route
 
 from .facts import Facts, Problem
 
-OK, WARN, FAIL = "ok", "warn", "fail"
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "not-checked"
+STATUSES = (OK, WARN, FAIL, SKIP)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _no_config(f: Facts, id_: str) -> Check | None:
 
 
 def _skipped(id_: str, needs: str) -> Check:
-    return Check(id_, WARN, f"not checked: {needs}", "fix the failure above first")
+    return Check(id_, SKIP, f"not checked: {needs}", "fix the failure above first")
 
 
 def _failed(id_: str, problem: Problem) -> Check:
@@ -249,10 +250,7 @@ def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
 def reach(f: Facts) -> Check | None:
     if not f.reach:
         return None
-    try:
-        ip = IPAddress(f.reach)
-    except (AddrFormatError, ValueError):
-        return Check("reach", FAIL, f"--reach {f.reach!r} is not an IP address", "pass an address such as 8.8.8.8")
+    ip = IPAddress(f.reach)  # the parser took only an IP address
     if f.netconf is None:
         return _skipped("reach", "no valid delegate config")
     internal = IPSet(c for _, c in _must_not_nat(f))
@@ -315,9 +313,17 @@ def net_conf(f: Facts) -> Check:
     return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
 
 
-def vxlan(f: Facts) -> Check | None:
-    if f.delegate_type != "win-overlay" or f.network is None or f.flavor is None or f.netconf is None:
-        return None
+def vxlan(f: Facts) -> Check:
+    if skipped := _no_config(f, "vxlan"):
+        return skipped
+    if not f.delegate_type:
+        return _skipped("vxlan", "no delegate config")
+    if f.delegate_type != "win-overlay":
+        return Check("vxlan", OK, f"no VXLAN to check: the delegate is {f.delegate_type}")
+    if f.netconf is None or f.flavor is None:
+        return _skipped("vxlan", "no valid delegate config")
+    if f.network is None:
+        return _skipped("vxlan", "no HNS network")
     problems = f.flavor.network_problems(f.network)
     if problems:
         return Check(
@@ -547,10 +553,10 @@ def _ip(text: str) -> Any:
         return IPAddress(0)
 
 
-def backend(f: Facts) -> Check | None:
-    """Says nothing unless the plugins would run on the simulator on Windows (README "Security model")."""
+def backend(f: Facts) -> Check:
+    """Fails when the plugins would run on the simulator on Windows (README "Security model")."""
     if not f.simulated:
-        return None
+        return Check("backend", OK, "the plugins would not run on the HNS simulator")
     return Check(
         "backend",
         FAIL,
@@ -561,10 +567,10 @@ def backend(f: Facts) -> Check | None:
     )
 
 
-def permissions(f: Facts) -> Check | None:
-    """Says nothing unless someone besides administrators may write a folder the plugins run from or trust."""
+def permissions(f: Facts) -> Check:
+    """Warns when someone besides administrators may write a folder the plugins run from or trust."""
     if not f.open_dirs:
-        return None
+        return Check("permissions", OK, "only administrators may write the folders the plugins run from and trust")
     listed = "; ".join(f"{label} {path} is writable by {who}" for label, path, who in f.open_dirs)
     if f.windows:
         return Check(
