@@ -130,6 +130,25 @@ def test_install_failed_follows_its_steps_without_a_blank_line(tmp_path: Path) -
     assert table.startswith("FAILED: --from ") and "\n\n" not in table, table
 
 
+def test_a_second_uninstall_says_no_build_is_installed(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--uninstall")
+    table = node.install("--uninstall", output="table")
+    assert table.rstrip().endswith("no build installed: uninstalled: 0 item(s), 1 warning(s)"), table
+
+
+def test_a_rollback_calls_the_build_it_leaves_newer(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-bbb-2")]
+    assert (step["action"], step["detail"]) == ("remove", "a newer build, no longer used"), done["steps"]
+    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-aaa-1")]
+    assert step["detail"] == "an older build, no longer used", done["steps"]
+
+
 def test_uninstall_calls_the_build_it_removes_by_its_name(tmp_path: Path) -> None:
     node = install_node(tmp_path)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))

@@ -485,18 +485,23 @@ def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> li
                 disk.rmtree(path)
             else:
                 _discard_contents(path, disk)
-            steps.append(Step("remove", path, detail=_contents_detail(name, uninstalled)))
+            steps.append(Step("remove", path, detail=_contents_detail(name, current, uninstalled)))
         except OSError:
             steps.append(Step("held", path, detail="in use: removed by a later install"))
     return steps
 
 
-def _contents_detail(name: str, uninstalled: str) -> str:
-    return (
-        "the uninstalled build"
-        if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled
-        else "old build, no longer used"
-    )
+def _contents_detail(name: str, current: str, uninstalled: str) -> str:
+    """What a contents folder cleanup removes was: the uninstalled build, a leftover, or a build
+    newer or older than ``current`` by its build time (a rollback removes a newer one)."""
+    build = name[len(layout.CONTENTS_PREFIX) :]
+    if uninstalled and build == uninstalled:
+        return "the uninstalled build"
+    if not layout.is_contents(name):
+        return "left by an interrupted install"
+    built, now = build.rpartition("-")[2], current.rpartition("-")[2]
+    age = "a newer" if current and built > now else "an older" if current and built < now else "another"
+    return f"{age} build, no longer used"
 
 
 def _quietly(op, path: str) -> None:
@@ -536,7 +541,7 @@ def _uninstall(
     if args.dry_run:
         contents = layout.CONTENTS_PREFIX + manifest.build
         out.steps += plan + (
-            [Step("remove", os.path.join(bin_dir, contents), detail=_contents_detail(contents, manifest.build))]
+            [Step("remove", os.path.join(bin_dir, contents), detail=_contents_detail(contents, "", manifest.build))]
             if trusted
             else []
         )
@@ -561,6 +566,18 @@ def _uninstall(
             disk.remove(manifest_path)
     except OSError as exc:
         raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    finally:
+        out.warnings += [_left(step) for step in out.steps if step.action in ("keep", "held")]
+
+
+def _left(step: Step) -> str:
+    """What uninstall leaves behind, as a warning: a config it keeps still names the plugins it removed."""
+    if step.action == "keep":
+        return (
+            f"{step.path} left in place: changed since install, it still names the plugins this uninstall "
+            "removed; delete it, or put back the config the node should run pods with"
+        )
+    return f"{step.path} left in place: {step.detail}"
 
 
 def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
@@ -574,7 +591,7 @@ def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
             Step(
                 "remove" if ours else "keep",
                 manifest.conf,
-                detail="" if ours else "changed since install: left in place",
+                detail="" if ours else "changed since install",
             )
         )
     plan += [
@@ -789,4 +806,5 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")
     if out.dirs_from:
         stdout.write(f"\nCNI dirs {out.bin_dir} and {os.path.dirname(out.conf_path)}: {out.dirs_from}")
-    stdout.write(f"\nbuild {out.build or '-'}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")
+    build = f"build {out.build}" if out.build else ("no build installed" if args.uninstall else "build -")
+    stdout.write(f"\n{build}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")
