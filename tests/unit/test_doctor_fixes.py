@@ -180,6 +180,7 @@ BREAKS = {
     ),
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
+    "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
 }
 
 # Fixes that name no file of the node, and why: HNS's side, or the environment.
@@ -189,6 +190,7 @@ NO_FILE = {
     "plugins: bin dir unreadable": "bin_dir",
     "vxlan: the HNS network's VNI": "",
     "subnet-env: a new lease": "",
+    "build: plugins of another build": "DaemonSet",
 }
 
 

@@ -14,7 +14,8 @@ from hnsnode import EXCEPTIONS, Node, lease_text, release
 from libhns.objects import HostComputeNetwork
 from tools.wincni import checks
 from tools.wincni.__main__ import main
-from tools.wincni.facts import Facts, Problem
+from tools.wincni.facts import Facts, Problem, running_build
+from tools.wincni.layout import MANIFEST
 
 LEASE = lease_text("10.244.4.1/24")
 
@@ -69,6 +70,7 @@ CHECK_IDS = {
     "hns-features",
     "ipam-store",
     "stale-endpoints",
+    "build",
     "permissions",
 }
 
@@ -441,7 +443,7 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     assert rc == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
-    assert lines[0].startswith("OK    backend") and lines[-1] == "13 checks: 12 ok, 1 failed, 0 warnings, 0 not checked"
+    assert lines[0].startswith("OK    backend") and lines[-1] == "14 checks: 13 ok, 1 failed, 0 warnings, 0 not checked"
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])
@@ -585,3 +587,14 @@ def test_not_checked_is_kept_apart_from_warnings_everywhere(overlay: Node) -> No
         f"{len(found)} checks: {summary['ok']} ok, {summary['fail']} failed, {summary['warn']} warnings, "
         f"{summary['not-checked']} not checked"
     )
+
+
+def test_the_installed_build_is_named_and_another_build_warned_about(bridge: Node) -> None:
+    found = bridge.doctor(expect=0)["build"]
+    assert found["status"] == "ok" and f"are build {running_build()}-1, this wincni's" in found["message"], found
+    bridge.write_manifest("0.0.9-0123456789ab-20260101T000000")
+    found = bridge.doctor(expect=0)["build"]
+    assert found["status"] == "warn" and "0.0.9-0123456789ab-20260101T000000; this wincni is" in found["message"]
+    (bridge.bin / MANIFEST).unlink()  # laid by hand (build.ps1 -Install writes none): said, not warned
+    found = bridge.doctor(expect=0)["build"]
+    assert (found["status"], found["fix"]) == ("not-checked", "") and MANIFEST in found["message"], found

@@ -61,8 +61,8 @@ def _no_config(f: Facts, id_: str) -> Check | None:
     return _skipped(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 
 
-def _skipped(id_: str, needs: str) -> Check:
-    return Check(id_, SKIP, f"not checked: {needs}", "fix the failure above first")
+def _skipped(id_: str, needs: str, fix: str = "fix the failure above first") -> Check:
+    return Check(id_, SKIP, f"not checked: {needs}", fix)
 
 
 def _failed(id_: str, problem: Problem) -> Check:
@@ -517,6 +517,24 @@ def _minutes() -> str:
     return f"{IN_FLIGHT_SECONDS / 60:g} minutes"
 
 
+def build(f: Facts) -> Check:
+    """The installed plugins' build against this wincni's: the DaemonSet's image lays its own build,
+    so they differ on a node the image has not reached, or when another build's wincni asks."""
+    if not f.installed_build:
+        return _skipped("build", f.build_problem or "the install manifest was not read", "")
+    same = f.installed_build == f.running_build or f.installed_build.startswith(f.running_build + "-")
+    if not same:
+        return Check(
+            "build",
+            WARN,
+            f"the plugins in {f.bin_dir} are build {f.installed_build}; this wincni is {f.running_build}",
+            "the DaemonSet's image lays its own build when its pod starts: roll it out to this node (or run "
+            f"wincni install from the release this wincni came from); the installed build's own doctor is "
+            f"the wincni in {f.bin_dir}",
+        )
+    return Check("build", OK, f"the plugins in {f.bin_dir} are build {f.installed_build}, this wincni's")
+
+
 def stale_endpoints(f: Facts) -> Check:
     """Endpoints of ours that no live sandbox holds: they keep an address (and a name) from new pods."""
     if f.hns_problem or f.network is None:
@@ -612,6 +630,7 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    build,
     permissions,
 )
 
