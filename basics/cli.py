@@ -11,9 +11,61 @@ class UsageError(Exception):
     """Bad arguments: reported on stderr (what is wrong, then the usage line), exit status 2."""
 
 
+class VersionAsked(Exception):
+    """``--version`` was given: ``parse`` reads the command line as the ``version`` command."""
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help)
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise VersionAsked
+
+
+def add_version(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction, help: str) -> argparse.ArgumentParser:
+    """``--version`` on ``parser`` and the ``version`` command (returned, for its options) in ``sub``:
+    the same answer both ways, as operators try either."""
+    parser.add_argument("--version", action=_Version, help=f"{help} (as the version command)")
+    return sub.add_parser("version", help=help)
+
+
+def ip_address(text: str) -> str:
+    """An option's ``type=`` for one IP address, printed as ``ipaddress`` does."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+
+
+def add_output(parser: argparse.ArgumentParser, json_is: str = "the same as one JSON document") -> None:
+    """``-o table|json``, every command's: ``json_is`` says what the JSON holds."""
+    parser.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help=f"table (default), or json: {json_is}"
+    )
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser``'s reading of ``argv``, with ``--version`` read as the ``version`` command."""
+    try:
+        return parser.parse_args(argv)
+    except VersionAsked:
+        return parser.parse_args(["version"])
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
+
+    def parse_known_args(self, args=None, namespace=None):
+        """A command's own parser (one without subcommands) refuses what it does not know itself,
+        so the error shows that command's usage, not the program's."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 class PathArg:

@@ -34,8 +34,9 @@ from tools import hnsctl
 from tools.wincni.__main__ import build_parser
 from tools.wincni.__main__ import main as wincni_main
 from tools.wincni.disk import Disk
-from tools.wincni.facts import default_paths
+from tools.wincni.facts import default_paths, running_build
 from tools.wincni.install import run as install_run
+from tools.wincni.layout import MANIFEST
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
@@ -189,6 +190,7 @@ class Node:
         ('bridge' or 'overlay') node; returns the flannel config, whose ``delegate`` the caller may edit."""
         name = "cbr0" if kind == "bridge" else "vxlan0"
         self.lease().write_net_conf(net_conf_doc(kind)).reserve_source_vip(network=name)
+        self.write_manifest(running_build() + "-1")  # laid by this checkout's build, as the doctor asks
         delegate = {
             "type": f"win-{kind}",
             "policies": [
@@ -208,6 +210,10 @@ class Node:
             "netConf": str(self.net_conf),
             "ipam": {"dataDir": str(self.ipam_dir)},
         }
+
+    def write_manifest(self, build: str) -> None:
+        """The install manifest in the doctor's bin dir, naming ``build``."""
+        _write(self.bin / MANIFEST, json.dumps({"build": build}).encode())
 
     def doctor(self, *args: str, expect: int | None = None) -> dict[str, dict]:
         """``wincni doctor`` in-process on this node's files (``cni_conf`` written first, so a test

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
-from basics.cli import Parser, UsageError
+from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
 from libhns.objects import HnsObject
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser)
 
-    p = sub.add_parser("version", help="HNS version and supported features")
+    p = add_version(parser, sub, "hnsctl's build, Python and platform, and HNS's version and features")
     _output_options(p)
     p = sub.add_parser("dump", help="every network, endpoint and namespace")
     _output_options(p)
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--gateway",
-        type=_ip,
+        type=ip_address,
         action="append",
         default=[],
         help="default gateway of the subnet of its family (default: first address)",
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", help="host network adapter, e.g. Ethernet")
     p.add_argument(
         "--management-ip",
-        type=_ip,
+        type=ip_address,
         help="ProviderAddress to report (honoured by the simulator; real HNS takes it from the adapter)",
     )
     p.add_argument("--vxlan-port", type=int, help="VxlanPort network policy (HNS >= 10.3)")
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
-    p.add_argument("--ip", type=_ip, help="IP address (default: HNS assigns one)")
+    p.add_argument("--ip", type=ip_address, help="IP address (default: HNS assigns one)")
     p.add_argument("--mac", help="MAC address (default: HNS assigns one)")
     p.add_argument(
         "--host", action="store_true", help="attach to the host compartment (1), as flanneld does for cbr0_ep"
@@ -145,13 +145,6 @@ def _cidr(text: str) -> str:
         return str(ipaddress.ip_network(text, strict=False))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a CIDR prefix: {text!r}") from None
-
-
-def _ip(text: str) -> str:
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
 
 
 # --- documents ----------------------------------------------------------------------------------
@@ -318,15 +311,6 @@ class _Ctl:
     def _endpoint(self, a: argparse.Namespace, ref: str) -> Any:
         return self._found("endpoint", ref, self._view(a).endpoint(ref))
 
-    def version(self, a: argparse.Namespace) -> None:
-        major, minor = self.hnscall.version()
-        feats = self.hnscall.features().as_dict()
-        if a.output == "json":
-            _json(self.out, {"Major": major, "Minor": minor, "Features": feats})
-        else:
-            self.out.write(f"HNS {major}.{minor}\n")
-            _table(self.out, ["FEATURE", "SUPPORTED"], [[k, "yes" if v else "no"] for k, v in feats.items()])
-
     def dump(self, a: argparse.Namespace) -> None:
         view = self._view(a)
         nets, eps, nss = view.networks(), view.endpoints(), view.namespaces()
@@ -383,7 +367,17 @@ class _Ctl:
 
     def network_delete(self, a: argparse.Namespace) -> None:
         net = self._network(a, a.network)
-        self._view(a).delete_network(net.id)
+        view = self._view(a)
+        try:
+            view.delete_network(net.id)
+        except errors.HnsError as exc:
+            if exc.name != "HCN_E_ENTITY_HAS_REFERENCES":
+                raise
+            ids = [e.id for e in view.endpoints(net.id)]
+            first = (
+                f"its endpoints first: hnsctl endpoint delete {' '.join(ids)}" if ids else "what still uses it first"
+            )
+            raise Refused(f"{exc}: network {net.name} is still in use; delete {first}") from None
         self.out.write(f"deleted network {net.name} ({net.id})\n")
 
     # endpoint
@@ -488,25 +482,52 @@ class _Ctl:
         self.out.write(f"deleted container {a.container}\n")
 
 
+class Refused(Exception):
+    """HNS refused a command for a reason the operator can remove: the message says how."""
+
+
+def version(a: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> None:
+    """hnsctl's build beside HNS's version and features; HNS not answering is said, not failed on:
+    the build is what an operator most often asks."""
+    from plugins.cni import buildinfo
+
+    try:
+        hnscall = open_clients(env)[1]
+        (major, minor), feats = hnscall.version(), hnscall.features().as_dict()
+    except (errors.HnsError, errors.EnvError, OSError) as exc:
+        unreachable = f"HNS not reachable: {exc}"
+        if a.output == "json":
+            _json(out, {**buildinfo.document(), "HnsError": unreachable})
+        else:
+            out.write(buildinfo.about("hnsctl", unreachable))
+        return
+    if a.output == "json":
+        _json(out, {**buildinfo.document(), "Major": major, "Minor": minor, "Features": feats})
+    else:
+        out.write(buildinfo.about("hnsctl", f"HNS {major}.{minor}"))
+        _table(out, ["FEATURE", "SUPPORTED"], [[k, "yes" if v else "no"] for k, v in feats.items()])
+
+
 def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
     """Run one command; 0 on success, 1 for an HNS failure, 2 for bad arguments."""
     try:
-        args = build_parser().parse_args(list(argv))
+        args = parse(build_parser(), list(argv))
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.group == "version":
+        version(args, stdout, env)
+        return 0
     try:
         ctl = _Ctl(*open_clients(env), stdout, env)
-        handler = getattr(
-            ctl, args.group if args.group in ("version", "dump", "restart") else f"{args.group}_{args.action}"
-        )
+        handler = getattr(ctl, args.group if args.group in ("dump", "restart") else f"{args.group}_{args.action}")
         handler(args)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
-    except errors.HnsError as exc:
+    except (errors.HnsError, Refused) as exc:
         stderr.write(f"hnsctl: {exc}\n")
         return 1
     except (ValueError, OSError) as exc:

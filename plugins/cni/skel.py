@@ -20,7 +20,7 @@ from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, 
 
 TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping, TextIO
+    from typing import Any, Callable, Mapping, Sequence, TextIO
 
     from .env import CmdArgs
     from .result import Result
@@ -157,14 +157,23 @@ def run(
     stdout: TextIO,
     stderr: TextIO | None = None,
     platform: str = sys.platform,
+    argv: Sequence[str] = (),
 ) -> int:
-    """Execute one CNI command; returns the process exit status (0 ok, 1 CNI error)."""
+    """Execute one CNI command; returns the process exit status (0 ok, 1 CNI error, 2 arguments a
+    plugin run without ``CNI_COMMAND`` does not take). ``argv``: the command line after the
+    program, read only without ``CNI_COMMAND`` (the runtime passes none)."""
     with log.scope():
-        return _run(spec, env, stdin, stdout, stderr, platform)
+        return _run(spec, env, stdin, stdout, stderr, platform, argv)
 
 
 def _run(
-    spec: PluginSpec, env: Mapping[str, str], stdin: Any, stdout: TextIO, stderr: TextIO | None, platform: str
+    spec: PluginSpec,
+    env: Mapping[str, str],
+    stdin: Any,
+    stdout: TextIO,
+    stderr: TextIO | None,
+    platform: str,
+    argv: Sequence[str],
 ) -> int:
     stderr = stderr if stderr is not None else sys.stderr
     log.configure(
@@ -172,13 +181,7 @@ def _run(
     )
     command = env.get("CNI_COMMAND")
     if not command:
-        from .buildinfo import describe  # reads .git in a checkout: only when asked
-
-        stderr.write(
-            f"{spec.name} {describe()}: {spec.description}\n"
-            f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n"
-        )
-        return 0
+        return _about(spec, argv, stdout, stderr)
     started = time.perf_counter()
     reply_version = ver.LATEST
     try:
@@ -289,13 +292,39 @@ def _version_doc(data: bytes) -> dict:
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 
 
+def _about(spec: PluginSpec, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """A plugin run by hand (no ``CNI_COMMAND``): ``--version`` / ``version`` prints the build on
+    stdout; bare, the about text goes to stderr as the Go plugins write it; anything else is a usage
+    error. CNI's own ``VERSION`` command is the runtime's and unchanged."""
+    from . import buildinfo  # reads .git in a checkout: only when asked
+
+    if list(argv) in (["--version"], ["version"]):
+        _print(stdout, buildinfo.about(spec.name))
+        return 0
+    if argv:
+        stderr.write(
+            f"{spec.name}: unknown arguments {' '.join(argv)!r}\n"
+            f"usage: {spec.name} [--version | version] (the runtime runs it with CNI_COMMAND set, no arguments)\n"
+        )
+        return 2
+    stderr.write(
+        f"{spec.name} {buildinfo.describe()}: {spec.description}\n"
+        f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n"
+    )
+    return 0
+
+
 def _write(stdout: TextIO, doc: dict) -> None:
+    _print(stdout, jsontext.dumps(doc, indent=4) + "\n")
+
+
+def _print(stdout: TextIO, text: str) -> None:
     """A result the runtime cannot read any more (its end of stdout closed) is ``StdoutClosed``, not a
     CNI error: nobody would read that either; ``console_entry`` ends the process quietly. Any other
     failure to write it is ``StdoutFailed`` (said on stderr, status 1): a CNI error could not be
     written either."""
     try:
-        stdout.write(jsontext.dumps(doc, indent=4) + "\n")
+        stdout.write(text)
         stdout.flush()
     except OSError as exc:
         raise failed(exc) from None
@@ -313,7 +342,7 @@ def console_entry(spec: PluginSpec) -> None:
 
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
     try:
-        status = run(spec, os.environ, stdin, sys.stdout)
+        status = run(spec, os.environ, stdin, sys.stdout, argv=sys.argv[1:])
     except StdoutClosed:
         end_closed()
     except StdoutFailed as exc:

@@ -43,7 +43,8 @@ def test_win_bridge_node_with_pods_then_a_leaked_reservation(tmp_path) -> None:
     (tmp_path / "10-bridge.conf").write_text(json.dumps(conf))
     node.add(conf, "pod1", node.sandbox("v2", "pod1"))
     rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
-    assert rc == 0 and {c["status"] for c in found.values()} == {"ok"}, found
+    assert rc == 0 and {c["status"] for i, c in found.items() if i != "build"} == {"ok"}, found
+    assert found["build"]["status"] == "not-checked"  # the venv's plugins: not laid by wincni install
     assert "1 reservation" in found["ipam-store"]["message"]
 
     node.hnsctl("endpoint", "delete", "pod1_cbr0")  # the endpoint vanished (HNS restart), the IP stayed

@@ -180,6 +180,7 @@ BREAKS = {
     ),
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
+    "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
 }
 
 # Fixes that name no file of the node, and why: HNS's side, or the environment.
@@ -189,6 +190,7 @@ NO_FILE = {
     "plugins: bin dir unreadable": "bin_dir",
     "vxlan: the HNS network's VNI": "",
     "subnet-env: a new lease": "",
+    "build: plugins of another build": "DaemonSet",
 }
 
 
@@ -216,7 +218,8 @@ def test_each_fix_works_as_printed(tmp_path: Path, name: str) -> None:
     if fixer["run"]:
         run_as_printed(node, fixer["run"])
         again = doctor(node, brk)
-        assert again.get(brk.check, {"status": "ok"})["status"] == "ok", (check, again.get(brk.check))
+        # a fix that removes what its check reads (vxlan's network, until flanneld makes it again) leaves it unchecked
+        assert again[brk.check]["status"] in ("ok", "not-checked"), (check, again[brk.check])
         return
     text = check["message"] + " " + check["fix"]
     paths = brk.prose_names(node)
@@ -232,7 +235,7 @@ def test_a_missing_config_leaves_the_checks_that_need_it_unchecked(tmp_path: Pat
     found = sim_node(tmp_path).doctor("--cni-conf", str(tmp_path / "nope"))
     assert found["config"]["message"] == f"--cni-conf {tmp_path / 'nope'} does not exist"
     for id_ in ("plugins", "subnet-env", "net-conf", "source-vip", "hns-features", "exceptions", "ipam-store"):
-        assert found[id_]["status"] == "warn" and found[id_]["message"].startswith("not checked"), found[id_]
+        assert found[id_]["status"] == "not-checked" and found[id_]["message"].startswith("not checked"), found[id_]
 
 
 def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> None:

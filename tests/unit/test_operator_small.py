@@ -50,6 +50,8 @@ def test_hnsctl_group_help_describes_every_action(capsys, group: str, actions: t
         (["hnsctl", "network", "create"], "usage: hnsctl network create"),
         (["hnsctl", "endpoint", "list", "--bogus"], "usage: hnsctl"),
         (["wincni", "doctor", "-o", "yaml"], "usage: wincni doctor"),
+        (["wincni", "doctor", "--reach", "notanip"], "usage: wincni doctor"),
+        (["wincni", "install", "--bogus"], "usage: wincni install"),
         (["wincni", "reclaim", "--min-age", "-5"], "usage: wincni reclaim"),
         (["wincni", "sourcevip", "--timeout", "nan"], "usage: wincni sourcevip"),
     ],
@@ -128,6 +130,25 @@ def test_install_failed_follows_its_steps_without_a_blank_line(tmp_path: Path) -
     assert table.startswith("FAILED: --from ") and "\n\n" not in table, table
 
 
+def test_a_second_uninstall_says_no_build_is_installed(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--uninstall")
+    table = node.install("--uninstall", output="table")
+    assert table.rstrip().endswith("no build installed: uninstalled: 0 item(s), 1 warning(s)"), table
+
+
+def test_a_rollback_calls_the_build_it_leaves_newer(tmp_path: Path) -> None:
+    node = install_node(tmp_path)
+    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-bbb-2")]
+    assert (step["action"], step["detail"]) == ("remove", "a newer build, no longer used"), done["steps"]
+    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-aaa-1")]
+    assert step["detail"] == "an older build, no longer used", done["steps"]
+
+
 def test_uninstall_calls_the_build_it_removes_by_its_name(tmp_path: Path) -> None:
     node = install_node(tmp_path)
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
@@ -193,3 +214,46 @@ def test_only_stdout_s_own_failure_is_stdout_closed() -> None:
     out = GuardedStdout(io.StringIO())
     out.write("kept")
     assert out.getvalue() == "kept"
+
+
+def _subcommands(parser) -> dict:
+    """Every command's own parser, by its prog ("hnsctl network list")."""
+    import argparse
+
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found.update(_subcommands(sub) if sub._subparsers else {sub.prog: sub})
+    return found
+
+
+def _options(parser) -> dict:
+    return {o: a for a in parser._actions for o in a.option_strings}
+
+
+def _every_command():
+    from tools.wincni.__main__ import build_parser
+    from tools.wincni.facts import default_paths
+
+    return {**_subcommands(hnsctl.build_parser()), **_subcommands(build_parser(default_paths("linux"), "linux"))}
+
+
+def test_every_option_says_what_it_is_beyond_its_default() -> None:
+    """-o in every command, --service-cidr and --conf-name: help that says what the value is for."""
+    for prog, parser in _every_command().items():
+        for option, action in _options(parser).items():
+            words = (action.help or "").replace("(default %(default)s)", "").strip(" ,.()")
+            assert option == "-h" or len(words.split()) > 2, (prog, option, action.help)
+
+
+def test_one_flag_one_metavar_wherever_it_takes_the_same_thing() -> None:
+    from basics.cli import FILE, FILE_OR_DIR
+
+    seen: dict = {}
+    for parser in _every_command().values():
+        for option, action in _options(parser).items():
+            if hasattr(action.type, "kind"):  # a path: FILE, DIR or both, never the flag's name
+                seen.setdefault((option, action.type.kind), set()).add(action.metavar)
+    assert all(len(shown) == 1 and None not in shown for shown in seen.values()), seen
+    assert seen[("--cni-conf", FILE.kind)] == {"FILE"} and seen[("--cni-conf", FILE_OR_DIR.kind)] == {"FILE|DIR"}

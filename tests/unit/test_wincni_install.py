@@ -136,8 +136,11 @@ def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(
 def test_uninstall_keeps_a_config_changed_since(node: Node, tmp_path: Path) -> None:
     node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
     (node.conf_dir / "10-flannel.conflist").write_text("{}")
-    assert actions(node.install("--uninstall"))["10-flannel.conflist"] == "keep"
+    done = node.install("--uninstall")
+    assert actions(done)["10-flannel.conflist"] == "keep"
     assert (node.conf_dir / "10-flannel.conflist").read_text() == "{}"
+    [warning] = done["warnings"]  # a config naming the plugins just removed: said, and counted
+    assert warning.startswith(f"{node.conf_dir / '10-flannel.conflist'} left in place: changed since install")
 
 
 def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from basics.cli import DIR, FILE, FILE_OR_DIR, Parser, UsageError
+from basics.cli import DIR, FILE, FILE_OR_DIR, Parser, UsageError, add_output, add_version, ip_address, parse
 
 
 def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> argparse.ArgumentParser:
@@ -19,26 +19,34 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
 
     p = Parser(prog="wincni", description=f"Windows CNI operator tools, wincni {describe()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    add_output(
+        add_version(p, sub, "this wincni's build, Python and platform"), "version, commit, build, python, platform"
+    )
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
-    d.add_argument("--cni-conf", type=FILE_OR_DIR, help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
+    _cni_conf_argument(d)
     d.add_argument(
         "--subnet-env",
         type=FILE,
+        metavar="FILE",
         help=f"flanneld's lease (default: the config's subnetFile, else {defaults['subnet_env']})",
     )
     d.add_argument(
         "--net-conf",
         type=FILE,
+        metavar="FILE",
         help=f"flanneld's net-conf.json (default: the config's netConf, else {defaults['net_conf']})",
     )
     d.add_argument(
         "--source-vip",
         type=FILE,
         default=defaults["source_vip"],
+        metavar="FILE",
         help="kube-proxy's source VIP file (default %(default)s)",
     )
-    d.add_argument("--cni-bin-dir", type=DIR, help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)")
-    d.add_argument("--reach", default="", metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument(
+        "--cni-bin-dir", type=DIR, metavar="DIR", help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)"
+    )
+    d.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     d.add_argument(
         "--quick",
         action="store_true",
@@ -46,7 +54,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
         "no contents-folder digest",
     )
-    d.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
 
     from . import containerd, install, sourcevip
@@ -67,7 +75,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     r = sub.add_parser(
         "reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)"
     )
-    r.add_argument("--cni-conf", type=FILE_OR_DIR, help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)")
+    _cni_conf_argument(r)
     r.add_argument(
         "--min-age",
         type=sourcevip.seconds,
@@ -81,7 +89,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     )
     r.set_defaults(refuse=r.error)
     r.add_argument("--dry-run", action="store_true", help="only list what would be released")
-    r.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(r, "what was (or would be) released, and what was kept and why")
     containerd.add_config_argument(r, platform)
     w = sub.add_parser(
         "dirs",
@@ -89,11 +97,21 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         "(what the other commands default to)",
     )
     containerd.add_config_argument(w, platform)
-    w.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(w, "binDir, confDir and from")
     return p
 
 
 DIRS_DEFAULT = "the runtime's (wincni dirs)"
+
+
+def _cni_conf_argument(p: argparse.ArgumentParser) -> None:
+    """The reading commands' --cni-conf: a config file, or the folder the runtime picks one from."""
+    p.add_argument(
+        "--cni-conf",
+        type=FILE_OR_DIR,
+        metavar="FILE|DIR",
+        help=f"config file or directory (default: {DIRS_DEFAULT} conf dir)",
+    )
 
 
 def where(
@@ -128,17 +146,29 @@ def where(
         return replace(found, why=f"{why} (fix it, or pass --cni-conf and --cni-bin-dir): looking at {found.why}")
 
 
+#: The table's status column: a check that could not run is neither passed nor warned about.
+LABELS = {"ok": "OK", "warn": "WARN", "fail": "FAIL", "not-checked": "SKIP"}
+
+
+def summary(checks: list) -> dict[str, int]:
+    """How many checks ended in each status (``checks.STATUSES``); only ``fail`` sets the exit code."""
+    from .checks import STATUSES
+
+    return {status: sum(c.status == status for c in checks) for status in STATUSES}
+
+
 def render_table(checks: list, out: TextIO) -> None:
     width = max((len(c.id) for c in checks), default=0)
     for c in checks:
-        out.write(f"{c.status.upper():<4}  {c.id:<{width}}  {c.message}\n")
+        out.write(f"{LABELS[c.status]:<4}  {c.id:<{width}}  {c.message}\n")
         if c.status != "ok" and c.run:
             out.write(f"{'':<4}  {'':<{width}}  run: {c.run}\n")
         if c.status != "ok" and c.fix:
             out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
-    failed = sum(c.status == "fail" for c in checks)
-    warned = sum(c.status == "warn" for c in checks)
-    out.write(f"\n{len(checks)} checks: {failed} failed, {warned} warnings\n")
+    n = summary(checks)
+    out.write(
+        f"\n{len(checks)} checks: {n['ok']} ok, {n['fail']} failed, {n['warn']} warnings, {n['not-checked']} not checked\n"
+    )
 
 
 def main(
@@ -154,13 +184,15 @@ def main(
 
     defaults = facts.default_paths(platform)
     try:
-        args = build_parser(defaults, platform).parse_args(list(argv))
+        args = parse(build_parser(defaults, platform), list(argv))
         risk = _min_age_risk(args) if args.command == "reclaim" else ""
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.command == "version":
+        return _print_version(args.output, stdout)
     if args.command == "install":
         from . import install
 
@@ -199,7 +231,7 @@ def main(
         "net_conf_given": bool(args.net_conf),
         "source_vip": args.source_vip,
         "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
-        "reach": args.reach,
+        "reach": args.reach or "",
         "quick": args.quick,
     }
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
@@ -211,6 +243,7 @@ def main(
         json.dump(
             {
                 "cniDirs": looked,
+                "summary": summary(results),
                 "checks": [
                     {"id": c.id, "status": c.status, "message": c.message, "fix": c.fix, "run": c.run} for c in results
                 ],
@@ -236,6 +269,17 @@ def _min_age_risk(args: argparse.Namespace) -> str:
             f"--min-age {args.min_age:g} is below the in-flight age ({IN_FLIGHT_SECONDS:g} s) and needs --force: {risk}"
         )
     return risk
+
+
+def _print_version(output: str, stdout: TextIO) -> int:
+    from plugins.cni import buildinfo
+
+    if output == "json":
+        json.dump(buildinfo.document(), stdout, indent=2)
+        stdout.write("\n")
+    else:
+        stdout.write(buildinfo.about("wincni"))
+    return 0
 
 
 def _print_dirs(found: Any, output: str, stdout: TextIO) -> int:

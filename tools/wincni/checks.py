@@ -15,7 +15,8 @@ from plugins.winnet.policies import OutboundNat, Route
 
 from .facts import Facts, Problem
 
-OK, WARN, FAIL = "ok", "warn", "fail"
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "not-checked"
+STATUSES = (OK, WARN, FAIL, SKIP)
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,8 @@ def _no_config(f: Facts, id_: str) -> Check | None:
     return _skipped(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 
 
-def _skipped(id_: str, needs: str) -> Check:
-    return Check(id_, WARN, f"not checked: {needs}", "fix the failure above first")
+def _skipped(id_: str, needs: str, fix: str = "fix the failure above first") -> Check:
+    return Check(id_, SKIP, f"not checked: {needs}", fix)
 
 
 def _failed(id_: str, problem: Problem) -> Check:
@@ -249,10 +250,7 @@ def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
 def reach(f: Facts) -> Check | None:
     if not f.reach:
         return None
-    try:
-        ip = IPAddress(f.reach)
-    except (AddrFormatError, ValueError):
-        return Check("reach", FAIL, f"--reach {f.reach!r} is not an IP address", "pass an address such as 8.8.8.8")
+    ip = IPAddress(f.reach)  # the parser took only an IP address
     if f.netconf is None:
         return _skipped("reach", "no valid delegate config")
     internal = IPSet(c for _, c in _must_not_nat(f))
@@ -315,9 +313,17 @@ def net_conf(f: Facts) -> Check:
     return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
 
 
-def vxlan(f: Facts) -> Check | None:
-    if f.delegate_type != "win-overlay" or f.network is None or f.flavor is None or f.netconf is None:
-        return None
+def vxlan(f: Facts) -> Check:
+    if skipped := _no_config(f, "vxlan"):
+        return skipped
+    if not f.delegate_type:
+        return _skipped("vxlan", "no delegate config")
+    if f.delegate_type != "win-overlay":
+        return Check("vxlan", OK, f"no VXLAN to check: the delegate is {f.delegate_type}")
+    if f.netconf is None or f.flavor is None:
+        return _skipped("vxlan", "no valid delegate config")
+    if f.network is None:
+        return _skipped("vxlan", "no HNS network")
     problems = f.flavor.network_problems(f.network)
     if problems:
         return Check(
@@ -511,6 +517,24 @@ def _minutes() -> str:
     return f"{IN_FLIGHT_SECONDS / 60:g} minutes"
 
 
+def build(f: Facts) -> Check:
+    """The installed plugins' build against this wincni's: the DaemonSet's image lays its own build,
+    so they differ on a node the image has not reached, or when another build's wincni asks."""
+    if not f.installed_build:
+        return _skipped("build", f.build_problem or "the install manifest was not read", "")
+    same = f.installed_build == f.running_build or f.installed_build.startswith(f.running_build + "-")
+    if not same:
+        return Check(
+            "build",
+            WARN,
+            f"the plugins in {f.bin_dir} are build {f.installed_build}; this wincni is {f.running_build}",
+            "the DaemonSet's image lays its own build when its pod starts: roll it out to this node (or run "
+            f"wincni install from the release this wincni came from); the installed build's own doctor is "
+            f"the wincni in {f.bin_dir}",
+        )
+    return Check("build", OK, f"the plugins in {f.bin_dir} are build {f.installed_build}, this wincni's")
+
+
 def stale_endpoints(f: Facts) -> Check:
     """Endpoints of ours that no live sandbox holds: they keep an address (and a name) from new pods."""
     if f.hns_problem or f.network is None:
@@ -547,10 +571,10 @@ def _ip(text: str) -> Any:
         return IPAddress(0)
 
 
-def backend(f: Facts) -> Check | None:
-    """Says nothing unless the plugins would run on the simulator on Windows (README "Security model")."""
+def backend(f: Facts) -> Check:
+    """Fails when the plugins would run on the simulator on Windows (README "Security model")."""
     if not f.simulated:
-        return None
+        return Check("backend", OK, "the plugins would not run on the HNS simulator")
     return Check(
         "backend",
         FAIL,
@@ -561,10 +585,10 @@ def backend(f: Facts) -> Check | None:
     )
 
 
-def permissions(f: Facts) -> Check | None:
-    """Says nothing unless someone besides administrators may write a folder the plugins run from or trust."""
+def permissions(f: Facts) -> Check:
+    """Warns when someone besides administrators may write a folder the plugins run from or trust."""
     if not f.open_dirs:
-        return None
+        return Check("permissions", OK, "only administrators may write the folders the plugins run from and trust")
     listed = "; ".join(f"{label} {path} is writable by {who}" for label, path, who in f.open_dirs)
     if f.windows:
         return Check(
@@ -606,6 +630,7 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    build,
     permissions,
 )
 

@@ -78,6 +78,9 @@ class Facts:
     young: frozenset[str] = frozenset()  # reserved too recently to call stale: an ADD may be in flight
     windows: bool = False  # the node's platform: how a fix command is quoted and named
     tools: str = ""  # the folder of the running frozen wincni (hnsctl beside it); "" = found on PATH
+    installed_build: str = ""  # the build the bin dir's install manifest names; "" = none (build_problem says why)
+    build_problem: str = ""
+    running_build: str = ""  # this wincni's (``running_build``)
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -179,7 +182,33 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         bin_audit=read_bin_audit(
             opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin, delegate_type, digests=not quick
         ),
+        **(read_installed_build(opts["cni_bin_dir"], os.path.dirname(conf_path)) if not quick else {}),
+        running_build=running_build(),
     )
+
+
+def running_build() -> str:
+    """This wincni's build ID; from a source checkout its version and commit, the start of the ID
+    a bundle built from it carries (``specs/wincni.spec``)."""
+    from plugins.cni.buildinfo import VERSION, build, commit
+
+    return build() or "-".join(x for x in (VERSION, commit()[:12]) if x)
+
+
+def read_installed_build(bin_dir: str, conf_dir: str) -> dict[str, str]:
+    """The build ``wincni install`` laid in ``bin_dir`` as its manifest names it (believed only as
+    ``trust`` allows), else why none can be named: the Facts fields by name."""
+    from .disk import Disk
+    from .layout import MANIFEST
+    from .trust import read_manifest
+
+    disk, path = Disk(), os.path.join(bin_dir, MANIFEST)
+    if not disk.exists(path):
+        return {"build_problem": f"no {MANIFEST} in {bin_dir}: the plugins were not laid by wincni install"}
+    manifest, why = read_manifest(disk, path, os.path.normpath(conf_dir), suspicious=False)
+    if not manifest.build:
+        return {"build_problem": why or f"{path} names no build"}
+    return {"installed_build": manifest.build}
 
 
 def _tools() -> str:

@@ -56,7 +56,7 @@ class Outcome:
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
-    from basics.cli import DIR, FILE, FILE_OR_DIR
+    from basics.cli import DIR, FILE, FILE_OR_DIR, add_output
 
     from .containerd import CONF_NAME, add_config_argument
 
@@ -68,10 +68,16 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help="the release folder or zip (default: the folder this wincni runs from)",
     )
     p.add_argument(
-        "--cni-bin-dir", type=DIR, help="default: containerd's bin_dir(s), else its own default (wincni dirs says)"
+        "--cni-bin-dir",
+        type=DIR,
+        metavar="DIR",
+        help="default: containerd's bin_dir(s), else its own default (wincni dirs says)",
     )
     p.add_argument(
-        "--cni-conf-dir", type=DIR, help="default: containerd's conf_dir, else its own default (wincni dirs says)"
+        "--cni-conf-dir",
+        type=DIR,
+        metavar="DIR",
+        help="default: containerd's conf_dir, else its own default (wincni dirs says)",
     )
     add_config_argument(p, platform)
     p.add_argument(
@@ -81,7 +87,13 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="FILE",
         help="flanneld's net-conf.json (the kube-flannel-cfg ConfigMap; default %(default)s)",
     )
-    p.add_argument("--service-cidr", default="10.96.0.0/12", metavar="CIDR", help="(default %(default)s, kubeadm's)")
+    p.add_argument(
+        "--service-cidr",
+        default="10.96.0.0/12",
+        metavar="CIDR",
+        help="the cluster's service range: the config excepts it from SNAT and routes it, and the cluster "
+        "DNS defaults to its tenth address (default %(default)s, kubeadm's)",
+    )
     p.add_argument(
         "--kubelet-config",
         type=FILE,
@@ -117,11 +129,18 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="IP[/PREFIX]",
         help="the node's management IP (host-gw; default: the address of the default route's interface)",
     )
-    p.add_argument("--conf-name", default=CONF_NAME, type=_conf_name, metavar="NAME", help="(default %(default)s)")
+    p.add_argument(
+        "--conf-name",
+        default=CONF_NAME,
+        type=_conf_name,
+        metavar="NAME",
+        help="the config's file name in the conf dir; containerd loads the first by name, so configs "
+        "sorting before it are moved aside unless --keep-others (default %(default)s)",
+    )
     p.add_argument("--keep-others", action="store_true", help="leave configs that sort before ours in place")
     p.add_argument("--dry-run", action="store_true", help="print the plan and the config diff; change nothing")
     p.add_argument("--uninstall", action="store_true", help="remove what install laid down, restore moved configs")
-    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(p, "the build, the CNI dirs, every step and warning")
 
 
 def _conf_name(text: str) -> str:
@@ -466,18 +485,23 @@ def cleanup(bin_dir: str, current: str, disk: Disk, uninstalled: str = "") -> li
                 disk.rmtree(path)
             else:
                 _discard_contents(path, disk)
-            steps.append(Step("remove", path, detail=_contents_detail(name, uninstalled)))
+            steps.append(Step("remove", path, detail=_contents_detail(name, current, uninstalled)))
         except OSError:
             steps.append(Step("held", path, detail="in use: removed by a later install"))
     return steps
 
 
-def _contents_detail(name: str, uninstalled: str) -> str:
-    return (
-        "the uninstalled build"
-        if uninstalled and name == layout.CONTENTS_PREFIX + uninstalled
-        else "old build, no longer used"
-    )
+def _contents_detail(name: str, current: str, uninstalled: str) -> str:
+    """What a contents folder cleanup removes was: the uninstalled build, a leftover, or a build
+    newer or older than ``current`` by its build time (a rollback removes a newer one)."""
+    build = name[len(layout.CONTENTS_PREFIX) :]
+    if uninstalled and build == uninstalled:
+        return "the uninstalled build"
+    if not layout.is_contents(name):
+        return "left by an interrupted install"
+    built, now = build.rpartition("-")[2], current.rpartition("-")[2]
+    age = "a newer" if current and built > now else "an older" if current and built < now else "another"
+    return f"{age} build, no longer used"
 
 
 def _quietly(op, path: str) -> None:
@@ -517,7 +541,7 @@ def _uninstall(
     if args.dry_run:
         contents = layout.CONTENTS_PREFIX + manifest.build
         out.steps += plan + (
-            [Step("remove", os.path.join(bin_dir, contents), detail=_contents_detail(contents, manifest.build))]
+            [Step("remove", os.path.join(bin_dir, contents), detail=_contents_detail(contents, "", manifest.build))]
             if trusted
             else []
         )
@@ -542,6 +566,18 @@ def _uninstall(
             disk.remove(manifest_path)
     except OSError as exc:
         raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    finally:
+        out.warnings += [_left(step) for step in out.steps if step.action in ("keep", "held")]
+
+
+def _left(step: Step) -> str:
+    """What uninstall leaves behind, as a warning: a config it keeps still names the plugins it removed."""
+    if step.action == "keep":
+        return (
+            f"{step.path} left in place: changed since install, it still names the plugins this uninstall "
+            "removed; delete it, or put back the config the node should run pods with"
+        )
+    return f"{step.path} left in place: {step.detail}"
 
 
 def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
@@ -555,7 +591,7 @@ def _laid(manifest: Manifest, bin_dir: str, disk: Disk) -> list[Step]:
             Step(
                 "remove" if ours else "keep",
                 manifest.conf,
-                detail="" if ours else "changed since install: left in place",
+                detail="" if ours else "changed since install",
             )
         )
     plan += [
@@ -770,4 +806,5 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")
     if out.dirs_from:
         stdout.write(f"\nCNI dirs {out.bin_dir} and {os.path.dirname(out.conf_path)}: {out.dirs_from}")
-    stdout.write(f"\nbuild {out.build or '-'}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")
+    build = f"build {out.build}" if out.build else ("no build installed" if args.uninstall else "build -")
+    stdout.write(f"\n{build}: {verb} {changed} item(s), {len(out.warnings)} warning(s)\n")

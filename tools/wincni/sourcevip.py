@@ -47,7 +47,7 @@ class NotNeeded(SourceVipError):
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
-    from basics.cli import FILE
+    from basics.cli import FILE, add_output
 
     from .containerd import CONF_NAME, add_config_argument
     from .facts import default_paths
@@ -75,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help="the whole command's limit, HNS calls included, while it waits for flanneld's lease and the "
         "HNS network's management IP (default %(default)s)",
     )
-    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(p, "the address, the flags and what was written")
 
 
 def seconds(text: str) -> float:
