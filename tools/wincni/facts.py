@@ -78,6 +78,9 @@ class Facts:
     young: frozenset[str] = frozenset()  # reserved too recently to call stale: an ADD may be in flight
     windows: bool = False  # the node's platform: how a fix command is quoted and named
     tools: str = ""  # the folder of the running frozen wincni (hnsctl beside it); "" = found on PATH
+    install: tuple[str, ...] | None = (
+        None  # the arguments of the wincni install that laid the config (() unrecorded); None: nobody manages it
+    )
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -123,7 +126,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     if conf is not None and conf_problem is None:
         delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
     name = str(conf.get("name") or "") if conf is not None else ""
-    flavor = _flavor(delegate_type)
+    flavor = flavor_of(delegate_type)
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
@@ -175,15 +178,17 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         open_dirs=open_dirs,
         young=young,
         windows=platform == "win32",
-        tools=_tools(),
+        tools=frozen_dir(),
+        install=read_install(opts["cni_bin_dir"], conf_path),
         bin_audit=read_bin_audit(
             opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin, delegate_type, digests=not quick
         ),
     )
 
 
-def _tools() -> str:
-    """Where the fix commands' programs are: beside the running frozen wincni, else on PATH."""
+def frozen_dir() -> str:
+    """The folder of the running frozen wincni (the release it lays, the programs the fix
+    commands run); "" from source (they are then found on PATH)."""
     import sys
 
     return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
@@ -278,22 +283,32 @@ def delegate_conf(
     """(the HNS-facing plugin, the config it runs with, a problem): flannel's delegate as
     flannel builds it, or the config itself."""
     from plugins.cni.errors import CniError
-    from plugins.flannel import delegate
 
     if fconf is None:
         return str(conf.get("type") or ""), conf, None
     if lease is None:
         return fconf.delegate.get("type") or "", None, None
     try:
-        doc = delegate.build(fconf, lease, None)  # net-conf.json is judged by its own check
-        if "type" not in fconf.delegate and backend is not None:
-            doc["type"] = backend.delegate_type()
+        doc = flannel_delegate(fconf, lease, backend)
     except CniError as err:
         return fconf.delegate.get("type") or "", None, Problem(f"{path}: {err.msg}", err.details)
     return doc["type"], doc, None
 
 
-def _flavor(delegate_type: str) -> Any:
+def flannel_delegate(fconf: Any, lease: Any, backend: Any) -> dict:
+    """The delegate flannel builds, net-conf.json's rules left to the judge (``judge.net_conf``),
+    so install and the doctor say the same about them; a type the config leaves out is the
+    backend's, as flannel makes it."""
+    from plugins.flannel import delegate
+
+    doc = delegate.build(fconf, lease, None)
+    if "type" not in fconf.delegate and backend is not None:
+        doc["type"] = backend.delegate_type()
+    return doc
+
+
+def flavor_of(delegate_type: str) -> Any:
+    """The ``Flavor`` of one of our endpoint plugins; None for any other type."""
     import importlib
 
     return importlib.import_module(flavor_module(delegate_type)).FLAVOR if delegate_type in ENDPOINT_PLUGINS else None
@@ -387,6 +402,22 @@ def read_bin_audit(
 
     names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in (files or ())]
     return audit(bin_dir, conf_dir, names, digests=digests)
+
+
+def read_install(bin_dir: str, conf_path: str) -> tuple[str, ...] | None:
+    """How ``wincni install`` ran when its manifest in ``bin_dir`` (believed as install believes
+    it) names ``conf_path``: its arguments, () when the manifest does not record them; None when
+    no install manages the config (the operator edits it where it is)."""
+    from . import layout
+    from .disk import Disk
+    from .trust import read_manifest
+
+    manifest, why = read_manifest(
+        Disk(), os.path.join(bin_dir, layout.MANIFEST), os.path.dirname(conf_path), suspicious=False
+    )
+    if why or not manifest.conf or not layout.same_file(manifest.conf, conf_path):
+        return None
+    return manifest.install
 
 
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:
