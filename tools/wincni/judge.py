@@ -123,8 +123,8 @@ def _add_exceptions(c: Config, missing: list[tuple[str, str]]) -> str:
     """install's own config excepts net-conf.json's Network and --node-ip: a miss there is that input's."""
     if c.origin.renders_itself and missing[0][0] == "FLANNEL_NETWORK" and c.backend is not None:
         return (
-            f'install excepts the cluster CIDR from "Network" in {c.backend.path}: set it to "{missing[0][1]}" '
-            f"(flanneld's FLANNEL_NETWORK), then {c.origin.again()}"
+            f'set "Network" to "{missing[0][1]}" in {c.backend.path} (flanneld\'s FLANNEL_NETWORK; install excepts '
+            f"the cluster CIDR it names), then {c.origin.again()}"
         )
     if c.origin.renders_itself and missing[0][0] == "management IP":
         return f"install excepts --node-ip's address: {c.origin.again(node_ip=c.management_ip)}"
