@@ -143,6 +143,7 @@ REFUSED = {
     "exceptions: the cluster CIDR missing": _exception("10.245.0.0/16"),
     "net-conf: a name that is not Backend.Name": lambda doc: doc.update(name="cbr0"),
     "net-conf: the other backend's plugin": lambda doc: delegate(doc).update(type="win-bridge"),
+    "net-conf: both": lambda doc: (doc.update(name="cbr0"), delegate(doc).update(type="win-bridge")),
 }
 
 
@@ -153,6 +154,7 @@ def test_each_fix_install_prints_works_as_printed(tmp_path: Path, name: str) -> 
     REFUSED[name](doc)
     _, done = install(node, tmp_path, doc, expect=1)
     [error] = done["error"].splitlines()
+    assert error.count("run install again: ") == 1, error  # once, after every change it asks for
     follow(node, error.split("; fix: ", 1)[1] + " ")
     found = node.doctor()
     assert config_failures(found) == {}, found
@@ -271,5 +273,6 @@ def test_a_fix_says_where_a_change_lasts() -> None:
     assert laid.edit(change).startswith(f"{change} in the template /t.conflist (not in /net.d/10.conflist")
     assert laid.again(node_ip="10.0.0.2").endswith("wincni install --template /t.conflist --node-ip 10.0.0.2")
     assert Origin("/net.d/10.conflist", ()).edit(change) == (
-        "install writes /net.d/10.conflist from its flags: run wincni install again with the flags it was run with"
+        f"{change} in the template install renders (its --template; not in /net.d/10.conflist, which install "
+        "rewrites), then run wincni install again with the flags it was run with"
     )

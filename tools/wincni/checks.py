@@ -262,12 +262,13 @@ def net_conf(f: Facts) -> Check:
         return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
+        origin = config_of(f).origin
         return Check(
             "net-conf",
             status,
             f"{f.net_conf_path} not found: Backend name/type not cross-checked",
-            "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's), or set "
-            f'"netConf" in {f.conf_path} to where it is'
+            "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's)"
+            + ("" if origin.renders_itself else ", or " + origin.edit('set "netConf" to where it is'))
             if status == WARN
             else "",
         )

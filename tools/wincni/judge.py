@@ -38,8 +38,9 @@ class Origin:
 
     @property
     def renders_itself(self) -> bool:
-        """install renders the config from its flags alone (no template to edit)."""
-        return self.install is not None and not self.flag("--template")
+        """install renders the config from its flags alone (no template to edit); unknown (False)
+        when its manifest does not say how it ran."""
+        return bool(self.install) and not self.flag("--template")
 
     def edit(self, change: str, in_template: str = "") -> str:
         """``change`` made in the file it lasts in: the conflist nobody manages, else the template
@@ -49,10 +50,13 @@ class Origin:
             return f"{change} in {self.conflist}"
         if self.renders_itself:
             return f"install writes {self.conflist} from its flags: {self.again()}"
-        return (
-            f"{in_template or change} in the template {self.flag('--template')} (not in {self.conflist}, "
-            f"which install rewrites), then {self.again()}"
-        )
+        template = self.flag("--template")
+        named = f"the template {template} (not" if template else "the template install renders (its --template; not"
+        return f"{in_template or change} in {named} in {self.conflist}, which install rewrites), {self.then()}"
+
+    def then(self) -> str:
+        """The last step of a fix made in the template: install run again."""
+        return "then " + self.again()
 
     def again(self, **flags: str) -> str:
         """Run install again, with ``flags`` (``node_ip="…"`` for ``--node-ip``) changed; the
@@ -164,11 +168,18 @@ def net_conf(c: Config) -> Check:
             )
         )
     if found:
-        return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
+        return Check("net-conf", FAIL, "; ".join(m for m, _ in found), _one_fix([fix for _, fix in found], c.origin))
     linux = netconf.linux_mismatch(c.backend)
     if linux is not None:
         return Check("net-conf", WARN, *linux)
     return Check("net-conf", OK, f"Backend {c.backend.type} {c.backend.network_name!r} matches the config ({wanted})")
+
+
+def _one_fix(fixes: list[str], origin: Origin) -> str:
+    """Several changes as one fix: install run again once, after them all."""
+    then = ", " + origin.then()
+    joined = "; ".join(f.removesuffix(then) for f in fixes)
+    return joined + then if any(f.endswith(then) for f in fixes) else joined
 
 
 def _match_type(c: Config, wanted: str) -> str:
