@@ -128,10 +128,11 @@ def check(backend: Backend, conf_name: str) -> None:
 
 
 def problems(
-    backend: Backend, conf_name: str, conf_path: str = "", hns_has_conf_name: bool = False
+    backend: Backend, conf_name: str, conf_path: str = "", hns_has_conf_name: bool = False, rename: str = ""
 ) -> list[tuple[str, str]]:
     """(message, fix) for each thing Windows refuses, in terms an operator can act on; the doctor
-    says where the CNI config is and whether HNS holds a network of its name."""
+    says where the CNI config is, whether HNS holds a network of its name and (``rename``) how to
+    give the config Backend.Name's network where the operator owns it."""
     if backend.type not in DELEGATES:
         return []
     found = []
@@ -167,8 +168,8 @@ def problems(
             found.append(
                 (
                     f"{where}: Backend.Name is {backend.network_name}, {config} names {conf_name}",
-                    f'flanneld names its {made} network after Backend.Name: set "name": "{backend.network_name}" '
-                    f'in {config} (or Backend.Name to "{conf_name}" in {backend.path})',
+                    f'flanneld names its {made} network after Backend.Name (or set it to "{conf_name}" in '
+                    f"{backend.path}): " + (rename or f'set "name": "{backend.network_name}" in {config}'),
                 )
             )
     return found

@@ -107,7 +107,7 @@ BREAKS = {
             _edit_delegate(type="win-overlay")(node),
             _net_conf({"name": "cbr0", "type": "vxlan", "VNI": 4096})(node),
         ),
-        prose_names=_conf,
+        prose_names=_netconf,  # the config agrees with net-conf.json: the network is the odd one
     ),
     "hns-network: HNS not reachable": Break(
         "hns-network", "bridge", lambda node: node.env.update(LIBHNS_SIM_VERSION="x")
@@ -143,7 +143,7 @@ BREAKS = {
         prose_names=_netconf,
     ),
     "net-conf: the backend of the other plugin": Break(
-        "net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "host-gw"}), prose_names=_conf
+        "net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "host-gw"}), prose_names=_netconf
     ),
     "net-conf: Linux peers' defaults": Break(
         "net-conf", "overlay", _net_conf({"name": "vxlan0", "type": "vxlan"}), prose_names=_netconf

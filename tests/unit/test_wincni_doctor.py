@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hnsnode import EXCEPTIONS, Node, lease_text, release
 from libhns.objects import HostComputeNetwork
-from tools.wincni import checks
+from tools.wincni import checks, judge
 from tools.wincni.__main__ import main
 from tools.wincni.facts import Facts, Problem, running_build
 from tools.wincni.layout import MANIFEST
@@ -464,7 +464,7 @@ def test_checks_are_pure_functions_of_facts() -> None:
         delegate_type="win-overlay",
     )
     assert checks.source_vip(facts).status == "fail"
-    assert checks.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
+    assert judge.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
 
 
 def test_exception_entries_that_are_not_cidrs(bridge: Node) -> None:

@@ -6,54 +6,17 @@ Address-space questions are ``netaddr.IPSet`` algebra (netaddr stays off every p
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
 
-from plugins.winnet.policies import OutboundNat, Route
-
 from .facts import Facts, Problem
-
-OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "not-checked"
-STATUSES = (OK, WARN, FAIL, SKIP)
-
-
-@dataclass(frozen=True)
-class Check:
-    """``fix`` is prose naming the file and what to set in it (or what else to do); ``run`` is a
-    command, whole and alone with the node's paths filled in, that makes this check pass when run
-    as printed on this node (tests/unit/test_doctor_fixes.py runs every one)."""
-
-    id: str
-    status: str
-    message: str
-    fix: str = ""
-    run: str = ""
+from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
 
 def command(f: Facts, program: str, *args: str) -> str:
-    r"""One command line for ``run``: our ``program`` (beside the running frozen wincni, else on
-    PATH) and ``args``, quoted for the node's shell (PowerShell on Windows, which runs a quoted
-    program, ``C:\Program Files\…``, only after its call operator ``&``; unquoted, the line is
-    the same for cmd)."""
-    import ntpath
-    import posixpath
-
-    if f.tools:
-        program = (ntpath if f.windows else posixpath).join(f.tools, program + (".exe" if f.windows else ""))
-    if f.windows:
-        from subprocess import list2cmdline
-
-        line = list2cmdline([program, *args])
-        return "& " + line if line.startswith('"') else line
-    return _shell([program, *args])
-
-
-def _shell(argv: list[str]) -> str:
-    import shlex
-
-    return shlex.join(argv)
+    """One command line for ``run``: ``command_line`` on the node ``f`` describes."""
+    return command_line(f.windows, f.tools, program, *args)
 
 
 def _no_config(f: Facts, id_: str) -> Check | None:
@@ -130,8 +93,8 @@ def hns_network(f: Facts) -> Check:
             FAIL,
             f"no HNS network named {f.name!r} (Get-HnsNetwork)",
             'flanneld creates it at start; if its log says "Waiting for the Network to be created", '
-            f'check Backend.name in {f.net_conf_path} and the host adapter; or set "name" in '
-            f"{f.conf_path} to the network flanneld made",
+            f"check Backend.name in {f.net_conf_path} and the host adapter; or "
+            + config_of(f).origin.edit('set "name" to the network flanneld made'),
         )
     types = f.flavor.network_types if f.flavor is not None else ()
     if types and not any(f.network.is_type(t) for t in types):
@@ -139,8 +102,7 @@ def hns_network(f: Facts) -> Check:
             "hns-network",
             FAIL,
             f"HNS network {f.name} is {f.network.network_type}; {f.delegate_type} needs {' or '.join(types)}",
-            f'set the delegate\'s "type" in {f.conf_path} to the plugin for {f.network.network_type} '
-            f"networks, or Backend.Type in {f.net_conf_path} to what the network should be and recreate it",
+            _retype(f),
         )
     mgmt = f.network.management_ip
     if f.delegate_type == "win-overlay" and not mgmt:
@@ -153,6 +115,24 @@ def hns_network(f: Facts) -> Check:
         )
     return Check(
         "hns-network", OK, f"{f.name} is {f.network.network_type}" + (f", management IP {mgmt}" if mgmt else "")
+    )
+
+
+def _retype(f: Facts) -> str:
+    """The side to change is the one the others disagree with: the config, unless net-conf.json's
+    Backend.Type asks for its plugin too; then the network, made for another backend, is the odd one."""
+    from plugins.flannel.netconf import DELEGATES
+
+    config = config_of(f)
+    wanted = DELEGATES.get(f.backend.type) if f.backend is not None else None
+    if config.hns_fits and wanted != f.delegate_type:
+        fit = config.hns_fits[0]
+        return f"{fit} runs on {f.network.network_type} networks: " + config.origin.edit(
+            f'set the delegate\'s "type" to "{fit}"', 'set the delegate\'s "type" to "__DELEGATE_TYPE__"'
+        )
+    return (
+        f"flanneld made {f.name} for another backend: remove the HNS network (pods on it lose their network), then "
+        f"restart flanneld so it creates the network {f.net_conf_path} asks for"
     )
 
 
@@ -208,74 +188,70 @@ def subnet_env(f: Facts) -> Check:
     return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
 
 
-def exceptions(f: Facts) -> Check:
-    if f.netconf is None:
-        return _skipped("exceptions", "no valid delegate config")
-    bad = [e for e in OutboundNat.exceptions(f.policies) + Route.destinations(f.policies) if _net(e) is None]
-    if bad:
-        return Check(
-            "exceptions",
-            FAIL,
-            f"OutBoundNAT/ROUTE entries that are not CIDRs: {', '.join(map(str, bad))}",
-            f"HNS rejects the endpoint: write each as address/prefix, e.g. 10.96.0.0/12, in {f.conf_path}",
-        )
-    excepted = excepted_set(f.policies)
-    needed = list(_must_not_nat(f))
-    missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
-    if missing:
-        return Check(
-            "exceptions",
-            FAIL,
-            "OutBoundNAT ExceptionList misses "
-            + ", ".join(f"{w} {c}" for w, c in missing)
-            + ": pod traffic there is SNAT'ed to the node IP",
-            f"add {', '.join(c for _, c in missing)} to the OutBoundNAT policy's ExceptionList in {f.conf_path}",
-        )
-    return Check(
-        "exceptions", OK, "ExceptionList covers " + (", ".join(f"{w} {c}" for w, c in needed) or "nothing needed")
+def config_of(f: Facts) -> Any:
+    """The judge's view (``judge.Config``) of the config the facts hold, weighed against this
+    node: flanneld's lease, the HNS network of its name, the install that manages it."""
+    from plugins.registry import ENDPOINT_PLUGINS
+
+    from . import judge
+    from .facts import flavor_of
+
+    cluster = f.lease.first_ipv4_network if f.lease is not None else None
+    network = f.network
+    return judge.Config(
+        origin=judge.Origin(f.conf_path, f.install, f.windows, f.tools),
+        name=f.name,
+        delegate_type=f.delegate_type,
+        policies=f.policies,
+        backend=f.backend,
+        cluster=str(cluster) if cluster is not None else "",
+        management_ip=(network.management_ip or "") if network is not None else "",
+        hns_type=network.network_type if network is not None else "",
+        hns_fits=tuple(
+            p for p in ENDPOINT_PLUGINS if network is not None and any(map(network.is_type, flavor_of(p).network_types))
+        ),
     )
 
 
-def _must_not_nat(f: Facts) -> Iterable[tuple[str, str]]:
-    """Cluster CIDR, ROUTE destinations (service CIDR, management IP), the bridge's management IP."""
-    if f.lease is not None and f.lease.first_ipv4_network is not None:
-        yield "FLANNEL_NETWORK", str(f.lease.first_ipv4_network)
-    for prefix in Route.destinations(f.policies):
-        if _net(prefix) is not None:
-            yield "ROUTE", prefix
-    if f.delegate_type == "win-bridge" and f.network is not None and f.network.management_ip:
-        yield "management IP", f.network.management_ip + "/32"
+def exceptions(f: Facts) -> Check:
+    from . import judge
+
+    if f.netconf is None:
+        return _skipped("exceptions", "no valid delegate config")
+    return judge.exceptions(config_of(f))
 
 
 def reach(f: Facts) -> Check | None:
+    from . import judge
+
     if not f.reach:
         return None
     ip = IPAddress(f.reach)  # the parser took only an IP address
     if f.netconf is None:
         return _skipped("reach", "no valid delegate config")
-    internal = IPSet(c for _, c in _must_not_nat(f))
-    if ip in excepted_set(f.policies):
+    config = config_of(f)
+    internal = IPSet(c for _, c in judge.must_not_nat(config))
+    if ip in judge.excepted_set(config.policies):
         if ip in internal:
             return Check("reach", OK, f"traffic to {ip} keeps the pod IP (cluster-internal)")
         return Check(
             "reach",
             FAIL,
             f"traffic to {ip} is not SNAT'ed: it leaves with the pod IP, which nothing outside the cluster routes back",
-            f"remove the entry covering {ip} from the OutBoundNAT policy's ExceptionList in {f.conf_path}",
+            config.origin.edit(f"remove the entry covering {ip} from the OutBoundNAT policy's ExceptionList"),
         )
     if ip in internal:
         return Check(
             "reach",
             FAIL,
             f"traffic to {ip} (cluster-internal) is SNAT'ed to the node IP",
-            f"add a range covering {ip} to the OutBoundNAT policy's ExceptionList in {f.conf_path}",
+            config.origin.edit(f"add a range covering {ip} to the OutBoundNAT policy's ExceptionList"),
         )
     return Check("reach", OK, f"traffic to {ip} is SNAT'ed to the node IP (right for destinations outside the cluster)")
 
 
 def net_conf(f: Facts) -> Check:
-    from plugins.cni.errors import CniError
-    from plugins.flannel import netconf
+    from . import judge
 
     if f.backend_problem:
         return _failed("net-conf", f.backend_problem)
@@ -283,34 +259,17 @@ def net_conf(f: Facts) -> Check:
         return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
+        origin = config_of(f).origin
         return Check(
             "net-conf",
             status,
             f"{f.net_conf_path} not found: Backend name/type not cross-checked",
-            "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's), or set "
-            f'"netConf" in {f.conf_path} to where it is'
+            "pass --net-conf with flanneld's net-conf.json (the kube-flannel-cfg ConfigMap's)"
+            + ("" if origin.renders_itself else ", or " + origin.edit('set "netConf" to where it is'))
             if status == WARN
             else "",
         )
-    try:
-        wanted = f.backend.delegate_type()
-    except CniError as err:
-        return Check("net-conf", FAIL, err.msg, err.details)
-    found = netconf.problems(f.backend, f.name, f.conf_path, f.network is not None)
-    if f.delegate_type and wanted != f.delegate_type:
-        found.append(
-            (
-                f"Backend.Type {f.backend.type} needs {wanted}, the config delegates to {f.delegate_type}",
-                f'set "delegate": {{"type": "{wanted}"}} in {f.conf_path} (or remove the type: flannel then '
-                "follows net-conf.json)",
-            )
-        )
-    if found:
-        return Check("net-conf", FAIL, "; ".join(m for m, _ in found), "; ".join(fix for _, fix in found))
-    linux = netconf.linux_mismatch(f.backend)
-    if linux is not None:
-        return Check("net-conf", WARN, *linux)
-    return Check("net-conf", OK, f"Backend {f.backend.type} {f.backend.network_name!r} matches the config ({wanted})")
+    return judge.net_conf(config_of(f))
 
 
 def vxlan(f: Facts) -> Check:
@@ -428,15 +387,17 @@ def hns_features(f: Facts) -> Check:
     version = ".".join(map(str, f.hns_version or ()))
     if lacking:
         where = {
-            "loopbackDSR": f"loopbackDSR from {f.conf_path}",
-            "dual-stack": f"the IPv6 subnet from {f.net_conf_path}",
-            "VXLAN port policy": f"Backend.Port from {f.net_conf_path}",
+            "dual-stack": f"remove the IPv6 subnet from {f.net_conf_path}",
+            "VXLAN port policy": f"remove Backend.Port from {f.net_conf_path}",
         }
+        removals = [where[w] for w in lacking if w in where]
+        if "loopbackDSR" in lacking:
+            removals.append(config_of(f).origin.edit('remove "loopbackDSR" from the delegate'))
         return Check(
             "hns-features",
             FAIL,
             f"HNS {version} does not support {', '.join(lacking)}",
-            f"remove {', '.join(where[w] for w in lacking)}, or update Windows to a build whose HNS supports it",
+            "update Windows to a build whose HNS supports it, or " + "; ".join(removals),
         )
     return Check(
         "hns-features",
@@ -552,18 +513,6 @@ def stale_endpoints(f: Facts) -> Check:
     )
 
 
-def excepted_set(policies: Iterable[Any]) -> IPSet:
-    """Destinations OutBoundNAT leaves alone (entries that are not CIDRs excluded: the check names them)."""
-    return IPSet(n for n in map(_net, OutboundNat.exceptions(policies)) if n is not None)
-
-
-def _net(text: Any) -> IPNetwork | None:
-    try:
-        return IPNetwork(text) if isinstance(text, str) else None
-    except (AddrFormatError, ValueError, TypeError):
-        return None
-
-
 def _ip(text: str) -> Any:
     try:
         return IPAddress(text)
@@ -612,7 +561,7 @@ def permissions(f: Facts) -> Check:
             if len(modes) == len(f.open_dirs)
             else "; give the others to root (chown root:root) and replace a symbolic link by the folder it points at"
         ),
-        _shell(["chmod", "go-w", *modes]) if len(modes) == len(f.open_dirs) else "",
+        command_line(False, "", "chmod", "go-w", *modes) if len(modes) == len(f.open_dirs) else "",
     )
 
 

@@ -81,6 +81,9 @@ class Facts:
     installed_build: str = ""  # the build the bin dir's install manifest names; "" = none (build_problem says why)
     build_problem: str = ""
     running_build: str = ""  # this wincni's (``running_build``)
+    install: tuple[str, ...] | None = (
+        None  # the arguments of the wincni install that laid the config (() unrecorded); None: nobody manages it
+    )
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -126,7 +129,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     if conf is not None and conf_problem is None:
         delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
     name = str(conf.get("name") or "") if conf is not None else ""
-    flavor = _flavor(delegate_type)
+    flavor = flavor_of(delegate_type)
     netconf, ipam_dir = None, ""
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
@@ -178,11 +181,11 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         open_dirs=open_dirs,
         young=young,
         windows=platform == "win32",
-        tools=_tools(),
+        tools=frozen_dir(),
         bin_audit=read_bin_audit(
             opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin, delegate_type, digests=not quick
         ),
-        **(read_installed_build(opts["cni_bin_dir"], os.path.dirname(conf_path)) if not quick else {}),
+        **(read_install(opts["cni_bin_dir"], conf_path) if not quick else {}),  # reading it may fix its mode
         running_build=running_build(),
     )
 
@@ -195,24 +198,9 @@ def running_build() -> str:
     return build() or "-".join(x for x in (VERSION, commit()[:12]) if x)
 
 
-def read_installed_build(bin_dir: str, conf_dir: str) -> dict[str, str]:
-    """The build ``wincni install`` laid in ``bin_dir`` as its manifest names it (believed only as
-    ``trust`` allows), else why none can be named: the Facts fields by name."""
-    from .disk import Disk
-    from .layout import MANIFEST
-    from .trust import read_manifest
-
-    disk, path = Disk(), os.path.join(bin_dir, MANIFEST)
-    if not disk.exists(path):
-        return {"build_problem": f"no {MANIFEST} in {bin_dir}: the plugins were not laid by wincni install"}
-    manifest, why = read_manifest(disk, path, os.path.normpath(conf_dir), suspicious=False)
-    if not manifest.build:
-        return {"build_problem": why or f"{path} names no build"}
-    return {"installed_build": manifest.build}
-
-
-def _tools() -> str:
-    """Where the fix commands' programs are: beside the running frozen wincni, else on PATH."""
+def frozen_dir() -> str:
+    """The folder of the running frozen wincni (the release it lays, the programs the fix
+    commands run); "" from source (they are then found on PATH)."""
     import sys
 
     return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
@@ -307,22 +295,32 @@ def delegate_conf(
     """(the HNS-facing plugin, the config it runs with, a problem): flannel's delegate as
     flannel builds it, or the config itself."""
     from plugins.cni.errors import CniError
-    from plugins.flannel import delegate
 
     if fconf is None:
         return str(conf.get("type") or ""), conf, None
     if lease is None:
         return fconf.delegate.get("type") or "", None, None
     try:
-        doc = delegate.build(fconf, lease, None)  # net-conf.json is judged by its own check
-        if "type" not in fconf.delegate and backend is not None:
-            doc["type"] = backend.delegate_type()
+        doc = flannel_delegate(fconf, lease, backend)
     except CniError as err:
         return fconf.delegate.get("type") or "", None, Problem(f"{path}: {err.msg}", err.details)
     return doc["type"], doc, None
 
 
-def _flavor(delegate_type: str) -> Any:
+def flannel_delegate(fconf: Any, lease: Any, backend: Any) -> dict:
+    """The delegate flannel builds, net-conf.json's rules left to the judge (``judge.net_conf``),
+    so install and the doctor say the same about them; a type the config leaves out is the
+    backend's, as flannel makes it."""
+    from plugins.flannel import delegate
+
+    doc = delegate.build(fconf, lease, None)
+    if "type" not in fconf.delegate and backend is not None:
+        doc["type"] = backend.delegate_type()
+    return doc
+
+
+def flavor_of(delegate_type: str) -> Any:
+    """The ``Flavor`` of one of our endpoint plugins; None for any other type."""
     import importlib
 
     return importlib.import_module(flavor_module(delegate_type)).FLAVOR if delegate_type in ENDPOINT_PLUGINS else None
@@ -416,6 +414,28 @@ def read_bin_audit(
 
     names = [n for p in dict.fromkeys((*plugins, "host-local")) if p for n in (p, f"{p}.exe") if n in (files or ())]
     return audit(bin_dir, conf_dir, names, digests=digests)
+
+
+def read_install(bin_dir: str, conf_path: str) -> dict:
+    """What ``wincni install``'s manifest in ``bin_dir`` (believed as install believes it) says of
+    this node, as Facts fields: the build it laid (else ``build_problem``, why none can be named)
+    and, when it names ``conf_path``, how install ran (``install``: its arguments, () when the
+    manifest does not record them; left None when no install manages the config, which the
+    operator then edits where it is)."""
+    from . import layout
+    from .disk import Disk
+    from .trust import read_manifest
+
+    disk, path = Disk(), os.path.join(bin_dir, layout.MANIFEST)
+    if not disk.exists(path):
+        return {"build_problem": f"no {layout.MANIFEST} in {bin_dir}: the plugins were not laid by wincni install"}
+    manifest, why = read_manifest(disk, path, os.path.dirname(conf_path), suspicious=False)
+    found: dict = (
+        {"installed_build": manifest.build} if manifest.build else {"build_problem": why or f"{path} names no build"}
+    )
+    if not why and manifest.conf and layout.same_file(manifest.conf, conf_path):
+        found["install"] = manifest.install
+    return found
 
 
 def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

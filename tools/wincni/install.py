@@ -20,7 +20,6 @@ import difflib
 import hashlib
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, TextIO
 
@@ -53,6 +52,7 @@ class Outcome:
     bin_dir: str = ""
     conf_path: str = ""
     dirs_from: str = ""  # why these bin and conf dirs (containerd.locate's answer)
+    install: tuple[str, ...] = ()  # this install's arguments, as the manifest records them (rerun_args)
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -275,6 +275,7 @@ def _install(
                 build=bundle.build,
                 launchers=bundle.launchers,
                 conf=out.conf_path,
+                install=out.install,
                 conf_digest=hashlib.sha256(rendered).hexdigest(),
                 moved=tuple(dict.fromkeys(previous.moved + tuple(moved))),
                 contents=tuple(
@@ -308,12 +309,15 @@ def _missing_plugins(rendered: bytes, present: tuple[str, ...], bin_dir: str) ->
 
 
 def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> bytes:
-    """The config to install, loaded by the plugins' own parsers first; InstallError (nothing
-    changed yet) for anything a plugin would refuse, quoting no file an administrator does not own."""
-    from plugins.cni.errors import CniError
+    """The config to install, loaded by the plugins' own parsers, then judged as the doctor judges
+    it on the node (``judge``): InstallError (nothing changed yet) for anything a plugin would
+    refuse or the doctor would fail, quoting no file an administrator does not own; the doctor's
+    warnings become install's."""
+    from plugins.cni.errors import INVALID_CONFIG, CniError
     from plugins.flannel import netconf
 
-    from . import render
+    from . import judge, render
+    from .facts import endpoint_policies, flavor_of, frozen_dir
 
     read: list = []  # (flag, what was read) for quote
     try:
@@ -325,7 +329,6 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
             )
         read.append(("--net-conf", found))
         backend = netconf.parse(found.data, args.net_conf)
-        netconf.check(backend, backend.network_name)
         template = read_flag("--template", args.template, render.MAX_TEMPLATE) if args.template else None
         if args.template and template is None:
             raise InstallError(f"--template {args.template} does not exist")
@@ -338,15 +341,52 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
         doc = (
             render.conflist(values) if template is None else render.from_template(template.data, args.template, values)
         )
-        render.validate(doc, backend, platform, cwd)
+        built, loaded = render.validate(doc, backend, platform, cwd)
+        policies, problem = endpoint_policies(out.conf_path, flavor_of(built["type"]), loaded, None, None)
+        if problem is not None:
+            raise CniError(INVALID_CONFIG, problem.message, problem.fix)
     except CniError as exc:
         raise InstallError(quote(str(exc), *read)) from None
     except FlagFileError as exc:
         raise InstallError(str(exc)) from None
-    linux = netconf.linux_mismatch(backend)
-    if linux is not None:
-        out.warnings.append(f"{linux[0]}; fix: {linux[1]}")
+    out.install = rerun_args(args, out, cwd)
+    origin = judge.Origin(out.conf_path, out.install, platform == "win32", frozen_dir())
+    config = judge.Config(origin, built["name"], built["type"], policies, backend, values["__CLUSTER_CIDR__"], node_ip)
+    _verdict(judge.judge(config), out, read)
     return render.encode(doc)
+
+
+def _verdict(findings: list, out: Outcome, read: list) -> None:
+    """The judge's findings on what install would lay: a failure refuses it (InstallError, nothing
+    changed yet), a warning is said and counted; each with its fix, as the doctor prints it."""
+
+    def said(status: str) -> list[str]:
+        return [quote(f"{c.message}; fix: {c.fix}", *read) for c in findings if c.status == status]
+
+    if said("fail"):
+        raise InstallError("\n".join(said("fail")))
+    out.warnings += said("warn")
+
+
+def rerun_args(args: argparse.Namespace, out: Outcome, cwd: str) -> tuple[str, ...]:
+    """This install as arguments that render the same config again from anywhere (paths made
+    absolute, the dirs it chose named): what the manifest records for the doctor's fixes."""
+    from .facts import frozen_dir
+
+    def path(p: str) -> str:
+        return os.path.normpath(os.path.join(cwd, p))
+
+    source = path(args.source) if args.source else frozen_dir()
+    argv = ["install"] + (["--from", source] if source else [])
+    argv += ["--cni-bin-dir", path(out.bin_dir), "--cni-conf-dir", path(os.path.dirname(out.conf_path))]
+    argv += ["--net-conf", path(args.net_conf), "--service-cidr", args.service_cidr]
+    argv += ["--kubelet-config", path(args.kubelet_config)]
+    argv += [a for ip in args.cluster_dns for a in ("--cluster-dns", ip)]
+    for flag, value in (("--cluster-domain", args.cluster_domain), ("--node-ip", args.node_ip)):
+        argv += [flag, value] if value else []
+    argv += ["--template", path(args.template)] if args.template else []
+    argv += ["--conf-name", args.conf_name] + (["--keep-others"] if args.keep_others else [])
+    return tuple(argv)
 
 
 def _take(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> tuple[Manifest, bool]:
@@ -667,9 +707,11 @@ class _bundle:
                 "or the unpacked release zip) or the release zip"
             )
         if not root:
-            if not getattr(sys, "frozen", False):
+            from .facts import frozen_dir
+
+            root = frozen_dir()
+            if not root:
                 raise InstallError("this wincni runs from source, not from a release folder: pass --from DIR|ZIP")
-            root = os.path.dirname(os.path.abspath(sys.executable))
         elif not os.path.isdir(root):
             root = self.tmp = _unzip(root)
         files, dirs = self.disk.listdir(root)
@@ -800,7 +842,7 @@ def _print(args: argparse.Namespace, out: Outcome, stdout: TextIO, error: str = 
     if args.dry_run and out.diff:
         stdout.write("\n" + out.diff)
     if error:
-        stdout.write(f"FAILED: {error}\n")
+        stdout.write("".join(f"FAILED: {line}\n" for line in error.splitlines()))
         return
     changed = sum(s.action not in ("keep", "held") for s in out.steps)
     verb = "would change" if args.dry_run else ("uninstalled:" if args.uninstall else "changed")

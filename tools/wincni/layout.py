@@ -63,6 +63,7 @@ class Manifest:
     conf_digest: str = ""  # sha256 of what install wrote, so uninstall removes only that
     moved: tuple[tuple[str, str], ...] = ()  # (original, disabled) config paths
     contents: tuple[tuple[str, str], ...] = ()  # (contents folder name, its digest) install laid
+    install: tuple[str, ...] = ()  # install's arguments, for the doctor's fixes to run it again
 
     def encode(self) -> bytes:
         return (
@@ -74,6 +75,7 @@ class Manifest:
                     "confDigest": self.conf_digest,
                     "moved": [list(m) for m in self.moved],
                     "contents": [list(c) for c in self.contents],
+                    "install": list(self.install),
                 },
                 indent=2,
             )
@@ -110,6 +112,9 @@ class Manifest:
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
         launchers, moved, contents = doc.get("launchers") or [], doc.get("moved") or [], doc.get("contents") or []
+        install = doc.get("install") or []
+        if not isinstance(install, list) or not all(isinstance(a, str) for a in install):
+            raise ValueError("install must be a list of strings")
         if not isinstance(launchers, list) or not all(isinstance(n, str) and plain_name(n) for n in launchers):
             raise ValueError("launchers must be file names")
         for key, pairs in (("moved", moved), ("contents", contents)):
@@ -124,6 +129,7 @@ class Manifest:
             conf_digest=str(doc.get("confDigest") or ""),
             moved=tuple((a, b) for a, b in moved),
             contents=tuple((a, b) for a, b in contents),
+            install=tuple(install),
         )
 
 
@@ -260,6 +266,11 @@ def in_folder(path: str, folder: str) -> bool:
     """``path`` is a name directly in ``folder``, as the file system compares names (Windows:
     ``C:\\etc`` and ``c:/etc`` are one folder, so an install run with either spelling is the same)."""
     return os.path.normcase(os.path.dirname(path)) == os.path.normcase(folder)
+
+
+def same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file, as the file system compares names."""
+    return os.path.normcase(os.path.normpath(a)) == os.path.normcase(os.path.normpath(b))
 
 
 def is_contents(name: str) -> bool:

@@ -177,20 +177,18 @@ def encode(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2) + "\n").encode()
 
 
-def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: str) -> None:
+def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: str) -> tuple[dict, Any]:
     """Load ``doc`` as the plugins would for an ADD on a node of this cluster: the bytes the
     runtime hands flannel, through the CNI checks every plugin runs first (its version, the
-    network name rule), flannel's config, net-conf.json's rules, the delegate flannel builds
-    (same checks), the delegate plugin's own validation."""
-    import importlib
-
+    network name rule), flannel's config, the delegate flannel builds (same checks), the
+    delegate plugin's own validation; net-conf.json's rules are the judge's (``judge.net_conf``).
+    The delegate flannel builds and its ``NetConf``, for the judge."""
     from plugins.cni.config import decode
-    from plugins.flannel import delegate, subnet_env
+    from plugins.flannel import subnet_env
     from plugins.flannel.config import FlannelConf
-    from plugins.registry import flavor_module
     from plugins.winnet.lifecycle import Lifecycle
 
-    from .facts import first_plugin
+    from .facts import first_plugin, flannel_delegate, flavor_of
 
     conf = decode(encode(doc))
     _cni_checks(conf, backend)
@@ -209,16 +207,16 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
         f"FLANNEL_NETWORK={cluster}\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
         "(a lease of this cluster)",
     )
-    built = delegate.build(fconf, lease, backend)
+    built = flannel_delegate(fconf, lease, backend)
     _cni_checks(built, backend)
-    if built["type"] != backend.delegate_type():
+    flavor = flavor_of(built["type"])
+    if flavor is None:
         raise CniError(
             INVALID_CONFIG,
-            f"the delegate's type {built['type']} cannot run on the network flanneld makes "
-            f"for Backend.Type {backend.type} in {backend.path}",
-            f'set "type": "{backend.delegate_type()}" in the delegate, or leave it out',
+            f"the delegate's type {built['type']!r} is not a wincni plugin",
+            'set "type": "__DELEGATE_TYPE__" in the delegate, or leave it out',
         )
-    Lifecycle(importlib.import_module(flavor_module(built["type"])).FLAVOR).load_conf(built, "ADD")
+    return built, Lifecycle(flavor).load_conf(built, "ADD")[1]
 
 
 def _cni_checks(conf: dict[str, Any], backend: netconf.Backend) -> None:
