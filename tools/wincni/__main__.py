@@ -151,8 +151,8 @@ LABELS = {"ok": "OK", "warn": "WARN", "fail": "FAIL", "not-checked": "SKIP"}
 
 
 def summary(checks: list) -> dict[str, int]:
-    """How many checks ended in each status (``checks.STATUSES``); only ``fail`` sets the exit code."""
-    from .checks import STATUSES
+    """How many checks ended in each status (``verdict.STATUSES``); only ``fail`` sets the exit code."""
+    from .verdict import STATUSES
 
     return {status: sum(c.status == status for c in checks) for status in STATUSES}
 
