@@ -155,8 +155,10 @@ def test_an_administrators_configmap_links_are_followed(node: Node, tmp_path: Pa
     stamp.mkdir(parents=True)
     (stamp / "net-conf.json").write_bytes(node.net_conf.read_bytes())
     (stamp / "10-bridge.conf").write_text(json.dumps(node.conf()))
+    nat = {"Type": "OutBoundNAT", "ExceptionList": ["__CLUSTER_CIDR__", "__SERVICE_CIDR__"]}
+    flannel = {"type": "flannel", "delegate": {"policies": [{"Name": "EndpointPolicy", "Value": nat}]}}
     (stamp / "10-flannel.conflist").write_text(
-        json.dumps({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [{"type": "flannel"}]})
+        json.dumps({"cniVersion": "1.0.0", "name": "__NETWORK_NAME__", "plugins": [flannel]})
     )
     (mount / "..data").symlink_to(stamp.name)
     for name in ("net-conf.json", "10-bridge.conf", "10-flannel.conflist"):
