@@ -164,15 +164,18 @@ def _deleted(delete: Any, missing_ok: bool) -> bool:
         raise
 
 
-def open_clients(env: Mapping[str, str], limits: Any = None, timeouts: Any = None) -> tuple[HcnClient, HnsCallClient]:
+def open_clients(
+    env: Mapping[str, str], limits: Any = None, timeouts: Any = None, cap: float | None = None
+) -> tuple[HcnClient, HnsCallClient]:
     """Both API clients over one raw stack: the backend ``LIBHNS_BACKEND`` selects (imported
     lazily: the simulator is not cheap), every call bounded by ``limits`` (a
     ``libhns.deadline.Limits``; default: from ``env`` and a config's ``timeouts``, as
-    ``Limits.resolve`` reads them)."""
+    ``Limits.resolve`` reads them), none above ``cap`` seconds when given."""
     from libhns.backend import open_backend
     from libhns.deadline import DeadlineBackend, Limits
 
-    raw = DeadlineBackend(open_backend(env), limits or Limits.resolve(env, timeouts))
+    limits = limits or Limits.resolve(env, timeouts)
+    raw = DeadlineBackend(open_backend(env), limits if cap is None else limits.capped(cap))
     return HcnClient(raw), HnsCallClient(raw)
 
 

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 CALL_SECONDS = 30.0
 COMMAND_SECONDS = 100.0
 UNDO_SECONDS = 10.0
+#: The most CNI STATUS waits on HNS: containerd calls it with no timeout of its own and holds the
+#: node's NetworkReady on the answer, so a hung HNS must be a quick "not available".
+STATUS_SECONDS = 3.0
 #: Config key (plugins) / environment variable for each limit.
 LIMITS = (
     ("call", "LIBHNS_CALL_TIMEOUT", CALL_SECONDS),
@@ -76,6 +79,10 @@ class Limits:
             else:
                 values[key] = default
         return cls(**values)
+
+    def capped(self, seconds: float) -> "Limits":
+        """These limits, none above ``seconds`` (a lower configured one stays)."""
+        return Limits(min(self.call, seconds), min(self.command, seconds), min(self.undo, seconds))
 
 
 def _seconds(var: str, text: str) -> float:

@@ -32,8 +32,9 @@ from .config import FlannelConf, sandbox_id
 from .store import Attachment, Store
 from .subnet_env import LeaseError, LeaseProblem
 
-# A missing subnet.env is flanneld not having its lease *yet*: retry. Otherwise ADD reports what
-# is wrong with the file, and STATUS says the plugin cannot serve ADD until someone fixes it.
+# A missing subnet.env is flanneld not having its lease *yet*: ADD asks to retry, and reports what
+# is wrong with a file that is there. STATUS answers only "not available" (CNI 1.1): without a
+# usable lease this node takes no pods on the network, whatever the cause.
 _LEASE_CODES = {
     "ADD": {
         LeaseProblem.MISSING: TRY_AGAIN_LATER,
@@ -41,7 +42,7 @@ _LEASE_CODES = {
         LeaseProblem.MALFORMED: INVALID_CONFIG,
     },
     "STATUS": {
-        LeaseProblem.MISSING: TRY_AGAIN_LATER,
+        LeaseProblem.MISSING: NOT_AVAILABLE,
         LeaseProblem.UNREADABLE: NOT_AVAILABLE,
         LeaseProblem.MALFORMED: NOT_AVAILABLE,
     },

@@ -1,4 +1,4 @@
-"""ADD, DEL, CHECK, GC and STATUS of host-local. Each command holds the store lock once."""
+"""ADD, DEL, CHECK, GC and STATUS of host-local. Each command but STATUS holds the store lock once."""
 
 from __future__ import annotations
 
@@ -103,14 +103,17 @@ def _who(owner: Owner | None) -> str:
 
 
 def status(req: Request) -> None:
-    """Code 50 when ADD cannot succeed: the store is unusable or a range set is exhausted."""
+    """Code 50 when ADD cannot succeed: the store is unusable or a range set is exhausted. It only
+    reads, without the store's lock: an ADD hung while holding it must not hold up the runtime's
+    readiness probe, and a count a concurrent ADD changes is as good as one taken a moment later."""
     cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
     try:
-        with _store(cfg.directory, req.platform) as store:
-            taken = [ip for ip, _ in store.allocations()]
-    except CniError as exc:
-        raise CniError(NOT_AVAILABLE, exc.msg, exc.details) from exc
-    if not os.access(cfg.directory, os.W_OK):
+        taken = [ip for ip, _ in DiskStore(cfg.directory, req.platform).allocations()]
+    except FileNotFoundError:
+        taken = []  # no reservation yet: the first ADD creates the directory
+    except OSError as exc:
+        raise _unusable(NOT_AVAILABLE, cfg.directory, exc) from exc
+    if os.path.isdir(cfg.directory) and not os.access(cfg.directory, os.W_OK):
         raise CniError(
             NOT_AVAILABLE,
             f"host-local: cannot use data directory {cfg.directory}: not writable",
@@ -163,8 +166,12 @@ class _store(open_store):
         return False
 
     def _failure(self, exc: OSError) -> CniError:
-        return CniError(
-            IO_FAILURE,
-            f"host-local: cannot use data directory {self.directory}: {exc.strerror or exc}",
-            "ipam.dataDir must be a writable local directory",
-        )
+        return _unusable(IO_FAILURE, self.directory, exc)
+
+
+def _unusable(code: int, directory: str, exc: OSError) -> CniError:
+    return CniError(
+        code,
+        f"host-local: cannot use data directory {directory}: {exc.strerror or exc}",
+        "ipam.dataDir must be a writable local directory",
+    )

@@ -356,15 +356,17 @@ def choose_api(api_version: int | None, netns: str) -> int:
     return 2 if is_guid(netns) else 1
 
 
-def open_api(configured: int | None, env: Any, timeouts: Any, container_id: str, netns: str) -> EndpointApi:
+def open_api(
+    configured: int | None, env: Any, timeouts: Any, container_id: str, netns: str, cap: float | None = None
+) -> EndpointApi:
     """The adapter for the HNS API ``choose_api`` picks from the config's ``apiVersion``
     (``configured``) and CNI_NETNS, both clients over one raw stack from ``env`` with the
-    config's ``hnsTimeout`` (``timeouts``)."""
+    config's ``hnsTimeout`` (``timeouts``), every limit at most ``cap`` seconds when given."""
     version = choose_api(configured, netns)
     log.event("api", apiVersion=version, configured=configured, netns=netns)
     from libhns.client import open_clients
 
-    hcn, hnscall = open_clients(env, timeouts=timeouts)
+    hcn, hnscall = open_clients(env, timeouts=timeouts, cap=cap)
     if version == 2:
         return HcnApi(hcn, hnscall, netns)
     return HnsV1Api(hnscall, hcn, container_id, netns)

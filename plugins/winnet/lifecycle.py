@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 from basics import jsontext
 from plugins.cni import log
 from plugins.cni.config import valid_attachments, validate_for
-from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, NOT_AVAILABLE, TRY_AGAIN_LATER, CniError
+from plugins.cni.errors import (
+    INVALID_CONFIG,
+    INVALID_ENV,
+    LIMITED_CONNECTIVITY,
+    NOT_AVAILABLE,
+    TRY_AGAIN_LATER,
+    CniError,
+)
 from plugins.cni.result import Result
 from plugins.cni.skel import Request
 
@@ -29,6 +36,13 @@ from .hnsapi import EndpointApi, addresses_of, open_api
 #: Plugin-specific CNI error codes (100+ per the spec).
 HNS_FAILURE = 100  # HNS refused or failed a call; msg names the call and the HRESULT
 CHECK_MISMATCH = 101  # CHECK found the endpoint differing from what ADD set up
+
+#: The codes of a failed or unanswered HNS call (``hns_step``), which STATUS reports as 50.
+_HNS_CODES = (TRY_AGAIN_LATER, HNS_FAILURE)
+_HNS_FIX = (
+    "the node takes no pods on this network until HNS answers: check the HNS service "
+    "(Get-Service hns; Restart-Service hns if it hangs) and the System event log"
+)
 
 #: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
 TEARDOWN_NEEDS = {
@@ -123,9 +137,9 @@ class Lifecycle:
         conf = validate_for(command, canonicalize(raw), self.flavor.schema(), TEARDOWN_NEEDS)
         return conf, NetConf.from_conf(conf)
 
-    def api(self, conf: NetConf, req: Request) -> EndpointApi:
+    def api(self, conf: NetConf, req: Request, cap: float | None = None) -> EndpointApi:
         with hns_step("cannot reach HNS"):
-            return open_api(conf.api_version, req.env, conf.hns_timeout, req.container_id, req.netns)
+            return open_api(conf.api_version, req.env, conf.hns_timeout, req.container_id, req.netns, cap)
 
     def find(self, api: EndpointApi, conf: NetConf) -> Any | None:
         """The pod's HNS network, or None when there is none. With a ``network`` section
@@ -460,13 +474,25 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ STATUS
     def status(self, req: Request) -> None:
+        """Whether this node can take pods on the network: 50 when ADD cannot succeed (no network
+        outside standalone mode, HNS failing or not answering within ``STATUS_SECONDS``), 51 when
+        pods would get limited connectivity (the flavor's network problems). containerd waits
+        for the answer with no timeout and holds NetworkReady on it, hence the short bound."""
+        from libhns.deadline import STATUS_SECONDS
+
         conf, netconf = self.load(req)
-        api = self.api(netconf, req)
-        # Standalone mode: a missing network is not a problem, the next ADD creates it.
-        network = self.find(api, netconf) if netconf.network is not None else self.require(api, netconf, NOT_AVAILABLE)
+        try:
+            api = self.api(netconf, req, STATUS_SECONDS)
+            # Standalone mode: a missing network is not a problem, the next ADD creates it.
+            standalone = netconf.network is not None
+            network = self.find(api, netconf) if standalone else self.require(api, netconf, NOT_AVAILABLE)
+        except CniError as err:
+            if err.code not in _HNS_CODES:
+                raise
+            raise CniError(NOT_AVAILABLE, err.msg, _HNS_FIX) from err
         problems = self.flavor.network_problems(network) if network is not None else []
         if problems:
-            raise CniError(NOT_AVAILABLE, problems[0], "; ".join(problems[1:]))
+            raise CniError(LIMITED_CONNECTIVITY, problems[0], "; ".join(problems[1:]))
         self.run_ipam(req, conf, netconf, "STATUS")
 
 

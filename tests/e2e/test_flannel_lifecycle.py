@@ -76,4 +76,4 @@ def test_gc_and_status_through_win_bridge(tmp_path):
     assert set(node.ip_files().values()) == {"pod1"}
     assert node.run("STATUS", conf).ok
     node.subnet_env.unlink()
-    node.run("STATUS", conf).failed(11, str(node.subnet_env))
+    node.run("STATUS", conf).failed(50, str(node.subnet_env))

@@ -92,7 +92,7 @@ def test_ipv6_is_rejected_and_leaks_nothing(node):
 def test_vxlan_settings_linux_flannel_cannot_talk_to(tmp_path):
     node = Node(tmp_path, "win-overlay").overlay("vxlan0", 4095)
     status = node.run("STATUS", node.conf("1.1.0"))
-    status.failed(50, "VSID", "4095", "4096")
+    status.failed(51, "VSID", "4095", "4096")
     run = node.run("ADD", node.conf(), "pod1", node.sandbox("v2", "pod1"))
     assert run.ok and "4095" in run.stderr and "warning" in run.stderr, (run.out, run.stderr)
 

@@ -221,3 +221,8 @@ def test_fault_kinds():
 def test_bad_fault_entries_name_themselves(spec):
     with pytest.raises(errors.EnvError, match="LIBHNS_SIM_FAULTS"):
         parse_faults(spec)
+
+
+def test_capped_limits_keep_lower_configured_ones():
+    capped = Limits(call=30, command=2, undo=10).capped(3)
+    assert (capped.call, capped.command, capped.undo) == (3, 2, 3)

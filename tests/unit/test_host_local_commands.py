@@ -217,6 +217,18 @@ def test_status(net, tmp_path):
     assert rc == 1 and err["code"] == 50 and str(tmp_path / "file") in err["msg"]
 
 
+def test_status_takes_no_lock_and_writes_nothing(net):
+    assert run("STATUS", net())[:2] == (0, None)
+    assert not net.dir.exists()  # the first ADD creates the store
+    assert run("ADD", net())[0] == 0
+    store = net.dir / "mynet"
+    (store / "lock").unlink()
+    (store / INDEX_NAME).unlink()  # a rebuilt index is not saved either
+    before = {p.name: p.stat().st_mtime_ns for p in store.iterdir()}
+    assert run("STATUS", net())[:2] == (0, None)
+    assert {p.name: p.stat().st_mtime_ns for p in store.iterdir()} == before
+
+
 def test_unusable_data_dir_on_add_is_an_io_error(net, tmp_path):
     (tmp_path / "file").write_text("")
     rc, err, _ = run("ADD", net(ipam={"dataDir": str(tmp_path / "file")}))
