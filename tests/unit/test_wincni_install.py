@@ -198,6 +198,24 @@ def test_dirs_come_from_containerd_config(node: Node, tmp_path: Path, section: s
     assert (node.conf_dir / "10-flannel.conflist").is_file()
 
 
+@pytest.mark.parametrize("config, version", [("version = 3\n", "1.1.0"), ("version = 2\n", "1.0.0"), (None, "1.0.0")])
+def test_cni_version_follows_containerd(node: Node, tmp_path: Path, config: str | None, version: str) -> None:
+    """containerd 2.x (config version 3) asks the plugins' STATUS only for a config of 1.1.0 or later."""
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config)
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    assert node.read_cni_conf()["cniVersion"] == version
+
+
+def test_a_templates_cni_version_wins(node: Node, tmp_path: Path) -> None:
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    template = tmp_path / "template.conflist"
+    template.write_text(json.dumps(node.read_cni_conf()))
+    (tmp_path / "config.toml").write_text("version = 3\n")
+    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(template))
+    assert node.read_cni_conf()["cniVersion"] == "1.0.0"
+
+
 def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[plugins\n")
     done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1)

@@ -62,6 +62,9 @@ class CniDirs:
     bin_dir: str
     conf_dir: str
     why: str = ""  # where the answer came from, for the operator
+    # config.toml's version: 3 is containerd 2.x, which calls CNI STATUS; 2 is 1.x, 1 a config
+    # without one (containerd's reading); 0 when no config.toml was read
+    version: int = 0
 
 
 # The kubelet's own C:\k\cni layout (the Windows guide's dockershim nodes): only the reading tools
@@ -110,10 +113,7 @@ def locate(
     containerd's folder exists, ``absent`` if given. ``read`` returns at most ``cap`` bytes, None
     when the file is absent; ConfigError when the config cannot be used."""
     path = config or config_path(platform, env)
-    try:
-        raw = read(path, MAX_CONFIG + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    raw = _read(read, path)
     base = defaults(platform, env)
     if raw is not None:
         return parse(raw, path, base)
@@ -123,24 +123,16 @@ def locate(
     return replace(base, why=f"{path} does not exist: {base.why}")
 
 
+def _read(read: Callable[[str, int], "bytes | None"], path: str) -> "bytes | None":
+    try:
+        return read(path, MAX_CONFIG + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def parse(raw: bytes, path: str, fallback: CniDirs) -> CniDirs:
     """The CNI dirs ``raw`` (config.toml's bytes) sets, each else ``fallback``'s; ``why`` says which."""
-    if len(raw) > MAX_CONFIG:
-        raise ConfigError(
-            f"{path} is larger than {MAX_CONFIG >> 10} KiB, more than wincni reads of a containerd config"
-        )
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: the Windows bundle ships 3.13
-        raise ConfigError(f"cannot read {path}: this Python has no TOML reader (3.11+)") from None
-    try:
-        doc = tomllib.loads(raw.decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc}): containerd cannot start with it either") from None
-    except RecursionError:
-        raise ConfigError(
-            f"{path} nests arrays or tables deeper than wincni reads: no containerd config does"
-        ) from None
+    doc = _toml(raw, path)
     plugins = doc.get("plugins") if isinstance(doc.get("plugins"), dict) else {}
     cnis = [
         s["cni"]
@@ -162,7 +154,30 @@ def parse(raw: bytes, path: str, fallback: CniDirs) -> CniDirs:
         if named
         else f"{path} leaves them out: {fallback.why}"
     )
-    return CniDirs(bin_dir or fallback.bin_dir, conf_dir or fallback.conf_dir, why)
+    version = doc.get("version", 1)
+    return CniDirs(
+        bin_dir or fallback.bin_dir, conf_dir or fallback.conf_dir, why, version if type(version) is int else 1
+    )
+
+
+def _toml(raw: bytes, path: str) -> dict:
+    if len(raw) > MAX_CONFIG:
+        raise ConfigError(
+            f"{path} is larger than {MAX_CONFIG >> 10} KiB, more than wincni reads of a containerd config"
+        )
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the Windows bundle ships 3.13
+        raise ConfigError(f"cannot read {path}: this Python has no TOML reader (3.11+)") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}): containerd cannot start with it either") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path} nests arrays or tables deeper than wincni reads: no containerd config does"
+        ) from None
+    return doc
 
 
 def said(given: list[str], found: CniDirs) -> str:

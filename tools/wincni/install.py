@@ -52,6 +52,7 @@ class Outcome:
     bin_dir: str = ""
     conf_path: str = ""
     dirs_from: str = ""  # why these bin and conf dirs (containerd.locate's answer)
+    containerd_version: int = 0  # config.toml's version (containerd.CniDirs.version), which picks the cniVersion
     install: tuple[str, ...] = ()  # this install's arguments, as the manifest records them (rerun_args)
 
 
@@ -169,6 +170,7 @@ def run(
     out = Outcome()
     try:
         bin_dir, conf_dir = _dirs(args, platform, env or {}, out)
+        out.containerd_version = _containerd_version(args, platform, env or {}, out)
         out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
         if args.uninstall:
             _uninstall(args, bin_dir, conf_dir, disk, platform, cwd, out)
@@ -213,6 +215,22 @@ def _dirs(
             raise InstallError(f"{read.quote(str(exc))}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
     out.dirs_from = said(given, found)
     return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
+
+
+def _containerd_version(args: argparse.Namespace, platform: str, env: Mapping[str, str], out: Outcome) -> int:
+    """containerd's config version, which picks the rendered cniVersion (``render.cni_version``);
+    0 with a warning when config.toml cannot be used, as 1.0.0 suits every containerd."""
+    from .containerd import ConfigError, locate
+
+    read = Reader("--containerd-config")
+    try:
+        return locate(platform, env, read, os.path.isdir, args.containerd_config).version
+    except (ConfigError, FlagFileError) as exc:
+        out.warnings.append(
+            f"{read.quote(str(exc))}: the config is rendered at cniVersion 1.0.0, for which containerd 2.x "
+            "never asks the plugins' STATUS"
+        )
+        return 0
 
 
 # ---------------------------------------------------------------------------- install
@@ -339,7 +357,9 @@ def _render(args: argparse.Namespace, platform: str, cwd: str, out: Outcome) -> 
         values = render.values(backend, args.service_cidr, node_ip, servers, domain)
         out.dns = {"servers": [values["__DNS_SERVER__"]], "domain": values["__DNS_DOMAIN__"], **out.dns}
         doc = (
-            render.conflist(values) if template is None else render.from_template(template.data, args.template, values)
+            render.conflist(values, render.cni_version(out.containerd_version))
+            if template is None
+            else render.from_template(template.data, args.template, values)
         )
         built, loaded = render.validate(doc, backend, platform, cwd)
         policies, problem = endpoint_policies(out.conf_path, flavor_of(built["type"]), loaded, None, None)

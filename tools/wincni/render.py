@@ -5,8 +5,9 @@ vxlan -> win-overlay: OutBoundNAT exceptions for the cluster and service CIDRs a
 service CIDR (win-overlay adds the ProviderAddress itself, from the network's management IP, as the
 Go plugin does). host-gw -> win-bridge: the same plus the node's management subnet (or IP) as an
 exception and a /32 ROUTE to the node IP. V1 policy form without ``apiVersion``: wincni picks HCN
-for containerd and translates. A conflist at cniVersion 1.0.0, which containerd 1.7 and 2.x load
-and which gives CHECK. Or the operator's own template (``from_template``), whose ``__TOKENS__`` take
+for containerd and translates. A conflist at cniVersion 1.1.0 for containerd 2.x (``cni_version``),
+which then asks the plugins' STATUS before the node takes pods, else 1.0.0, which containerd 1.7
+loads and which gives CHECK. Or the operator's own template (``from_template``), whose ``__TOKENS__`` take
 the same ``values``. Either way ``validate`` loads the result as the plugins would.
 """
 
@@ -21,6 +22,8 @@ from plugins.cni.errors import INVALID_CONFIG, CniError
 from plugins.flannel import netconf
 
 CNI_VERSION = "1.0.0"
+#: The first version containerd 2.x calls CNI STATUS for (go-cni's GetStatusNetworkList).
+STATUS_VERSION = "1.1.0"
 DEFAULT_DOMAIN = "cluster.local"  # the kubelet's and kubeadm's default clusterDomain
 MAX_TEMPLATE = 1 << 20
 TOKEN = re.compile(r"__[A-Z][A-Z_]*[A-Z]__")
@@ -62,7 +65,13 @@ def values(
     return out
 
 
-def conflist(v: dict[str, str]) -> dict[str, Any]:
+def cni_version(containerd_version: int) -> str:
+    """The rendered cniVersion for containerd's config.toml ``version`` (3: containerd 2.x, which
+    calls STATUS on a config of 1.1.0 or later; 0: no config.toml)."""
+    return STATUS_VERSION if containerd_version >= 3 else CNI_VERSION
+
+
+def conflist(v: dict[str, str], cni_version: str = CNI_VERSION) -> dict[str, Any]:
     """The ``10-flannel.conflist`` document wincni renders when the operator gives no template."""
     exceptions = [v["__CLUSTER_CIDR__"], v["__SERVICE_CIDR__"]]
     routes = [v["__SERVICE_CIDR__"]]
@@ -73,7 +82,7 @@ def conflist(v: dict[str, str]) -> dict[str, Any]:
     policies += [_policy({"Type": "ROUTE", "DestinationPrefix": r, "NeedEncap": True}) for r in routes]
     dns = {"Nameservers": [v["__DNS_SERVER__"]], "Search": ["svc." + v["__DNS_DOMAIN__"]]}
     return {
-        "cniVersion": CNI_VERSION,
+        "cniVersion": cni_version,
         "name": v["__NETWORK_NAME__"],
         "plugins": [
             {
