@@ -237,8 +237,8 @@ class Node:
         return found
 
     def doctor_argv(self, *args: str, output: str = "json") -> list[str]:
-        """``wincni doctor``'s arguments (after the program) on this node's CNI config, bin dir and
-        SourceVip.json."""
+        """``wincni doctor``'s arguments (after the program) on this node's CNI config, bin dir,
+        SourceVip.json and containerd config.toml (absent until a test writes it)."""
         return [
             "doctor",
             "--cni-conf",
@@ -247,6 +247,8 @@ class Node:
             str(self.bin),
             "--source-vip",
             str(self.source_vip),
+            "--containerd-config",
+            str(self.root / "config.toml"),
             "-o",
             output,
             *args,

@@ -181,6 +181,12 @@ BREAKS = {
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
     "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
+    "runtime-status: containerd 2.x with a config it never asks": Break(
+        "runtime-status",
+        "overlay",
+        lambda node: (node.root / "config.toml").write_text("version = 3\n"),
+        prose_names=_conf,
+    ),
 }
 
 # Fixes that name no file of the node, and why: HNS's side, or the environment.

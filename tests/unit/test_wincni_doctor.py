@@ -70,6 +70,7 @@ CHECK_IDS = {
     "hns-features",
     "ipam-store",
     "stale-endpoints",
+    "runtime-status",
     "build",
     "permissions",
 }
@@ -443,7 +444,8 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     assert rc == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
-    assert lines[0].startswith("OK    backend") and lines[-1] == "14 checks: 13 ok, 1 failed, 0 warnings, 0 not checked"
+    # runtime-status warns too: STATUS cannot find host-local either
+    assert lines[0].startswith("OK    backend") and lines[-1] == "15 checks: 13 ok, 1 failed, 1 warnings, 0 not checked"
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])
@@ -546,6 +548,33 @@ def test_standalone_mode_with_pod_addresses_outside_the_network(tmp_path: Path) 
 def test_a_bad_libhns_variable_is_reported_not_raised(bridge: Node) -> None:
     bridge.env["LIBHNS_SIM_VERSION"] = "x"
     failed(bridge.doctor(), "hns-network", "LIBHNS_SIM_VERSION", "fix or unset")
+
+
+def test_runtime_status_says_whether_containerd_asks_and_what_status_answers(overlay: Node) -> None:
+    config_toml = overlay.root / "config.toml"
+    config_toml.write_text("version = 2\n")  # containerd 1.x never asks
+    check = overlay.doctor(expect=0)["runtime-status"]
+    assert check["status"] == "ok" and "answers ready" in check["message"] and "does not ask" in check["message"]
+    config_toml.write_text("version = 3\n")  # containerd 2.x asks only configs of 1.1.0 or later
+    check = overlay.doctor(expect=0)["runtime-status"]
+    assert check["status"] == "warn" and "never asks" in check["message"] and "1.0.0" in check["message"], check
+    assert '"cniVersion" to "1.1.0"' in check["fix"]
+    overlay.cni_conf["cniVersion"] = "1.1.0"
+    check = overlay.doctor(expect=0)["runtime-status"]
+    assert check["status"] == "ok" and "asks STATUS" in check["message"], check
+    overlay.hnsctl("network", "delete", "vxlan0")
+    overlay.overlay(vsid=4000)  # STATUS: limited connectivity, and containerd asks: a failure
+    check = overlay.doctor(expect=1)["runtime-status"]
+    assert check["status"] == "fail" and "code 51" in check["message"] and "4000" in check["message"], check
+    overlay.subnet_env.unlink()
+    check = overlay.doctor(expect=1)["runtime-status"]
+    assert check["status"] == "fail" and "code 50" in check["message"] and "flanneld" in check["fix"], check
+
+
+def test_runtime_status_warns_of_a_failing_status_the_runtime_does_not_ask(bridge: Node) -> None:
+    bridge.subnet_env.unlink()
+    check = bridge.doctor()["runtime-status"]
+    assert check["status"] == "warn" and "code 50" in check["message"] and "subnet.env" in check["message"], check
 
 
 def test_vxlan_without_explicit_vni_and_port_warns_about_linux_peers(overlay: Node) -> None:

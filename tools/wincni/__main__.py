@@ -233,6 +233,7 @@ def main(
         "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
         "reach": args.reach or "",
         "quick": args.quick,
+        "containerd_version": found.version if found is not None else None,
     }
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
     from .containerd import said

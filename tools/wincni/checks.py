@@ -565,6 +565,42 @@ def permissions(f: Facts) -> Check:
     )
 
 
+def runtime_status(f: Facts) -> Check:
+    """containerd 2.x (config.toml version 3) asks every config of cniVersion 1.1.0 or later for
+    CNI STATUS and starts only host-network pods while it fails: whether it asks here, and what
+    the plugins answer now (``facts.read_status``)."""
+    if skipped := _no_config(f, "runtime-status"):
+        return skipped
+    if f.status is None:
+        return _skipped("runtime-status", f"STATUS of a {f.plugin or 'typeless'} config (not a wincni plugin)")
+    from plugins.cni.version import at_least
+
+    from .facts import STATUS_VERSION
+
+    code, msg, details = f.status
+    containerd = f"config.toml version {f.containerd_version}" if f.containerd_version else "no config.toml read"
+    modern = (f.containerd_version or 0) >= 3
+    try:
+        asked = modern and at_least(f.cni_version, STATUS_VERSION)
+    except ValueError:
+        asked = False
+    answer = "ready" if code == 0 else f"code {code}: {msg}"
+    if code != 0:
+        who = "containerd asks it, so this node takes no pods but host-network ones" if asked else containerd
+        return Check("runtime-status", FAIL if asked else WARN, f"STATUS answers {answer} ({who})", details)
+    if modern and not asked:
+        return Check(
+            "runtime-status",
+            WARN,
+            f"containerd 2.x ({containerd}) never asks the plugins' STATUS: the config's cniVersion "
+            f"{f.cni_version or 'is unset'} is below {STATUS_VERSION} (STATUS answers {answer})",
+            config_of(f).origin.edit(f'set "cniVersion" to "{STATUS_VERSION}"'),
+        )
+    if asked:
+        return Check("runtime-status", OK, f"containerd 2.x asks STATUS ({containerd}); it answers {answer}")
+    return Check("runtime-status", OK, f"STATUS answers {answer}; the runtime does not ask it ({containerd})")
+
+
 ALL: tuple[Callable[[Facts], Check | None], ...] = (
     backend,
     config,
@@ -579,6 +615,7 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    runtime_status,
     build,
     permissions,
 )

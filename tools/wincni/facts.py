@@ -84,6 +84,11 @@ class Facts:
     install: tuple[str, ...] | None = (
         None  # the arguments of the wincni install that laid the config (() unrecorded); None: nobody manages it
     )
+    cni_version: str = ""  # the config's cniVersion
+    containerd_version: int | None = None  # config.toml's (containerd.CniDirs.version); None: not read
+    status: tuple[int, str, str] | None = (
+        None  # the plugin's STATUS answer (code, msg, details), 0 ready; None: not asked
+    )
 
 
 def default_paths(platform: str) -> dict[str, str]:
@@ -152,6 +157,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         }
     )
     bin_files = _listdir(opts["cni_bin_dir"])
+    status = read_status(conf, opts["cni_bin_dir"], env, platform) if conf is not None and not quick else None
     return Facts(
         conf_path=conf_path,
         conf_problem=conf_problem,
@@ -187,7 +193,44 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         ),
         **(read_install(opts["cni_bin_dir"], conf_path) if not quick else {}),  # reading it may fix its mode
         running_build=running_build(),
+        cni_version=str(conf.get("cniVersion") or "") if conf is not None else "",
+        containerd_version=opts.get("containerd_version"),
+        status=status,
     )
+
+
+#: The version STATUS is asked at whatever the config says: no earlier one has the command.
+STATUS_VERSION = "1.1.0"
+
+
+def read_status(conf: dict, bin_dir: str, env: Mapping[str, str], platform: str) -> tuple[int, str, str] | None:
+    """What the config's plugin answers CNI STATUS now, as the runtime would get it: run in-process
+    through the plugin's own ``skel``, its delegates found in ``bin_dir``; (code, msg, details),
+    code 0 when ready; None for a plugin not ours. STATUS writes and locks nothing; the config's
+    ``logFile`` is left out, so the doctor appends to no debug log."""
+    import importlib
+    import io
+
+    from basics import jsontext
+    from plugins.cni import skel
+    from plugins.registry import PLUGINS, entry_module
+
+    doc = {k: v for k, v in first_plugin(conf).items() if k != "logFile"}
+    if doc.get("type") not in PLUGINS:
+        return None
+    if isinstance(doc.get("delegate"), dict):
+        doc["delegate"] = {k: v for k, v in doc["delegate"].items() if k != "logFile"}
+    doc["cniVersion"] = STATUS_VERSION
+    spec = importlib.import_module(entry_module(doc["type"])).SPEC
+    out = io.StringIO()
+    run_env = {**env, "CNI_COMMAND": "STATUS", "CNI_PATH": bin_dir}
+    if skel.run(spec, run_env, io.BytesIO(jsontext.dumps(doc).encode()), out, io.StringIO(), platform) == 0:
+        return (0, "", "")
+    try:
+        err = json.loads(out.getvalue())
+        return (int(err["code"]), str(err.get("msg", "")), str(err.get("details", "") or ""))
+    except (ValueError, KeyError, TypeError):
+        return (999, f"STATUS printed no CNI error: {out.getvalue()[:200]!r}", "")
 
 
 def running_build() -> str:
