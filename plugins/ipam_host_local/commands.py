@@ -105,12 +105,25 @@ def _who(owner: Owner | None) -> str:
 def status(req: Request) -> None:
     """Code 50 when ADD cannot succeed: the store is unusable or a range set is exhausted. It only
     reads, without the store's lock: an ADD hung while holding it must not hold up the runtime's
-    readiness probe, and a count a concurrent ADD changes is as good as one taken a moment later."""
+    readiness probe, and a count a concurrent ADD changes is as good as one taken a moment later.
+    The folder is judged first, as ADD judges it (``check_dir``): one ADD refuses is 50 here, and
+    one others may write (which ADD makes admin-only again) is not read, as what is in it could be
+    anything (a FIFO would hang the runtime's probe)."""
+    from basics.safefs import UnsafePath, check_dir
+
     cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
     try:
+        check_dir(cfg.directory)
         taken = [ip for ip, _ in DiskStore(cfg.directory, req.platform).allocations()]
     except FileNotFoundError:
         taken = []  # no reservation yet: the first ADD creates the directory
+    except UnsafePath as exc:
+        mine = os.path.normpath(exc.path) == os.path.normpath(os.path.abspath(cfg.directory))
+        if not (mine and exc.problem.startswith("is writable")):
+            raise CniError(
+                NOT_AVAILABLE, f"host-local: refusing data directory {exc.path}: {exc.problem}", exc.fix
+            ) from exc
+        taken = []  # not counted: the next ADD takes the folder back, then counts
     except OSError as exc:
         raise _unusable(NOT_AVAILABLE, cfg.directory, exc) from exc
     if os.path.isdir(cfg.directory) and not os.access(cfg.directory, os.W_OK):

@@ -333,3 +333,23 @@ def test_flannel_never_follows_a_link_a_user_planted_above_its_data_dir(tmp_path
     assert (rc, err["code"]) == (1, 5), err
     assert str(arena / "var") in err["msg"] and "symbolic link" in err["msg"]
     assert sorted(p.name for p in vault.iterdir()) == ["keys"]
+
+
+def test_host_local_status_reads_no_store_a_user_could_have_filled(tmp_path, arena) -> None:
+    """STATUS reads the store without its lock, so it judges the folder first: another user's is
+    code 50 naming it, and one left open to everyone is not read (a FIFO planted as its index
+    would hang the runtime's readiness probe); both answer at once."""
+    node = Node(tmp_path / "node", "host-local")
+
+    def conf(directory: Path) -> dict:
+        ipam = {"type": "host-local", "subnet": SUBNET, "dataDir": str(directory)}
+        return {"cniVersion": "1.1.0", "name": "cbr0", "type": "host-local", "ipam": ipam}
+
+    as_nobody(_mkdir, arena / "theirs")
+    as_nobody(_mkdir, arena / "theirs" / "cbr0")
+    as_nobody(os.mkfifo, arena / "theirs" / "cbr0" / "index")
+    node.run("STATUS", conf(arena / "theirs"), "", "").failed(50, str(arena / "theirs"), "owned by uid 65534")
+    (arena / "open" / "cbr0").mkdir(parents=True)
+    (arena / "open" / "cbr0").chmod(0o777)
+    as_nobody(os.mkfifo, arena / "open" / "cbr0" / "index")
+    assert node.run("STATUS", conf(arena / "open"), "", "").ok
