@@ -393,13 +393,14 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         owner alone (an administrator's folder under C:\\ inherits "modify" for Authenticated
         Users), except that "claim" closes one others may write too ("survey": says what would be
         done, changing nothing); the drive's root, where every user may add folders, is never
-        judged. Returns what was done on the way (``takeover.Takeover``s), and whether the final
-        folder exists as judged (a survey past a folder it would make anew: not)."""
+        judged. Returns what was done on the way (``takeover.Takeover``s), and which file the final
+        folder is as judged or made (``_identity``; None for a survey past a folder it would make
+        anew), for ``pin`` to prove."""
         from basics.takeover import Takeover, refuse_home
 
         drive, rest = os.path.splitdrive(os.path.abspath(path))
         parts = [p for p in rest.replace("/", "\\").split("\\") if p]
-        here, done = drive + "\\", []
+        here, done, seen = drive + "\\", [], None
         for i, part in enumerate(parts):
             here = os.path.join(here, part)
             final = i == len(parts) - 1
@@ -409,6 +410,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 if not create:
                     raise
                 if _make_dir(here, sddl):
+                    seen = _component_problem(here, True)[1] if final else None
                     continue
                 why, seen = _component_problem(here, final or last in ("claim", "survey"))  # made meanwhile
             if why is None:
@@ -418,7 +420,8 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 refuse_home(here, why, _homes())
                 done.append(Takeover(here, why, _make_anew(here, seen, sddl, last == "survey")))
                 if last == "survey":
-                    return done, False
+                    return done, None
+                seen = _component_problem(here, True)[1]  # the folder made in its place
             elif last == "claim":
                 _apply(here, "O:BA" + sddl, _OWNER_INFO | _DACL_INFO | _PROTECTED_DACL, seen)
                 done.append(Takeover(here, why))
@@ -435,7 +438,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
                 )
             else:
                 raise UnsafePath(here, why)
-        return done, True
+        return done, seen
 
     def _make_anew(path: str, seen: tuple[int, int, int] | None, sddl: str, survey: bool) -> str:
         """Another user's folder ``path`` renamed aside by a handle proven to be the one judged
@@ -443,10 +446,10 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         again in its place before ours is moved aside as it stands (a junction itself, never
         followed). A survey only names it. A handle someone holds on the folder without
         share-delete makes this fail, closed."""
-        from basics.takeover import QUARANTINED
+        from basics.takeover import ASIDE_TRIES, QUARANTINED, fresh, remade
 
-        for _ in range(5):
-            aside = _fresh(path + QUARANTINED)
+        for _ in range(ASIDE_TRIES):
+            aside = fresh(path + QUARANTINED, os.path.lexists)
             if survey:
                 return aside
             try:
@@ -472,14 +475,7 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
             if _make_dir(path, sddl):
                 return aside
             seen = None
-        raise UnsafePath(path, "is made again by another user each time it is moved aside", "nothing was laid there")
-
-    def _fresh(base: str) -> str:
-        name, n = base, 0
-        while os.path.lexists(name):
-            n += 1
-            name = f"{base}.{n}"
-        return name
+        raise remade(path)
 
     def _rename_handle(handle, target: str) -> None:
         """Rename the file a handle (opened with DELETE) is on: that object, whatever its name now."""
@@ -591,20 +587,18 @@ if _k32 is not None:  # pragma: no cover - exercised in the Windows lane
         """``safefs.claim_dir`` on Windows: the walk, then the folder pinned (``Folder``; ``seize``,
         the DACL a folder to delete below it is given first)."""
         _enable_privileges()
-        done, _ = walk(path, sddl, create=True, last="claim")
-        return Folder(path, pin(path), seize), done
+        done, seen = walk(path, sddl, create=True, last="claim")
+        return Folder(path, pin(path, seen), seize), done
 
     def survey(path: str):
-        done, exists = walk(path, None, create=False, last="survey")
-        return (Folder(path, pin(path), "") if exists else None), done
+        done, seen = walk(path, None, create=False, last="survey")
+        return (Folder(path, pin(path, seen), "") if seen is not None else None), done
 
     def secure(path: str, sddl: str):
-        walk(path, sddl, create=True, last="repair")
-        return Folder(path, pin(path), sddl)
+        return Folder(path, pin(path, walk(path, sddl, create=True, last="repair")[1]), sddl)
 
     def checked(path: str):
-        walk(path, None, create=False, last="refuse")
-        return Folder(path, pin(path), "")
+        return Folder(path, pin(path, walk(path, None, create=False, last="refuse")[1]), "")
 
     def _make_dir(path: str, sddl: str) -> bool:
         """Create ``path`` with ``sddl``; False when it exists already."""
