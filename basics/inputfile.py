@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 
 from basics.errors import UnsafePath
+from basics.safefs import trusted_uid
 
 MAX_LINKS = 40  # as the kernel's ELOOP limit
 LINK_FIX = "a link is followed only when an administrator owns it and the file it leads to: name such a file"
@@ -104,13 +105,8 @@ def _link_owner_problem(where: str, owner: str) -> UnsafePath:
 # ---------------------------------------------------------------- POSIX
 
 
-def _trusted_uid(uid: int) -> bool:
-    """``safefs``'s rule: root, or the user this runs as."""
-    return uid == 0 or uid == os.geteuid()
-
-
 def _posix_owner(path: str, st: os.stat_result) -> str:
-    if not _trusted_uid(st.st_uid):
+    if not trusted_uid(st.st_uid):
         return f"uid {st.st_uid}"
     # Another name of the file may be a user's hard link to it: not known to be an admin's own.
     return f"uid {st.st_uid}, with {st.st_nlink} hard links" if st.st_nlink > 1 else ""
@@ -137,7 +133,7 @@ def _open_posix(path: str) -> tuple[int, str]:
                 if not stat.S_ISLNK(st.st_mode):
                     exc.filename = path
                     raise
-                if not _trusted_uid(st.st_uid):
+                if not trusted_uid(st.st_uid):
                     raise _link_owner_problem(os.path.join(here, name), f"uid {st.st_uid}") from None
                 hops += 1
                 if hops > MAX_LINKS:

@@ -69,7 +69,7 @@ def secure_folder(path: str, mode: int = 0o755) -> Folder:
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         return _win.secure(path, ADMIN_ONLY)
     fd, _ = _walk_posix(path, mode & 0o755, "repair")
-    return _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
+    return _PosixFolder(path, fd)
 
 
 def check_dir(path: str) -> None:
@@ -89,15 +89,14 @@ def claim_dir(path: str, sddl: str = ADMIN_WRITE_USERS_READ) -> tuple[Folder, li
     admin-only; one another user owns is moved aside and made anew (a home folder, or any folder
     a user's home lies in, is refused instead); an administrator's others may write loses that
     write access (``sddl`` on Windows). A link on the way is refused, never followed. Returns the
-    folder held open (the caller closes it), what had to be done on the way (``takeover.Takeover``s),
-    and what in the
-    folder an administrator did not lay (``foreign_entries``), whose write access for others is
-    taken back (on Windows: they inherit only the folder's DACL)."""
+    folder held open (the caller closes it), what had to be done on the way (``takeover.Takeover``s)
+    and what in the folder an administrator did not lay (``Folder.entries``), whose write access
+    for others is taken back (on Windows: they inherit only the folder's DACL)."""
     if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
         folder, done = _win.claim(path, sddl, ADMIN_ONLY)
     else:
         fd, done = _walk_posix(path, 0o755, "claim")
-        folder = _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
+        folder = _PosixFolder(path, fd)
     try:
         return folder, done, folder.entries(bool(done), repair=True)
     except BaseException:
@@ -115,7 +114,7 @@ def survey_dir(path: str) -> tuple[Folder | None, list, list[tuple[str, str]]]:
             folder, done = _win.survey(path)
         else:
             fd, done = _walk_posix(path, None, "survey")
-            folder = None if fd is None else _PosixFolder(os.path.normpath(os.path.abspath(path)), fd)
+            folder = None if fd is None else _PosixFolder(path, fd)
     except FileNotFoundError:
         return None, [], []
     if folder is None:
@@ -150,7 +149,7 @@ def writable_by_others(path: str) -> str | None:
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         return "a symbolic link (anyone who can write its parent can point it elsewhere)"
-    if not _trusted_uid(st.st_uid):
+    if not trusted_uid(st.st_uid):
         return f"its owner (uid {st.st_uid})"
     who = [w for bit, w in ((0o020, "its group"), (0o002, "every user")) if st.st_mode & _open_bits(st) & bit]
     return " and ".join(who) or None
@@ -159,7 +158,8 @@ def writable_by_others(path: str) -> str | None:
 # ---------------------------------------------------------------- POSIX
 
 
-def _trusted_uid(uid: int) -> bool:
+def trusted_uid(uid: int) -> bool:
+    """An owner whose files and folders we trust: root, or the user this runs as."""
     return uid == 0 or uid == os.geteuid()
 
 
@@ -178,8 +178,6 @@ def _untrusted_dir(path: str, why: str) -> UnsafePath:
 
 
 _DIR = (os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) if hasattr(os, "O_DIRECTORY") else 0
-#: How often a folder moved aside may be made again by someone else before install gives up.
-_ASIDE_TRIES = 5
 
 
 def _walk_posix(path: str, create: int | None, last: str) -> tuple[int | None, list]:
@@ -251,30 +249,31 @@ def _make_anew(parent: int, name: str, here: str, mode: int | None, survey: bool
     (whatever stands there now: a link swapped in is moved as it is, never followed) and a new
     admin-only one made in its place; (its descriptor, where the old one went). A survey only
     names where it would go."""
-    from basics.takeover import QUARANTINED
+    from basics.takeover import ASIDE_TRIES, QUARANTINED, fresh, remade
 
-    for _ in range(_ASIDE_TRIES):
-        aside = _fresh_at(parent, name + QUARANTINED)
+    for _ in range(ASIDE_TRIES):
+        aside = fresh(name + QUARANTINED, lambda n: _lstat_at(parent, n) is not None)
         if survey:
             return None, os.path.join(os.path.dirname(here), aside)
-        _rename_at(parent, name, aside, replace=False)
+        try:
+            _rename_at(parent, name, aside, replace=False)
+        except OSError as exc:  # the aside name taken meanwhile: another one
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise
+            continue
         try:
             os.mkdir(name, 0o700, dir_fd=parent)
         except FileExistsError:  # made again before ours: move that aside too
             continue
         fd = os.open(name, _DIR, dir_fd=parent)
         st = os.fstat(fd)
-        if not (stat.S_ISDIR(st.st_mode) and _trusted_uid(st.st_uid)):  # pragma: no cover - mkdir made it
+        if not (stat.S_ISDIR(st.st_mode) and trusted_uid(st.st_uid)):  # pragma: no cover - mkdir made it
             os.close(fd)
             raise UnsafePath(here, "was replaced as it was made anew")
         os.fchmod(fd, (0o755 if mode is None else mode) & 0o755)
         _drop_acls(fd)
         return fd, os.path.join(os.path.dirname(here), aside)
-    raise UnsafePath(
-        here,
-        f"is made again by another user each time it is moved aside ({_ASIDE_TRIES} times)",
-        "find who keeps creating it; nothing was laid there",
-    )
+    raise remade(here)
 
 
 def _homes() -> list[tuple[str, str]]:
@@ -328,7 +327,7 @@ def _open_component(parent: int, name: str, here: str, create: int | None, final
 def _component_problem(st: os.stat_result, here: str, final: bool) -> str | None:
     """Why a folder on the way cannot be trusted, or None. A folder others may write is fine on
     the way when sticky and root's (``/tmp``: nobody may rename what is not theirs)."""
-    if not _trusted_uid(st.st_uid):
+    if not trusted_uid(st.st_uid):
         return f"is owned by uid {st.st_uid}, not by root or this user"
     if st.st_mode & _open_bits(st) and (final or not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
         return f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
@@ -337,7 +336,7 @@ def _component_problem(st: os.stat_result, here: str, final: bool) -> str | None
 
 def _entry_problem(st: os.stat_result, suspicious: bool) -> str | None:
     """Why an entry of a claimed folder is not an administrator's to keep (``Folder.entries``)."""
-    if not _trusted_uid(st.st_uid):
+    if not trusted_uid(st.st_uid):
         return f"owned by uid {st.st_uid}"
     if suspicious and stat.S_ISLNK(st.st_mode):
         return "a symbolic link"
@@ -346,15 +345,6 @@ def _entry_problem(st: os.stat_result, suspicious: bool) -> str | None:
     if suspicious and not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
         return f"a file with {st.st_nlink} hard links"
     return None
-
-
-def _fresh_at(parent: int, base: str) -> str:
-    """``base``, or ``base.1``, ``base.2``…: the first name nothing holds in ``parent``."""
-    name, n = base, 0
-    while _lstat_at(parent, name) is not None:
-        n += 1
-        name = f"{base}.{n}"
-    return name
 
 
 def _lstat_at(parent: int, name: str) -> os.stat_result | None:
@@ -426,7 +416,7 @@ class _PosixFolder:
     ``path`` is for messages and for naming entries; it is never looked up again."""
 
     def __init__(self, path: str, fd: int) -> None:
-        self.path, self.fd = path, fd
+        self.path, self.fd = os.path.normpath(os.path.abspath(path)), fd
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -631,7 +621,7 @@ def _check_posix_file(fd: int, path: str) -> None:
         raise UnsafePath(path, "is not a regular file")
     if st.st_nlink > 1:
         raise UnsafePath(path, f"has {st.st_nlink} hard links (another name could point at a file of ours)")
-    if not _trusted_uid(st.st_uid):
+    if not trusted_uid(st.st_uid):
         raise UnsafePath(path, f"is owned by uid {st.st_uid}, not by root or this user")
     if st.st_mode & 0o077:
         os.fchmod(fd, 0o600)

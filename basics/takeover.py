@@ -8,9 +8,15 @@ import os
 
 from basics.errors import UnsafePath
 
+TYPE_CHECKING = False  # typing costs an import the claim does not need
+if TYPE_CHECKING:
+    from typing import Callable
+
 #: The suffix of another user's folder moved aside by a claim (and of install's quarantine folder
 #: for entries of the conf dir no administrator laid).
 QUARANTINED = ".wincni-quarantine"
+#: How often a folder moved aside may be made again by someone else before the claim gives up.
+ASIDE_TRIES = 5
 
 
 class Takeover:
@@ -40,3 +46,21 @@ def refuse_home(here: str, why: str, homes: list[tuple[str, str]]) -> None:
                 f"{why}, and {user}'s home folder {'is' if home == here else 'lies in'} it",
                 "install never takes a folder a user lives in: choose a folder outside it",
             )
+
+
+def fresh(base: str, taken: Callable[[str], bool]) -> str:
+    """``base``, or ``base.1``, ``base.2``…: the first name ``taken`` says nothing holds."""
+    name, n = base, 0
+    while taken(name):
+        n += 1
+        name = f"{base}.{n}"
+    return name
+
+
+def remade(path: str) -> UnsafePath:
+    """The refusal of a folder someone makes again each time a claim moves it aside."""
+    return UnsafePath(
+        path,
+        f"is made again by another user each time it is moved aside ({ASIDE_TRIES} times)",
+        "find who keeps creating it; nothing was laid there",
+    )

@@ -205,7 +205,7 @@ def _temporary_gone(path: str, pid: int) -> str:
     from plugins.cni.procs import alive
 
     try:
-        age = time.time() - os.stat(path).st_mtime
+        age = time.time() - os.lstat(path).st_mtime
     except OSError:
         return ""
     running = alive(pid)

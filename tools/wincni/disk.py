@@ -132,16 +132,6 @@ class Disk:
             return _open_plain(path)
         return found[0].open_read(found[1]) if found[0] is not None else None
 
-    def read(self, path: str, cap: int) -> bytes | None:
-        """At most ``cap`` bytes; None when absent."""
-        if self._where(path) is not None:
-            return self.read_entry(path, cap)
-        try:
-            with open(path, "rb") as f:
-                return f.read(cap)
-        except FileNotFoundError:
-            return None
-
     def read_entry(self, path: str, cap: int) -> bytes | None:
         """At most ``cap`` bytes of the file ``path`` in a CNI folder; None when absent, a link
         (never followed: in a dry run the folder may still be a user's) or not a regular file."""
@@ -218,11 +208,9 @@ class Disk:
 
     def fresh_name(self, base: str) -> str:
         """``base`` or ``base.1``, ``base.2``…: the first name nothing holds."""
-        path, n = base, 0
-        while self.exists(path):
-            n += 1
-            path = f"{base}.{n}"
-        return path
+        from basics.takeover import fresh
+
+        return fresh(base, self.exists)
 
     # ------------------------------------------------------------------ changing (held folders only)
 

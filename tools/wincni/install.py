@@ -170,7 +170,6 @@ def run(
     out = Outcome()
     try:
         bin_dir, conf_dir = _dirs(args, platform, env or {}, out)
-        out.containerd_version = _containerd_version(args, platform, env or {}, out)
         out.bin_dir, out.conf_path = bin_dir, os.path.join(conf_dir, args.conf_name)
         if args.uninstall:
             _uninstall(args, bin_dir, conf_dir, disk, platform, cwd, out)
@@ -199,38 +198,29 @@ def _dirs(
     args: argparse.Namespace, platform: str, env: Mapping[str, str], out: Outcome, read: Reader | None = None
 ) -> tuple[str, str]:
     """The flags, else where ``containerd.locate`` says containerd looks (its defaults even on a
-    node without containerd yet: install lays for containerd). ``read``: the config's reader
-    (default: --containerd-config's, on the node's files)."""
+    node without containerd yet: install lays for containerd); config.toml is read once, for its
+    version too (``out.containerd_version``, which picks the rendered cniVersion). A config.toml
+    it cannot use fails install when it had to name a folder, else is a warning (1.0.0 suits every
+    containerd). ``read``: the config's reader (default: --containerd-config's, on the node's files)."""
     from .containerd import CniDirs, ConfigError, locate, said
 
-    found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
     given = [
         flag for flag, value in (("--cni-bin-dir", args.cni_bin_dir), ("--cni-conf-dir", args.cni_conf_dir)) if value
     ]
-    if len(given) < 2:
-        read = read or Reader("--containerd-config")
-        try:
-            found = locate(platform, env, read, os.path.isdir, args.containerd_config)
-        except (ConfigError, FlagFileError) as exc:
-            raise InstallError(f"{read.quote(str(exc))}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
-    out.dirs_from = said(given, found)
-    return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
-
-
-def _containerd_version(args: argparse.Namespace, platform: str, env: Mapping[str, str], out: Outcome) -> int:
-    """containerd's config version, which picks the rendered cniVersion (``render.cni_version``);
-    0 with a warning when config.toml cannot be used, as 1.0.0 suits every containerd."""
-    from .containerd import ConfigError, locate
-
-    read = Reader("--containerd-config")
+    read = read or Reader("--containerd-config")
     try:
-        return locate(platform, env, read, os.path.isdir, args.containerd_config).version
+        found = locate(platform, env, read, os.path.isdir, args.containerd_config)
     except (ConfigError, FlagFileError) as exc:
+        if len(given) < 2:
+            raise InstallError(f"{read.quote(str(exc))}: fix it, or pass --cni-bin-dir and --cni-conf-dir") from None
         out.warnings.append(
             f"{read.quote(str(exc))}: the config is rendered at cniVersion 1.0.0, for which containerd 2.x "
             "never asks the plugins' STATUS"
         )
-        return 0
+        found = CniDirs(args.cni_bin_dir, args.cni_conf_dir)
+    out.containerd_version = found.version
+    out.dirs_from = said(given, found)
+    return (os.path.normpath(args.cni_bin_dir or found.bin_dir), os.path.normpath(args.cni_conf_dir or found.conf_dir))
 
 
 # ---------------------------------------------------------------------------- install
@@ -503,7 +493,7 @@ def _trash(path: str, disk: Disk) -> str:
 def _aside(path: str, bin_dir: str, build: str, disk: Disk) -> str:
     """Park a running launcher under the build it loads (read from the file; else ``build``, the
     manifest's): that build's contents folder stays while it is parked."""
-    own = layout.embedded_build(disk.read(path, MAX_LAUNCHER) or b"")
+    own = layout.embedded_build(disk.read_entry(path, MAX_LAUNCHER) or b"")
     aside = layout.aside_path(bin_dir, own or build, os.path.basename(path), disk.exists)
     disk.makedirs(os.path.dirname(aside))
     disk.rename(path, aside)
