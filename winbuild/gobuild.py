@@ -122,10 +122,10 @@ def target(name: str, program: Program, root: Path) -> Path:
     return root / f"{name}-{program.version}-{digest}" / name
 
 
-def go_env(program: Program, root: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+def go_env(program: Program, root: Path) -> dict[str, str]:
     """Building for the program's platform with the local Go, module and build caches under ``root``."""
     return dict(
-        os.environ if base is None else base,
+        os.environ,
         GOOS=program.goos,
         GOARCH=program.goarch,
         CGO_ENABLED="0",
@@ -152,7 +152,8 @@ def run_go(go: str, args: list[str], env: dict[str, str], cwd: Path | None = Non
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise GoBuildError(
-            f"{shown} did not finish in {GO_TIMEOUT_S:g} s: is the Go module proxy reachable (GOPROXY)?"
+            f"{shown} did not finish in {GO_TIMEOUT_S:g} s: is the Go module proxy reachable (GOPROXY), "
+            "or the machine too busy to build?"
         ) from None
     if proc.returncode:
         why = (err + out).strip()[-3000:]  # `go mod download -json` says why on stdout
