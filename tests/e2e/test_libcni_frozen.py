@@ -15,7 +15,7 @@ import pytest
 
 from gotool import go_tool
 from hnsnode import Node, net_conf_doc
-from libcni import Driver, pods_and_gc, status_states, table
+from libcni import Driver, pods_and_gc, slow, status_states, table
 from testdata import require_frozen
 
 DIST = Path(os.environ.get("WINCNI_DIST") or Path(__file__).resolve().parents[2] / "dist" / "wincni")
@@ -47,3 +47,4 @@ def test_status_for_each_node_state(tmp_path: Path, capsys: pytest.CaptureFixtur
     measured = status_states(*flannel_node(tmp_path))
     with capsys.disabled():
         print("\n" + table("frozen Linux build (dist/, simulator)", measured))
+    assert not slow(measured)
