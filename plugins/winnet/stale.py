@@ -5,10 +5,10 @@ address host-local now hands to another pod, and HNS then refuses the new pod (k
 #68511, Windows-Containers #631). What may go is the node's one ownership rule
 (``plugins.cni.ownership.endpoint_kept``): an endpoint is *stale* when nothing alive holds it
 (``EndpointApi.in_use``: no existing namespace, no running compute system). A stale endpoint of
-the pod's own name is replaced, on whatever network it is; a stale endpoint of ours
-(``<sandbox>_<network>``) on the address HNS refused is removed and the create retried once;
-anything else — attached to a live sandbox on any network, flanneld's, or not ours — is never
-touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
+the pod's own name is replaced, on whatever network it is (``addaction.decide`` says so); a
+stale endpoint of ours (``<sandbox>_<network>``) on the address HNS refused is removed and the
+create retried once; anything else — attached to a live sandbox on any network, flanneld's, or
+not ours — is never touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
 endpoint's name, ID, addresses and why.
 """
 
