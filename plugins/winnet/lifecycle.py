@@ -265,7 +265,8 @@ class Lifecycle:
         return ep, Facts(api.shared, place, attached, kept)
 
     def create(self, add: _Add, action: Create | Replace) -> Result:
-        """A new endpoint: IPAM, create, attach; a failure undoes the steps done, in reverse."""
+        """A new endpoint: IPAM, create, attach; a failure undoes the steps done, in reverse. (Every
+        step that carries out an action takes it; this one reads nothing of it.)"""
         req, conf, netconf, api, network, name = add.req, add.conf, add.netconf, add.api, add.network, add.name
         undo: list[tuple[str, Callable[[], Any]]] = []
         try:
@@ -315,6 +316,7 @@ class Lifecycle:
             raise
 
     def replace(self, add: _Add, action: Replace) -> Result:
+        """The stale endpoint of the pod's name goes, then as ``create``."""
         self.remove_stale(add, action.why)
         return self.create(add, action)
 
