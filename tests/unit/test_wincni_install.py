@@ -45,10 +45,10 @@ class WindowsDisk(Disk):
             raise PermissionError(13, "in use", path)
         super().remove(path)
 
-    def rmtree(self, path: str) -> None:
+    def purge(self, path: str) -> None:
         if self._holds(path):
             raise PermissionError(13, "in use", path)
-        super().rmtree(path)
+        super().purge(path)
 
     def rename(self, src: str, dst: str) -> None:
         if src in self.held:  # a running exe may be renamed: it stays held under its new name

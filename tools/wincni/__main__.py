@@ -195,8 +195,9 @@ def main(
         return _print_version(args.output, stdout)
     if args.command == "install":
         from . import install
+        from .options import InstallOptions
 
-        return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
+        return install.run(InstallOptions.of(args), stdout, platform, cwd or os.getcwd(), env=env)
     from .flagfile import FlagFileError
 
     try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
