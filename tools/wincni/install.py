@@ -170,14 +170,7 @@ def _uninstall(
     if not disk.is_folder(bin_dir):
         out.warnings.append(f"no {bin_dir}: nothing installed by wincni install there")
         return
-    try:
-        manifest, ignored = _take(bin_dir, conf_dir, disk, out, options.dry_run)
-        if disk.is_folder(conf_dir):
-            _claim(conf_dir, disk, out, options.dry_run, quarantine=True)
-    except UnsafePath as exc:
-        raise InstallError(f"{exc}; nothing was removed through it") from None
-    except OSError as exc:
-        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    manifest, ignored = _take_both(bin_dir, conf_dir, disk, out, options.dry_run)
     if manifest.build:
         out.build, out.conf_path = manifest.build, manifest.conf
         conf = _read_conf(disk, manifest.conf) if manifest.conf else None
@@ -189,7 +182,26 @@ def _uninstall(
         return
     if options.dry_run:
         out.steps += steps + plan.uninstalled_contents(manifest, bin_dir)
-        return
+    else:
+        _remove_laid(steps, manifest, bin_dir, disk, out)
+
+
+def _take_both(bin_dir: str, conf_dir: str, disk: Disk, out: Outcome, dry_run: bool) -> tuple[Manifest, bool]:
+    """``_take``, and the conf dir claimed when there is one (uninstall creates neither)."""
+    try:
+        found = _take(bin_dir, conf_dir, disk, out, dry_run)
+        if disk.is_folder(conf_dir):
+            _claim(conf_dir, disk, out, dry_run, quarantine=True)
+    except UnsafePath as exc:
+        raise InstallError(f"{exc}; nothing was removed through it") from None
+    except OSError as exc:
+        raise InstallError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    return found
+
+
+def _remove_laid(steps: list[Step], manifest: Manifest, bin_dir: str, disk: Disk, out: Outcome) -> None:
+    """Uninstall's ``steps`` carried out; with a manifest, then its build's contents folder and the
+    manifest itself."""
     try:
         run = Executor(disk, bin_dir, manifest.build)
         _carry_out(run, steps, out)

@@ -47,57 +47,59 @@ class Outcome:
     install: tuple[str, ...] = ()  # this install's arguments, as the manifest records them (rerun_args)
 
 
+#: The word the table and the JSON give each kind of step; ``action`` picks between two for the
+#: kinds whose word a field decides.
+WORDS: dict[type, str] = {
+    CopyFolder: "copy",
+    WriteFile: "write",
+    Disable: "disable",
+    Restore: "restore",
+    Quarantine: "quarantine",
+    RemoveFile: "remove",
+    PurgeFolder: "remove",
+    Keep: "keep",
+    Aside: "aside",
+    Held: "held",
+}
+
+
 def action(step: Step) -> str:
     """The word the table and the JSON give ``step``."""
     match step:
-        case CopyFolder():
-            return "copy"
-        case CopyExe(new=True):
-            return "install"
         case CopyExe():
-            return "replace"
-        case WriteFile():
-            return "write"
-        case Disable():
-            return "disable"
-        case Restore():
-            return "restore"
-        case Quarantine() | Takeover(moved=True):
-            return "quarantine"
+            return "install" if step.new else "replace"
         case Takeover():
-            return "takeover"
-        case RemoveFile() | PurgeFolder():
-            return "remove"
-        case Keep():
-            return "keep"
-        case Aside():
-            return "aside"
-        case Held():
-            return "held"
+            return "quarantine" if step.moved else "takeover"
+    return WORDS[type(step)]
 
 
 def write(options: InstallOptions, out: Outcome, stdout: TextIO, error: str = "") -> None:
     """``out`` in ``options.output``'s format; ``error``: why the run stopped."""
     warnings = out.warnings + (_left(out.steps) if options.uninstall and not options.dry_run else [])
-    if options.output == "json":
-        doc: dict = {
-            "build": out.build,
-            "binDir": out.bin_dir,
-            "config": out.conf_path,
-            "dirsFrom": out.dirs_from,
-            "dryRun": options.dry_run,
-            "steps": [{"action": action(s), "path": s.path, "detail": s.detail} for s in out.steps],
-            "warnings": warnings,
-        }
-        if not options.uninstall:
-            doc["dns"] = out.dns
-        if options.dry_run and not options.uninstall:
-            doc["diff"] = out.diff
-        if error:
-            doc["error"] = error
-        json.dump(doc, stdout, indent=2)
-        stdout.write("\n")
-        return
+    (_json if options.output == "json" else _table)(options, out, warnings, stdout, error)
+
+
+def _json(options: InstallOptions, out: Outcome, warnings: list[str], stdout: TextIO, error: str) -> None:
+    doc: dict = {
+        "build": out.build,
+        "binDir": out.bin_dir,
+        "config": out.conf_path,
+        "dirsFrom": out.dirs_from,
+        "dryRun": options.dry_run,
+        "steps": [{"action": action(s), "path": s.path, "detail": s.detail} for s in out.steps],
+        "warnings": warnings,
+    }
+    if not options.uninstall:
+        doc["dns"] = out.dns
+    if options.dry_run and not options.uninstall:
+        doc["diff"] = out.diff
+    if error:
+        doc["error"] = error
+    json.dump(doc, stdout, indent=2)
+    stdout.write("\n")
+
+
+def _table(options: InstallOptions, out: Outcome, warnings: list[str], stdout: TextIO, error: str) -> None:
     for s in out.steps:
         stdout.write(f"{action(s).upper():<8} {s.path}" + (f"  ({s.detail})" if s.detail else "") + "\n")
     for w in warnings:
