@@ -13,26 +13,9 @@ from hypothesis import strategies as st
 
 from basics.takeover import Takeover
 from test_wincni_install import WindowsDisk
-from tools.wincni import layout, plan, report
+from tools.wincni import layout, plan, report, steps
 from tools.wincni.executor import Executor
 from tools.wincni.layout import Bundle, Manifest
-from tools.wincni.steps import (
-    Aside,
-    CopyExe,
-    CopyFolder,
-    Disable,
-    Held,
-    Keep,
-    PurgeFolder,
-    Quarantine,
-    RemoveFile,
-    Restore,
-    Step,
-    WriteFile,
-)
-from tools.wincni.steps import (
-    Takeover as TakeoverStep,
-)
 
 BIN = os.path.join(os.sep, "bin")
 BUNDLE = Bundle(os.path.join(os.sep, "rel"), "0.1.0-bbb-2", ("flannel", "host-local", "wincni"))
@@ -41,10 +24,10 @@ BUNDLE = Bundle(os.path.join(os.sep, "rel"), "0.1.0-bbb-2", ("flannel", "host-lo
 
 
 def test_a_fresh_bin_dir_gets_the_contents_then_every_launcher() -> None:
-    steps = plan.bin_steps(BUNDLE, BIN, [], lambda n: False, Manifest(), laid=False)
-    assert steps == [
-        CopyFolder(f"{BIN}/_wincni-0.1.0-bbb-2", "/rel/_wincni-0.1.0-bbb-2", "build 0.1.0-bbb-2"),
-        *(CopyExe(f"{BIN}/{n}", f"/rel/{n}", new=True) for n in BUNDLE.launchers),
+    planned = plan.bin_steps(BUNDLE, BIN, [], lambda n: False, Manifest(), laid=False)
+    assert planned == [
+        steps.CopyFolder(f"{BIN}/_wincni-0.1.0-bbb-2", "/rel/_wincni-0.1.0-bbb-2", "build 0.1.0-bbb-2"),
+        *(steps.CopyExe(f"{BIN}/{n}", f"/rel/{n}", new=True) for n in BUNDLE.launchers),
     ]
 
 
@@ -55,41 +38,43 @@ def test_a_fresh_bin_dir_gets_the_contents_then_every_launcher() -> None:
     laid=st.booleans(),
 )
 def test_each_launcher_gets_one_step_and_only_the_previous_builds_launchers_go(present, same, previous, laid) -> None:
-    steps = plan.bin_steps(BUNDLE, BIN, present, same.__contains__, Manifest(launchers=tuple(previous)), laid)
+    planned = plan.bin_steps(BUNDLE, BIN, present, same.__contains__, Manifest(launchers=tuple(previous)), laid)
     by_name = {}
-    for step in steps:
-        assert os.path.basename(step.path) not in by_name, steps  # one step per entry
+    for step in planned:
+        assert os.path.basename(step.path) not in by_name, planned  # one step per entry
         by_name[os.path.basename(step.path)] = step
     for name in BUNDLE.launchers:
         kept = name in present and name in same
-        assert isinstance(by_name[name], Keep if kept else CopyExe)
+        assert isinstance(by_name[name], steps.Keep if kept else steps.CopyExe)
         assert kept or by_name[name].new == (name not in present)
-    gone = {n for n, s in by_name.items() if isinstance(s, RemoveFile)}
+    gone = {n for n, s in by_name.items() if isinstance(s, steps.RemoveFile)}
     assert gone == (previous - set(BUNDLE.launchers)) & present
-    assert all(s.in_use == "aside" for s in by_name.values() if isinstance(s, RemoveFile))  # a running one is parked
+    assert all(
+        s.in_use == "aside" for s in by_name.values() if isinstance(s, steps.RemoveFile)
+    )  # a running one is parked
     contents = by_name[BUNDLE.contents]
-    assert isinstance(contents, Keep) == ("_wincni-0.1.0-bbb-2" in present and laid)
+    assert isinstance(contents, steps.Keep) == ("_wincni-0.1.0-bbb-2" in present and laid)
 
 
 def test_configs_sorting_before_ours_are_disabled_unless_kept() -> None:
     names = ["0-nat.json", "05-x.conf", "10-flannel.conflist", "99-later.conf", "README"]
-    steps = plan.conf_steps("/c", names, "10-flannel.conflist", b"new", b"old", keep_others=False)
-    assert [type(s) for s in steps] == [WriteFile, Disable, Disable]
-    assert [os.path.basename(s.path) for s in steps[1:]] == ["0-nat.json", "05-x.conf"]
+    planned = plan.conf_steps("/c", names, "10-flannel.conflist", b"new", b"old", keep_others=False)
+    assert [type(s) for s in planned] == [steps.WriteFile, steps.Disable, steps.Disable]
+    assert [os.path.basename(s.path) for s in planned[1:]] == ["0-nat.json", "05-x.conf"]
     assert plan.conf_steps("/c", names, "10-flannel.conflist", b"new", b"new", keep_others=True) == [
-        Keep("/c/10-flannel.conflist")
+        steps.Keep("/c/10-flannel.conflist")
     ]
 
 
 def test_what_a_claim_found_is_removed_by_its_kind_or_quarantined() -> None:
     done = [Takeover("/b", "is writable by others (mode 0777)"), Takeover("/b/x", "is owned by u", "/b/x.q")]
     foreign = [("/b/file", "owned by u"), ("/b/dir", "owned by u")]
-    steps = plan.claim_steps(done, foreign, False, "", "/b/dir".__eq__)
-    assert [type(s) for s in steps] == [TakeoverStep, TakeoverStep, RemoveFile, PurgeFolder]
-    assert steps[1].moved and not steps[0].moved and steps[0].detail.endswith(": made admin-only")
+    planned = plan.claim_steps(done, foreign, False, "", "/b/dir".__eq__)
+    assert [type(s) for s in planned] == [steps.Takeover, steps.Takeover, steps.RemoveFile, steps.PurgeFolder]
+    assert planned[1].moved and not planned[0].moved and planned[0].detail.endswith(": made admin-only")
     quarantined = plan.claim_steps([], foreign, True, "/c/q", "/b/dir".__eq__)
     assert quarantined == [
-        Quarantine(p, "/c/q", f"{why}: not laid by an administrator; moved to /c/q") for p, why in foreign
+        steps.Quarantine(p, "/c/q", f"{why}: not laid by an administrator; moved to /c/q") for p, why in foreign
     ]
     assert "would be made admin-only" in plan.claim_steps(done[:1], [], True, "", bool)[0].detail
 
@@ -104,17 +89,17 @@ def test_uninstall_removes_what_the_manifest_names_keeps_a_changed_config_and_re
         moved=(("/c/0-nat.json", "/c/0-nat.json.disabled-by-wincni"), ("/c/1-back.json", "/c/1-back.json.d")),
     )
     there = {f"{BIN}/flannel", "/c/0-nat.json.disabled-by-wincni", "/c/1-back.json", "/c/1-back.json.d"}
-    steps = plan.uninstall_steps(manifest, BIN, conf, there.__contains__)
-    assert steps == [
-        RemoveFile("/c/10-flannel.conflist"),
-        Restore("/c/0-nat.json", "/c/0-nat.json.disabled-by-wincni"),
-        RemoveFile(f"{BIN}/flannel", in_use="aside"),
+    planned = plan.uninstall_steps(manifest, BIN, conf, there.__contains__)
+    assert planned == [
+        steps.RemoveFile("/c/10-flannel.conflist"),
+        steps.Restore("/c/0-nat.json", "/c/0-nat.json.disabled-by-wincni"),
+        steps.RemoveFile(f"{BIN}/flannel", in_use="aside"),
     ]
-    assert plan.uninstall_steps(manifest, BIN, b"{}", there.__contains__)[0] == Keep(
+    assert plan.uninstall_steps(manifest, BIN, b"{}", there.__contains__)[0] == steps.Keep(
         "/c/10-flannel.conflist", "changed since install"
     )
     assert plan.uninstalled_contents(manifest, BIN) == [
-        PurgeFolder(f"{BIN}/_wincni-0.1.0-aaa-1", "the uninstalled build")
+        steps.PurgeFolder(f"{BIN}/_wincni-0.1.0-aaa-1", "the uninstalled build")
     ]
     assert plan.uninstalled_contents(Manifest(), BIN) == []
 
@@ -137,7 +122,7 @@ def test_cleanup_never_deletes_what_a_running_launcher_needs(parked, still, pres
     aside = os.path.join(BIN, layout.ASIDE_DIR)
     unpark = plan.unpark_steps(aside, parked)
     assert {s.path for s in unpark} == {os.path.join(aside, b, n) for b, names in parked.items() for n in names}
-    done = [Held(s.path, "") if os.path.basename(s.path) in still else s for s in unpark]
+    done = [steps.Held(s.path, "") if os.path.basename(s.path) in still else s for s in unpark]
     running = plan.still_parked(done)
     assert set(running) == {b for b, names in parked.items() if set(names) & still}
     dirs = sorted(present | ({layout.ASIDE_DIR} if parked else set()))
@@ -146,13 +131,15 @@ def test_cleanup_never_deletes_what_a_running_launcher_needs(parked, still, pres
     assert not any(os.path.join(aside, b) in purged for b in running)
     assert (aside in purged) == (bool(parked) and not running)
     stale = plan.stale_steps(BIN, dirs, running, current)
-    gone = {os.path.basename(s.path) for s in stale if isinstance(s, PurgeFolder)}
-    kept = {os.path.basename(s.path) for s in stale if isinstance(s, Held)}
+    gone = {os.path.basename(s.path) for s in stale if isinstance(s, steps.PurgeFolder)}
+    kept = {os.path.basename(s.path) for s in stale if isinstance(s, steps.Held)}
     assert kept == {layout.CONTENTS_PREFIX + b for b in running} & present
     assert not gone & kept and layout.CONTENTS_PREFIX + current not in gone
     assert {n for n in present if layout.is_contents(n)} - gone <= kept | {layout.CONTENTS_PREFIX + current}
     assert all(layout.DISCARDED not in n for n in gone)  # those are tidied, unannounced
-    assert all(s.in_use == "hold" for s in [*unpark, *tidy, *stale] if isinstance(s, (RemoveFile, PurgeFolder)))
+    assert all(
+        s.in_use == "hold" for s in [*unpark, *tidy, *stale] if isinstance(s, (steps.RemoveFile, steps.PurgeFolder))
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,7 +166,7 @@ def test_a_folder_renamed_to_be_purged_is_no_build() -> None:
 
 def test_every_kind_of_step_has_its_word() -> None:
     """The set is closed: a new kind of step the printer does not name fails here."""
-    for kind in typing.get_args(Step):
+    for kind in typing.get_args(steps.Step):
         fields = {"path": "/p", "source": "/s", "new": True, "data": b"", "folder": "/q"}
         step = kind(**{f: v for f, v in fields.items() if f in kind.__dataclass_fields__})
         assert report.action(step) in (
@@ -202,12 +189,12 @@ def test_a_running_launcher_to_remove_is_parked_under_its_build(claimed) -> None
     disk, bin_dir = claimed
     (bin_dir / "flannel").write_bytes(b"MZ\0pyi-contents-directory _wincni-0.1.0-aaa-1\0")
     disk.held = {str(bin_dir / "flannel")}
-    done = Executor(disk, str(bin_dir), "ignored").do(RemoveFile(str(bin_dir / "flannel"), in_use="aside"))
+    done = Executor(disk, str(bin_dir), "ignored").do(steps.RemoveFile(str(bin_dir / "flannel"), in_use="aside"))
     parked = bin_dir / layout.ASIDE_DIR / "0.1.0-aaa-1" / "flannel"
-    assert done == Aside(str(bin_dir / "flannel"), f"in use: moved to {parked}") and parked.is_file()
+    assert done == steps.Aside(str(bin_dir / "flannel"), f"in use: moved to {parked}") and parked.is_file()
     with pytest.raises(PermissionError):  # the others fail, or are held
-        Executor(disk, str(bin_dir)).do(RemoveFile(str(parked)))
-    assert Executor(disk, str(bin_dir)).do(RemoveFile(str(parked), in_use="hold")) == Held(
+        Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked)))
+    assert Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked), in_use="hold")) == steps.Held(
         str(parked), "still running: removed by a later install"
     )
 
@@ -219,8 +206,8 @@ def test_a_folder_is_purged_through_a_trash_name_and_one_in_use_is_held(claimed)
         (bin_dir / name / "sub" / "f.dll").write_text("x")
     disk.held = {str(bin_dir / "busy" / "sub" / "f.dll")}
     run = Executor(disk, str(bin_dir))
-    assert run.do(PurgeFolder(str(bin_dir / "old"))) == PurgeFolder(str(bin_dir / "old"))
-    assert run.do(PurgeFolder(str(bin_dir / "busy"), in_use="hold")) == Held(
+    assert run.do(steps.PurgeFolder(str(bin_dir / "old"))) == steps.PurgeFolder(str(bin_dir / "old"))
+    assert run.do(steps.PurgeFolder(str(bin_dir / "busy"), in_use="hold")) == steps.Held(
         str(bin_dir / "busy"), "in use: removed by a later install"
     )
     assert sorted(p.name for p in bin_dir.iterdir()) == ["busy"]  # nothing half renamed either
@@ -232,7 +219,7 @@ def test_the_quarantine_folder_is_made_once_and_never_overwritten(claimed) -> No
         (bin_dir / name).write_text(name)
     run, folder = Executor(disk, str(bin_dir)), str(bin_dir / "q")
     for name in ("a.conf", "b.conf"):
-        run.do(Quarantine(str(bin_dir / name), folder))
+        run.do(steps.Quarantine(str(bin_dir / name), folder))
     assert sorted(p.name for p in (bin_dir / "q").iterdir()) == ["a.conf", "b.conf"]
     assert oct((bin_dir / "q").stat().st_mode & 0o777) == "0o700"
 
@@ -242,5 +229,5 @@ def test_a_link_to_remove_is_removed_itself(claimed, tmp_path: Path) -> None:
     (tmp_path / "target").mkdir()
     (bin_dir / "link").symlink_to(tmp_path / "target")
     assert not disk.is_folder(str(bin_dir / "link"))
-    Executor(disk, str(bin_dir)).do(RemoveFile(str(bin_dir / "link")))
+    Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(bin_dir / "link")))
     assert not os.path.lexists(bin_dir / "link") and (tmp_path / "target").is_dir()

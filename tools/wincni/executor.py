@@ -12,23 +12,9 @@ from __future__ import annotations
 
 import os
 
-from . import layout
+from . import layout, steps
 from .disk import Disk
-from .steps import (
-    Aside,
-    CopyExe,
-    CopyFolder,
-    Disable,
-    Held,
-    Keep,
-    PurgeFolder,
-    Quarantine,
-    RemoveFile,
-    Restore,
-    Step,
-    Takeover,
-    WriteFile,
-)
+from .steps import Step
 
 MAX_LAUNCHER = 64 << 20
 
@@ -45,25 +31,25 @@ class Executor:
         OSError when the step cannot be done."""
         disk = self.disk
         match step:
-            case CopyFolder():
+            case steps.CopyFolder():
                 self._copy_folder(step.source, step.path)
-            case CopyExe():
+            case steps.CopyExe():
                 return self._copy_exe(step)
-            case WriteFile():
+            case steps.WriteFile():
                 disk.write_atomic(step.path, step.data)
-            case Disable():
+            case steps.Disable():
                 disk.replace(step.path, step.path + layout.DISABLED)
-            case Restore():
+            case steps.Restore():
                 disk.rename(step.source, step.path)
-            case Quarantine():
+            case steps.Quarantine():
                 if not disk.exists(step.folder):
                     disk.fresh_dir(step.folder)
                 disk.rename(step.path, disk.fresh_name(os.path.join(step.folder, os.path.basename(step.path))))
-            case RemoveFile():
+            case steps.RemoveFile():
                 return self._remove(step)
-            case PurgeFolder():
+            case steps.PurgeFolder():
                 return self._purge(step)
-            case Keep() | Takeover() | Aside() | Held():
+            case steps.Keep() | steps.Takeover() | steps.Aside() | steps.Held():
                 pass
         return step
 
@@ -79,7 +65,7 @@ class Executor:
         if doomed:
             self.disk.purge(doomed)
 
-    def _copy_exe(self, step: CopyExe) -> Step:
+    def _copy_exe(self, step: steps.CopyExe) -> Step:
         new = os.path.join(self.bin_dir, f".{os.path.basename(step.path)}.wincni-new")
         if self.disk.exists(new):  # an interrupted run's
             self.disk.remove(new)
@@ -89,27 +75,27 @@ class Executor:
         except PermissionError:  # running: Windows lets it be renamed, not replaced
             aside = self._aside(step.path)
             self.disk.replace(new, step.path)
-            return CopyExe(step.path, step.source, False, f"in use: the running one moved to {aside}")
+            return steps.CopyExe(step.path, step.source, False, f"in use: the running one moved to {aside}")
         return step
 
-    def _remove(self, step: RemoveFile) -> Step:
+    def _remove(self, step: steps.RemoveFile) -> Step:
         try:
             self.disk.remove(step.path)
         except OSError as exc:
             if step.in_use == "aside" and isinstance(exc, PermissionError):
-                return Aside(step.path, f"in use: moved to {self._aside(step.path)}")
+                return steps.Aside(step.path, f"in use: moved to {self._aside(step.path)}")
             if step.in_use == "hold":
-                return Held(step.path, "still running: removed by a later install")
+                return steps.Held(step.path, "still running: removed by a later install")
             raise
         return step
 
-    def _purge(self, step: PurgeFolder) -> Step:
+    def _purge(self, step: steps.PurgeFolder) -> Step:
         """Renamed to a trash name first unless its name already says it is to go."""
         try:
             self.disk.purge(step.path if layout.doomed(os.path.basename(step.path)) else self._trash(step.path))
         except OSError:
             if step.in_use == "hold":
-                return Held(step.path, "in use: removed by a later install")
+                return steps.Held(step.path, "in use: removed by a later install")
             raise
         return step
 

@@ -9,22 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from . import steps
 from .options import InstallOptions
-from .steps import (
-    Aside,
-    CopyExe,
-    CopyFolder,
-    Disable,
-    Held,
-    Keep,
-    PurgeFolder,
-    Quarantine,
-    RemoveFile,
-    Restore,
-    Step,
-    Takeover,
-    WriteFile,
-)
+from .steps import Step
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -50,25 +37,25 @@ class Outcome:
 #: The word the table and the JSON give each kind of step; ``action`` picks between two for the
 #: kinds whose word a field decides.
 WORDS: dict[type, str] = {
-    CopyFolder: "copy",
-    WriteFile: "write",
-    Disable: "disable",
-    Restore: "restore",
-    Quarantine: "quarantine",
-    RemoveFile: "remove",
-    PurgeFolder: "remove",
-    Keep: "keep",
-    Aside: "aside",
-    Held: "held",
+    steps.CopyFolder: "copy",
+    steps.WriteFile: "write",
+    steps.Disable: "disable",
+    steps.Restore: "restore",
+    steps.Quarantine: "quarantine",
+    steps.RemoveFile: "remove",
+    steps.PurgeFolder: "remove",
+    steps.Keep: "keep",
+    steps.Aside: "aside",
+    steps.Held: "held",
 }
 
 
 def action(step: Step) -> str:
     """The word the table and the JSON give ``step``."""
     match step:
-        case CopyExe():
+        case steps.CopyExe():
             return "install" if step.new else "replace"
-        case Takeover():
+        case steps.Takeover():
             return "quarantine" if step.moved else "takeover"
     return WORDS[type(step)]
 
@@ -117,13 +104,13 @@ def _table(options: InstallOptions, out: Outcome, warnings: list[str], stdout: T
     stdout.write(f"\n{build}: {verb} {changed} item(s), {len(warnings)} warning(s)\n")
 
 
-def _left(steps: list[Step]) -> list[str]:
+def _left(done: list[Step]) -> list[str]:
     """What uninstall leaves behind, as warnings: a config it keeps still names the plugins it removed."""
     return [
         f"{s.path} left in place: changed since install, it still names the plugins this uninstall removed; "
         "delete it, or put back the config the node should run pods with"
         if action(s) == "keep"
         else f"{s.path} left in place: {s.detail}"
-        for s in steps
+        for s in done
         if action(s) in ("keep", "held")
     ]
