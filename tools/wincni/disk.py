@@ -8,10 +8,12 @@ that enforces the same rules on Linux, where nothing is ever held.
 A folder install writes in is judged once (``claim``, ``secure``) and then held open
 (``safefs.Folder``): every later step at or below it, reads included, goes through that
 descriptor (a pinned handle on Windows), never through the path looked up again, so a folder a
-user swaps for a link after the check is never reached. Writing anywhere else is refused. Paths
-outside the held folders (the release folder, the files flags name) are only read. Nothing
-here writes, deletes or lists through a link: files are written new and renamed into place; an
-entry to get rid of is unlinked, or renamed to a fresh trash name beside it and deleted from there.
+user swaps for a link after the check is never reached. Writing anywhere else is refused, but
+for the scratch folder a release zip is unpacked into (``unpack``: made new and private, deleted
+at ``release``). Paths outside the held folders (the release folder, the files flags name) are
+only read. Nothing here writes, deletes or lists through a link: files are written new and renamed
+into place; deleting has two forms, ``remove`` (an entry that is not a folder, a link itself) and
+``purge`` (a folder and all in it).
 """
 
 from __future__ import annotations
