@@ -28,7 +28,6 @@ from .executor import Executor
 from .flagfile import FlagFileError, Reader
 from .layout import Bundle, Manifest
 from .options import InstallOptions
-from .options import add_arguments as add_arguments  # the command line, for __main__
 from .release import open_release
 from .report import EXIT_FAILED, EXIT_OK, InstallError, Outcome
 from .steps import PurgeFolder, RemoveFile, Step, WriteFile
