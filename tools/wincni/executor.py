@@ -54,8 +54,9 @@ class Executor:
         return step
 
     def _copy_folder(self, source: str, path: str) -> None:
-        """A fresh copy under ``.partial`` (an interrupted run's purged first), then swapped for the
-        folder there (two renames apart: a launcher always finds one of them)."""
+        """A fresh copy under ``.partial`` (an interrupted run's purged first), renamed into place
+        once complete; a folder there (not the one install laid) is renamed to a trash name first
+        and purged after."""
         partial = path + layout.PARTIAL
         if self.disk.exists(partial):
             self.disk.purge(partial)
