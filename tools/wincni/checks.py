@@ -640,6 +640,28 @@ QUICK = frozenset(
 )
 
 
+#: What the checks that only the node itself can answer need of it: replayed from a bundle
+#: (``wincni doctor --replay``) each is not checked, saying so, and never passes.
+LIVE_ONLY = {
+    "backend": "the runtime's environment",
+    "plugins": "the CNI bin dir's files and who laid them",
+    "runtime-status": "the plugins' STATUS answer",
+    "build": "the install manifest as the node's wincni judges it",
+    "permissions": "who may write the node's folders",
+}
+
+
+def check_id(check: Callable[[Facts], Check | None]) -> str:
+    return check.__name__.replace("_", "-")
+
+
 def run(facts: Facts, quick: bool = False) -> list[Check]:
-    chosen = [check for check in ALL if not quick or check.__name__.replace("_", "-") in QUICK]
-    return [c for c in (check(facts) for check in chosen) if c is not None]
+    chosen = [check for check in ALL if not quick or check_id(check) in QUICK]
+    return [c for c in (_run_one(check, facts) for check in chosen) if c is not None]
+
+
+def _run_one(check: Callable[[Facts], Check | None], facts: Facts) -> Check | None:
+    needs = LIVE_ONLY.get(check_id(check)) if facts.replayed else None
+    if needs is None:
+        return check(facts)
+    return Check(check_id(check), SKIP, f"not checked (replay): needs {needs}", "run wincni doctor on the node")
