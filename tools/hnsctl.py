@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--endpoint", action="append", default=[], required=True, help="a backend's name or ID (repeat)")
     p.add_argument("--vip", type=ip_address, action="append", default=[], help="a frontend VIP (repeat)")
     p.add_argument("--source-vip", type=ip_address, help="the source VIP (overlay)")
-    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="tcp")
+    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="tcp", help="tcp (default) or udp")
     p.add_argument("--port", type=_port, required=True, help="the frontend (external) port")
     p.add_argument("--target-port", type=_port, help="the backends' port (default: --port)")
     _output_options(p)

@@ -282,4 +282,3 @@ def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []
     missing = hnsctl("loadbalancer", "show", lb["ID"], ok=False)
     assert missing.returncode == 1 and "not found" in missing.stderr
-
