@@ -417,12 +417,7 @@ def ipam_store(f: Facts) -> Check:
     pods = {pod: ips for name, ips in f.endpoints if (pod := ownership.pod_of(name, f.name))}
     held = {cid for _, cid in f.reservations}
     owner = dict(f.reservations)
-    # reclaim's rule: a young reservation may be an ADD still creating its endpoint; pinned ones are the node's own
-    orphans = [
-        f"{ip} reserved for {cid or '?'} which has no endpoint"
-        for ip, cid in f.reservations
-        if cid not in pods and not ownership.pinned(cid) and ip not in f.young
-    ]
+    orphans = [f"{ip} reserved for {cid or '?'} which has no endpoint" for ip, cid in orphan_reservations(f)]
     bad = [cid for cid, ips in pods.items() if cid not in held or any(owner.get(ip) != cid for ip in ips)]
     stale = [
         f"endpoint {cid}{suffix} ({', '.join(ips)}) has no reservation" for cid, ips in pods.items() if cid not in held
@@ -470,6 +465,19 @@ def ipam_store(f: Facts) -> Check:
             else ""
         ),
     )
+
+
+def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
+    """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule: a
+    young one may be an ADD still creating its endpoint; pinned ones are the node's own."""
+    from plugins.cni import ownership
+
+    pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {None}
+    return [
+        (ip, cid)
+        for ip, cid in f.reservations or ()
+        if cid not in pods and not ownership.pinned(cid) and ip not in f.young
+    ]
 
 
 def _minutes() -> str:

@@ -51,6 +51,7 @@ class Facts:
     netconf: Any = None  # plugins.winnet.config.NetConf of the effective win-bridge/win-overlay config
     flavor: Any = None  # plugins.winnet.lifecycle.Flavor of the delegate plugin, when it is one of ours (even if its config does not load)
     ipam_dir: str = ""  # host-local's store directory for this network
+    flannel_dir: str = ""  # flannel's dataDir (its saved delegate configs); "" without flannel
     bin_dir: str = ""
     bin_files: frozenset[str] | None = None
     subnet_env_path: str = ""
@@ -107,6 +108,15 @@ class Inventory:
     def remote_endpoints(self) -> tuple:
         return tuple(e for e in self.endpoints if e.is_remote)
 
+    @property
+    def unreferenced_remote_endpoints(self) -> tuple:
+        """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
+        kube-proxy deletes one when its last load balancer goes, so these were left behind."""
+        from libhns.objects import same_id
+
+        used = [e for lb in self.load_balancers for e in lb.host_compute_endpoints or ()]
+        return tuple(r for r in self.remote_endpoints if not any(same_id(r.id, e) for e in used))
+
 
 class LiveNode:
     """Where ``gather`` reads on the node itself: the files the flags name (``flagfile.read``),
@@ -136,7 +146,7 @@ class LiveNode:
 
     def store(
         self, ipam_dir: str, platform: str
-    ) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str], Problem | None]:
+    ) -> tuple[tuple[tuple[str, str], ...] | None, dict[str, float], Problem | None]:
         return read_store(ipam_dir, platform)
 
 
@@ -196,7 +206,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     hns = read_hns(env, name, endpoints=not quick, source=source)
     network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"], source)
-    reservations, young, store_problem = source.store(ipam_dir if not quick else "", platform)
+    reservations, ages, store_problem = source.store(ipam_dir if not quick else "", platform)
     policies: tuple[dict, ...] = ()
     if netconf is not None:
         policies, policy_problem = endpoint_policies(conf_path, flavor, netconf, network, hns.get("features"))
@@ -214,6 +224,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         netconf=netconf,
         flavor=flavor,
         ipam_dir=ipam_dir,
+        flannel_dir=getattr(fconf, "data_dir", ""),
         bin_dir=opts["cni_bin_dir"],
         subnet_env_path=subnet_env_path,
         lease=lease,
@@ -229,7 +240,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         reservations=reservations,
         store_problem=store_problem,
         reach=opts.get("reach") or "",
-        young=young,
+        young=young_of(ages),
         windows=platform == "win32",
         cni_version=str(conf.get("cniVersion") or "") if conf is not None else "",
         containerd_version=opts.get("containerd_version"),
@@ -611,32 +622,37 @@ def read_source_vip(path: str, source: LiveNode = LIVE) -> tuple[tuple[str, ...]
 
 def read_store(
     ipam_dir: str, platform: str
-) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str], Problem | None]:
-    """host-local's reservations (IP, container ID) for the network (None when unknown), and those
-    younger than reclaim's default ``--min-age``, the ownership rule's ``IN_FLIGHT_SECONDS`` (an ADD
-    may still be creating their endpoint)."""
+) -> tuple[tuple[tuple[str, str], ...] | None, dict[str, float], Problem | None]:
+    """host-local's reservations (IP, container ID) for the network (None when unknown), and how
+    many seconds ago each was made or renewed (``young_of`` says which an ADD may still own)."""
     import time
 
-    from plugins.cni.ownership import IN_FLIGHT_SECONDS
     from plugins.ipam_host_local.store import open_store
 
     if not ipam_dir or not os.path.isdir(ipam_dir):
-        return (() if ipam_dir else None), frozenset(), None
+        return (() if ipam_dir else None), {}, None
     try:
         with open_store(ipam_dir, platform) as store:
             found = tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations())
             now = time.time()
-            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < IN_FLIGHT_SECONDS)
-            return found, young, None
+            return found, {ip: now - store.reserved_at(ip) for ip, _ in found}, None
     except OSError as err:
         return (
             None,
-            frozenset(),
+            {},
             Problem(
                 f"cannot read host-local's store {ipam_dir}: {err}",
                 "run the doctor as the user the runtime runs as (Administrator)",
             ),
         )
+
+
+def young_of(ages: Mapping[str, float]) -> frozenset[str]:
+    """The reservations younger than reclaim's default ``--min-age``, the ownership rule's
+    ``IN_FLIGHT_SECONDS``: an ADD may still be creating their endpoint."""
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
+
+    return frozenset(ip for ip, age in ages.items() if age < IN_FLIGHT_SECONDS)
 
 
 def _listdir(path: str) -> frozenset[str] | None:
