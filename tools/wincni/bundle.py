@@ -90,16 +90,17 @@ class Members:
     """The archive's members in the order they are offered, within the caps; what did not fit is
     named in ``omitted`` with why."""
 
-    def __init__(self) -> None:
+    def __init__(self, member_cap: int = MEMBER_CAP, total_cap: int = TOTAL_CAP) -> None:
+        self.member_cap, self.total_cap = member_cap, total_cap
         self.data: dict[str, bytes] = {}
         self.omitted: dict[str, str] = {}
         self.total = 0
 
     def add(self, name: str, data: bytes) -> bool:
-        if len(data) > MEMBER_CAP:
-            self.omitted[name] = f"{len(data)} bytes, over the member cap of {MEMBER_CAP}"
-        elif self.total + len(data) > TOTAL_CAP:
-            self.omitted[name] = f"{len(data)} bytes, past the bundle's cap of {TOTAL_CAP}"
+        if len(data) > self.member_cap:
+            self.omitted[name] = f"{len(data)} bytes, over the member cap of {self.member_cap}"
+        elif self.total + len(data) > self.total_cap:
+            self.omitted[name] = f"{len(data)} bytes, past the bundle's cap of {self.total_cap}"
         else:
             self.data[name] = data
             self.total += len(data)
