@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node
+from hnsnode import Node, pods_node
 from testdata import REALHNS
 from tools.wincni import bundle, checks
 from tools.wincni.__main__ import main
@@ -22,35 +22,13 @@ SECRET = b"apiVersion: v1\nkind: Config\nusers:\n- user: {token: s3cr3t-t0ken-pl
 PLANTED = ("kubeconfig", "config", "token", "client.key", "ca.key", "node-token.json.key", ".kube")
 
 
-def pods_node(root: Path, kind: str) -> Node:
-    """A healthy ``kind`` node with two pods through flannel, and something to report: an
-    endpoint of ours no sandbox holds, and a remote endpoint no load balancer lists."""
-    node = Node(root)
-    node.cni_conf = {**node.flannel_files(kind), "dataDir": str(node.flannel_dir)}
-    node.bridge(host_endpoint=False) if kind == "bridge" else node.overlay()
-    node.venv_plugins()
-    node.write_cni_conf(node.cni_conf)
-    net = node.cni_conf["name"]
-    for cid in ("pod-a", "pod-b"):
-        netns = node.sandbox("v2", cid)
-        rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
-        assert rc == 0, out
-    node.hnsctl("endpoint", "create", f"gone-pod_{net}", "--network", net, "--ip", "10.244.4.200")
-    node.hnsctl("endpoint", "create", "remote_10.244.4.201", "--network", net, "--ip", "10.244.4.201", "--remote")
-    return node
-
-
 pytestmark = pytest.mark.node("bridge", "overlay", build=pods_node)
-
-
-def node_args(node: Node) -> list[str]:
-    return [a for a in node.doctor_argv() if a not in ("doctor", "-o", "json")]
 
 
 def take(node: Node, out: Path, *extra: str) -> tuple[int, str, str]:
     stdout, stderr = io.StringIO(), io.StringIO()
     rc = main(
-        ["bundle", *node_args(node), "--out", str(out), *extra],
+        ["bundle", *node.node_flags(), "--out", str(out), *extra],
         stdout,
         stderr,
         node.env,
@@ -165,7 +143,6 @@ def test_the_output_is_written_new_not_through_a_planted_link(node: Node, tmp_pa
     assert sorted(p.name for p in out_dir.iterdir()) == ["b.tar.gz"]  # no temp left
 
 
-@pytest.mark.node("bridge", build=pods_node)
 @pytest.mark.parametrize(
     "content, words",
     [
@@ -232,7 +209,6 @@ def realhns_bundle(path: Path) -> Path:
     return path
 
 
-@pytest.mark.node("bridge", build=pods_node)
 def test_real_node_documents_replay(tmp_path: Path) -> None:
     """V1 documents alone (what older nodes and most captures give): the checks that need the
     V2 view say the bundle lacks it, the rest run, nothing raises."""
@@ -246,7 +222,6 @@ def test_real_node_documents_replay(tmp_path: Path) -> None:
     assert {found[i]["status"] for i in checks.LIVE_ONLY} == {"not-checked"}
 
 
-@pytest.mark.node("bridge", build=pods_node)
 def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> None:
     """libhns reads the captures as it reads live HNS: the remote endpoint is remote, the NAT one
     is not, the load balancer's backends and ports parse, and the remote endpoint no load balancer
@@ -280,7 +255,7 @@ def test_the_bundle_says_what_hns_would_not_list(node: Node, tmp_path: Path) -> 
 
 def test_bundle_default_name_is_in_the_working_folder(node: Node) -> None:
     stdout, stderr = io.StringIO(), io.StringIO()
-    rc = main(["bundle", *node_args(node)], stdout, stderr, node.env, platform="linux", cwd=str(node.root))
+    rc = main(["bundle", *node.node_flags()], stdout, stderr, node.env, platform="linux", cwd=str(node.root))
     assert rc == 0, stderr.getvalue()
     path = Path(stdout.getvalue().split(":")[0])
     assert path.parent == node.root and path.name.startswith("wincni-bundle-") and path.name.endswith(".tar.gz")
