@@ -236,6 +236,14 @@ class Node:
             assert rc == expect, found
         return found
 
+    def wincni(self, command: str, *args: str, env: dict | None = None) -> tuple[int, str, str]:
+        """``wincni <command>`` in-process on this node's files (``node_flags``), in its root:
+        (exit status, stdout, stderr)."""
+        out, err = io.StringIO(), io.StringIO()
+        argv = [command, *self.node_flags(), *args]
+        rc = wincni_main(argv, out, err, self.env if env is None else env, platform="linux", cwd=str(self.root))
+        return rc, out.getvalue(), err.getvalue()
+
     def doctor_argv(self, *args: str, output: str = "json") -> list[str]:
         """``wincni doctor``'s arguments (after the program) on this node's CNI config, bin dir,
         SourceVip.json and containerd config.toml (absent until a test writes it)."""

@@ -83,12 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
-    p = ep.add_parser("show", help="one endpoint's document")
-    p.add_argument("endpoint", help="name or ID")
-    _output_options(p)
-    p = ep.add_parser("delete", help="delete endpoints")
-    p.add_argument("endpoint", nargs="+", help="name or ID (several: the doctor's stale-endpoints fix)")
-    _output_options(p)
+    _show_and_delete(ep, "endpoint", "name or ID", " (several: the doctor's stale-endpoints fix)")
     p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
@@ -108,12 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True, parser_class=Parser
     )
     _output_options(lb.add_parser("list", help="every load balancer"))
-    p = lb.add_parser("show", help="one load balancer's document")
-    p.add_argument("loadbalancer", help="ID")
-    _output_options(p)
-    p = lb.add_parser("delete", help="delete load balancers")
-    p.add_argument("loadbalancer", nargs="+", help="ID")
-    _output_options(p)
+    _show_and_delete(lb, "loadbalancer", "ID")
     p = lb.add_parser("create", help="create a load balancer as kube-proxy would (only on the simulator)")
     p.add_argument("--endpoint", action="append", default=[], required=True, help="a backend's name or ID (repeat)")
     p.add_argument("--vip", type=ip_address, action="append", default=[], help="a frontend VIP (repeat)")
@@ -164,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("container", help="container ID")
         _output_options(p)
     return parser
+
+
+def _show_and_delete(group: Any, kind: str, ref: str, several: str = "") -> None:
+    """``show`` (one object's document) and ``delete`` (one or more) of a ``kind``."""
+    what = "load balancer" if kind == "loadbalancer" else kind
+    p = group.add_parser("show", help=f"one {what}'s document")
+    p.add_argument(kind, help=ref)
+    _output_options(p)
+    p = group.add_parser("delete", help=f"delete {what}s")
+    p.add_argument(kind, nargs="+", help=ref + several)
+    _output_options(p)
 
 
 #: IANA protocol numbers, as load balancers' PortMappings carry them.

@@ -26,16 +26,7 @@ pytestmark = pytest.mark.node("bridge", "overlay", build=pods_node)
 
 
 def take(node: Node, out: Path, *extra: str) -> tuple[int, str, str]:
-    stdout, stderr = io.StringIO(), io.StringIO()
-    rc = main(
-        ["bundle", *node.node_flags(), "--out", str(out), *extra],
-        stdout,
-        stderr,
-        node.env,
-        platform="linux",
-        cwd=str(node.root),
-    )
-    return rc, stdout.getvalue(), stderr.getvalue()
+    return node.wincni("bundle", "--out", str(out), *extra)
 
 
 def replay(path: Path, *extra: str) -> tuple[int, str, str]:
@@ -179,19 +170,21 @@ def realhns_bundle(path: Path) -> Path:
     ]
     lb = json.loads((REALHNS / "09-v2-loadbalancer-nodeport-kubeproxy-calico-derived.json").read_bytes())
     conf = {"cniVersion": "0.3.1", "name": "External", "type": "win-overlay", "ipam": {"subnet": "192.168.255.0/30"}}
-    conf_path = r"C:\etc\cni\net.d\10-overlay.conf"
+    conf_dir = r"C:\etc\cni\net.d"
+    conf_path = conf_dir + r"\10-overlay.conf"
     manifest = {
         "format": bundle.FORMAT,
         "platform": "win32",
         "cwd": "C:\\",
+        "configs": {conf_dir: ["10-overlay.conf"]},
         "doctor": {
-            "cni_conf": conf_path,
+            "cni_conf": conf_dir,
             "subnet_env": r"C:\run\flannel\subnet.env",
             "net_conf": r"C:\etc\kube-flannel\net-conf.json",
             "source_vip": r"C:\k\SourceVip.json",
             "cni_bin_dir": r"C:\k\cni",
         },
-        "exists": {conf_path: True},
+        "exists": {conf_dir: True},
         "files": {
             conf_path: {"flag": "--cni-conf", "member": "files/0-10-overlay.conf", "owner": ""},
             r"C:\run\flannel\subnet.env": {"flag": "--subnet-env", "absent": True},
@@ -216,6 +209,7 @@ def test_real_node_documents_replay(tmp_path: Path) -> None:
     assert err == ""
     found = {c["id"]: c for c in json.loads(out)["checks"]}
     assert found["config"]["status"] == "ok", found["config"]
+    assert found["config"]["message"].startswith("C:\\etc\\cni\\net.d\\10-overlay.conf: win-overlay config")
     assert found["hns-network"]["status"] == "fail"
     assert "the bundle holds no V2 Network documents" in found["hns-network"]["message"]
     assert found["hns-network"]["fix"] == "replay a bundle that holds it"
@@ -254,9 +248,8 @@ def test_the_bundle_says_what_hns_would_not_list(node: Node, tmp_path: Path) -> 
 
 
 def test_bundle_default_name_is_in_the_working_folder(node: Node) -> None:
-    stdout, stderr = io.StringIO(), io.StringIO()
-    rc = main(["bundle", *node.node_flags()], stdout, stderr, node.env, platform="linux", cwd=str(node.root))
-    assert rc == 0, stderr.getvalue()
-    path = Path(stdout.getvalue().split(":")[0])
+    rc, out, err = node.wincni("bundle")
+    assert rc == 0, err
+    path = Path(out.split(":")[0])
     assert path.parent == node.root and path.name.startswith("wincni-bundle-") and path.name.endswith(".tar.gz")
     assert os.path.getsize(path) < bundle.TOTAL_CAP

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import promtext
 from hnsnode import Node, pods_node
 from tools.wincni import checks, metrics
-from tools.wincni.__main__ import main
 from tools.wincni.facts import Facts
 from tools.wincni.verdict import Check
 
@@ -21,16 +20,7 @@ pytestmark = pytest.mark.node("bridge", "overlay", build=pods_node)
 
 
 def write_metrics(node: Node, folder: Path, *extra: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    rc = main(
-        ["metrics", *node.node_flags(), "--textfile", str(folder), *extra],
-        out,
-        err,
-        node.env,
-        platform="linux",
-        cwd=str(node.root),
-    )
-    return rc, out.getvalue(), err.getvalue()
+    return node.wincni("metrics", "--textfile", str(folder), *extra)
 
 
 def test_gauges_count_the_node(node: Node, tmp_path: Path) -> None:

@@ -153,9 +153,9 @@ def collect(opts: Mapping[str, Any], env: Mapping[str, str], platform: str, cwd:
 
 
 def _base(path: str, platform: str) -> str:
-    import ntpath
+    from .facts import node_path
 
-    return (ntpath if platform == "win32" else os.path).basename(path) or "file"
+    return node_path(platform).basename(path) or "file"
 
 
 def _file_entry(members: Members, name: str, flag: str, got: Any) -> dict:

@@ -158,13 +158,19 @@ def default_paths(platform: str) -> dict[str, str]:
     return dict(WINDOWS_PATHS if platform == "win32" else POSIX_PATHS)
 
 
-def find_conf(path: str, source: LiveNode = LIVE) -> str:
+def find_conf(path: str, source: LiveNode = LIVE, platform: str = "") -> str:
     """A directory means the runtime's pick: the first ``*.conf``/``*.conflist``/``*.json`` in
-    lexical order (``dir/*.conf`` when there is none)."""
+    lexical order (``dir/*.conf`` when there is none). ``platform``: the node's, whose paths these
+    are (a bundle of a Windows node replays anywhere)."""
     names = source.configs(path)
     if names is None:
         return path
-    return os.path.join(path, names[0]) if names else os.path.join(path, NO_CONF)
+    return node_path(platform).join(path, names[0] if names else NO_CONF)
+
+
+def node_path(platform: str) -> Any:
+    """The path module of the node ``platform`` names (``ntpath`` for Windows, else this OS's)."""
+    return ntpath if platform == "win32" else os.path
 
 
 NO_CONF = "*.conf"
@@ -183,8 +189,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     """Every read the doctor makes, in the order each needs the one before; each reader returns
     values or a ``Problem``, and the facts are built once at the end. ``source``: the node itself,
     or a bundle of it (then what only the node can say is left unread)."""
-    conf_path = find_conf(opts["cni_conf"], source)
-    conf, conf_problem = read_conf(conf_path, opts["cni_conf"], source)
+    conf_path = find_conf(opts["cni_conf"], source, platform)
+    conf, conf_problem = read_conf(conf_path, opts["cni_conf"], source, platform)
     plugin = str(conf.get("type") or "") if conf is not None else ""
     fconf, subnet_env_path, net_conf_path = None, opts["subnet_env"], opts["net_conf"]
     if conf is not None and plugin == "flannel":
@@ -334,7 +340,7 @@ def frozen_dir() -> str:
     return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
 
 
-def read_conf(path: str, given: str, source: LiveNode = LIVE) -> tuple[dict | None, Problem | None]:
+def read_conf(path: str, given: str, source: LiveNode = LIVE, platform: str = "") -> tuple[dict | None, Problem | None]:
     """The CNI config the runtime would use (``first_plugin`` of a conflist), with its name checked;
     ``given`` is --cni-conf as passed (a file or the folder ``path`` was picked from)."""
     from plugins.cni.config import check_name, decode
@@ -348,7 +354,7 @@ def read_conf(path: str, given: str, source: LiveNode = LIVE) -> tuple[dict | No
             "or the folder the runtime loads it from (containerd's config.toml conf_dir, where "
             "wincni install writes 10-flannel.conflist)",
         )
-    if os.path.basename(path) == NO_CONF and os.path.dirname(path) == given:
+    if node_path(platform).basename(path) == NO_CONF and node_path(platform).dirname(path) == given:
         return None, Problem(
             f"{given} holds no *.conf, *.conflist or *.json file: pods get no network",
             f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
@@ -477,7 +483,7 @@ def endpoint_conf(
         return None, "", Problem(f"{path}: {err.msg}", err.details)
     ipam = netconf.ipam if isinstance(netconf.ipam, dict) else {}
     data_dir = ipam.get("dataDir") if isinstance(ipam.get("dataDir"), str) else default_data_dir(platform, cwd)
-    return netconf, (ntpath if platform == "win32" else os.path).join(data_dir, name), None
+    return netconf, node_path(platform).join(data_dir, name), None
 
 
 def endpoint_policies(

@@ -69,7 +69,9 @@ class Bundle:
         data = self.members.get(str(entry.get("member")))
         if data is None:
             return self._missing(f"{flag} {path}")
-        return Input(path, data[: cap + 1], str(entry.get("owner") or ""))
+        if len(data) > cap:
+            return Problem(f"{flag} {path}: {len(data)} bytes in the bundle, over its cap of {cap}", "")
+        return Input(path, data, str(entry.get("owner") or ""))
 
     def clients(self, env: Mapping[str, str]) -> tuple[Any, Any]:
         from libhns.client import HcnClient, HnsCallClient
