@@ -73,6 +73,9 @@ def test_the_walk_finds_the_file_flags_the_red_team_tried() -> None:
         ("wincni", ("doctor",), "--cni-bin-dir", "folder"),
         ("wincni", ("install",), "--cni-bin-dir", "folder"),
         ("wincni", ("install",), "--cni-conf-dir", "folder"),
+        ("wincni", ("bundle",), "--cni-bin-dir", "folder"),
+        ("wincni", ("metrics",), "--cni-bin-dir", "folder"),
+        ("wincni", ("metrics",), "--textfile", "folder"),
     }
 
 
@@ -99,6 +102,10 @@ def base_args(node: Node, command: tuple[str, ...]) -> dict[str, str | None]:
         return toml
     if command == ("sourcevip",):
         return {**toml, "--timeout": "0", "--out": str(node.root / "vip.json")}
+    if command == ("bundle",):
+        return {**toml, "--out": str(node.root / "bundle.tar.gz")}
+    if command == ("metrics",):
+        return {**toml, "--textfile": str(node.root / "textfile")}
     return toml
 
 

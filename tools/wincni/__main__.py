@@ -243,7 +243,8 @@ def main(
     from .flagfile import FlagFileError
 
     try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
-        found, refused = where(args, platform, env, strict=args.command in ("sourcevip", "reclaim")), ""
+        strict = args.command in ("sourcevip", "reclaim", "bundle", "metrics")
+        found, refused = where(args, platform, env, strict=strict), ""
     except FlagFileError as exc:
         found, refused = None, str(exc)
     if args.command == "dirs":
@@ -266,6 +267,9 @@ def main(
             opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
             facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
         return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
+    if refused and args.command in ("bundle", "metrics"):
+        stderr.write(f"wincni {args.command}: {refused}\n")
+        return 1
     opts = _node_opts(args, found, defaults)
     if args.command == "bundle":
         from . import bundle
@@ -307,7 +311,8 @@ def _report(results: list, looked: Mapping[str, str], chose: bool, output: str, 
 
 
 def replay_doctor(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    """``wincni doctor --replay``: the report from a bundle's facts; 2 for a bundle that cannot be read."""
+    """``wincni doctor --replay``: the report from a bundle's facts; 1, said on stderr, for a
+    bundle that cannot be read (as for a file any flag names)."""
     from . import checks, replay
 
     try:
@@ -315,7 +320,7 @@ def replay_doctor(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         found = replay.gather(bundle, args.reach or "")
     except replay.ReplayError as exc:
         stderr.write(f"wincni doctor: {exc}\n")
-        return 2
+        return 1
     looked = {"conf": found.conf_path, "binDir": found.bin_dir, "from": f"replayed from {args.replay}"}
     return _report(checks.run(found), looked, True, args.output, stdout)
 

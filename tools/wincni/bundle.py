@@ -69,6 +69,11 @@ class Recorder(LiveNode):
         self.files[path] = (flag, found)
         return found
 
+    def refused(self) -> list[str]:
+        """Why each file a flag names that the reader refused was refused (a FIFO, another user's
+        link, a folder, a device, too large): the command says so and exits 1."""
+        return [got.message for _, got in self.files.values() if isinstance(got, Problem)]
+
     def store(self, ipam_dir: str, platform: str) -> Any:
         found = super().store(ipam_dir, platform)
         reservations, ages, problem = found
@@ -111,12 +116,13 @@ class Members:
         return self.add(name, (json.dumps(doc, indent=2) + "\n").encode())
 
 
-def collect(opts: Mapping[str, Any], env: Mapping[str, str], platform: str, cwd: str) -> tuple[dict, Members]:
+def collect(
+    opts: Mapping[str, Any], env: Mapping[str, str], platform: str, cwd: str, recorder: Recorder
+) -> tuple[dict, Members]:
     """Everything the bundle holds: (its manifest, its members). The doctor runs on the live node
-    through a ``Recorder``; its report goes in beside what it read."""
+    through ``recorder``; its report goes in beside what it read."""
     from . import checks, facts
 
-    recorder = Recorder()
     found = facts.gather(opts, env, platform, cwd, recorder)
     members = Members()
     files: dict[str, dict] = {}
@@ -335,13 +341,21 @@ def default_out(now: float | None = None) -> str:
 def run(
     opts: Mapping[str, Any], out: str, env: Mapping[str, str], platform: str, cwd: str, stdout: TextIO, stderr: TextIO
 ) -> int:
-    """Collect, then write ``out`` through its folder made admin-only and held; 0, or 1 when it
-    cannot be written. Prints the path and what was left out."""
+    """Collect, then write ``out`` through its folder made admin-only and held. Prints the path,
+    what was left out and what was refused; 0, or 1 when it cannot be written or a file a flag
+    names was refused (the bundle is then written without it)."""
     from .disk import Disk
+    from .flagfile import FlagFileError
 
-    manifest, members = collect(opts, env, platform, cwd)
-    data = archive(manifest, members)
     path = os.path.join(cwd, out)
+    try:
+        replaceable(path)
+    except FlagFileError as exc:
+        stderr.write(f"wincni bundle: {exc}\n")
+        return 1
+    recorder = Recorder()
+    manifest, members = collect(opts, env, platform, cwd, recorder)
+    data = archive(manifest, members)
     disk = Disk()
     try:
         disk.secure(os.path.dirname(os.path.abspath(path)))
@@ -356,4 +370,22 @@ def run(
         stdout.write(f"  left out {name}: {why}\n")
     for name, why in manifest["hnsErrors"].items():
         stdout.write(f"  not recorded {name}: {why}\n")
-    return 0
+    for why in recorder.refused():
+        stdout.write(f"  refused {why}\n")
+    return 1 if recorder.refused() else 0
+
+
+def replaceable(path: str) -> None:
+    """``--out`` may be replaced: absent, or an administrator's regular file (a FIFO, a device, a
+    folder or a user's link there is refused, named, as any flag's file); it is never opened for
+    writing, only renamed over."""
+    from basics.inputfile import open_file
+
+    from .flagfile import named
+
+    with named("--out", path):
+        try:
+            fd, _ = open_file(path, 1 << 62)
+        except FileNotFoundError:
+            return
+    os.close(fd)

@@ -134,17 +134,23 @@ def run(
     rounds: int | None = None,
 ) -> int:
     """Write the file once, or (``--every``) every so often, ``rounds`` times when given (tests);
-    1 when the last write failed."""
+    1 when the last round could not write it or a file a flag names was refused (said on stderr;
+    the gauges say what that cost)."""
     import os
     import time
 
     from . import checks, facts
+    from .bundle import Recorder
 
     path = os.path.join(args.textfile, FILE)
     status, done = 0, 0
     while True:
-        found = facts.gather(opts, env, platform, cwd)
+        recorder = Recorder()  # to say which of the flags' files were refused
+        found = facts.gather(opts, env, platform, cwd, recorder)
         status = write(path, exposition(gauges(found, checks.run(found))), stderr)
+        for why in recorder.refused():
+            stderr.write(f"wincni metrics: refused {why}\n")
+            status = 1
         done += 1
         if not args.every or (rounds is not None and done >= rounds):
             break
