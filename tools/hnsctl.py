@@ -351,12 +351,12 @@ class _V1View(_View):
     c: HnsCallClient
     BALANCERS = "policylists"
 
-    def load_balancers(self) -> list[Any]:
-        """V1 shows them as policy lists, where HNS still serves those; none where it does not."""
+    def load_balancers(self) -> list[Any] | None:
+        """V1 shows them as policy lists, where HNS still serves those; None where it does not."""
         try:
             return self.c.list_policy_lists()
         except errors.HnsError:
-            return []
+            return None
 
     def create_network(self, doc: dict[str, Any]) -> Any:
         from libhns.networks import v1_network_document
@@ -405,7 +405,7 @@ class _Ctl:
                     "networks": [_doc(n) for n in nets],
                     "endpoints": [_doc(e) for e in eps],
                     "namespaces": [_doc(n) for n in nss],
-                    view.BALANCERS: [_doc(lb) for lb in lbs],
+                    **({view.BALANCERS: [_doc(lb) for lb in lbs]} if lbs is not None else {}),
                 },
             )
             return
@@ -415,8 +415,9 @@ class _Ctl:
         self._endpoint_table(eps, nets)
         self.out.write("\nNAMESPACES\n")
         self._namespace_table(nss)
-        self.out.write(f"\n{view.BALANCERS.upper()}\n")
-        self._balancer_table(view, lbs)
+        if lbs is not None:
+            self.out.write(f"\n{view.BALANCERS.upper()}\n")
+            self._balancer_table(view, lbs)
 
     def _balancer_table(self, view: _View, lbs: Sequence[Any]) -> None:
         if view.BALANCERS == "loadbalancers":

@@ -155,6 +155,19 @@ def test_a_file_flag_given_what_a_user_planted_is_a_clear_error_at_once(
 
 
 @root_only
+def test_the_bundle_takes_nothing_through_a_users_link(node: Node, planted: dict[str, Path]) -> None:
+    """The link a user planted where the bundle reads is refused and named; what it leads to is in
+    no member of the bundle, which is written without it."""
+    import tarfile
+
+    args = {**base_args(node, ("bundle",)), "--subnet-env": str(planted["link"])}
+    rc, out, _ = run(node, "wincni", ("bundle",), args)
+    assert rc == 1 and f"refused --subnet-env {planted['link']}" in out, out
+    with tarfile.open(node.root / "bundle.tar.gz") as tar:
+        assert [m.name for m in tar if m.isfile() and SECRET.encode() in tar.extractfile(m).read()] == []
+
+
+@root_only
 def test_an_administrators_configmap_links_are_followed(node: Node, tmp_path: Path) -> None:
     """kubelet's atomic writer: ``f -> ..data/f``, ``..data -> ..<timestamp>/``, all root's."""
     mount = tmp_path / "configmap"

@@ -96,9 +96,9 @@ class Facts:
 
 @dataclass(frozen=True)
 class Inventory:
-    """HNS's objects beyond the pods' network, for the metrics and the checks of kube-proxy's
-    state: V2 networks and load balancers, V1 endpoints (they say ``IsRemoteEndpoint`` in both
-    API's words: ``libhns.objects``' ``is_remote``)."""
+    """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
+    of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
+    says which sandbox holds each; ``is_remote`` marks another node's pod)."""
 
     networks: tuple = ()
     endpoints: tuple = ()
