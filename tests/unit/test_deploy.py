@@ -192,7 +192,7 @@ def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
 def test_every_wincni_command_line_parses(variant) -> None:
     mode, docs = variant
     found = wincni_command_lines(docs)
-    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs"} | (
+    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs", "metrics": "metrics"} | (
         {"source-vip": "sourcevip"} if mode == "vxlan" else {}
     )
     assert {name: args[0] for name, args in found.items()} == want
@@ -201,6 +201,8 @@ def test_every_wincni_command_line_parses(variant) -> None:
     assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
     assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
     assert parsed["cni-dirs"].output == "json"
+    assert parsed["metrics"].textfile == "C:\\Program Files\\windows_exporter\\textfile_inputs"
+    assert parsed["metrics"].every == 300
 
 
 # containerd's config.toml on the node: naming other folders (with a space, as containerd's own
