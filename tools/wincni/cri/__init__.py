@@ -7,6 +7,8 @@ unary call, a hard deadline and a cap on the answer's size. Every failure is a `
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from .errors import CriError
 from .proto import Sandbox
 
@@ -24,7 +26,9 @@ def default_endpoint(platform: str) -> str:
     return DEFAULT_ENDPOINTS.get(platform, DEFAULT_ENDPOINT)
 
 
-def list_sandboxes(endpoint: str, timeout: float = TIMEOUT, cap: int = MAX_ANSWER, connect=None) -> list[Sandbox]:  # noqa: ANN001
+def list_sandboxes(
+    endpoint: str, timeout: float = TIMEOUT, cap: int = MAX_ANSWER, connect: Callable[[str, float], Any] | None = None
+) -> list[Sandbox]:
     """Every sandbox the runtime at ``endpoint`` lists, whatever its state. ``connect``
     (endpoint, timeout) -> transport: ``transport.connect`` unless a test gives its own."""
     from . import h2, proto, transport

@@ -147,7 +147,7 @@ class _Kernel32:  # pragma: no cover - exercised in the Windows lane
         self.ctypes = ctypes
         k32 = ctypes.WinDLL("kernel32", use_last_error=True)
 
-        def sig(fn, restype, *argtypes):  # noqa: ANN001, ANN202 - ctypes' own objects
+        def sig(fn, restype, *argtypes):  # ctypes' own objects
             fn.restype, fn.argtypes = restype, list(argtypes)
             return fn
 
