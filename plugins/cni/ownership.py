@@ -91,6 +91,8 @@ def delegate_kept(key: str, holders: "set[str]", age: float, min_age: float) -> 
     """Why a saved delegate config must stay ("" when the sweep may remove it): ``holders`` are
     the sandboxes that keep an endpoint or a reservation; ``age`` is the file's, in seconds (an
     ADD saves it before its delegate reserves anything)."""
+    if pinned(key):
+        return NODE_OWNED
     if key in holders:
         return HELD
     if age < min_age:

@@ -70,6 +70,7 @@ def plan(seen: Seen, min_age: float) -> tuple[list[Free], dict[tuple[str, str], 
         pod = ownership.pod_of(ep.name, net)
         why = (
             ownership.endpoint_kept(ep.name, net, ep.in_use)
+            or (ownership.NODE_OWNED if ownership.pinned(pod) else "")
             or (ownership.RUNTIME_LISTS if pod in listed else "")
             or (ownership.IN_FLIGHT if pod in young else "")
         )
