@@ -54,7 +54,12 @@ def _go_build(source: Path, exe: Path) -> str:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
     try:
         proc = subprocess.run(
-            [go, "build", "-trimpath", "-o", str(exe), "."], cwd=source, env=env, capture_output=True, text=True, timeout=900
+            [go, "build", "-trimpath", "-o", str(exe), "."],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
     except subprocess.TimeoutExpired:
         return "go build did not finish in 900 s: is the Go module proxy reachable (GOPROXY)?"
