@@ -339,7 +339,7 @@ def report(outcome: Outcome, node: Any, opts: Options, doc: dict[str, Any], runt
     if runtime_news:
         out.write(f"{runtime_news}\n")
     would = "would " if opts.dry_run else ""
-    for f in done:
+    for f in done if not opts.quiet else ():  # the loop's log has each freeing from ownership.freed
         if f.kind == RESERVATION:
             out.write(f"{'would release' if opts.dry_run else 'released'} {f.name} ({f.why})\n")
         else:
