@@ -276,18 +276,25 @@ class Stop(Exception):
     pass
 
 
-def test_every_runs_a_pass_each_interval_and_reports_to_stderr_only() -> None:
-    passes, sleeps = [], []
+def test_every_runs_a_pass_each_interval_says_all_on_stderr_and_a_failure_once() -> None:
+    answers = [(0, "freed a\n"), (1, "stopped: HNS\n"), (1, "stopped: HNS\n"), (0, ""), (1, "stopped: HNS\n")]
+    sleeps: list[float] = []
+
+    def one_pass(out: io.StringIO, log: io.StringIO) -> int:
+        rc, text = answers[len(sleeps)]
+        log.write(text)
+        return rc
 
     def sleep(seconds: float) -> None:
         sleeps.append(seconds)
-        if len(sleeps) == 3:
+        if len(sleeps) == len(answers):
             raise Stop
 
     err = io.StringIO()
     with pytest.raises(Stop):
-        reclaim.every(30, lambda to: passes.append(to) or 0, err, sleep, clock=lambda: 100.0)
-    assert passes == [err, err, err] and sleeps == [30, 30, 30]
+        reclaim.every(30, one_pass, err, sleep, clock=lambda: 100.0)
+    assert sleeps == [30] * 5
+    assert err.getvalue() == "freed a\nstopped: HNS\nstopped: HNS\n"  # again once a pass went well
 
 
 def test_every_0_turns_the_sweep_off_says_so_and_never_frees() -> None:
@@ -298,7 +305,7 @@ def test_every_0_turns_the_sweep_off_says_so_and_never_frees() -> None:
 
     err = io.StringIO()
     with pytest.raises(Stop):
-        reclaim.every(0, lambda to: passes.append(to) or 0, err, sleep)
+        reclaim.every(0, lambda out, log: passes.append(out) or 0, err, sleep)
     assert passes == [] and "the sweep is turned off (--every 0)" in err.getvalue()
 
 

@@ -16,6 +16,7 @@ with who and why (``ownership.freed``: stderr and the debug log).
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, TextIO
@@ -264,12 +265,12 @@ def command(
     opts = Options(args.min_age, args.dry_run, args.max, args.runtime_endpoint, args.output, args.every is not None)
     runtime = Runtime(opts.runtime_endpoint)
 
-    def one_pass(report_to: TextIO) -> int:
+    def one_pass(report_to: TextIO, log_to: TextIO) -> int:
         facts = gather()
-        return run(facts, node_of(facts, platform, env, cwd), runtime, opts, report_to, err)
+        return run(facts, node_of(facts, platform, env, cwd), runtime, opts, report_to, log_to)
 
     if args.every is None:
-        return one_pass(out)
+        return one_pass(out, err)
     return every(args.every, one_pass, err)
 
 
@@ -363,24 +364,30 @@ def report(outcome: Outcome, node: Any, opts: Options, doc: dict[str, Any], runt
 
 def every(
     interval: float,
-    one_pass: Callable[[TextIO], int],
+    one_pass: Callable[[TextIO, TextIO], int],
     err: TextIO,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """The DaemonSet's sweep: ``one_pass`` every ``interval`` seconds, its report to ``err`` (the
-    container's log; stdout stays empty), whatever one pass met. 0 turns it off: said once, then
-    this waits for ever, as a DaemonSet's container must not exit. Returns only when ``sleep``
-    raises (a test's way out)."""
+    """The DaemonSet's sweep: ``one_pass`` every ``interval`` seconds, all it says to ``err`` (the
+    container's log; stdout stays empty), whatever one pass met; a failure said by the pass before
+    is not said again. 0 turns it off: said once, then this waits for ever, as a DaemonSet's
+    container must not exit. Returns only when ``sleep`` raises (a test's way out)."""
     if not interval:
         err.write(f"{WHO}: the sweep is turned off (--every 0): nothing is freed on this node\n")
         err.flush()
         while True:
             sleep(3600)
+    failed = ""
     while True:
         started = clock()
-        one_pass(err)
-        err.flush()
+        said = io.StringIO()
+        rc = one_pass(said, said)
+        text = said.getvalue()
+        if not (rc and text == failed):
+            err.write(text)
+            err.flush()
+        failed = text if rc else ""
         sleep(max(0.0, interval - (clock() - started)))
 
 
