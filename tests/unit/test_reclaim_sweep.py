@@ -314,6 +314,7 @@ def test_every_0_turns_the_sweep_off_says_so_and_never_frees() -> None:
     [
         (["--max", "0"], "'0' is not a whole number of 1 or more"),
         (["--every", "-1"], "'-1' is not a number of seconds"),
+        (["--runtime-endpoint", "tcp://10.0.0.1:1234"], "a runtime endpoint starts with unix:// or npipe://, or none"),
     ],
 )
 def test_bad_sweep_flags_are_usage_errors(argv: list[str], message: str) -> None:

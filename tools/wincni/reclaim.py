@@ -242,11 +242,25 @@ def add_arguments(p: Any, platform: str) -> None:
     )
     p.add_argument(
         "--runtime-endpoint",
+        type=_endpoint,
         default=default_endpoint(platform),
         metavar="URL",
         help="the runtime's CRI socket: a sandbox it lists is kept (default %(default)s; none: do not ask)",
     )
     add_output(p, "what was (or would be) freed, what was kept and why, and what the runtime said")
+
+
+def _endpoint(text: str) -> str:
+    if text != "none":
+        from .cri.transport import parse_endpoint
+
+        try:
+            parse_endpoint(text)
+        except ValueError as exc:
+            import argparse
+
+            raise argparse.ArgumentTypeError(f"{exc}, or none") from None
+    return text
 
 
 def _count(text: str) -> int:
