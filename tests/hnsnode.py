@@ -37,6 +37,7 @@ from tools.wincni.disk import Disk
 from tools.wincni.facts import default_paths, running_build
 from tools.wincni.install import run as install_run
 from tools.wincni.layout import MANIFEST
+from tools.wincni.options import InstallOptions
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
@@ -290,7 +291,7 @@ class Node:
         parsed = build_parser(default_paths("linux"), "linux").parse_args(
             self.install_argv(*args, output=output, dirs=dirs)
         )
-        rc = install_run(parsed, out, "linux", str(self.root), disk=self.disk)
+        rc = install_run(InstallOptions.of(parsed), out, "linux", str(self.root), disk=self.disk)
         assert rc == expect, out.getvalue()
         return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 

@@ -256,6 +256,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     from tools.wincni.__main__ import where
     from tools.wincni.containerd import CONF_NAME
     from tools.wincni.install import Outcome, _dirs
+    from tools.wincni.options import InstallOptions
 
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
@@ -274,7 +275,8 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     assert parsed["install-cni"].source == SANDBOX + "\\wincni"
 
     files, env = NodeFiles(NODES[node]), {"ProgramFiles": r"C:\Program Files"}
-    bin_dir, conf_dir = _dirs(parsed["install-cni"], "win32", env, Outcome(), files.reader())
+    options = InstallOptions.of(parsed["install-cni"])
+    bin_dir, conf_dir = _dirs(options, "win32", env, Outcome(), files.isdir, files.reader())
     written = ntpath.join(conf_dir, parsed["install-cni"].conf_name)
     if node == "config names them":
         assert (bin_dir, conf_dir) == (r"D:\k8s cni\bin", r"D:\k8s cni\conf")

@@ -56,10 +56,10 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         "no contents-folder digest",
     )
     add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
-    from . import containerd, install, reclaim, sourcevip
+    from . import containerd, options, reclaim, sourcevip
 
     containerd.add_config_argument(d, platform)
-    install.add_arguments(
+    options.add_arguments(
         sub.add_parser(
             "install", help="lay the plugins and the CNI config into containerd's CNI directories (upgrades under load)"
         ),
@@ -183,8 +183,9 @@ def main(
         return _print_version(args.output, stdout)
     if args.command == "install":
         from . import install
+        from .options import InstallOptions
 
-        return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
+        return install.run(InstallOptions.of(args), stdout, platform, cwd or os.getcwd(), env=env)
     from .flagfile import FlagFileError
 
     try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error

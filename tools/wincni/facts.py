@@ -375,7 +375,7 @@ def endpoint_conf(
     """(the NetConf the plugin would load, host-local's store directory, a problem)."""
     from plugins.cni.errors import CniError
     from plugins.ipam_host_local.config import default_data_dir
-    from plugins.winnet.lifecycle import Lifecycle
+    from plugins.winnet.config import load
 
     if flavor is None:
         return (
@@ -387,7 +387,7 @@ def endpoint_conf(
             ),
         )
     try:
-        _, netconf = Lifecycle(flavor).load_conf(doc, "ADD")
+        _, netconf = load(doc, "ADD", flavor.schema())
     except CniError as err:
         return None, "", Problem(f"{path}: {err.msg}", err.details)
     ipam = netconf.ipam if isinstance(netconf.ipam, dict) else {}
