@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from gotool import go_main
+from gotool import go_tool
 from hnsnode import Node
 from tools.wincni.__main__ import main as wincni_main
 from tools.wincni.cri import list_sandboxes
@@ -31,7 +31,7 @@ class Runtime:
         self.pods = root / "pods.json"
         self.answer()
         self.endpoint = f"unix://{root / 'cri.sock'}"
-        exe = go_main("crifake", "prove the CRI client against a real gRPC server")
+        exe = go_tool("crifake", "prove the CRI client against a real gRPC server")
         self.proc = subprocess.Popen(
             [str(exe), "-socket", str(root / "cri.sock"), "-pods", str(self.pods)],
             stdout=subprocess.PIPE,

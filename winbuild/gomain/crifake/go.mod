@@ -2,10 +2,9 @@ module wincni.test/crifake
 
 go 1.26.0
 
-require (
-	google.golang.org/grpc v1.82.1
-	k8s.io/cri-api v0.37.2
-)
+require k8s.io/cri-api v0.37.2
+
+require google.golang.org/grpc v1.82.1
 
 require (
 	golang.org/x/net v0.57.0 // indirect
