@@ -15,8 +15,9 @@ from .proto import Sandbox
 #: Where containerd listens (crictl's spelling): the named pipe on Windows, its socket elsewhere.
 DEFAULT_ENDPOINTS = {"win32": "npipe:////./pipe/containerd-containerd"}
 DEFAULT_ENDPOINT = "unix:///run/containerd/containerd.sock"
-#: A node runs a few hundred sandboxes at most, each well under 4 KiB with its labels.
-MAX_ANSWER = 4 << 20
+#: What the kubelet's own CRI client accepts: sandboxes carry their pods' annotations, and
+#: kubectl's last-applied-configuration alone can be kilobytes a pod.
+MAX_ANSWER = 16 << 20
 TIMEOUT = 5.0
 
 __all__ = ["CriError", "Sandbox", "default_endpoint", "list_sandboxes"]
