@@ -25,7 +25,7 @@ Who frees what:
   lists (it knows its pods), except 3 and 4;
 - the runtime's GC and a pod's DEL (its sandbox's only): temporary files that are not 6, what
   a writer killed before it renamed or removed them left;
-- the node's sweep (``wincni reclaim``, once or ``--every`` few seconds from the DaemonSet: no
+- the node's sweep (``wincni reclaim``, once or ``--every`` minute from the DaemonSet: no
   runtime on Windows sends GC), at least ``--min-age`` old (default ``IN_FLIGHT_SECONDS``; below
   it only with ``--force``, which breaks 2): endpoints of ours that are none of 4-5 (their sandbox
   is gone) and whose pod holds no reservation or saved config young enough to be an ADD in

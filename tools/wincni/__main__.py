@@ -1,8 +1,8 @@
 """``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
 ``wincni install`` lays the plugins and their config into containerd's CNI directories;
-``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni reclaim`` frees what no pod holds, once
-or ``--every`` few seconds (the node's sweep: no Windows runtime sends CNI GC); ``wincni dirs`` says where the runtime's CNI
-folders are (``containerd.locate``: every command's default)."""
+``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni reclaim`` frees what no pod holds,
+once or ``--every`` minute (the node's sweep: no Windows runtime sends CNI GC); ``wincni dirs`` says
+where the runtime's CNI folders are (``containerd.locate``: every command's default)."""
 
 from __future__ import annotations
 
