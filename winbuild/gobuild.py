@@ -71,6 +71,8 @@ PROGRAMS = {
     # a runtime that is not ours: libcni as containerd's go-cni drives it
     "cnidriver.exe": Program(_CNI, "v1.3.0", goos="windows", main="cnidriver"),
     "cnidriver": Program(_CNI, "v1.3.0", main="cnidriver"),
+    # a container runtime's CRI service, ListPodSandbox from a JSON file: what tools/wincni/cri is tested against
+    "crifake": Program("k8s.io/cri-api", "v0.37.2", main="crifake"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),
