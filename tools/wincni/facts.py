@@ -430,7 +430,7 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
 
-            v1 = HnsV1Api(hnscall, hcn, "", "")
+            v1 = HnsV1Api(hcn, hnscall, "", "")
             eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
             found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
             stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
