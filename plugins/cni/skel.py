@@ -61,9 +61,6 @@ class Handlers:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Handlers are frozen: {name} cannot be replaced")
 
-    def __repr__(self) -> str:
-        return f"Handlers({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
-
 
 class PluginSpec:
     """A plugin: its name, ``handlers`` (a function importing the plugin's command code and
