@@ -34,6 +34,9 @@ from .policies import V1, V2
 
 
 class EndpointApi(Protocol):
+    """All that callers may ask of an adapter, and all that both adapters do
+    (``tests/unit/test_winnet_hnsapi.py`` holds them to it)."""
+
     policy_form: Any  # policies.V1 | V2: the form this API's policies and DNS take
     shared: bool  # this command joins a container to its pod's existing endpoint
     lacks: tuple[str, ...]  # ``libhns.client.Features`` this API never has, whatever HNS's version
