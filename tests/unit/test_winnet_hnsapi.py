@@ -45,6 +45,14 @@ def test_the_protocol_says_everything_an_adapter_does(adapter):
     assert _public(adapter) == _public(EndpointApi)
 
 
+@pytest.mark.parametrize("adapter", [HcnApi, HnsV1Api])
+def test_what_an_api_lacks_is_a_feature_libhns_names(adapter):
+    """A misspelt name would quietly be a feature HNS's version answers for."""
+    from libhns.client import Features
+
+    assert set(adapter.lacks) <= set(Features.__slots__)
+
+
 @pytest.mark.parametrize("version, netns", [(2, NETNS), (1, "none")])
 def test_both_adapters_take_the_clients_in_open_clients_order(tmp_path, version, netns):
     from libhns.client import HcnClient, HnsCallClient
