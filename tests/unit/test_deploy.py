@@ -192,7 +192,7 @@ def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
 def test_every_wincni_command_line_parses(variant) -> None:
     mode, docs = variant
     found = wincni_command_lines(docs)
-    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs"} | (
+    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs", "metrics": "metrics"} | (
         {"source-vip": "sourcevip"} if mode == "vxlan" else {}
     )
     assert {name: args[0] for name, args in found.items()} == want
@@ -201,6 +201,8 @@ def test_every_wincni_command_line_parses(variant) -> None:
     assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
     assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
     assert parsed["cni-dirs"].output == "json"
+    assert parsed["metrics"].textfile == "C:\\Program Files\\windows_exporter\\textfile_inputs"
+    assert parsed["metrics"].every == 300
 
 
 # containerd's config.toml on the node: naming other folders (with a space, as containerd's own
@@ -242,6 +244,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     from tools.wincni.__main__ import where
     from tools.wincni.containerd import CONF_NAME
     from tools.wincni.install import Outcome, _dirs
+    from tools.wincni.options import InstallOptions
 
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
@@ -260,7 +263,8 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     assert parsed["install-cni"].source == SANDBOX + "\\wincni"
 
     files, env = NodeFiles(NODES[node]), {"ProgramFiles": r"C:\Program Files"}
-    bin_dir, conf_dir = _dirs(parsed["install-cni"], "win32", env, Outcome(), files.reader())
+    options = InstallOptions.of(parsed["install-cni"])
+    bin_dir, conf_dir = _dirs(options, "win32", env, Outcome(), files.isdir, files.reader())
     written = ntpath.join(conf_dir, parsed["install-cni"].conf_name)
     if node == "config names them":
         assert (bin_dir, conf_dir) == (r"D:\k8s cni\bin", r"D:\k8s cni\conf")
