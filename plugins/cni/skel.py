@@ -232,7 +232,7 @@ def _run(
         return _crash(stdout, stderr, exc, version)
 
 
-def _parse(env: Mapping[str, str], stdin: Any, platform: str, siblings: Any) -> Request:
+def _parse(env: Mapping[str, str], stdin: Any, platform: str, siblings: Callable[[str], str | None] | None) -> Request:
     """The command's environment and decoded config: codes 4 and 6, and 1 for a version we do not
     speak, before anything of the plugin is imported."""
     from .config import cni_version, decode
