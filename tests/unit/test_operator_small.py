@@ -100,7 +100,18 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
     out = io.StringIO()
     assert (
         wincni(
-            ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "--force", "-o", "json"],
+            [
+                "reclaim",
+                "--cni-conf",
+                str(conf_path),
+                "--min-age",
+                "0",
+                "--force",
+                "--runtime-endpoint",
+                "none",
+                "-o",
+                "json",
+            ],
             out,
             io.StringIO(),
             node.env,
@@ -114,6 +125,9 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
         "store": str(store),
         "dryRun": False,
         "released": [{"ip": "10.244.4.50", "containerID": "gone"}],
+        "removed": [],
+        "deferred": 0,
+        "runtime": "runtime not asked (--runtime-endpoint none): the ownership rule alone",
     }
     assert not (store / "10.244.4.50").exists()
 

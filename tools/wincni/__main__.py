@@ -1,7 +1,8 @@
 """``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
 ``wincni install`` lays the plugins and their config into containerd's CNI directories;
-``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni dirs`` says where the runtime's CNI
-folders are (``containerd.locate``: every command's default)."""
+``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni reclaim`` frees what no pod holds,
+once or ``--every`` minute (the node's sweep: no Windows runtime sends CNI GC); ``wincni dirs`` says
+where the runtime's CNI folders are (``containerd.locate``: every command's default)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,7 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         "say not checked (replay)",
     )
     add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
-    from plugins.cni.ownership import IN_FLIGHT_SECONDS
-
-    from . import containerd, metrics, options, sourcevip
+    from . import containerd, metrics, options, reclaim, sourcevip
 
     b = sub.add_parser("bundle", help="one bounded file of this node's CNI and HNS state, for an issue (no secrets)")
     _node_arguments(b, defaults, platform)
@@ -67,23 +66,12 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         platform,
     )
     r = sub.add_parser(
-        "reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)"
+        "reclaim",
+        help="free what no pod holds: endpoints, reservations, saved configs (what CNI GC would do); "
+        "--every: the node's sweep",
     )
     _cni_conf_argument(r)
-    r.add_argument(
-        "--min-age",
-        type=sourcevip.seconds,
-        default=IN_FLIGHT_SECONDS,
-        metavar="SECONDS",
-        help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s; "
-        "less needs --force)",
-    )
-    r.add_argument(
-        "--force", action="store_true", help="allow a --min-age below the default, at the risk of ADDs in flight"
-    )
-    r.set_defaults(refuse=r.error)
-    r.add_argument("--dry-run", action="store_true", help="only list what would be released")
-    add_output(r, "what was (or would be) released, and what was kept and why")
+    reclaim.add_arguments(r, platform)
     containerd.add_config_argument(r, platform)
     w = sub.add_parser(
         "dirs",
@@ -262,12 +250,19 @@ def main(
 
         if risk:
             stderr.write(f"wincni reclaim: warning: --min-age {args.min_age:g} with --force: {risk}\n")
-        if refused:
-            facts_ = facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
-        else:
-            opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
-            facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
+
+        def gather() -> facts.Facts:
+            if refused:
+                return facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
+            opts = {
+                **defaults,
+                "cni_conf": args.cni_conf or found.conf_dir,
+                "cni_bin_dir": found.bin_dir,
+                "quick": True,
+            }
+            return facts.gather(opts, env, platform, cwd or os.getcwd())
+
+        return reclaim.command(args, gather, platform, env, cwd or os.getcwd(), stdout, stderr)
     if refused and args.command in ("bundle", "metrics"):
         stderr.write(f"wincni {args.command}: {refused}\n")
         return 1

@@ -447,7 +447,8 @@ def ipam_store(f: Facts) -> Check:
             "ipam-store",
             WARN,
             "; ".join(orphans),
-            "the runtime's CNI GC releases them (containerd 2.x); this releases every reservation older than "
+            "the node's sweep (the DaemonSet's sweep container: no Windows runtime sends CNI GC) releases them; "
+            "this releases now every reservation older than "
             f"{_minutes()} whose pod has no HNS endpoint",
             command(f, "wincni", "reclaim", "--cni-conf", f.conf_path),
         )
