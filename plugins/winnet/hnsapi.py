@@ -4,9 +4,9 @@ The lifecycle asks these adapters for networks and endpoints and to attach, rele
 them, and what an endpoint of their API can hold; it never branches on the API itself.
 ``EndpointApi`` is the whole of what they do: a caller needing anything else adds it there and
 to both adapters, and an API that cannot do it refuses with a libhns error saying so. Each
-adapter holds both clients of ``libhns.client`` over one raw stack, taken in one order (HCN's,
-HNSCall's): its own API's, and the other's for what only that one does (HNS's version,
-flanneld's host vNIC, whether a sandbox is alive).
+adapter holds both clients of ``libhns.client`` over one raw stack, taken by keyword: its own
+API's, and the other's for what only that one does (HNS's version, flanneld's host vNIC, whether
+a sandbox is alive).
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ class EndpointApi(Protocol):
 
 class _Adapter:
     """What both adapters do alike, through the client of the API that does it. Both take the
-    clients in ``open_clients``' order, then the pod's container ID and CNI_NETNS."""
+    two clients, the pod's container ID and CNI_NETNS by keyword: the clients' types are
+    alike enough that a swapped pair would run for a while before failing."""
 
     shared = False
 
-    def __init__(self, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
+    def __init__(self, *, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
         self.hcn = hcn
         self.hnscall = hnscall
         self.container_id = container_id
@@ -259,8 +260,8 @@ class HnsV1Api(_Adapter):
     #: refuses HostRoute.
     lacks = ("vxlan_port", "host_route")
 
-    def __init__(self, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
-        super().__init__(hcn, hnscall, container_id, netns)
+    def __init__(self, *, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
+        super().__init__(hcn=hcn, hnscall=hnscall, container_id=container_id, netns=netns)
         self.shared = netns.startswith("container:")  # an app container joins its pause container's
 
     @property
@@ -390,4 +391,4 @@ def open_api(
 
     hcn, hnscall = open_clients(env, timeouts=timeouts, cap=cap)
     adapter = HcnApi if version == 2 else HnsV1Api
-    return adapter(hcn, hnscall, container_id, netns)
+    return adapter(hcn=hcn, hnscall=hnscall, container_id=container_id, netns=netns)

@@ -54,12 +54,13 @@ def test_what_an_api_lacks_is_a_feature_libhns_names(adapter):
 
 
 @pytest.mark.parametrize("version, netns", [(2, NETNS), (1, "none")])
-def test_both_adapters_take_the_clients_in_open_clients_order(tmp_path, version, netns):
-    from libhns.client import HcnClient, HnsCallClient
-
+def test_both_adapters_take_their_clients_by_name_only(tmp_path, version, netns):
+    """A call written for another order fails at once instead of swapping the two clients."""
     made = api(tmp_path, version, netns)
-    again = type(made)(made.hcn, made.hnscall, "pod1", netns)
-    assert type(again.hcn) is HcnClient and type(again.hnscall) is HnsCallClient
+    with pytest.raises(TypeError):
+        type(made)(made.hcn, made.hnscall, "pod1", netns)
+    again = type(made)(hcn=made.hcn, hnscall=made.hnscall, container_id="pod1", netns=netns)
+    assert (again.hcn, again.hnscall) == (made.hcn, made.hnscall)
 
 
 def test_an_hcn_endpoint_takes_every_address_and_all_of_the_dns(tmp_path):

@@ -456,7 +456,8 @@ def clients(tmp_path):
 def adapters(hcn, hnscall) -> dict:
     from plugins.winnet.hnsapi import HcnApi, HnsV1Api
 
-    return {"v1": HnsV1Api(hcn, hnscall, "c", "none"), "v2": HcnApi(hcn, hnscall, "c", "")}
+    clients = {"hcn": hcn, "hnscall": hnscall, "container_id": "c"}
+    return {"v1": HnsV1Api(**clients, netns="none"), "v2": HcnApi(**clients, netns="")}
 
 
 @pytest.mark.parametrize("adapter", ["v1", "v2"])
