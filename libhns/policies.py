@@ -350,6 +350,20 @@ class _Isolation(Kind):
         return {"Type": self.v1_type, self.v1_type: get_ci(settings, "IsolationId"), **rest}
 
 
+class _HostRoute(Kind):
+    """HostRoute, a network policy without settings: the host reaches the pods of its own
+    overlay network (the kubelet's probes). flanneld adds it once the network exists, which
+    only HCN can do to a network."""
+
+    __slots__ = ()
+
+    def v1(self) -> Policy:
+        return {"Type": self.v1_type}
+
+    def v2(self) -> Policy:
+        return {"Type": self.v2_type, "Settings": {}}
+
+
 OUTBOUND_NAT = _OutBoundNat("OutBoundNAT", v1_keys={"ExceptionList": "Exceptions", "VIP": "VirtualIP"})
 ROUTE = _Route("ROUTE", "SDNRoute")
 PROVIDER_ADDRESS = _ProviderAddress("PA", "ProviderAddress", v1_keys={"PA": "ProviderAddress"})
@@ -357,8 +371,11 @@ PORT_MAPPING = _PortMapping("NAT", "PortMapping")
 ACL = _Acl("ACL")
 VSID = _Isolation("VSID", endpoint=False)
 VLAN = _Isolation("VLAN", endpoint=False)
+HOST_ROUTE = _HostRoute("HostRoute", endpoint=False)
 #: Every kind whose V1 and V2 documents we translate, by V1 and by V2 type name (casefolded).
-_BY_V1 = {k.v1_type.casefold(): k for k in (OUTBOUND_NAT, ROUTE, PROVIDER_ADDRESS, PORT_MAPPING, ACL, VSID, VLAN)}
+_BY_V1 = {
+    k.v1_type.casefold(): k for k in (OUTBOUND_NAT, ROUTE, PROVIDER_ADDRESS, PORT_MAPPING, ACL, VSID, VLAN, HOST_ROUTE)
+}
 _BY_V2 = {k.v2_type.casefold(): k for k in _BY_V1.values()}
 
 

@@ -1,8 +1,10 @@
 """Command dispatch: the one place a CNI invocation is checked, routed, and printed.
 
-``run`` validates in the order that is cheapest first (env, stdin, JSON, name, version) and
-imports the plugin's handler module only when a real command needs it, so VERSION and
-rejected input never pay for jsonschema, netaddr or HNS.
+``run`` parses in the order that is cheapest first (env, stdin, JSON, version, name) and asks
+the plugin for its ``Handlers`` only once the command has a decoded config it may run, so
+VERSION and input rejected here never import the plugin's modules (its config model and schema,
+libhns). The config's schema is the handler's to check: a plugin knows which fields each
+command needs (``plugins.cni.config.validate_for``).
 """
 
 from __future__ import annotations
@@ -28,14 +30,41 @@ if TYPE_CHECKING:
 
 # The lowest config version that allows each command (spec 0.4.0 CHECK, 1.1.0 GC/STATUS).
 _MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
-_HANDLER = {"ADD": "add", "DEL": "delete", "CHECK": "check", "GC": "gc", "STATUS": "status"}
 #: The most stdin a command reads: real configs (with a node's GC attachment list) are tens of KiB.
 MAX_STDIN = 4 << 20
 
 
+def _ready(req: Request) -> None:
+    """GC or STATUS of a plugin without one: like the Go skel, nothing to collect, and ready."""
+
+
+class Handlers:
+    """What a plugin does for each command, each taking the ``Request``: ``add`` returns the
+    result, the others nothing. Named fields, so no order is a contract, and frozen: a plugin's
+    handlers are fixed once built. A plain class: ``dataclasses`` and ``typing`` cost more to
+    import than a VERSION."""
+
+    __slots__ = ("add", "delete", "check", "gc", "status")
+
+    def __init__(
+        self,
+        *,
+        add: Callable[[Request], Any],
+        delete: Callable[[Request], None],
+        check: Callable[[Request], None],
+        gc: Callable[[Request], None] = _ready,
+        status: Callable[[Request], None] = _ready,
+    ) -> None:
+        for name, handler in zip(self.__slots__, (add, delete, check, gc, status)):
+            object.__setattr__(self, name, handler)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Handlers are frozen: {name} cannot be replaced")
+
+
 class PluginSpec:
-    """A plugin: its name, ``handlers`` (a function importing and returning the module that holds
-    add/delete/check/gc/status(req): called only once a real command is valid), its one-line
+    """A plugin: its name, ``handlers`` (a function importing the plugin's command code and
+    returning its ``Handlers``: called only once a command has a config it may run), its one-line
     description, and what the core may not import itself: ``backend`` (env, platform -> the HNS
     backend's name, for the debug log's start line) and ``siblings`` (plugin type -> the entry module
     of that plugin of ours, or None: in-process delegation). A plain class: ``dataclasses`` costs
@@ -46,7 +75,7 @@ class PluginSpec:
     def __init__(
         self,
         name: str,
-        handlers: Callable[[], Any],
+        handlers: Callable[[], Handlers],
         description: str,
         backend: Callable[[Mapping[str, str], str], str] | None = None,
         siblings: Callable[[str], str | None] | None = None,
@@ -183,86 +212,122 @@ def _run(
     if not command:
         return _about(spec, argv, stdout, stderr)
     started = time.perf_counter()
-    reply_version = ver.LATEST
+    version = ver.LATEST  # what an error is written in until the config names its own version
     try:
         if command == "VERSION":
             _write(stdout, _version_doc(_read(stdin)))
             return 0
-        from .config import check_name, cni_version, decode
-        from .env import parse_env
-
-        cmd = parse_env(env, platform)
-        data = _read(stdin)
-        conf = decode(data)
-        version = cni_version(conf)
-        reply_version = version
-        check_name(conf)
-        minimum = _MIN_VERSION.get(command)
-        if minimum and not ver.at_least(version, minimum):
-            raise CniError(
-                INCOMPATIBLE_VERSION,
-                f"config version does not allow {command}",
-                f'cniVersion "{version}" is older than {minimum}, the first version with {command}',
-            )
-        log.configure(
-            spec.name,
-            log_file=conf.get("logFile") if isinstance(conf.get("logFile"), str) else None,
-            command=command,
-            containerID=cmd.container_id,
-            netns=cmd.netns,
-            ifname=cmd.ifname,
-        )
-        if log.enabled():
-            from . import buildinfo
-
-            log.event(
-                "start",
-                cniVersion=version,
-                network=conf.get("name"),
-                version=buildinfo.VERSION,
-                commit=buildinfo.commit() or None,
-                build=buildinfo.build() or None,
-                backend=spec.backend(env, platform) if spec.backend else None,
-            )
-        handlers = spec.handlers()
-        req = Request(cmd=cmd, stdin=data, conf=conf, cni_version=version, platform=platform, siblings=spec.siblings)
-        if command in ("GC", "STATUS") and not hasattr(handlers, _HANDLER[command]):
-            return 0  # like the Go skel: a plugin without GC/STATUS has nothing to collect and is ready
-        result = getattr(handlers, _HANDLER[command])(req)
-        if command == "ADD":
-            doc = result if isinstance(result, dict) else result.to_dict(version)
-            _write(stdout, doc)
-        log.event("done", ms=round((time.perf_counter() - started) * 1000, 1))
+        req = _parse(env, stdin, platform, spec.siblings)
+        version = req.cni_version
+        _admit(req)
+        _log_start(spec, req)
+        _reply(stdout, req, _route(spec.handlers(), command)(req))
+        log.event("done", ms=_ms_since(started))
         return 0
     except (StdoutClosed, StdoutFailed):
         raise
     except CniError as err:
-        log.event(
-            "error",
-            code=err.code,
-            msg=err.msg,
-            details=err.details,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-        )
-        _write(stdout, err.to_dict(reply_version))
-        return 1
+        return _refuse(stdout, err, version, started)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback on stdout
-        import traceback
+        return _crash(stdout, stderr, exc, version)
 
-        tb = traceback.format_exc()
-        one_line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        log.event("crash", error=one_line, traceback=tb)
-        try:
-            stderr.write(tb)
-        except (OSError, ValueError):
-            pass
-        _write(
-            stdout,
-            CniError(INTERNAL, one_line, "internal error; the traceback is in the plugin's stderr log").to_dict(
-                reply_version
-            ),
+
+def _parse(env: Mapping[str, str], stdin: Any, platform: str, siblings: Callable[[str], str | None] | None) -> Request:
+    """The command's environment and decoded config: codes 4 and 6, and 1 for a version we do not
+    speak, before anything of the plugin is imported."""
+    from .config import cni_version, decode
+    from .env import parse_env
+
+    cmd = parse_env(env, platform)
+    data = _read(stdin)
+    conf = decode(data)
+    return Request(cmd=cmd, stdin=data, conf=conf, cni_version=cni_version(conf), platform=platform, siblings=siblings)
+
+
+def _admit(req: Request) -> None:
+    """What the config must allow before its plugin runs (errors in the config's own version): a
+    network name, and a version new enough for the command."""
+    from .config import check_name
+
+    check_name(req.conf)
+    minimum = _MIN_VERSION.get(req.command)
+    if minimum and not ver.at_least(req.cni_version, minimum):
+        raise CniError(
+            INCOMPATIBLE_VERSION,
+            f"config version does not allow {req.command}",
+            f'cniVersion "{req.cni_version}" is older than {minimum}, the first version with {req.command}',
         )
-        return 1
+
+
+def _log_start(spec: PluginSpec, req: Request) -> None:
+    """The debug log learns the command and the container; its start line is written only when
+    logging is on (it reads the build and the HNS backend)."""
+    log_file = req.conf.get("logFile")
+    log.configure(
+        spec.name,
+        log_file=log_file if isinstance(log_file, str) else None,
+        command=req.command,
+        containerID=req.container_id,
+        netns=req.netns,
+        ifname=req.ifname,
+    )
+    if log.enabled():
+        from . import buildinfo
+
+        log.event(
+            "start",
+            cniVersion=req.cni_version,
+            network=req.conf.get("name"),
+            version=buildinfo.VERSION,
+            commit=buildinfo.commit() or None,
+            build=buildinfo.build() or None,
+            backend=spec.backend(req.env, req.platform) if spec.backend else None,
+        )
+
+
+def _route(handlers: Handlers, command: str) -> Callable[[Request], Any]:
+    """The handler of ``command`` (one ``parse_env`` accepted, VERSION aside)."""
+    return {
+        "ADD": handlers.add,
+        "DEL": handlers.delete,
+        "CHECK": handlers.check,
+        "GC": handlers.gc,
+        "STATUS": handlers.status,
+    }[command]
+
+
+def _reply(stdout: TextIO, req: Request, result: Any) -> None:
+    """ADD prints its result (a ``Result``, or a document a delegate already wrote) in the config's
+    version; the other commands print nothing on success."""
+    if req.command == "ADD":
+        _write(stdout, result if isinstance(result, dict) else result.to_dict(req.cni_version))
+
+
+def _refuse(stdout: TextIO, err: CniError, version: str, started: float) -> int:
+    log.event("error", code=err.code, msg=err.msg, details=err.details, ms=_ms_since(started))
+    _write(stdout, err.to_dict(version))
+    return 1
+
+
+def _crash(stdout: TextIO, stderr: TextIO, exc: Exception, version: str) -> int:
+    """An exception nobody meant (called while it is handled): its first line as error 999 on
+    stdout, the traceback on stderr and in the debug log."""
+    import traceback
+
+    tb = traceback.format_exc()
+    one_line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    log.event("crash", error=one_line, traceback=tb)
+    try:
+        stderr.write(tb)
+    except (OSError, ValueError):
+        pass
+    error = CniError(INTERNAL, one_line, "internal error; the traceback is in the plugin's stderr log")
+    _write(stdout, error.to_dict(version))
+    return 1
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _read(stdin: Any) -> bytes:

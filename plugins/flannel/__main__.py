@@ -4,10 +4,10 @@ from plugins.spec import plugin
 
 
 def handlers():
-    """The command handlers, imported only once a real command is valid."""
-    from plugins.flannel import commands
+    """ADD, DEL, CHECK, GC and STATUS (``commands.HANDLERS``), imported only once skel has a config it may run."""
+    from plugins.flannel.commands import HANDLERS
 
-    return commands
+    return HANDLERS
 
 
 SPEC = plugin(__package__, handlers, "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")

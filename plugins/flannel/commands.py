@@ -25,7 +25,7 @@ from plugins.cni.errors import (
     UNKNOWN_CONTAINER,
     CniError,
 )
-from plugins.cni.skel import Request
+from plugins.cni.skel import Handlers, Request
 
 from . import delegate, netconf, subnet_env
 from .config import FlannelConf, sandbox_id
@@ -215,3 +215,7 @@ def _saved(data: bytes, path: str) -> dict[str, Any]:
             f"delete {path} if its pod is gone (its HNS endpoint may then need removing with hnsctl)",
         )
     return doc
+
+
+#: What ``__main__``'s ``handlers`` hands skel.
+HANDLERS = Handlers(add=add, delete=delete, check=check, gc=gc, status=status)

@@ -8,7 +8,7 @@ from plugins.cni import log
 from plugins.cni.config import valid_attachments
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, NOT_AVAILABLE, UNKNOWN_CONTAINER, CniError
 from plugins.cni.result import DNS, Result
-from plugins.cni.skel import Request
+from plugins.cni.skel import Handlers, Request
 
 from . import config
 from .allocator import Owner, allocate_all
@@ -188,3 +188,7 @@ def _unusable(code: int, directory: str, exc: OSError) -> CniError:
         f"host-local: cannot use data directory {directory}: {exc.strerror or exc}",
         "ipam.dataDir must be a writable local directory",
     )
+
+
+#: What ``__main__``'s ``handlers`` hands skel.
+HANDLERS = Handlers(add=add, delete=delete, check=check, gc=gc, status=status)

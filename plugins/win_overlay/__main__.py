@@ -4,10 +4,12 @@ from plugins.spec import plugin
 
 
 def handlers():
-    """The command handlers, imported only once a real command is valid."""
-    from plugins.win_overlay import commands
+    """ADD, DEL, CHECK, GC and STATUS: the HNS endpoint lifecycle with this plugin's flavor,
+    imported only once skel has a config it may run."""
+    from plugins.win_overlay.flavor import FLAVOR
+    from plugins.winnet.lifecycle import Lifecycle
 
-    return commands
+    return Lifecycle(FLAVOR).handlers()
 
 
 SPEC = plugin(__package__, handlers, "HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)")

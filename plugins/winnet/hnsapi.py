@@ -1,9 +1,12 @@
 """The two ways to drive HNS for a pod endpoint — HCN (V2) and HNSCall (V1) — behind one shape.
 
 The lifecycle asks these adapters for networks and endpoints and to attach, release and list
-them, and what an endpoint of their API can hold; it never branches on the API itself. Each
-adapter holds both clients of ``libhns.client`` over one raw stack: its own API's, and the other's
-for what only that one does (HNS's version, flanneld's host vNIC, whether a sandbox is alive).
+them, and what an endpoint of their API can hold; it never branches on the API itself.
+``EndpointApi`` is the whole of what they do: a caller needing anything else adds it there and
+to both adapters, and an API that cannot do it refuses with a libhns error saying so. Each
+adapter holds both clients of ``libhns.client`` over one raw stack, taken by keyword: its own
+API's, and the other's for what only that one does (HNS's version, flanneld's host vNIC, whether
+a sandbox is alive).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, Sequence
 
     from libhns.client import Features, HcnClient, HnsCallClient
+    from libhns.policies import Kind
 else:
     Protocol = object  # EndpointApi is a Protocol for type checkers, a plain class at run time
 
@@ -30,9 +34,12 @@ from .policies import V1, V2
 
 
 class EndpointApi(Protocol):
+    """All that callers may ask of an adapter, and all that both adapters do
+    (``tests/unit/test_winnet_hnsapi.py`` holds them to it)."""
+
     policy_form: Any  # policies.V1 | V2: the form this API's policies and DNS take
     shared: bool  # this command joins a container to its pod's existing endpoint
-    lacks: tuple[str, ...]  # HNS features this API never has, whatever HNS's version
+    lacks: tuple[str, ...]  # ``libhns.client.Features`` this API never has, whatever HNS's version
     attach_target: str  # what the pod's endpoint is attached to, as CHECK names it
 
     def network(self, name: str) -> Any | None: ...
@@ -40,6 +47,7 @@ class EndpointApi(Protocol):
     def management_ip(self, network: Any) -> str | None: ...
     def shows_management_ip(self, network: Any) -> bool: ...
     def delete_network(self, network: Any) -> None: ...
+    def add_network_policy(self, network: Any, kind: Kind, *args: Any, **settings: Any) -> None: ...
     def endpoint(self, name: str) -> Any | None: ...
     def endpoint_to_release(self, name: str) -> Any | None: ...
     def require_sandbox(self) -> None: ...
@@ -60,11 +68,17 @@ class EndpointApi(Protocol):
 
 
 class _Adapter:
-    """What both adapters do alike, through the client of the API that does it."""
+    """What both adapters do alike, through the client of the API that does it. Both take the
+    two clients, the pod's container ID and CNI_NETNS by keyword: the clients' types are
+    alike enough that a swapped pair would run for a while before failing."""
 
-    hcn: HcnClient
-    hnscall: HnsCallClient
     shared = False
+
+    def __init__(self, *, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
+        self.hcn = hcn
+        self.hnscall = hnscall
+        self.container_id = container_id
+        self.netns = netns
 
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any:
         """flanneld's host vNIC on a bridge (``<network>_ep``): made, host-attached and deleted
@@ -115,11 +129,9 @@ class HcnApi(_Adapter):
     policy_form = V2
     lacks = ()
 
-    def __init__(self, hcn: HcnClient, hnscall: HnsCallClient, netns: str) -> None:
-        self.hcn = hcn
-        self.hnscall = hnscall
-        self.netns = netns
-        self.attach_target = netns
+    @property
+    def attach_target(self) -> str:
+        return self.netns
 
     def network(self, name: str) -> Any | None:
         return self.hcn.get_network_by_name(name)
@@ -142,7 +154,9 @@ class HcnApi(_Adapter):
     def delete_network(self, network: Any) -> None:
         self.hcn.delete_network(network.id, missing_ok=True)
 
-    def add_network_policy(self, network: Any, policy: dict) -> None:
+    def add_network_policy(self, network: Any, kind: Kind, *args: Any, **settings: Any) -> None:
+        """A policy of ``kind`` added to an existing network (flanneld's HostRoute)."""
+        policy = self.policy_form.policy(kind, *args, **settings)
         self.hcn.modify_network(
             network.id, {"ResourceType": "Policy", "RequestType": "Add", "Settings": {"Policies": [policy]}}
         )
@@ -242,13 +256,12 @@ class HnsV1Api(_Adapter):
     (CNI_NETNS=container:<pause id>) share it."""
 
     policy_form = V1
-    lacks = ("vxlan_port", "host_route")  # HCN's network policies (HNSCall's VXLAN uses 4789 anyway)
+    #: HCN's network policies: HNSCall's VXLAN uses 4789 anyway, and ``add_network_policy``
+    #: refuses HostRoute.
+    lacks = ("vxlan_port", "host_route")
 
-    def __init__(self, hnscall: HnsCallClient, hcn: HcnClient, container_id: str, netns: str) -> None:
-        self.hnscall = hnscall
-        self.hcn = hcn
-        self.container_id = container_id
-        self.netns = netns
+    def __init__(self, *, hcn: HcnClient, hnscall: HnsCallClient, container_id: str, netns: str) -> None:
+        super().__init__(hcn=hcn, hnscall=hnscall, container_id=container_id, netns=netns)
         self.shared = netns.startswith("container:")  # an app container joins its pause container's
 
     @property
@@ -273,6 +286,16 @@ class HnsV1Api(_Adapter):
 
     def delete_network(self, network: Any) -> None:
         self.hnscall.delete_network(network.id)
+
+    def add_network_policy(self, network: Any, kind: Kind, *args: Any, **settings: Any) -> None:
+        """HNSCall sets a network's policies when it creates it, and changes them never after."""
+        raise hns_errors.Unsupported(
+            "HNSCall",
+            None,
+            None,
+            f"cannot add a {kind.v1_type} policy to the existing network {network.id}; "
+            "only HCN (apiVersion 2) changes a network's policies",
+        )
 
     def require_sandbox(self) -> None:
         """HNSCall attaches to the container CNI_CONTAINERID names: nothing to check."""
@@ -367,6 +390,5 @@ def open_api(
     from libhns.client import open_clients
 
     hcn, hnscall = open_clients(env, timeouts=timeouts, cap=cap)
-    if version == 2:
-        return HcnApi(hcn, hnscall, netns)
-    return HnsV1Api(hnscall, hcn, container_id, netns)
+    adapter = HcnApi if version == 2 else HnsV1Api
+    return adapter(hcn=hcn, hnscall=hnscall, container_id=container_id, netns=netns)

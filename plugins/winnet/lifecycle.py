@@ -29,7 +29,7 @@ from plugins.cni.errors import (
 )
 from plugins.cni.record import Record
 from plugins.cni.result import Result
-from plugins.cni.skel import Request
+from plugins.cni.skel import Handlers, Request
 
 from . import policies as pol
 from .config import NetConf, endpoint_name, load, merged_dns
@@ -120,9 +120,9 @@ class Lifecycle:
     def __init__(self, flavor: Flavor) -> None:
         self.flavor = flavor
 
-    def handlers(self) -> tuple[Callable[[Request], Any], ...]:
-        """add, delete, check, gc, status — what a plugin's commands module exports for skel."""
-        return self.add, self.delete, self.check, self.gc, self.status
+    def handlers(self) -> Handlers:
+        """What win-bridge's and win-overlay's ``__main__`` hand skel."""
+        return Handlers(add=self.add, delete=self.delete, check=self.check, gc=self.gc, status=self.status)
 
     # ------------------------------------------------------------------ shared steps
     def load(self, req: Request) -> tuple[dict, NetConf]:

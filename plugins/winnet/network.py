@@ -25,10 +25,13 @@ import posixpath
 import time
 
 from basics import ipaddr
+from libhns.policies import HOST_ROUTE
 
 TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
+
+    from .hnsapi import EndpointApi
 
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
@@ -251,7 +254,7 @@ def lock_path(name: str, directory: str) -> str:
 
 
 def ensure(
-    api: Any,
+    api: EndpointApi,
     spec: NetworkSpec,
     feature: Callable[[str], bool],
     locks: str,
@@ -314,7 +317,7 @@ def _unmark(path: str) -> None:
         pass
 
 
-def _create(api: Any, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
+def _create(api: EndpointApi, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
     """(the network, whether this call created it)."""
     from libhns.errors import HnsError
 
@@ -339,7 +342,7 @@ def _create(api: Any, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
 
 
 def _set_up(
-    api: Any,
+    api: EndpointApi,
     spec: NetworkSpec,
     network: Any,
     feature: Callable[[str], bool],
@@ -350,14 +353,14 @@ def _set_up(
     """What flanneld does once HNS has made the network, before any pod may use it."""
     network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
     if spec.overlay:
-        if feature("host_route"):  # the host reaches its own pods (probes); an HCN policy only
-            api.add_network_policy(network, {"Type": "HostRoute", "Settings": {}})
+        if feature("host_route"):  # HNS >= 9.2, and HCN only (HNSCall lacks it)
+            api.add_network_policy(network, HOST_ROUTE)
     else:
         _host_endpoint(api, spec, network)
     return network
 
 
-def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
+def _host_endpoint(api: EndpointApi, spec: NetworkSpec, network: Any) -> None:
     """flanneld's ``<name>_ep``: the host's vNIC on the bridge at the IPv4 subnet's .2, which
     win-bridge gives every pod as its gateway; made and host-attached through HNSCall on
     either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
@@ -381,7 +384,7 @@ def _host_endpoint(api: Any, spec: NetworkSpec, network: Any) -> None:
     log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
 
 
-def _discard(api: Any, spec: NetworkSpec, network: Any, why: str) -> bool:
+def _discard(api: EndpointApi, spec: NetworkSpec, network: Any, why: str) -> bool:
     """Delete a network this plugin made but could not set up, with its host endpoint (best
     effort: the error being raised is what counts); whether it is gone."""
     from plugins.cni.ownership import freed, host_endpoint_name

@@ -1,16 +1,19 @@
 """A minimal CNI plugin over the shared core, run as a real process by the protocol tests.
 
-Its own module is its handler module, so it works both as ``python _echo_plugin.py`` and
+Its handlers are this module's functions, so it works both as ``python _echo_plugin.py`` and
 ``python -m``. ADD answers with a fixed address; ``"crash": true`` in the config makes it fail
 unexpectedly.
 """
 
-import sys
-
 from plugins.cni import skel
 from plugins.cni.result import IPConfig, Result
 
-SPEC = skel.PluginSpec("echo", lambda: sys.modules[__name__], "a CNI plugin for protocol tests")
+
+def handlers():
+    return skel.Handlers(add=add, delete=delete, check=delete, status=delete)
+
+
+SPEC = skel.PluginSpec("echo", handlers, "a CNI plugin for protocol tests")
 
 
 def add(req):
@@ -21,9 +24,6 @@ def add(req):
 
 def delete(req):
     return None
-
-
-check = status = delete
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ There is deliberately no ``gc``: the skel must treat a plugin without GC as havi
 
 from plugins.cni.errors import TRY_AGAIN_LATER, CniError
 from plugins.cni.result import IPConfig, Result
+from plugins.cni.skel import Handlers
 
 seen = []
 
@@ -34,3 +35,6 @@ def check(req):
 
 def status(req):
     _act(req)
+
+
+HANDLERS = Handlers(add=add, delete=delete, check=check, status=status)

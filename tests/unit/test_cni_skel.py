@@ -1,5 +1,6 @@
 """skel.run in-process: dispatch, version-aware output, error JSON, crash containment, logging."""
 
+import importlib
 import io
 import json
 
@@ -10,8 +11,9 @@ from hypothesis import strategies as st
 import _fake_handlers
 from plugins.cni import skel
 from plugins.cni.errors import INCOMPATIBLE_VERSION, INTERNAL, INVALID_ENV, IO_FAILURE, TRY_AGAIN_LATER
+from plugins.registry import PLUGINS
 
-SPEC = skel.PluginSpec("fake", lambda: _fake_handlers, "a plugin for tests")
+SPEC = skel.PluginSpec("fake", lambda: _fake_handlers.HANDLERS, "a plugin for tests")
 ENV = {
     "CNI_COMMAND": "ADD",
     "CNI_CONTAINERID": "c1",
@@ -230,3 +232,38 @@ def test_about_text_names_version_and_checkout_commit(tmp_path):
     (git / "refs" / "heads" / "main").write_text("b" * 40 + "\n")
     assert buildinfo.checkout_commit(str(tmp_path)) == "b" * 40
     assert buildinfo.checkout_commit(str(tmp_path / "nowhere")) == ""
+
+
+# ---------------------------------------------------------------- handlers
+
+
+def test_each_command_runs_its_own_handler():
+    ran = []
+    handlers = skel.Handlers(
+        add=lambda req: ran.append("add") or {"cniVersion": "1.1.0"},
+        delete=lambda req: ran.append("delete"),
+        check=lambda req: ran.append("check"),
+        gc=lambda req: ran.append("gc"),
+        status=lambda req: ran.append("status"),
+    )
+    spec = skel.PluginSpec("fake", lambda: handlers, "a plugin for tests")
+    for command in ("ADD", "DEL", "CHECK", "GC", "STATUS"):
+        assert Run(spec=spec, CNI_COMMAND=command, conf=dict(CONF, cniVersion="1.1.0")).rc == 0
+    assert ran == ["add", "delete", "check", "gc", "status"]
+
+
+def test_handlers_are_named_and_frozen():
+    with pytest.raises(TypeError):
+        skel.Handlers(_fake_handlers.add, _fake_handlers.delete, _fake_handlers.check)  # no order to get wrong
+    with pytest.raises(AttributeError, match="frozen"):
+        _fake_handlers.HANDLERS.add = _fake_handlers.delete
+    assert _fake_handlers.HANDLERS.add is _fake_handlers.add
+
+
+@pytest.mark.parametrize("name, package", sorted(PLUGINS.items()))
+def test_every_plugin_hands_skel_all_five_handlers(name, package):
+    """Ours implement every command: none falls back on skel's "nothing to collect, ready"."""
+    handlers = importlib.import_module(package + ".__main__").SPEC.handlers()
+    assert type(handlers) is skel.Handlers
+    for field in skel.Handlers.__slots__:
+        assert callable(getattr(handlers, field)) and getattr(handlers, field) is not skel._ready, field

@@ -73,6 +73,12 @@ def test_acl_vsid():
     assert P.VSID.v1(4096) == {"Type": "VSID", "VSID": 4096}
 
 
+def test_host_route_is_a_network_policy_without_settings():
+    assert P.HOST_ROUTE.v2() == {"Type": "HostRoute", "Settings": {}}
+    assert P.HOST_ROUTE.v1() == {"Type": "HostRoute"}
+    assert not P.HOST_ROUTE.endpoint
+
+
 @pytest.mark.parametrize(
     "kind,args",
     [
@@ -83,6 +89,7 @@ def test_acl_vsid():
         (P.ACL, {"action": "Block", "protocols": 6, "remote_ports": "80,443", "priority": 10}),
         (P.VSID, {"isolation_id": 4096}),
         (P.VLAN, {"isolation_id": 12}),
+        (P.HOST_ROUTE, {}),
     ],
 )
 def test_each_kind_translates_its_own_documents(kind, args):
@@ -102,6 +109,7 @@ def test_each_kind_translates_its_own_documents(kind, args):
         ("portmapping", True),
         ("ACL", True),
         ("VSID", False),
+        ("HostRoute", False),
         ("QOS", False),
     ],
 )

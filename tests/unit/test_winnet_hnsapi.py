@@ -11,7 +11,7 @@ from libhns.objects import HNSNetwork, HostComputeNetwork
 from plugins.cni.errors import CniError
 from plugins.cni.result import IPConfig
 from plugins.winnet.config import DnsSettings
-from plugins.winnet.hnsapi import HcnApi, HnsV1Api, open_api
+from plugins.winnet.hnsapi import EndpointApi, HcnApi, HnsV1Api, open_api
 
 NETNS = "8C5E9A5B-1E5F-4C3E-9D4C-5F1E2A3B4C5D"
 IPS = [IPConfig("fd00:4::5/64"), IPConfig("10.244.4.5/24"), IPConfig("10.244.4.6/24")]
@@ -28,6 +28,39 @@ def test_open_api_gives_both_adapters_one_raw_stack(tmp_path):
     hcn, v1 = api(tmp_path, 2), api(tmp_path, 1, "none")
     assert type(hcn) is HcnApi and type(v1) is HnsV1Api
     assert hcn.hcn.raw is hcn.hnscall.raw and v1.hcn.raw is v1.hnscall.raw
+
+
+def _public(cls: type) -> set[str]:
+    """What a class offers its callers: methods, properties and class attributes, annotated ones too."""
+    names = set()
+    for c in cls.__mro__[:-1]:
+        names |= set(vars(c)) | set(vars(c).get("__annotations__", {}))
+    return {n for n in names if not n.startswith("_")}
+
+
+@pytest.mark.parametrize("adapter", [HcnApi, HnsV1Api])
+def test_the_protocol_says_everything_an_adapter_does(adapter):
+    """A caller reads ``EndpointApi`` to know what it may ask; nothing an adapter does is missing
+    from it, nothing in it is missing from an adapter."""
+    assert _public(adapter) == _public(EndpointApi)
+
+
+@pytest.mark.parametrize("adapter", [HcnApi, HnsV1Api])
+def test_what_an_api_lacks_is_a_feature_libhns_names(adapter):
+    """A misspelt name would quietly be a feature HNS's version answers for."""
+    from libhns.client import Features
+
+    assert set(adapter.lacks) <= set(Features.__slots__)
+
+
+@pytest.mark.parametrize("version, netns", [(2, NETNS), (1, "none")])
+def test_both_adapters_take_their_clients_by_name_only(tmp_path, version, netns):
+    """A call written for another order fails at once instead of swapping the two clients."""
+    made = api(tmp_path, version, netns)
+    with pytest.raises(TypeError):
+        type(made)(made.hcn, made.hnscall, "pod1", netns)
+    again = type(made)(hcn=made.hcn, hnscall=made.hnscall, container_id="pod1", netns=netns)
+    assert (again.hcn, again.hnscall) == (made.hcn, made.hnscall)
 
 
 def test_an_hcn_endpoint_takes_every_address_and_all_of_the_dns(tmp_path):

@@ -241,8 +241,8 @@ class FakeApi:
     def shows_management_ip(self, network):  # as HCN: on Overlay only
         return network.is_type("Overlay")
 
-    def add_network_policy(self, network, policy):
-        self.calls.append("policy " + policy["Type"])
+    def add_network_policy(self, network, kind, *args, **settings):
+        self.calls.append("policy " + kind.v2(*args, **settings)["Type"])
 
     def delete_network(self, network):
         self.calls.append("delete network")
@@ -456,7 +456,8 @@ def clients(tmp_path):
 def adapters(hcn, hnscall) -> dict:
     from plugins.winnet.hnsapi import HcnApi, HnsV1Api
 
-    return {"v1": HnsV1Api(hnscall, hcn, "c", "none"), "v2": HcnApi(hcn, hnscall, "")}
+    clients = {"hcn": hcn, "hnscall": hnscall, "container_id": "c"}
+    return {"v1": HnsV1Api(**clients, netns="none"), "v2": HcnApi(**clients, netns="")}
 
 
 @pytest.mark.parametrize("adapter", ["v1", "v2"])
@@ -477,3 +478,23 @@ def test_both_adapters_make_the_host_vnic_through_hnscall(tmp_path, adapter):
     api.delete_host_endpoint("cbr0_ep")
     api.delete_host_endpoint("cbr0_ep")  # already gone: nothing to do
     assert hnscall.get_endpoint_by_name("cbr0_ep") is None
+
+
+@pytest.mark.parametrize("adapter", ["v1", "v2"])
+def test_a_made_overlay_gets_its_host_route_from_hcn_and_a_clear_refusal_from_hnscall(tmp_path, adapter):
+    """HCN adds HostRoute to the network it made; HNSCall, were it asked (its ``lacks`` keeps
+    ``_set_up`` from asking), refuses by name with a libhns error (code 100 through ``hns_step``)
+    and the half-made network is deleted again."""
+    from libhns.errors import Unsupported
+
+    hcn, hnscall = clients(tmp_path)
+    api = adapters(hcn, hnscall)[adapter]
+    s = spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
+    refused = pytest.raises(Unsupported, match="cannot add a HostRoute policy")
+    with refused if adapter == "v1" else contextlib.nullcontext():
+        nw.ensure(api, s, ALL, str(tmp_path / "locks"), clock=Clock(), sleep=lambda _: None)
+    network = hcn.get_network_by_name("vxlan0")
+    if adapter == "v1":
+        assert network is None
+    else:
+        assert {"Type": "HostRoute", "Settings": {}} in network.policies

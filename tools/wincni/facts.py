@@ -527,7 +527,7 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
             if network is not None:
                 eps = [ep for ep in every if same_id(ep.virtual_network, network.id)]
                 found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
-                v1 = HnsV1Api(hnscall, hcn, "", "")
+                v1 = HnsV1Api(hcn=hcn, hnscall=hnscall, container_id="", netns="")
                 stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
     except EnvError as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}

@@ -61,7 +61,9 @@ class Holdings:
             from plugins.winnet.hnsapi import HnsV1Api
 
             hcn, hnscall = open_clients(self.env)
-            self._api = HnsV1Api(hnscall, hcn, "", "")  # the V1 view says which sandbox holds each
+            self._api = HnsV1Api(
+                hcn=hcn, hnscall=hnscall, container_id="", netns=""
+            )  # the V1 view says which sandbox holds each
         return self._api
 
     def _endpoint(self, ep: Any) -> Endpoint:
