@@ -24,7 +24,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-# One line a step (`make demo VERBOSE=1`: every result in full). The venv and the release folder are
+# One line a step (`make demo VERBOSE=1`: every result in full). The venv and the package folder are
 # built first, quietly (their log in build/demo-setup.log, shown only when that fails).
 demo:
 	@mkdir -p build
@@ -68,7 +68,7 @@ dist: $(STAMP)
 $(DIST_EXE): $(STAMP) $(DIST_INPUTS)
 	$(MAKE) dist
 
-# The Windows release zip, built on Linux: PyInstaller under a Windows CPython in Wine (winbuild/).
+# The Windows package zip, built on Linux: PyInstaller under a Windows CPython in Wine (winbuild/).
 # Installs Wine and mingw with apt when missing (as root), the rest into ~/.cache/wincni-windows.
 dist-windows: $(STAMP)
 	$(VPY) -m winbuild.dist

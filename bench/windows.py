@@ -1,4 +1,4 @@
-"""The Windows lane's benchmark (#23, #33): the release zip's executables under Wine against the Go
+"""The Windows lane's benchmark (#23, #33): the package zip's executables under Wine against the Go
 reference plugins built for Windows (``winbuild/gobuild.py``) and against the Windows CPython floor
 (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
 fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
@@ -198,8 +198,8 @@ def install_go(node) -> None:
 def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:
     """Medians (seconds: wall clock and the process's CPU) of every step on every side and of
     the two floors, HNS calls per command, and the machine's load average before and after:
-    ``report``'s input. The sides are ours (the node's release zip), Go's, and ``others``: more
-    release zips (e.g. the build before a change) laid beside ours and timed in the same rounds."""
+    ``report``'s input. The sides are ours (the node's package zip), Go's, and ``others``: more
+    package zips (e.g. the build before a change) laid beside ours and timed in the same rounds."""
     sides = [Side("wincni", "C:\\k\\cni", 40), Side("Go", GO_DIR, 50)]
     install_go(node)
     for n, other in enumerate(others, 2):
@@ -304,7 +304,7 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
         verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
         for step, limit in FLOOR_BUDGETS
     ]
-    lines.append(verdict("release zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
+    lines.append(verdict("package zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
     ours, go = med[(VERSION, "wincni")], med[(VERSION, "Go")]
     lines.append(
         f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "
@@ -332,7 +332,7 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``make bench-windows``, or ``PYTHONPATH=. python bench/windows.py [ZIP [OTHER...]]``: the
-    report for a release zip (default: the one ``make dist-windows`` built); each OTHER zip (another
+    report for a package zip (default: the one ``make dist-windows`` built); each OTHER zip (another
     build: before a change, another packaging option) is timed in the same rounds on the same node
     and reported beside it."""
     import argparse
@@ -349,10 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     zips = args.zips or sorted((root / "dist-windows").glob("wincni-*-windows-amd64.zip"))[-1:]
     if not zips:
-        ap.error("no release zip: run `make dist-windows` first")
+        ap.error("no package zip: run `make dist-windows` first")
     for zip_path in zips:
         if not zipfile.is_zipfile(zip_path):
-            ap.error(f"{zip_path} is not a release zip (`make dist-windows` writes one to dist-windows/)")
+            ap.error(f"{zip_path} is not a package zip (`make dist-windows` writes one to dist-windows/)")
     with tempfile.TemporaryDirectory(prefix="wincni-winbench-") as tmp:
         node = WineNode(Path(tmp), zips[0])
         try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "fixtures"
-DIST = Path(__file__).resolve().parents[1] / "dist" / "wincni"  # `make dist`'s release folder (`make demo` builds it)
+DIST = Path(__file__).resolve().parents[1] / "dist" / "wincni"  # `make dist`'s package folder (`make demo` builds it)
 POD_SUBNET = "10.244.4.0/24"
 
 
@@ -364,12 +364,12 @@ def doctor(node: Node) -> None:
 
 
 def node_day(root: Path) -> None:
-    """What the DaemonSet does on a node, with the release folder: install (the operator's template,
+    """What the DaemonSet does on a node, with the package folder: install (the operator's template,
     the kubelet's DNS) -> doctor -> the doctor's own run: command -> doctor -> a pod -> uninstall."""
-    heading("node 4: a node's day with the release folder (make dist): install -> doctor -> a pod -> uninstall")
+    heading("node 4: a node's day with the package folder (make dist): install -> doctor -> a pod -> uninstall")
     (root / "day").mkdir()
     node = Node(root / "day", "vxlan0", "vxlan")
-    say(f"The release folder: {DIST}. flanneld and kubeadm have left their files and the Overlay network:")
+    say(f"The package folder: {DIST}. flanneld and kubeadm have left their files and the Overlay network:")
     node.hnsctl(
         "network",
         "create",
@@ -510,7 +510,7 @@ def main() -> int:
     if not (BIN / "flannel").exists() or not (DIST / "wincni").exists():
         say(
             f"error: {BIN / 'flannel'} or {DIST / 'wincni'} not found; run `make demo` (it installs the console "
-            "scripts and builds the release folder)"
+            "scripts and builds the package folder)"
         )
         return 1
     root = Path(tempfile.mkdtemp(prefix="wincni-demo-"))

@@ -199,11 +199,11 @@ class HcnClient(_Client):
     def __init__(self, raw: RawHns) -> None:
         super().__init__(raw)
         # The last network found by name stays open (id, handle) for create_endpoint: a V2 ADD
-        # then opens its network once. create_endpoint or close() releases it.
+        # then opens its network once. create_endpoint or close() closes it.
         self._kept: tuple[str, Any] | None = None
 
     def close(self) -> None:
-        """Release the network handle kept open by get_network_by_name, if any."""
+        """Close the network handle kept open by get_network_by_name, if any."""
         kept, self._kept = self._kept, None
         if kept is not None:
             self.raw.hcn_close("Network", kept[1])

@@ -137,7 +137,7 @@ class _Worker:
         """The thread ends once it is idle (at once, or when its abandoned call returns); a call
         it has not taken yet (the budget ended first) it finds gone, and never makes."""
         self._job = None
-        if self._go.locked():  # else ``run``'s release is still there for the thread to take
+        if self._go.locked():  # else the permit ``run`` gave is still there for the thread to take
             self._go.release()
 
 

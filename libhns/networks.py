@@ -26,8 +26,8 @@ _V1_TOP_LEVEL = (
 )
 
 
-class SubnetSpec:
-    """One IPAM subnet: its prefix, the default route's next hop and, on Overlay, its VSID."""
+class NewSubnet:
+    """One IPAM subnet of a network to create: its prefix, the default route's next hop and, on Overlay, its VSID."""
 
     __slots__ = ("prefix", "gateway", "vsid")
 
@@ -47,7 +47,7 @@ class SubnetSpec:
 def network_document(
     name: str,
     type_: str,
-    subnets: Iterable[SubnetSpec] = (),
+    subnets: Iterable[NewSubnet] = (),
     *,
     adapter: str = "",
     management_ip: str = "",

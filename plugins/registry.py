@@ -1,13 +1,13 @@
 """Every command wincni ships, in one place.
 
 The PyInstaller spec builds one executable per entry, in-process delegation runs the plugins
-from it, each plugin's ``SPEC`` takes its name from it, the doctor finds the endpoint plugins'
+from it, each plugin's ``PLUGIN`` takes its name from it, the doctor finds the endpoint plugins'
 flavors here, and unit tests hold setup.cfg's console scripts and build.ps1's ``$Commands`` equal
 to it. Plain data: in-process delegation reads it on the pod path.
 """
 
 # The CNI plugins: name -> package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
-# and ``SPEC``).
+# and ``PLUGIN``).
 PLUGINS = {
     "win-bridge": "plugins.win_bridge",
     "win-overlay": "plugins.win_overlay",
@@ -23,7 +23,7 @@ COMMANDS = (*PLUGINS, *TOOLS)
 
 def name_of(package: str) -> str:
     """The command name of the plugin in ``package`` (``plugins.win_bridge`` -> ``win-bridge``):
-    a plugin's ``SPEC`` and flavor take their name from here, so it is written once."""
+    a plugin's ``PLUGIN`` and flavor take their name from here, so it is written once."""
     return next(name for name, pkg in PLUGINS.items() if pkg == package)
 
 
@@ -33,7 +33,7 @@ def entry_module(name: str) -> str:
 
 
 def sibling(name: str) -> str | None:
-    """The entry module of plugin ``name`` when it is one we ship, else None: what ``plugins/spec.py``
+    """The entry module of plugin ``name`` when it is one we ship, else None: what ``plugins/plugin.py``
     hands the CNI core for in-process delegation (the core imports no registry)."""
     return entry_module(name) if name in PLUGINS else None
 

@@ -581,9 +581,9 @@ def golden_calls(name: str, step: int) -> list[str]:
     return [c["fn"] for c in doc["steps"][step]["calls"] if "Close" not in c["fn"]]
 
 
-def release(root: Path, build: str, mark: str = "") -> Path:
-    """A release folder as specs/wincni.spec makes it: launchers beside _wincni-<build>."""
-    folder = root / f"release-{build}"
+def package_folder(root: Path, build: str, mark: str = "") -> Path:
+    """A package folder as specs/wincni.spec makes it: launchers beside _wincni-<build>."""
+    folder = root / f"package-{build}"
     (folder / f"_wincni-{build}" / "plugins").mkdir(parents=True, exist_ok=True)
     (folder / f"_wincni-{build}" / "python313.dll").write_text(f"python of {build}")
     for c in COMMANDS:  # as PyInstaller's launchers name their contents folder

@@ -208,7 +208,7 @@ def network_document(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("hnsctl: --vsid needs --subnet")
     vsid = args.vsid if args.vsid is not None else (4096 if args.type == "Overlay" else None)
     try:
-        subnets = [networks.SubnetSpec(s, gateways.get(v, ""), vsid) for s, v in zip(args.subnet, families)]
+        subnets = [networks.NewSubnet(s, gateways.get(v, ""), vsid) for s, v in zip(args.subnet, families)]
     except ValueError as err:
         raise UsageError(f"hnsctl: {err}") from None
     return networks.network_document(

@@ -1,1 +1,1 @@
-"""Cross-build of the Windows release on Linux: a Windows CPython and PyInstaller run under Wine."""
+"""Cross-build of the Windows package on Linux: a Windows CPython and PyInstaller run under Wine."""

@@ -1,4 +1,4 @@
-"""``make dist-windows``: build specs/wincni.spec under Wine and pack the Windows release zip.
+"""``make dist-windows``: build specs/wincni.spec under Wine and pack the Windows package zip.
 
 The zip holds what goes into ``C:\\k\\cni``: the one-folder bundle (``<name>.exe`` beside
 ``_wincni-<build>\\``), ``samples\\`` with the two documented ``cni.conf`` files and ``INSTALL.txt``.
@@ -21,7 +21,7 @@ ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
 SPEC = ROOT / "specs" / "wincni.spec"
 BUNDLE = "wincni"
-EXTRAS = Path(__file__).resolve().parent / "release"  # INSTALL.txt and samples/
+EXTRAS = Path(__file__).resolve().parent / "package"  # INSTALL.txt and samples/
 
 
 COMMANDS = registry.COMMANDS  # the executables the spec builds
@@ -68,7 +68,7 @@ def build(python: Path, prefix: Path) -> Path:
 
 
 def pack(bundle: Path, target: Path) -> Path:
-    """The release zip: the bundle's contents at the top, plus INSTALL.txt and samples/."""
+    """The package zip: the bundle's contents at the top, plus INSTALL.txt and samples/."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:

@@ -3,7 +3,7 @@
 Every program comes from the Go module proxy at a pinned version (no Go source is in this
 repository but our own few-line ``main`` packages under ``winbuild/gomain/``, each with the
 ``go.mod``/``go.sum`` that pin what it calls). A published module is built in its own
-module-cache folder, so its own ``go.mod``/``go.sum`` pick every dependency as its release build
+module-cache folder, so its own ``go.mod``/``go.sum`` pick every dependency as its published build
 does (``-mod=readonly``: never a vendor folder or a rewritten ``go.mod``).
 
 The cache is ``$WINCNI_GO_CACHE``, else ``~/.cache/wincni-go``: Go's module and build caches and
@@ -15,7 +15,7 @@ stays, without running Go. ``python -m winbuild.gobuild NAME...`` builds and pri
 The Go reference plugins (``REFERENCE_PLUGINS``: what ``bench/windows.py`` times ours against):
 the Go module proxy refuses ``github.com/flannel-io/cni-plugin`` (every version, "403 This module
 version is not available"), so flannel comes from ``containernetworking/plugins`` v0.9.1, the
-last release that held it (``plugins/meta/flannel``, whose code flannel-io/cni-plugin continued).
+last version that held it (``plugins/meta/flannel``, whose code flannel-io/cni-plugin continued).
 Its CNI library predates CNI 1.0, so the timed chain runs at 0.4.0 on both sides.
 """
 

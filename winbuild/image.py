@@ -3,7 +3,7 @@ with go-containerregistry's ``crane`` (built from the Go module proxy: winbuild/
 
 The image is files only (a HostProcess container runs on the host; nothing is RUN), so it is one
 layer laid out as the Dockerfile's COPY lines say, from deploy/ as the build context, where this
-stages what the Dockerfile's comment says to put there: the Windows release (``make dist-windows``'s
+stages what the Dockerfile's comment says to put there: the Windows package (``make dist-windows``'s
 zip, unpacked to deploy/image/wincni/) and flanneld.exe (deploy/image/flanneld.exe, cross-built from
 flannel's Go module). crane pushes it to a registry of its own on loopback (``crane registry
 serve``), sets the platform windows/amd64, and pulls it back as an OCI layout, which is tarred.
@@ -78,12 +78,12 @@ def write_layer(files: dict[str, Path], out: Path, windows_format: bool) -> None
             tar.addfile(info, io.BytesIO(data))
 
 
-def stage(context: Path, release_zip: Path, flanneld: Path) -> None:
+def stage(context: Path, package_zip: Path, flanneld: Path) -> None:
     """What deploy/Dockerfile's comment says to put in deploy/image/."""
     image = context / "image"
     shutil.rmtree(image / "wincni", ignore_errors=True)
     (image / "wincni").mkdir(parents=True)
-    with zipfile.ZipFile(release_zip) as zf:
+    with zipfile.ZipFile(package_zip) as zf:
         zf.extractall(image / "wincni")
     shutil.copyfile(flanneld, image / "flanneld.exe")
 
@@ -148,27 +148,27 @@ def build(context: Path, out: Path, tag: str, crane: Path, base: str = "") -> Pa
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="make image", description=__doc__.split("\n\n")[0])
-    p.add_argument("--release", help="the Windows release zip (default: the newest in dist-windows/)")
+    p.add_argument("--zip", help="the Windows package zip (default: the newest in dist-windows/)")
     p.add_argument("--flanneld", help="flanneld.exe (default: built from flannel's Go module)")
     p.add_argument("--base", default=os.environ.get("BASE", ""), help="base image reference or tarball (default: none)")
     p.add_argument("--tag", default="0.1.0")
     p.add_argument("--out", default=str(REPO / "dist-image" / f"{NAME}-0.1.0.oci.tar"))
     args = p.parse_args(argv)
     zips = sorted((REPO / "dist-windows").glob("wincni-*-windows-amd64.zip"), key=lambda z: z.stat().st_mtime)
-    release = Path(args.release) if args.release else (zips[-1] if zips else None)
-    if release is None or not release.is_file():
-        print("make image: no Windows release zip: run `make dist-windows` first (or pass --release)", file=sys.stderr)
+    package_zip = Path(args.zip) if args.zip else (zips[-1] if zips else None)
+    if package_zip is None or not package_zip.is_file():
+        print("make image: no Windows package zip: run `make dist-windows` first (or pass --zip)", file=sys.stderr)
         return 1
     try:
         flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
-        stage(DEPLOY, release, flanneld)
+        stage(DEPLOY, package_zip, flanneld)
         out = build(DEPLOY, Path(args.out), args.tag, gobuild.build("crane"), args.base)
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
     except zipfile.BadZipFile as exc:
         print(
-            f"make image: {release} is not the Windows release zip ({exc}): pass `make dist-windows`'s zip",
+            f"make image: {package_zip} is not the Windows package zip ({exc}): pass `make dist-windows`'s zip",
             file=sys.stderr,
         )
         return 1

@@ -92,10 +92,10 @@ def _what(entry: str, text: str) -> dict:
         ) from None
 
 
-def parse_faults(spec: str) -> tuple[Fault, ...]:
+def parse_faults(text: str) -> tuple[Fault, ...]:
     """Parse the env value; raises EnvError naming the bad entry."""
     faults = []
-    for entry in (e.strip() for e in (spec or "").split(",")):
+    for entry in (e.strip() for e in (text or "").split(",")):
         if not entry:
             continue
         target, sep, what = entry.rpartition("=")

@@ -16,7 +16,7 @@ from . import version as ver
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INVALID_CONFIG, CniError
 from .names import PATTERN, file_name_problem, is_name
 
-# The spec's network name pattern.
+# The CNI specification's network name pattern.
 #: The longest network name: it becomes a folder (host-local's store), a lock file and the HNS
 #: network's name, and every path built from it must fit (Windows' 260 characters included).
 MAX_NAME = 128

@@ -21,7 +21,7 @@ _REQUIRED = {
     "VERSION": (),
 }
 
-# Every file name later built from a container ID relies on this pattern (spec + libcni).
+# Every file name later built from a container ID relies on this pattern (CNI specification + libcni).
 #: The longest container ID: flannel's attachment marker ``<sandbox>@<container>@<ifname>`` must
 #: stay one file name (255 characters) with a 15-character ifname quoted. Runtimes use 64.
 MAX_CONTAINER_ID = 100

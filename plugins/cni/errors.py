@@ -1,8 +1,8 @@
-"""CNI errors: one exception type carrying its spec code, turned into JSON only by ``skel``."""
+"""CNI errors: one exception type carrying its CNI specification code, turned into JSON only by ``skel``."""
 
 from __future__ import annotations
 
-# Spec error codes (SPEC.md "Error"); 0-99 are reserved for the spec.
+# The CNI specification's error codes (SPEC.md "Error"); 0-99 are reserved for it.
 INCOMPATIBLE_VERSION = 1
 UNSUPPORTED_FIELD = 2
 UNKNOWN_CONTAINER = 3

@@ -119,9 +119,9 @@ class Executor:
         import io
 
         __import__(module)  # as skel imports handlers: no importlib package on the pod path
-        spec = sys.modules[module].SPEC
+        plugin = sys.modules[module].PLUGIN
         out, err = io.StringIO(), io.StringIO()
-        rc = self.run(spec, env, io.BytesIO(stdin), out, err, platform)
+        rc = self.run(plugin, env, io.BytesIO(stdin), out, err, platform)
         return rc, out.getvalue().encode(), err.getvalue()
 
 

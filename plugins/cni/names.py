@@ -1,6 +1,6 @@
 """Names that become file names on the node: network names, container and sandbox IDs, plugin types.
 
-One rule for all of them: the CNI spec's pattern (a letter or digit, then letters, digits and
+One rule for all of them: the CNI specification's pattern (a letter or digit, then letters, digits and
 ``_.-``), checked with string methods (no ``re`` compile on a plugin's start), plus what makes a
 name unsafe as a file name on Windows: over a length limit, a device name (``NUL.lock`` is
 ``NUL``), or a trailing dot or space (Windows drops it, so ``cbr0.`` and ``cbr0`` are one file).

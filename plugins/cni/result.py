@@ -1,4 +1,4 @@
-"""The CNI result model and its exact rendering in every spec version.
+"""The CNI result model and its exact rendering in every CNI version.
 
 Results are held in the 1.1.0 shape and converted on output, so a plugin builds one value and
 the runtime gets what its cniVersion can carry (0.1.0/0.2.0 ip4/ip6, 0.3.x/0.4.0 with

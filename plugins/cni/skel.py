@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .result import Result
 
 
-# The lowest config version that allows each command (spec 0.4.0 CHECK, 1.1.0 GC/STATUS).
+# The lowest config version that allows each command (CNI 0.4.0 CHECK, 1.1.0 GC/STATUS).
 _MIN_VERSION = {"CHECK": "0.4.0", "GC": "1.1.0", "STATUS": "1.1.0"}
 #: The most stdin a command reads: real configs (with a node's GC attachment list) are tens of KiB.
 MAX_STDIN = 4 << 20
@@ -62,7 +62,7 @@ class Handlers:
         raise AttributeError(f"Handlers are frozen: {name} cannot be replaced")
 
 
-class PluginSpec:
+class Plugin:
     """A plugin: its name, ``handlers`` (a function importing the plugin's command code and
     returning its ``Handlers``: called only once a command has a config it may run), its one-line
     description, and what the core may not import itself: ``backend`` (env, platform -> the HNS
@@ -87,7 +87,7 @@ class PluginSpec:
         self.siblings = siblings
 
     def __repr__(self) -> str:
-        return f"PluginSpec(name={self.name!r})"
+        return f"Plugin(name={self.name!r})"
 
     def main(self, env: Mapping[str, str], stdin: Any, stdout: TextIO) -> int:
         """The plugin's in-process entry point (tests, in-process delegation)."""
@@ -180,7 +180,7 @@ class Request:
 
 
 def run(
-    spec: PluginSpec,
+    plugin: Plugin,
     env: Mapping[str, str],
     stdin: Any,
     stdout: TextIO,
@@ -192,11 +192,11 @@ def run(
     plugin run without ``CNI_COMMAND`` does not take). ``argv``: the command line after the
     program, read only without ``CNI_COMMAND`` (the runtime passes none)."""
     with log.scope():
-        return _run(spec, env, stdin, stdout, stderr, platform, argv)
+        return _run(plugin, env, stdin, stdout, stderr, platform, argv)
 
 
 def _run(
-    spec: PluginSpec,
+    plugin: Plugin,
     env: Mapping[str, str],
     stdin: Any,
     stdout: TextIO,
@@ -206,22 +206,22 @@ def _run(
 ) -> int:
     stderr = stderr if stderr is not None else sys.stderr
     log.configure(
-        spec.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"), max_bytes=env.get("WINCNI_LOG_MAX_BYTES")
+        plugin.name, stderr=stderr, log_file=env.get("WINCNI_LOG_FILE"), max_bytes=env.get("WINCNI_LOG_MAX_BYTES")
     )
     command = env.get("CNI_COMMAND")
     if not command:
-        return _about(spec, argv, stdout, stderr)
+        return _about(plugin, argv, stdout, stderr)
     started = time.perf_counter()
     version = ver.LATEST  # what an error is written in until the config names its own version
     try:
         if command == "VERSION":
             _write(stdout, _version_doc(_read(stdin)))
             return 0
-        req = _parse(env, stdin, platform, spec.siblings)
+        req = _parse(env, stdin, platform, plugin.siblings)
         version = req.cni_version
         _admit(req)
-        _log_start(spec, req)
-        _reply(stdout, req, _route(spec.handlers(), command)(req))
+        _log_start(plugin, req)
+        _reply(stdout, req, _route(plugin.handlers(), command)(req))
         log.event("done", ms=_ms_since(started))
         return 0
     except (StdoutClosed, StdoutFailed):
@@ -259,12 +259,12 @@ def _admit(req: Request) -> None:
         )
 
 
-def _log_start(spec: PluginSpec, req: Request) -> None:
+def _log_start(plugin: Plugin, req: Request) -> None:
     """The debug log learns the command and the container; its start line is written only when
     logging is on (it reads the build and the HNS backend)."""
     log_file = req.conf.get("logFile")
     log.configure(
-        spec.name,
+        plugin.name,
         log_file=log_file if isinstance(log_file, str) else None,
         command=req.command,
         containerID=req.container_id,
@@ -281,7 +281,7 @@ def _log_start(spec: PluginSpec, req: Request) -> None:
             version=buildinfo.VERSION,
             commit=buildinfo.commit() or None,
             build=buildinfo.build() or None,
-            backend=spec.backend(req.env, req.platform) if spec.backend else None,
+            backend=plugin.backend(req.env, req.platform) if plugin.backend else None,
         )
 
 
@@ -357,23 +357,23 @@ def _version_doc(data: bytes) -> dict:
     return {"cniVersion": version, "supportedVersions": list(ver.SUPPORTED)}
 
 
-def _about(spec: PluginSpec, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+def _about(plugin: Plugin, argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """A plugin run by hand (no ``CNI_COMMAND``): ``--version`` / ``version`` prints the build on
     stdout; bare, the about text goes to stderr as the Go plugins write it; anything else is a usage
     error. CNI's own ``VERSION`` command is the runtime's and unchanged."""
     from . import buildinfo  # reads .git in a checkout: only when asked
 
     if list(argv) in (["--version"], ["version"]):
-        _print(stdout, buildinfo.about(spec.name))
+        _print(stdout, buildinfo.about(plugin.name))
         return 0
     if argv:
         stderr.write(
-            f"{spec.name}: unknown arguments {' '.join(argv)!r}\n"
-            f"usage: {spec.name} [--version | version] (the runtime runs it with CNI_COMMAND set, no arguments)\n"
+            f"{plugin.name}: unknown arguments {' '.join(argv)!r}\n"
+            f"usage: {plugin.name} [--version | version] (the runtime runs it with CNI_COMMAND set, no arguments)\n"
         )
         return 2
     stderr.write(
-        f"{spec.name} {buildinfo.describe()}: {spec.description}\n"
+        f"{plugin.name} {buildinfo.describe()}: {plugin.description}\n"
         f"CNI protocol versions supported: {', '.join(ver.SUPPORTED)}\n"
     )
     return 0
@@ -395,7 +395,7 @@ def _print(stdout: TextIO, text: str) -> None:
         raise failed(exc) from None
 
 
-def console_entry(spec: PluginSpec) -> None:
+def console_entry(plugin: Plugin) -> None:
     """What a console script / ``python -m`` / frozen exe calls: real env, stdin, stdout.
 
     The process ends with ``os._exit`` once stdout and stderr are flushed, skipping the
@@ -407,7 +407,7 @@ def console_entry(spec: PluginSpec) -> None:
 
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
     try:
-        status = run(spec, os.environ, stdin, sys.stdout, argv=sys.argv[1:])
+        status = run(plugin, os.environ, stdin, sys.stdout, argv=sys.argv[1:])
     except StdoutClosed:
         end_closed()
     except StdoutFailed as exc:

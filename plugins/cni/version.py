@@ -1,10 +1,10 @@
-"""CNI spec versions this suite speaks, and their ordering."""
+"""CNI versions this suite speaks, and their ordering."""
 
 from __future__ import annotations
 
 SUPPORTED = ("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 LATEST = SUPPORTED[-1]
-#: What a config without ``cniVersion`` means (spec: absent is 0.1.0).
+#: What a config without ``cniVersion`` means (the CNI specification: absent is 0.1.0).
 IMPLICIT = "0.1.0"
 
 

@@ -1,6 +1,6 @@
 """flannel: the meta plugin that turns flanneld's lease into a delegate config. Run as ``flannel`` or ``python -m plugins.flannel``."""
 
-from plugins.spec import plugin
+from plugins.plugin import plugin
 
 
 def handlers():
@@ -10,9 +10,9 @@ def handlers():
     return HANDLERS
 
 
-SPEC = plugin(__package__, handlers, "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
-main = SPEC.main
-entry = SPEC.entry
+PLUGIN = plugin(__package__, handlers, "reads flanneld's subnet.env and delegates to win-bridge or win-overlay")
+main = PLUGIN.main
+entry = PLUGIN.entry
 
 if __name__ == "__main__":
     entry()

@@ -1,6 +1,6 @@
 """host-local: IPAM from local ranges, stored on disk like the Go plugin. Run as ``host-local`` or ``python -m plugins.ipam_host_local``."""
 
-from plugins.spec import plugin
+from plugins.plugin import plugin
 
 
 def handlers():
@@ -10,9 +10,9 @@ def handlers():
     return HANDLERS
 
 
-SPEC = plugin(__package__, handlers, "host-local IPAM: addresses from local ranges, stored on disk")
-main = SPEC.main
-entry = SPEC.entry
+PLUGIN = plugin(__package__, handlers, "host-local IPAM: addresses from local ranges, stored on disk")
+main = PLUGIN.main
+entry = PLUGIN.entry
 
 if __name__ == "__main__":
     entry()

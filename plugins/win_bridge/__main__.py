@@ -1,6 +1,6 @@
 """win-bridge: pod endpoints on an HNS L2Bridge network (flannel host-gw). Run as ``win-bridge`` or ``python -m plugins.win_bridge``."""
 
-from plugins.spec import plugin
+from plugins.plugin import plugin
 
 
 def handlers():
@@ -12,9 +12,9 @@ def handlers():
     return Lifecycle(FLAVOR).handlers()
 
 
-SPEC = plugin(__package__, handlers, "HNS L2Bridge pod networking for Windows nodes (HCN V2 and HNS V1)")
-main = SPEC.main
-entry = SPEC.entry
+PLUGIN = plugin(__package__, handlers, "HNS L2Bridge pod networking for Windows nodes (HCN V2 and HNS V1)")
+main = PLUGIN.main
+entry = PLUGIN.entry
 
 if __name__ == "__main__":
     entry()

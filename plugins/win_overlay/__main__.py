@@ -1,6 +1,6 @@
 """win-overlay: pod endpoints on an HNS Overlay (VXLAN) network (flannel vxlan). Run as ``win-overlay`` or ``python -m plugins.win_overlay``."""
 
-from plugins.spec import plugin
+from plugins.plugin import plugin
 
 
 def handlers():
@@ -12,9 +12,9 @@ def handlers():
     return Lifecycle(FLAVOR).handlers()
 
 
-SPEC = plugin(__package__, handlers, "HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)")
-main = SPEC.main
-entry = SPEC.entry
+PLUGIN = plugin(__package__, handlers, "HNS Overlay (VXLAN) pod networking for Windows nodes (HCN V2 and HNS V1)")
+main = PLUGIN.main
+entry = PLUGIN.entry
 
 if __name__ == "__main__":
     entry()

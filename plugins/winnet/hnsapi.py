@@ -1,6 +1,6 @@
 """The two ways to drive HNS for a pod endpoint — HCN (V2) and HNSCall (V1) — behind one shape.
 
-The lifecycle asks these adapters for networks and endpoints and to attach, release and list
+The lifecycle asks these adapters for networks and endpoints and to attach, remove and list
 them, and what an endpoint of their API can hold; it never branches on the API itself.
 ``EndpointApi`` is the whole of what they do: a caller needing anything else adds it there and
 to both adapters, and an API that cannot do it refuses with a libhns error saying so. Each
@@ -49,17 +49,17 @@ class EndpointApi(Protocol):
     def delete_network(self, network: Any) -> None: ...
     def add_network_policy(self, network: Any, kind: Kind, *args: Any, **settings: Any) -> None: ...
     def endpoint(self, name: str) -> Any | None: ...
-    def endpoint_to_release(self, name: str) -> Any | None: ...
+    def endpoint_to_remove(self, name: str) -> Any | None: ...
     def require_sandbox(self) -> None: ...
     def usable_ips(self, ips: Sequence[Any]) -> Sequence[Any]: ...
     def create(self, plan: EndpointPlan) -> Any: ...
     def attach(self, ep: Any) -> None: ...
     def is_attached(self, ep: Any) -> bool: ...
-    def release(self, ep: Any) -> None: ...
+    def remove(self, ep: Any) -> None: ...
     def delete(self, ep: Any) -> None: ...
     def endpoints_of(self, network: Any) -> list[Any]: ...
     def dns(self, ep: Any) -> DnsSettings: ...
-    def release_stale(self, ep: Any) -> None: ...
+    def remove_stale(self, ep: Any) -> None: ...
     def in_use(self, ep: Any) -> bool: ...
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
@@ -164,8 +164,8 @@ class HcnApi(_Adapter):
     def endpoint(self, name: str) -> Any | None:
         return self.hcn.get_endpoint_by_name(name)
 
-    def endpoint_to_release(self, name: str) -> Any | None:
-        """DEL: when CNI_NETNS names the namespace, the endpoint's ID is all ``release`` needs,
+    def endpoint_to_remove(self, name: str) -> Any | None:
+        """DEL: when CNI_NETNS names the namespace, the endpoint's ID is all ``remove`` needs,
         so its properties are not queried."""
         if not is_guid(self.netns):
             return self.endpoint(name)
@@ -193,7 +193,7 @@ class HcnApi(_Adapter):
     def is_attached(self, ep: Any) -> bool:
         return same_id(ep.namespace_id, self.netns)
 
-    def release(self, ep: Any) -> None:
+    def remove(self, ep: Any) -> None:
         """Detach from whatever namespace holds it (gone is fine), then delete."""
         namespace = ep.namespace_id or self.netns
         if namespace:
@@ -219,9 +219,9 @@ class HcnApi(_Adapter):
             options=tuple(d.get("Options") or ()),
         )
 
-    def release_stale(self, ep: Any) -> None:
-        """GC has no CNI_NETNS: ``release`` already detaches from the namespace the endpoint names."""
-        self.release(ep)
+    def remove_stale(self, ep: Any) -> None:
+        """GC has no CNI_NETNS: ``remove`` already detaches from the namespace the endpoint names."""
+        self.remove(ep)
 
     def in_use(self, ep: Any) -> bool:
         """Its sandbox is alive: the namespace it is attached to still exists."""
@@ -300,7 +300,7 @@ class HnsV1Api(_Adapter):
     def require_sandbox(self) -> None:
         """HNSCall attaches to the container CNI_CONTAINERID names: nothing to check."""
 
-    def endpoint_to_release(self, name: str) -> Any | None:
+    def endpoint_to_remove(self, name: str) -> Any | None:
         return self.endpoint(name)  # V1 detach needs the endpoint's own view (shared containers)
 
     def endpoint(self, name: str) -> Any | None:
@@ -330,7 +330,7 @@ class HnsV1Api(_Adapter):
     def is_attached(self, ep: Any) -> bool:
         return ep.has_container(self.container_id)
 
-    def release(self, ep: Any) -> None:
+    def remove(self, ep: Any) -> None:
         """App container: detach it and keep the shared endpoint. Pause (or unknown netns): detach and delete."""
         if self.shared:
             try:
@@ -353,7 +353,7 @@ class HnsV1Api(_Adapter):
     def dns(self, ep: Any) -> DnsSettings:
         return DnsSettings(nameservers=tuple(v1_list(ep.dns_server_list)), search=tuple(v1_list(ep.dns_suffix)))
 
-    def release_stale(self, ep: Any) -> None:
+    def remove_stale(self, ep: Any) -> None:
         """GC has no container to act for: detach every container still listed, then delete."""
         for container in list(ep.shared_containers or ()):
             try:

@@ -36,7 +36,7 @@ from .config import NetConf, endpoint_name, load, merged_dns
 from .documents import Address, EndpointPlan, build_result
 from .hnsapi import EndpointApi, addresses_of, open_api
 
-#: Plugin-specific CNI error codes (100+ per the spec).
+#: Plugin-specific CNI error codes (100+ per the CNI specification).
 HNS_FAILURE = 100  # HNS refused or failed a call; msg names the call and the HRESULT
 CHECK_MISMATCH = 101  # CHECK found the endpoint differing from what ADD set up
 
@@ -135,13 +135,13 @@ class Lifecycle:
     def find(self, api: EndpointApi, conf: NetConf) -> Any | None:
         """The pod's HNS network, or None when there is none. With a ``network`` section
         (standalone mode) an existing network must match it."""
-        spec = self.standalone(conf)
+        wanted = self.wanted_network(conf)
         with hns_step(f"error while getting network {conf.name}"):
             network = api.network(conf.name)
-        if network is not None and spec is not None:
+        if network is not None and wanted is not None:
             from .network import mismatch
 
-            problem = mismatch(spec, network)
+            problem = mismatch(wanted, network)
             if problem is not None:
                 raise problem
         return network if network is None else self._typed(network, conf)
@@ -161,13 +161,13 @@ class Lifecycle:
     def ensure(self, api: EndpointApi, conf: NetConf, req: Request, features: "_Features") -> Any:
         """ADD's network: created under the node lock when a ``network`` section says how and it
         is missing (``network.ensure`` checks an existing one itself); else as ``require``."""
-        spec = self.standalone(conf)
-        if spec is None:
+        wanted = self.wanted_network(conf)
+        if wanted is None:
             return self.require(api, conf, TRY_AGAIN_LATER)
         from .network import ensure, lock_dir
 
         with hns_step(f"error while creating HNS network {conf.name}"):
-            network = ensure(api, spec, features.get, lock_dir(req.env, req.platform))
+            network = ensure(api, wanted, features.get, lock_dir(req.env, req.platform))
         return self._typed(network, conf)
 
     def _typed(self, network: Any, conf: NetConf) -> Any:
@@ -179,17 +179,18 @@ class Lifecycle:
             )
         return network
 
-    def standalone(self, conf: NetConf) -> Any:
-        """The validated ``network`` section (code 7 for a bad one), or None without it."""
+    def wanted_network(self, conf: NetConf) -> Any:
+        """The network a standalone config's ``network`` section wants (a ``WantedNetwork``,
+        validated: code 7 for a bad one), or None without the section."""
         if conf.network is None:
             return None
-        from .network import ipam_outside, spec_of
+        from .network import ipam_outside, wanted_network
 
-        spec = spec_of(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
-        problem = ipam_outside(spec, conf.ipam)
+        wanted = wanted_network(conf.network, conf.name, self.flavor.network_types[0], self.flavor.ipv6)
+        problem = ipam_outside(wanted, conf.ipam)
         if problem is not None:
             raise problem
-        return spec
+        return wanted
 
     def ipam_stdin(self, req: Request, conf: dict) -> bytes:
         return jsontext.dumps(self.flavor.ipam_conf(conf)).encode()
@@ -295,7 +296,7 @@ class Lifecycle:
             ep = created[0]
             with hns_step(f"failed to attach HNS endpoint {name} to {req.netns or req.container_id}"):
                 api.attach(ep)
-            undo.append(("detach the endpoint", lambda: api.release(ep)))
+            undo.append(("detach the endpoint", lambda: api.remove(ep)))
             if not addresses:  # no IPAM: HNS chose the address
                 return self.result_of(ep, network, api, req)
             return build_result(
@@ -404,9 +405,9 @@ class Lifecycle:
             api = self.api(netconf, req)
             name = endpoint_name(req.container_id, req.netns, netconf.name)
             with hns_step(f"failed to remove HNS endpoint {name}"):
-                ep = api.endpoint_to_release(name)
+                ep = api.endpoint_to_remove(name)
                 if ep is not None:
-                    api.release(ep)
+                    api.remove(ep)
         except CniError as err:
             failures.append(err)
         if failures:
@@ -483,7 +484,7 @@ class Lifecycle:
                 continue
             try:
                 with hns_step(f"GC: failed to remove stale endpoint {ep_name}"):
-                    api.release_stale(ep)
+                    api.remove_stale(ep)
                 freed(
                     f"{self.flavor.plugin} GC",
                     f"HNS endpoint {ep_name} ({ep.id})",

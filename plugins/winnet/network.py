@@ -13,7 +13,7 @@ network, the first ADD creates it from this section, as flanneld would. The rule
   both; nothing here deletes a network it did not just create.
 - Cheap once it exists: one lookup under the lock, the same HNS calls as with flanneld's network.
 
-``spec_of``, ``ipam_outside``, ``document``, ``mismatch`` and ``lock_dir`` are pure; ``ensure`` is
+``wanted_network``, ``ipam_outside``, ``document``, ``mismatch`` and ``lock_dir`` are pure; ``ensure`` is
 the only I/O, through the plugin's ``EndpointApi``, with the clock injectable for tests.
 """
 
@@ -50,7 +50,7 @@ _INTEROP = (
 )
 
 
-class NetworkSpec:
+class WantedNetwork:
     """The network the ``network`` section describes (validated)."""
 
     __slots__ = ("name", "type", "subnets", "adapter", "vni", "vxlan_port", "dr_mac", "persistent")
@@ -68,7 +68,7 @@ class NetworkSpec:
     ) -> None:
         self.name = name
         self.type = type_
-        self.subnets = subnets  # libhns.networks.SubnetSpec, at most one per IP family
+        self.subnets = subnets  # libhns.networks.NewSubnet, at most one per IP family
         self.adapter = adapter
         self.vni = vni
         self.vxlan_port = vxlan_port
@@ -88,9 +88,9 @@ def _listed(value: Any) -> list:
     return [] if value is None else list(value) if isinstance(value, list) else [value]
 
 
-def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool) -> NetworkSpec:
+def wanted_network(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool) -> WantedNetwork:
     """Validate the schema-checked section for a ``network_type`` network (code 7 naming the field)."""
-    from libhns.networks import SubnetSpec
+    from libhns.networks import NewSubnet
 
     overlay = network_type == "Overlay"
     if not overlay:
@@ -135,8 +135,8 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
         port = int(section.get("vxlanPort", FLANNEL_VXLAN_PORT))
         if port != FLANNEL_VXLAN_PORT:
             raise _bad("vxlanPort", f"{port} is not {FLANNEL_VXLAN_PORT}", f"remove it or set 4789: {_INTEROP}")
-    subnets = tuple(SubnetSpec(str(n), gateways.get(n.version, ""), vni) for n in nets)
-    return NetworkSpec(
+    subnets = tuple(NewSubnet(str(n), gateways.get(n.version, ""), vni) for n in nets)
+    return WantedNetwork(
         name,
         network_type,
         subnets,
@@ -148,7 +148,7 @@ def spec_of(section: Mapping[str, Any], name: str, network_type: str, ipv6: bool
     )
 
 
-def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
+def ipam_outside(wanted: WantedNetwork, ipam: Any) -> CniError | None:
     """An IPAM range (host-local's ``subnet`` or ``ranges``) outside the network's subnets: HNS
     would refuse every endpoint with 0x803B002F after the address was taken, so say it first."""
     if not isinstance(ipam, dict):
@@ -158,7 +158,7 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
     for i, rset in enumerate(ranges if isinstance(ranges, list) else ()):
         for j, r in enumerate(rset if isinstance(rset, list) else ()):
             found.append((f"ipam.ranges[{i}][{j}].subnet", r.get("subnet") if isinstance(r, dict) else None))
-    nets = [ipaddr.ip_network(s.prefix) for s in spec.subnets]
+    nets = [ipaddr.ip_network(s.prefix) for s in wanted.subnets]
     for field, text in found:
         try:
             want = ipaddr.ip_network(text, strict=False) if isinstance(text, str) else None
@@ -169,53 +169,53 @@ def ipam_outside(spec: NetworkSpec, ipam: Any) -> CniError | None:
         if not any(n.version == want.version and want.subnet_of(n) for n in nets):
             return CniError(
                 INVALID_CONFIG,
-                f"{field}: {want} is outside network.subnet {', '.join(s.prefix for s in spec.subnets)}",
+                f"{field}: {want} is outside network.subnet {', '.join(s.prefix for s in wanted.subnets)}",
                 "pod addresses must come from the network's subnet: make the two agree",
             )
     return None
 
 
-def document(spec: NetworkSpec, feature: Callable[[str], bool]) -> dict[str, Any]:
-    """The V2 HostComputeNetwork for ``spec`` (the V1 adapter derives its form from it);
+def document(wanted: WantedNetwork, feature: Callable[[str], bool]) -> dict[str, Any]:
+    """The V2 HostComputeNetwork for ``wanted`` (the V1 adapter derives its form from it);
     ``feature`` answers HNS feature questions for the API in use, asked only when the network
     needs one."""
     from libhns.networks import NON_PERSISTENT, network_document
 
-    if any(s.version == 6 for s in spec.subnets) and not feature("dual_stack"):
+    if any(s.version == 6 for s in wanted.subnets) and not feature("dual_stack"):
         raise _bad(
             "subnet",
             "an IPv6 subnet needs dual-stack support, which this HNS version lacks",
             "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+); give an IPv4 subnet only",
         )
     # VxlanPort is an HCN policy (HNS >= 10.3); HNSCall networks and older HNS use 4789 anyway.
-    port = spec.vxlan_port if spec.overlay and feature("vxlan_port") else None
+    port = wanted.vxlan_port if wanted.overlay and feature("vxlan_port") else None
     return network_document(
-        spec.name,
-        spec.type,
-        spec.subnets,
-        adapter=spec.adapter,
+        wanted.name,
+        wanted.type,
+        wanted.subnets,
+        adapter=wanted.adapter,
         vxlan_port=port,
-        dr_mac=spec.dr_mac,
-        flags=0 if spec.persistent else NON_PERSISTENT,
+        dr_mac=wanted.dr_mac,
+        flags=0 if wanted.persistent else NON_PERSISTENT,
     )
 
 
-def mismatch(spec: NetworkSpec, network: Any) -> CniError | None:
+def mismatch(wanted: WantedNetwork, network: Any) -> CniError | None:
     """An existing network of this name that the section does not describe: an error naming both."""
     have = sorted(str(ipaddr.ip_network(s.prefix, strict=False)) for s in network.subnets)
-    want = sorted(s.prefix for s in spec.subnets)
-    differs = not network.is_type(spec.type) or have != want
-    if not differs and spec.overlay and network.vsid is not None and network.vsid != spec.vni:
+    want = sorted(s.prefix for s in wanted.subnets)
+    differs = not network.is_type(wanted.type) or have != want
+    if not differs and wanted.overlay and network.vsid is not None and network.vsid != wanted.vni:
         have.append(f"VNI {network.vsid}")
-        want.append(f"VNI {spec.vni}")
+        want.append(f"VNI {wanted.vni}")
         differs = True
     if not differs:
         return None
     return CniError(
         INVALID_CONFIG,
-        f"HNS network {spec.name} exists as {network.network_type} {', '.join(have) or '(no subnet)'}, "
-        f'but the "network" section describes {spec.type} {", ".join(want)}',
-        f"the plugin never replaces a network: delete it (hnsctl network delete {spec.name}, or "
+        f"HNS network {wanted.name} exists as {network.network_type} {', '.join(have) or '(no subnet)'}, "
+        f'but the "network" section describes {wanted.type} {", ".join(want)}',
+        f"the plugin never replaces a network: delete it (hnsctl network delete {wanted.name}, or "
         "Remove-HnsNetwork) or make the section match it",
     )
 
@@ -255,7 +255,7 @@ def lock_path(name: str, directory: str) -> str:
 
 def ensure(
     api: EndpointApi,
-    spec: NetworkSpec,
+    wanted: WantedNetwork,
     feature: Callable[[str], bool],
     locks: str,
     *,
@@ -264,7 +264,7 @@ def ensure(
     timeout: float = MANAGEMENT_IP_TIMEOUT,
 ) -> Any:
     """Find or create the network under the node-wide lock. A network this call creates is set
-    up completely before the lock is released (management IP, then flanneld's HostRoute or host
+    up completely before the lock is let go (management IP, then flanneld's HostRoute or host
     endpoint), so the ADDs queued behind it find it ready; if that fails it is deleted again in
     the undo window (its own deadline: the command's may be what failed), and the next ADD starts
     over. A marker beside the lock says a set-up is under way: a network found with it (its ADD
@@ -272,37 +272,37 @@ def ensure(
     another shape is a code-7 error."""
     from plugins.cni.lock import FileLock
 
-    lock = lock_path(spec.name, locks)
+    lock = lock_path(wanted.name, locks)
     marker = lock[: -len(".lock")] + ".setup"
     with FileLock(lock):
-        network = api.network(spec.name)
+        network = api.network(wanted.name)
         if network is not None and os.path.exists(marker):
-            if not _discard(api, spec, network, "an earlier ADD was stopped while setting it up"):
+            if not _discard(api, wanted, network, "an earlier ADD was stopped while setting it up"):
                 raise CniError(
                     TRY_AGAIN_LATER,
-                    f"HNS network {spec.name} is half set up and could not be deleted yet",
-                    "the next ADD tries again; or delete it: hnsctl network delete " + spec.name,
+                    f"HNS network {wanted.name} is half set up and could not be deleted yet",
+                    "the next ADD tries again; or delete it: hnsctl network delete " + wanted.name,
                 )
             network = None
         if network is None:
             _mark(marker)
-            network, ours = _create(api, spec, document(spec, feature))
+            network, ours = _create(api, wanted, document(wanted, feature))
             if ours:
                 try:
-                    network = _set_up(api, spec, network, feature, clock, sleep, timeout)
+                    network = _set_up(api, wanted, network, feature, clock, sleep, timeout)
                 except BaseException:
                     with api.undo_window():
-                        if _discard(api, spec, network, "its set-up failed"):
+                        if _discard(api, wanted, network, "its set-up failed"):
                             _unmark(marker)
                     raise
             _unmark(marker)
             if ours:
                 return network
-        problem = mismatch(spec, network)
+        problem = mismatch(wanted, network)
         if problem is not None:
             raise problem
         if not network.management_ip and api.shows_management_ip(network):
-            network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
+            network = _wait_for_management_ip(api, network, wanted.name, clock, sleep, timeout)
     return network
 
 
@@ -317,7 +317,7 @@ def _unmark(path: str) -> None:
         pass
 
 
-def _create(api: EndpointApi, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
+def _create(api: EndpointApi, wanted: WantedNetwork, doc: dict) -> tuple[Any, bool]:
     """(the network, whether this call created it)."""
     from libhns.errors import HnsError
 
@@ -325,25 +325,25 @@ def _create(api: EndpointApi, spec: NetworkSpec, doc: dict) -> tuple[Any, bool]:
         network = api.create_network(doc)
     except HnsError as err:
         # Already exists: a process outside our lock (hnsctl, flanneld, another user) was first.
-        network = api.network(spec.name)
+        network = api.network(wanted.name)
         if network is None:
             raise
-        log.event("network-create-lost", network=spec.name, error=str(err))
+        log.event("network-create-lost", network=wanted.name, error=str(err))
         return network, False
     log.event(
         "network-created",
-        network=spec.name,
+        network=wanted.name,
         id=network.id,
-        type=spec.type,
-        subnets=[s.prefix for s in spec.subnets],
-        persistent=spec.persistent,
+        type=wanted.type,
+        subnets=[s.prefix for s in wanted.subnets],
+        persistent=wanted.persistent,
     )
     return network, True
 
 
 def _set_up(
     api: EndpointApi,
-    spec: NetworkSpec,
+    wanted: WantedNetwork,
     network: Any,
     feature: Callable[[str], bool],
     clock: Callable[[], float],
@@ -351,16 +351,16 @@ def _set_up(
     timeout: float,
 ) -> Any:
     """What flanneld does once HNS has made the network, before any pod may use it."""
-    network = _wait_for_management_ip(api, network, spec.name, clock, sleep, timeout)
-    if spec.overlay:
+    network = _wait_for_management_ip(api, network, wanted.name, clock, sleep, timeout)
+    if wanted.overlay:
         if feature("host_route"):  # HNS >= 9.2, and HCN only (HNSCall lacks it)
             api.add_network_policy(network, HOST_ROUTE)
     else:
-        _host_endpoint(api, spec, network)
+        _host_endpoint(api, wanted, network)
     return network
 
 
-def _host_endpoint(api: EndpointApi, spec: NetworkSpec, network: Any) -> None:
+def _host_endpoint(api: EndpointApi, wanted: WantedNetwork, network: Any) -> None:
     """flanneld's ``<name>_ep``: the host's vNIC on the bridge at the IPv4 subnet's .2, which
     win-bridge gives every pod as its gateway; made and host-attached through HNSCall on
     either API, as flanneld does. A stale endpoint of ours on that address (a gone sandbox's) is
@@ -368,36 +368,36 @@ def _host_endpoint(api: EndpointApi, spec: NetworkSpec, network: Any) -> None:
     from libhns.errors import InvalidAddress
     from plugins.cni.ownership import host_endpoint_name  # only when a network is made
 
-    v4 = next((s for s in spec.subnets if s.version == 4), None)
+    v4 = next((s for s in wanted.subnets if s.version == 4), None)
     if v4 is None:
         return
     ip = str(ipaddr.ip_network(v4.prefix).network_address + 2)
-    name = host_endpoint_name(spec.name)
+    name = host_endpoint_name(wanted.name)
     try:
         ep = api.create_host_endpoint(network, name, ip)
     except InvalidAddress:
         from . import stale
 
-        if not stale.clear_addresses(api, network, spec.name, [ip], name):
+        if not stale.clear_addresses(api, network, wanted.name, [ip], name):
             raise
         ep = api.create_host_endpoint(network, name, ip)
-    log.event("network-host-endpoint", network=spec.name, endpoint=ep.id, ip=ip)
+    log.event("network-host-endpoint", network=wanted.name, endpoint=ep.id, ip=ip)
 
 
-def _discard(api: EndpointApi, spec: NetworkSpec, network: Any, why: str) -> bool:
+def _discard(api: EndpointApi, wanted: WantedNetwork, network: Any, why: str) -> bool:
     """Delete a network this plugin made but could not set up, with its host endpoint (best
     effort: the error being raised is what counts); whether it is gone."""
     from plugins.cni.ownership import freed, host_endpoint_name
 
     try:
-        if not spec.overlay:
-            api.delete_host_endpoint(host_endpoint_name(spec.name))
+        if not wanted.overlay:
+            api.delete_host_endpoint(host_endpoint_name(wanted.name))
         api.delete_network(network)
     except Exception as err:  # noqa: BLE001 - report, keep the original error
-        log.warning(f"could not delete the half-set-up HNS network {spec.name}: {err}; the next ADD deletes it")
+        log.warning(f"could not delete the half-set-up HNS network {wanted.name}: {err}; the next ADD deletes it")
         return False
-    freed("ADD", f"HNS network {spec.name} ({network.id})", f"{why}; the next ADD makes it again")
-    log.event("network-discarded", network=spec.name, id=network.id)
+    freed("ADD", f"HNS network {wanted.name} ({network.id})", f"{why}; the next ADD makes it again")
+    log.event("network-discarded", network=wanted.name, id=network.id)
     return True
 
 

@@ -29,7 +29,7 @@ def remove(api: Any, ep: Any, why: str, who: str = "ADD") -> None:
     addresses = ", ".join(ep.ip_addresses) or "no address"
     ownership.freed(who, f"stale HNS endpoint {ep.name} ({ep.id}, {addresses})", why)
     log.event("stale-endpoint-removed", endpoint=ep.name, id=ep.id, ips=list(ep.ip_addresses), why=why)
-    api.release_stale(ep)
+    api.remove_stale(ep)
 
 
 def left_alone(ep: Any, pod: str, kept: str, elsewhere: bool) -> CniError:

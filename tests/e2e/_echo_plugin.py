@@ -13,7 +13,7 @@ def handlers():
     return skel.Handlers(add=add, delete=delete, check=delete, status=delete)
 
 
-SPEC = skel.PluginSpec("echo", handlers, "a CNI plugin for protocol tests")
+PLUGIN = skel.Plugin("echo", handlers, "a CNI plugin for protocol tests")
 
 
 def add(req):
@@ -27,4 +27,4 @@ def delete(req):
 
 
 if __name__ == "__main__":
-    skel.console_entry(SPEC)
+    skel.console_entry(PLUGIN)

@@ -33,7 +33,7 @@ class Proc:
     stderr: str
 
     def error(self) -> dict:
-        """The CNI error: exit 1, stdout exactly one JSON object of the spec's keys, no traceback."""
+        """The CNI error: exit 1, stdout exactly one JSON object of the CNI specification's keys, no traceback."""
         assert self.rc == 1, self
         doc = json.loads(self.stdout)  # raises on anything besides one JSON document
         assert isinstance(doc, dict) and {"cniVersion", "code", "msg"} <= set(doc), doc
@@ -178,9 +178,9 @@ import io, json, sys
 from plugins.cni import skel
 def handlers():
     import no_such_handlers  # noqa: F401
-spec = skel.PluginSpec("p", handlers, "never imported")
+plugin = skel.Plugin("p", handlers, "never imported")
 add = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "n", "CNI_IFNAME": "eth0"}
-rcs = [skel.run(spec, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for env, data in [
+rcs = [skel.run(plugin, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for env, data in [
     ({"CNI_COMMAND": "VERSION"}, b'{"cniVersion": "1.0.0"}'),
     ({"CNI_COMMAND": "ADD"}, b'{"cniVersion": "1.0.0", "name": "n"}'),
     (add, b'{"cniVersion": '),

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from basics.cli import PathArg
-from hnsnode import Node, release
+from hnsnode import Node, package_folder
 from test_security import NOBODY, _symlink, as_nobody, root_only
 from tools.hnsctl import build_parser as hnsctl_parser
 from tools.wincni.__main__ import build_parser as wincni_parser
@@ -81,7 +81,7 @@ def test_the_walk_finds_the_file_flags_the_red_team_tried() -> None:
 
 @pytest.fixture
 def node(tmp_path: Path) -> Node:
-    """A node with a containerd config naming its CNI folders, a net-conf.json and a release."""
+    """A node with a containerd config naming its CNI folders, a net-conf.json and a package."""
     node = Node(tmp_path / "node").bridge()
     (node.root / "config.toml").write_text(
         f'[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "{node.cni_bin}"\n  conf_dir = "{node.conf_dir}"\n'
@@ -94,7 +94,7 @@ def base_args(node: Node, command: tuple[str, ...]) -> dict[str, str | None]:
     """Good values for a command, so the flag under test is what it stops at (None: a switch)."""
     toml = {"--containerd-config": str(node.root / "config.toml")}
     if command == ("install",):
-        argv = node.install_argv("--dry-run", "--from", str(release(node.root, "0.1.0-aaa-1")), dirs=False)[1:]
+        argv = node.install_argv("--dry-run", "--from", str(package_folder(node.root, "0.1.0-aaa-1")), dirs=False)[1:]
         return {
             a: (b if b and not b.startswith("--") else None) for a, b in zip(argv, [*argv[1:], ""]) if a[:2] == "--"
         } | {"-o": "json"}

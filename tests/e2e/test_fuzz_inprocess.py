@@ -1,7 +1,7 @@
 """Every plugin and command, in-process through its entry point, on hypothesis-made mutations of
 the node fixtures: wrong types, missing keys, odd key casing, huge numbers, non-ASCII, truncated
 JSON, broken environments. Whatever the input, the outcome is a result or a CNI error object with
-a spec code; nothing escapes as an exception or a traceback; a failed ADD leaves no endpoint and
+a CNI error code; nothing escapes as an exception or a traceback; a failed ADD leaves no endpoint and
 no IP. host-local and the delegates run in-process too (our own plugins on CNI_PATH), so thousands
 of examples fit in about a minute: WINCNI_FUZZ_EXAMPLES sets how many (default 5,000).
 """
@@ -30,10 +30,10 @@ COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
 
 
 def _plugins() -> dict:
-    from plugins.flannel.__main__ import SPEC as flannel
-    from plugins.ipam_host_local.__main__ import SPEC as host_local
-    from plugins.win_bridge.__main__ import SPEC as win_bridge
-    from plugins.win_overlay.__main__ import SPEC as win_overlay
+    from plugins.flannel.__main__ import PLUGIN as flannel
+    from plugins.ipam_host_local.__main__ import PLUGIN as host_local
+    from plugins.win_bridge.__main__ import PLUGIN as win_bridge
+    from plugins.win_overlay.__main__ import PLUGIN as win_overlay
 
     return {"flannel": flannel, "win-bridge": win_bridge, "win-overlay": win_overlay, "host-local": host_local}
 

@@ -18,15 +18,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from hnsnode import VENV_BIN, Node, release
+from hnsnode import VENV_BIN, Node, package_folder
 from plugins import registry
 from testdata import FIXTURES
 from tools.wincni import layout
 
 
-def bulky_release(root: Path, build: str) -> Path:
-    """A release whose contents folder takes a while to copy (so kills land inside the copy)."""
-    folder = release(root, build)
+def bulky_package(root: Path, build: str) -> Path:
+    """A package whose contents folder takes a while to copy (so kills land inside the copy)."""
+    folder = package_folder(root, build)
     for i in range(300):
         (folder / f"_wincni-{build}" / "plugins" / f"m{i}.pyc").write_bytes(os.urandom(16 << 10))
     return folder
@@ -36,12 +36,12 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
     node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
-    releases = [bulky_release(tmp_path, b) for b in ("0.1.0-aaa-1", "0.1.0-bbb-2")]
+    packages = [bulky_package(tmp_path, b) for b in ("0.1.0-aaa-1", "0.1.0-bbb-2")]
     rng = random.Random(29)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     started = time.monotonic()
     subprocess.run(
-        [str(VENV_BIN / "wincni"), *node.install_argv("--from", str(releases[1]))],
+        [str(VENV_BIN / "wincni"), *node.install_argv("--from", str(packages[1]))],
         env=env,
         check=True,
         capture_output=True,
@@ -49,7 +49,7 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
     whole = time.monotonic() - started  # one full install, start-up included: kills land inside it
     killed = 0
     for round_ in range(20):
-        rel = releases[round_ % 2]
+        rel = packages[round_ % 2]
         proc = subprocess.Popen(
             [str(VENV_BIN / "wincni"), *node.install_argv("--from", str(rel))],
             env=env,
@@ -63,7 +63,7 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
         assert proc.returncode in (0, -signal.SIGKILL), err.decode()
         assert_consistent(node)
     assert killed >= 10, f"only {killed} of 20 runs were killed before they finished"
-    done = node.install("--from", str(releases[1]))
+    done = node.install("--from", str(packages[1]))
     assert not done["warnings"], done["warnings"]
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
         [*registry.COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST]
@@ -73,7 +73,7 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
         "10-flannel.conflist",
     ]
     assert node.read_cni_conf()["name"] == "vxlan0"
-    assert set(a["action"] for a in node.install("--from", str(releases[1]))["steps"]) == {"keep"}
+    assert set(a["action"] for a in node.install("--from", str(packages[1]))["steps"]) == {"keep"}
 
 
 def assert_consistent(node: Node) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node, release
+from hnsnode import Node, package_folder
 from test_security import NOBODY, root_only
 from testdata import FIXTURES
 from tools.wincni.__main__ import build_parser
@@ -153,7 +153,7 @@ def _race(arena: Path, step: tuple, link: Path, node: Node) -> tuple[int, dict]:
     try:
         assert os.read(ready_r, 1) == b"x", "the attacker never got ready"
         out = io.StringIO()
-        argv = node.install_argv("--from", str(release(node.root, BUILD)))
+        argv = node.install_argv("--from", str(package_folder(node.root, BUILD)))
         options = InstallOptions.of(build_parser(default_paths("linux"), "linux").parse_args(argv))
         rc = install_run(options, out, "linux", str(node.root))
     finally:

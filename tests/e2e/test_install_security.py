@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import SUBNET, Node, release
+from hnsnode import SUBNET, Node, package_folder
 from test_security import NOBODY, _flannel_conf, _mkdir, _symlink, _write, as_nobody, flannel_node, root_only
 from testdata import FIXTURES
 
@@ -94,7 +94,7 @@ def test_links_planted_under_installs_temporary_names_are_removed_never_followed
     as_nobody(_symlink, program, node.cni_bin / ".flannel.wincni-new")
     as_nobody(_symlink, vault, node.cni_bin / ".wincni-old")
     as_nobody(_symlink, victim, node.conf_dir / ".10-flannel.conflist.wincni-tmp")
-    done = node.install("--from", str(release(tmp_path, BUILD)))
+    done = node.install("--from", str(package_folder(tmp_path, BUILD)))
     assert {
         ("takeover", str(node.cni_bin)),
         ("takeover", str(node.conf_dir)),
@@ -119,7 +119,7 @@ def test_a_planted_contents_folder_is_replaced_not_kept(prepared, tmp_path) -> N
     planted = node.cni_bin / f"_wincni-{BUILD}"
     as_nobody(_mkdir, planted)
     as_nobody(_write, planted / "python313.dll", "payload")
-    table = node.install("--from", str(release(tmp_path, BUILD)), output="table")
+    table = node.install("--from", str(package_folder(tmp_path, BUILD)), output="table")
     assert f"REMOVE   {planted}  (owned by uid {NOBODY}: not laid by an administrator)" in table
     assert f"COPY     {planted}" in table and f"KEEP     {planted}" not in table
     assert (planted / "python313.dll").read_text() == f"python of {BUILD}"
@@ -171,7 +171,7 @@ def test_a_default_acl_the_user_set_grants_nothing_in_what_install_lays(theirs, 
         pytest.skip("this file system keeps no POSIX ACLs")
     if remade:
         node.cni_bin.rmdir()
-    node.install("--from", str(release(tmp_path, BUILD)))
+    node.install("--from", str(package_folder(tmp_path, BUILD)))
     laid = [node.cni_bin, *node.cni_bin.rglob("*")]
     assert len(laid) > 8
     try:
@@ -189,7 +189,7 @@ def test_folders_a_user_made_are_moved_aside_whole_and_made_anew(theirs, tmp_pat
     as_nobody(_symlink, vault, node.cni_bin / ".wincni-old")
     as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps({"build": BUILD, "conf": str(victim)}))
     as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
-    table = node.install("--from", str(release(tmp_path, BUILD)), output="table")
+    table = node.install("--from", str(package_folder(tmp_path, BUILD)), output="table")
     for top in ("opt", "etc"):
         line = f"QUARANTINE {arena / top}  (is owned by uid {NOBODY}, not by root or this user: moved to"
         assert f"{line} {arena / top}.wincni-quarantine, a new admin-only one made)" in table, table
@@ -209,7 +209,7 @@ def test_a_dry_run_says_a_users_folders_would_be_moved_aside_and_reads_nothing_i
     node = theirs
     as_nobody(_write, node.conf_dir / "10-flannel.conflist", '{"name": "SECRET"}')
     before = sorted(str(p) for p in arena.rglob("*"))
-    table = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)), output="table")
+    table = node.install("--dry-run", "--from", str(package_folder(tmp_path, BUILD)), output="table")
     for top in ("opt", "etc"):
         assert (
             f"QUARANTINE {arena / top}  (is owned by uid {NOBODY}, not by root or this user: would be moved to" in table
@@ -233,7 +233,7 @@ def test_a_home_folder_on_the_way_is_refused_and_nothing_is_laid(tmp_path, arena
             pytest.skip(f"{home} is not uid {NOBODY}'s")
         node.cni_bin, node.conf_dir = home / "cni" / "bin", tmp_path / "net.d"
         before = sorted(os.listdir(home))
-        done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
+        done = node.install("--from", str(package_folder(tmp_path, BUILD)), expect=1)
         assert f"{home} is owned by uid {NOBODY}" in done["error"] and "home folder is it" in done["error"], done
         assert sorted(os.listdir(home)) == before and home.lstat().st_uid == NOBODY
     finally:
@@ -244,7 +244,7 @@ def test_a_home_folder_on_the_way_is_refused_and_nothing_is_laid(tmp_path, arena
 def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_path) -> None:
     node = prepared
     as_nobody(_write, node.conf_dir / "05-evil.conflist", '{"name": "evil"}')
-    done = node.install("--from", str(release(tmp_path, BUILD)))
+    done = node.install("--from", str(package_folder(tmp_path, BUILD)))
     assert ("quarantine", str(node.conf_dir / "05-evil.conflist")) in steps(done)
     assert sorted(p.name for p in node.conf_dir.iterdir() if not p.name.startswith(".wincni-quarantine")) == [
         "10-flannel.conflist"
@@ -265,7 +265,7 @@ def test_a_planted_manifest_restores_and_deletes_nothing(prepared, tmp_path, are
         "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]],
     }
     as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps(manifest))
-    done = node.install("--uninstall", "--from", str(release(tmp_path, BUILD)))
+    done = node.install("--uninstall", "--from", str(package_folder(tmp_path, BUILD)))
     assert ("remove", str(node.cni_bin / ".wincni-install.json")) in steps(done)
     assert not {a for a, _ in steps(done)} & {"restore"} and not (vault / "authorized_keys").exists()
     assert victim.read_text() == "secret\n" and (arena / "keys").read_text() == "ssh-ed25519 attacker\n"
@@ -276,7 +276,7 @@ def test_a_planted_manifest_is_not_carried_into_the_new_one(prepared, tmp_path, 
     node = prepared
     manifest = {"build": "0.0.1-old-1", "moved": [[str(vault / "authorized_keys"), str(arena / "keys")]]}
     as_nobody(_write, node.cni_bin / ".wincni-install.json", json.dumps(manifest))
-    node.install("--from", str(release(tmp_path, BUILD)))
+    node.install("--from", str(package_folder(tmp_path, BUILD)))
     written = json.loads((node.cni_bin / ".wincni-install.json").read_text())
     assert written["moved"] == [] and written["build"] == BUILD
 
@@ -285,12 +285,12 @@ def test_a_link_higher_up_the_bin_dir_is_refused_and_nothing_is_laid(tmp_path, a
     node = Node(tmp_path / "node").write_net_conf(json.loads((FIXTURES / "net-conf.vxlan.json").read_text()))
     as_nobody(_symlink, vault, arena / "opt")
     node.cni_bin, node.conf_dir = arena / "opt" / "bin", tmp_path / "net.d"
-    done = node.install("--from", str(release(tmp_path, BUILD)), expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, BUILD)), expect=1)
     assert f"{arena / 'opt'} is a symbolic link" in done["error"]
     assert sorted(p.name for p in vault.iterdir()) == ["keys"] and not node.conf_dir.exists()
     for args, folder in ((["--dry-run"], "bin"), (["--dry-run", "--uninstall"], "keys")):  # as the real run:
         node.cni_bin = arena / "opt" / folder  # no plan made through the link (of what lies behind it)
-        done = node.install(*args, "--from", str(release(tmp_path, BUILD)), expect=1)
+        done = node.install(*args, "--from", str(package_folder(tmp_path, BUILD)), expect=1)
         assert f"{arena / 'opt'} is a symbolic link" in done["error"] and not done["steps"], done
 
 
@@ -300,12 +300,12 @@ def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path,
     read; the plan says it would be quarantined and the diff is against nothing."""
     node = prepared
     as_nobody(_symlink, victim, node.conf_dir / "10-flannel.conflist")
-    table = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)), output="table")
+    table = node.install("--dry-run", "--from", str(package_folder(tmp_path, BUILD)), output="table")
     assert "secret" not in table and f"QUARANTINE {node.conf_dir / '10-flannel.conflist'}" in table
     assert "--- /dev/null" in table
     os.unlink(node.conf_dir / "10-flannel.conflist")
     as_nobody(os.mkfifo, node.conf_dir / "10-flannel.conflist")
-    done = node.install("--dry-run", "--from", str(release(tmp_path, BUILD)))
+    done = node.install("--dry-run", "--from", str(package_folder(tmp_path, BUILD)))
     assert done["diff"].startswith("--- /dev/null") and victim.read_text() == "secret\n"
 
 

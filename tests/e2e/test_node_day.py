@@ -44,7 +44,7 @@ from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
 from test_killed_add import kill_at, start_add
 from tools.wincni.__main__ import main as wincni_main
-from unit.test_wincni_install import release
+from unit.test_wincni_install import package_folder
 
 STATS: Counter = Counter()
 TRACE: list[str] = []  # the steps of the current example
@@ -479,7 +479,7 @@ class NodeDay(RuleBasedStateMachine):
         import threading
 
         self.builds += 1
-        rel = release(self.root, f"0.1.{self.builds}-aaa-1")
+        rel = package_folder(self.root, f"0.1.{self.builds}-aaa-1")
         done: list = []
         upgrade = threading.Thread(target=lambda: done.append(self.node.install("--from", str(rel), "--keep-others")))
         upgrade.start()

@@ -1,4 +1,4 @@
-"""The README's "A node's day" walk-through, run as written (bash, from the clone, with the release
+"""The README's "A node's day" walk-through, run as written (bash, from the clone, with the package
 folder ``make dist`` builds): install → doctor → the doctor's own ``run:`` command → doctor → a pod
 through the installed config → uninstall, on the simulator."""
 
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "wincni"
 MARK = "runs this block as written"
 
-pytestmark = pytest.mark.frozen  # the walk-through starts from the release folder
+pytestmark = pytest.mark.frozen  # the walk-through starts from the package folder
 
 
 def block() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node, release
+from hnsnode import Node, package_folder
 from testdata import FIXTURES
 from tools.wincni import containerd
 from tools.wincni.__main__ import main
@@ -135,7 +135,7 @@ def test_a_plain_doctor_finds_what_install_wrote_where_config_toml_said(tmp_path
         f'version = 3\n[plugins."io.containerd.cri.v1.runtime".cni]\n'
         f'  bin_dirs = ["{bin_dir}"]\n  conf_dir = "{conf_dir}"\n'
     )
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), dirs=False)
     assert done["binDir"] == str(bin_dir) and done["config"] == str(conf_dir / containerd.CONF_NAME)
     assert done["dirsFrom"] == f"{config} names them"
 

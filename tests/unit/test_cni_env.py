@@ -119,5 +119,5 @@ def test_arbitrary_env_either_parses_or_is_code_4(env, command, platform):
         assert err.code == INVALID_ENV
     else:
         assert cmd.command in COMMANDS
-        # Accepted IDs are safe in file names: nothing beyond the spec's characters, no trailing \n.
+        # Accepted IDs are safe in file names: nothing beyond the CNI specification's characters, no trailing \n.
         assert set(cmd.container_id) <= _ID_CHARS

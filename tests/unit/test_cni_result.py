@@ -1,4 +1,4 @@
-"""CNI results: one 1.1.0-shaped model, rendered exactly as each spec version can carry it."""
+"""CNI results: one 1.1.0-shaped model, rendered exactly as each CNI version can carry it."""
 
 import ipaddress
 import json

@@ -13,7 +13,7 @@ from plugins.cni import skel
 from plugins.cni.errors import INCOMPATIBLE_VERSION, INTERNAL, INVALID_ENV, IO_FAILURE, TRY_AGAIN_LATER
 from plugins.registry import PLUGINS
 
-SPEC = skel.PluginSpec("fake", lambda: _fake_handlers.HANDLERS, "a plugin for tests")
+PLUGIN = skel.Plugin("fake", lambda: _fake_handlers.HANDLERS, "a plugin for tests")
 ENV = {
     "CNI_COMMAND": "ADD",
     "CNI_CONTAINERID": "c1",
@@ -28,12 +28,12 @@ CONF = {"cniVersion": "1.0.0", "name": "net", "type": "fake"}
 class Run:
     """One skel.run with captured streams; ``doc`` is stdout parsed as exactly one JSON value."""
 
-    def __init__(self, env=None, conf=None, stdin=None, spec=SPEC, platform="linux", **env_changes):
+    def __init__(self, env=None, conf=None, stdin=None, plugin=PLUGIN, platform="linux", **env_changes):
         data = stdin if stdin is not None else json.dumps(CONF if conf is None else conf).encode()
         out, err = io.StringIO(), io.StringIO()
         _fake_handlers.seen.clear()
         self.rc = skel.run(
-            spec,
+            plugin,
             {**(ENV if env is None else env), **env_changes},
             data if hasattr(data, "read") else io.BytesIO(data),
             out,
@@ -134,7 +134,7 @@ def _unimportable():
     raise AssertionError("unreachable")
 
 
-UNIMPORTABLE = skel.PluginSpec("lazy", _unimportable, "never imported")
+UNIMPORTABLE = skel.Plugin("lazy", _unimportable, "never imported")
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ UNIMPORTABLE = skel.PluginSpec("lazy", _unimportable, "never imported")
     ],
 )
 def test_cheap_answers_never_import_the_handlers(kwargs, code):
-    run = Run(spec=UNIMPORTABLE, **kwargs)
+    run = Run(plugin=UNIMPORTABLE, **kwargs)
     assert (run.doc or {}).get("code") == code
 
 
@@ -222,7 +222,7 @@ def test_about_text_names_version_and_checkout_commit(tmp_path):
     from plugins.cni import buildinfo
 
     err = io.StringIO()
-    assert skel.run(SPEC, {}, io.BytesIO(b""), io.StringIO(), err) == 0
+    assert skel.run(PLUGIN, {}, io.BytesIO(b""), io.StringIO(), err) == 0
     assert f"fake {buildinfo.VERSION}" in err.getvalue()
     git = tmp_path / ".git"
     (git / "refs" / "heads").mkdir(parents=True)
@@ -246,9 +246,9 @@ def test_each_command_runs_its_own_handler():
         gc=lambda req: ran.append("gc"),
         status=lambda req: ran.append("status"),
     )
-    spec = skel.PluginSpec("fake", lambda: handlers, "a plugin for tests")
+    plugin = skel.Plugin("fake", lambda: handlers, "a plugin for tests")
     for command in ("ADD", "DEL", "CHECK", "GC", "STATUS"):
-        assert Run(spec=spec, CNI_COMMAND=command, conf=dict(CONF, cniVersion="1.1.0")).rc == 0
+        assert Run(plugin=plugin, CNI_COMMAND=command, conf=dict(CONF, cniVersion="1.1.0")).rc == 0
     assert ran == ["add", "delete", "check", "gc", "status"]
 
 
@@ -263,7 +263,7 @@ def test_handlers_are_named_and_frozen():
 @pytest.mark.parametrize("name, package", sorted(PLUGINS.items()))
 def test_every_plugin_hands_skel_all_five_handlers(name, package):
     """Ours implement every command: none falls back on skel's "nothing to collect, ready"."""
-    handlers = importlib.import_module(package + ".__main__").SPEC.handlers()
+    handlers = importlib.import_module(package + ".__main__").PLUGIN.handlers()
     assert type(handlers) is skel.Handlers
     for field in skel.Handlers.__slots__:
         assert callable(getattr(handlers, field)) and getattr(handlers, field) is not skel._ready, field

@@ -197,15 +197,15 @@ def test_timeouts_survive_pickling():
 
 
 @pytest.mark.parametrize(
-    "spec, picked",
+    "text, picked",
     [
         ("HcnCreateEndpoint#2=0x800706BA", [2]),
         ("HcnCreateEndpoint#2-4=0x800706BA", [2, 3, 4]),
         ("HcnCreateEndpoint=hang:1.5", [1, 2, 3, 4, 5]),
     ],
 )
-def test_fault_call_numbers_and_ranges(spec, picked):
-    [fault] = parse_faults(spec)
+def test_fault_call_numbers_and_ranges(text, picked):
+    [fault] = parse_faults(text)
     assert [n for n in range(1, 6) if fault.picks(n)] == picked
 
 
@@ -217,10 +217,10 @@ def test_fault_kinds():
     assert (stale.plant, live.plant) == ("stale-ip", "live-ip")
 
 
-@pytest.mark.parametrize("spec", ["X#3-2=1", "X#0-2=1", "X=hang:soon", "X=hang:-1", "X=stale", "X#a=1"])
-def test_bad_fault_entries_name_themselves(spec):
+@pytest.mark.parametrize("text", ["X#3-2=1", "X#0-2=1", "X=hang:soon", "X=hang:-1", "X=stale", "X#a=1"])
+def test_bad_fault_entries_name_themselves(text):
     with pytest.raises(errors.EnvError, match="LIBHNS_SIM_FAULTS"):
-        parse_faults(spec)
+        parse_faults(text)
 
 
 def test_capped_limits_keep_lower_configured_ones():

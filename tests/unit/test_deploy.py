@@ -330,9 +330,9 @@ def test_each_mode_s_template_is_what_wincni_renders_by_default(
     """The shipped templates load in the plugins' loaders (install validates them) and say what
     wincni's own config says, plus the debug log at its documented place (the DaemonSet turns it
     on; the rotation bounds it): an operator starts from the default and changes what they mean to."""
-    from test_wincni_install import install_node, release
+    from test_wincni_install import install_node, package_folder
 
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node = install_node(tmp_path / "default", netconf)
     node.install("--from", str(rel), "--node-ip", node_ip or "0.0.0.0")
     templated = install_node(tmp_path / "template", netconf)

@@ -11,7 +11,7 @@ import pytest
 
 from plugins.cni import skel
 from plugins.cni.version import SUPPORTED
-from plugins.ipam_host_local.__main__ import SPEC, main
+from plugins.ipam_host_local.__main__ import PLUGIN, main
 from plugins.ipam_host_local.index import INDEX_NAME
 
 DUAL = [[{"subnet": "10.1.2.0/24"}, {"subnet": "10.2.2.0/24"}], [{"subnet": "2001:db8:1::/64"}]]
@@ -49,7 +49,7 @@ def run(
         "CNI_ARGS": args,
     }
     out = io.StringIO()
-    rc = skel.run(SPEC, env, io.BytesIO(json.dumps(conf).encode()), out, io.StringIO(), platform=platform)
+    rc = skel.run(PLUGIN, env, io.BytesIO(json.dumps(conf).encode()), out, io.StringIO(), platform=platform)
     text = out.getvalue()
     return rc, json.loads(text) if text else None, text
 
@@ -132,7 +132,7 @@ def test_del_survives_a_broken_range_config(net):
 def test_no_last_reserved_warning_on_first_add(net):
     out, err = io.StringIO(), io.StringIO()
     env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "dummy", "CNI_NETNS": "x", "CNI_IFNAME": "eth0", "CNI_PATH": "/"}
-    assert skel.run(SPEC, env, io.BytesIO(json.dumps(net()).encode()), out, err) == 0
+    assert skel.run(PLUGIN, env, io.BytesIO(json.dumps(net()).encode()), out, err) == 0
     assert err.getvalue() == ""
 
 

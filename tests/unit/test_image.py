@@ -1,6 +1,6 @@
 """``make image``'s builder (winbuild/image.py): deploy/Dockerfile's files, as its COPY lines lay them
 out, in one Windows-format layer of an OCI image archive for windows/amd64, written by crane (built
-from the Go module proxy) through a registry of its own on loopback. The release and flanneld.exe
+from the Go module proxy) through a registry of its own on loopback. The package zip and flanneld.exe
 are stand-ins here (``make image`` stages the real ones)."""
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ CORE = {
     "plugins.cni.buildinfo",
     "plugins.ipam_host_local",
     "plugins.ipam_host_local.__main__",
-    "plugins.spec",
-    "plugins.registry",  # plain data (~55 us from source): registry.sibling handed over as it is, no pass-through in spec
+    "plugins.plugin",
+    "plugins.registry",  # plain data (~55 us from source): registry.sibling handed over as it is, no pass-through in plugins.plugin
     "basics",
     "basics.jsontext",
     "basics.closedpipe",
@@ -95,7 +95,7 @@ def test_start_up_paths_import_only_what_they_use(command, stdin, allowed):
 
 @pytest.mark.parametrize("name", PLUGINS)
 def test_every_plugins_version_imports_the_core_and_its_entry_only(name):
-    """Every plugin's ``__main__`` is its ``SPEC`` over ``plugins.spec``: nothing else at start."""
+    """Every plugin's ``__main__`` is its ``PLUGIN`` over ``plugins.plugin``: nothing else at start."""
     package = PLUGINS[name]
     allowed = CORE - {"plugins.ipam_host_local", "plugins.ipam_host_local.__main__"} | {package, package + ".__main__"}
     extra = imported("VERSION", "{}", package + ".__main__") - allowed - OS

@@ -11,7 +11,7 @@ import pytest
 from hnsnode import Node
 from plugins.cni import config
 from plugins.cni.errors import INVALID_CONFIG, CniError
-from test_wincni_install import install_node, release
+from test_wincni_install import install_node, package_folder
 from tools import hnsctl
 from tools.wincni.__main__ import main as wincni
 
@@ -146,7 +146,7 @@ def test_install_failed_follows_its_steps_without_a_blank_line(tmp_path: Path) -
 
 def test_a_second_uninstall_says_no_build_is_installed(tmp_path: Path) -> None:
     node = install_node(tmp_path)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     node.install("--uninstall")
     table = node.install("--uninstall", output="table")
     assert table.rstrip().endswith("no build installed: uninstalled: 0 item(s), 1 warning(s)"), table
@@ -154,18 +154,18 @@ def test_a_second_uninstall_says_no_build_is_installed(tmp_path: Path) -> None:
 
 def test_a_rollback_calls_the_build_it_leaves_newer(tmp_path: Path) -> None:
     node = install_node(tmp_path)
-    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-bbb-2")]
     assert (step["action"], step["detail"]) == ("remove", "a newer build, no longer used"), done["steps"]
-    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     [step] = [s for s in done["steps"] if s["path"].endswith("_wincni-0.1.0-aaa-1")]
     assert step["detail"] == "an older build, no longer used", done["steps"]
 
 
 def test_uninstall_calls_the_build_it_removes_by_its_name(tmp_path: Path) -> None:
     node = install_node(tmp_path)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     dry = node.install("--uninstall", "--dry-run")
     done = node.install("--uninstall")
     for result in (dry, done):

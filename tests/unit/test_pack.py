@@ -20,9 +20,9 @@ BOOTSTRAP = Path(__file__).resolve().parents[2] / "specs" / "bootstrap"
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_test_{name}", BOOTSTRAP / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    found = importlib.util.spec_from_file_location(f"_test_{name}", BOOTSTRAP / f"{name}.py")
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
     return module
 
 

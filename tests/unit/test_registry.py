@@ -1,5 +1,5 @@
 """The registry is the one list of our commands: setup.cfg's console scripts and build.ps1's
-``$Commands`` must say the same (each plugin's SPEC and flavor take their name from it)."""
+``$Commands`` must say the same (each plugin's PLUGIN and flavor take their name from it)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_every_entry_and_flavor_module_exists():
     for name in registry.ENDPOINT_PLUGINS:
         assert importlib.import_module(registry.flavor_module(name)).FLAVOR.plugin == name
     for name in registry.PLUGINS:
-        assert importlib.import_module(registry.entry_module(name)).SPEC.name == name
+        assert importlib.import_module(registry.entry_module(name)).PLUGIN.name == name
 
 
 def test_build_ps1_builds_exactly_the_registered_commands():

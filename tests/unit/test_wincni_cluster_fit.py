@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hnsnode import Node
-from test_wincni_install import install_node, release
+from test_wincni_install import install_node, package_folder
 from tools.wincni.kubelet import ClusterDns, KubeletConfigError, parse
 
 KUBEADM = """apiVersion: kubelet.config.k8s.io/v1beta1
@@ -112,7 +112,7 @@ pytestmark = pytest.mark.node(build=install_node)
 def test_dns_comes_from_the_kubelet_config(node: Node, tmp_path: Path) -> None:
     node.kubelet_config.parent.mkdir(parents=True)
     node.kubelet_config.write_text(KUBEADM)
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     assert delegate_dns(node) == {"Nameservers": ["10.100.0.10"], "Search": ["svc.corp.example"]}
     assert done["dns"] == {"servers": ["10.100.0.10"], "domain": "corp.example", "from": str(node.kubelet_config)}
     assert done["warnings"] == []
@@ -123,7 +123,7 @@ def test_flags_override_the_kubelet_config(node: Node, tmp_path: Path) -> None:
     node.kubelet_config.write_text(KUBEADM)
     done = node.install(
         "--from",
-        str(release(tmp_path, "0.1.0-aaa-1")),
+        str(package_folder(tmp_path, "0.1.0-aaa-1")),
         "--cluster-dns",
         "10.200.0.10",
         "--cluster-domain",
@@ -136,7 +136,7 @@ def test_flags_override_the_kubelet_config(node: Node, tmp_path: Path) -> None:
 def test_without_a_kubelet_config_kubeadm_s_defaults_and_a_warning(node: Node, tmp_path: Path) -> None:
     done = node.install(
         "--from",
-        str(release(tmp_path, "0.1.0-aaa-1")),
+        str(package_folder(tmp_path, "0.1.0-aaa-1")),
         "--kubelet-config",
         str(tmp_path / "nope"),
         "--service-cidr",
@@ -160,7 +160,7 @@ def test_a_bad_dns_source_fails_and_changes_nothing(
 ) -> None:
     node.kubelet_config.parent.mkdir(parents=True)
     node.kubelet_config.write_text(kubelet)
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
     assert all(w in done["error"] for w in words), done
     assert not node.cni_bin.exists() and not node.conf_dir.exists()
 
@@ -208,7 +208,7 @@ def test_a_template_is_rendered_validated_and_never_reverted(node: Node, tmp_pat
     node.kubelet_config.parent.mkdir(parents=True)
     node.kubelet_config.write_text(KUBEADM)
     template = write_template(tmp_path, TEMPLATE)
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel), "--template", str(template))
     got = node.read_cni_conf()
     delegate = got["plugins"][0]["delegate"]
@@ -281,7 +281,7 @@ def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path:
     node = install_node(tmp_path)
     done = node.install(
         "--from",
-        str(release(tmp_path, "0.1.0-aaa-1")),
+        str(package_folder(tmp_path, "0.1.0-aaa-1")),
         "--template",
         str(write_template(tmp_path, doc)),
         "--node-ip",
@@ -295,7 +295,7 @@ def test_a_template_the_plugins_would_refuse_fails_and_changes_nothing(tmp_path:
 def test_a_chained_plugin_the_node_lacks_is_warned_about(tmp_path: Path) -> None:
     """containerd fails every pod's ADD on a chained type it cannot find: said, until it is there."""
     node = install_node(tmp_path)
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     doc = {**TEMPLATE, "plugins": [*TEMPLATE["plugins"], {"type": "portmap", "capabilities": {"portMappings": True}}]}
     template = str(write_template(tmp_path, doc))
     [warning] = node.install("--from", str(rel), "--template", template)["warnings"]
@@ -308,7 +308,11 @@ def test_a_template_without_a_name_is_not_blamed_on_net_conf(tmp_path: Path) -> 
     node = install_node(tmp_path)
     doc = {k: v for k, v in TEMPLATE.items() if k != "name"}
     done = node.install(
-        "--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(write_template(tmp_path, doc)), expect=1
+        "--from",
+        str(package_folder(tmp_path, "0.1.0-aaa-1")),
+        "--template",
+        str(write_template(tmp_path, doc)),
+        expect=1,
     )
     assert done["error"].startswith("missing network name") and "Backend.Name" not in done["error"], done
 
@@ -319,7 +323,9 @@ def test_a_host_gw_template_gets_the_node_address(tmp_path: Path) -> None:
     doc["plugins"][0]["delegate"]["policies"].append(
         {"Name": "EndpointPolicy", "Value": {"Type": "ROUTE", "DestinationPrefix": "__NODE_IP__/32", "NeedEncap": True}}
     )
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(write_template(tmp_path, doc)))
+    node.install(
+        "--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--template", str(write_template(tmp_path, doc))
+    )
     policies = [p["Value"] for p in node.read_cni_conf()["plugins"][0]["delegate"]["policies"]]
     assert (
         policies[0]["ExceptionList"][-1] == "10.127.130.0/24"
@@ -328,5 +334,7 @@ def test_a_host_gw_template_gets_the_node_address(tmp_path: Path) -> None:
 
 
 def test_a_missing_template_is_named(node: Node, tmp_path: Path) -> None:
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(tmp_path / "nope"), expect=1)
+    done = node.install(
+        "--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--template", str(tmp_path / "nope"), expect=1
+    )
     assert done["error"] == f"--template {tmp_path / 'nope'} does not exist"

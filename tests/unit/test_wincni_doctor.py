@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnsnode import EXCEPTIONS, Node, lease_text, release
+from hnsnode import EXCEPTIONS, Node, lease_text, package_folder
 from libhns.objects import HostComputeNetwork
 from tools.wincni import checks, judge
 from tools.wincni.__main__ import main
@@ -154,7 +154,7 @@ def test_plugins_fails_a_launcher_others_could_swap_and_its_fix_line_works_as_pr
 
 
 def test_plugins_fails_a_contents_folder_the_manifest_does_not_vouch_for(bridge: Node, tmp_path: Path) -> None:
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     bridge.cni_bin, bridge.conf_dir = bridge.bin, bridge.conf_dir
     bridge.install("--from", str(rel))
     assert bridge.doctor()["plugins"]["status"] == "ok"
@@ -173,7 +173,7 @@ def test_plugins_never_waits_on_a_fifo_in_a_contents_folder(bridge: Node, tmp_pa
     import time
 
     bridge.cni_bin, bridge.conf_dir = bridge.bin, bridge.conf_dir
-    bridge.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    bridge.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     fifo = bridge.bin / "_wincni-0.1.0-aaa-1" / "plugins" / "pipe"
     os.mkfifo(fifo)
     unblock = threading.Timer(10, lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
@@ -190,7 +190,7 @@ def test_the_readiness_probe_leaves_the_contents_digest_to_the_full_doctor(bridg
     """--quick runs every 30 s on every node: it hashes no contents folder (16 MiB each); the
     full doctor does."""
     bridge.cni_bin = bridge.bin
-    bridge.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    bridge.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     (bridge.bin / "_wincni-0.1.0-aaa-1" / "python313.dll").write_text("payload")
     assert bridge.doctor("--quick")["plugins"]["status"] == "ok"
     failed(bridge.doctor(), "plugins", "_wincni-0.1.0-aaa-1 is not the contents folder install laid")
@@ -199,10 +199,10 @@ def test_the_readiness_probe_leaves_the_contents_digest_to_the_full_doctor(bridg
 
 
 def _run_install_fix(node: Node, tmp_path: Path, fix: str) -> None:
-    """The fix line as printed, the release put where it says <the release zip>."""
+    """The fix line as printed, the package folder put where it says <the release zip>."""
     import shlex
 
-    argv = shlex.split(fix.split(" (", 1)[0].replace("<the release zip>", str(release(tmp_path, "0.1.0-aaa-1"))))
+    argv = shlex.split(fix.split(" (", 1)[0].replace("<the release zip>", str(package_folder(tmp_path, "0.1.0-aaa-1"))))
     assert argv[0] == "wincni"
     node.cni_bin = Path(argv[argv.index("--cni-bin-dir") + 1])
     node.conf_dir = Path(argv[argv.index("--cni-conf-dir") + 1])

@@ -1,4 +1,4 @@
-"""``wincni install``: temp dirs for the node's folders, a fake release, and a Disk with Windows'
+"""``wincni install``: temp dirs for the node's folders, a fake package, and a Disk with Windows'
 rules for files in use (a running .exe can be renamed, not replaced or deleted; a folder holding
 one can be neither renamed nor deleted)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node, release
+from hnsnode import Node, package_folder
 from plugins import registry
 from plugins.winnet.policies import V2, UserPolicies
 from testdata import FIXTURES
@@ -80,7 +80,7 @@ pytestmark = pytest.mark.node(build=install_node)
 
 
 def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path) -> None:
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text('{"type": "nat"}')
     (node.conf_dir / "99-later.conf").write_text("{}")
@@ -107,7 +107,7 @@ def test_fresh_install_then_an_idempotent_second_run(node: Node, tmp_path: Path)
 
 
 def test_dry_run_prints_the_plan_and_the_diff_and_changes_nothing(node: Node, tmp_path: Path) -> None:
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
     plan = node.install("--from", str(rel), "--dry-run")
@@ -125,7 +125,7 @@ def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(
     (node.cni_bin / "nat").write_text("someone else's plugin")
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text('{"type": "nat"}')
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     done = node.install("--uninstall")
     assert actions(done)["0-containerd-nat.json"] == "restore" and actions(done)["10-flannel.conflist"] == "remove"
     assert sorted(p.name for p in node.cni_bin.iterdir()) == ["nat"]
@@ -134,7 +134,7 @@ def test_uninstall_removes_exactly_what_install_laid_and_restores_moved_configs(
 
 
 def test_uninstall_keeps_a_config_changed_since(node: Node, tmp_path: Path) -> None:
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     (node.conf_dir / "10-flannel.conflist").write_text("{}")
     done = node.install("--uninstall")
     assert actions(done)["10-flannel.conflist"] == "keep"
@@ -146,10 +146,10 @@ def test_uninstall_keeps_a_config_changed_since(node: Node, tmp_path: Path) -> N
 def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
     """flannel of build A is running: it is renamed aside (its contents folder stays), every other
     launcher is replaced; once it has exited the next install removes both."""
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     running = str(node.cni_bin / "flannel")
     node.disk.held = {running, str(node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
-    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     step = next(s for s in done["steps"] if s["path"] == running)
     aside = str(node.cni_bin / ".wincni-old" / "0.1.0-aaa-1" / "flannel")
     assert step["action"] == "replace" and aside in step["detail"]
@@ -161,7 +161,7 @@ def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
     }
 
     node.disk.held = set()  # the old flannel exited
-    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     assert {(s["action"], os.path.basename(s["path"])) for s in done["steps"]} >= {
         ("remove", "flannel"),
         ("remove", "_wincni-0.1.0-aaa-1"),
@@ -171,17 +171,19 @@ def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
 
 def test_an_old_contents_folder_in_use_stays(node: Node, tmp_path: Path) -> None:
     """Launchers all replaceable (nothing runs them) but a file in the old folder is open: kept, no error."""
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     node.disk.held = {str(node.cni_bin / "_wincni-0.1.0-aaa-1" / "python313.dll")}
-    done = node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     assert actions(done)["_wincni-0.1.0-aaa-1"] == "held"
     node.disk.held = set()
-    assert actions(node.install("--from", str(release(tmp_path, "0.1.0-bbb-2"))))["_wincni-0.1.0-aaa-1"] == "remove"
+    assert (
+        actions(node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2"))))["_wincni-0.1.0-aaa-1"] == "remove"
+    )
 
 
 def test_a_launcher_dropped_from_the_new_build_goes(node: Node, tmp_path: Path) -> None:
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
-    rel = release(tmp_path, "0.1.0-bbb-2")
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
+    rel = package_folder(tmp_path, "0.1.0-bbb-2")
     (rel / "hnsctl").unlink()
     assert actions(node.install("--from", str(rel)))["hnsctl"] == "remove"
     assert not (node.cni_bin / "hnsctl").exists() and not (node.cni_bin / "_wincni-0.1.0-aaa-1").exists()
@@ -193,7 +195,7 @@ def test_dirs_come_from_containerd_config(node: Node, tmp_path: Path, section: s
     (tmp_path / "config.toml").write_text(
         f'version = 3\n[plugins."{section}".cni]\n  {key.format(node.cni_bin)}\n  conf_dir = "{node.conf_dir}"\n'
     )
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), dirs=False)
     assert done["binDir"] == str(node.cni_bin) and (node.cni_bin / "flannel").is_file()
     assert (node.conf_dir / "10-flannel.conflist").is_file()
 
@@ -203,22 +205,22 @@ def test_cni_version_follows_containerd(node: Node, tmp_path: Path, config: str 
     """containerd 2.x (config version 3) asks the plugins' STATUS only for a config of 1.1.0 or later."""
     if config is not None:
         (tmp_path / "config.toml").write_text(config)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     assert node.read_cni_conf()["cniVersion"] == version
 
 
 def test_a_templates_cni_version_wins(node: Node, tmp_path: Path) -> None:
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     template = tmp_path / "template.conflist"
     template.write_text(json.dumps(node.read_cni_conf()))
     (tmp_path / "config.toml").write_text("version = 3\n")
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(template))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--template", str(template))
     assert node.read_cni_conf()["cniVersion"] == "1.0.0"
 
 
 def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[plugins\n")
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1)
     assert "config.toml is not valid TOML" in done["error"] and "--cni-bin-dir" in done["error"]
 
 
@@ -240,7 +242,7 @@ def test_a_containerd_config_install_cannot_use_is_a_clear_error_in_the_chosen_f
     """Finding 4: deep nesting and a NUL were tracebacks, and past 1 MiB the file was cut and its
     cni section silently missed (install then targeted the default dirs)."""
     (tmp_path / "config.toml").write_text(text.replace("{bin}", str(node.cni_bin)))
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1, output=output)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1, output=output)
     error = done["error"] if output == "json" else done.split("FAILED: ", 1)[1]
     assert str(tmp_path / "config.toml") in error and words in error and "--cni-bin-dir" in error, error
     assert not node.cni_bin.exists() and not node.conf_dir.exists()
@@ -250,7 +252,7 @@ def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node
     node.net_conf.write_text(
         json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 1, "Port": 8472}})
     )
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), expect=1)
     assert "Backend.VNI 1" in done["error"] and "Backend.Port 8472" in done["error"]
     assert not node.cni_bin.exists() and not node.conf_dir.exists()
 
@@ -275,14 +277,14 @@ def test_a_network_name_every_plugin_refuses_fails_the_install_and_changes_nothi
     )
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), expect=1)
     assert "Backend.Name" in done["error"] and words in done["error"], done["error"]
     assert not node.cni_bin.exists() and [p.name for p in node.conf_dir.iterdir()] == ["0-containerd-nat.json"]
 
 
 def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> None:
     node.net_conf.write_text(json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": "vxlan0"}}))
-    [warning] = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))["warnings"]
+    [warning] = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))["warnings"]
     assert "8472" in warning and '"VNI": 4096 and "Port": 4789' in warning
 
 
@@ -299,11 +301,11 @@ def test_linux_flannel_defaults_are_a_warning(node: Node, tmp_path: Path) -> Non
 )
 def test_bad_inputs_name_the_flag(tmp_path: Path, args: tuple, words: tuple) -> None:
     node = install_node(tmp_path, "net-conf.host-gw.json")
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), *args, expect=1)
     assert all(w in done["error"] for w in words), done
 
 
-def test_a_folder_that_is_not_a_release(node: Node, tmp_path: Path) -> None:
+def test_a_folder_that_is_not_a_package(node: Node, tmp_path: Path) -> None:
     (tmp_path / "old" / "_internal").mkdir(parents=True)
     (tmp_path / "old" / "flannel").write_text("x")
     done = node.install("--from", str(tmp_path / "old"), expect=1)
@@ -318,7 +320,7 @@ def test_a_conf_name_that_is_no_config_file_name_in_the_conf_dir_is_a_usage_erro
     """A path would be written outside the conf dir, where uninstall never finds it again; another
     extension is a config containerd never loads."""
     out, err = io.StringIO(), io.StringIO()
-    argv = node.install_argv("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--conf-name", name)
+    argv = node.install_argv("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--conf-name", name)
     assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
     assert f"argument --conf-name: {name!r} is not a config file name in the conf dir" in err.getvalue()
     assert out.getvalue() == "" and not node.cni_bin.exists() and not (tmp_path / "10-flannel.conflist").exists()
@@ -328,15 +330,15 @@ def test_through_main_and_usage_errors_are_status_2(node: Node, tmp_path: Path) 
     out, err = io.StringIO(), io.StringIO()
     assert main(node.install_argv("--bogus"), out, err, {}, platform="linux", cwd=str(tmp_path)) == 2
     assert "unrecognized arguments: --bogus" in err.getvalue() and out.getvalue() == ""
-    argv = node.install_argv("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    argv = node.install_argv("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     assert main(argv, out, err, {}, platform="linux", cwd=str(tmp_path)) == 0
     assert json.loads(out.getvalue())["build"] == "0.1.0-aaa-1"
 
 
-def test_install_from_the_release_zip(node: Node, tmp_path: Path) -> None:
+def test_install_from_the_package_zip(node: Node, tmp_path: Path) -> None:
     import shutil
 
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     archive = shutil.make_archive(str(tmp_path / "wincni-0.1.0-windows-amd64"), "zip", rel)
     node.install("--from", archive)
     assert launcher_build(node.cni_bin / "flannel") == "0.1.0-aaa-1" and os.access(node.cni_bin / "flannel", os.X_OK)
@@ -358,7 +360,7 @@ def _delegate(doc: dict) -> dict:
 )
 def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netconf, node_ip, v1, v2) -> None:
     node = install_node(tmp_path, netconf)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--node-ip", node_ip or "0.0.0.0")
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--node-ip", node_ip or "0.0.0.0")
     got = node.read_cni_conf()
     plugin = got["plugins"][0]
     for sample_name in (v1, v2):
@@ -381,7 +383,7 @@ def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netc
 def test_rendered_vxlan_config(tmp_path: Path) -> None:
     """The whole document, as the README shows it."""
     node = install_node(tmp_path)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     assert node.read_cni_conf() == {
         "cniVersion": "1.0.0",
         "name": "vxlan0",
@@ -419,7 +421,7 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
 def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path, text: str) -> None:
     node.cni_bin.mkdir()
     (node.cni_bin / layout.MANIFEST).write_text(text)
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     [warning] = done["warnings"]
     assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()
 
@@ -438,7 +440,7 @@ def test_a_manifest_naming_paths_outside_its_folders_is_ignored_and_uninstall_re
     node: Node, tmp_path: Path, manifest: dict, why: str
 ) -> None:
     """Even an administrator's manifest: every path must lie in the conf dir (or be a plain name)."""
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
     doc = json.loads((node.cni_bin / layout.MANIFEST).read_text())
     for key, value in manifest.items():
@@ -454,7 +456,7 @@ def test_a_manifest_naming_paths_outside_its_folders_is_ignored_and_uninstall_re
 def test_keep_others_leaves_shadowing_configs(node: Node, tmp_path: Path) -> None:
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
-    done = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--keep-others")
+    done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--keep-others")
     assert "0-containerd-nat.json" not in actions(done)
     assert sorted(p.name for p in node.conf_dir.iterdir()) == ["0-containerd-nat.json", "10-flannel.conflist"]
 
@@ -481,12 +483,12 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
     build's folder, and once nothing runs, one install leaves exactly one build."""
     root = tmp_path_factory.mktemp("node")
     node = install_node(root)
-    releases = {b: release(root, f"0.1.0-b{b}-1") for b in range(4)}
+    packages = {b: package_folder(root, f"0.1.0-b{b}-1") for b in range(4)}
     running: list[tuple[str, str, bool]] = []  # (launcher as started, its build's DLL, DLL loaded yet)
     for build, start, stop_all, loaded in runs:
         node.disk.held = {p for exe, dll, has_dll in running for p in ((exe, dll) if has_dll else (exe,))}
         node.disk.moved = {}
-        node.install("--from", str(releases[build]))
+        node.install("--from", str(packages[build]))
         running = [(node.disk.moved.get(exe, exe), dll, has_dll) for exe, dll, has_dll in running]
         for _, dll, _ in running:
             assert Path(dll).is_file(), f"{dll} removed under a running process"
@@ -499,7 +501,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
             for name in start
         ]
     node.disk.held = set()
-    node.install("--from", str(releases[runs[-1][0]]))
+    node.install("--from", str(packages[runs[-1][0]]))
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
         [*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1", layout.MANIFEST]
     )
@@ -510,10 +512,10 @@ def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_ma
 ) -> None:
     """An install interrupted before its manifest was written leaves the manifest naming an older
     build; the launcher itself says which contents folder it loads."""
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     (node.cni_bin / layout.MANIFEST).unlink()
     node.disk.held = {str(node.cni_bin / "wincni")}
-    node.install("--from", str(release(tmp_path, "0.1.0-bbb-2")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     assert launcher_build(node.cni_bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
     assert (node.cni_bin / "_wincni-0.1.0-aaa-1").is_dir()
 
@@ -528,7 +530,7 @@ def test_embedded_build_reads_only_a_plain_folder_name() -> None:
 def test_uninstall_dry_run_changes_nothing(node: Node, tmp_path: Path) -> None:
     node.conf_dir.mkdir()
     (node.conf_dir / "0-containerd-nat.json").write_text("{}")
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     before = sorted(p.name for p in [*node.cni_bin.iterdir(), *node.conf_dir.iterdir()])
     plan = node.install("--uninstall", "--dry-run")
     assert actions(plan)["0-containerd-nat.json"] == "restore" and actions(plan)["flannel"] == "remove"
@@ -543,18 +545,18 @@ def test_install_takes_write_access_to_its_folders_back_from_everyone_else(node:
     (node.cni_bin / "nat").write_text("someone else's plugin")
     for path in (node.cni_bin, node.conf_dir, node.cni_bin / "nat"):
         path.chmod(0o777)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")))
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     for path in (node.cni_bin, node.conf_dir, node.cni_bin / "nat", node.cni_bin / "flannel"):
         assert path.stat().st_mode & 0o022 == 0, (path, oct(path.stat().st_mode))
 
 
-def test_nothing_install_lays_is_writable_by_others_whatever_the_umask_and_the_releases_modes(
+def test_nothing_install_lays_is_writable_by_others_whatever_the_umask_and_the_packages_modes(
     node: Node, tmp_path: Path
 ) -> None:
-    """Run with umask 0 (as some containers start) from a release folder others may write: the
+    """Run with umask 0 (as some containers start) from a package folder others may write: the
     contents folder copied in was 0777/0666, its launchers kept their 0777, so any local user
     could change what then runs as root."""
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     for path in [rel, *rel.rglob("*")]:
         path.chmod(0o777)
     old = os.umask(0)
@@ -569,7 +571,7 @@ def test_nothing_install_lays_is_writable_by_others_whatever_the_umask_and_the_r
 
 
 def test_a_contents_folder_is_kept_only_with_the_digest_the_manifest_names(node: Node, tmp_path: Path) -> None:
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
     contents = node.cni_bin / "_wincni-0.1.0-aaa-1"
     assert actions(node.install("--from", str(rel)))["_wincni-0.1.0-aaa-1"] == "keep"
@@ -583,7 +585,7 @@ def test_a_contents_folder_is_kept_only_with_the_digest_the_manifest_names(node:
 
 
 def test_a_manifest_in_a_folder_others_could_write_is_not_believed(node: Node, tmp_path: Path) -> None:
-    rel = release(tmp_path, "0.1.0-aaa-1")
+    rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
     node.cni_bin.chmod(0o777)
     done = node.install("--from", str(rel))
@@ -599,7 +601,7 @@ def test_a_dry_run_says_what_taking_a_folder_over_would_do_and_changes_nothing(n
     os.link(tmp_path / "elsewhere", node.cni_bin / "linked")
     (node.cni_bin / "link").symlink_to(tmp_path / "elsewhere")
     node.cni_bin.chmod(0o777)
-    plan = node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), "--dry-run")
+    plan = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--dry-run")
     assert {(s["action"], os.path.basename(s["path"])) for s in plan["steps"]} >= {
         ("takeover", "opt-cni-bin"),
         ("remove", "linked"),

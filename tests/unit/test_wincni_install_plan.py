@@ -182,7 +182,7 @@ def claimed(tmp_path: Path) -> tuple[WindowsDisk, Path]:
     disk = WindowsDisk()
     disk.claim(str(tmp_path / "bin"))
     yield disk, tmp_path / "bin"
-    disk.release()
+    disk.close()
 
 
 def test_a_running_launcher_to_remove_is_parked_under_its_build(claimed) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from netaddr import AddrFormatError, IPNetwork
 
-from hnsnode import MGMT_IP, SUBNET, Node, release
+from hnsnode import MGMT_IP, SUBNET, Node, package_folder
 from test_doctor_fixes import run_as_printed
 from test_wincni_doctor import sim_node
 
@@ -40,7 +40,7 @@ def install(node: Node, tmp_path: Path, doc: dict, expect: int = 0, output: str 
     path.write_text(json.dumps(doc, indent=2))
     node.cni_conf = None  # install writes the config, not the test
     done = node.install(
-        "--from", str(release(tmp_path, "0.1.0-aaa-1")), "--template", str(path), expect=expect, output=output
+        "--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), "--template", str(path), expect=expect, output=output
     )
     node.bin = node.cni_bin
     return path, done
@@ -255,7 +255,7 @@ def test_a_fix_on_install_s_own_config_names_the_input_it_came_from(tmp_path: Pa
     node.cni_conf = None
     if net_conf:
         node.write_net_conf(net_conf)
-    node.install("--from", str(release(tmp_path, "0.1.0-aaa-1")), *flags)
+    node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), *flags)
     node.bin = node.cni_bin
     files = ("--net-conf", str(node.net_conf), "--subnet-env", str(node.subnet_env))  # not in install's config
     found = node.doctor(*files)["exceptions"]

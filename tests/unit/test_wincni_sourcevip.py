@@ -13,7 +13,7 @@ import pytest
 from hnsnode import Node
 from plugins.cni import skel
 from plugins.flannel import subnet_env
-from plugins.ipam_host_local.__main__ import SPEC as HOST_LOCAL
+from plugins.ipam_host_local.__main__ import PLUGIN as HOST_LOCAL
 from tools.wincni.__main__ import build_parser, main
 from tools.wincni.facts import default_paths
 from tools.wincni.sourcevip import run

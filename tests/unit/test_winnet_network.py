@@ -23,14 +23,14 @@ ALL = {"dual_stack": True, "vxlan_port": True, "host_route": True}.__getitem__
 NONE = {"dual_stack": False, "vxlan_port": False, "host_route": False}.__getitem__
 
 
-def spec(section: dict, flavor=BRIDGE, name: str = "cbr0") -> nw.NetworkSpec:
+def wanted(section: dict, flavor=BRIDGE, name: str = "cbr0") -> nw.WantedNetwork:
     validate({"name": name, "network": section}, flavor.schema())
-    return nw.spec_of(section, name, flavor.network_types[0], flavor.ipv6)
+    return nw.wanted_network(section, name, flavor.network_types[0], flavor.ipv6)
 
 
 def bad(section: dict, flavor=BRIDGE) -> CniError:
     with pytest.raises(CniError) as err:
-        spec(section, flavor)
+        wanted(section, flavor)
     assert err.value.code == 7
     return err.value
 
@@ -39,7 +39,7 @@ def bad(section: dict, flavor=BRIDGE) -> CniError:
 
 
 def test_l2bridge_document_is_a_static_subnet_with_its_default_route_non_persistent():
-    doc = nw.document(spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet"}), NONE)
+    doc = nw.document(wanted({"subnet": "10.244.4.0/24", "adapter": "Ethernet"}), NONE)
     assert doc == {
         "Name": "cbr0",
         "Type": "L2Bridge",
@@ -60,7 +60,7 @@ def test_l2bridge_document_is_a_static_subnet_with_its_default_route_non_persist
 
 
 def test_overlay_document_has_the_vsid_and_the_vxlan_port_when_hns_knows_it():
-    s = spec(
+    s = wanted(
         {"subnet": "10.244.4.0/24", "gateway": "10.244.4.1", "adapter": "Ethernet", "drMac": "00:15:5d:01:02:03"},
         OVERLAY,
         "vxlan0",
@@ -86,7 +86,7 @@ def test_hnscall_networks_lack_the_hcn_network_policies_without_asking_hns(tmp_p
 
     hcn, hnscall = clients(tmp_path)
     api = adapters(hcn, hnscall)[adapter]
-    s = spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
+    s = wanted({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
     features = _Features(api)
     types = [p["Type"] for p in nw.document(s, features.get)["Policies"]]
     assert ("VxlanPort" in types) == (adapter == "v2")
@@ -96,7 +96,7 @@ def test_hnscall_networks_lack_the_hcn_network_policies_without_asking_hns(tmp_p
 
 
 def test_v1_form_of_the_overlay_document():
-    s = spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet", "vni": 5000, "persistent": True}, OVERLAY, "vxlan0")
+    s = wanted({"subnet": "10.244.4.0/24", "adapter": "Ethernet", "vni": 5000, "persistent": True}, OVERLAY, "vxlan0")
     assert v1_network_document(nw.document(s, NONE)) == {
         "Name": "vxlan0",
         "Type": "overlay",
@@ -113,7 +113,9 @@ def test_v1_form_of_the_overlay_document():
 
 
 def test_dual_stack_bridge_document_and_its_gateways():
-    s = spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"], "gateway": ["fd00:4::fe", "10.244.4.1"], "persistent": True})
+    s = wanted(
+        {"subnet": ["10.244.4.0/24", "fd00:4::/64"], "gateway": ["fd00:4::fe", "10.244.4.1"], "persistent": True}
+    )
     doc = nw.document(s, ALL)
     assert "Flags" not in doc
     assert [(x["IpAddressPrefix"], x["Routes"]) for x in doc["Ipams"][0]["Subnets"]] == [
@@ -129,7 +131,7 @@ def test_dual_stack_bridge_document_and_its_gateways():
 def test_any_valid_overlay_section_round_trips_through_hns(octet, prefix, vni):
     """What we send, read back as HNS answers it, never mismatches its own section."""
     subnet = f"10.{octet}.0.0/{prefix}"
-    s = spec({"subnet": subnet, "vni": vni}, OVERLAY, "vxlan0")
+    s = wanted({"subnet": subnet, "vni": vni}, OVERLAY, "vxlan0")
     doc = nw.document(s, ALL)
     assert nw.mismatch(s, HostComputeNetwork.from_json(doc)) is None
     v1 = v1_network_document(doc)
@@ -180,14 +182,14 @@ def existing(doc: dict) -> HostComputeNetwork:
     ],
 )
 def test_an_existing_network_of_another_shape_is_named_with_the_section(doc, named):
-    err = nw.mismatch(spec({"subnet": "10.244.4.0/24"}), existing(doc))
+    err = nw.mismatch(wanted({"subnet": "10.244.4.0/24"}), existing(doc))
     assert err.code == 7 and named in err.msg and "L2Bridge 10.244.4.0/24" in err.msg
     assert "never replaces" in err.details
 
 
 def test_an_overlay_with_another_vni_is_a_mismatch():
-    s = spec({"subnet": "10.244.4.0/24", "vni": 4097}, OVERLAY, "vxlan0")
-    doc = nw.document(spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), NONE)
+    s = wanted({"subnet": "10.244.4.0/24", "vni": 4097}, OVERLAY, "vxlan0")
+    doc = nw.document(wanted({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), NONE)
     err = nw.mismatch(s, existing(doc))
     assert "VNI 4096" in err.msg and "VNI 4097" in err.msg
 
@@ -275,14 +277,14 @@ class Clock:
         self.now += seconds
 
 
-def ensure(api: FakeApi, s: nw.NetworkSpec, tmp_path, clock: Clock | None = None, timeout: float = 30.0, feature=ALL):
+def ensure(api: FakeApi, s: nw.WantedNetwork, tmp_path, clock: Clock | None = None, timeout: float = 30.0, feature=ALL):
     clock = clock or Clock()
     return nw.ensure(api, s, feature, str(tmp_path), clock=clock, sleep=clock.sleep, timeout=timeout)
 
 
 def test_a_missing_bridge_network_is_created_waited_for_and_given_its_host_endpoint(tmp_path):
     api, clock = FakeApi(mgmt_after=3), Clock()
-    net = ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path, clock)
+    net = ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path, clock)
     assert net.id == "N1"
     assert api.calls == [
         "network",
@@ -304,22 +306,22 @@ def test_a_network_whose_set_up_fails_is_deleted_again(tmp_path):
     """The next ADD must start over, not find a network without its host endpoint."""
     api = FakeApi(attach_error=HnsError("HNSCall", 0x803B0014, None, "attach failed"))
     with pytest.raises(HnsError):
-        ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
+        ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path)
     assert api.calls[-2:] == ["delete endpoint", "delete network"]
     assert api.docs == {} and api.endpoints == {}
 
 
 def test_a_created_hcn_overlay_gets_its_host_route_once_ready(tmp_path):
     api = FakeApi()
-    ensure(api, spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), tmp_path)
+    ensure(api, wanted({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), tmp_path)
     assert api.calls == ["network", "create", "mgmt", "policy HostRoute"]
     api = FakeApi()
-    ensure(api, spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), tmp_path, feature=NONE)  # HNS < 9.2
+    ensure(api, wanted({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0"), tmp_path, feature=NONE)  # HNS < 9.2
     assert "policy HostRoute" not in api.calls
 
 
 def test_an_existing_ready_network_costs_one_lookup(tmp_path):
-    s = spec({"subnet": "10.244.4.0/24"})
+    s = wanted({"subnet": "10.244.4.0/24"})
     api = FakeApi(networks={"cbr0": {**nw.document(s, NONE), "ID": "N0"}})
     assert ensure(api, s, tmp_path).id == "N0"
     assert api.calls == ["network"]
@@ -328,7 +330,7 @@ def test_an_existing_ready_network_costs_one_lookup(tmp_path):
 def test_the_wait_is_bounded_and_says_how_long_it_waited(tmp_path):
     api, clock = FakeApi(mgmt_after=1000), Clock()
     with pytest.raises(CniError) as err:
-        ensure(api, spec({"subnet": "10.244.4.0/24", "adapter": "Ethernet 2"}), tmp_path, clock, timeout=2.0)
+        ensure(api, wanted({"subnet": "10.244.4.0/24", "adapter": "Ethernet 2"}), tmp_path, clock, timeout=2.0)
     assert err.value.code == 11 and "after 2.0s" in err.value.msg and "network.adapter" in err.value.details
     assert sum(clock.sleeps) == pytest.approx(2.0)
     assert api.calls[-1] == "delete network" and api.docs == {}
@@ -347,12 +349,12 @@ def test_a_network_deleted_during_the_wait_is_try_again_later(tmp_path):
 
     api.network = vanishing
     with pytest.raises(CniError) as err:
-        ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
+        ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path)
     assert err.value.code == 11 and "disappeared" in err.value.msg
 
 
 def test_losing_the_creation_race_to_a_process_outside_the_lock_uses_its_network(tmp_path):
-    s = spec({"subnet": "10.244.4.0/24"})
+    s = wanted({"subnet": "10.244.4.0/24"})
     theirs = {**nw.document(s, NONE), "ID": "THEIRS"}
     api = FakeApi(create_error=HnsError("HcnCreateNetwork", 0x803B0010, None, "already exists"), sneak=theirs)
     assert ensure(api, s, tmp_path).id == "THEIRS"
@@ -360,7 +362,7 @@ def test_losing_the_creation_race_to_a_process_outside_the_lock_uses_its_network
 
 
 def test_losing_the_race_to_a_network_of_another_shape_is_the_mismatch_error(tmp_path):
-    s = spec({"subnet": "10.244.4.0/24"})
+    s = wanted({"subnet": "10.244.4.0/24"})
     theirs = {
         "Name": "cbr0",
         "Type": "L2Bridge",
@@ -377,7 +379,7 @@ def test_losing_the_race_to_a_network_of_another_shape_is_the_mismatch_error(tmp
 def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
     api = FakeApi(create_error=HnsError("HcnCreateNetwork", 0x803B000A, None, "invalid network"))
     with pytest.raises(HnsError):
-        ensure(api, spec({"subnet": "10.244.4.0/24"}), tmp_path)
+        ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path)
 
 
 def test_the_lock_directory_is_shared_by_every_user_of_the_node():
@@ -410,7 +412,7 @@ def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):
     ],
 )
 def test_an_ipam_range_outside_the_network_is_named(ipam, field):
-    s = spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]})
+    s = wanted({"subnet": ["10.244.4.0/24", "fd00:4::/64"]})
     err = nw.ipam_outside(s, ipam)
     assert err.code == 7 and err.msg.startswith(field) and "10.244.4.0/24" in err.msg
 
@@ -431,7 +433,7 @@ def test_an_ipam_range_outside_the_network_is_named(ipam, field):
     ],
 )
 def test_ipam_inside_the_network_or_not_ours_to_judge_passes(ipam):
-    assert nw.ipam_outside(spec({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
+    assert nw.ipam_outside(wanted({"subnet": ["10.244.4.0/24", "fd00:4::/64"]}), ipam) is None
 
 
 class Counted:
@@ -489,7 +491,7 @@ def test_a_made_overlay_gets_its_host_route_from_hcn_and_a_clear_refusal_from_hn
 
     hcn, hnscall = clients(tmp_path)
     api = adapters(hcn, hnscall)[adapter]
-    s = spec({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
+    s = wanted({"subnet": "10.244.4.0/24"}, OVERLAY, "vxlan0")
     refused = pytest.raises(Unsupported, match="cannot add a HostRoute policy")
     with refused if adapter == "v1" else contextlib.nullcontext():
         nw.ensure(api, s, ALL, str(tmp_path / "locks"), clock=Clock(), sleep=lambda _: None)

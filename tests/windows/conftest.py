@@ -1,4 +1,4 @@
-"""The Windows lane (``make test-windows``): the release zip run as Windows processes under Wine.
+"""The Windows lane (``make test-windows``): the package zip run as Windows processes under Wine.
 
 Not part of ``make test`` (tests/conftest.py leaves this directory out); run with
 ``pytest tests/windows`` after ``make dist-windows``. A missing Wine or zip is a failure, not a
@@ -15,7 +15,7 @@ from winenode import ROOT, WineNode, toolchain
 
 
 @pytest.fixture(scope="session")
-def release_zip() -> Path:
+def package_zip() -> Path:
     zips = sorted((ROOT / "dist-windows").glob("wincni-*-windows-amd64.zip"))
     if not zips:
         pytest.fail("no dist-windows/wincni-*-windows-amd64.zip: run `make dist-windows` first")
@@ -23,12 +23,12 @@ def release_zip() -> Path:
 
 
 @pytest.fixture(scope="session")
-def node(tmp_path_factory: pytest.TempPathFactory, release_zip: Path) -> WineNode:
+def node(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> WineNode:
     try:
         toolchain.ensure_system()
     except toolchain.ToolchainError as e:
         pytest.fail(str(e))
-    wine_node = WineNode(tmp_path_factory.mktemp("wine-node"), release_zip)
+    wine_node = WineNode(tmp_path_factory.mktemp("wine-node"), package_zip)
     yield wine_node
     wine_node.close()
 

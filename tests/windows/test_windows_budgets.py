@@ -14,9 +14,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import windows
 
 
-def test_budgets_against_go_and_the_windows_cpython_floor(node: WineNode, release_zip: Path, timings: dict) -> None:
+def test_budgets_against_go_and_the_windows_cpython_floor(node: WineNode, package_zip: Path, timings: dict) -> None:
     figures = windows.measure(node)
-    timings["budget_lines"] = windows.report(figures, release_zip.stat().st_size)
+    timings["budget_lines"] = windows.report(figures, package_zip.stat().st_size)
     assert not [name for name in node.endpoints() if name.startswith("bench-")]  # every timed DEL took its pod
     for side in ("wincni", "Go"):  # both sides' pods went through the fake HNS, every command counted
         assert all(

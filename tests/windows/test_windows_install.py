@@ -1,4 +1,4 @@
-"""``wincni.exe install`` from the release zip on a Windows node (Wine): into C:\\opt\\cni\\bin and
+"""``wincni.exe install`` from the package zip on a Windows node (Wine): into C:\\opt\\cni\\bin and
 C:\\etc\\cni\\net.d, as a sig-windows-tools containerd config.toml names them, a pod through the
 installed config, then an upgrade while a plugin process holds its .exe open, the next pod on the
 new build, and the old build removed once nothing runs it.
@@ -33,7 +33,7 @@ CONTAINERD_CONFIG = r"C:\etc\containerd-install\config.toml"
 LOG = r"C:\k\install-pods.log"
 
 
-def newer_release(src: Path, dst: Path, build: str) -> str:
+def newer_package(src: Path, dst: Path, build: str) -> str:
     stamp = build.rsplit("-", 1)[1]
     newer = build[: -len(stamp)] + "9" * (len(stamp) - 1) + "Z"
     old_name, new_name = (CONTENTS_PREFIX + build).encode(), (CONTENTS_PREFIX + newer).encode()
@@ -97,15 +97,15 @@ def holding(needle: Path, timeout: float = 30) -> None:
         time.sleep(0.5)
 
 
-def test_install_pods_and_an_upgrade_under_an_open_exe(node: WineNode, release_zip: Path) -> None:
+def test_install_pods_and_an_upgrade_under_an_open_exe(node: WineNode, package_zip: Path) -> None:
     node.overlay(NETWORK)
     try:
-        upgrade_under_load(node, release_zip)
+        upgrade_under_load(node, package_zip)
     finally:
         node.hnsctl("network", "delete", NETWORK)
 
 
-def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
+def upgrade_under_load(node: WineNode, package_zip: Path) -> None:
     node.lease()
     net_conf = node.path(NET_CONF)
     net_conf.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     net_d = node.path(NET_D)
     net_d.mkdir(parents=True, exist_ok=True)
     (net_d / "0-containerd-nat.json").write_text('{"cniVersion": "0.3.0", "name": "nat", "type": "nat"}')
-    shutil.copy(release_zip, node.path(r"C:\wincni-release.zip"))
+    shutil.copy(package_zip, node.path(r"C:\wincni-release.zip"))
     containerd = node.path(CONTAINERD_CONFIG)
     containerd.parent.mkdir(parents=True, exist_ok=True)
     containerd.write_text(
@@ -149,7 +149,7 @@ def upgrade_under_load(node: WineNode, release_zip: Path) -> None:
     assert f"inst-pod1_{NETWORK}" not in node.endpoints() and set(started_builds(node)) == {build}
     seen = len(started_builds(node))
 
-    newer = newer_release(bin_dir, node.path(r"C:\wincni-newer"), build)
+    newer = newer_package(bin_dir, node.path(r"C:\wincni-newer"), build)
     holder = subprocess.Popen(
         [str(toolchain.WINE), OPT_BIN + r"\flannel.exe"],
         stdin=subprocess.PIPE,

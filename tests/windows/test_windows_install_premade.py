@@ -27,13 +27,13 @@ BIN, NET_D = r"C:\premade\cni\bin", r"C:\premade\cni\net.d"
 NET_CONF = r"C:\premade-kube-flannel\net-conf.json"
 
 
-def test_install_into_a_folder_prepared_beforehand(node: WineNode, release_zip: Path) -> None:
+def test_install_into_a_folder_prepared_beforehand(node: WineNode, package_zip: Path) -> None:
     bin_dir, net_d = node.path(BIN), node.path(NET_D)
     for folder in (bin_dir, net_d, node.path(NET_CONF).parent):
         folder.mkdir(parents=True, exist_ok=True)
     node.path(NET_CONF).write_text((FIXTURES / "net-conf.vxlan.json").read_text().replace("vxlan0", "vxlan29"))
-    shutil.copy(release_zip, node.path(r"C:\premade-release.zip"))
-    with zipfile.ZipFile(release_zip) as zf:
+    shutil.copy(package_zip, node.path(r"C:\premade-release.zip"))
+    with zipfile.ZipFile(package_zip) as zf:
         build = next(n.split("/")[0] for n in zf.namelist() if n.startswith("_wincni-"))[len("_wincni-") :]
         flannel = zf.read("flannel.exe")
     victims = {name: node.root / f"victim-{name}" for name in ("hard", "launcher", "conf")}

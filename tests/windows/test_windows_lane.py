@@ -1,4 +1,4 @@
-"""The release zip as a Windows node runs it: Wine processes, ``C:\\k\\cni``, the ctypes path to HNS.
+"""The package zip as a Windows node runs it: Wine processes, ``C:\\k\\cni``, the ctypes path to HNS.
 
 Wine starts a process in ~2.5 s, so each case is chosen for what only Windows exercises: the
 frozen Windows bundle itself, ``CNI_PATH`` with ``.exe`` lookup, Windows default paths on drive

@@ -31,13 +31,13 @@ CACHE = r"C:\var\lib\cni"  # libcni's default cache dir, where containerd leaves
 
 
 @pytest.fixture(scope="module")
-def libcni_node(tmp_path_factory: pytest.TempPathFactory, release_zip: Path) -> tuple[WineNode, Driver]:
+def libcni_node(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> tuple[WineNode, Driver]:
     driver = go_tool("cnidriver.exe", "drive the plugins through libcni under Wine")
     try:
         toolchain.ensure_system()
     except toolchain.ToolchainError as e:
         pytest.fail(str(e))
-    node = WineNode(tmp_path_factory.mktemp("libcni-node"), release_zip)
+    node = WineNode(tmp_path_factory.mktemp("libcni-node"), package_zip)
     try:
         node.overlay("vxlan0").lease().write_net_conf(net_conf_doc("overlay"))
         node.path(DRIVER).parent.mkdir(parents=True)
@@ -65,7 +65,7 @@ def test_pods_through_libcni_and_gc_with_the_live_list(libcni_node: tuple[WineNo
 def test_status_for_each_node_state(libcni_node: tuple[WineNode, Driver], capsys: pytest.CaptureFixture[str]) -> None:
     measured = status_states(*libcni_node)
     with capsys.disabled():
-        print("\n" + table("Windows lane (cnidriver.exe and the release zip under Wine)", measured))
+        print("\n" + table("Windows lane (cnidriver.exe and the package zip under Wine)", measured))
     # Under Wine each PyInstaller process start costs a second or more (the other states' median
     # is that floor: cnidriver.exe, flannel.exe, win-overlay.exe), so what is judged here is what a
     # hung HNS adds to it: the plugins' own bound on HNS, never the hang or the command deadline.

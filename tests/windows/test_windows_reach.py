@@ -1,4 +1,4 @@
-"""Every path a command can take, run from the release zip, so that a module the bundle leaves out
+"""Every path a command can take, run from the package zip, so that a module the bundle leaves out
 (specs/wincni.spec's EXCLUDES, #23) fails here, as a traceback or a wrong answer, and not on a node.
 
 The lane's other files run flannel's ADD/CHECK/DEL on both network types and both APIs, the

@@ -1,7 +1,7 @@
-"""Issue #20 on Windows: ``basics.safefs`` through the real Win32 security API, and the release's
+"""Issue #20 on Windows: ``basics.safefs`` through the real Win32 security API, and the package's
 executables refusing the simulator and device names.
 
-The safefs cases run our source under the lane's Windows CPython (the embeddable one the release
+The safefs cases run our source under the lane's Windows CPython (the embeddable one the package
 is built with) in the node's Wine prefix: CreateDirectoryW / CreateFileW with a security
 descriptor made from SDDL, FILE_FLAG_OPEN_REPARSE_POINT, GetFileInformationByHandle,
 GetSecurityInfo / SetSecurityInfo, ConvertSecurityDescriptorToStringSecurityDescriptorW,

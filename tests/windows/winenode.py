@@ -1,7 +1,7 @@
-"""A Windows node under Wine: the release zip in ``C:\\k\\cni``, fake HNS DLLs in system32.
+"""A Windows node under Wine: the package zip in ``C:\\k\\cni``, fake HNS DLLs in system32.
 
 ``WineNode`` is ``tests/hnsnode.Node`` with the plugins run as Windows processes: Wine runs
-the PyInstaller-built ``.exe`` files of the release zip with ``CNI_PATH=C:\\k\\cni`` and the
+the PyInstaller-built ``.exe`` files of the package zip with ``CNI_PATH=C:\\k\\cni`` and the
 current directory on drive C:, so every default path is the Windows one (``C:\\run\\flannel``,
 ``C:\\var\\lib\\cni\\networks``). ``computenetwork.dll`` / ``vmcompute.dll`` are
 tests/fakedll/hnsbridge.c built with mingw, forwarding every call to ``hnsserver.Server`` in this
@@ -50,12 +50,12 @@ def mingw(source: Path, target: Path, *flags: str) -> Path:
 class WineNode(Node):
     """One Wine prefix = one Windows node; HNS is the simulator behind the fake DLLs."""
 
-    def __init__(self, root: Path, release_zip: Path) -> None:
+    def __init__(self, root: Path, package_zip: Path) -> None:
         super().__init__(root)
         self.prefix = toolchain.ensure_prefix(root / "prefix")
         self.drive_c = self.prefix / "drive_c"
         cni = self.drive_c / "k" / "cni"
-        with zipfile.ZipFile(release_zip) as zf:
+        with zipfile.ZipFile(package_zip) as zf:
             zf.extractall(cni)
         system32 = self.drive_c / "windows" / "system32"
         built = mingw(FAKEDLL / "hnsbridge.c", root / "hnsbridge.dll", "-shared", "-lws2_32", "-lole32")

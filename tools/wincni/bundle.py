@@ -364,7 +364,7 @@ def run(
         stderr.write(f"wincni bundle: cannot write {path}: {exc}; pass --out with a file in an admin-only folder\n")
         return 1
     finally:
-        disk.release()
+        disk.close()
     stdout.write(f"{path}: {len(data)} bytes, {len(members.data) + 1} files\n")
     for name, why in members.omitted.items():
         stdout.write(f"  left out {name}: {why}\n")

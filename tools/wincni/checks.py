@@ -140,13 +140,13 @@ def _standalone(f: Facts, section: Any) -> Check | None:
     """Standalone mode (a ``network`` section): a missing network is the first ADD's to create;
     an existing one must be what the section describes. None: judge it as usual."""
     from plugins.cni.errors import CniError
-    from plugins.winnet.network import ipam_outside, mismatch, spec_of
+    from plugins.winnet.network import ipam_outside, mismatch, wanted_network
 
     try:
-        spec = spec_of(section, f.name, f.flavor.network_types[0], f.flavor.ipv6)
+        wanted = wanted_network(section, f.name, f.flavor.network_types[0], f.flavor.ipv6)
     except CniError as err:
         return Check("hns-network", FAIL, f"the config's {err.msg}", err.details)
-    outside = ipam_outside(spec, f.netconf.ipam)
+    outside = ipam_outside(wanted, f.netconf.ipam)
     if outside is not None:
         return Check("hns-network", FAIL, f"the config's {outside.msg}", outside.details)
     if f.network is None:
@@ -154,9 +154,9 @@ def _standalone(f: Facts, section: Any) -> Check | None:
             "hns-network",
             OK,
             f"no HNS network {f.name!r} yet: the first ADD creates it "
-            f"(standalone mode, {spec.type} {', '.join(s.prefix for s in spec.subnets)})",
+            f"(standalone mode, {wanted.type} {', '.join(s.prefix for s in wanted.subnets)})",
         )
-    problem = mismatch(spec, f.network)
+    problem = mismatch(wanted, f.network)
     if problem is not None:
         return Check("hns-network", FAIL, problem.msg, problem.details)
     return None

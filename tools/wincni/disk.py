@@ -9,8 +9,8 @@ A folder install writes in is judged once (``claim``, ``secure``) and then held 
 (``safefs.Folder``): every later step at or below it, reads included, goes through that
 descriptor (a pinned handle on Windows), never through the path looked up again, so a folder a
 user swaps for a link after the check is never reached. Writing anywhere else is refused, but
-for the scratch folder a release zip is unpacked into (``unpack``: made new and private, deleted
-at ``release``). Paths outside the held folders (the release folder, the files flags name) are
+for the scratch folder a package zip is unpacked into (``unpack``: made new and private, deleted
+at ``close``). Paths outside the held folders (the package folder, the files flags name) are
 only read. Nothing here writes, deletes or lists through a link: files are written new and renamed
 into place; deleting has two forms, ``remove`` (an entry that is not a folder, a link itself) and
 ``purge`` (a folder and all in it).
@@ -31,7 +31,7 @@ class Disk:
     def __init__(self) -> None:
         #: The folders judged so far, by path; None: one a dry run found missing or would make anew.
         self._held: dict[str, object] = {}
-        self._scratch: list[str] = []  # private temp folders of this run (``unpack``), gone at ``release``
+        self._scratch: list[str] = []  # private temp folders of this run (``unpack``), gone at ``close``
 
     # ------------------------------------------------------------------ held folders
 
@@ -62,7 +62,7 @@ class Disk:
 
         self._hold(path, secure_folder(path))
 
-    def release(self) -> None:
+    def close(self) -> None:
         """Close every held folder and delete the scratch folders (the end of a run)."""
         for folder in self._held.values():
             if folder is not None:
@@ -73,7 +73,7 @@ class Disk:
 
     def unpack(self, path: str, max_bytes: int, max_entries: int, executable: Callable[[str], bool]) -> str:
         """The zip ``path`` unpacked into a new private temp folder (``mkdtemp``: ours, 0700, made
-        where nobody else can have put it), deleted at ``release``; opened as ``basics.inputfile``
+        where nobody else can have put it), deleted at ``close``; opened as ``basics.inputfile``
         opens what a flag names (a regular file, never waited on, no user's link followed).
         ValueError when it holds more than ``max_entries`` entries or ``max_bytes`` unpacked;
         top-level names ``executable`` says are commands get their execute bits (zip keeps none)."""
@@ -87,7 +87,7 @@ class Disk:
             infos = zf.infolist()
             if len(infos) > max_entries or sum(i.file_size for i in infos) > max_bytes:
                 raise ValueError(f"more than {max_entries} entries or {max_bytes >> 20} MiB")
-            tmp = tempfile.mkdtemp(prefix="wincni-release-")
+            tmp = tempfile.mkdtemp(prefix="wincni-package-")
             self._scratch.append(tmp)
             zf.extractall(tmp)  # drops absolute paths and ".." from member names
         if os.name != "nt":
@@ -276,7 +276,7 @@ class Disk:
 
     def copy_file(self, src: str, dst: str) -> None:
         """``dst`` created new (never through what was there), with ``src``'s bytes and mode less
-        any write bit for group and others (a release folder others may write is no reason)."""
+        any write bit for group and others (a package folder others may write is no reason)."""
         folder, rel = self._inside(dst)
         mode = stat.S_IMODE(os.stat(src).st_mode) & 0o755
         with open(src, "rb") as f_src, open(folder.open_new(rel, mode), "wb") as f_dst:
@@ -286,7 +286,7 @@ class Disk:
 
     def copy_tree(self, src: str, dst: str) -> None:
         """``dst`` made new (an existing one is an error), so nobody else put anything in it, with
-        ``src``'s files and folders (links in the release followed), made under a umask taking
+        ``src``'s files and folders (links in the package followed), made under a umask taking
         write from others whatever ours was (0 in some containers), and never opened up after."""
         folder, rel = self._inside(dst)
         old = os.umask(0o022)
@@ -343,7 +343,7 @@ def _key(path: str) -> str:
 
 
 def _copy_tree(folder, src: str, rel: str) -> None:
-    """``src`` (a release folder, read by path) into the new folder ``rel`` of ``folder``."""
+    """``src`` (a package folder, read by path) into the new folder ``rel`` of ``folder``."""
     folder.mkdir(rel, 0o755)
     with os.scandir(src) as entries:
         for e in entries:

@@ -312,10 +312,10 @@ def read_status(conf: dict, bin_dir: str, env: Mapping[str, str], platform: str)
     if isinstance(doc.get("delegate"), dict):
         doc["delegate"] = {k: v for k, v in doc["delegate"].items() if k != "logFile"}
     doc["cniVersion"] = STATUS_VERSION
-    spec = importlib.import_module(entry_module(doc["type"])).SPEC
+    plugin = importlib.import_module(entry_module(doc["type"])).PLUGIN
     out = io.StringIO()
     run_env = {**env, "CNI_COMMAND": "STATUS", "CNI_PATH": bin_dir}
-    if skel.run(spec, run_env, io.BytesIO(jsontext.dumps(doc).encode()), out, io.StringIO(), platform) == 0:
+    if skel.run(plugin, run_env, io.BytesIO(jsontext.dumps(doc).encode()), out, io.StringIO(), platform) == 0:
         return (0, "", "")
     try:
         err = json.loads(out.getvalue())
@@ -326,14 +326,14 @@ def read_status(conf: dict, bin_dir: str, env: Mapping[str, str], platform: str)
 
 def running_build() -> str:
     """This wincni's build ID; from a source checkout its version and commit, the start of the ID
-    a bundle built from it carries (``specs/wincni.spec``)."""
+    a bundle built from it carries (``specs/wincni.plugin``)."""
     from plugins.cni.buildinfo import VERSION, build, commit
 
     return build() or "-".join(x for x in (VERSION, commit()[:12]) if x)
 
 
 def frozen_dir() -> str:
-    """The folder of the running frozen wincni (the release it lays, the programs the fix
+    """The folder of the running frozen wincni (the package it lays, the programs the fix
     commands run); "" from source (they are then found on PATH)."""
     import sys
 

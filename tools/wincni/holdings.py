@@ -81,7 +81,7 @@ class Holdings:
         return self._endpoint(ep) if ep is not None else None
 
     def remove_endpoint(self, name: str) -> None:
-        self._hns().release_stale(self._found[name])
+        self._hns().remove_stale(self._found[name])
 
     def _store(self) -> Any:
         from plugins.flannel.store import Store

@@ -1,9 +1,9 @@
-"""``wincni install``: the release folder into containerd's CNI bin dir, the rendered config into
+"""``wincni install``: the package folder into containerd's CNI bin dir, the rendered config into
 its conf dir, shadowing configs moved aside; ``--uninstall`` undoes exactly that.
 
 The imperative shell: it reads the node through a ``Disk``, asks ``plan`` (pure) for the steps,
 has ``executor.Executor`` carry them out (a dry run only collects them) and ``report`` print
-them. The config comes from ``installconf``, the release from ``release``; the upgrade rules
+them. The config comes from ``installconf``, the package from ``package``; the upgrade rules
 (why launchers are renamed aside, when an old build's contents folder goes) are in ``layout``'s
 docstring.
 
@@ -28,7 +28,7 @@ from .executor import Executor
 from .flagfile import FlagFileError, Reader
 from .layout import Bundle, Manifest
 from .options import InstallOptions
-from .release import open_release
+from .package import open_package
 from .report import EXIT_FAILED, EXIT_OK, InstallError, Outcome
 from .steps import PurgeFolder, RemoveFile, Step, WriteFile
 from .trust import read_manifest
@@ -56,7 +56,7 @@ def run(
         report.write(options, out, stdout, error=str(exc))
         return EXIT_FAILED
     finally:
-        disk.release()
+        disk.close()
     report.write(options, out, stdout)
     return EXIT_OK
 
@@ -101,7 +101,7 @@ def _install(
     options: InstallOptions, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
 ) -> None:
     conf = installconf.rendered(options, platform, cwd, out)
-    bundle = open_release(options.source, disk)
+    bundle = open_package(options.source, disk)
     out.build = bundle.build
     try:
         previous, bin_steps, contents = _bin(options, bundle, conf, bin_dir, conf_dir, disk, out)
@@ -215,7 +215,7 @@ def _provable(
     options: InstallOptions, bin_dir: str, conf_dir: str, disk: Disk, platform: str, cwd: str, out: Outcome
 ) -> list[Step]:
     """Without a manifest to believe, what uninstall can prove install laid: the launchers and
-    contents folder of this release (``--from``, else the running one) byte for byte, the config
+    contents folder of this package (``--from``, else the running one) byte for byte, the config
     this install renders. Nothing is restored."""
     steps: list[Step] = []
     conf = os.path.join(conf_dir, options.conf_name)
@@ -225,7 +225,7 @@ def _provable(
     except InstallError as exc:
         out.warnings.append(f"{conf} left in place: cannot render the config to compare ({exc})")
     try:
-        bundle = open_release(options.source, disk)
+        bundle = open_package(options.source, disk)
     except InstallError as exc:
         out.warnings.append(f"launchers left in place: no release to compare them with ({exc})")
         return steps

@@ -1,6 +1,6 @@
 """What ``wincni install`` lays into the CNI bin dir, and how an upgrade swaps builds under load.
 
-Pure: the layout's names, the manifest and the release folder as records; ``plan`` turns them
+Pure: the layout's names, the manifest and the package folder as records; ``plan`` turns them
 into steps, ``executor`` carries them out.
 
 The layout (one build per contents folder, which PyInstaller's one-folder exe loads from beside
@@ -126,7 +126,7 @@ class Manifest:
 
 @dataclass(frozen=True)
 class Bundle:
-    """A release folder: launchers beside one ``_wincni-<build>`` contents folder."""
+    """A package folder: launchers beside one ``_wincni-<build>`` contents folder."""
 
     root: str
     build: str

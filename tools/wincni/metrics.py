@@ -174,5 +174,5 @@ def write(path: str, text: str, stderr: TextIO) -> int:
         stderr.write(f"wincni metrics: cannot write {path}: {exc}\n")
         return 1
     finally:
-        disk.release()
+        disk.close()
     return 0

@@ -17,7 +17,7 @@ class InstallOptions:
     net_conf: str
     kubelet_config: str
     conf_name: str
-    source: str = ""  # --from: the release folder or zip; "": the folder this wincni runs from
+    source: str = ""  # --from: the package folder or zip; "": the folder this wincni runs from
     cni_bin_dir: str = ""
     cni_conf_dir: str = ""
     containerd_config: str = ""

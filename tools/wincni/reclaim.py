@@ -1,7 +1,7 @@
 """``wincni reclaim``: the node's sweep, what CNI GC would do, by the node's one ownership rule.
 
 No runtime on Windows sends CNI GC (containerd has no GC call; CRI-O, which has one, has no
-Windows release), so leaked endpoints and addresses stay until the range runs dry. This frees,
+Windows build), so leaked endpoints and addresses stay until the range runs dry. This frees,
 by ``plugins.cni.ownership``: HNS endpoints of ours whose sandbox is gone, host-local
 reservations whose pod has no endpoint, and flannel's saved delegate configs of pods that hold
 neither; nothing younger than ``--min-age`` (an ADD in flight), nothing the node owns, and,

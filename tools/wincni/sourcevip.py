@@ -340,7 +340,7 @@ def _write(path: str, doc: dict, old: bytes | None) -> bool:
     except OSError as exc:
         raise SourceVipError(f"cannot write {path}: {exc.strerror or exc}; pass --out") from None
     finally:
-        disk.release()
+        disk.close()
     return True
 
 

@@ -1,4 +1,4 @@
-"""The release ``wincni install`` lays: ``--from DIR``, ``--from ZIP`` (unpacked by the ``Disk``
+"""The package ``wincni install`` lays: ``--from DIR``, ``--from ZIP`` (unpacked by the ``Disk``
 into a scratch folder it deletes at the end of the run), else the folder of the running frozen
 ``wincni``. Only read: nothing here changes a CNI folder.
 """
@@ -13,9 +13,9 @@ from .report import InstallError
 MAX_ZIP_BYTES, MAX_ZIP_ENTRIES = 512 << 20, 20000
 
 
-def open_release(source: str, disk: Disk) -> layout.Bundle:
-    """The release folder ``source`` names (its zip unpacked), else this wincni's own; InstallError
-    naming the way out when there is none or it is not a release."""
+def open_package(source: str, disk: Disk) -> layout.Bundle:
+    """The package folder ``source`` names (its zip unpacked), else this wincni's own; InstallError
+    naming the way out when there is none or it is not a package."""
     root = source
     if root and not disk.exists(root):
         raise InstallError(

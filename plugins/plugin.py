@@ -3,7 +3,7 @@ backend's name for the debug log's start line (every plugin's, so a node on the 
 any log; libhns is imported only when it is called) and the registry's ``sibling`` lookup for
 in-process delegation (plain data, handed over as it is)."""
 
-from plugins.cni.skel import PluginSpec
+from plugins.cni.skel import Plugin
 from plugins.registry import name_of, sibling
 
 
@@ -15,5 +15,5 @@ def backend_name(env, platform):
 
 
 def plugin(package, handlers, description):
-    """The ``SPEC`` of the plugin in ``package`` (its ``__package__``), named as the registry names it."""
-    return PluginSpec(name_of(package), handlers, description, backend=backend_name, siblings=sibling)
+    """The ``PLUGIN`` of the plugin in ``package`` (its ``__package__``), named as the registry names it."""
+    return Plugin(name_of(package), handlers, description, backend=backend_name, siblings=sibling)

@@ -1,4 +1,4 @@
-"""The release zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt."""
+"""The package zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from tools.wincni.layout import CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
 
 
-def test_zip_holds_the_bundle_the_samples_and_install_notes(release_zip: Path) -> None:
-    with zipfile.ZipFile(release_zip) as zf:
+def test_zip_holds_the_bundle_the_samples_and_install_notes(package_zip: Path) -> None:
+    with zipfile.ZipFile(package_zip) as zf:
         names = zf.namelist()
         top = {n.split("/")[0] for n in names}
         [contents] = [t for t in top if t.startswith(CONTENTS_PREFIX)]  # this build's own, for wincni install
