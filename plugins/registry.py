@@ -6,7 +6,7 @@ flavors here, and unit tests hold setup.cfg's console scripts and build.ps1's ``
 to it. Plain data: in-process delegation reads it on the pod path.
 """
 
-# The CNI plugins: name -> package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
+# The CNI plugins: name -> Python package. Each has ``__main__`` (``entry()``, ``main(env, stdin, stdout)``
 # and ``PLUGIN``).
 PLUGINS = {
     "win-bridge": "plugins.win_bridge",
@@ -14,7 +14,7 @@ PLUGINS = {
     "flannel": "plugins.flannel",
     "host-local": "plugins.ipam_host_local",
 }
-# The plugins that create HNS endpoints; each package has ``flavor.FLAVOR``.
+# The plugins that create HNS endpoints; each Python package has ``flavor.FLAVOR``.
 ENDPOINT_PLUGINS = ("win-bridge", "win-overlay")
 # The operator tools: name -> module with ``entry()``.
 TOOLS = {"hnsctl": "tools.hnsctl", "wincni": "tools.wincni.__main__"}
