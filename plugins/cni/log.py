@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+#: How long a writer over the limit waits for another's rotation before appending anyway.
+ROTATE_WAIT = 2.0
 #: The size past which the debug log is rotated: a day of a busy node's pod commands.
 MAX_BYTES = 10 << 20
 
@@ -110,18 +112,20 @@ def _open(path: str) -> int:
 
 
 def _rotate(path: str, limit: int) -> None:
-    """``path`` renamed to ``<path>.1`` (the older one replaced) by one writer at a time: the one
-    that takes ``<path>.lock`` without waiting, and only while the file is still over ``limit``
-    (another may have just rotated it). A writer that opened the old file finishes its line in
-    ``.1``: nothing is split, and the others go on appending while this happens."""
+    """``path`` renamed to ``<path>.1`` (the older one replaced) by one writer at a time, under
+    ``<path>.lock``, and only while the file is still over ``limit`` (the writer before may have
+    just rotated it). A writer over the limit waits for that lock (a rename holds it for
+    microseconds) rather than append past the bound while another rotates; one that opened the old
+    file before the rename finishes its line in ``.1``: nothing is split. Past ``ROTATE_WAIT``
+    seconds (a stalled rotator) the line is appended anyway: a log line is never worth a pod."""
     from .errors import CniError
     from .lock import FileLock
 
     try:
-        with FileLock(path + ".lock", timeout=0):
+        with FileLock(path + ".lock", timeout=ROTATE_WAIT):
             if os.stat(path).st_size >= limit:
                 os.replace(path, path + ".1")
-    except (CniError, OSError):  # someone else is rotating it, or cannot now: the next line tries again
+    except (CniError, OSError):  # the rotator stalled, or the log cannot be rotated now: the next line tries again
         pass
 
 
