@@ -1,6 +1,6 @@
 """deploy/: ``kubectl apply -k deploy/`` in every variant it offers (one per network mode, and with
 each knob turned), rendered by kustomize itself (built from the Go module proxy by
-``winbuild.gotools``), every object valid against the Kubernetes API schema (kubernetes-validate's
+``winbuild.gobuild``), every object valid against the Kubernetes API schema (kubernetes-validate's
 bundled schemas, offline, strict: unknown fields fail), HostProcess as Windows needs it, every
 ``wincni`` command line accepted by wincni's own parser, each mode's CNI template rendered and
 validated by ``wincni install`` itself, and the image carrying what the manifests run."""
