@@ -150,8 +150,15 @@ class Flanneld:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def logged(self, text: str) -> bool:
-        return self.log.exists() and text in self.log.read_text(errors="replace")
+    def wait_written(self, path: Path, timeout: float) -> None:
+        """Until flanneld has written ``path`` (its subnet.env); AssertionError with its log when
+        it exits or takes longer."""
+
+        def written() -> bool:
+            assert self.running(), f"flanneld exited before writing {path}:\n{self.log.read_text()[-4000:]}"
+            return path.exists()
+
+        wait_for(f"flanneld writing {path}", written, timeout, self.log)
 
     def stop(self) -> None:
         if self.running():

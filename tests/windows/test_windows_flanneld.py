@@ -181,7 +181,7 @@ def cluster(
             root / "flanneld.log",
         ).start(toolchain.WINE)
         stack.callback(flanneld.stop)
-        wait_for("flanneld's subnet.env", node.subnet_env.exists, FLANNELD_TIMEOUT_S, flanneld.log)
+        flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
         yield FlannelNode(backend, node, netns, etcd, flanneld, fakeps)
 
 
@@ -319,7 +319,7 @@ def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
     cluster.flanneld.stop()
     node.subnet_env.unlink()  # written again once flanneld is up
     cluster.flanneld.start(toolchain.WINE)
-    wait_for("flanneld's subnet.env again", node.subnet_env.exists, FLANNELD_TIMEOUT_S, cluster.flanneld.log)
+    cluster.flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
 
     assert cluster.lease == lease and cluster.network()["ID"] == network_id
     assert node.endpoints_v2() == before
