@@ -114,13 +114,18 @@ class Etcd:
         self.call("/v3/kv/deleterange", {"key": _b64(key)})
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Ended (asked first, killed after 20 s) and reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def subnet_key(subnet: str) -> str:
@@ -161,11 +166,5 @@ class Flanneld:
         wait_for(f"flanneld writing {path}", written, timeout, self.log)
 
     def stop(self) -> None:
-        if self.running():
-            assert self.proc is not None
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop(self.proc)

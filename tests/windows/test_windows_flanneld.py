@@ -82,16 +82,7 @@ class FlannelNode:
 
     def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
         """The installed flannel.exe, as containerd runs it."""
-        proc = self.node.wine(
-            OPT_BIN + r"\flannel.exe",
-            stdin=json.dumps(conf).encode(),
-            CNI_COMMAND=command,
-            CNI_CONTAINERID=cid,
-            CNI_NETNS=netns,
-            CNI_PATH=OPT_BIN,
-        )
-        text = proc.stdout.decode()
-        return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
+        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
 
     def wincni(self, *args: str) -> tuple[int, dict]:
         proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
@@ -330,3 +321,48 @@ def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
     for cid, ns in (("fl-before", netns), ("fl-after", new_netns)):
         assert cluster.cni("DEL", conf, cid, ns).ok
         node.assert_clean(cid)
+
+
+def test_an_hns_restart_needs_flanneld_restarted_and_says_so(cluster: FlannelNode) -> None:
+    """flanneld v0.27.4 makes its network only at start-up. vxlan's is non-persistent (Flags 8):
+    an HNS restart drops it with our pods' endpoints, ADD is code 11 and the doctor fails, both
+    saying to restart flanneld; after that, ADD works, DEL of the pods from before works and GC
+    with the live list clears what is gone. host-gw's cbr0 (V1, no flags) survives the restart."""
+    node = cluster.node
+    node.network = cluster.network_name
+    conf = installed_conf(cluster)
+    old_netns = node.sandbox("v2", "fl-old")
+    assert cluster.cni("ADD", conf, "fl-old", old_netns).ok
+    lease = cluster.lease
+
+    node.hnsctl("restart")
+    new_netns = node.sandbox("v2", "fl-new")
+    if cluster.backend == "host-gw":
+        assert cluster.network()["Name"] == "cbr0"
+        assert cluster.cni("ADD", conf, "fl-new", new_netns).ok
+    else:
+        assert cluster.network_name not in names(cluster)
+        refused = cluster.cni("ADD", conf, "fl-new", new_netns)
+        refused.failed(11, f"network {cluster.network_name} not found", "restart flanneld")
+        rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
+        check = {c["id"]: c for c in report["checks"]}["hns-network"]
+        assert rc == 1 and check["status"] == "fail" and "restart flanneld" in check["fix"], check
+
+        cluster.flanneld.stop()
+        cluster.flanneld.start(toolchain.WINE)
+        wait_for("flanneld's network again", lambda: cluster.network_name in names(cluster), 120, cluster.flanneld.log)
+        added = cluster.cni("ADD", conf, "fl-new", new_netns)
+        assert added.ok and ipaddr.ip_address(first_ip(added.out)[0]) in lease, (added.out, added.stderr)
+        assert cluster.lease == lease
+
+    gc = {**conf, "cni.dev/valid-attachments": [{"containerID": "fl-new", "ifname": "eth0"}]}
+    assert cluster.cni("GC", gc, "", "").ok
+    node.assert_clean("fl-old")
+    assert f"fl-new_{cluster.network_name}" in node.endpoints_v2()
+    assert cluster.cni("DEL", conf, "fl-old", old_netns).ok
+    assert cluster.cni("DEL", conf, "fl-new", new_netns).ok
+    node.assert_clean("fl-new")
+
+
+def names(cluster: FlannelNode) -> set[str]:
+    return {n["Name"] for n in cluster.node.hnsctl("network", "list", "-o", "json")}

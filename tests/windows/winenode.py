@@ -104,16 +104,25 @@ class WineNode(Node):
         return f"{CNI_DIR}\\{name}.exe"
 
     def run(
-        self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None, **env: str
+        self,
+        command: str,
+        conf: Any,
+        cid: str = "",
+        netns: str = "",
+        plugin: str | None = None,
+        bin_dir: str = CNI_DIR,
+        **env: str,
     ) -> Run:
+        """A CNI command of ``plugin`` in ``bin_dir`` (where ``wincni install`` put it, say), which
+        is also its CNI_PATH unless ``env`` says otherwise."""
         stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
         proc = self.wine(
-            self.exe(plugin or self.plugin),
+            f"{bin_dir}\\{plugin or self.plugin}.exe",
             stdin=stdin,
             CNI_COMMAND=command,
             CNI_CONTAINERID=cid,
             CNI_NETNS=netns,
-            **env,
+            **{"CNI_PATH": bin_dir, **env},
         )
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
