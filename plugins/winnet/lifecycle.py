@@ -163,8 +163,8 @@ class Lifecycle:
                 missing_code,
                 f"network {conf.name} not found: is flanneld running on this node? It makes its network only when it "
                 "starts, and an HNS restart drops it",
-                'start flanneld, or restart it if it runs (after an HNS restart it logs "Unable to find network" and '
-                f'makes no new one); else no HNS network is named {conf.name!r}: the config\'s "name" must match the '
+                'restart flanneld, or start it if it is not running (after an HNS restart it logs "Unable to find '
+                f'network" and makes no new one); else no HNS network is named {conf.name!r}: the config\'s "name" must match the '
                 'network flanneld (or start.ps1) created, or add a "network" section (e.g. {"subnet": "10.244.4.0/24"}) '
                 "so the plugin creates it",
             )

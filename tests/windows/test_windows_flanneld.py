@@ -116,8 +116,9 @@ def write_node_config(node: WineNode, backend: str) -> None:
     config naming the CNI dirs, the kubelet's config."""
     files = {
         NET_CONF: json.dumps({"Network": NETWORK, "Backend": BACKENDS[backend]}),
-        CONTAINERD_CONFIG: f'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".cni]\r\n'
-        f'  bin_dir = "{OPT_BIN}"\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"),
+        # containerd 2.x: install renders cniVersion 1.1.0, which GC needs
+        CONTAINERD_CONFIG: f'version = 3\r\n[plugins."io.containerd.cri.v1.runtime".cni]\r\n'
+        f'  bin_dirs = ["{OPT_BIN}"]\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"),
         r"C:\var\lib\kubelet\config.yaml": "kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.96.0.10\r\n",
     }
     for windows, text in files.items():
