@@ -144,7 +144,9 @@ class Network(Record):
         policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_NETWORK_TYPES, "network")
         ipams = _check_ipams(P.get_ci(doc, "Ipams"))
         pa = P.setting(policies, "ProviderAddress", "ProviderAddress")
-        mgmt = management_ip or pa or (st.management_ip if ntype in _ADAPTER_TYPES else None)
+        adapter = P.setting(policies, "NetAdapterName", "NetworkAdapterName")
+        bound = st.adapter_address(adapter) if ntype in _ADAPTER_TYPES else None
+        mgmt = management_ip or pa or bound
         mac_pool = P.get_ci(doc, "MacPool") or {}
         if not P.get_ci(mac_pool, "Ranges"):
             mac_pool = {"Ranges": [dict(DEFAULT_MAC_POOL)]}

@@ -92,7 +92,8 @@ def hns_network(f: Facts) -> Check:
             "hns-network",
             FAIL,
             f"no HNS network named {f.name!r} (Get-HnsNetwork)",
-            'flanneld creates it at start; if its log says "Waiting for the Network to be created", '
+            "restart flanneld: it creates the network only when it starts, so one an HNS restart dropped stays "
+            'gone until then; if its log says "Waiting for the Network to be created", '
             f"check Backend.name in {f.net_conf_path} and the host adapter; or "
             + config_of(f).origin.edit('set "name" to the network flanneld made'),
         )
