@@ -379,7 +379,7 @@ def _assign_mac(st: HnsState, net: Network) -> str:
 
 def from_v1(doc: Mapping[str, Any], network_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(V2 document, V1-only keys to echo back) of a V1 endpoint request."""
-    g = lambda key: P.get_ci(doc, key)  # noqa: E731
+    g = lambda key: P.get_ci(doc, key)  # noqa: E731 - shorthand for the reads that follow
     v2: dict[str, Any] = {"Name": g("Name") or "", "HostComputeNetwork": network_id}
     if g("ID"):
         v2["ID"] = g("ID")

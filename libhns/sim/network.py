@@ -303,7 +303,7 @@ def _check_ipams(ipams: Any) -> list[dict[str, Any]]:
 
 def from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
     """(V2 document, requested ManagementIP, V1-only keys to echo back) of a V1 network request."""
-    g = lambda key: P.get_ci(doc, key)  # noqa: E731
+    g = lambda key: P.get_ci(doc, key)  # noqa: E731 - shorthand for the reads that follow
     policies = [P.to_v2(p) for p in check_v1_policies(g("Policies"), "network")]
     if g("NetworkAdapterName"):
         policies.insert(0, {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": g("NetworkAdapterName")}})
