@@ -108,6 +108,12 @@ def python_files() -> list[Path]:
     return [ROOT / f for f in repo_files() if f.endswith((".py", ".spec"))]
 
 
+def code_files() -> list[Path]:
+    """What the docs' names are looked up in: the Python files, this one (whose examples name what
+    does not exist) aside."""
+    return [path for path in python_files() if path != Path(__file__).resolve()]
+
+
 @functools.cache
 def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
@@ -127,7 +133,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def code_words() -> frozenset[str]:
     """The names the code defines or uses and the words of its non-docstring strings and data."""
     words: set[str] = set()
-    for path in python_files():
+    for path in code_files():
         module = tree(path)
         docstrings = _docstrings(module)
         for node in ast.walk(module):
@@ -172,7 +178,7 @@ def _top_level(body: list) -> list:
 def module_tops() -> dict[str, frozenset[str]]:
     """Dotted name of each repository module -> the names its top level defines (and its submodules)."""
     modules: dict[str, set[str]] = {}
-    for path in python_files():
+    for path in code_files():
         if path.suffix != ".py":
             continue
         rel = path.relative_to(ROOT).with_suffix("")
@@ -194,7 +200,7 @@ def module_tops() -> dict[str, frozenset[str]]:
 @functools.cache
 def repo_classes() -> frozenset[str]:
     return frozenset(
-        node.name for path in python_files() for node in ast.walk(tree(path)) if isinstance(node, ast.ClassDef)
+        node.name for path in code_files() for node in ast.walk(tree(path)) if isinstance(node, ast.ClassDef)
     )
 
 
