@@ -23,7 +23,7 @@ from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_st
 from libhns.sim.record import Record, norm_id, requested_id, without
 from libhns.sim.validate import Reject, check_v1_policies, check_v2_policies
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

@@ -23,7 +23,7 @@ from libhns.sim import v1form
 from libhns.sim.record import Record, requested_id, without
 from libhns.sim.validate import Reject, check_prefix, check_v1_policies, check_v2_policies, network_type
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
