@@ -1,4 +1,4 @@
-"""The Windows lane's benchmark (#23, #33): the release zip's executables under Wine against the Go
+"""The Windows lane's benchmark: the release zip's executables under Wine against the Go
 reference plugins built for Windows (``winbuild/goref.py``) and against the Windows CPython floor
 (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
 fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
@@ -12,7 +12,7 @@ because the Go flannel the proxy serves predates CNI 1.0 (see ``winbuild/goref.p
 HNS server counts every DLL call a process makes, so the Go side's HNS calls per command are
 counted the same way as ours.
 
-Timed as #23 prescribes, with the Wine server kept running (``wineserver -p``); see ``Timer`` for
+Timed with the Wine server kept running (``wineserver -p``); see ``Timer`` for
 why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode.WineNode``;
 ``report`` turns its figures into PASS/FAIL lines: a benchmark, nothing here fails a test.
 """
@@ -44,9 +44,9 @@ PODS = (
     ("win-overlay V1", "win-overlay", "v1"),
 )
 STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", "DEL")))
-# Against Go (#33; never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
+# Against Go (never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
 GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
-# Against the Windows CPython floor (#23): (step, budget).
+# Against the Windows CPython floor: (step, budget).
 FLOOR_BUDGETS = ((VERSION, 1.5), (f"{CHAIN} V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
 REPS = 11  # the lane's medians: 11 rounds (plus one warm-up) of 24 Wine processes, about a minute and a half
 BENCH_DIR = "C:\\bench"

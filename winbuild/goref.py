@@ -1,4 +1,4 @@
-"""The Go reference plugins for windows/amd64, built from their published modules (#33).
+"""The Go reference plugins for windows/amd64, built from their published modules.
 
 The Windows lane times our executables against them (``bench/windows.py``), so it builds them
 here like the rest of its toolchain: with Go, from the Go module proxy, into the cache beside the
@@ -7,7 +7,7 @@ in this repository. Each module is built in its own module-cache folder, so its 
 ``go.sum`` pick every dependency, as its release build does (``-mod=readonly``: never its vendor
 folder, never a rewritten ``go.mod``).
 
-flannel is the one that differs from #33's wording: the Go module proxy this machine reaches
+flannel is the one not built from its own repository: the Go module proxy this machine reaches
 refuses ``github.com/flannel-io/cni-plugin`` (every version, "403 This module version is not
 available"), so flannel comes from ``containernetworking/plugins`` v0.9.1, the last release that
 held it (``plugins/meta/flannel``, whose code flannel-io/cni-plugin continued; its Windows

@@ -1,4 +1,4 @@
-"""A day in the life of a node (issue 30): a hypothesis state machine over one simulated node that
+"""A day in the life of a node: a hypothesis state machine over one simulated node that
 interleaves what happens to a Windows node — flanneld's lease and network, ``wincni sourcevip``,
 pod ADD/CHECK/DEL/GC through flannel over win-bridge or win-overlay (HCN and HNSCall sandboxes),
 faults (hangs past the deadline, transient RPC errors, ``kill -9`` of an ADD at a random moment,

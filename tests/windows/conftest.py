@@ -55,5 +55,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
     for line in toolchain.RETRIED:
         terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
-    for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py, #23
+    for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py
         terminalreporter.write_line(line)
