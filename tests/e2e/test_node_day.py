@@ -550,7 +550,7 @@ def run_machine(examples: int, steps: int) -> None:
 
 
 def test_a_day_in_the_life_of_a_node() -> None:
-    """Bounded for ``make test``: 8 days of 25 steps, about 40 s on two loaded cores."""
+    """Bounded for ``make test``: 8 days of 25 steps (``NODE_DAY_EXAMPLES`` days for a longer run)."""
     run_machine(examples=int(os.environ.get("NODE_DAY_EXAMPLES", "8")), steps=25)
 
 
