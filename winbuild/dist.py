@@ -38,6 +38,13 @@ def zip_name() -> Path:
     return OUT / f"wincni-{version()}-windows-amd64.zip"
 
 
+def newest_zip(folder: Path = OUT) -> Path | None:
+    """The release zip built last in ``folder``, or None: by modification time, since names sort
+    versions wrongly (0.10.0 before 0.9.0)."""
+    zips = list(folder.glob("wincni-*-windows-amd64.zip"))
+    return max(zips, key=lambda z: z.stat().st_mtime) if zips else None
+
+
 def build(python: Path, prefix: Path) -> Path:
     """Run PyInstaller (Windows CPython under Wine) on the project's spec; returns the bundle folder."""
     dist, work = OUT / "build" / "dist", OUT / "build" / "work"
