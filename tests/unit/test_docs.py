@@ -13,7 +13,7 @@ path of the node like ``/etc/cni/net.d``) is prose and not checked.
   build outputs (what .gitignore names: ``dist/``, ``bench/results.json``) are not checked either.
   ``*`` and ``{a,b}`` expand.
 - **Dotted name** (``libhns.client.Features``, ``ownership.freed``, ``os.environ``): when its
-  first part is a module of the repository (by full dotted name or by its last part) the next part
+  first part is a module of the repository (by its full dotted name or a tail of it) the next part
   must be defined at that module's top level or be its submodule, and each part after that must be
   defined somewhere in the code; when its first part is a class of the repository, each following
   part must be defined somewhere in the code. Any other (the standard library's ``os.environ``, a
@@ -46,31 +46,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("docs/ARCHITECTURE.md", "docs/DEVELOPING.md", "CONTRIBUTING.md", "README.md")
 SOURCE_SUFFIXES = (".py", ".c", ".h", ".ps1", ".spec")
 # A span ending in one of these is a file name (of the repository when a source suffix, else of a node).
-FILE_SUFFIXES = SOURCE_SUFFIXES + (
-    ".json",
-    ".conf",
-    ".conflist",
-    ".exe",
-    ".dll",
-    ".toml",
-    ".yaml",
-    ".txt",
-    ".zip",
-    ".pack",
-    ".lock",
-    ".log",
-    ".env",
-    ".md",
-    ".cfg",
-    ".tar",
-    ".tmp",
-    ".pyc",
+FILE_SUFFIXES = SOURCE_SUFFIXES + tuple(
+    ".json .conf .conflist .exe .dll .toml .yaml .txt .zip .pack .lock .log .env .md .cfg .tar .tmp .pyc".split()
 )
 DATA_SUFFIXES = (".c", ".h", ".ps1", ".yaml", ".yml", ".json", ".toml", ".cfg", ".conflist", ".txt")
 PATH = re.compile(r"[\w.*{},-]+(/[\w.*{},-]*)*")
 DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-# CONTRIBUTING.md's format of a lint exemption: the rules, comma-separated, then " - " and why.
 # Other programs' names the docs quote: none of our code says them.
 FOREIGN = {
     "RunPodSandbox": "the CRI (the kubelet's call to the runtime)",
@@ -78,6 +60,7 @@ FOREIGN = {
     "FILE_FLAG_OPEN_REPARSE_POINT": "Win32's CreateFileW (basics/_winsec.py holds its value)",
     "start.ps1": "sig-windows-tools' flannel start script",
 }
+# CONTRIBUTING.md's format of a lint exemption: the rules, comma-separated, then " - " and why.
 NOQA = re.compile(r"#\s*noqa\b(?P<rest>.*)$")
 NOQA_WITH_REASON = re.compile(r":\s*[A-Z]+\d+(\s*,\s*[A-Z]+\d+)*\s+-\s+\S")
 
