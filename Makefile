@@ -74,7 +74,7 @@ dist-windows: $(STAMP)
 	$(VPY) -m winbuild.dist
 
 # The HostProcess image (deploy/Dockerfile) as an OCI image archive in dist-image/, built on Linux
-# with crane, which winbuild/gotools.py builds from the Go module proxy (as flanneld.exe); BASE=<image>
+# with crane, which winbuild/gobuild.py builds from the Go module proxy (as flanneld.exe); BASE=<image>
 # appends to the HostProcess base image where its registry is reachable (winbuild/image.py).
 image: dist-windows
 	$(VPY) -m winbuild.image

@@ -1,5 +1,5 @@
 """The Windows lane's benchmark: the release zip's executables under Wine against the Go
-reference plugins built for Windows (``winbuild/goref.py``) and against the Windows CPython floor
+reference plugins built for Windows (``winbuild/gobuild.py``) and against the Windows CPython floor
 (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
 fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
 goes first alternating by round), and each step is judged by the median of its per-round ratios
@@ -8,7 +8,7 @@ ratio alike; the median's 95% interval (``median_interval``) says when a verdict
 
 Each side has its own networks, flanneld lease and host-local stores (``Side``), so neither sees
 the other's addresses; both use the same configs apart from names. The chain runs at CNI 0.4.0
-because the Go flannel the proxy serves predates CNI 1.0 (see ``winbuild/goref.py``). The fake
+because the Go flannel the proxy serves predates CNI 1.0 (see ``winbuild/gobuild.py``). The fake
 HNS server counts every DLL call a process makes, so the Go side's HNS calls per command are
 counted the same way as ours.
 
@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 from verdict import verdict
-from winbuild import goref, toolchain
+from winbuild import gobuild, toolchain
 
 CHAIN = "flannel->win-bridge->host-local"
 VERSION = "host-local VERSION"
@@ -191,8 +191,8 @@ def install_go(node) -> None:
     """The Go reference plugins into ``GO_DIR`` on the node (built on first use)."""
     target = node.path(GO_DIR)
     target.mkdir(parents=True, exist_ok=True)
-    for exe in goref.ensure_go_plugins().glob("*.exe"):
-        shutil.copy(exe, target / exe.name)
+    for name in gobuild.REFERENCE_PLUGINS:
+        shutil.copy(gobuild.build(name), target / name)
 
 
 def measure(node, reps: int = REPS, others: tuple[Path, ...] = ()) -> dict:

@@ -18,6 +18,7 @@ from libhns.objects import (
     HNSNetwork,
     HnsObject,
     HostComputeEndpoint,
+    HostComputeLoadBalancer,
     HostComputeNamespace,
     HostComputeNetwork,
     same_id,
@@ -342,6 +343,19 @@ class HcnClient(_Client):
         """HcnDeleteEndpoint; False when already gone and ``missing_ok``."""
         return self._delete("Endpoint", id_, missing_ok)
 
+    # --- V2 load balancers (kube-proxy's; hnsctl and the doctor read them) ---------------------
+    def get_load_balancer(self, id_: str) -> HostComputeLoadBalancer | None:
+        return self._query("LoadBalancer", id_, HostComputeLoadBalancer)
+
+    def list_load_balancers(self) -> list[HostComputeLoadBalancer]:
+        return self._list("LoadBalancer", HostComputeLoadBalancer)
+
+    def create_load_balancer(self, settings: Mapping[str, Any]) -> HostComputeLoadBalancer:
+        return self._create("LoadBalancer", {"SchemaVersion": SCHEMA_V2, **settings}, HostComputeLoadBalancer)
+
+    def delete_load_balancer(self, id_: str, *, missing_ok: bool = False) -> bool:
+        return self._delete("LoadBalancer", id_, missing_ok)
+
     # --- V2 namespaces -----------------------------------------------------------------------
     def get_namespace(self, id_: str) -> HostComputeNamespace | None:
         return self._query("Namespace", id_, HostComputeNamespace)
@@ -486,6 +500,11 @@ class HnsCallClient(_Client):
     def list_namespaces(self) -> list[dict[str, Any]]:
         """V1 namespaces (``GET /namespaces/``) as plain documents."""
         return list(self._call("GET", "/namespaces/") or ())
+
+    def list_policy_lists(self) -> list[dict[str, Any]]:
+        """V1 policy lists (``GET /policylists/``: kube-proxy's load balancers as older HNS shows
+        them) as plain documents; an HNS that does not serve them raises ``HnsError``."""
+        return list(self._call("GET", "/policylists/") or ())
 
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:

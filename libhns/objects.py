@@ -26,6 +26,8 @@ from libhns.policies import setting
 JsonDict = dict  # a parsed JSON object
 
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
+#: hcsshim's EndpointFlagsRemoteEndpoint: V2's spelling of V1's ``IsRemoteEndpoint``.
+REMOTE_ENDPOINT_FLAG = 1
 
 
 def same_id(a: str | None, b: str | None) -> bool:
@@ -256,6 +258,11 @@ class HostComputeEndpoint(HnsObject):
         return [get_ci(c, "IpAddress") for c in self.ip_configurations or () if get_ci(c, "IpAddress")]
 
     @property
+    def is_remote(self) -> bool:
+        """Another node's pod, made by kube-proxy for its load balancers (EndpointFlags bit 1)."""
+        return bool(int(self.flags or 0) & REMOTE_ENDPOINT_FLAG)
+
+    @property
     def prefix_length(self) -> int | None:
         for c in self.ip_configurations or ():
             if get_ci(c, "PrefixLength") is not None:
@@ -407,6 +414,11 @@ class HNSEndpoint(HnsObject):
     @property
     def ip_addresses(self) -> list[str]:
         return [a for a in (self.ip_address, self.ipv6_address) if a]
+
+    @property
+    def is_remote(self) -> bool:
+        """Another node's pod, made by kube-proxy (or an old flanneld) for its load balancers."""
+        return self.is_remote_endpoint is True
 
     @property
     def gateway(self) -> str | None:

@@ -1,21 +1,17 @@
-"""A Go program a test needs (kustomize, crane), built from the Go module proxy by winbuild.gotools
-into its cache: where it cannot be built the test skips saying why, and in CI it fails saying why
-(``.ci/run`` builds them first)."""
+"""A Go program a test needs, built from the Go module proxy by winbuild.gobuild into its cache
+(``.ci/run`` builds them first): where it cannot be built the test fails saying why, never skips."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 
 def go_tool(name: str, needed_for: str) -> Path:
-    from winbuild.gotools import ToolUnavailable, tool
+    from winbuild.gobuild import GoBuildError, build
 
     try:
-        return tool(name)
-    except ToolUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is needed to {needed_for} and cannot be built: {exc}")
-        pytest.skip(f"{name} cannot be built here: {exc}")
+        return build(name)
+    except GoBuildError as exc:
+        pytest.fail(f"{name} is needed to {needed_for} and cannot be built: {exc}")

@@ -37,6 +37,7 @@ from tools.wincni.disk import Disk
 from tools.wincni.facts import default_paths, running_build
 from tools.wincni.install import run as install_run
 from tools.wincni.layout import MANIFEST
+from tools.wincni.options import InstallOptions
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
@@ -236,11 +237,22 @@ class Node:
             assert rc == expect, found
         return found
 
+    def wincni(self, command: str, *args: str, env: dict | None = None) -> tuple[int, str, str]:
+        """``wincni <command>`` in-process on this node's files (``node_flags``), in its root:
+        (exit status, stdout, stderr)."""
+        out, err = io.StringIO(), io.StringIO()
+        argv = [command, *self.node_flags(), *args]
+        rc = wincni_main(argv, out, err, self.env if env is None else env, platform="linux", cwd=str(self.root))
+        return rc, out.getvalue(), err.getvalue()
+
     def doctor_argv(self, *args: str, output: str = "json") -> list[str]:
         """``wincni doctor``'s arguments (after the program) on this node's CNI config, bin dir,
         SourceVip.json and containerd config.toml (absent until a test writes it)."""
+        return ["doctor", *self.node_flags(), "-o", output, *args]
+
+    def node_flags(self) -> list[str]:
+        """The flags naming this node's files, which doctor, bundle and metrics take alike."""
         return [
-            "doctor",
             "--cni-conf",
             str(self.conf_dir),
             "--cni-bin-dir",
@@ -249,9 +261,6 @@ class Node:
             str(self.source_vip),
             "--containerd-config",
             str(self.root / "config.toml"),
-            "-o",
-            output,
-            *args,
         ]
 
     def sandbox(self, api: str, cid: str) -> str:
@@ -290,7 +299,7 @@ class Node:
         parsed = build_parser(default_paths("linux"), "linux").parse_args(
             self.install_argv(*args, output=output, dirs=dirs)
         )
-        rc = install_run(parsed, out, "linux", str(self.root), disk=self.disk)
+        rc = install_run(InstallOptions.of(parsed), out, "linux", str(self.root), disk=self.disk)
         assert rc == expect, out.getvalue()
         return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 
@@ -457,6 +466,25 @@ def flanneld_node(root: Path, plugin: str = "win-bridge", **kw: Any) -> Node:
     if plugin == "flannel":
         return node.lease()
     return node.bridge() if plugin == "win-bridge" else node.overlay()
+
+
+def pods_node(root: Path, kind: str) -> Node:
+    """A ``kind`` ('bridge' or 'overlay') node as the doctor tests start from, with two pods added
+    through flannel in containerd sandboxes, and two things to report: an endpoint named as ours
+    that no sandbox holds, and a remote endpoint that no load balancer lists."""
+    node = Node(root)
+    node.cni_conf = {**node.flannel_files(kind), "dataDir": str(node.flannel_dir)}
+    node.bridge(host_endpoint=False) if kind == "bridge" else node.overlay()
+    node.venv_plugins()
+    node.write_cni_conf(node.cni_conf)
+    net = node.cni_conf["name"]
+    for cid in ("pod-a", "pod-b"):
+        netns = node.sandbox("v2", cid)
+        rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
+        assert rc == 0, out
+    node.hnsctl("endpoint", "create", f"gone-pod_{net}", "--network", net, "--ip", "10.244.4.200")
+    node.hnsctl("endpoint", "create", "remote_10.244.4.201", "--network", net, "--ip", "10.244.4.201", "--remote")
+    return node
 
 
 def _write(path: Path, data: bytes) -> Path:

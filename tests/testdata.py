@@ -11,6 +11,7 @@ import pytest
 DATA = Path(__file__).resolve().parent / "data"
 FIXTURES = DATA / "fixtures"
 GOLDENS = DATA / "goldens"
+REALHNS = DATA / "realhns"  # HNS documents captured on real nodes (its README)
 
 
 def require_frozen(dist: Path, *names: str) -> None:

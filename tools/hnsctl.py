@@ -15,9 +15,10 @@ import sys
 from typing import Any, Mapping, Sequence, TextIO
 
 from basics.cli import Parser, UsageError, add_version, ip_address, parse
+from basics.jsonci import get_ci
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns.objects import HnsObject
+from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject, same_id
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
@@ -32,14 +33,14 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="hnsctl",
-        description="Inspect and manage HNS networks, endpoints "
-        "and namespaces (real HNS or the simulator, per LIBHNS_BACKEND).",
+        description="Inspect and manage HNS networks, endpoints, "
+        "namespaces and load balancers (real HNS or the simulator, per LIBHNS_BACKEND).",
     )
     sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser)
 
     p = add_version(parser, sub, "hnsctl's build, Python and platform, and HNS's version and features")
     _output_options(p)
-    p = sub.add_parser("dump", help="every network, endpoint and namespace")
+    p = sub.add_parser("dump", help="every network, endpoint, namespace and load balancer (V1: policy list)")
     _output_options(p)
 
     net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True, parser_class=Parser)
@@ -82,12 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ep.add_parser("list", help="every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     _output_options(p)
-    p = ep.add_parser("show", help="one endpoint's document")
-    p.add_argument("endpoint", help="name or ID")
-    _output_options(p)
-    p = ep.add_parser("delete", help="delete endpoints")
-    p.add_argument("endpoint", nargs="+", help="name or ID (several: the doctor's stale-endpoints fix)")
-    _output_options(p)
+    _show_and_delete(ep, "endpoint", "name or ID", " (several: the doctor's stale-endpoints fix)")
     p = ep.add_parser("create", help="create an endpoint (as a plugin or flanneld would)")
     p.add_argument("name")
     p.add_argument("--network", required=True, help="name or ID")
@@ -96,6 +92,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--host", action="store_true", help="attach to the host compartment (1), as flanneld does for cbr0_ep"
     )
+    p.add_argument(
+        "--remote",
+        action="store_true",
+        help="another node's pod, as kube-proxy makes them for its load balancers (IsRemoteEndpoint)",
+    )
+    _output_options(p)
+
+    lb = sub.add_parser("loadbalancer", help="load balancers (kube-proxy's Services)").add_subparsers(
+        dest="action", required=True, parser_class=Parser
+    )
+    _output_options(lb.add_parser("list", help="every load balancer"))
+    _show_and_delete(lb, "loadbalancer", "ID")
+    p = lb.add_parser("create", help="create a load balancer as kube-proxy would (only on the simulator)")
+    p.add_argument("--endpoint", action="append", default=[], required=True, help="a backend's name or ID (repeat)")
+    p.add_argument("--vip", type=ip_address, action="append", default=[], help="a frontend VIP (repeat)")
+    p.add_argument("--source-vip", type=ip_address, help="the source VIP (overlay)")
+    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="tcp", help="tcp (default) or udp")
+    p.add_argument("--port", type=_port, required=True, help="the frontend (external) port")
+    p.add_argument("--target-port", type=_port, help="the backends' port (default: --port)")
+    _output_options(p)
+
+    pl = sub.add_parser(
+        "policylist", help="V1 policy lists (HNSCall /policylists/: load balancers as older HNS shows them)"
+    ).add_subparsers(dest="action", required=True, parser_class=Parser)
+    _output_options(pl.add_parser("list", help="every policy list"))
+    p = pl.add_parser("show", help="one policy list's document")
+    p.add_argument("policylist", help="ID")
     _output_options(p)
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
@@ -131,6 +154,27 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("container", help="container ID")
         _output_options(p)
     return parser
+
+
+def _show_and_delete(group: Any, kind: str, ref: str, several: str = "") -> None:
+    """``show`` (one object's document) and ``delete`` (one or more) of a ``kind``."""
+    what = "load balancer" if kind == "loadbalancer" else kind
+    p = group.add_parser("show", help=f"one {what}'s document")
+    p.add_argument(kind, help=ref)
+    _output_options(p)
+    p = group.add_parser("delete", help=f"delete {what}s")
+    p.add_argument(kind, nargs="+", help=ref + several)
+    _output_options(p)
+
+
+#: IANA protocol numbers, as load balancers' PortMappings carry them.
+PROTOCOLS = {"tcp": 6, "udp": 17}
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
+    return int(text)
 
 
 def _network_type(text: str) -> str:
@@ -218,9 +262,32 @@ def _endpoint_rows(eps: Sequence[Any], names: Mapping[str, str]) -> list[list[An
             ",".join(e.ip_addresses),
             e.mac or "",
             e.namespace_id or "",
+            "remote" if e.is_remote else "",
         ]
         for e in eps
     ]
+
+
+def _load_balancer_rows(lbs: Sequence[Any]) -> list[list[Any]]:
+    names = {n: p for p, n in PROTOCOLS.items()}
+    return [
+        [
+            lb.id,
+            ",".join(lb.frontend_vips or ()) or "-",
+            ",".join(
+                f"{get_ci(m, 'ExternalPort')}->{get_ci(m, 'InternalPort')}/"
+                f"{names.get(get_ci(m, 'Protocol'), get_ci(m, 'Protocol'))}"
+                for m in lb.port_mappings or ()
+                if isinstance(m, dict)
+            ),
+            lb.source_vip or "",
+            ",".join(lb.host_compute_endpoints or ()),
+        ]
+        for lb in lbs
+    ]
+
+
+LB_HEADERS = ["ID", "FRONTEND", "PORTS", "SOURCE-VIP", "BACKENDS"]
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -257,16 +324,23 @@ class _View:
 
 class _V2View(_View):
     c: HcnClient
+    #: what kube-proxy's load balancers are called in this API's dump
+    BALANCERS = "loadbalancers"
+
+    def load_balancers(self) -> list[Any]:
+        return self.c.list_load_balancers()
 
     def create_network(self, doc: dict[str, Any]) -> Any:
         return self.c.create_network(doc)
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
+    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
         settings: dict[str, Any] = {"Name": name}
         if ip:
             settings["IpConfigurations"] = [{"IpAddress": ip}]
         if mac:
             settings["MacAddress"] = mac
+        if remote:
+            settings["Flags"] = REMOTE_ENDPOINT_FLAG
         return self.c.create_endpoint(network.id, settings)
 
     def namespace(self, ref: str) -> Any:
@@ -275,18 +349,28 @@ class _V2View(_View):
 
 class _V1View(_View):
     c: HnsCallClient
+    BALANCERS = "policylists"
+
+    def load_balancers(self) -> list[Any] | None:
+        """V1 shows them as policy lists, where HNS still serves those; None where it does not."""
+        try:
+            return self.c.list_policy_lists()
+        except errors.HnsError:
+            return None
 
     def create_network(self, doc: dict[str, Any]) -> Any:
         from libhns.networks import v1_network_document
 
         return self.c.create_network(v1_network_document(doc))
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None) -> Any:
+    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
         doc: dict[str, Any] = {"Name": name, "VirtualNetwork": network.id}
         if ip:
             doc["IPAddress"] = ip
         if mac:
             doc["MacAddress"] = mac
+        if remote:
+            doc["IsRemoteEndpoint"] = True
         return self.c.create_endpoint(doc)
 
     def namespace(self, ref: str) -> Any:
@@ -313,7 +397,7 @@ class _Ctl:
 
     def dump(self, a: argparse.Namespace) -> None:
         view = self._view(a)
-        nets, eps, nss = view.networks(), view.endpoints(), view.namespaces()
+        nets, eps, nss, lbs = view.networks(), view.endpoints(), view.namespaces(), view.load_balancers()
         if a.output == "json":
             _json(
                 self.out,
@@ -321,6 +405,7 @@ class _Ctl:
                     "networks": [_doc(n) for n in nets],
                     "endpoints": [_doc(e) for e in eps],
                     "namespaces": [_doc(n) for n in nss],
+                    **({view.BALANCERS: [_doc(lb) for lb in lbs]} if lbs is not None else {}),
                 },
             )
             return
@@ -330,10 +415,19 @@ class _Ctl:
         self._endpoint_table(eps, nets)
         self.out.write("\nNAMESPACES\n")
         self._namespace_table(nss)
+        if lbs is not None:
+            self.out.write(f"\n{view.BALANCERS.upper()}\n")
+            self._balancer_table(view, lbs)
+
+    def _balancer_table(self, view: _View, lbs: Sequence[Any]) -> None:
+        if view.BALANCERS == "loadbalancers":
+            _table(self.out, LB_HEADERS, _load_balancer_rows(lbs))
+        else:
+            _table(self.out, ["ID", "POLICIES"], [[p.get("ID"), len(p.get("Policies") or ())] for p in lbs])
 
     def _endpoint_table(self, eps: Sequence[Any], nets: Sequence[Any] | None = None) -> None:
         names = {(n.id or "").upper(): n.name for n in nets or ()}
-        _table(self.out, ["ID", "NAME", "NETWORK", "IP", "MAC", "NAMESPACE"], _endpoint_rows(eps, names))
+        _table(self.out, ["ID", "NAME", "NETWORK", "IP", "MAC", "NAMESPACE", "REMOTE"], _endpoint_rows(eps, names))
 
     def _namespace_table(self, nss: Sequence[Any]) -> None:
         rows = []
@@ -396,7 +490,7 @@ class _Ctl:
 
     def endpoint_create(self, a: argparse.Namespace) -> None:
         view = self._view(a)
-        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac)
+        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac, a.remote)
         if a.host:
             try:
                 self.hnscall.host_attach(ep.id, 1)
@@ -412,6 +506,55 @@ class _Ctl:
             ep = self._endpoint(a, ref)
             self._view(a).delete_endpoint(ep.id)
             self.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
+
+    # load balancers (HCN) and policy lists (HNSCall)
+    def loadbalancer_list(self, a: argparse.Namespace) -> None:
+        lbs = self.hcn.list_load_balancers()
+        if a.output == "json":
+            _json(self.out, [_doc(lb) for lb in lbs])
+        else:
+            _table(self.out, LB_HEADERS, _load_balancer_rows(lbs))
+
+    def loadbalancer_show(self, a: argparse.Namespace) -> None:
+        _show(self.out, a, self._found("load balancer", a.loadbalancer, self.hcn.get_load_balancer(a.loadbalancer)))
+
+    def loadbalancer_delete(self, a: argparse.Namespace) -> None:
+        """Each in turn; the first that fails stops the rest (those before it stay deleted)."""
+        for id_ in a.loadbalancer:
+            self.hcn.delete_load_balancer(id_)
+            self.out.write(f"deleted load balancer {id_}\n")
+
+    def loadbalancer_create(self, a: argparse.Namespace) -> None:
+        """The document kube-proxy (winkernel) sends for one Service port; simulator only, so no
+        operator makes a Service's load balancer behind kube-proxy's back."""
+        self._simulator()
+        backends = [self._endpoint(a, ref).id for ref in a.endpoint]
+        doc: dict[str, Any] = {
+            "HostComputeEndpoints": backends,
+            "FrontendVIPs": list(a.vip),
+            "PortMappings": [
+                {
+                    "Protocol": PROTOCOLS[a.protocol],
+                    "InternalPort": a.target_port or a.port,
+                    "ExternalPort": a.port,
+                    "Flags": 0,
+                }
+            ],
+        }
+        if a.source_vip:
+            doc["SourceVIP"] = a.source_vip
+        _show(self.out, a, self.hcn.create_load_balancer(doc))
+
+    def policylist_list(self, a: argparse.Namespace) -> None:
+        lists = self.hnscall.list_policy_lists()
+        if a.output == "json":
+            _json(self.out, lists)
+        else:
+            self._balancer_table(_V1View(self.hnscall), lists)
+
+    def policylist_show(self, a: argparse.Namespace) -> None:
+        found = next((p for p in self.hnscall.list_policy_lists() if same_id(p.get("ID"), a.policylist)), None)
+        _show(self.out, a, self._found("policy list", a.policylist, found))
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:

@@ -3,7 +3,7 @@
 The zip holds what goes into ``C:\\k\\cni``: the one-folder bundle (``<name>.exe`` beside
 ``_wincni-<build>\\``), ``samples\\`` with the two documented ``cni.conf`` files and ``INSTALL.txt``.
 It is written to ``dist-windows/wincni-<version>-windows-amd64.zip``. The Go reference plugins the
-lane's benchmark compares with are built too (``winbuild/goref.py``), into the toolchain's cache.
+lane's benchmark compares with are built too (``winbuild/gobuild.py``), into its cache.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 from plugins import registry
-from winbuild import goref, toolchain
+from winbuild import gobuild, toolchain
 
 ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
@@ -92,12 +92,14 @@ def main() -> int:
     try:
         python, prefix = toolchain.ensure_all()
         target = pack(build(python, prefix), zip_name())
-        go_plugins = goref.ensure_go_plugins()  # what the lane's benchmark times ours against
+        go_plugins = [
+            gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS
+        ]  # what the lane's benchmark times ours against
     except toolchain.ToolchainError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"{target.relative_to(ROOT)}: {target.stat().st_size / 2**20:.1f} MiB")
-    print(f"Go reference plugins for the lane's benchmark: {go_plugins}")
+    print("Go reference plugins for the lane's benchmark:", *go_plugins, sep="\n  ")
     return 0
 
 

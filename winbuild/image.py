@@ -1,5 +1,5 @@
 """``make image``: the wincni HostProcess image (deploy/Dockerfile) as an OCI image archive, on Linux,
-with go-containerregistry's ``crane`` (built from the Go module proxy: winbuild/gotools.py).
+with go-containerregistry's ``crane`` (built from the Go module proxy: winbuild/gobuild.py).
 
 The image is files only (a HostProcess container runs on the host; nothing is RUN), so it is one
 layer laid out as the Dockerfile's COPY lines say, from deploy/ as the build context, where this
@@ -34,7 +34,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from . import gotools
+from . import gobuild
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -161,10 +161,10 @@ def main(argv: list[str]) -> int:
         print("make image: no Windows release zip: run `make dist-windows` first (or pass --release)", file=sys.stderr)
         return 1
     try:
-        flanneld = Path(args.flanneld) if args.flanneld else gotools.flanneld()
+        flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
         stage(DEPLOY, release, flanneld)
-        out = build(DEPLOY, Path(args.out), args.tag, gotools.tool("crane"), args.base)
-    except (gotools.ToolUnavailable, RuntimeError, FileNotFoundError) as exc:
+        out = build(DEPLOY, Path(args.out), args.tag, gobuild.build("crane"), args.base)
+    except (RuntimeError, FileNotFoundError) as exc:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
     except zipfile.BadZipFile as exc:

@@ -25,9 +25,15 @@ Who frees what:
   lists (it knows its pods), except 3 and 4;
 - the runtime's GC and a pod's DEL (its sandbox's only): temporary files that are not 6, what
   a writer killed before it renamed or removed them left;
-- ``wincni reclaim``: reservations that are none of 1-3 once at least ``--min-age`` old (default
-  ``IN_FLIGHT_SECONDS``; below it only with ``--force``, which breaks 2), each checked again under
-  the store's lock just before it is released;
+- the node's sweep (``wincni reclaim``, once or ``--every`` minute from the DaemonSet: no
+  runtime on Windows sends GC), at least ``--min-age`` old (default ``IN_FLIGHT_SECONDS``; below
+  it only with ``--force``, which breaks 2): endpoints of ours that are none of 4-5 (their sandbox
+  is gone) and whose pod holds no reservation or saved config young enough to be an ADD in
+  flight; reservations that are none of 1-3; saved delegate configs of pods that hold neither an
+  endpoint nor a reservation any more. Where the runtime's pod list is had (CRI's
+  ListPodSandbox), a sandbox it lists keeps all three, whatever their age (``RUNTIME_LISTS``: the
+  runtime still owes that pod a DEL); the list only ever keeps, so a runtime that lies cannot
+  make the sweep free anything. Each is checked again under the store's lock just before it goes;
 - an ADD: an endpoint of ours on its own address or name that is none of 4-5.
 Each freeing says who freed what and why (``freed``).
 """
@@ -49,6 +55,8 @@ ATTACHED = "in use by a sandbox that still exists (a namespace or a running cont
 FLANNELD = "flanneld's own endpoint"
 NOT_OURS = "not created by this plugin (its name is not <sandbox>_<network>)"
 WRITING = "a live process may still be writing it"
+RUNTIME_LISTS = "its sandbox is one the runtime lists (CRI ListPodSandbox): the runtime's DEL frees it"
+HELD = "its pod still holds an endpoint or a reservation"
 
 
 def pinned(container_id: str) -> bool:
@@ -74,6 +82,19 @@ def reservation_kept(container_id: str, live_pods: "set[str] | frozenset[str]", 
         return NODE_OWNED
     if container_id and container_id in live_pods:
         return LIVE_ENDPOINT
+    if age < min_age:
+        return IN_FLIGHT
+    return ""
+
+
+def delegate_kept(key: str, holders: "set[str]", age: float, min_age: float) -> str:
+    """Why a saved delegate config must stay ("" when the sweep may remove it): ``holders`` are
+    the sandboxes that keep an endpoint or a reservation; ``age`` is the file's, in seconds (an
+    ADD saves it before its delegate reserves anything)."""
+    if pinned(key):
+        return NODE_OWNED
+    if key in holders:
+        return HELD
     if age < min_age:
         return IN_FLIGHT
     return ""

@@ -11,7 +11,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-from plugins.cni.config import check_count
+from plugins.cni.config import check_count, validate_for
 from plugins.cni.record import FrozenRecord, Record
 
 # Canonical spelling of every top-level key we read; anything else is passed through untouched.
@@ -40,6 +40,12 @@ _TOP_KEYS = (
 _DNS_KEYS = ("nameservers", "domain", "search", "options")
 
 ENDPOINT_POLICY = "endpointpolicy"
+
+#: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
+TEARDOWN_NEEDS = {
+    "name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
+    "ipam": "the IPAM plugin that releases the pod's address",
+}
 
 
 def canonicalize(conf: Mapping[str, Any]) -> dict:
@@ -172,6 +178,15 @@ class NetConf(Record):
             network=conf.get("network"),
             hns_timeout=conf.get("hnsTimeout"),
         )
+
+
+def load(raw: Mapping[str, Any], command: str, schema: dict) -> tuple[dict, NetConf]:
+    """The config as ``command`` reads it (canonical keys, checked against the plugin's
+    ``schema``) and its model. DEL and GC tolerate every field but the network name (the
+    endpoint's name) and the IPAM section (the IP to release): a config edited while pods run
+    must still let them go."""
+    conf = validate_for(command, canonicalize(raw), schema, TEARDOWN_NEEDS)
+    return conf, NetConf.from_conf(conf)
 
 
 def sandbox_id(container_id: str, netns: str) -> str:

@@ -12,11 +12,13 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, NoReturn
+
+    from .addaction import Create, Facts, Join, LeaveAlone, NoPodEndpoint, Replace, Reuse
 
 from basics import jsontext
 from plugins.cni import log
-from plugins.cni.config import valid_attachments, validate_for
+from plugins.cni.config import valid_attachments
 from plugins.cni.errors import (
     INVALID_CONFIG,
     INVALID_ENV,
@@ -25,11 +27,12 @@ from plugins.cni.errors import (
     TRY_AGAIN_LATER,
     CniError,
 )
+from plugins.cni.record import Record
 from plugins.cni.result import Result
 from plugins.cni.skel import Request
 
 from . import policies as pol
-from .config import NetConf, canonicalize, endpoint_name, merged_dns
+from .config import NetConf, endpoint_name, load, merged_dns
 from .documents import Address, EndpointPlan, build_result
 from .hnsapi import EndpointApi, addresses_of, open_api
 
@@ -43,12 +46,6 @@ _HNS_FIX = (
     "the node takes no pods on this network until HNS answers: check the HNS service "
     "(Get-Service hns; Restart-Service hns if it hangs) and the System event log"
 )
-
-#: What DEL and GC cannot do without, and what each identifies (see ``validate_for``).
-TEARDOWN_NEEDS = {
-    "name": "the HNS network and the pod's endpoint (<sandbox>_<name>)",
-    "ipam": "the IPAM plugin that releases the pod's address",
-}
 
 
 class hns_step:
@@ -129,13 +126,7 @@ class Lifecycle:
 
     # ------------------------------------------------------------------ shared steps
     def load(self, req: Request) -> tuple[dict, NetConf]:
-        return self.load_conf(req.conf, req.command)
-
-    def load_conf(self, raw: dict, command: str) -> tuple[dict, NetConf]:
-        """The config and its model; DEL and GC tolerate every field but the network name (the
-        endpoint's name) and the IPAM section (the IP to release)."""
-        conf = validate_for(command, canonicalize(raw), self.flavor.schema(), TEARDOWN_NEEDS)
-        return conf, NetConf.from_conf(conf)
+        return load(req.conf, req.command, self.flavor.schema())
 
     def api(self, conf: NetConf, req: Request, cap: float | None = None) -> EndpointApi:
         with hns_step("cannot reach HNS"):
@@ -209,100 +200,92 @@ class Lifecycle:
             return None
         return req.exec_plugin(ipam_type, command, self.ipam_stdin(req, conf))
 
+    def requested(self, netconf: NetConf, req: Request, api: EndpointApi, features: _Features) -> pol.Requested:
+        """The policies the config and the runtime ask for, checked (code 7 for one HNS cannot take)."""
+        return pol.requested(netconf, req.runtime_config.port_mappings, api.policy_form, features.get)
+
     def policies(
         self,
         netconf: NetConf,
-        req: Request,
         network: Any,
         addresses: tuple[Address, ...],
+        requested: pol.Requested,
         api: EndpointApi,
-        features: "_Features",
+        features: _Features,
     ) -> list[dict]:
+        """Every policy of the pod's endpoint: what was ``requested`` and what ``network`` and
+        ``addresses`` add."""
         if netconf.loopback_dsr and addresses and not features.get("dsr"):
             log.warning("loopbackDSR is set but this HNS version does not support DSR; skipping the policy")
-        return pol.endpoint_policies(
-            self.flavor, netconf, network, addresses, req.runtime_config.port_mappings, api.policy_form, features.get
-        )
+        return pol.completed(requested, self.flavor, netconf, network, addresses, api.policy_form, features.get)
 
     # ------------------------------------------------------------------ ADD
     def add(self, req: Request) -> Result:
+        """Read what HNS holds under the pod's endpoint name, let ``addaction.decide`` choose one
+        action, carry it out."""
+        from . import addaction as act
+
         conf, netconf = self.load(req)
         api = self.api(netconf, req)
         api.require_sandbox()
-        # Policies, port mappings and ACLs that cannot be sent are config errors: report them before
-        # IPAM reserves an address (the full list is built again once the network and addresses are known).
         features = _Features(api)
-        self.policies(netconf, req, None, (), api, features)
+        requested = self.requested(netconf, req, api, features)  # refused before IPAM reserves an address
         network = self.ensure(api, netconf, req, features)
         for problem in self.flavor.network_problems(network):
             log.warning(problem)
         name = endpoint_name(req.container_id, req.netns, netconf.name)
+        existing, facts = self.endpoint_facts(api, name, network, netconf.name)
+        add = _Add(req, conf, netconf, api, features, requested, network, name, existing)
+        action = act.decide(facts)
+        carry_out = {
+            act.Create: self.create,
+            act.Replace: self.replace,
+            act.Reuse: self.reuse,
+            act.Join: self.join,
+            act.LeaveAlone: self.leave_alone,
+            act.NoPodEndpoint: self.no_pod_endpoint,
+        }
+        return carry_out[type(action)](add, action)
+
+    def endpoint_facts(self, api: EndpointApi, name: str, network: Any, network_name: str) -> tuple[Any | None, Facts]:
+        """The endpoint of the pod's name and what ADD's choice reads of it; who holds it (an HNS
+        call or more) only when the choice depends on it."""
+        from plugins.cni.ownership import endpoint_kept
+
+        from .addaction import ELSEWHERE, HERE, NOWHERE, Facts, needs_holder
+
         with hns_step(f"error while looking up HNS endpoint {name}"):
-            existing = api.endpoint(name)
-            if existing is not None and not _same(existing.network_id, network.id):
-                from . import stale
+            ep = api.endpoint(name)
+            if ep is None:
+                return None, Facts(api.shared, NOWHERE)
+            place = HERE if _same(ep.network_id, network.id) else ELSEWHERE
+            attached = api.is_attached(ep)
+            asked = needs_holder(api.shared, place, attached)
+            kept = endpoint_kept(ep.name or "", network_name, api.in_use(ep)) if asked else None
+        return ep, Facts(api.shared, place, attached, kept)
 
-                try:
-                    stale.replace_elsewhere(api, existing, name)
-                except CniError:
-                    self.release_ip(req, conf, netconf)  # a killed earlier ADD's, when there is one
-                    raise
-                existing = None
-        if api.shared:
-            if existing is None:
-                raise CniError(
-                    TRY_AGAIN_LATER,
-                    f"failed to find HNSEndpoint {name}: the pause container's endpoint does not exist",
-                    "the sandbox (pause) container must be set up before containers that share its network",
-                )
-            with hns_step(f"failed to attach container {req.container_id} to HNSEndpoint {existing.id}"):
-                api.attach(existing)
-            return self.result_of(existing, network, api, req)
-        if existing is not None and not api.is_attached(existing):
-            with hns_step(f"error while replacing stale HNS endpoint {name}"):
-                if not api.in_use(existing):  # a half-done ADD, or a late answer from a hung one
-                    from . import stale
-
-                    stale.remove(api, existing, "its sandbox is gone; this ADD creates the pod's endpoint anew")
-                    existing = None
-        if existing is not None:
-            # A retry of an ADD that succeeded: same answer, no second IP or endpoint.
-            if not api.is_attached(existing):
-                with hns_step(f"failed to attach HNS endpoint {name}"):
-                    api.attach(existing)
-            log.event("add-retry", endpoint=name)
-            return self.result_of(existing, network, api, req)
-        return self.create(req, conf, netconf, api, network, name, features)
-
-    def create(
-        self,
-        req: Request,
-        conf: dict,
-        netconf: NetConf,
-        api: EndpointApi,
-        network: Any,
-        name: str,
-        features: "_Features",
-    ) -> Result:
+    def create(self, add: _Add, action: Create | Replace) -> Result:
+        """A new endpoint: IPAM, create, attach; a failure undoes the steps done, in reverse. (Every
+        step that carries out an action takes it; this one reads nothing of it.)"""
+        req, conf, netconf, api, network, name = add.req, add.conf, add.netconf, add.api, add.network, add.name
         undo: list[tuple[str, Callable[[], Any]]] = []
         try:
             ipam = self.run_ipam(req, conf, netconf, "ADD")
             if ipam is not None:
                 undo.append(("release the IP", lambda: self.run_ipam(req, conf, netconf, "DEL")))
             addresses = self.addresses(ipam, network, api, req)
-            if any(a.version == 6 for a in addresses) and not features.get("dual_stack"):  # V2 only: usable_ips
+            if any(a.version == 6 for a in addresses) and not add.features.get("dual_stack"):  # V2 only: usable_ips
                 raise CniError(
                     INVALID_CONFIG,
                     "IPAM returned an IPv6 address but this HNS version has no dual-stack support",
                     "dual-stack needs HNS 11.10 or newer (Windows Server 2022 / build 19041+)",
                 )
-            policies = self.policies(netconf, req, network, addresses, api, features)
             plan = EndpointPlan(
                 name=name,
                 network_id=network.id,
                 addresses=addresses,
                 dns=merged_dns(netconf.dns, req.runtime_config.dns),
-                policies=tuple(policies),
+                policies=tuple(self.policies(netconf, network, addresses, add.requested, api, add.features)),
                 mac=self.flavor.mac(netconf, addresses),
             )
             created: list[Any] = []
@@ -331,6 +314,45 @@ class Lifecycle:
                     except Exception as err:  # noqa: BLE001 - report, keep undoing
                         log.warning(f"rollback: could not {what}: {err}")
             raise
+
+    def replace(self, add: _Add, action: Replace) -> Result:
+        """The stale endpoint of the pod's name goes, then as ``create``."""
+        self.remove_stale(add, action.why)
+        return self.create(add, action)
+
+    def reuse(self, add: _Add, action: Reuse) -> Result:
+        """A retry of an ADD that succeeded: the same answer, no second IP or endpoint."""
+        if action.attach:
+            with hns_step(f"failed to attach HNS endpoint {add.name}"):
+                add.api.attach(add.existing)
+        log.event("add-retry", endpoint=add.name)
+        return self.result_of(add.existing, add.network, add.api, add.req)
+
+    def join(self, add: _Add, action: Join) -> Result:
+        with hns_step(f"failed to attach container {add.req.container_id} to HNSEndpoint {add.existing.id}"):
+            add.api.attach(add.existing)
+        return self.result_of(add.existing, add.network, add.api, add.req)
+
+    def leave_alone(self, add: _Add, action: LeaveAlone) -> NoReturn:
+        from . import stale
+
+        self.release_ip(add.req, add.conf, add.netconf)  # a killed earlier ADD's, when there is one
+        raise stale.left_alone(add.existing, add.name, action.kept, action.elsewhere)
+
+    def no_pod_endpoint(self, add: _Add, action: NoPodEndpoint) -> NoReturn:
+        if action.why:
+            self.remove_stale(add, action.why)
+        raise CniError(
+            TRY_AGAIN_LATER,
+            f"failed to find HNSEndpoint {add.name}: the pause container's endpoint does not exist",
+            "the sandbox (pause) container must be set up before containers that share its network",
+        )
+
+    def remove_stale(self, add: _Add, why: str) -> None:
+        from . import stale
+
+        with hns_step(f"error while replacing stale HNS endpoint {add.name}"):
+            stale.remove(add.api, add.existing, why)
 
     def release_ip(self, req: Request, conf: dict, netconf: NetConf) -> None:
         """IPAM DEL for this attachment, best effort (the error being raised is what counts)."""
@@ -419,8 +441,10 @@ class Lifecycle:
                 problems.append(
                     f"it lacks the address(es) {', '.join(lost)} of prevResult (has {', '.join(sorted(have)) or 'none'})"
                 )
-        addresses = addresses_of(ep, network)
-        wanted = self.policies(netconf, req, network, addresses, api, _Features(api))
+        features = _Features(api)
+        wanted = self.policies(
+            netconf, network, addresses_of(ep, network), self.requested(netconf, req, api, features), api, features
+        )
         missing = pol.missing_policies(wanted, ep.policies or [])
         if missing:
             problems.append("it lacks the policies " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in missing))
@@ -528,6 +552,27 @@ def _same(a: str | None, b: str | None) -> bool:
     from libhns.objects import same_id
 
     return same_id(a, b)
+
+
+class _Add(Record):
+    """One ADD's inputs, as the step carrying out its action reads them (read-only once built)."""
+
+    __slots__ = ("req", "conf", "netconf", "api", "features", "requested", "network", "name", "existing")
+
+    def __init__(
+        self,
+        req: Request,
+        conf: dict,
+        netconf: NetConf,
+        api: EndpointApi,
+        features: _Features,
+        requested: pol.Requested,
+        network: Any,
+        name: str,
+        existing: Any | None,
+    ) -> None:
+        self.req, self.conf, self.netconf, self.api, self.features = req, conf, netconf, api, features
+        self.requested, self.network, self.name, self.existing = requested, network, name, existing
 
 
 class _Features:

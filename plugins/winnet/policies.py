@@ -1,11 +1,12 @@
 """Endpoint policies, one home per type: the CNI config keys each reads, what it adds to an
 endpoint (through libhns's ``Kind``, which holds its V1 and V2 documents and their translation),
-and what the doctor reads of it; and ``endpoint_policies``, the one list of them an endpoint
-gets, which the lifecycle sends and the doctor checks.
+and what the doctor reads of it; and the one list of them an endpoint gets: what the config and
+the runtime request (``requested``, checked before IPAM), ``completed`` once the network and the
+addresses are known (``endpoint_policies`` does both), which the lifecycle sends and the doctor checks.
 
 A new policy type: its ``Kind`` in ``libhns/policies.py``, a class here (``CONFIG`` names the
 config keys it reads; ``tests/unit/test_winnet_policies.py`` holds them to the schemas), and its
-line in ``endpoint_policies``. The automatic additions follow the Go reference's dedupe rules
+line in ``requested`` (from the config) or ``completed`` (from the network or the addresses). The automatic additions follow the Go reference's dedupe rules
 exactly (a policy already carrying the value makes them a no-op; otherwise a *separate* policy is
 appended, never merged), so the documents HNS receives match what operators' existing configs
 produce with the Go plugins. Everything here is pure: lists of policy dicts in, lists out, in the
@@ -22,6 +23,7 @@ from basics import jsontext
 from basics.jsonci import get_ci
 from libhns import policies as hp
 from plugins.cni.errors import INVALID_CONFIG, CniError
+from plugins.cni.record import Record
 
 from .config import DnsSettings
 
@@ -279,6 +281,50 @@ class Acl:
 HOMES = (UserPolicies, OutboundNat, Route, ProviderAddress, PortMapping, Acl)
 
 
+class Requested(Record):
+    """The policies the config and the runtime ask for (the user's, one per port mapping, the
+    ACLs), each checked, so what is refused (code 7) is known before IPAM reserves an address
+    (read-only once built)."""
+
+    __slots__ = ("user", "port_mappings", "acls")
+
+    def __init__(self, user: tuple[dict, ...], port_mappings: tuple[dict, ...], acls: tuple[dict, ...]) -> None:
+        self.user, self.port_mappings, self.acls = user, port_mappings, acls
+
+
+def requested(netconf: Any, mappings: Sequence[Any], form: Any, has_feature: Callable[[str], bool]) -> Requested:
+    """What ``netconf`` and the runtime's ``mappings`` ask for, in ``form``; ``has_feature`` is
+    asked only for ACL rules."""
+    return Requested(
+        tuple(UserPolicies.fit(netconf.policies, netconf.policy_sources, form)),
+        tuple(PortMapping.add([], mappings, form)),
+        tuple(Acl.policies(netconf, mappings, form, has_feature)),
+    )
+
+
+def completed(
+    base: Requested,
+    flavor: Any,
+    netconf: Any,
+    network: Any,
+    addresses: Sequence[Any],
+    form: Any,
+    has_feature: Callable[[str], bool],
+) -> list[dict]:
+    """Every policy an endpoint gets, in ``form``, from what ``base`` requested: the user's, the
+    flavor's automatic ones (once ``network`` is known), the port mappings, loopback DSR per
+    address, then the ACLs.
+    ``has_feature`` answers from HNS's version, asked only for DSR with addresses."""
+    out = list(base.user)
+    if network is not None:
+        out = flavor.automatic_policies(out, netconf, network, tuple(addresses), form)
+    out = out + list(base.port_mappings)
+    if netconf.loopback_dsr and addresses and has_feature("dsr"):
+        for a in addresses:
+            out = OutboundNat.add_destination(out, a.ip, form)
+    return out + list(base.acls)
+
+
 def endpoint_policies(
     flavor: Any,
     netconf: Any,
@@ -288,19 +334,11 @@ def endpoint_policies(
     form: Any,
     has_feature: Callable[[str], bool],
 ) -> list[dict]:
-    """Every policy an endpoint of this config gets, in ``form``: the user's, the flavor's
-    automatic ones (once ``network`` is known), one per port mapping, loopback DSR per address,
-    then the ACLs. The lifecycle sends it (and checks it before IPAM, with no network and no
-    addresses yet); the doctor reads it. ``has_feature`` answers from HNS's version, asked only
-    for DSR with addresses and for ACL rules."""
-    out = UserPolicies.fit(netconf.policies, netconf.policy_sources, form)
-    if network is not None:
-        out = flavor.automatic_policies(out, netconf, network, tuple(addresses), form)
-    out = PortMapping.add(out, mappings, form)
-    if netconf.loopback_dsr and addresses and has_feature("dsr"):
-        for a in addresses:
-            out = OutboundNat.add_destination(out, a.ip, form)
-    return out + Acl.policies(netconf, mappings, form, has_feature)
+    """``requested`` then ``completed`` in one, for a caller that knows everything at once
+    (CHECK, the doctor)."""
+    return completed(
+        requested(netconf, mappings, form, has_feature), flavor, netconf, network, addresses, form, has_feature
+    )
 
 
 def as_v2(policies: Iterable[Any]) -> list[dict]:

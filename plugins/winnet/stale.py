@@ -5,10 +5,10 @@ address host-local now hands to another pod, and HNS then refuses the new pod (k
 #68511, Windows-Containers #631). What may go is the node's one ownership rule
 (``plugins.cni.ownership.endpoint_kept``): an endpoint is *stale* when nothing alive holds it
 (``EndpointApi.in_use``: no existing namespace, no running compute system). A stale endpoint of
-the pod's own name is replaced, on whatever network it is; a stale endpoint of ours
-(``<sandbox>_<network>``) on the address HNS refused is removed and the create retried once;
-anything else — attached to a live sandbox on any network, flanneld's, or not ours — is never
-touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
+the pod's own name is replaced, on whatever network it is (``addaction.decide`` says so); a
+stale endpoint of ours (``<sandbox>_<network>``) on the address HNS refused is removed and the
+create retried once; anything else — attached to a live sandbox on any network, flanneld's, or
+not ours — is never touched: code 11 names it. Every removal is logged (stderr, which the runtime keeps) with the
 endpoint's name, ID, addresses and why.
 """
 
@@ -32,18 +32,16 @@ def remove(api: Any, ep: Any, why: str, who: str = "ADD") -> None:
     api.release_stale(ep)
 
 
-def replace_elsewhere(api: Any, ep: Any, pod: str) -> None:
-    """The pod's endpoint name on another network: removed when its sandbox is gone, else code
-    11 naming it (the caller releases the pod's reservation)."""
-    if api.in_use(ep):
-        raise CniError(
-            TRY_AGAIN_LATER,
-            f"HNS endpoint {ep.name} ({ep.id}) for {pod} exists on another network "
-            f"({ep.network_id}) and is {ownership.ATTACHED}; it was left alone",
-            _RELEASED + f"delete that endpoint if it is a leftover (hnsctl endpoint delete {ep.id}), "
-            "then the runtime's retry succeeds",
-        )
-    remove(api, ep, "it is on another network and its sandbox is gone; this ADD creates the pod's endpoint anew")
+def left_alone(ep: Any, pod: str, kept: str, elsewhere: bool) -> CniError:
+    """Code 11 naming the endpoint that holds the pod's name and why it stays (``kept``); the
+    caller releases the pod's reservation."""
+    where = f" exists on another network ({ep.network_id}) and" if elsewhere else ""
+    return CniError(
+        TRY_AGAIN_LATER,
+        f"HNS endpoint {ep.name} ({ep.id}) for {pod}{where} is {kept}; it was left alone",
+        _RELEASED + f"delete that endpoint if it is a leftover (hnsctl endpoint delete {ep.id}), "
+        "then the runtime's retry succeeds",
+    )
 
 
 def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[str], pod: str) -> bool:

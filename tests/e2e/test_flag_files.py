@@ -73,6 +73,9 @@ def test_the_walk_finds_the_file_flags_the_red_team_tried() -> None:
         ("wincni", ("doctor",), "--cni-bin-dir", "folder"),
         ("wincni", ("install",), "--cni-bin-dir", "folder"),
         ("wincni", ("install",), "--cni-conf-dir", "folder"),
+        ("wincni", ("bundle",), "--cni-bin-dir", "folder"),
+        ("wincni", ("metrics",), "--cni-bin-dir", "folder"),
+        ("wincni", ("metrics",), "--textfile", "folder"),
     }
 
 
@@ -99,6 +102,10 @@ def base_args(node: Node, command: tuple[str, ...]) -> dict[str, str | None]:
         return toml
     if command == ("sourcevip",):
         return {**toml, "--timeout": "0", "--out": str(node.root / "vip.json")}
+    if command == ("bundle",):
+        return {**toml, "--out": str(node.root / "bundle.tar.gz")}
+    if command == ("metrics",):
+        return {**toml, "--textfile": str(node.root / "textfile")}
     return toml
 
 
@@ -145,6 +152,19 @@ def test_a_file_flag_given_what_a_user_planted_is_a_clear_error_at_once(
         assert f"{flag} {path}" in out, (what, out)
         assert what in out or (what == "link" and "writable by others" in out), (what, out)
         assert rc == (0 if command == ("dirs",) else 1), (what, rc, out)
+
+
+@root_only
+def test_the_bundle_takes_nothing_through_a_users_link(node: Node, planted: dict[str, Path]) -> None:
+    """The link a user planted where the bundle reads is refused and named; what it leads to is in
+    no member of the bundle, which is written without it."""
+    import tarfile
+
+    args = {**base_args(node, ("bundle",)), "--subnet-env": str(planted["link"])}
+    rc, out, _ = run(node, "wincni", ("bundle",), args)
+    assert rc == 1 and f"refused --subnet-env {planted['link']}" in out, out
+    with tarfile.open(node.root / "bundle.tar.gz") as tar:
+        assert [m.name for m in tar if m.isfile() and SECRET.encode() in tar.extractfile(m).read()] == []
 
 
 @root_only

@@ -91,7 +91,7 @@ def test_flannel_style_setup_and_dump(hnsctl):
     hnsctl("namespace", "attach", ns_id, "pod")
 
     dump = json.loads(hnsctl("dump", "-o", "json").stdout)
-    assert sorted(dump) == ["endpoints", "namespaces", "networks"]
+    assert sorted(dump) == ["endpoints", "loadbalancers", "namespaces", "networks"]
     assert sorted(n["Name"] for n in dump["networks"]) == ["cbr0", "vxlan0"]
     assert sorted(e["Name"] for e in dump["endpoints"]) == ["cbr0_ep", "pod"]
     [ns] = dump["namespaces"]
@@ -153,7 +153,7 @@ def test_console_script(hnsctl, tmp_path):
         [str(CONSOLE), "dump", "-o", "json"], env=hnsctl.env, cwd=tmp_path, capture_output=True, text=True, timeout=30
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"networks": [], "endpoints": [], "namespaces": []}
+    assert json.loads(proc.stdout) == {"networks": [], "endpoints": [], "namespaces": [], "loadbalancers": []}
 
 
 def test_dual_stack_network_create(hnsctl):
@@ -249,3 +249,36 @@ def test_deleting_a_network_in_use_says_to_delete_its_endpoints_first(hnsctl):
         assert proc.stderr.rstrip().endswith(f"delete its endpoints first: hnsctl endpoint delete {ep}"), proc.stderr
     hnsctl("endpoint", "delete", ep)
     assert "deleted network cbr0" in hnsctl("network", "delete", "cbr0").stdout
+
+
+def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
+    """kube-proxy's objects as hnsctl shows them: a remote endpoint is marked in both views, a
+    load balancer made on the simulator is listed, shown and deleted; a V1 policy list the HNS
+    does not serve is an error naming the call, not an empty table."""
+    hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")
+    local = json.loads(hnsctl("endpoint", "create", "pod", "--network", "vxlan0", "-o", "json").stdout)
+    hnsctl("endpoint", "create", "remote_10.244.2.9", "--network", "vxlan0", "--ip", "10.244.2.9", "--remote")
+    for view in ((), ("--v1",)):
+        rows = {line.split()[1]: line.split() for line in hnsctl("endpoint", "list", *view).stdout.splitlines()[1:]}
+        assert rows["remote_10.244.2.9"][-1] == "remote" and rows["pod"][-1] != "remote", view
+    v1 = {e["Name"]: e for e in json.loads(hnsctl("endpoint", "list", "--v1", "-o", "json").stdout)}
+    assert v1["remote_10.244.2.9"]["IsRemoteEndpoint"] is True and not v1["pod"].get("IsRemoteEndpoint")
+    lb = json.loads(
+        hnsctl(
+            "loadbalancer", "create", "--endpoint", "pod", "--endpoint", "remote_10.244.2.9",
+            "--vip", "10.96.0.10", "--protocol", "udp", "--port", "53", "-o", "json",
+        ).stdout
+    )  # fmt: skip
+    assert lb["PortMappings"] == [{"Protocol": 17, "InternalPort": 53, "ExternalPort": 53, "Flags": 0}]
+    assert lb["HostComputeEndpoints"][0] == local["ID"]
+    table = hnsctl("loadbalancer", "list").stdout.splitlines()
+    assert table[0].split() == ["ID", "FRONTEND", "PORTS", "SOURCE-VIP", "BACKENDS"]
+    assert table[1].split()[:3] == [lb["ID"], "10.96.0.10", "53->53/udp"]
+    assert json.loads(hnsctl("loadbalancer", "show", lb["ID"], "-o", "json").stdout) == lb
+    assert [d["ID"] for d in json.loads(hnsctl("dump", "-o", "json").stdout)["loadbalancers"]] == [lb["ID"]]
+    refused = hnsctl("policylist", "list", ok=False)
+    assert refused.returncode == 1 and "GET /policylists/" in refused.stderr
+    hnsctl("loadbalancer", "delete", lb["ID"])
+    assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []
+    missing = hnsctl("loadbalancer", "show", lb["ID"], ok=False)
+    assert missing.returncode == 1 and "not found" in missing.stderr

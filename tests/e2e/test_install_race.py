@@ -33,6 +33,7 @@ from testdata import FIXTURES
 from tools.wincni.__main__ import build_parser
 from tools.wincni.facts import default_paths
 from tools.wincni.install import run as install_run
+from tools.wincni.options import InstallOptions
 
 pytestmark = [root_only, pytest.mark.slow]
 
@@ -153,7 +154,8 @@ def _race(arena: Path, step: tuple, link: Path, node: Node) -> tuple[int, dict]:
         assert os.read(ready_r, 1) == b"x", "the attacker never got ready"
         out = io.StringIO()
         argv = node.install_argv("--from", str(release(node.root, BUILD)))
-        rc = install_run(build_parser(default_paths("linux"), "linux").parse_args(argv), out, "linux", str(node.root))
+        options = InstallOptions.of(build_parser(default_paths("linux"), "linux").parse_args(argv))
+        rc = install_run(options, out, "linux", str(node.root))
     finally:
         os.close(ready_r)
         os.kill(pid, 9)

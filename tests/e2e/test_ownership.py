@@ -69,18 +69,19 @@ def test_a_retried_add_renews_the_reservation_it_reuses_so_reclaim_keeps_it(over
 
 
 def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasing_it(overlay: Node) -> None:
-    """The facts were read before the pod's ADD made its endpoint: the re-check against HNS keeps it."""
-    import dataclasses
+    """HNS was read before the pod's ADD made its endpoint: the re-check against HNS keeps it."""
+    from tools.wincni import holdings, reclaim
 
-    from tools.wincni import facts, reclaim
+    class ReadTooEarly(holdings.Holdings):
+        def endpoints(self) -> list[holdings.Endpoint]:
+            return []
 
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)
-    opts = {**facts.default_paths("linux"), "cni_conf": str(overlay.conf_dir / "10-overlay.conf"), "cni_bin_dir": ""}
-    before = dataclasses.replace(facts.gather(opts, overlay.env, "linux", str(overlay.root)), endpoints=())
-    out = io.StringIO()
-    assert reclaim.run(before, "linux", 0, False, out, io.StringIO(), overlay.env) == 0
-    assert f"kept {ip}: {ownership.LIVE_ENDPOINT}" in out.getvalue() and overlay.ip_files() == {ip: "pod1"}
+    node = ReadTooEarly(overlay.network, str(overlay.ipam_dir / overlay.network), "", "linux", overlay.env)
+    done = reclaim.act(node, None, 0, reclaim.MAX_PER_PASS, False)
+    assert done.freed == [] and [(f.name, why) for f, why in done.kept] == [(ip, ownership.LIVE_ENDPOINT)]
+    assert overlay.ip_files() == {ip: "pod1"}
 
 
 # 3 -------------------------------------------------------------------------------------------

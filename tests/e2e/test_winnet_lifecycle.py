@@ -250,6 +250,17 @@ def test_endpoint_of_the_same_name_on_another_network_is_replaced(node):
     assert stale["ID"] not in {e["ID"] for e in node.endpoints_v2().values()}
 
 
+def test_endpoint_of_the_same_name_on_another_network_in_use_is_left_alone(node):
+    other, _ = other_network(node)
+    live = node.hnsctl("endpoint", "create", ep_name(node, "pod1"), "--network", other, "-o", "json")
+    node.hnsctl("namespace", "attach", node.hnsctl("namespace", "create", "-o", "json")["ID"], live["ID"])
+    run = node.run("ADD", node.conf(), "pod1", node.sandbox("v2", "pod1"))
+    run.failed(11, live["ID"], "another network")
+    assert "removing stale" not in run.stderr, run.stderr
+    assert {e["ID"] for e in node.endpoints_v2().values()} >= {live["ID"]}
+    assert node.ipam_calls() == ["DEL pod1"]  # no address taken; a killed earlier ADD's is released
+
+
 # ---------------------------------------------------------------------------------- scale
 def test_twenty_pods_in_parallel(node):
     conf = node.conf()

@@ -1,6 +1,6 @@
 """deploy/: ``kubectl apply -k deploy/`` in every variant it offers (one per network mode, and with
 each knob turned), rendered by kustomize itself (built from the Go module proxy by
-``winbuild.gotools``), every object valid against the Kubernetes API schema (kubernetes-validate's
+``winbuild.gobuild``), every object valid against the Kubernetes API schema (kubernetes-validate's
 bundled schemas, offline, strict: unknown fields fail), HostProcess as Windows needs it, every
 ``wincni`` command line accepted by wincni's own parser, each mode's CNI template rendered and
 validated by ``wincni install`` itself, and the image carrying what the manifests run."""
@@ -37,7 +37,8 @@ def kustomize() -> Path:
 
 
 def render(tmp_path: Path, **knobs: str) -> list[dict]:
-    """``kustomize build`` of a copy of deploy/ with knobs turned: mode, namespace, image, serviceCIDR."""
+    """``kustomize build`` of a copy of deploy/ with knobs turned: mode, namespace, image, serviceCIDR,
+    sweepSeconds."""
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("image"))
     text = (copy / "kustomization.yaml").read_text()
@@ -46,6 +47,7 @@ def render(tmp_path: Path, **knobs: str) -> list[dict]:
         "namespace": (r"\nnamespace: kube-flannel\n", "\nnamespace: {}\n"),
         "image": (r"newName: registry\.example/wincni-flannel\n", "newName: {}\n"),
         "service_cidr": (r"serviceCIDR=10\.96\.0\.0/12", "serviceCIDR={}"),
+        "sweep_seconds": (r"sweepSeconds=60\n", "sweepSeconds={}\n"),
     }
     for knob, value in knobs.items():
         pattern, replacement = edits[knob]
@@ -131,7 +133,7 @@ def test_the_knobs_reach_every_object(tmp_path: Path) -> None:
     images = {c["image"] for ds in by_kind(docs, "DaemonSet").values() for c in containers(ds)}
     assert images == {"my.registry/wincni:0.1.0", "sigwindowstools/kube-proxy:v1.34.0-flannel-hostprocess"}
     [settings] = [d for d in docs if d["metadata"]["name"].startswith("wincni-settings-")]
-    assert settings["data"] == {"serviceCIDR": "10.112.0.0/12"}
+    assert settings["data"] == {"serviceCIDR": "10.112.0.0/12", "sweepSeconds": "60"}
     install = next(
         c for c in containers(by_kind(docs, "DaemonSet")["wincni-flannel-windows"]) if c["name"] == "install-cni"
     )
@@ -177,7 +179,12 @@ def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
         for c in containers(ds):
             line = c["command"] + c.get("args", [])
             if line[0].endswith("\\wincni.exe"):
-                out[c["name"]] = [a.replace("$(SERVICE_CIDR)", settings["serviceCIDR"]) for a in line[1:]]
+                out[c["name"]] = [
+                    a.replace("$(SERVICE_CIDR)", settings["serviceCIDR"]).replace(
+                        "$(SWEEP_SECONDS)", settings["sweepSeconds"]
+                    )
+                    for a in line[1:]
+                ]
             probe = c.get("readinessProbe", {}).get("exec", {}).get("command")
             for name, cmd in ((c["name"] + " readiness", probe), (c["name"], line)):
                 if cmd and cmd[0] == "cmd.exe":
@@ -192,15 +199,28 @@ def wincni_command_lines(docs: list[dict]) -> dict[str, list[str]]:
 def test_every_wincni_command_line_parses(variant) -> None:
     mode, docs = variant
     found = wincni_command_lines(docs)
-    want = {"install-cni": "install", "kube-flannel readiness": "doctor", "cni-dirs": "dirs"} | (
-        {"source-vip": "sourcevip"} if mode == "vxlan" else {}
-    )
+    want = {
+        "install-cni": "install",
+        "kube-flannel readiness": "doctor",
+        "cni-dirs": "dirs",
+        "metrics": "metrics",
+        "sweep": "reclaim",
+    } | ({"source-vip": "sourcevip"} if mode == "vxlan" else {})
     assert {name: args[0] for name, args in found.items()} == want
     parser = build_parser(default_paths("win32"), "win32")
     parsed = {name: parser.parse_args(args) for name, args in found.items()}  # UsageError on anything it does not take
     assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
     assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
     assert parsed["cni-dirs"].output == "json"
+    assert parsed["metrics"].textfile == "C:\\Program Files\\windows_exporter\\textfile_inputs"
+    assert parsed["metrics"].every == 300
+    assert parsed["sweep"].every == 60 and parsed["sweep"].runtime_endpoint == "npipe:////./pipe/containerd-containerd"
+
+
+def test_the_operator_turns_the_sweep_off_with_one_knob(tmp_path: Path) -> None:
+    docs = render(tmp_path, sweep_seconds="0")
+    sweep = wincni_command_lines(docs)["sweep"]
+    assert build_parser(default_paths("win32"), "win32").parse_args(sweep).every == 0  # says so, frees nothing
 
 
 # containerd's config.toml on the node: naming other folders (with a space, as containerd's own
@@ -242,6 +262,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     from tools.wincni.__main__ import where
     from tools.wincni.containerd import CONF_NAME
     from tools.wincni.install import Outcome, _dirs
+    from tools.wincni.options import InstallOptions
 
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")
@@ -260,7 +281,8 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     assert parsed["install-cni"].source == SANDBOX + "\\wincni"
 
     files, env = NodeFiles(NODES[node]), {"ProgramFiles": r"C:\Program Files"}
-    bin_dir, conf_dir = _dirs(parsed["install-cni"], "win32", env, Outcome(), files.reader())
+    options = InstallOptions.of(parsed["install-cni"])
+    bin_dir, conf_dir = _dirs(options, "win32", env, Outcome(), files.isdir, files.reader())
     written = ntpath.join(conf_dir, parsed["install-cni"].conf_name)
     if node == "config names them":
         assert (bin_dir, conf_dir) == (r"D:\k8s cni\bin", r"D:\k8s cni\conf")

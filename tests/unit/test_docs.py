@@ -6,9 +6,10 @@ a JSON value, a placeholder like ``<name>``, a Windows path ``C:\\...`` or ``%VA
 path of the node like ``/etc/cni/net.d``) is prose and not checked.
 
 - **Repository path**: a span of path characters whose first ``/``-separated part is an entry at
-  the repository's root (``plugins/cni/skel.py``, ``tests/e2e``), or that ends in ``/`` or in a
-  source suffix (``.py .c .h .ps1 .spec``), must name a file or folder of the repository, at the
-  root or (for a shortened one like ``winnet/stale.py`` or ``checks.py``) as the tail of one.
+  the repository's root (``plugins/cni/skel.py``, ``tests/e2e/``), or that ends in a source suffix
+  (``.py .c .h .ps1 .spec``), must name a file or folder of the repository, at the root or (for a
+  shortened one like ``winnet/stale.py`` or ``checks.py``) as the tail of one. Another folder
+  (``hns/v2/`` in a diagnostics bundle) is not checked.
   A file name with another suffix (``cni.conf``, ``wincni.exe``) is a node's file, not checked;
   build outputs (what .gitignore names: ``dist/``, ``bench/results.json``) are not checked either.
   ``*`` and ``{a,b}`` expand.
@@ -21,7 +22,7 @@ path of the node like ``/etc/cni/net.d``) is prose and not checked.
 - **Identifier** (``freed``, ``HcnClient``, ``cniVersion``): must be a name the code defines or uses
   (read from every ``.py`` file and the spec with ``ast``: names, attributes, definitions,
   arguments, keywords, imports, and the words of string constants other than docstrings) or a word
-  of the repository's other code and data (C, PowerShell, YAML, JSON, TOML, Makefile).
+  of the repository's other code and data (C, Go, PowerShell, YAML, JSON, TOML, Makefile).
 
 A word in capitals may be the code's lower-case name as the tools print it (``HELD``: ``"held"``).
 Environment variables are identifiers the code reads, so they pass the last rule. Other programs'
@@ -49,7 +50,7 @@ SOURCE_SUFFIXES = (".py", ".c", ".h", ".ps1", ".spec")
 FILE_SUFFIXES = SOURCE_SUFFIXES + tuple(
     ".json .conf .conflist .exe .dll .toml .yaml .txt .zip .pack .lock .log .env .md .cfg .tar .tmp .pyc".split()
 )
-DATA_SUFFIXES = (".c", ".h", ".ps1", ".yaml", ".yml", ".json", ".toml", ".cfg", ".conflist", ".txt")
+DATA_SUFFIXES = (".c", ".h", ".go", ".ps1", ".yaml", ".yml", ".json", ".toml", ".cfg", ".conflist", ".txt")
 PATH = re.compile(r"[\w.*{},-]+(/[\w.*{},-]*)*")
 DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -213,7 +214,7 @@ def path_problem(span: str) -> str | None:
     if not PATH.fullmatch(span) or span.startswith((".", "-")) or ignored(span):
         return None
     first = span.split("/")[0]
-    if not (first in repo_entries() and "/" in span or span.endswith("/") or span.endswith(SOURCE_SUFFIXES)):
+    if not (first in repo_entries() and "/" in span or span.endswith(SOURCE_SUFFIXES)):
         return None
     for pattern in _expand(span.rstrip("/")):
         if not any(

@@ -100,7 +100,18 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
     out = io.StringIO()
     assert (
         wincni(
-            ["reclaim", "--cni-conf", str(conf_path), "--min-age", "0", "--force", "-o", "json"],
+            [
+                "reclaim",
+                "--cni-conf",
+                str(conf_path),
+                "--min-age",
+                "0",
+                "--force",
+                "--runtime-endpoint",
+                "none",
+                "-o",
+                "json",
+            ],
             out,
             io.StringIO(),
             node.env,
@@ -114,6 +125,9 @@ def test_reclaim_speaks_json(tmp_path: Path) -> None:
         "store": str(store),
         "dryRun": False,
         "released": [{"ip": "10.244.4.50", "containerID": "gone"}],
+        "removed": [],
+        "deferred": 0,
+        "runtime": "runtime not asked (--runtime-endpoint none): the ownership rule alone",
     }
     assert not (store / "10.244.4.50").exists()
 
@@ -169,7 +183,7 @@ def test_a_cni_version_that_is_not_a_string_is_a_type_error(value) -> None:
 
 def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
     from plugins.win_bridge.flavor import FLAVOR
-    from plugins.winnet.lifecycle import Lifecycle
+    from plugins.winnet.config import load
 
     base = {
         "cniVersion": "1.0.0",
@@ -178,9 +192,9 @@ def test_api_version_allows_1_or_2_and_reads_go_s_zero_as_unset() -> None:
         "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
     }
     with pytest.raises(CniError) as exc:
-        Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 3}, "ADD")
+        load({**base, "apiVersion": 3}, "ADD", FLAVOR.schema())
     assert "[1, 2]" in exc.value.msg and "0" not in exc.value.msg.split("is not one of")[1], exc.value.msg
-    assert Lifecycle(FLAVOR).load_conf({**base, "apiVersion": 0}, "ADD")[1].api_version is None
+    assert load({**base, "apiVersion": 0}, "ADD", FLAVOR.schema())[1].api_version is None
 
 
 @pytest.mark.parametrize(

@@ -210,7 +210,7 @@ class _Network:
 
 def _netconf(**extra):
     from plugins.win_overlay.flavor import FLAVOR
-    from plugins.winnet.lifecycle import Lifecycle
+    from plugins.winnet.config import load
 
     conf = {
         "cniVersion": "1.0.0",
@@ -225,7 +225,7 @@ def _netconf(**extra):
         ],
         **extra,
     }
-    return FLAVOR, Lifecycle(FLAVOR).load_conf(conf, "ADD")[1]
+    return FLAVOR, load(conf, "ADD", FLAVOR.schema())[1]
 
 
 @pytest.mark.parametrize("form", [V1, V2])

@@ -1,7 +1,8 @@
 """``wincni``: operator commands. ``wincni doctor`` walks the Windows networking troubleshooting guide;
 ``wincni install`` lays the plugins and their config into containerd's CNI directories;
-``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni dirs`` says where the runtime's CNI
-folders are (``containerd.locate``: every command's default)."""
+``wincni sourcevip`` reserves kube-proxy's source VIP; ``wincni reclaim`` frees what no pod holds,
+once or ``--every`` minute (the node's sweep: no Windows runtime sends CNI GC); ``wincni dirs`` says
+where the runtime's CNI folders are (``containerd.locate``: every command's default)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,72 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         add_version(p, sub, "this wincni's build, Python and platform"), "version, commit, build, python, platform"
     )
     d = sub.add_parser("doctor", help="check this node's pod networking, with a fix for each problem")
+    _node_arguments(d, defaults, platform)
+    d.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    d.add_argument(
+        "--quick",
+        action="store_true",
+        help="only what decides whether a pod can get a network now, "
+        "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
+        "no contents-folder digest",
+    )
+    d.add_argument(
+        "--replay",
+        type=FILE,
+        metavar="BUNDLE",
+        help="read the node from a wincni bundle instead (any OS): the checks only the node can answer "
+        "say not checked (replay)",
+    )
+    add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
+    from . import containerd, metrics, options, reclaim, sourcevip
+
+    b = sub.add_parser("bundle", help="one bounded file of this node's CNI and HNS state, for an issue (no secrets)")
+    _node_arguments(b, defaults, platform)
+    b.add_argument(
+        "--out", type=FILE, metavar="FILE", help="the .tar.gz to write (default: ./wincni-bundle-<host>-<time>.tar.gz)"
+    )
+    m = sub.add_parser(
+        "metrics", help="the doctor's findings and HNS's counts as gauges for windows_exporter's textfile collector"
+    )
+    _node_arguments(m, defaults, platform)
+    metrics.add_arguments(m)
+    options.add_arguments(
+        sub.add_parser(
+            "install", help="lay the plugins and the CNI config into containerd's CNI directories (upgrades under load)"
+        ),
+        platform,
+    )
+    sourcevip.add_arguments(
+        sub.add_parser(
+            "sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' host-local store; print its flags"
+        ),
+        platform,
+    )
+    r = sub.add_parser(
+        "reclaim",
+        help="free what no pod holds: endpoints, reservations, saved configs (what CNI GC would do); "
+        "--every: the node's sweep",
+    )
+    _cni_conf_argument(r)
+    reclaim.add_arguments(r, platform)
+    containerd.add_config_argument(r, platform)
+    w = sub.add_parser(
+        "dirs",
+        help="where the runtime's CNI bin and conf folders are on this node, and why "
+        "(what the other commands default to)",
+    )
+    containerd.add_config_argument(w, platform)
+    add_output(w, "binDir, confDir and from")
+    return p
+
+
+DIRS_DEFAULT = "the runtime's (wincni dirs)"
+
+
+def _node_arguments(d: argparse.ArgumentParser, defaults: Mapping[str, str], platform: str) -> None:
+    """The files of the node the doctor reads, and so the bundle and the metrics too."""
+    from . import containerd
+
     _cni_conf_argument(d)
     d.add_argument(
         "--subnet-env",
@@ -46,62 +113,24 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
     d.add_argument(
         "--cni-bin-dir", type=DIR, metavar="DIR", help=f"the plugins' directory (default: {DIRS_DEFAULT} bin dir)"
     )
-    d.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
-    d.add_argument(
-        "--quick",
-        action="store_true",
-        help="only what decides whether a pod can get a network now, "
-        "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
-        "no contents-folder digest",
-    )
-    add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
-    from plugins.cni.ownership import IN_FLIGHT_SECONDS
-
-    from . import containerd, install, sourcevip
-
     containerd.add_config_argument(d, platform)
-    install.add_arguments(
-        sub.add_parser(
-            "install", help="lay the plugins and the CNI config into containerd's CNI directories (upgrades under load)"
-        ),
-        platform,
-    )
-    sourcevip.add_arguments(
-        sub.add_parser(
-            "sourcevip", help="reserve kube-proxy's source VIP (overlay) in the pods' host-local store; print its flags"
-        ),
-        platform,
-    )
-    r = sub.add_parser(
-        "reclaim", help="release host-local reservations whose pod has no HNS endpoint (what CNI GC does)"
-    )
-    _cni_conf_argument(r)
-    r.add_argument(
-        "--min-age",
-        type=sourcevip.seconds,
-        default=IN_FLIGHT_SECONDS,
-        metavar="SECONDS",
-        help="only reservations at least this old: an ADD in flight has no endpoint yet (default %(default)s; "
-        "less needs --force)",
-    )
-    r.add_argument(
-        "--force", action="store_true", help="allow a --min-age below the default, at the risk of ADDs in flight"
-    )
-    r.set_defaults(refuse=r.error)
-    r.add_argument("--dry-run", action="store_true", help="only list what would be released")
-    add_output(r, "what was (or would be) released, and what was kept and why")
-    containerd.add_config_argument(r, platform)
-    w = sub.add_parser(
-        "dirs",
-        help="where the runtime's CNI bin and conf folders are on this node, and why "
-        "(what the other commands default to)",
-    )
-    containerd.add_config_argument(w, platform)
-    add_output(w, "binDir, confDir and from")
-    return p
 
 
-DIRS_DEFAULT = "the runtime's (wincni dirs)"
+def _node_opts(args: argparse.Namespace, found: Any, defaults: Mapping[str, str]) -> dict[str, Any]:
+    """What ``facts.gather`` reads, from the node arguments (``_node_arguments``) and the CNI
+    folders ``where`` found."""
+    return {
+        "cni_conf": args.cni_conf or found.conf_dir,
+        "subnet_env": args.subnet_env or defaults["subnet_env"],
+        "subnet_env_given": bool(args.subnet_env),
+        "net_conf": args.net_conf or defaults["net_conf"],
+        "net_conf_given": bool(args.net_conf),
+        "source_vip": args.source_vip,
+        "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
+        "reach": getattr(args, "reach", None) or "",
+        "quick": getattr(args, "quick", False),
+        "containerd_version": found.version if found is not None else None,
+    }
 
 
 def _cni_conf_argument(p: argparse.ArgumentParser) -> None:
@@ -195,12 +224,16 @@ def main(
         return _print_version(args.output, stdout)
     if args.command == "install":
         from . import install
+        from .options import InstallOptions
 
-        return install.run(args, stdout, platform, cwd or os.getcwd(), env=env)
+        return install.run(InstallOptions.of(args), stdout, platform, cwd or os.getcwd(), env=env)
+    if args.command == "doctor" and args.replay:
+        return replay_doctor(args, stdout, stderr)
     from .flagfile import FlagFileError
 
     try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
-        found, refused = where(args, platform, env, strict=args.command in ("sourcevip", "reclaim")), ""
+        strict = args.command in ("sourcevip", "reclaim", "bundle", "metrics")
+        found, refused = where(args, platform, env, strict=strict), ""
     except FlagFileError as exc:
         found, refused = None, str(exc)
     if args.command == "dirs":
@@ -217,30 +250,43 @@ def main(
 
         if risk:
             stderr.write(f"wincni reclaim: warning: --min-age {args.min_age:g} with --force: {risk}\n")
-        if refused:
-            facts_ = facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
-        else:
-            opts = {**defaults, "cni_conf": args.cni_conf or found.conf_dir, "cni_bin_dir": found.bin_dir}
-            facts_ = facts.gather(opts, env, platform, cwd or os.getcwd())
-        return reclaim.run(facts_, platform, args.min_age, args.dry_run, stdout, stderr, env, args.output)
-    opts = {
-        "cni_conf": args.cni_conf or found.conf_dir,
-        "subnet_env": args.subnet_env or defaults["subnet_env"],
-        "subnet_env_given": bool(args.subnet_env),
-        "net_conf": args.net_conf or defaults["net_conf"],
-        "net_conf_given": bool(args.net_conf),
-        "source_vip": args.source_vip,
-        "cni_bin_dir": args.cni_bin_dir or found.bin_dir,
-        "reach": args.reach or "",
-        "quick": args.quick,
-        "containerd_version": found.version if found is not None else None,
-    }
+
+        def gather() -> facts.Facts:
+            if refused:
+                return facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
+            opts = {
+                **defaults,
+                "cni_conf": args.cni_conf or found.conf_dir,
+                "cni_bin_dir": found.bin_dir,
+                "quick": True,
+            }
+            return facts.gather(opts, env, platform, cwd or os.getcwd())
+
+        return reclaim.command(args, gather, platform, env, cwd or os.getcwd(), stdout, stderr)
+    if refused and args.command in ("bundle", "metrics"):
+        stderr.write(f"wincni {args.command}: {refused}\n")
+        return 1
+    opts = _node_opts(args, found, defaults)
+    if args.command == "bundle":
+        from . import bundle
+
+        return bundle.run(opts, args.out or bundle.default_out(), env, platform, cwd or os.getcwd(), stdout, stderr)
+    if args.command == "metrics":
+        from . import metrics
+
+        return metrics.run(args, opts, env, platform, cwd or os.getcwd(), stdout, stderr)
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
     from .containerd import said
 
     given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
     looked = {"conf": opts["cni_conf"], "binDir": opts["cni_bin_dir"], "from": said(given, found)}
-    if args.output == "json":
+    return _report(results, looked, len(given) < 2, args.output, stdout)
+
+
+def _report(results: list, looked: Mapping[str, str], chose: bool, output: str, stdout: TextIO) -> int:
+    """The doctor's report, live or replayed; ``chose``: the doctor picked the folders, so the
+    table says where it looked and why. 1 when a check failed."""
+    if output == "json":
         json.dump(
             {
                 "cniDirs": looked,
@@ -254,10 +300,25 @@ def main(
         )
         stdout.write("\n")
     else:
-        if len(given) < 2:  # the doctor chose: say where it looked and why
+        if chose:
             stdout.write(f"CNI config {looked['conf']}, plugins {looked['binDir']}: {looked['from']}\n\n")
         render_table(results, stdout)
     return 1 if any(c.status == "fail" for c in results) else 0
+
+
+def replay_doctor(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``wincni doctor --replay``: the report from a bundle's facts; 1, said on stderr, for a
+    bundle that cannot be read (as for a file any flag names)."""
+    from . import checks, replay
+
+    try:
+        bundle = replay.load(args.replay)
+        found = replay.gather(bundle, args.reach or "")
+    except replay.ReplayError as exc:
+        stderr.write(f"wincni doctor: {exc}\n")
+        return 1
+    looked = {"conf": found.conf_path, "binDir": found.bin_dir, "from": f"replayed from {args.replay}"}
+    return _report(checks.run(found), looked, True, args.output, stdout)
 
 
 def _min_age_risk(args: argparse.Namespace) -> str:

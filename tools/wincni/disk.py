@@ -8,10 +8,12 @@ that enforces the same rules on Linux, where nothing is ever held.
 A folder install writes in is judged once (``claim``, ``secure``) and then held open
 (``safefs.Folder``): every later step at or below it, reads included, goes through that
 descriptor (a pinned handle on Windows), never through the path looked up again, so a folder a
-user swaps for a link after the check is never reached. Writing anywhere else is refused. Paths
-outside the held folders (the release folder, the files flags name) are only read. Nothing
-here writes, deletes or lists through a link: files are written new and renamed into place; an
-entry to get rid of is unlinked, or renamed to a fresh trash name beside it and deleted from there.
+user swaps for a link after the check is never reached. Writing anywhere else is refused, but
+for the scratch folder a release zip is unpacked into (``unpack``: made new and private, deleted
+at ``release``). Paths outside the held folders (the release folder, the files flags name) are
+only read. Nothing here writes, deletes or lists through a link: files are written new and renamed
+into place; deleting has two forms, ``remove`` (an entry that is not a folder, a link itself) and
+``purge`` (a folder and all in it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hashlib
 import os
 import shutil
 import stat
+from typing import Callable
 
 from basics.errors import UnsafePath
 
@@ -28,6 +31,7 @@ class Disk:
     def __init__(self) -> None:
         #: The folders judged so far, by path; None: one a dry run found missing or would make anew.
         self._held: dict[str, object] = {}
+        self._scratch: list[str] = []  # private temp folders of this run (``unpack``), gone at ``release``
 
     # ------------------------------------------------------------------ held folders
 
@@ -59,11 +63,39 @@ class Disk:
         self._hold(path, secure_folder(path))
 
     def release(self) -> None:
-        """Close every held folder (the end of a run)."""
+        """Close every held folder and delete the scratch folders (the end of a run)."""
         for folder in self._held.values():
             if folder is not None:
                 folder.close()
         self._held.clear()
+        while self._scratch:
+            shutil.rmtree(self._scratch.pop(), ignore_errors=True)
+
+    def unpack(self, path: str, max_bytes: int, max_entries: int, executable: Callable[[str], bool]) -> str:
+        """The zip ``path`` unpacked into a new private temp folder (``mkdtemp``: ours, 0700, made
+        where nobody else can have put it), deleted at ``release``; opened as ``basics.inputfile``
+        opens what a flag names (a regular file, never waited on, no user's link followed).
+        ValueError when it holds more than ``max_entries`` entries or ``max_bytes`` unpacked;
+        top-level names ``executable`` says are commands get their execute bits (zip keeps none)."""
+        import tempfile
+        import zipfile
+
+        from basics.inputfile import open_file
+
+        fd, _ = open_file(path, max_bytes)
+        with open(fd, "rb") as f, zipfile.ZipFile(f) as zf:
+            infos = zf.infolist()
+            if len(infos) > max_entries or sum(i.file_size for i in infos) > max_bytes:
+                raise ValueError(f"more than {max_entries} entries or {max_bytes >> 20} MiB")
+            tmp = tempfile.mkdtemp(prefix="wincni-release-")
+            self._scratch.append(tmp)
+            zf.extractall(tmp)  # drops absolute paths and ".." from member names
+        if os.name != "nt":
+            for name in os.listdir(tmp):
+                p = os.path.join(tmp, name)
+                if os.path.isfile(p) and executable(name):
+                    os.chmod(p, 0o755)
+        return tmp
 
     def _hold(self, path: str, folder: object) -> None:
         key = _key(path)
@@ -123,6 +155,15 @@ class Disk:
         if found is None:
             return os.path.lexists(path)
         return found[0] is not None and found[0].lstat(found[1]) is not None
+
+    def is_folder(self, path: str) -> bool:
+        """Inside a held folder: ``path`` is a folder itself (a link or junction is not, whatever it
+        points to). Elsewhere: a folder is there, a link to one too (the claim judges the link)."""
+        found = self._where(path)
+        if found is None:
+            return os.path.isdir(path)
+        st = found[0].lstat(found[1]) if found[0] is not None else None
+        return st is not None and stat.S_ISDIR(st.st_mode) and not _reparse_point(st)
 
     def _open_plain(self, path: str) -> int | None:
         """A read descriptor on ``path``: no final link followed, nothing waited on; None when
@@ -226,28 +267,10 @@ class Disk:
         folder, rel = self._inside(path)
         folder.mkdir(rel, 0o700)
 
-    def discard(self, path: str) -> None:
-        """Get rid of ``path`` without following it: a link or file is unlinked, a folder renamed
-        to a fresh name beside it first (its owner can no longer swap it) and purged from there."""
-        folder, rel = self._inside(path)
-        st = folder.lstat(rel)
-        if st is None:
-            return
-        if _reparse_point(st):  # Windows: a junction or symbolic link itself, folder- or file-like
-            (folder.rmdir if st.st_file_attributes & stat.FILE_ATTRIBUTE_DIRECTORY else folder.unlink)(rel)
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            folder.unlink(rel)
-            return
-        from .layout import DISCARDED
-
-        trash = self.fresh_name(path + DISCARDED)  # a later install's cleanup finishes it
-        self.rename(path, trash)
-        self.purge(trash)
-
     def purge(self, path: str) -> None:
-        """Delete the folder ``path`` another user may own, never through a link or junction
-        swapped in while it is deleted (``safefs.Folder.purge``)."""
+        """Delete the folder ``path`` and all in it, which another user may own, never through a
+        link or junction swapped in while it is deleted (``safefs.Folder.purge``). One of the two
+        ways install deletes, with ``remove``."""
         folder, rel = self._inside(path)
         folder.purge(rel)
 
@@ -289,15 +312,14 @@ class Disk:
         return rel
 
     def remove(self, path: str) -> None:
+        """Delete the entry ``path`` that is not a folder: a file, or a link itself, never
+        followed (on Windows a folder-like junction or link is removed as the folder it poses as)."""
         folder, rel = self._inside(path)
+        st = folder.lstat(rel)
+        if st is not None and _reparse_point(st) and st.st_file_attributes & stat.FILE_ATTRIBUTE_DIRECTORY:
+            folder.rmdir(rel)
+            return
         folder.unlink(rel)
-
-    def rmdir(self, path: str) -> None:
-        folder, rel = self._inside(path)
-        folder.rmdir(rel)
-
-    def rmtree(self, path: str) -> None:
-        self.purge(path)
 
     def write_atomic(self, path: str, data: bytes) -> None:
         """A reader sees the old file or the new one, never a part: a temp file beside it made

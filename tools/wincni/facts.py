@@ -51,6 +51,7 @@ class Facts:
     netconf: Any = None  # plugins.winnet.config.NetConf of the effective win-bridge/win-overlay config
     flavor: Any = None  # plugins.winnet.lifecycle.Flavor of the delegate plugin, when it is one of ours (even if its config does not load)
     ipam_dir: str = ""  # host-local's store directory for this network
+    flannel_dir: str = ""  # flannel's dataDir (its saved delegate configs); "" without flannel
     bin_dir: str = ""
     bin_files: frozenset[str] | None = None
     subnet_env_path: str = ""
@@ -89,19 +90,87 @@ class Facts:
     status: tuple[int, str, str] | None = (
         None  # the plugin's STATUS answer (code, msg, details), 0 ready; None: not asked
     )
+    replayed: str = ""  # the bundle these facts were read from ("" on the live node)
+    inventory: Any = None  # Inventory: every HNS object of the node, by kind; None: not read
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
+    of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
+    says which sandbox holds each; ``is_remote`` marks another node's pod)."""
+
+    networks: tuple = ()
+    endpoints: tuple = ()
+    load_balancers: tuple = ()
+
+    @property
+    def remote_endpoints(self) -> tuple:
+        return tuple(e for e in self.endpoints if e.is_remote)
+
+    @property
+    def unreferenced_remote_endpoints(self) -> tuple:
+        """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
+        kube-proxy deletes one when its last load balancer goes, so these were left behind."""
+        from libhns.objects import same_id
+
+        used = [e for lb in self.load_balancers for e in lb.host_compute_endpoints or ()]
+        return tuple(r for r in self.remote_endpoints if not any(same_id(r.id, e) for e in used))
+
+
+class LiveNode:
+    """Where ``gather`` reads on the node itself: the files the flags name (``flagfile.read``),
+    HNS through the backend ``LIBHNS_BACKEND`` picks, host-local's store through its own reader.
+    ``replay.Bundle`` answers the same questions from a bundle, and says ``live`` False for the
+    reads only the node can answer (who may write its folders, the plugins' STATUS, …)."""
+
+    live = True
+    replayed = ""
+
+    def configs(self, path: str) -> list[str] | None:
+        """The CNI configs in the folder ``path``, sorted; None when it is not a folder."""
+        if not os.path.isdir(path):
+            return None
+        return sorted(n for n in os.listdir(path) if n.endswith(CONF_SUFFIXES))
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def read(self, flag: str, path: str, cap: int) -> Input | Problem | None:
+        return _input(flag, path, cap)
+
+    def clients(self, env: Mapping[str, str]) -> tuple[Any, Any]:
+        from libhns.client import open_clients
+
+        return open_clients(env)
+
+    def store(
+        self, ipam_dir: str, platform: str
+    ) -> tuple[tuple[tuple[str, str], ...] | None, dict[str, float], Problem | None]:
+        return read_store(ipam_dir, platform)
+
+
+LIVE = LiveNode()
+CONF_SUFFIXES = (".conf", ".conflist", ".json")
 
 
 def default_paths(platform: str) -> dict[str, str]:
     return dict(WINDOWS_PATHS if platform == "win32" else POSIX_PATHS)
 
 
-def find_conf(path: str) -> str:
+def find_conf(path: str, source: LiveNode = LIVE, platform: str = "") -> str:
     """A directory means the runtime's pick: the first ``*.conf``/``*.conflist``/``*.json`` in
-    lexical order (``dir/*.conf`` when there is none)."""
-    if not os.path.isdir(path):
+    lexical order (``dir/*.conf`` when there is none). ``platform``: the node's, whose paths these
+    are (a bundle of a Windows node replays anywhere)."""
+    names = source.configs(path)
+    if names is None:
         return path
-    names = sorted(n for n in os.listdir(path) if n.endswith((".conf", ".conflist", ".json")))
-    return os.path.join(path, names[0]) if names else os.path.join(path, NO_CONF)
+    return node_path(platform).join(path, names[0] if names else NO_CONF)
+
+
+def node_path(platform: str) -> Any:
+    """The path module of the node ``platform`` names (``ntpath`` for Windows, else this OS's)."""
+    return ntpath if platform == "win32" else os.path
 
 
 NO_CONF = "*.conf"
@@ -116,11 +185,12 @@ def first_plugin(conf: dict) -> dict:
     return {"name": conf.get("name"), "cniVersion": conf.get("cniVersion"), **first}
 
 
-def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: str) -> Facts:
+def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: str, source: LiveNode = LIVE) -> Facts:
     """Every read the doctor makes, in the order each needs the one before; each reader returns
-    values or a ``Problem``, and the facts are built once at the end."""
-    conf_path = find_conf(opts["cni_conf"])
-    conf, conf_problem = read_conf(conf_path, opts["cni_conf"])
+    values or a ``Problem``, and the facts are built once at the end. ``source``: the node itself,
+    or a bundle of it (then what only the node can say is left unread)."""
+    conf_path = find_conf(opts["cni_conf"], source, platform)
+    conf, conf_problem = read_conf(conf_path, opts["cni_conf"], source, platform)
     plugin = str(conf.get("type") or "") if conf is not None else ""
     fconf, subnet_env_path, net_conf_path = None, opts["subnet_env"], opts["net_conf"]
     if conf is not None and plugin == "flannel":
@@ -128,8 +198,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         if fconf is not None:  # the files flannel itself will open, unless the operator points elsewhere
             subnet_env_path = opts["subnet_env"] if opts.get("subnet_env_given") else fconf.subnet_file
             net_conf_path = opts["net_conf"] if opts.get("net_conf_given") else fconf.net_conf
-    backend, backend_problem = read_backend(net_conf_path)
-    lease, lease_problem = read_lease(subnet_env_path, plugin)
+    backend, backend_problem = read_backend(net_conf_path, source)
+    lease, lease_problem = read_lease(subnet_env_path, plugin, source)
     delegate_type, delegate = "", None
     if conf is not None and conf_problem is None:
         delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
@@ -139,25 +209,18 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     if delegate is not None and conf_problem is None:
         netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
     quick = bool(opts.get("quick"))
-    hns = read_hns(env, name, endpoints=not quick)
+    hns = read_hns(env, name, endpoints=not quick, source=source)
     network = hns.get("network")
-    source_vip, source_vip_problem = read_source_vip(opts["source_vip"])
-    reservations, young, store_problem = read_store(ipam_dir if not quick else "", platform)
+    source_vip, source_vip_problem = read_source_vip(opts["source_vip"], source)
+    reservations, ages, store_problem = source.store(ipam_dir if not quick else "", platform)
     policies: tuple[dict, ...] = ()
     if netconf is not None:
         policies, policy_problem = endpoint_policies(conf_path, flavor, netconf, network, hns.get("features"))
         if policy_problem is not None:
             netconf, conf_problem = None, policy_problem
-    open_dirs = read_open_dirs(
-        {
-            "CNI bin dir": opts["cni_bin_dir"],
-            "CNI conf dir": os.path.dirname(conf_path),
-            "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
-            "flannel data dir": getattr(fconf, "data_dir", ""),
-        }
+    live = (
+        read_live(opts, conf, conf_path, ipam_dir, fconf, (plugin, delegate_type), env, platform) if source.live else {}
     )
-    bin_files = _listdir(opts["cni_bin_dir"])
-    status = read_status(conf, opts["cni_bin_dir"], env, platform) if conf is not None and not quick else None
     return Facts(
         conf_path=conf_path,
         conf_problem=conf_problem,
@@ -167,8 +230,8 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         netconf=netconf,
         flavor=flavor,
         ipam_dir=ipam_dir,
+        flannel_dir=getattr(fconf, "data_dir", ""),
         bin_dir=opts["cni_bin_dir"],
-        bin_files=bin_files,
         subnet_env_path=subnet_env_path,
         lease=lease,
         lease_problem=lease_problem,
@@ -183,20 +246,48 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         reservations=reservations,
         store_problem=store_problem,
         reach=opts.get("reach") or "",
-        simulated=simulated_on_windows(env, platform),
-        open_dirs=open_dirs,
-        young=young,
+        young=young_of(ages),
         windows=platform == "win32",
-        tools=frozen_dir(),
-        bin_audit=read_bin_audit(
-            opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), plugin, delegate_type, digests=not quick
-        ),
-        **(read_install(opts["cni_bin_dir"], conf_path) if not quick else {}),  # reading it may fix its mode
-        running_build=running_build(),
         cni_version=str(conf.get("cniVersion") or "") if conf is not None else "",
         containerd_version=opts.get("containerd_version"),
-        status=status,
+        replayed=source.replayed,
+        **live,
     )
+
+
+def read_live(
+    opts: Mapping[str, Any],
+    conf: dict | None,
+    conf_path: str,
+    ipam_dir: str,
+    fconf: Any,
+    plugins: tuple[str, str],
+    env: Mapping[str, str],
+    platform: str,
+) -> dict[str, Any]:
+    """The facts only the node itself can give, as Facts fields: who may write its folders, what
+    its bin dir holds and who laid it, the plugins' STATUS answer, the runtime's environment."""
+    quick = bool(opts.get("quick"))
+    bin_files = _listdir(opts["cni_bin_dir"])
+    return {
+        "open_dirs": read_open_dirs(
+            {
+                "CNI bin dir": opts["cni_bin_dir"],
+                "CNI conf dir": os.path.dirname(conf_path),
+                "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
+                "flannel data dir": getattr(fconf, "data_dir", ""),
+            }
+        ),
+        "bin_files": bin_files,
+        "status": read_status(conf, opts["cni_bin_dir"], env, platform) if conf is not None and not quick else None,
+        "simulated": simulated_on_windows(env, platform),
+        "tools": frozen_dir(),
+        "bin_audit": read_bin_audit(
+            opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), *plugins, digests=not quick
+        ),
+        **(read_install(opts["cni_bin_dir"], conf_path) if not quick else {}),  # reading it may fix its mode
+        "running_build": running_build(),
+    }
 
 
 #: The version STATUS is asked at whatever the config says: no earlier one has the command.
@@ -249,27 +340,27 @@ def frozen_dir() -> str:
     return os.path.dirname(os.path.abspath(sys.executable)) if getattr(sys, "frozen", False) else ""
 
 
-def read_conf(path: str, given: str) -> tuple[dict | None, Problem | None]:
+def read_conf(path: str, given: str, source: LiveNode = LIVE, platform: str = "") -> tuple[dict | None, Problem | None]:
     """The CNI config the runtime would use (``first_plugin`` of a conflist), with its name checked;
     ``given`` is --cni-conf as passed (a file or the folder ``path`` was picked from)."""
     from plugins.cni.config import check_name, decode
     from plugins.cni.errors import CniError
     from plugins.cni.skel import MAX_STDIN
 
-    if not os.path.lexists(given):
+    if not source.exists(given):
         return None, Problem(
             f"--cni-conf {given} does not exist",
             "pass --cni-conf with the pods' CNI config file, "
             "or the folder the runtime loads it from (containerd's config.toml conf_dir, where "
             "wincni install writes 10-flannel.conflist)",
         )
-    if os.path.basename(path) == NO_CONF and os.path.dirname(path) == given:
+    if node_path(platform).basename(path) == NO_CONF and node_path(platform).dirname(path) == given:
         return None, Problem(
             f"{given} holds no *.conf, *.conflist or *.json file: pods get no network",
             f"run wincni install (it writes {os.path.join(given, '10-flannel.conflist')}), "
             "or pass --cni-conf with the folder or file that holds the config",
         )
-    found = _input("--cni-conf", path, MAX_STDIN)
+    found = source.read("--cni-conf", path, MAX_STDIN)
     if not isinstance(found, Input):
         return None, Problem(
             f"CNI config: {found.message if found else f'{path} does not exist'}",
@@ -294,12 +385,12 @@ def flannel_conf(path: str, conf: dict, platform: str, cwd: str) -> tuple[Any, P
         return None, Problem(f"{path}: {err.msg}", err.details)
 
 
-def read_backend(path: str) -> tuple[Any, Problem | None]:
+def read_backend(path: str, source: LiveNode = LIVE) -> tuple[Any, Problem | None]:
     """flanneld's net-conf.json as flannel parses it; None when it does not exist."""
     from plugins.cni.errors import CniError
     from plugins.flannel import netconf
 
-    found = _input("--net-conf", path, netconf.MAX_NET_CONF)
+    found = source.read("--net-conf", path, netconf.MAX_NET_CONF)
     if not isinstance(found, Input):
         return None, found
     try:
@@ -308,11 +399,11 @@ def read_backend(path: str) -> tuple[Any, Problem | None]:
         return None, _quoted(Problem(err.msg, err.details), "--net-conf", found)
 
 
-def read_lease(path: str, plugin: str) -> tuple[Any, Problem | None]:
+def read_lease(path: str, plugin: str, source: LiveNode = LIVE) -> tuple[Any, Problem | None]:
     """flanneld's subnet.env as flannel parses it; without flannel, none is needed."""
     from plugins.flannel import subnet_env
 
-    found = _input("--subnet-env", path, subnet_env.MAX_LEASE)
+    found = source.read("--subnet-env", path, subnet_env.MAX_LEASE)
     if isinstance(found, Problem):
         return None, found
     if found is None:
@@ -375,7 +466,7 @@ def endpoint_conf(
     """(the NetConf the plugin would load, host-local's store directory, a problem)."""
     from plugins.cni.errors import CniError
     from plugins.ipam_host_local.config import default_data_dir
-    from plugins.winnet.lifecycle import Lifecycle
+    from plugins.winnet.config import load
 
     if flavor is None:
         return (
@@ -387,12 +478,12 @@ def endpoint_conf(
             ),
         )
     try:
-        _, netconf = Lifecycle(flavor).load_conf(doc, "ADD")
+        _, netconf = load(doc, "ADD", flavor.schema())
     except CniError as err:
         return None, "", Problem(f"{path}: {err.msg}", err.details)
     ipam = netconf.ipam if isinstance(netconf.ipam, dict) else {}
     data_dir = ipam.get("dataDir") if isinstance(ipam.get("dataDir"), str) else default_data_dir(platform, cwd)
-    return netconf, (ntpath if platform == "win32" else os.path).join(data_dir, name), None
+    return netconf, node_path(platform).join(data_dir, name), None
 
 
 def endpoint_policies(
@@ -415,36 +506,53 @@ def endpoint_policies(
         return (), Problem(f"{path}: {err.msg}", err.details)
 
 
-def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True) -> dict[str, Any]:
+def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: LiveNode = LIVE) -> dict[str, Any]:
     """HNS's side of the facts, by field: version, features, the network named ``name``, its
-    endpoints and the stale ones among them (unless not ``endpoints``); or only ``hns_problem``."""
-    from libhns.client import open_clients
+    endpoints and the stale ones among them, and the node's ``Inventory`` (unless not
+    ``endpoints``: the readiness probe's few calls); or only ``hns_problem``."""
     from libhns.errors import EnvError, HnsError
 
     try:
-        hcn, hnscall = open_clients(env)
+        hcn, hnscall = source.clients(env)
         version, features = hnscall.version(), hnscall.features()
         network = hcn.get_network_by_name(name) if name else None
-        found, stale = (), ()
-        if network is not None and endpoints:
+        found, stale, inventory = (), (), None
+        if endpoints:
+            from libhns.objects import same_id
             from plugins.winnet.hnsapi import HnsV1Api
             from plugins.winnet.stale import left_behind
 
-            v1 = HnsV1Api(hnscall, hcn, "", "")
-            eps = v1.endpoints_of(network)  # once: the V1 view also says which sandbox holds each
-            found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
-            stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
+            every = hnscall.list_endpoints()  # once: the V1 view also says which sandbox holds each
+            inventory = read_inventory(hcn, every)
+            if network is not None:
+                eps = [ep for ep in every if same_id(ep.virtual_network, network.id)]
+                found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
+                v1 = HnsV1Api(hnscall, hcn, "", "")
+                stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
     except EnvError as err:
         return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
     except (HnsError, OSError) as err:
-        return {"hns_problem": Problem(f"cannot query HNS: {err}", "is the hns service running? (Get-Service hns)")}
+        fix = "replay a bundle that holds it" if source.replayed else "is the hns service running? (Get-Service hns)"
+        return {"hns_problem": Problem(f"cannot query HNS: {err}", fix)}
     return {
         "hns_version": version,
         "features": features,
         "network": network,
         "endpoints": found,
         "stale_endpoints": stale,
+        "inventory": inventory,
     }
+
+
+def read_inventory(hcn: Any, endpoints: list) -> Inventory | None:
+    """The node's networks and load balancers beside ``endpoints``; None when HNS will not list
+    them (the checks of the pods' network do not need them)."""
+    from libhns.errors import HnsError
+
+    try:
+        return Inventory(tuple(hcn.list_networks()), tuple(endpoints), tuple(hcn.list_load_balancers()))
+    except HnsError:
+        return None
 
 
 def read_bin_audit(
@@ -497,11 +605,11 @@ def read_open_dirs(folders: Mapping[str, str]) -> tuple[tuple[str, str, str], ..
     return tuple(out)
 
 
-def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
+def read_source_vip(path: str, source: LiveNode = LIVE) -> tuple[tuple[str, ...] | None, Problem | None]:
     """kube-proxy's source VIP file: its addresses, None when it does not exist."""
     from plugins.cni.skel import MAX_STDIN
 
-    found = _input("--source-vip", path, MAX_STDIN)
+    found = source.read("--source-vip", path, MAX_STDIN)
     if not isinstance(found, Input):
         return None, found
     try:
@@ -520,32 +628,37 @@ def read_source_vip(path: str) -> tuple[tuple[str, ...] | None, Problem | None]:
 
 def read_store(
     ipam_dir: str, platform: str
-) -> tuple[tuple[tuple[str, str], ...] | None, frozenset[str], Problem | None]:
-    """host-local's reservations (IP, container ID) for the network (None when unknown), and those
-    younger than reclaim's default ``--min-age``, the ownership rule's ``IN_FLIGHT_SECONDS`` (an ADD
-    may still be creating their endpoint)."""
+) -> tuple[tuple[tuple[str, str], ...] | None, dict[str, float], Problem | None]:
+    """host-local's reservations (IP, container ID) for the network (None when unknown), and how
+    many seconds ago each was made or renewed (``young_of`` says which an ADD may still own)."""
     import time
 
-    from plugins.cni.ownership import IN_FLIGHT_SECONDS
     from plugins.ipam_host_local.store import open_store
 
     if not ipam_dir or not os.path.isdir(ipam_dir):
-        return (() if ipam_dir else None), frozenset(), None
+        return (() if ipam_dir else None), {}, None
     try:
         with open_store(ipam_dir, platform) as store:
             found = tuple((str(ip), owner.container_id if owner else "") for ip, owner in store.allocations())
             now = time.time()
-            young = frozenset(ip for ip, _ in found if now - store.reserved_at(ip) < IN_FLIGHT_SECONDS)
-            return found, young, None
+            return found, {ip: now - store.reserved_at(ip) for ip, _ in found}, None
     except OSError as err:
         return (
             None,
-            frozenset(),
+            {},
             Problem(
                 f"cannot read host-local's store {ipam_dir}: {err}",
                 "run the doctor as the user the runtime runs as (Administrator)",
             ),
         )
+
+
+def young_of(ages: Mapping[str, float]) -> frozenset[str]:
+    """The reservations younger than reclaim's default ``--min-age``, the ownership rule's
+    ``IN_FLIGHT_SECONDS``: an ADD may still be creating their endpoint."""
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS
+
+    return frozenset(ip for ip, age in ages.items() if age < IN_FLIGHT_SECONDS)
 
 
 def _listdir(path: str) -> frozenset[str] | None:

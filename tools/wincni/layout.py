@@ -1,6 +1,7 @@
 """What ``wincni install`` lays into the CNI bin dir, and how an upgrade swaps builds under load.
 
-Pure planning: directory listings in, steps out; ``tools.wincni.install`` carries them out.
+Pure: the layout's names, the manifest and the release folder as records; ``plan`` turns them
+into steps, ``executor`` carries them out.
 
 The layout (one build per contents folder, which PyInstaller's one-folder exe loads from beside
 itself, its name baked into the exe by specs/wincni.spec)::
@@ -36,23 +37,13 @@ CONTENTS_PREFIX = "_wincni-"  # + build ID: specs/wincni.spec names the contents
 ASIDE_DIR = ".wincni-old"
 MANIFEST = ".wincni-install.json"
 PARTIAL = ".partial"  # a contents folder being copied; renamed into place when complete
-TRASH = ".trash"  # a contents folder renamed for deletion (proof that nothing held it)
+TRASH = ".trash"  # a contents folder an older wincni renamed for deletion: still recognised as such
 FOREIGN = "previous"  # aside folder for launchers install did not lay (e.g. the Go plugins)
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")  # what libcni's ConfFiles loads
 DISABLED = ".disabled-by-wincni"
-DISCARDED = ".wincni-trash"  # an entry no administrator laid, renamed aside to be deleted (Disk.discard)
+DISCARDED = ".wincni-trash"  # a folder renamed to be purged (proof that nothing held it), + ".1"… if taken
 QUARANTINE = QUARANTINED  # in the conf dir: configs install found there but no administrator laid
 MAX_MANIFEST = 1 << 20
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing to do (or done): ``action`` is the table's first column."""
-
-    action: str  # copy install replace keep aside remove held write disable restore takeover quarantine
-    path: str
-    source: str = ""
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,43 +152,6 @@ class Bundle:
         return cls(root, builds[0], launchers)
 
 
-def plan_bin(
-    bundle: Bundle, bin_dir: str, present: Iterable[str], same: Callable[[str], bool], previous: Manifest, laid: bool
-) -> list[Step]:
-    """Steps laying ``bundle`` into ``bin_dir`` (whose top-level names are ``present``).
-
-    ``same(name)``: the launcher in bin_dir already has the bundle's bytes. ``laid``: the contents
-    folder there is the one the manifest names, digest and all; any other is replaced. Launchers
-    the previous install laid that this build no longer has are removed, so no launcher outlives
-    its contents.
-    """
-    present = set(present)
-    j = os.path.join
-    there = bundle.contents in present
-    steps = [
-        Step(
-            "keep" if there and laid else "copy",
-            j(bin_dir, bundle.contents),
-            j(bundle.root, bundle.contents),
-            f"build {bundle.build}"
-            + ("; the folder there is not the one install laid: replaced" if there and not laid else ""),
-        )
-    ]
-    for name in bundle.launchers:
-        if name not in present:
-            steps.append(Step("install", j(bin_dir, name), j(bundle.root, name)))
-        elif same(name):
-            steps.append(Step("keep", j(bin_dir, name), j(bundle.root, name)))
-        else:
-            steps.append(Step("replace", j(bin_dir, name), j(bundle.root, name)))
-    steps += [
-        Step("remove", j(bin_dir, name), detail="not in this build")
-        for name in previous.launchers
-        if name not in bundle.launchers and name in present
-    ]
-    return steps
-
-
 def embedded_build(launcher: bytes) -> str:
     """The build a launcher loads: PyInstaller stores its contents folder's name as the option
     ``pyi-contents-directory <name>`` in the archive's table of contents. "" for anything else
@@ -241,27 +195,6 @@ def stale_contents(present: Iterable[str], asides: Mapping[str, int], current: s
     return out
 
 
-def plan_conf(
-    conf_dir: str, present: Iterable[str], ours: str, rendered: bytes, existing: bytes | None, keep_others: bool
-) -> list[Step]:
-    """Write our config unless identical; disable every config containerd would load before it
-    (it loads only the first, in lexical order)."""
-    j = os.path.join
-    steps = [Step("keep" if existing == rendered else "write", j(conf_dir, ours))]
-    if keep_others:
-        return steps
-    for name in sorted(present):
-        if name < ours and name.endswith(CONF_EXTENSIONS):
-            steps.append(
-                Step(
-                    "disable",
-                    j(conf_dir, name),
-                    detail=f"sorts before {ours}: containerd would load it instead; moved to {name}{DISABLED}",
-                )
-            )
-    return steps
-
-
 def in_folder(path: str, folder: str) -> bool:
     """``path`` is a name directly in ``folder``, as the file system compares names (Windows:
     ``C:\\etc`` and ``c:/etc`` are one folder, so an install run with either spelling is the same)."""
@@ -275,7 +208,12 @@ def same_file(a: str, b: str) -> bool:
 
 def is_contents(name: str) -> bool:
     """``name`` is a build's contents folder (not one half copied or being deleted)."""
-    return name.startswith(CONTENTS_PREFIX) and not name.endswith((PARTIAL, TRASH)) and len(name) > len(CONTENTS_PREFIX)
+    return name.startswith(CONTENTS_PREFIX) and not doomed(name) and len(name) > len(CONTENTS_PREFIX)
+
+
+def doomed(name: str) -> bool:
+    """``name`` says its folder is to go: half copied, or renamed to be purged."""
+    return name.endswith((PARTIAL, TRASH)) or DISCARDED in name
 
 
 def is_launcher(name: str) -> bool:

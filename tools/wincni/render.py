@@ -195,7 +195,7 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
     from plugins.cni.config import decode
     from plugins.flannel import subnet_env
     from plugins.flannel.config import FlannelConf
-    from plugins.winnet.lifecycle import Lifecycle
+    from plugins.winnet.config import load
 
     from .facts import first_plugin, flannel_delegate, flavor_of
 
@@ -225,7 +225,7 @@ def validate(doc: dict[str, Any], backend: netconf.Backend, platform: str, cwd: 
             f"the delegate's type {built['type']!r} is not a wincni plugin",
             'set "type": "__DELEGATE_TYPE__" in the delegate, or leave it out',
         )
-    return built, Lifecycle(flavor).load_conf(built, "ADD")[1]
+    return built, load(built, "ADD", flavor.schema())[1]
 
 
 def _cni_checks(conf: dict[str, Any], backend: netconf.Backend) -> None:

@@ -1,0 +1,126 @@
+"""What ``wincni install`` does, as a closed set of typed steps: planned by ``plan`` (pure), carried
+out by ``executor.Executor`` (the only code that changes a CNI folder), printed by ``report``.
+
+A step names one entry and says why (``detail``, shown beside it). Planned steps are what is to
+be done; ``Aside`` and ``Held`` are what the executor reports instead when Windows refuses a step
+on a file in use; ``Keep`` and ``Takeover`` change nothing here (the claim has already done, or in
+a dry run would do, what a takeover says).
+
+Deleting has two forms only: ``RemoveFile`` (one entry that is not a folder: a file, or a link
+itself) and ``PurgeFolder`` (a folder and all in it, renamed to a trash name first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Union
+
+#: What a removal does when the entry is in use (Windows: a running launcher, a loaded DLL):
+#: fail (the run stops), move a running launcher aside, or hold it (left for a later install).
+InUse = Literal["fail", "aside", "hold"]
+
+
+@dataclass(frozen=True)
+class CopyFolder:
+    """A build's contents folder laid as a fresh copy of ``source``; one there is replaced."""
+
+    path: str
+    source: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CopyExe:
+    """A launcher laid from ``source``: ``new`` where none was, else replacing it."""
+
+    path: str
+    source: str
+    new: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    """``data`` written over ``path`` atomically (the config, the manifest)."""
+
+    path: str
+    data: bytes
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Disable:
+    """A config containerd would load before ours, renamed to ``layout.DISABLED``'s name."""
+
+    path: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Restore:
+    """A config install disabled (``source``) put back under its name ``path``."""
+
+    path: str
+    source: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """An entry no administrator laid in the conf dir, moved into ``folder`` (made on first use)."""
+
+    path: str
+    folder: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RemoveFile:
+    path: str
+    detail: str = ""
+    in_use: InUse = "fail"
+
+
+@dataclass(frozen=True)
+class PurgeFolder:
+    path: str
+    detail: str = ""
+    in_use: InUse = "fail"
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Left as it is: already what install would lay, or (uninstall) changed since install."""
+
+    path: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """A folder on the way claimed (``Disk.claim``): made admin-only, or ``moved`` aside and made anew."""
+
+    path: str
+    detail: str = ""
+    moved: bool = False
+
+
+@dataclass(frozen=True)
+class Aside:
+    """A launcher to remove was running: renamed aside instead (``detail`` says where)."""
+
+    path: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Held:
+    """Left in place because it is in use; a later install removes it."""
+
+    path: str
+    detail: str = ""
+
+
+Step = Union[
+    CopyFolder, CopyExe, WriteFile, Disable, Restore, Quarantine, RemoveFile, PurgeFolder, Keep, Takeover, Aside, Held
+]
