@@ -2,7 +2,7 @@
 
 ``run`` validates in the order that is cheapest first (env, stdin, JSON, name, version) and
 imports the plugin's handler module only when a real command needs it, so VERSION and
-rejected input never pay for jsonschema, netaddr or HNS.
+rejected input never pay for jsonschema or HNS.
 """
 
 from __future__ import annotations
