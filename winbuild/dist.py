@@ -53,6 +53,10 @@ def build(python: Path, prefix: Path) -> Path:
         prefix,
         [
             str(python),
+            # What PyInstaller compiles into each executable (its bootstrap, our launcher) keeps
+            # line numbers but no column ranges, as the pack's code does (specs/bootstrap/linetable.py).
+            "-X",
+            "no_debug_ranges",
             "-m",
             "PyInstaller",
             "--noconfirm",
