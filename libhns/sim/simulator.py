@@ -29,7 +29,7 @@ from libhns.sim.state import HnsState
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import Reject, parse_document
 
-TYPE_CHECKING = False  # every simulated pod command imports this module: no typing at run time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Callable, Mapping

@@ -14,7 +14,7 @@ from libhns.networks import NON_PERSISTENT
 from libhns.sim.adapters import adapter_address
 from libhns.sim.validate import Reject
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 

@@ -177,7 +177,7 @@ START_UP = """
 import io, json, sys
 from plugins.cni import skel
 def handlers():
-    import no_such_handlers  # noqa: F401
+    import no_such_handlers  # noqa: F401 - the import itself is the failure under test
 spec = skel.PluginSpec("p", handlers, "never imported")
 add = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "n", "CNI_IFNAME": "eth0"}
 rcs = [skel.run(spec, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for env, data in [
