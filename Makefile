@@ -36,8 +36,8 @@ demo:
 test: $(STAMP) $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
 
-# The edit loop: tests/unit without the tests marked slow (big hypothesis runs, real waits), under
-# 30 s on 2 cores; `make test` runs those too.
+# The edit loop: tests/unit without the tests marked slow (big hypothesis runs, real waits);
+# `make test` runs those too.
 test-quick: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/unit -m "not slow" -q
 

@@ -13,7 +13,7 @@ wording for the common cases.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # on the pod path: no typing at run time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterator
 

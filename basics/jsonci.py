@@ -6,7 +6,7 @@ the plugins read Go-style CNI configs (``Name``/``name``), and libhns may not im
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

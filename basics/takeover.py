@@ -8,7 +8,7 @@ import os
 
 from basics.errors import UnsafePath
 
-TYPE_CHECKING = False  # typing costs an import the claim does not need
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 

@@ -22,8 +22,8 @@ What is counted, exactly:
   module B back into module A, which it had left to go there; each pair counts once however often
   it is taken (a loop over the config's policies does not change it). **all returns**: every such
   return event of the sequence, repeats included.
-On the tree before #32's moves (d647f69), the ``v2`` scenario gives the issue's 25 modules, and 43
-returns where the issue counted 38 (no definition tried gave 38 with 25: counting every return,
+Before the pod path's modules were regrouped, the ``v2`` scenario gave 25 modules and 43 returns
+where a count by hand had found 38 (no definition tried gave 38 with 25: counting every return,
 or only calls back into a module still on the stack, gives 156 and 14).
 
 Scenarios: ``v2`` win-bridge, containerd (a namespace GUID: HCN), host-local IPAM executed as a

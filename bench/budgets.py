@@ -275,7 +275,7 @@ def main(argv=None) -> int:
             floor = frozen_floor(args.reps, work / "floor")
             res["frozen floor ms"] = floor
             frozen = res["frozen"] = command_times(dist, args.reps, work / "frozen")
-            # The budgets of #23: on a node the bundle is what runs, and almost all of its cost is ours.
+            # The frozen bundle's budgets: on a node the bundle is what runs, and almost all of its cost is ours.
             budget("frozen VERSION / frozen floor", frozen["VERSION"] / floor, 1.3)
             budget(
                 "frozen flannel->win-bridge->host-local V2 ADD / frozen floor", frozen["flannel ADD chain"] / floor, 2.5

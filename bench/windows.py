@@ -1,4 +1,4 @@
-"""The Windows lane's benchmark (#23, #33): the package zip's executables under Wine against the Go
+"""The Windows lane's benchmark: the package zip's executables under Wine against the Go
 reference plugins built for Windows (``winbuild/gobuild.py``) and against the Windows CPython floor
 (the embeddable ``python.exe -I -S -c pass`` the bundle is built from), on one Wine node with the
 fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
@@ -12,7 +12,7 @@ because the Go flannel the proxy serves predates CNI 1.0 (see ``winbuild/gobuild
 HNS server counts every DLL call a process makes, so the Go side's HNS calls per command are
 counted the same way as ours.
 
-Timed as #23 prescribes, with the Wine server kept running (``wineserver -p``); see ``Timer`` for
+Timed with the Wine server kept running (``wineserver -p``); see ``Timer`` for
 why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode.WineNode``;
 ``report`` turns its figures into PASS/FAIL lines: a benchmark, nothing here fails a test.
 """
@@ -44,11 +44,11 @@ PODS = (
     ("win-overlay V1", "win-overlay", "v1"),
 )
 STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", "DEL")))
-# Against Go (#33; never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
+# Against Go (never relaxed to pass): the chain's ADD at 0.8x, every other pod command at 1.0x.
 GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
-# Against the Windows CPython floor (#23): (step, budget).
+# Against the Windows CPython floor: (step, budget).
 FLOOR_BUDGETS = ((VERSION, 1.5), (f"{CHAIN} V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
-REPS = 11  # the lane's medians: 11 rounds (plus one warm-up) of 24 Wine processes, about a minute and a half
+REPS = 11  # the lane's medians: 11 rounds (plus one warm-up) of 24 Wine processes
 BENCH_DIR = "C:\\bench"
 GO_DIR = "C:\\goref"  # the Go plugins' CNI_PATH on the node; ours are in C:\k\cni
 SERVICES = "10.96.0.0/12"
@@ -330,6 +330,19 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
     return lines
 
 
+def _rounds(text: str) -> int:
+    """--reps: a median needs at least one timed round (the warm-up is not one)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rounds: give 1 or more")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """``make bench-windows``, or ``PYTHONPATH=. python bench/windows.py [ZIP [OTHER...]]``: the
     report for a package zip (default: the one ``make dist-windows`` built); each OTHER zip (another
@@ -345,9 +358,11 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     ap.add_argument("zips", nargs="*", type=Path)
-    ap.add_argument("--reps", type=int, default=REPS)
+    ap.add_argument("--reps", type=_rounds, default=REPS, help=f"timed rounds, at least 1 (default {REPS})")
     args = ap.parse_args(argv)
-    zips = args.zips or sorted((root / "dist-windows").glob("wincni-*-windows-amd64.zip"))[-1:]
+    from winbuild.dist import newest_zip
+
+    zips = args.zips or [z for z in [newest_zip()] if z]
     if not zips:
         ap.error("no package zip: run `make dist-windows` first")
     for zip_path in zips:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

@@ -25,7 +25,7 @@ from libhns.objects import (
 )
 from libhns.raw import RawHns
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping, TypeVar
 

@@ -18,7 +18,7 @@ from ctypes import POINTER, byref, c_long, c_void_p, c_wchar_p
 
 from libhns.raw import Handle, hcn_function
 
-TYPE_CHECKING = False  # typing costs a Windows pod command more than an HNS call
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

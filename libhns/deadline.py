@@ -31,7 +31,7 @@ import time
 from libhns import errors
 from libhns.raw import Handle, RawHns, hcn_function
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, TypeVar
 

@@ -12,7 +12,7 @@ from basics import ipaddr
 from libhns.objects import default_prefix
 from libhns.policies import PROVIDER_ADDRESS, VSID, to_v1
 
-TYPE_CHECKING = False  # on the pod path (and the simulator's): no typing at run time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable, Mapping
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from basics import ipaddr
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Mapping, TypeVar
 

@@ -11,7 +11,7 @@ is ``plugins/winnet/policies.py``.)
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal, Mapping
 

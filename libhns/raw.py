@@ -13,7 +13,7 @@ function name, the unsigned HRESULT and the ErrorRecord text.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Protocol
 else:

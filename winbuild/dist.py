@@ -38,6 +38,13 @@ def zip_name() -> Path:
     return OUT / f"wincni-{version()}-windows-amd64.zip"
 
 
+def newest_zip(folder: Path = OUT) -> Path | None:
+    """The package zip built last in ``folder``, or None: by modification time, since names sort
+    versions wrongly (0.10.0 before 0.9.0)."""
+    zips = list(folder.glob("wincni-*-windows-amd64.zip"))
+    return max(zips, key=lambda z: z.stat().st_mtime) if zips else None
+
+
 def build(python: Path, prefix: Path) -> Path:
     """Run PyInstaller (Windows CPython under Wine) on the project's spec; returns the bundle folder."""
     dist, work = OUT / "build" / "dist", OUT / "build" / "work"
@@ -46,6 +53,10 @@ def build(python: Path, prefix: Path) -> Path:
         prefix,
         [
             str(python),
+            # What PyInstaller compiles into each executable (its bootstrap, our launcher) keeps
+            # line numbers but no column ranges, as the pack's code does (specs/bootstrap/linetable.py).
+            "-X",
+            "no_debug_ranges",
             "-m",
             "PyInstaller",
             "--noconfirm",
@@ -71,7 +82,8 @@ def pack(bundle: Path, target: Path) -> Path:
     """The package zip: the bundle's contents at the top, plus INSTALL.txt and samples/."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    # Deflate's best level: 46 KB less than the default level, within the 5 MiB budget (bench/windows.py).
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for base in (bundle, EXTRAS):
             for path in sorted(base.rglob("*")):
                 if path.is_file():

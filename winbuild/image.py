@@ -154,8 +154,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tag", default="0.1.0")
     p.add_argument("--out", default=str(REPO / "dist-image" / f"{NAME}-0.1.0.oci.tar"))
     args = p.parse_args(argv)
-    zips = sorted((REPO / "dist-windows").glob("wincni-*-windows-amd64.zip"), key=lambda z: z.stat().st_mtime)
-    package_zip = Path(args.zip) if args.zip else (zips[-1] if zips else None)
+    from .dist import newest_zip
+
+    package_zip = Path(args.zip) if args.zip else newest_zip()
     if package_zip is None or not package_zip.is_file():
         print("make image: no Windows package zip: run `make dist-windows` first (or pass --zip)", file=sys.stderr)
         return 1

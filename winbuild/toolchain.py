@@ -158,7 +158,7 @@ def ensure_site(cache: Path) -> Path:
 
 
 def ensure_prefix(prefix: Path) -> Path:
-    """An initialised 64-bit Wine prefix (~5 s the first time)."""
+    """An initialised 64-bit Wine prefix."""
     if not (prefix / "system.reg").exists():
         prefix.mkdir(parents=True, exist_ok=True)
         run_wine(prefix, ["wineboot", "-i"], check=True)

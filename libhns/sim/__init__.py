@@ -11,6 +11,9 @@ Environment (``Simulator.from_env``):
 - ``LIBHNS_SIM_VERSION``: the HNS version ``GET /globals/version`` reports, e.g. ``13.2``
   (default, a Windows Server 2022 node). Below 9.2 the HCN (V2) calls fail with
   0x8007007E, as when computenetwork.dll is missing.
+- ``LIBHNS_SIM_ADAPTERS``: the node's host adapters, ``NAME=ADDRESS[,...]``, the first the
+  default; a network bound to one reports its address (``libhns.sim.adapters``). Unset: every
+  adapter is ``10.127.130.36``.
 - ``LIBHNS_SIM_FAULTS``: comma-separated ``TARGET=HRESULT`` (every matching call fails) or
   ``TARGET#N=HRESULT`` (only the N-th matching call, counted across processes in the state
   directory). TARGET is an export name — ``HcnCreateEndpoint``, ``HcnModifyNamespace``,
@@ -26,9 +29,9 @@ Environment (``Simulator.from_env``):
 Simulator-only (no HNS equivalent): ``register_container`` / ``remove_container`` make a
 running compute system for V1 hot attach (HCS), ``containers()``, ``reset_fault_counters()``,
 ``restart()`` (an HNS service restart: networks flagged EnableNonPersistent vanish with
-their endpoints) and ``open_handles`` for leak checks. Overlay networks get the node's management IP
-(``10.127.130.36`` unless the request carries a ProviderAddress policy or V1 ``ManagementIP``)
-and an assigned DrMacAddress.
+their endpoints) and ``open_handles`` for leak checks. A network on a host adapter gets that
+adapter's address as its management IP unless the request carries a ProviderAddress policy or V1
+``ManagementIP``; Overlay networks also get an assigned DrMacAddress.
 """
 
 from __future__ import annotations

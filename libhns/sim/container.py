@@ -10,7 +10,7 @@ from libhns.errors import HCS_E_SYSTEM_ALREADY_EXISTS, HCS_E_SYSTEM_NOT_FOUND
 from libhns.sim.record import Record
 from libhns.sim.validate import Reject
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -23,7 +23,7 @@ from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_st
 from libhns.sim.record import Record, norm_id, requested_id, without
 from libhns.sim.validate import Reject, check_v1_policies, check_v2_policies
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
@@ -379,7 +379,7 @@ def _assign_mac(st: HnsState, net: Network) -> str:
 
 def from_v1(doc: Mapping[str, Any], network_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(V2 document, V1-only keys to echo back) of a V1 endpoint request."""
-    g = lambda key: P.get_ci(doc, key)  # noqa: E731
+    g = lambda key: P.get_ci(doc, key)  # noqa: E731 - shorthand for the reads that follow
     v2: dict[str, Any] = {"Name": g("Name") or "", "HostComputeNetwork": network_id}
     if g("ID"):
         v2["ID"] = g("ID")

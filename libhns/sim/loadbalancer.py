@@ -6,7 +6,7 @@ from __future__ import annotations
 from basics.jsonci import get_ci
 from libhns.sim.record import Record
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

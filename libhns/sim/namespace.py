@@ -16,7 +16,7 @@ from libhns.sim.endpoint import DETACHED
 from libhns.sim.record import Record, requested_id
 from libhns.sim.validate import Reject
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

@@ -23,7 +23,7 @@ from libhns.sim import v1form
 from libhns.sim.record import Record, requested_id, without
 from libhns.sim.validate import Reject, check_prefix, check_v1_policies, check_v2_policies, network_type
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
@@ -144,7 +144,9 @@ class Network(Record):
         policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_NETWORK_TYPES, "network")
         ipams = _check_ipams(P.get_ci(doc, "Ipams"))
         pa = P.setting(policies, "ProviderAddress", "ProviderAddress")
-        mgmt = management_ip or pa or (st.management_ip if ntype in _ADAPTER_TYPES else None)
+        adapter = P.setting(policies, "NetAdapterName", "NetworkAdapterName")
+        bound = st.adapter_address(adapter) if ntype in _ADAPTER_TYPES else None
+        mgmt = management_ip or pa or bound
         mac_pool = P.get_ci(doc, "MacPool") or {}
         if not P.get_ci(mac_pool, "Ranges"):
             mac_pool = {"Ranges": [dict(DEFAULT_MAC_POOL)]}
@@ -303,7 +305,7 @@ def _check_ipams(ipams: Any) -> list[dict[str, Any]]:
 
 def from_v1(doc: Mapping[str, Any]) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
     """(V2 document, requested ManagementIP, V1-only keys to echo back) of a V1 network request."""
-    g = lambda key: P.get_ci(doc, key)  # noqa: E731
+    g = lambda key: P.get_ci(doc, key)  # noqa: E731 - shorthand for the reads that follow
     policies = [P.to_v2(p) for p in check_v1_policies(g("Policies"), "network")]
     if g("NetworkAdapterName"):
         policies.insert(0, {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": g("NetworkAdapterName")}})

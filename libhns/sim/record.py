@@ -16,7 +16,7 @@ from libhns import guid
 from libhns.errors import E_INVALIDARG, ERROR_ALREADY_EXISTS, ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
 from libhns.sim.validate import Reject
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

@@ -19,19 +19,22 @@ from libhns import errors
 from libhns.errors import E_HANDLE, E_INVALIDARG, ERROR_MOD_NOT_FOUND, ERROR_NOT_FOUND, HCN_E_REQUEST_UNSUPPORTED
 from libhns.guid import is_guid
 from libhns.raw import hcn_function
+from libhns.sim.adapters import parse_adapters
 from libhns.sim.container import ComputeSystem
 from libhns.sim.endpoint import Endpoint
 from libhns.sim.faults import Fault, parse_faults
 from libhns.sim.kinds import KINDS, V1_COLLECTIONS
 from libhns.sim.namespace import Namespace
-from libhns.sim.state import DEFAULT_MANAGEMENT_IP, HnsState
+from libhns.sim.state import HnsState
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import Reject, parse_document
 
-TYPE_CHECKING = False  # every simulated pod command imports this module: no typing at run time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Callable, Mapping
+
+    from libhns.sim.adapters import Adapters
 
 #: HNS version of a Windows Server 2022 node (the goldens' seed HNS reports the same).
 DEFAULT_VERSION = (13, 2)
@@ -80,27 +83,28 @@ class Simulator:
         *,
         version: tuple[int, int] = DEFAULT_VERSION,
         faults: str | tuple[Fault, ...] = (),
-        management_ip: str = DEFAULT_MANAGEMENT_IP,
+        adapters: Adapters = (),
         mgmt_delay: float = 0.0,
     ) -> None:
         self.store = Store(directory)
         self.mgmt_delay = mgmt_delay
         self.version = version
         self.faults = parse_faults(faults) if isinstance(faults, str) else tuple(faults)
-        self.management_ip = management_ip
+        self.adapters = adapters
         self._open: set[int] = set()
         self._serial = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Simulator":
         """From ``LIBHNS_SIM_DIR`` (default: per-user state dir), ``LIBHNS_SIM_VERSION``,
-        ``LIBHNS_SIM_FAULTS``, ``LIBHNS_SIM_MGMT_DELAY``."""
+        ``LIBHNS_SIM_FAULTS``, ``LIBHNS_SIM_MGMT_DELAY``, ``LIBHNS_SIM_ADAPTERS``."""
         directory = env.get("LIBHNS_SIM_DIR") or default_state_dir(env)
         version = parse_version(env["LIBHNS_SIM_VERSION"]) if env.get("LIBHNS_SIM_VERSION") else DEFAULT_VERSION
         return cls(
             directory,
             version=version,
             faults=env.get("LIBHNS_SIM_FAULTS", ""),
+            adapters=parse_adapters(env.get("LIBHNS_SIM_ADAPTERS", "")),
             mgmt_delay=parse_delay(env.get("LIBHNS_SIM_MGMT_DELAY", "")),
         )
 
@@ -159,12 +163,12 @@ class Simulator:
             raise self._error(call, r.hresult, r.message) from None
 
     def _read(self) -> HnsState:
-        return HnsState(self.store.snapshot(), KINDS, self.management_ip, self.mgmt_delay)
+        return HnsState(self.store.snapshot(), KINDS, self.adapters, self.mgmt_delay)
 
     def _write(self, change: Callable[[HnsState], Any]) -> Any:
         """Run ``change`` on the state under the store's lock; written back unless it raises."""
         with self.store.transaction() as data:
-            st = HnsState(data, KINDS, self.management_ip, self.mgmt_delay)
+            st = HnsState(data, KINDS, self.adapters, self.mgmt_delay)
             out = change(st)
             st.dump()
             return out

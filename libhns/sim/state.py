@@ -11,29 +11,31 @@ class; a table is turned into records when first used and back into JSON by ``du
 from __future__ import annotations
 
 from libhns.networks import NON_PERSISTENT
+from libhns.sim.adapters import adapter_address
 from libhns.sim.validate import Reject
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 
-DEFAULT_MANAGEMENT_IP = "10.127.130.36"
+    from libhns.sim.adapters import Adapters
 
 
 class HnsState:
-    """The loaded store; ``management_ip`` is the node's default PA, which a new network reports
-    only ``mgmt_delay`` seconds after its creation (HNS sets it up late)."""
+    """The loaded store; ``adapters`` are the node's host adapters, whose address a network bound
+    to one reports as its management IP only ``mgmt_delay`` seconds after its creation (HNS sets
+    it up late)."""
 
     def __init__(
         self,
         data: dict[str, Any],
         kinds: Mapping[str, Any],
-        management_ip: str = DEFAULT_MANAGEMENT_IP,
+        adapters: Adapters = (),
         mgmt_delay: float = 0.0,
     ) -> None:
         self.data = data
         self.kinds = kinds
-        self.management_ip = management_ip
+        self.adapters = adapters
         self.mgmt_delay = mgmt_delay
         self._tables: dict[str, dict[str, Any]] = {}
 
@@ -52,6 +54,10 @@ class HnsState:
         return self.data
 
     # --- lookups ---------------------------------------------------------------------------------
+    def adapter_address(self, name: str | None) -> str:
+        """The address of the node's adapter ``name`` (None: the default one)."""
+        return adapter_address(self.adapters, name)
+
     def find(self, kind: str, id_: str) -> Any:
         """The record of that ID, or None (also for an ID that is no GUID)."""
         try:

@@ -13,7 +13,7 @@ import time
 
 from basics import jsontext
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Mapping

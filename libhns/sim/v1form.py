@@ -11,7 +11,7 @@ from __future__ import annotations
 from libhns import policies as P
 from libhns.objects import v1_list, v1_text
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 

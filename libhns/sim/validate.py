@@ -13,7 +13,7 @@ from libhns.errors import (
     HCN_E_INVALID_PREFIX,
 )
 
-TYPE_CHECKING = False  # the simulator is imported by every simulated pod command: no typing
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 

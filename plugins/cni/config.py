@@ -6,7 +6,7 @@ because it alone costs 60-80 ms of start-up on every pod.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator, Mapping
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping
 

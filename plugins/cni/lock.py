@@ -17,7 +17,7 @@ import time
 
 from .errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
 
-TYPE_CHECKING = False  # on the pod path: no typing, and types only for an annotation
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 

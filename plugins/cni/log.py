@@ -17,7 +17,7 @@ import time
 
 from basics import jsontext
 
-TYPE_CHECKING = False  # neither typing nor contextlib is worth its import time here
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 

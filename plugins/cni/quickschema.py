@@ -8,7 +8,7 @@ error message whenever a config is invalid. It is therefore never the last word 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

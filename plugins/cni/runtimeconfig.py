@@ -3,7 +3,7 @@ since only an ADD with capabilities reads them."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

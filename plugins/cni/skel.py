@@ -20,7 +20,7 @@ from . import version as ver
 from .buildinfo import VERSION as WINCNI_VERSION  # noqa: F401 - kept for importers
 from .errors import DECODE_FAILURE, INCOMPATIBLE_VERSION, INTERNAL, IO_FAILURE, CniError
 
-TYPE_CHECKING = False  # the typing module is not worth its import time on a plugin's start
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Sequence, TextIO
 

@@ -6,7 +6,7 @@ decided under one lock (the reference locks per set).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterator, Protocol, Sequence
 else:

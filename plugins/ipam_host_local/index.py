@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import zlib
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
 

@@ -7,7 +7,7 @@ import os
 
 from basics import ipaddr
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

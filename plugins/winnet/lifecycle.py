@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
 
@@ -152,9 +152,12 @@ class Lifecycle:
         if network is None:
             raise CniError(
                 missing_code,
-                f"network {conf.name} not found: is flanneld running on this node?",
-                f'no HNS network is named {conf.name!r}; the config\'s "name" must match the network flanneld (or start.ps1) '
-                'created, or add a "network" section (e.g. {"subnet": "10.244.4.0/24"}) so the plugin creates it',
+                f"network {conf.name} not found: is flanneld running on this node? It makes its network only when it "
+                "starts, and an HNS restart drops it",
+                'restart flanneld, or start it if it is not running (after an HNS restart it logs "Unable to find '
+                f'network" and makes no new one); else no HNS network is named {conf.name!r}: the config\'s "name" must match the '
+                'network flanneld (or start.ps1) created, or add a "network" section (e.g. {"subnet": "10.244.4.0/24"}) '
+                "so the plugin creates it",
             )
         return network
 

@@ -27,7 +27,7 @@ import time
 from basics import ipaddr
 from libhns.policies import HOST_ROUTE
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 

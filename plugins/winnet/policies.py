@@ -15,7 +15,7 @@ produce with the Go plugins. Everything here is pure: lists of policy dicts in, 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs more to import than a plugin's VERSION command
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Sequence
 

@@ -177,7 +177,7 @@ START_UP = """
 import io, json, sys
 from plugins.cni import skel
 def handlers():
-    import no_such_handlers  # noqa: F401
+    import no_such_handlers  # noqa: F401 - the import itself is the failure under test
 plugin = skel.Plugin("p", handlers, "never imported")
 add = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c", "CNI_NETNS": "n", "CNI_IFNAME": "eth0"}
 rcs = [skel.run(plugin, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for env, data in [
@@ -185,11 +185,11 @@ rcs = [skel.run(plugin, env, io.BytesIO(data), io.StringIO(), io.StringIO()) for
     ({"CNI_COMMAND": "ADD"}, b'{"cniVersion": "1.0.0", "name": "n"}'),
     (add, b'{"cniVersion": '),
 ]]
-heavy = ("jsonschema", "netaddr", "libhns.client", "libhns.backend")  # basics.jsontext is the JSON reader
+heavy = ("jsonschema", "libhns.client", "libhns.backend")  # basics.jsontext is the JSON reader
 print(json.dumps({"rcs": rcs, "heavy": [m for m in heavy if m in sys.modules]}))
 """
 
 
-def test_cheap_answers_do_not_import_jsonschema_netaddr_or_the_hns_library():
+def test_cheap_answers_do_not_import_jsonschema_or_the_hns_library():
     proc = subprocess.run([sys.executable, "-c", START_UP], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert json.loads(proc.stdout) == {"rcs": [0, 1, 1], "heavy": []}, proc.stderr

@@ -95,7 +95,7 @@ def test_hnsctl_runs():
 
 
 def test_wincni_doctor_runs_every_check(tmp_path):
-    """The operator executable carries its checks and netaddr (--reach parses with it); on an empty
+    """The operator executable carries its checks and their address library (--reach parses with it); on an empty
     node every check reports, none crashes: config fails, those that need it are not checked."""
     env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
     proc = run_exe(

@@ -1,4 +1,4 @@
-"""Random sequences of ADD / DEL / GC on one node while HNS misbehaves at random (issue 21): a
+"""Random sequences of ADD / DEL / GC on one node while HNS misbehaves at random: a
 call hangs past the deadline, fails transiently or for good, a stale endpoint appears on the
 pod's address, or the plugin is killed mid-command. After the runtime's own clean-up (DEL of
 every pod whose last command failed, then GC) HNS endpoints, attachments and host-local's

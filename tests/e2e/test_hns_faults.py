@@ -1,4 +1,4 @@
-"""When HNS misbehaves (issue 21), run as processes against the simulator: every raw HNS call of
+"""When HNS misbehaves, run as processes against the simulator: every raw HNS call of
 ADD and DEL, V1 and V2, in turn hangs past the deadline (code 11 in time, nothing left, the retry
 converges) or fails transiently as while HNS restarts (retried: the command succeeds)."""
 

@@ -1,4 +1,4 @@
-"""After an HNS restart or a reboot (issue 21), as processes against the simulator: flanneld's
+"""After an HNS restart or a reboot, as processes against the simulator: flanneld's
 non-persistent overlay network vanishes with its endpoints and comes back with a new ID. The
 first ADD on it works, CHECK reports the lost endpoint, old pods' DEL releases their addresses,
 and GC — or ``wincni reclaim`` when the runtime never sends GC — gives back the rest."""

@@ -228,7 +228,7 @@ def test_management_ip_appears_after_the_configured_delay(hnsctl):
     slow = {"LIBHNS_SIM_MGMT_DELAY": "0.6"}
     hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24", extra_env=slow)
     hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24", extra_env=slow)
-    show = lambda *a: json.loads(hnsctl("network", "show", *a, "-o", "json").stdout)  # noqa: E731
+    show = lambda *a: json.loads(hnsctl("network", "show", *a, "-o", "json").stdout)  # noqa: E731 - shorthand for the asserts that follow
     assert not [p for p in show("vxlan0")["Policies"] if p["Type"] == "ProviderAddress"]
     assert "ManagementIP" not in show("cbr0", "--v1")
     import time

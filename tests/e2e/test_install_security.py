@@ -1,4 +1,4 @@
-"""Issue #29: ``wincni install`` in folders a local user prepared, tried as that user would.
+"""``wincni install`` in folders a local user prepared, tried as that user would.
 
 The attacker is real (``test_security.as_nobody``: a child dropped to uid 65534): it creates the
 bin and conf dirs in a world-writable sticky folder (``arena``, like C:\\ on Windows where every
@@ -86,7 +86,7 @@ def steps(done: dict) -> set[tuple[str, str]]:
 def test_links_planted_under_installs_temporary_names_are_removed_never_followed(
     prepared, tmp_path, arena, victim, vault
 ) -> None:
-    """Finding 1: ``.flannel.wincni-new`` -> the attacker's program, ``.wincni-old`` -> a root-only
+    """``.flannel.wincni-new`` -> the attacker's program, ``.wincni-old`` -> a root-only
     folder, the config's temporary name -> a root-only file."""
     node = prepared
     program = arena / "evil"
@@ -114,7 +114,7 @@ def test_links_planted_under_installs_temporary_names_are_removed_never_followed
 
 
 def test_a_planted_contents_folder_is_replaced_not_kept(prepared, tmp_path) -> None:
-    """Finding 1: ``_wincni-<build>`` with the attacker's payload was reported KEEP and ran as root."""
+    """``_wincni-<build>`` with the attacker's payload was reported KEEP and ran as root."""
     node = prepared
     planted = node.cni_bin / f"_wincni-{BUILD}"
     as_nobody(_mkdir, planted)
@@ -253,7 +253,7 @@ def test_a_config_a_user_planted_in_the_conf_dir_is_quarantined(prepared, tmp_pa
 
 
 def test_a_planted_manifest_restores_and_deletes_nothing(prepared, tmp_path, arena, victim, vault) -> None:
-    """Finding 2: ``moved`` made uninstall "restore" the attacker's file into a root-only folder, and
+    """``moved`` made uninstall "restore" the attacker's file into a root-only folder, and
     ``conf`` + ``confDigest`` made it delete any file whose digest the attacker could compute."""
     node = prepared
     as_nobody(_write, arena / "keys", "ssh-ed25519 attacker\n")
@@ -309,7 +309,7 @@ def test_a_dry_run_reads_nothing_through_what_a_user_planted(prepared, tmp_path,
     assert done["diff"].startswith("--- /dev/null") and victim.read_text() == "secret\n"
 
 
-# ---------------------------------------------------------------- finding 5: stores
+# ---------------------------------------------------------------- stores
 
 
 def test_host_local_never_follows_a_link_a_user_planted_above_its_store(tmp_path, arena, vault) -> None:

@@ -1,4 +1,4 @@
-"""A day in the life of a node (issue 30): a hypothesis state machine over one simulated node that
+"""A day in the life of a node: a hypothesis state machine over one simulated node that
 interleaves what happens to a Windows node — flanneld's lease and network, ``wincni sourcevip``,
 pod ADD/CHECK/DEL/GC through flannel over win-bridge or win-overlay (HCN and HNSCall sandboxes),
 faults (hangs past the deadline, transient RPC errors, ``kill -9`` of an ADD at a random moment,
@@ -550,7 +550,7 @@ def run_machine(examples: int, steps: int) -> None:
 
 
 def test_a_day_in_the_life_of_a_node() -> None:
-    """Bounded for ``make test``: 8 days of 25 steps, about 40 s on two loaded cores."""
+    """Bounded for ``make test``: 8 days of 25 steps (``NODE_DAY_EXAMPLES`` days for a longer run)."""
     run_machine(examples=int(os.environ.get("NODE_DAY_EXAMPLES", "8")), steps=25)
 
 

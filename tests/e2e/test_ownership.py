@@ -1,4 +1,4 @@
-"""Issue 30's five findings, one regression test each: nothing in use is ever freed, by the one
+"""Five ways a node once freed what was in use, one regression test each: nothing in use is ever freed, by the one
 ownership rule (``plugins.cni.ownership``) that reclaim, GC, sourcevip, the doctor and ADD's
 stale-endpoint cleanup share."""
 

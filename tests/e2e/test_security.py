@@ -1,4 +1,4 @@
-"""Issue #20, findings 1-7, tried as a local unprivileged user would on a shared node.
+"""The security findings on a shared node, tried as a local unprivileged user would on a shared node.
 
 The attacker is real: a child process that dropped to ``nobody`` (uid/gid 65534, no groups)
 plants links, folders and files in a world-writable folder (``arena``, mode 1777 like /tmp), or

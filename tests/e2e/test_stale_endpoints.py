@@ -1,4 +1,4 @@
-"""Endpoints a previous sandbox left in HNS (issue 21), run as processes against the simulator: a
+"""Endpoints a previous sandbox left in HNS, run as processes against the simulator: a
 stale endpoint of the pod's name is replaced, a stale endpoint of ours on the pod's address is
 removed and the create retried, and an endpoint still in use (or not ours) is never touched."""
 

@@ -50,7 +50,7 @@ RICH = dict(
 def expected_policies(api: str, ip: str) -> list[dict]:
     """User policies first (translated to the API), then ipMasqNetwork's exception, port mappings, DSR."""
     if api == "v2":
-        nat = lambda cidr: {"Type": "OutBoundNAT", "Settings": {"Exceptions": [cidr]}}  # noqa: E731
+        nat = lambda cidr: {"Type": "OutBoundNAT", "Settings": {"Exceptions": [cidr]}}  # noqa: E731 - one row of the table below
 
         def pm(i, e, p, vip):
             return {
@@ -68,8 +68,8 @@ def expected_policies(api: str, ip: str) -> list[dict]:
             pm(9000, 9000, 6, ""),
             {"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}},
         ]
-    nat = lambda cidr: {"Type": "OutBoundNAT", "ExceptionList": [cidr]}  # noqa: E731
-    pm = lambda i, e, p: {"Type": "NAT", "InternalPort": i, "ExternalPort": e, "Protocol": p}  # noqa: E731
+    nat = lambda cidr: {"Type": "OutBoundNAT", "ExceptionList": [cidr]}  # noqa: E731 - one row of the table below
+    pm = lambda i, e, p: {"Type": "NAT", "InternalPort": i, "ExternalPort": e, "Protocol": p}  # noqa: E731 - one row of the table below
     return [
         nat("10.96.0.0/12"),
         {"Type": "ROUTE", "DestinationPrefix": "10.96.0.0/12", "NeedEncap": True},

@@ -287,6 +287,7 @@ def test_twenty_pods_in_parallel(node):
         ("LIBHNS_SIM_VERSION", "x"),
         ("LIBHNS_SIM_FAULTS", "nonsense"),
         ("LIBHNS_SIM_MGMT_DELAY", "-1"),
+        ("LIBHNS_SIM_ADAPTERS", "Ethernet"),
     ],
 )
 def test_a_bad_libhns_variable_is_code_4_naming_it_before_ipam(node, var, value):

@@ -4,8 +4,11 @@ and gives the CPU ratio beside the wall clock's."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -69,3 +72,27 @@ def test_median_interval_takes_order_statistics_by_the_binomial_tails() -> None:
     assert windows.median_interval(list(range(15))) == (3, 11)  # 4th and 12th of 15: 96.5%
     assert windows.median_interval([5, 1, 3, 2, 4, 7, 6]) == (1, 7)  # 7 rounds: the whole range
     assert windows.median_interval(list(range(30))) == (9, 20)
+
+
+@pytest.mark.parametrize("reps", ["0", "-3", "many"])
+def test_reps_that_give_no_timed_round_are_refused_by_name(reps: str, capsys) -> None:
+    """A median needs a timed round: --reps 0 was a KeyError after the node was built."""
+    with pytest.raises(SystemExit) as caught:
+        windows.main(["--reps", reps])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and "argument --reps" in err and "give 1 or more" in err, err
+
+
+def test_the_newest_package_zip_is_the_one_written_last_not_the_last_name(tmp_path: Path) -> None:
+    """0.10.0 sorts before 0.9.0 by name; bench/windows.py, winbuild/image.py and the lane pick by time."""
+    from winbuild.dist import newest_zip
+
+    assert newest_zip(tmp_path) is None
+    older, newer = tmp_path / "wincni-0.9.0-windows-amd64.zip", tmp_path / "wincni-0.10.0-windows-amd64.zip"
+    older.write_bytes(b"")
+    newer.write_bytes(b"")
+    os.utime(older, (2_000_000_000, 2_000_000_000))
+    os.utime(newer, (1_000_000_000, 1_000_000_000))
+    assert newest_zip(tmp_path) == older
+    (tmp_path / "notes.zip").write_bytes(b"")
+    assert newest_zip(tmp_path) == older

@@ -1,5 +1,5 @@
 """Where the runtime's CNI folders are (``containerd.locate``), the one answer ``wincni install``,
-``doctor``, ``sourcevip``, ``reclaim`` and ``dirs`` default to (review of #31, left item 1: install
+``doctor``, ``sourcevip``, ``reclaim`` and ``dirs`` default to (install
 followed config.toml but fell back to C:\\opt\\cni\\bin where containerd looks in
 %ProgramFiles%\\containerd\\cni, and the doctor looked in C:\\k\\cni\\config after any install)."""
 

@@ -257,7 +257,7 @@ class NodeFiles:
 def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(variant, node: str) -> None:
     """Where install writes is what its own arguments make of this node's containerd config; the
     readiness probe, the source-VIP init container and kube-proxy's script then look exactly there
-    (review of #31: they hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
+    (they once hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
     other folders the probe never passed and kube-proxy never started)."""
     from tools.wincni.__main__ import where
     from tools.wincni.containerd import CONF_NAME

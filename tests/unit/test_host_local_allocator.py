@@ -163,7 +163,7 @@ def test_a_retried_add_gets_the_address_it_already_holds():
     again = allocate_all([mkalloc()], store, Owner("ID", "eth0"))
     assert [a.ip for a in again] == [a.ip for a in first] and str(first[0].ip) == "192.168.1.2"
     assert len(store.owned_by(Owner("ID", "eth0"))) == 1
-    assert store.renewed == [first[0].ip]  # issue 30: the retry renews it (reclaim sees an ADD in flight)
+    assert store.renewed == [first[0].ip]  # the retry renews it (reclaim sees an ADD in flight)
     assert str(allocate(mkalloc(), store, 0, Owner("ID", "eth1")).ip) == "192.168.1.3"
 
 

@@ -55,7 +55,6 @@ HEAVY = {
     "contextlib",
     "urllib.parse",
     "jsonschema",
-    "netaddr",
     "libhns.client",
     "libhns.backend",
     "subprocess",

@@ -1,4 +1,4 @@
-"""The small findings of issue 31 (an operator's careless inputs and odd words), one test each."""
+"""An operator's careless inputs and odd words, one test each."""
 
 from __future__ import annotations
 

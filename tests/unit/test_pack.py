@@ -7,14 +7,18 @@ from __future__ import annotations
 import importlib
 import importlib.resources
 import importlib.util
+import marshal
 import py_compile
 import sys
 import threading
+import types
 import zipfile
 import zipimport
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 BOOTSTRAP = Path(__file__).resolve().parents[2] / "specs" / "bootstrap"
 
@@ -26,6 +30,7 @@ def load(name: str):
     return module
 
 
+linetable = sys.modules["linetable"] = load("linetable")  # pack imports it as the spec does, from its folder
 pack = load("pack")
 hook = load("pyi_rth_wincni_pack")
 
@@ -39,7 +44,10 @@ SOURCES = {
     **{f"packdemo/many/m{i}.py": f"VALUE = {i}\n" for i in range(40)},
     "packdemo/many/__init__.py": "",
     "struct.py": "raise AssertionError('a boot module is never packed')\n",
-    "encodings/demo.py": "raise AssertionError('a boot module is never packed')\n",
+    "encodings/utf_8.py": "raise AssertionError('a boot module is never packed')\n",
+    "encodings/big5.py": "raise AssertionError('a codec no command asks for is not shipped')\n",
+    "importlib/_bootstrap.py": "raise AssertionError('the interpreter has its own')\n",
+    "os.py": "raise AssertionError('the interpreter has it frozen')\n",
 }
 
 
@@ -107,14 +115,14 @@ def test_boot_modules_are_stored_in_base_library_zip_for_zipimport(bundle):
     root, _, _ = bundle
     archive = root / pack.BOOT_ZIP
     with zipfile.ZipFile(archive) as zf:
-        assert sorted(zf.namelist()) == ["encodings/demo.pyc", "struct.pyc"]
+        assert sorted(zf.namelist()) == ["encodings/utf_8.pyc", "struct.pyc"]
         assert {info.compress_type for info in zf.infolist()} == {zipfile.ZIP_STORED}
     importer = zipimport.zipimporter(str(archive))
     assert importer.find_spec("struct").origin == str(archive / "struct.pyc")
     demo = zipimport.zipimporter(str(archive / "encodings"))
-    assert demo.get_code("demo").co_filename.endswith("demo.py")
+    assert demo.get_code("utf_8").co_filename.endswith("utf_8.py")
     with pytest.raises(AssertionError, match="never packed"):
-        exec(demo.get_code("demo"), {})
+        exec(demo.get_code("utf_8"), {})
 
 
 def test_an_extension_module_is_found_through_the_index_without_the_path_finder(bundle, monkeypatch):
@@ -211,3 +219,82 @@ def test_our_bundled_code_neither_reads_docstrings_nor_relies_on_asserts():
             if isinstance(node, ast.Assert) or (isinstance(node, ast.Attribute) and node.attr == "__doc__"):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert not found, found
+
+
+def test_what_no_command_can_load_is_in_neither_archive(bundle):
+    """A module the interpreter has frozen is found before the pack; a codec outside CODECS is never
+    asked for."""
+    root, finder, _ = bundle
+    assert "packdemo.many.m0" in finder.modules
+    assert not {"os", "importlib._bootstrap", "encodings.big5"} & set(finder.modules)
+    with zipfile.ZipFile(root / pack.BOOT_ZIP) as zf:
+        assert "encodings/big5.pyc" not in zf.namelist()
+
+
+def test_packed_code_keeps_its_line_numbers_and_drops_its_columns(bundle):
+    root, finder, _ = bundle
+    with pytest.raises(RuntimeError) as caught:
+        importlib.import_module("packdemo.broken")
+    assert caught.traceback[-1].lineno == 1  # 0-based: the raise on line 2
+    _, offset, size = finder.modules["packdemo.broken"]
+    finder.file.seek(finder.base + offset)
+    assert {p[2:] for p in marshal.loads(finder.file.read(size)).co_positions()} == {(None, None)}
+
+
+SAMPLE = """
+def outer(items):
+    total = 0
+    for item in items:
+        try:
+            total += item["value"] if item else 0
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"bad {item!r}") from exc
+    return [lambda: total, {k: v for k, v in enumerate(items)}]
+
+
+class Kind:
+    x: int = 1
+
+    def method(self):
+        while True:
+            with open(__file__) as f:
+                return f.read()
+"""
+
+
+def _codes(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+@pytest.mark.parametrize("source", [SAMPLE, Path(pack.__file__).read_text(), Path(hook.__file__).read_text()])
+def test_lines_only_keeps_every_instruction_s_line_and_no_column(source):
+    code = compile(source, "sample.py", "exec")
+    stripped = linetable.lines_only(code)
+    linetable.check(code, stripped)
+    for original, new in zip(_codes(code), _codes(stripped)):
+        assert [p[0] for p in new.co_positions()] == [p[0] for p in original.co_positions()]
+        assert {p[2:] for p in new.co_positions()} == {(None, None)}
+    assert len(marshal.dumps(stripped)) < len(marshal.dumps(code))
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 3)), min_size=1, max_size=40))
+def test_lines_only_over_any_spacing_of_statements_and_loops(layout):
+    """Line deltas of any size and sign (loops jump back; blank runs make large steps)."""
+    lines = []
+    for gap, kind in layout:
+        lines += [""] * gap
+        lines.append(["x = 1", "for i in range(2):\n    x += i", "while x > 5:\n    x -= 1", "y = [x\n, 2]"][kind])
+    code = compile("\n".join(lines) + "\n", "gen.py", "exec")
+    linetable.check(code, linetable.lines_only(code))
+
+
+def test_check_refuses_a_table_that_reads_differently():
+    """The same instructions on other lines: what a misread table would give."""
+    code = compile("a = 1\nb = 2\n", "two.py", "exec")
+    spaced = compile("a = 1\n\nb = 2\n", "two.py", "exec")
+    assert code.co_code == spaced.co_code
+    with pytest.raises(ValueError, match="line table differs"):
+        linetable.check(code, linetable.lines_only(spaced))

@@ -1,4 +1,4 @@
-"""host-local's overlap check sorts instead of comparing every pair (issue #20, finding 5): the
+"""host-local's overlap check sorts instead of comparing every pair: the
 same answer as the pairwise rule on any ranges, and linearithmic at the cap."""
 
 from __future__ import annotations

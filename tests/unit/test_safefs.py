@@ -1,4 +1,4 @@
-"""basics.safefs (issue #20): admin-only folders, no-follow owner-checked files, the install ACL,
+"""basics.safefs: admin-only folders, no-follow owner-checked files, the install ACL,
 the doctor's "who else may write this", and the SDDL reading the Windows side relies on."""
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def test_rights_mask_reads_hex_and_letters():
     assert ws.rights_mask("GRGX") == 0x80000000 | 0x20000000
 
 
-# ---------------------------------------------------------------- finding 2: the simulator on Windows
+# ---------------------------------------------------------------- the simulator on Windows
 
 
 def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run(tmp_path):

@@ -239,7 +239,7 @@ def test_a_broken_containerd_config_is_named(node: Node, tmp_path: Path) -> None
 def test_a_containerd_config_install_cannot_use_is_a_clear_error_in_the_chosen_format(
     node: Node, tmp_path: Path, text: str, words: str, output: str
 ) -> None:
-    """Finding 4: deep nesting and a NUL were tracebacks, and past 1 MiB the file was cut and its
+    """Deep nesting and a NUL were tracebacks, and past 1 MiB the file was cut and its
     cni section silently missed (install then targeted the default dirs)."""
     (tmp_path / "config.toml").write_text(text.replace("{bin}", str(node.cni_bin)))
     done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")), dirs=False, expect=1, output=output)
@@ -270,7 +270,7 @@ def test_every_net_conf_problem_fails_the_install_and_changes_nothing(node: Node
 def test_a_network_name_every_plugin_refuses_fails_the_install_and_changes_nothing(
     node: Node, tmp_path: Path, name: str, words: str
 ) -> None:
-    """Finding 3: the name flanneld takes from Backend.Name passed install, and every pod ADD then
+    """The name flanneld takes from Backend.Name passed install, and every pod ADD then
     failed with code 7: the rendered config goes through the plugins' own name rule first."""
     node.net_conf.write_text(
         json.dumps({"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "Name": name, "VNI": 4096}})

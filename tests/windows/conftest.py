@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from winenode import ROOT, WineNode, toolchain
+from winenode import WineNode, toolchain
 
 
 @pytest.fixture(scope="session")
 def package_zip() -> Path:
-    zips = sorted((ROOT / "dist-windows").glob("wincni-*-windows-amd64.zip"))
-    if not zips:
+    from winbuild.dist import newest_zip
+
+    found = newest_zip()
+    if found is None:
         pytest.fail("no dist-windows/wincni-*-windows-amd64.zip: run `make dist-windows` first")
-    return zips[-1]
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -55,5 +57,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
     for line in toolchain.RETRIED:
         terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
-    for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py, #23
+    for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py
         terminalreporter.write_line(line)

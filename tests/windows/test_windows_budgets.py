@@ -1,4 +1,4 @@
-"""#23's and #33's Windows budgets, reported by the lane: a benchmark report (PASS/FAIL lines at the
+"""The Windows budgets, reported by the lane: a benchmark report (PASS/FAIL lines at the
 end of the run, ours against the Go reference plugins and against the Windows CPython floor), not
 a failing test; the test fails only when a timed command of either side fails, leaves its pod
 behind, or the fake HNS saw no call from a side."""

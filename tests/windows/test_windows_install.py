@@ -63,17 +63,7 @@ def install(node: WineNode, wincni: str, *args: str) -> dict:
 
 
 def cni(node: WineNode, command: str, conf: dict, cid: str, netns: str) -> Run:
-    proc = node.wine(
-        OPT_BIN + r"\flannel.exe",
-        stdin=json.dumps(conf).encode(),
-        CNI_COMMAND=command,
-        CNI_CONTAINERID=cid,
-        CNI_NETNS=netns,
-        CNI_PATH=OPT_BIN,
-        WINCNI_LOG_FILE=LOG,
-    )
-    text = proc.stdout.decode()
-    return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())
+    return node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN, WINCNI_LOG_FILE=LOG)
 
 
 def started_builds(node: WineNode) -> list[str]:

@@ -1,4 +1,4 @@
-"""Issue #29 on Windows: ``wincni.exe install`` into bin and conf dirs someone created and filled
+"""On Windows: ``wincni.exe install`` into bin and conf dirs someone created and filled
 beforehand, through the real Win32 calls (CreateFileW with CREATE_NEW and
 FILE_FLAG_OPEN_REPARSE_POINT, GetFileInformationByHandle's link count, GetSecurityInfo /
 SetSecurityInfo with the protected install DACL).

@@ -1,5 +1,5 @@
 """Every path a command can take, run from the package zip, so that a module the bundle leaves out
-(specs/wincni.spec's EXCLUDES, #23) fails here, as a traceback or a wrong answer, and not on a node.
+(specs/wincni.spec's EXCLUDES) fails here, as a traceback or a wrong answer, and not on a node.
 
 The lane's other files run flannel's ADD/CHECK/DEL on both network types and both APIs, the
 doctor, ``wincni install``, HNS faults and the parser's errors. This file adds what they leave:

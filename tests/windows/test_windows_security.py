@@ -1,4 +1,4 @@
-"""Issue #20 on Windows: ``basics.safefs`` through the real Win32 security API, and the package's
+"""On Windows: ``basics.safefs`` through the real Win32 security API, and the package's
 executables refusing the simulator and device names.
 
 The safefs cases run our source under the lane's Windows CPython (the embeddable one the package

@@ -50,8 +50,11 @@ def mingw(source: Path, target: Path, *flags: str) -> Path:
 class WineNode(Node):
     """One Wine prefix = one Windows node; HNS is the simulator behind the fake DLLs."""
 
-    def __init__(self, root: Path, package_zip: Path) -> None:
+    def __init__(self, root: Path, package_zip: Path, sim_env: dict[str, str] | None = None) -> None:
+        """``sim_env``: more of libhns.sim's variables for this node's HNS (e.g. its adapters),
+        seen by the fake DLLs' server and the Linux-side hnsctl alike."""
         super().__init__(root)
+        self.env.update(sim_env or {})
         self.prefix = toolchain.ensure_prefix(root / "prefix")
         self.drive_c = self.prefix / "drive_c"
         cni = self.drive_c / "k" / "cni"
@@ -64,7 +67,7 @@ class WineNode(Node):
         # Wine 8 has no bcryptprimitives.dll (Windows 10+ does); see the source's comment.
         mingw(FAKEDLL / "bcryptprimitives.c", system32 / "bcryptprimitives.dll", "-shared", "-lbcrypt")
         self.trivial = mingw(FAKEDLL / "trivial.c", cni / "trivial.exe")
-        self.server = hnsserver.Server(env={"LIBHNS_SIM_DIR": self.env["LIBHNS_SIM_DIR"]}).start()
+        self.server = hnsserver.Server(env={"LIBHNS_SIM_DIR": self.env["LIBHNS_SIM_DIR"], **(sim_env or {})}).start()
         # What differs under Wine: the node's files are at their Windows default paths on drive C:.
         self.ipam_dir = self.path(r"C:\var\lib\cni\networks")
         self.flannel_dir = self.path(r"C:\var\lib\cni\flannel")
@@ -101,16 +104,25 @@ class WineNode(Node):
         return f"{CNI_DIR}\\{name}.exe"
 
     def run(
-        self, command: str, conf: Any, cid: str = "", netns: str = "", plugin: str | None = None, **env: str
+        self,
+        command: str,
+        conf: Any,
+        cid: str = "",
+        netns: str = "",
+        plugin: str | None = None,
+        bin_dir: str = CNI_DIR,
+        **env: str,
     ) -> Run:
+        """A CNI command of ``plugin`` in ``bin_dir`` (where ``wincni install`` put it, say), which
+        is also its CNI_PATH unless ``env`` says otherwise."""
         stdin = conf if isinstance(conf, bytes) else json.dumps(conf).encode()
         proc = self.wine(
-            self.exe(plugin or self.plugin),
+            f"{bin_dir}\\{plugin or self.plugin}.exe",
             stdin=stdin,
             CNI_COMMAND=command,
             CNI_CONTAINERID=cid,
             CNI_NETNS=netns,
-            **env,
+            **{"CNI_PATH": bin_dir, **env},
         )
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode())

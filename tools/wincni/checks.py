@@ -1,6 +1,6 @@
 """``wincni doctor``'s checks: each a pure function of ``Facts`` -> ``Check``, so tests feed facts directly.
 
-Address-space questions are ``netaddr.IPSet`` algebra (netaddr stays off every plugin's start-up path).
+Address-space questions are ``addresses.AddressSet`` membership.
 """
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from netaddr import AddrFormatError, IPAddress, IPNetwork, IPSet
-
+from . import addresses
 from .facts import Facts, Problem
 from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
@@ -92,7 +91,8 @@ def hns_network(f: Facts) -> Check:
             "hns-network",
             FAIL,
             f"no HNS network named {f.name!r} (Get-HnsNetwork)",
-            'flanneld creates it at start; if its log says "Waiting for the Network to be created", '
+            "restart flanneld: it creates the network only when it starts, so one an HNS restart dropped stays "
+            'gone until then; if its log says "Waiting for the Network to be created", '
             f"check Backend.name in {f.net_conf_path} and the host adapter; or "
             + config_of(f).origin.edit('set "name" to the network flanneld made'),
         )
@@ -174,8 +174,8 @@ def subnet_env(f: Facts) -> Check:
     subnet = f.lease.subnet
     if f.network is None:
         return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} (no HNS network to compare with)")
-    hns = IPSet(s.prefix for s in f.network.subnets)
-    if subnet is None or IPNetwork(str(subnet)) not in hns:
+    hns = addresses.AddressSet(s.prefix for s in f.network.subnets)
+    if subnet is None or (lease := addresses.network(str(subnet))) is None or lease not in hns:
         return Check(
             "subnet-env",
             FAIL,
@@ -226,11 +226,11 @@ def reach(f: Facts) -> Check | None:
 
     if not f.reach:
         return None
-    ip = IPAddress(f.reach)  # the parser took only an IP address
+    ip = addresses.address(f.reach)  # the parser took only an IP address
     if f.netconf is None:
         return _skipped("reach", "no valid delegate config")
     config = config_of(f)
-    internal = IPSet(c for _, c in judge.must_not_nat(config))
+    internal = addresses.AddressSet(c for _, c in judge.must_not_nat(config))
     if ip in judge.excepted_set(config.policies):
         if ip in internal:
             return Check("reach", OK, f"traffic to {ip} keeps the pod IP (cluster-internal)")
@@ -324,8 +324,8 @@ def source_vip(f: Facts) -> Check:
         return Check("source-vip", OK, f"{f.source_vip_path} not present (only overlay kube-proxy uses it)")
     if f.lease is None or f.lease.subnet is None:
         return _skipped("source-vip", "no FLANNEL_SUBNET")
-    subnet = IPSet([str(f.lease.subnet)])
-    outside = [a for a in f.source_vip if _ip(a) not in subnet]
+    subnet = addresses.AddressSet([str(f.lease.subnet)])
+    outside = [a for a in f.source_vip if (ip := addresses.address(a)) is None or ip not in subnet]
     if outside or not f.source_vip:
         return _sourcevip(
             f,
@@ -520,13 +520,6 @@ def stale_endpoints(f: Facts) -> Check:
         "reservations to release",
         command(f, "hnsctl", "endpoint", "delete", *(id_ for _, id_, _ in f.stale_endpoints)),
     )
-
-
-def _ip(text: str) -> Any:
-    try:
-        return IPAddress(text)
-    except (AddrFormatError, ValueError):
-        return IPAddress(0)
 
 
 def backend(f: Facts) -> Check:

@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from netaddr import AddrFormatError, IPNetwork, IPSet
-
 from plugins.winnet.policies import OutboundNat, Route
 
+from .addresses import AddressSet, network
 from .verdict import FAIL, OK, WARN, Check, command_line
 
 
@@ -98,7 +97,7 @@ def judge(c: Config) -> list[Check]:
 
 
 def exceptions(c: Config) -> Check:
-    bad = [e for e in OutboundNat.exceptions(c.policies) + Route.destinations(c.policies) if net(e) is None]
+    bad = [e for e in OutboundNat.exceptions(c.policies) + Route.destinations(c.policies) if network(e) is None]
     if bad:
         return Check(
             "exceptions",
@@ -108,7 +107,7 @@ def exceptions(c: Config) -> Check:
         )
     excepted = excepted_set(c.policies)
     needed = list(must_not_nat(c))
-    missing = [(what, cidr) for what, cidr in needed if IPNetwork(cidr) not in excepted]
+    missing = [(what, cidr) for what, cidr in needed if (n := network(cidr)) is None or n not in excepted]
     if missing:
         return Check(
             "exceptions",
@@ -140,7 +139,7 @@ def must_not_nat(c: Config) -> Iterable[tuple[str, str]]:
     if c.cluster:
         yield "FLANNEL_NETWORK", c.cluster
     for prefix in Route.destinations(c.policies):
-        if net(prefix) is not None:
+        if network(prefix) is not None:
             yield "ROUTE", prefix
     if c.delegate_type == "win-bridge" and c.management_ip:
         yield "management IP", c.management_ip.split("/")[0] + "/32"
@@ -198,13 +197,6 @@ def _match_type(c: Config, wanted: str) -> str:
     )
 
 
-def excepted_set(policies: Iterable[Any]) -> IPSet:
+def excepted_set(policies: Iterable[Any]) -> AddressSet:
     """Destinations OutBoundNAT leaves alone (entries that are not CIDRs excluded: the check names them)."""
-    return IPSet(n for n in map(net, OutboundNat.exceptions(policies)) if n is not None)
-
-
-def net(text: Any) -> IPNetwork | None:
-    try:
-        return IPNetwork(text) if isinstance(text, str) else None
-    except (AddrFormatError, ValueError, TypeError):
-        return None
+    return AddressSet(n for n in map(network, OutboundNat.exceptions(policies)) if n is not None)
