@@ -25,7 +25,6 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import time
 import zipfile
 from pathlib import Path
@@ -124,20 +123,13 @@ class Side:
 
 
 class Timer:
-    """Runs Windows programs under the node's prefix and times them, the Wine server kept running.
-
-    Windows CPython will not start on file or /dev/null handles under Wine (``init_sys_streams``:
-    invalid handle), so the timed runs use pipes; Wine's services are started first by the trivial
-    program with /dev/null handles, so none of them inherits (and holds open) a timed run's pipe."""
+    """Runs Windows programs under the node's prefix and times them, the Wine server kept running
+    (``WineNode.keep_server``)."""
 
     def __init__(self, node) -> None:
         self.node = node
         _subreaper(True)
-        wineserver = str(toolchain.WINE.parent / "wineserver")
-        quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        subprocess.run([wineserver, "-w"], env=node.win_env, timeout=60, **quiet)  # services of piped runs gone
-        subprocess.run([wineserver, "-p"], env=node.win_env, check=True, **quiet)
-        subprocess.run([str(toolchain.WINE), str(node.trivial)], env=node.win_env, timeout=120, **quiet)
+        node.keep_server()
 
     def run(self, argv: list[str], stdin: bytes = b"", **env: str) -> tuple[float, float, list[str]]:
         """Seconds the program took, the CPU seconds it used with the Windows processes it started

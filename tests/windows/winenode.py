@@ -80,6 +80,18 @@ class WineNode(Node):
         for name in ("LIBHNS_BACKEND", "LIBHNS_SIM_DIR", "LIBHNS_SIM_FAULTS", "LIBHNS_JOURNAL"):
             self.win_env.pop(name, None)  # the exes use their Windows default: the DLLs
 
+    def keep_server(self) -> None:
+        """Keep the Wine server running between programs, as Windows has no server to start: a
+        program's time is then its own. Windows CPython will not start on file or /dev/null handles
+        under Wine (``init_sys_streams``: invalid handle), so runs use pipes; Wine's services are
+        started first by the trivial program with /dev/null handles, so none of them inherits (and
+        holds open) a later run's pipe."""
+        wineserver = str(toolchain.WINE.parent / "wineserver")
+        quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        subprocess.run([wineserver, "-w"], env=self.win_env, timeout=60, **quiet)  # services of piped runs gone
+        subprocess.run([wineserver, "-p"], env=self.win_env, check=True, **quiet)
+        subprocess.run([str(toolchain.WINE), str(self.trivial)], env=self.win_env, timeout=120, **quiet)
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
