@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from . import addresses
+from . import addresses, proxychecks
 from .facts import Facts, Problem
 from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
@@ -334,17 +334,23 @@ def source_vip(f: Facts) -> Check:
             f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
         )
     inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
-    return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
+    found = _source_vip_reserved(f, inside)
+    if found is not None and found.status != OK:
+        return found
+    in_hns = next(filter(None, (proxychecks.source_vip_in_hns(f, vip) for vip in f.source_vip)), None)
+    return in_hns or found or Check("source-vip", OK, inside)
 
 
 def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
     """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
-    gets it and GC keeps it, and no HNS endpoint holds it. None when that holds or the store was
-    not read."""
+    gets it and GC keeps it, and no HNS endpoint but kube-proxy's own (unnamed: it makes it at start)
+    holds it. None when that holds or the store was not read."""
     from plugins.cni import ownership
 
     for vip in f.source_vip:
-        user = next((name for name, ips in f.endpoints if vip in ips), None)
+        user = next(
+            (name for name, ips in f.endpoints if vip in ips and not ownership.source_vip_endpoint(name, False)), None
+        )
         if user is not None:
             return _sourcevip(f, FAIL, f"source VIP {vip} is also HNS endpoint {user}'s address")
     if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
@@ -617,6 +623,14 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    # kube-proxy's side of HNS (proxychecks)
+    proxychecks.lb_backends,
+    proxychecks.policy_lists,
+    proxychecks.stale_remote_endpoints,
+    proxychecks.remote_endpoint_addresses,
+    proxychecks.duplicate_load_balancers,
+    proxychecks.dns_load_balancer,
+    proxychecks.old_network,
     runtime_status,
     build,
     permissions,
