@@ -8,7 +8,7 @@ is the clients' side of the same table.
 
 from __future__ import annotations
 
-#: Windows Server 2022 reports HNS 13.3 (../shared/realhns/06: Version 55834574851 on a
+#: Windows Server 2022 reports HNS 13.3 (an HNS endpoint document with Version 55834574851 from a
 #: windows-2022 runner, moby/moby#43479). hnslib gives 13.2 and 13.3 the same features
 #: (V2, RemoteSubnet, DSR, IPv6DualStack, SessionAffinity; no ModifyLoadbalancer).
 WS2022 = (13, 3)
