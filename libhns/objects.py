@@ -338,6 +338,25 @@ class HostComputeLoadBalancer(HnsObject):
     }
     __slots__ = tuple(KEYS)
 
+    @property
+    def backend_ids(self) -> list[str]:
+        """The endpoint IDs it balances over (none when the document holds no list)."""
+        return _strings(self.host_compute_endpoints)
+
+    @property
+    def vips(self) -> list[str]:
+        """Its frontend VIPs; none for a NodePort's (the node's own addresses)."""
+        return _strings(self.frontend_vips)
+
+    @property
+    def mappings(self) -> list[JsonDict]:
+        return [m for m in self.port_mappings if isinstance(m, dict)] if isinstance(self.port_mappings, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    """A recorded document's list of IDs or addresses, read as found: anything else is none."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
 
 # --- V1 -----------------------------------------------------------------------------------------
 

@@ -118,8 +118,8 @@ class Inventory:
         balancer serves as a frontend: that one is in use."""
         from libhns.objects import same_id
 
-        used = [e for lb in self.load_balancers for e in lb.host_compute_endpoints or ()]
-        vips = {str(v) for lb in self.load_balancers for v in lb.frontend_vips or ()}
+        used = [e for lb in self.load_balancers for e in lb.backend_ids]
+        vips = {v for lb in self.load_balancers for v in lb.vips}
         return tuple(
             r
             for r in self.remote_endpoints

@@ -57,12 +57,8 @@ def frontends(lb: Any) -> list[tuple[str, int, str]]:
     not what HNS writes is shown as it is, never raised on."""
     from basics.jsonci import get_ci
 
-    vips = [str(v) for v in lb.frontend_vips or ()] or [""]
-    ports = [
-        (_number(get_ci(m, "ExternalPort")), _protocol(get_ci(m, "Protocol")))
-        for m in lb.port_mappings or ()
-        if isinstance(m, dict)
-    ]
+    vips = lb.vips or [""]
+    ports = [(_number(get_ci(m, "ExternalPort")), _protocol(get_ci(m, "Protocol"))) for m in lb.mappings]
     return [(vip, port, proto) for vip in vips for port, proto in ports]
 
 
@@ -72,12 +68,6 @@ def _number(value: Any) -> int:
 
 def _protocol(value: Any) -> str:
     return PROTOCOLS.get(value, str(value)) if isinstance(value, int) else str(value)
-
-
-def backends(lb: Any) -> list[str]:
-    """The endpoint IDs a load balancer lists (none when its document holds no list)."""
-    found = lb.host_compute_endpoints
-    return [str(e) for e in found] if isinstance(found, list) else []
 
 
 def describe(lb: Any) -> str:
@@ -95,7 +85,7 @@ def lb_backends(f: Facts) -> Check:
         return early
     have = {_id(e.id) for e in inv.endpoints}
     broken = [
-        (lb, missing) for lb in inv.load_balancers if (missing := [e for e in backends(lb) if _id(e) not in have])
+        (lb, missing) for lb in inv.load_balancers if (missing := [e for e in lb.backend_ids if _id(e) not in have])
     ]
     if broken:
         return Check(
@@ -238,7 +228,7 @@ def dns_load_balancer(f: Facts) -> Check:
             f"not checked: {f.conf_path} names no DNS server",
             "wincni install writes the kubelet's clusterDNS into the config's \"dns\"",
         )
-    served = {fe for lb in inv.load_balancers if backends(lb) for fe in frontends(lb)}
+    served = {fe for lb in inv.load_balancers if lb.backend_ids for fe in frontends(lb)}
     missing = [f"{ip} {DNS_PORT}/{p}" for ip in servers for p in ("UDP", "TCP") if (ip, DNS_PORT, p) not in served]
     if missing:
         return Check(
@@ -255,9 +245,12 @@ def dns_load_balancer(f: Facts) -> Check:
 
 def old_network(f: Facts) -> Check:
     """kube-proxy's objects left from before the network was recreated, as far as HNS's documents
-    say: a remote endpoint naming a network that no longer exists, a load balancer whose backends
-    are on one. kube-proxy forgets its objects when the network's ID changes; HNS keeps them.
-    (A load balancer names no network: one whose backends are gone is lb-backends' finding.)"""
+    say: a remote endpoint naming a network that no longer exists; a load balancer whose backends
+    are on one, or whose V1 policy list names one (HNS shows a load balancer's network only
+    there). kube-proxy forgets its objects when the network's ID changes; HNS keeps them. (A load
+    balancer whose backends are gone is lb-backends' finding.)"""
+    from basics.jsonci import get_ci
+
     inv = f.inventory
     if inv is None:
         return _not_read("old-network")
@@ -265,11 +258,18 @@ def old_network(f: Facts) -> Check:
     gone = [e for e in inv.endpoints if _id(e.network_id) not in networks]
     remote = [e for e in gone if e.is_remote]
     on_gone = {_id(e.id) for e in gone}
-    lbs = [lb for lb in inv.load_balancers if any(_id(e) in on_gone for e in backends(lb))]
+    lists = {
+        _id(get_ci(p, "ID"))
+        for p in inv.policy_lists or ()
+        if isinstance(p, dict)
+        and get_ci(p, "HostComputeNetwork")
+        and _id(get_ci(p, "HostComputeNetwork")) not in networks
+    }
+    lbs = [lb for lb in inv.load_balancers if _id(lb.id) in lists or any(_id(e) in on_gone for e in lb.backend_ids)]
     if not remote and not lbs:
         return Check("old-network", OK, "no remote endpoint or load balancer names a network HNS no longer has")
     found = [f"remote endpoint {_endpoint(e)} is on network {e.network_id}, which no longer exists" for e in remote]
-    found += [f"load balancer {describe(lb)} balances over endpoints of a network that no longer exists" for lb in lbs]
+    found += [f"load balancer {describe(lb)} is on a network that no longer exists" for lb in lbs]
     if lbs:
         return Check("old-network", FAIL, "; ".join(found), RESTART)
     return Check(
