@@ -474,9 +474,16 @@ def two_pods_node(root: Path, kind: str) -> Node:
     """A healthy ``kind`` ('bridge' or 'overlay') node with two pods (pod-a 10.244.4.2, pod-b
     10.244.4.3) added through flannel in containerd sandboxes; the config names the cluster DNS."""
     node = Node(root)
-    node.cni_conf = {**node.flannel_files(kind), "dataDir": str(node.flannel_dir)}
-    node.cni_conf["delegate"]["dns"] = {"nameservers": [CLUSTER_DNS]}
+    node.cni_conf = node.flannel_files(kind)
     node.bridge(host_endpoint=False) if kind == "bridge" else node.overlay()
+    return add_two_pods(node)
+
+
+def add_two_pods(node: Node) -> Node:
+    """pod-a and pod-b added through flannel (in-process) on a node whose network flanneld made;
+    flannel's store under the node's root, the cluster DNS in the config."""
+    node.cni_conf = {**node.cni_conf, "dataDir": str(node.flannel_dir)}
+    node.cni_conf["delegate"]["dns"] = {"nameservers": [CLUSTER_DNS]}
     node.venv_plugins()
     node.write_cni_conf(node.cni_conf)
     for cid in ("pod-a", "pod-b"):
@@ -501,9 +508,25 @@ def services_node(root: Path, kind: str) -> Node:
     """``two_pods_node`` with Services programmed as kube-proxy leaves them, read from an HNS dump
     (``tests/data/services/<kind>.json``, ``program_services``): load balancers over the pods and
     remote endpoints, the cluster DNS's among them, and on overlay the source VIP's endpoint."""
-    node = two_pods_node(root, kind)
+    return with_services(two_pods_node(root, kind))
+
+
+def with_services(node: Node) -> Node:
+    """The node's Services programmed from ``tests/data/services`` for its kind of network."""
+    kind = "overlay" if node.cni_conf["delegate"]["type"] == "win-overlay" else "bridge"
     program_services(node, json.loads((SERVICES / f"{kind}.json").read_text()))
     return node
+
+
+def endpoint_of(node: Node, ip: str, remote: bool = True) -> str:
+    """The ID of the node's one endpoint (remote or local) holding ``ip``."""
+    found = [
+        e["ID"]
+        for e in node.hnsctl("endpoint", "list", "-o", "json")
+        if bool(e.get("Flags", 0) & 1) == remote and e["IpConfigurations"][0]["IpAddress"] == ip
+    ]
+    assert len(found) == 1, found
+    return found[0]
 
 
 def program_services(node: Node, dump: dict) -> dict[str, str]:

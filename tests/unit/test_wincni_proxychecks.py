@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnsnode import CLUSTER_DNS, SOURCE_VIP, Node, services_node, two_pods_node
+from hnsnode import CLUSTER_DNS, SOURCE_VIP, Node, endpoint_of, services_node, two_pods_node
 from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetwork
 from test_doctor_fixes import run_as_printed
 from tools.wincni import checks, proxychecks
@@ -34,17 +34,6 @@ PROXY_CHECKS = (
     "dns-load-balancer",
     "old-network",
 )
-
-
-def endpoint_id(node: Node, ip: str, remote: bool = True) -> str:
-    """The ID of the node's endpoint holding ``ip`` (remote or local)."""
-    found = [
-        e["ID"]
-        for e in node.hnsctl("endpoint", "list", "-o", "json")
-        if bool(e.get("Flags", 0) & 1) == remote and e["IpConfigurations"][0]["IpAddress"] == ip
-    ]
-    assert len(found) == 1, found
-    return found[0]
 
 
 def load_balancer_id(node: Node, vip: str, port: int, protocol: int) -> str:
@@ -89,7 +78,7 @@ def test_before_kube_proxy_programs_anything_its_checks_pass_saying_so(tmp_path:
 
 
 def test_a_load_balancer_over_an_endpoint_hns_lost(node: Node) -> None:
-    gone = endpoint_id(node, "10.244.6.4")
+    gone = endpoint_of(node, "10.244.6.4")
     node.hnsctl("endpoint", "delete", gone)
     check = only_failure(node.doctor(), "lb-backends", gone, "10.101.0.5 80/TCP", "node port 30080/TCP")
     assert check["fix"].startswith("restart kube-proxy") and not check["run"]
@@ -112,11 +101,11 @@ def test_a_remote_endpoint_with_an_address_of_this_nodes_pods(node: Node, ip: st
     check = only_failure(node.doctor(), "remote-endpoint-addresses", ip, "restart kube-proxy")
     run_as_printed(node, check["run"])
     assert node.doctor(expect=0)["remote-endpoint-addresses"]["status"] == "ok"
-    assert endpoint_id(node, "10.244.4.2", remote=False)
+    assert endpoint_of(node, "10.244.4.2", remote=False)
 
 
 def test_two_load_balancers_for_one_frontend(node: Node) -> None:
-    pod_a = endpoint_id(node, "10.244.4.2", remote=False)
+    pod_a = endpoint_of(node, "10.244.4.2", remote=False)
     node.hnsctl(
         "loadbalancer", "create", "--endpoint", pod_a, "--vip", CLUSTER_DNS, "--port", "53", "--protocol", "udp",
     )  # fmt: skip
@@ -133,7 +122,7 @@ def test_no_load_balancer_for_the_cluster_dns_over_tcp(node: Node) -> None:
 
 def test_the_source_vip_endpoint_missing(tmp_path: Path) -> None:
     node = services_node(tmp_path, "overlay")
-    node.hnsctl("endpoint", "delete", endpoint_id(node, SOURCE_VIP, remote=False))
+    node.hnsctl("endpoint", "delete", endpoint_of(node, SOURCE_VIP, remote=False))
     check = only_failure(node.doctor(), "source-vip", f"no endpoint on vxlan0 holds its source VIP {SOURCE_VIP}")
     assert f"--source-vip={SOURCE_VIP}" in check["fix"] and check["fix"].startswith("restart kube-proxy")
 
@@ -142,7 +131,7 @@ def test_load_balancers_with_the_source_vip_of_an_earlier_subnet(tmp_path: Path)
     """sig-windows-tools #250: kube-proxy kept the source VIP it started with after the node's
     pod subnet changed; the node's own address (kube-proxy's choice for some backends) is fine."""
     node = services_node(tmp_path, "overlay")
-    pod_b = endpoint_id(node, "10.244.4.3", remote=False)
+    pod_b = endpoint_of(node, "10.244.4.3", remote=False)
     node.hnsctl(
         "loadbalancer", "create", "--endpoint", pod_b, "--vip", "10.96.0.44", "--port", "80",
         "--source-vip", "10.244.3.9",
