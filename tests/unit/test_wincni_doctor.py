@@ -55,6 +55,16 @@ def overlay(tmp_path: Path) -> Node:
     return sim_node(tmp_path, "overlay")
 
 
+#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_proxychecks.py).
+PROXY_CHECKS = (
+    "lb-backends",
+    "policy-lists",
+    "stale-remote-endpoints",
+    "remote-endpoint-addresses",
+    "duplicate-load-balancers",
+    "dns-load-balancer",
+    "old-network",
+)
 # Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
 CHECK_IDS = {
     "backend",
@@ -70,17 +80,10 @@ CHECK_IDS = {
     "hns-features",
     "ipam-store",
     "stale-endpoints",
-    "lb-backends",
-    "policy-lists",
-    "stale-remote-endpoints",
-    "remote-endpoint-addresses",
-    "duplicate-load-balancers",
-    "dns-load-balancer",
-    "old-network",
     "runtime-status",
     "build",
     "permissions",
-}
+} | set(PROXY_CHECKS)
 
 
 def test_every_check_id_is_pinned() -> None:

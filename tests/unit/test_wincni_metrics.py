@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import promtext
 from hnsnode import Node, pods_node, services_node
-from test_wincni_proxychecks import PROXY_CHECKS
+from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni import checks, metrics
 from tools.wincni.facts import Facts
 from tools.wincni.verdict import Check

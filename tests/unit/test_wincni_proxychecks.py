@@ -18,22 +18,12 @@ from hypothesis import strategies as st
 from hnsnode import CLUSTER_DNS, SOURCE_VIP, Node, endpoint_of, services_node, two_pods_node
 from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetwork
 from test_doctor_fixes import run_as_printed
+from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni import checks, proxychecks
 from tools.wincni.__main__ import main
 from tools.wincni.facts import Facts, Inventory
 
 pytestmark = pytest.mark.node("bridge", "overlay", build=services_node)
-
-#: The checks this module is about, as the doctor names them (source-vip is checks.py's, extended).
-PROXY_CHECKS = (
-    "lb-backends",
-    "policy-lists",
-    "stale-remote-endpoints",
-    "remote-endpoint-addresses",
-    "duplicate-load-balancers",
-    "dns-load-balancer",
-    "old-network",
-)
 
 
 def load_balancer_id(node: Node, vip: str, port: int, protocol: int) -> str:
