@@ -64,7 +64,7 @@ class Facts:
     hns_version: tuple[int, int] | None = None
     features: Any = None  # libhns.client.Features
     network: Any = None  # libhns.objects.HostComputeNetwork
-    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) on the network
+    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) of the local endpoints on the network
     stale_endpoints: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # ours, no live sandbox: (name, ID, IPs)
     policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (winnet.policies.endpoint_policies)
     source_vip_path: str = ""
@@ -534,7 +534,8 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
             every = hnscall.list_endpoints()  # once: the V1 view also says which sandbox holds each
             inventory = read_inventory(hcn, hnscall, every)
             if network is not None:
-                eps = [ep for ep in every if same_id(ep.virtual_network, network.id)]
+                # the pods' side: remote endpoints are kube-proxy's (proxychecks judges them)
+                eps = [ep for ep in every if same_id(ep.virtual_network, network.id) and not ep.is_remote]
                 found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
                 v1 = HnsV1Api(hcn=hcn, hnscall=hnscall, container_id="", netns="")
                 stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
