@@ -265,3 +265,17 @@ def test_kube_proxys_checks_read_any_recorded_document_without_raising(
 def test_every_check_of_kube_proxys_state_is_the_doctors() -> None:
     assert {checks.check_id(c) for c in checks.ALL} >= set(PROXY_CHECKS)
     assert not set(PROXY_CHECKS) & set(checks.LIVE_ONLY)  # each runs from a bundle as on the node
+
+
+def test_what_hns_did_not_give_is_not_checked() -> None:
+    """HNS not read: every check of kube-proxy's state says not checked; HNS without V1 policy
+    lists (where kube-proxy cannot start): policy-lists alone says so."""
+    for id_ in PROXY_CHECKS:
+        check = getattr(proxychecks, id_.replace("-", "_"))(Facts())
+        assert check.status == "not-checked" and check.message.startswith("not checked"), check
+    balancer = lb("E", vip="10.96.0.10")
+    endpoint = HNSEndpoint.from_json({"ID": "E", "IPAddress": "10.244.4.2", "VirtualNetwork": "N"})
+    network = HostComputeNetwork.from_json({"ID": "N", "Name": "vxlan0"})
+    check = proxychecks.policy_lists(Facts(inventory=Inventory((network,), (endpoint,), (balancer,), None)))
+    assert check.status == "not-checked" and "GET /policylists/" in check.message
+    assert "Windows kernel is not compatible for Kernel mode" in check.fix
