@@ -249,7 +249,7 @@ def test_kube_proxys_checks_read_any_recorded_document_without_raising(
 ) -> None:
     """A bundle comes from anywhere: whatever its load balancers and policy lists hold, each check
     answers a status instead of raising."""
-    doc = {"ID": "1", "HostComputeEndpoints": backends, "FrontendVIPs": vips, "PortMappings": mappings}
+    doc = {"ID": backends, "HostComputeEndpoints": backends, "FrontendVIPs": vips, "PortMappings": mappings}
     balancer = HostComputeLoadBalancer.from_json({**doc, "SourceVIP": source_vip})
     network = HostComputeNetwork.from_json({"ID": "N", "Name": "vxlan0"})
     remote = HNSEndpoint.from_json(

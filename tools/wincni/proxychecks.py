@@ -19,8 +19,8 @@ from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 #: again from the Services it reads (kubernetes pkg/proxy/winkernel).
 RESTART = (
     "restart kube-proxy: at start it deletes every load balancer and programs each Service again "
-    "(kubectl -n kube-system delete pod on this node's kube-proxy pod, or Restart-Service kube-proxy "
-    "where it runs as a service)"
+    "(delete this node's kube-proxy pod, kubectl -n kube-system delete pod <its name>; or "
+    "Restart-Service kube-proxy where it runs as a service)"
 )
 PROTOCOLS = {6: "TCP", 17: "UDP"}
 DNS_PORT = 53
@@ -47,8 +47,8 @@ def _id(text: Any) -> str:
     return str(text or "").strip("{}").upper()
 
 
-def _command(f: Facts, *args: str) -> str:
-    return command_line(f.windows, f.tools, "hnsctl", *args)
+def _command(f: Facts, *args: Any) -> str:
+    return command_line(f.windows, f.tools, "hnsctl", *map(str, args))
 
 
 def frontends(lb: Any) -> list[tuple[str, int, str]]:
@@ -112,13 +112,16 @@ def policy_lists(f: Facts) -> Check:
             "winkernel kube-proxy needs them to start: update Windows if kube-proxy says "
             '"Windows kernel is not compatible for Kernel mode"',
         )
-    bad = [p for p in inv.policy_lists if isinstance(p, dict) and p.get("State") not in (None, POLICY_LIST_HEALTHY)]
+    from basics.jsonci import get_ci
+
+    bad = [p for p in inv.policy_lists if isinstance(p, dict) and get_ci(p, "State") not in (None, POLICY_LIST_HEALTHY)]
     if bad:
         return Check(
             "policy-lists",
             FAIL,
             "; ".join(
-                f"policy list {p.get('ID')} is in State {p.get('State')}, not {POLICY_LIST_HEALTHY}" for p in bad
+                f"policy list {get_ci(p, 'ID')} is in State {get_ci(p, 'State')}, not {POLICY_LIST_HEALTHY}"
+                for p in bad
             ),
             RESTART,
         )
@@ -197,7 +200,7 @@ def duplicate_load_balancers(f: Facts) -> Check:
     seen: dict[tuple[str, int, str], list[str]] = {}
     for lb in inv.load_balancers:
         for frontend in dict.fromkeys(frontends(lb)):
-            seen.setdefault(frontend, []).append(lb.id)
+            seen.setdefault(frontend, []).append(str(lb.id))
     twice = {k: ids for k, ids in seen.items() if len(ids) > 1}
     if twice:
         return Check(
