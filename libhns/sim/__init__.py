@@ -29,7 +29,7 @@ Environment (``Simulator.from_env``):
 Simulator-only (no HNS equivalent): ``register_container`` / ``remove_container`` make a
 running compute system for V1 hot attach (HCS), ``containers()``, ``reset_fault_counters()``,
 ``restart()`` (an HNS service restart: networks flagged EnableNonPersistent vanish with
-their endpoints) and ``open_handles`` for leak checks. A network on a host adapter gets that
+their endpoints; load balancers stay) and ``open_handles`` for leak checks. A network on a host adapter gets that
 adapter's address as its management IP unless the request carries a ProviderAddress policy or V1
 ``ManagementIP``; Overlay networks also get an assigned DrMacAddress.
 """
