@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from libhns import errors
-from libhns.client import HcnClient, host_compute_query
+from libhns.client import HcnClient, HnsCallClient, host_compute_query
 from libhns.sim import Simulator
 from libhns.sim.versions import WS2022
 from test_sim import V2_QUERY, create, create_ep, endpoint, l2bridge, overlay, v1
@@ -126,6 +126,20 @@ def test_an_hns_restart_keeps_load_balancers_and_drops_the_non_persistent_networ
     assert [lb.id for lb in HcnClient(sim).list_load_balancers()] == [lb["ID"] for lb in lbs]
     assert [e["ID"] for e in v1(sim, "GET", "/endpoints/")["Output"]] == [remote["ID"]]
     assert _hresult(sim, service([*pods, remote["ID"]], port=80)) == errors.HCN_E_ENDPOINT_NOT_FOUND
+
+
+def test_windows_server_2022_gives_kube_proxy_what_it_gets_there(tmp_path):
+    """LIBHNS_SIM_VERSION=13.3: the features kube-proxy reads (hnslib GetSupportedFeatures) are
+    those of a Windows Server 2022 node, and the load balancers they allow are taken."""
+    sim = Simulator.from_env({"LIBHNS_SIM_DIR": str(tmp_path / "hns"), "LIBHNS_SIM_VERSION": "13.3"})
+    hnscall = HnsCallClient(sim)
+    assert hnscall.version() == WS2022
+    wanted = {"v2_api", "remote_subnet", "dsr", "dual_stack", "session_affinity", "modify_loadbalancer"}
+    features = {k: v for k, v in hnscall.features().as_dict().items() if k in wanted}
+    assert features == {**dict.fromkeys(wanted, True), "modify_loadbalancer": False}
+    pods = _pods(sim)
+    create(sim, "LoadBalancer", service(pods, Flags=DSR, Mapping={"DistributionType": 2}))
+    create(sim, "LoadBalancer", service(pods, vip="fd00::a", Flags=IPV6))
 
 
 @pytest.mark.parametrize("version", [(9, 2), WS2022, (15, 3)])
