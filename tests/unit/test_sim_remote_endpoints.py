@@ -46,17 +46,9 @@ def test_another_nodes_pod_with_its_provider_address(sim):
 
 def test_v1_remote_endpoint_outside_the_subnets(sim):
     net = create(sim, "Network", overlay())
-    out = v1(
-        sim,
-        "POST",
-        "/endpoints/",
-        {
-            "VirtualNetwork": net["ID"],
-            "IPAddress": "10.244.9.3",
-            "IsRemoteEndpoint": True,
-            "Policies": [{"Type": "PA", "PA": "192.0.2.9"}],
-        },
-    )
+    pa = [{"Type": "PA", "PA": "192.0.2.9"}]
+    body = {"VirtualNetwork": net["ID"], "IPAddress": "10.244.9.3", "IsRemoteEndpoint": True, "Policies": pa}
+    out = v1(sim, "POST", "/endpoints/", body)
     assert out["Success"], out
     assert out["Output"]["IsRemoteEndpoint"] is True
 
