@@ -18,6 +18,7 @@ from libhns.client import HcnClient, HnsCallClient, host_compute_query
 from libhns.sim import Simulator
 from libhns.sim.versions import WS2022
 from test_sim import V2_QUERY, create, create_ep, endpoint, l2bridge, overlay, v1
+from testdata import REALHNS
 
 DSR, IPV6, LOCAL_ROUTED_VIP = 1, 2, 2
 
@@ -255,3 +256,18 @@ TestLoadBalancersAndEndpoints = pytest.mark.slow(LoadBalancersAndEndpoints.TestC
 TestLoadBalancersAndEndpoints.settings = settings(
     max_examples=25, stateful_step_count=15, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+
+
+def test_the_captured_node_port_load_balancer_is_made_again(sim):
+    """kube-proxy's NodePort load balancer from a real node (calico#7305, as hcsshim re-marshals
+    it): made again over its backend at the same IDs, HNS answers the same document."""
+    captured = json.loads((REALHNS / "09-v2-loadbalancer-nodeport-kubeproxy-calico-derived.json").read_bytes())
+    net = create(sim, "Network", l2bridge())
+    (backend,) = captured["HostComputeEndpoints"]
+    create_ep(sim, net["ID"], endpoint("pod", "10.244.1.5", ID=backend))
+    h = sim.hcn_create("LoadBalancer", captured["ID"], json.dumps({k: v for k, v in captured.items() if k != "ID"}))
+    try:
+        made = json.loads(sim.hcn_query("LoadBalancer", h, V2_QUERY))
+    finally:
+        sim.hcn_close("LoadBalancer", h)
+    assert made == {**captured, "ID": captured["ID"].upper()}
