@@ -18,7 +18,7 @@ from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from basics.jsonci import get_ci
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject
+from libhns.objects import LB_DSR, PORT_MAPPING_LOCAL_ROUTED_VIP, REMOTE_ENDPOINT_FLAG, HnsObject
 from libhns.policies import PROVIDER_ADDRESS
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
@@ -180,9 +180,6 @@ def _show_and_delete(group: Any, kind: str, ref: str, several: str = "") -> None
 
 #: IANA protocol numbers, as load balancers' PortMappings carry them.
 PROTOCOLS = {"tcp": 6, "udp": 17}
-#: LoadBalancerFlags EnableDirectServerReturn and LoadBalancerPortMappingFlags LocalRoutedVIP
-#: (hnslib hcn/hcnloadbalancer.go).
-DSR, LOCAL_ROUTED_VIP = 1, 2
 
 
 def _port(text: str) -> int:
@@ -564,14 +561,14 @@ class _Ctl:
                     "Protocol": PROTOCOLS[a.protocol],
                     "InternalPort": a.target_port or a.port,
                     "ExternalPort": a.port,
-                    "Flags": LOCAL_ROUTED_VIP if a.local_routed_vip else 0,
+                    "Flags": PORT_MAPPING_LOCAL_ROUTED_VIP if a.local_routed_vip else 0,
                 }
             ],
         }
         if a.source_vip:
             doc["SourceVIP"] = a.source_vip
         if a.dsr:
-            doc["Flags"] = DSR
+            doc["Flags"] = LB_DSR
         _show(self.out, a, self.hcn.create_load_balancer(doc))
 
     def policylist_list(self, a: argparse.Namespace) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from basics.jsonci import get_ci
 from libhns import guid
 from libhns.errors import E_NOTIMPL, ERROR_ALREADY_EXISTS, HCN_E_PORT_ALREADY_EXISTS
+from libhns.objects import LB_IPV6
 from libhns.sim import policylist
 from libhns.sim.record import Record, requested_id, without
 from libhns.sim.validate import Reject, check_address, check_load_balancer
@@ -34,14 +35,11 @@ if TYPE_CHECKING:
 
     from libhns.sim.state import HnsState
 
-#: LoadBalancerFlags IPv6: the frontend's address family
-IPV6 = 2
 
-
-def frontends(doc: Mapping[str, Any]) -> set[tuple[int, str, int, int]]:
+def _frontends(doc: Mapping[str, Any]) -> set[tuple[int, str, int, int]]:
     """(address family, VIP or "" for a node port, protocol, external port) of each port
     mapping and VIP: what the load balancer reserves."""
-    family = 6 if int(get_ci(doc, "Flags") or 0) & IPV6 else 4
+    family = 6 if int(get_ci(doc, "Flags") or 0) & LB_IPV6 else 4
     vips = [str(check_address(v)) for v in get_ci(doc, "FrontendVIPs") or ()] or [""]
     return {
         (family, vip, int(get_ci(m, "Protocol") or 0), int(get_ci(m, "ExternalPort") or 0))
@@ -87,9 +85,9 @@ class LoadBalancer(Record):
 
     def _reserve(self, st: HnsState) -> None:
         """Refuse a frontend another load balancer holds (the same load balancer: already exists)."""
-        mine = frontends(self.doc)
+        mine = _frontends(self.doc)
         for other in st.table(self.KIND).values():
-            if other.id != self.id and mine & frontends(other.doc):
+            if other.id != self.id and mine & _frontends(other.doc):
                 same = _settings(other.doc) == _settings(self.doc)
                 raise Reject(ERROR_ALREADY_EXISTS if same else HCN_E_PORT_ALREADY_EXISTS)
 
