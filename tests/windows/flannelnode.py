@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
@@ -21,7 +21,7 @@ import pytest
 
 from basics import ipaddr
 from gotool import go_tool
-from hnsnode import Run
+from libcni import Driver
 from neighbours import PREFIX, Etcd, Flanneld, subnet_key
 from netns import NODE_LINK, Netns
 from winenode import FAKEDLL, WineNode, mingw, toolchain
@@ -107,6 +107,10 @@ class FlannelNode:
     subnets: SubnetManager
     flanneld: Flanneld
     fakeps: Path  # the powershell.exe stand-in's folder: commands.log, state
+    libcni: Driver  # the runtime: libcni over what ``wincni install`` laid in containerd's folders
+    conf: dict = field(
+        default_factory=dict
+    )  # the flannel plugin's config ``wincni install`` wrote (``installed_conf``)
 
     @property
     def subnet_env(self) -> dict[str, str]:
@@ -131,10 +135,6 @@ class FlannelNode:
         log = self.fakeps / "commands.log"
         runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         return [argv[argv.index("-Command") + 1] for argv in runs]
-
-    def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
-        """The installed flannel.exe, as containerd runs it."""
-        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
 
     def wincni(self, *args: str) -> tuple[int, dict]:
         proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
@@ -194,7 +194,8 @@ def flannel_node(
     subnet_manager: Callable[[Path], SubnetManager] = EtcdSubnets,
 ) -> Iterator[FlannelNode]:
     """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
-    config (and host-gw's lease), flanneld.exe having written subnet.env; all stopped after.
+    config (and host-gw's lease), flanneld.exe having written subnet.env, wincni installed from
+    net-conf.json into containerd's folders; all stopped after.
     ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback."""
     flanneld_exe = go_tool("flanneld.exe", "make the node's network")
     try:
@@ -224,4 +225,6 @@ def flannel_node(
         ).start(toolchain.WINE)
         stack.callback(flanneld.stop)
         flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
-        yield FlannelNode(backend, node, netns, subnets, flanneld, fakeps)
+        up = FlannelNode(backend, node, netns, subnets, flanneld, fakeps, node.libcni(NET_D, OPT_BIN))
+        up.conf = installed_conf(up)
+        yield up

@@ -17,10 +17,10 @@ from typing import Iterator
 import pytest
 
 from basics import ipaddr
-from flannelnode import BACKENDS, NET_D, NETWORK, NODE_IP, OPT_BIN, FlannelNode, flannel_node, installed_conf
+from flannelnode import BACKENDS, NET_D, NETWORK, NODE_IP, OPT_BIN, FlannelNode, flannel_node
 from hnsnode import first_ip
 from neighbours import wait_for
-from winenode import toolchain
+from winenode import LIBCNI_CACHE
 
 
 @pytest.fixture(scope="module", params=list(BACKENDS))
@@ -51,8 +51,8 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
         assert node.endpoints()["cbr0_ep"]["IPAddress"] == str(lease.network_address + 2)
     assert {subnet: held["PublicIP"] for subnet, held in cluster.subnets.leases().items()} == {str(lease): NODE_IP}
 
-    conf = installed_conf(cluster)
-    assert conf["name"] == cluster.network_name
+    conf = cluster.conf
+    assert conf["name"] == cluster.network_name and conf["type"] == "flannel"
 
     node.network = cluster.network_name
     # vxlan: the network's gateway; host-gw: the host's endpoint cbr0_ep, as the reference's flannel delegates
@@ -60,8 +60,7 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
     pods = {}
     for cid in ("fl-pod1", "fl-pod2"):
         netns = node.sandbox("v2", cid)
-        add = cluster.cni("ADD", conf, cid, netns)
-        assert add.ok, (add.out, add.stderr)
+        add = cluster.libcni.ok("ADD", cid, netns)
         ip, gw = first_ip(add.out)
         assert ipaddr.ip_address(ip) in lease and gw == pod_gateway, add.out
         pods[cid] = (netns, ip)
@@ -75,14 +74,16 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
         else:
             routes = [p["Settings"] for p in endpoint["Policies"] if p["Type"] == "SDNRoute"]
             assert {"DestinationPrefix": f"{NODE_IP}/32", "NeedEncap": True} in routes, endpoint["Policies"]
-        assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, cid, netns).ok
+        cluster.libcni.ok("CHECK", cid, netns)
+        assert cluster.node.path(rf"{LIBCNI_CACHE}\results\{conf['name']}-{cid}-eth0").is_file()
+    cluster.libcni.ok("STATUS")
 
     rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
     failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
     assert rc == 0 and not failing, failing
 
     for cid, (netns, _) in pods.items():
-        assert cluster.cni("DEL", conf, cid, netns).ok
+        cluster.libcni.ok("DEL", cid, netns)
         node.assert_clean(cid)
     assert cluster.network()["ID"] == net["ID"], "our pods' DEL must leave flanneld's network"
 
@@ -122,9 +123,7 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
     node = cluster.node
     node.network = cluster.network_name
     netns = node.sandbox("v2", "fl-stay")
-    conf = installed_conf(cluster)
-    add = cluster.cni("ADD", conf, "fl-stay", netns)
-    assert add.ok, (add.out, add.stderr)
+    cluster.libcni.ok("ADD", "fl-stay", netns)
     before = node.endpoints_v2()[f"fl-stay_{cluster.network_name}"]
 
     cluster.subnets.assign(OTHER_LEASE, other_node_lease(cluster.backend), ttl=3600)
@@ -147,17 +146,15 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
     cluster.subnets.release(OTHER_LEASE)
     wait_for("the route's removal", lambda: route_to_other_node(cluster) is None, 60, cluster.flanneld.log)
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
-    assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, "fl-stay", netns).ok
-    assert cluster.cni("DEL", conf, "fl-stay", netns).ok
+    cluster.libcni.ok("CHECK", "fl-stay", netns)
+    cluster.libcni.ok("DEL", "fl-stay", netns)
 
 
 def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
     node = cluster.node
     node.network = cluster.network_name
-    conf = installed_conf(cluster)
     netns = node.sandbox("v2", "fl-before")
-    add = cluster.cni("ADD", conf, "fl-before", netns)
-    assert add.ok, (add.out, add.stderr)
+    cluster.libcni.ok("ADD", "fl-before", netns)
     lease, network_id = cluster.lease, cluster.network()["ID"]
     before = node.endpoints_v2()
 
@@ -165,12 +162,12 @@ def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
 
     assert cluster.lease == lease and cluster.network()["ID"] == network_id
     assert node.endpoints_v2() == before
-    assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, "fl-before", netns).ok
+    cluster.libcni.ok("CHECK", "fl-before", netns)
     new_netns = node.sandbox("v2", "fl-after")
-    again = cluster.cni("ADD", conf, "fl-after", new_netns)
-    assert again.ok and ipaddr.ip_address(first_ip(again.out)[0]) in lease, (again.out, again.stderr)
+    again = cluster.libcni.ok("ADD", "fl-after", new_netns)
+    assert ipaddr.ip_address(first_ip(again.out)[0]) in lease, again.out
     for cid, ns in (("fl-before", netns), ("fl-after", new_netns)):
-        assert cluster.cni("DEL", conf, cid, ns).ok
+        cluster.libcni.ok("DEL", cid, ns)
         node.assert_clean(cid)
 
 
@@ -181,37 +178,37 @@ def test_an_hns_restart_needs_flanneld_restarted_and_says_so(cluster: FlannelNod
     with the live list clears what is gone. host-gw's cbr0 (V1, no flags) survives the restart."""
     node = cluster.node
     node.network = cluster.network_name
-    conf = installed_conf(cluster)
     old_netns = node.sandbox("v2", "fl-old")
-    assert cluster.cni("ADD", conf, "fl-old", old_netns).ok
+    cluster.libcni.ok("ADD", "fl-old", old_netns)
     lease = cluster.lease
 
     node.hnsctl("restart")
     new_netns = node.sandbox("v2", "fl-new")
     if cluster.backend == "host-gw":
         assert cluster.network()["Name"] == "cbr0"
-        assert cluster.cni("ADD", conf, "fl-new", new_netns).ok
+        cluster.libcni.ok("ADD", "fl-new", new_netns)
     else:
         assert cluster.network_name not in names(cluster)
-        refused = cluster.cni("ADD", conf, "fl-new", new_netns)
+        refused, _ = cluster.libcni("ADD", "fl-new", new_netns)
         refused.failed(11, f"network {cluster.network_name} not found", "restart flanneld")
+        status, _ = cluster.libcni("STATUS")
+        status.failed(50, f"{cluster.network_name} not found", "flanneld")
         rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
         check = {c["id"]: c for c in report["checks"]}["hns-network"]
         assert rc == 1 and check["status"] == "fail" and "restart flanneld" in check["fix"], check
 
-        cluster.flanneld.stop()
-        cluster.flanneld.start(toolchain.WINE)
-        wait_for("flanneld's network again", lambda: cluster.network_name in names(cluster), 120, cluster.flanneld.log)
-        added = cluster.cni("ADD", conf, "fl-new", new_netns)
-        assert added.ok and ipaddr.ip_address(first_ip(added.out)[0]) in lease, (added.out, added.stderr)
+        cluster.restart_flanneld()
+        assert cluster.network_name in names(cluster)
+        cluster.libcni.ok("STATUS")
+        added = cluster.libcni.ok("ADD", "fl-new", new_netns)
+        assert ipaddr.ip_address(first_ip(added.out)[0]) in lease, added.out
         assert cluster.lease == lease
 
-    gc = {**conf, "cni.dev/valid-attachments": [{"containerID": "fl-new", "ifname": "eth0"}]}
-    assert cluster.cni("GC", gc, "", "").ok
+    cluster.libcni.ok("GC", valid=["fl-new/eth0"])  # libcni DELs the cached fl-old, then the plugins' GC
     node.assert_clean("fl-old")
     assert f"fl-new_{cluster.network_name}" in node.endpoints_v2()
-    assert cluster.cni("DEL", conf, "fl-old", old_netns).ok
-    assert cluster.cni("DEL", conf, "fl-new", new_netns).ok
+    cluster.libcni.ok("DEL", "fl-old", old_netns)
+    cluster.libcni.ok("DEL", "fl-new", new_netns)
     node.assert_clean("fl-new")
 
 
