@@ -186,6 +186,12 @@ def write_node_config(node: WineNode, backend: str) -> None:
         path.write_text(text)
 
 
+def host_endpoint_address(netns: Netns, lease: str) -> None:
+    """host-gw's host endpoint address (lease + 2) on the node, before flanneld makes the endpoint
+    and waits for an interface holding it (HNS gives it to the host vNIC on a real node)."""
+    netns.add_address(f"{ipaddr.ip_network(lease).network_address + 2}/32")
+
+
 @contextmanager
 def flannel_node(
     root: Path,
@@ -214,7 +220,7 @@ def flannel_node(
         subnets.configure({"Network": NETWORK, "Backend": BACKENDS[backend]})
         if backend == "host-gw":
             subnets.assign(HOSTGW_LEASE, {"PublicIP": NODE_IP, "BackendType": "host-gw"}, ttl=86400)
-            netns.add_address(f"{ipaddr.ip_network(HOSTGW_LEASE).network_address + 2}/32")
+            host_endpoint_address(netns, HOSTGW_LEASE)
         flanneld = Flanneld(
             flanneld_exe,
             # its default, /run/flannel/subnet.env, is on the current drive, which Wine makes Z: (the Linux root)

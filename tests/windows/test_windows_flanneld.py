@@ -17,7 +17,17 @@ from typing import Iterator
 import pytest
 
 from basics import ipaddr
-from flannelnode import BACKENDS, NET_D, NETWORK, NODE_IP, OPT_BIN, FlannelNode, flannel_node
+from flannelnode import (
+    BACKENDS,
+    NET_D,
+    NETWORK,
+    NODE_IP,
+    OPT_BIN,
+    FlannelNode,
+    flannel_node,
+    host_endpoint_address,
+    installed_conf,
+)
 from hnsnode import first_ip
 from neighbours import wait_for
 from winenode import LIBCNI_CACHE
@@ -214,3 +224,58 @@ def test_an_hns_restart_needs_flanneld_restarted_and_says_so(cluster: FlannelNod
 
 def names(cluster: FlannelNode) -> set[str]:
     return {n["Name"] for n in cluster.node.hnsctl("network", "list", "-o", "json")}
+
+
+NEW_LEASE = "10.244.61.0/24"
+
+
+def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: FlannelNode) -> None:
+    """The node comes back with another subnet: its lease gone from the subnet manager, another
+    held for its address, flanneld restarted. flanneld deletes its network (HNS deletes our pod's
+    endpoint with it) and makes it again on the new lease; the installed config stays as it was.
+    What is left is host-local's reservation of the pod from before: the doctor names it and says
+    to remove the pod's sandbox; once the runtime has (libcni's DEL, as containerd's
+    RemovePodSandbox runs it), new pods get addresses of the new lease and nothing of the old one
+    is left in host-local's store, flannel's, libcni's cache or HNS."""
+    node = cluster.node
+    node.network = cluster.network_name
+    old_netns = node.sandbox("v2", "fl-before")
+    old_ip = first_ip(cluster.libcni.ok("ADD", "fl-before", old_netns).out)[0]
+    old, old_id = cluster.lease, cluster.network()["ID"]
+
+    cluster.flanneld.stop()
+    attrs = cluster.subnets.leases()[str(old)]
+    cluster.subnets.release(str(old))
+    cluster.subnets.assign(NEW_LEASE, attrs, ttl=86400)
+    if cluster.backend == "host-gw":
+        host_endpoint_address(cluster.netns, NEW_LEASE)
+    cluster.restart_flanneld()
+
+    new = cluster.lease
+    assert str(new) == NEW_LEASE and list(cluster.subnets.leases()) == [NEW_LEASE]
+    net = cluster.network()
+    assert net["ID"] != old_id and [s["IpAddressPrefix"] for s in net["Ipams"][0]["Subnets"]] == [NEW_LEASE]
+    assert f"fl-before_{cluster.network_name}" not in node.endpoints(), "HNS deletes the endpoints with the network"
+    assert node.ip_files().get(old_ip) == "fl-before"  # what leaks unless the operator acts
+    assert installed_conf(cluster) == cluster.conf  # the config holds no lease
+    cluster.libcni.ok("STATUS")
+
+    rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
+    failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
+    assert rc == 1 and list(failing) == ["subnet-env"], failing
+    said = failing["subnet-env"]["message"] + failing["subnet-env"]["fix"]
+    assert f"{old_ip} (fl-before)" in said and "crictl rmp -f fl-before" in said and NEW_LEASE in said, said
+
+    cluster.libcni.ok("DEL", "fl-before", old_netns)  # what crictl rmp has the runtime do
+    node.assert_clean("fl-before")
+    assert not (node.flannel_dir / "fl-before").exists()
+    assert not node.path(rf"{LIBCNI_CACHE}\results\{cluster.conf['name']}-fl-before-eth0").exists()
+    new_netns = node.sandbox("v2", "fl-after")
+    new_ip = first_ip(cluster.libcni.ok("ADD", "fl-after", new_netns).out)[0]
+    assert ipaddr.ip_address(new_ip) in new
+    rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
+    assert rc == 0 and not [c for c in report["checks"] if c["status"] == "fail"], report
+    assert not [ip for ip in node.ip_files() if ipaddr.ip_address(ip) in old]
+    assert not [e for e in node.endpoints().values() if e.get("IPAddress") and ipaddr.ip_address(e["IPAddress"]) in old]
+    cluster.libcni.ok("DEL", "fl-after", new_netns)
+    node.assert_clean("fl-after")
