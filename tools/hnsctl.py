@@ -465,7 +465,9 @@ class _Ctl:
         view = self._view(a)
         gone = len(view.endpoints(net.id))
         view.delete_network(net.id)
-        self.out.write(f"deleted network {net.name} ({net.id})" + (f" and its {gone} endpoint(s)" if gone else "") + "\n")
+        self.out.write(
+            f"deleted network {net.name} ({net.id})" + (f" and its {gone} endpoint(s)" if gone else "") + "\n"
+        )
 
     # endpoint
     def endpoint_list(self, a: argparse.Namespace) -> None:
