@@ -15,7 +15,7 @@ import json
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Iterator, Protocol
 
 import pytest
 
@@ -44,7 +44,14 @@ POWERSHELL = r"C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe"  # whe
 
 
 class SubnetManager(Protocol):
-    """Where flanneld reads its network config and the cluster's leases, and writes its own."""
+    """Where flanneld reads its network config and the cluster's leases, and writes its own.
+    Made with the node's root, inside the node's namespace (it listens on the node's loopback)."""
+
+    #: the Go programs (``winbuild.gobuild`` names) it runs: built before the namespace is
+    #: entered, where the Go module proxy cannot be reached
+    PROGRAMS: tuple[str, ...]
+
+    def __init__(self, root: Path) -> None: ...
 
     def flanneld_args(self) -> list[str]:
         """flanneld's flags that name this subnet manager."""
@@ -70,6 +77,8 @@ class SubnetManager(Protocol):
 
 class EtcdSubnets:
     """flanneld's etcd subnet manager: one etcd member on loopback, keys under ``PREFIX``."""
+
+    PROGRAMS = ("etcd",)
 
     def __init__(self, root: Path) -> None:
         self.etcd = Etcd(go_tool("etcd", "hold flanneld's network config and leases"), root / "etcd")
@@ -197,13 +206,15 @@ def flannel_node(
     root: Path,
     package_zip: Path,
     backend: str,
-    subnet_manager: Callable[[Path], SubnetManager] = EtcdSubnets,
+    subnet_manager: type[SubnetManager] = EtcdSubnets,
 ) -> Iterator[FlannelNode]:
     """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
     config (and host-gw's lease), flanneld.exe having written subnet.env, wincni installed from
     net-conf.json into containerd's folders; all stopped after.
-    ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback."""
+    ``subnet_manager(root)`` is made inside the namespace, so it listens on the node's loopback."""
     flanneld_exe = go_tool("flanneld.exe", "make the node's network")
+    for name in ("cnidriver.exe", *subnet_manager.PROGRAMS):  # the cache, where the proxy is reachable
+        go_tool(name, "run the node")
     try:
         toolchain.ensure_system()
     except toolchain.ToolchainError as exc:
