@@ -226,7 +226,8 @@ def names(cluster: FlannelNode) -> set[str]:
     return {n["Name"] for n in cluster.node.hnsctl("network", "list", "-o", "json")}
 
 
-NEW_LEASE = "10.244.61.0/24"
+#: The node's next lease: the first of these that is not the one flanneld chose at random.
+NEXT_LEASES = ("10.244.61.0/24", "10.244.62.0/24")
 
 
 def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: FlannelNode) -> None:
@@ -242,19 +243,20 @@ def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: F
     old_netns = node.sandbox("v2", "fl-before")
     old_ip = first_ip(cluster.libcni.ok("ADD", "fl-before", old_netns).out)[0]
     old, old_id = cluster.lease, cluster.network()["ID"]
+    new_lease = next(subnet for subnet in NEXT_LEASES if subnet != str(old))
 
     cluster.flanneld.stop()
     attrs = cluster.subnets.leases()[str(old)]
     cluster.subnets.release(str(old))
-    cluster.subnets.assign(NEW_LEASE, attrs, ttl=86400)
+    cluster.subnets.assign(new_lease, attrs, ttl=86400)
     if cluster.backend == "host-gw":
-        host_endpoint_address(cluster.netns, NEW_LEASE)
+        host_endpoint_address(cluster.netns, new_lease)
     cluster.restart_flanneld()
 
     new = cluster.lease
-    assert str(new) == NEW_LEASE and list(cluster.subnets.leases()) == [NEW_LEASE]
+    assert str(new) == new_lease and list(cluster.subnets.leases()) == [new_lease]
     net = cluster.network()
-    assert net["ID"] != old_id and [s["IpAddressPrefix"] for s in net["Ipams"][0]["Subnets"]] == [NEW_LEASE]
+    assert net["ID"] != old_id and [s["IpAddressPrefix"] for s in net["Ipams"][0]["Subnets"]] == [new_lease]
     assert f"fl-before_{cluster.network_name}" not in node.endpoints(), "HNS deletes the endpoints with the network"
     assert node.ip_files().get(old_ip) == "fl-before"  # what leaks unless the operator acts
     assert installed_conf(cluster) == cluster.conf  # the config holds no lease
@@ -264,7 +266,7 @@ def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: F
     failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
     assert rc == 1 and list(failing) == ["subnet-env"], failing
     said = failing["subnet-env"]["message"] + failing["subnet-env"]["fix"]
-    assert f"{old_ip} (fl-before)" in said and "crictl rmp -f fl-before" in said and NEW_LEASE in said, said
+    assert f"{old_ip} (fl-before)" in said and "crictl rmp -f fl-before" in said and new_lease in said, said
 
     cluster.libcni.ok("DEL", "fl-before", old_netns)  # what crictl rmp has the runtime do
     node.assert_clean("fl-before")
