@@ -30,7 +30,7 @@ def test_make_node_runs_a_node_its_commands_reach_and_node_stop_leaves_nothing(
         assert started.returncode == 0, started.stdout + started.stderr
         state = json.loads((root / "state.json").read_text())
         assert processes_in(state["netns"]) and alive(state["pid"]), state
-        [line] = [line for line in started.stdout.splitlines() if "hnsctl.exe network list" in line]
+        [line] = [line for line in started.stdout.splitlines() if "hnsctl.exe" in line and "network list" in line]
         listed = subprocess.run(shlex.split(line), capture_output=True, text=True, timeout=300)
         assert listed.returncode == 0 and "flannel.4096" in listed.stdout, (line, listed.stdout, listed.stderr)
         assert devnode("start", "--root", str(root), "--zip", str(package_zip)).returncode == 1  # one node a root
