@@ -54,12 +54,14 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wrapper(pid: int, env: dict[str, str]) -> str:
-    """``ROOT/sh``: its arguments run inside the node. Windows CPython starts only on pipes, so
-    the command's standard handles are pipes whatever the caller's are."""
+def wrapper(pid: int, env: dict[str, str], cwd: Path) -> str:
+    """``ROOT/sh``: its arguments run inside the node, from ``cwd`` (the node's ``C:\\k``, so a
+    Windows program's default paths are on drive C:, as the lane runs them). Windows CPython
+    starts only on pipes, so the command's standard handles are pipes whatever the caller's are."""
     node_env = [f"{k}={v}" for k, v in sorted(env.items()) if os.environ.get(k) != v]
     path = f"PATH={toolchain.WINE.parent}:{os.environ['PATH']}"  # wine64 on PATH
-    enter = ["nsenter", f"--net=/proc/{pid}/ns/net", "--", "env", "-u", "LIBHNS_BACKEND", "-u", "LIBHNS_SIM_DIR"]
+    enter = ["nsenter", f"--net=/proc/{pid}/ns/net", f"--wd={cwd}", "--", "env"]
+    enter += ["-u", "LIBHNS_BACKEND", "-u", "LIBHNS_SIM_DIR"]
     run = 'set -o pipefail; : | "$@" 2> >(cat >&2) | cat'
     return (
         "#!/bin/bash\n# The node's own: written by `make node`, gone with `make node-stop`.\n"
@@ -74,7 +76,7 @@ def serve(root: Path, backend: str, package_zip: Path) -> None:
     with flannel_node(root / "node", package_zip, backend) as up:
         netns = os.stat("/proc/thread-self/ns/net").st_ino
         sh = root / "sh"
-        sh.write_text(wrapper(os.getpid(), up.node.win_env))
+        sh.write_text(wrapper(os.getpid(), up.node.win_env, up.node.drive_c / "k"))
         sh.chmod(0o755)
         state = {"pid": os.getpid(), "netns": netns, "backend": backend, "pids": processes_in(netns)}
         partial = root / "state.json.tmp"
@@ -96,9 +98,9 @@ def commands(root: Path, backend: str) -> str:
             wine(r"C:\k\cni\hnsctl.exe", "network", "list"),
             "# the doctor on this node",
             wine(r"C:\k\cni\wincni.exe", "doctor", "--containerd-config", CONTAINERD_CONFIG),
-            "# a pod through libcni: a namespace, then ADD with its ID (DEL the same way)",
-            wine(r"C:\k\cni\hnsctl.exe", "namespace", "create"),
-            wine(*driver, "-id", "pod1", "-netns", "<namespace ID>", "add"),
+            "# a pod through libcni: a namespace (hnsctl.exe ends lines with CR LF), then ADD (DEL the same way)",
+            "  ns=$(" + wine(r"C:\k\cni\hnsctl.exe", "namespace", "create").strip() + " | tr -d '\\r')",
+            wine(*driver, "-id", "pod1", "-netns", "NS", "add").replace(" NS ", ' "$ns" '),
             f"# logs: {root / 'node' / 'flanneld.log'}, {root / 'node' / 'etcd' / 'etcd.log'}, {root / 'daemon.log'}",
             "# stop it all: make node-stop",
         ]
