@@ -94,15 +94,6 @@ def test_a_remote_endpoint_with_an_address_of_this_nodes_pods(node: Node, ip: st
     assert endpoint_of(node, "10.244.4.2", remote=False)
 
 
-def test_two_load_balancers_for_one_frontend(node: Node) -> None:
-    pod_a = endpoint_of(node, "10.244.4.2", remote=False)
-    node.hnsctl(
-        "loadbalancer", "create", "--endpoint", pod_a, "--vip", CLUSTER_DNS, "--port", "53", "--protocol", "udp",
-    )  # fmt: skip
-    check = only_failure(node.doctor(), "duplicate-load-balancers", f"{CLUSTER_DNS} 53/UDP has 2 load balancers")
-    assert check["fix"].startswith("restart kube-proxy")
-
-
 def test_no_load_balancer_for_the_cluster_dns_over_tcp(node: Node) -> None:
     node.hnsctl("loadbalancer", "delete", load_balancer_id(node, CLUSTER_DNS, 53, 6))
     check = only_failure(node.doctor(), "dns-load-balancer", f"{CLUSTER_DNS} 53/TCP", "pods cannot resolve names")
@@ -183,6 +174,23 @@ def test_a_policy_list_not_applied(node: Node, tmp_path: Path) -> None:
 
     check = replayed(rebundle(node, tmp_path, unapplied))["policy-lists"]
     assert check["status"] == "fail" and "is in State 1, not 2" in check["message"], check
+    assert check["fix"].startswith("restart kube-proxy")
+
+
+def test_two_load_balancers_for_one_frontend(node: Node, tmp_path: Path) -> None:
+    """HNS refuses a second load balancer on a frontend (0x803B0013, as the simulator does), so two
+    can only come from HNS's own state: a copy of the DNS's over UDP, under another ID."""
+
+    def doubled(docs: dict) -> None:
+        lbs = docs["hns/v2/loadbalancers.json"]
+        (dns_udp,) = [
+            lb for lb in lbs
+            if CLUSTER_DNS in (lb.get("FrontendVIPs") or ()) and lb["PortMappings"][0]["Protocol"] == 17
+        ]  # fmt: skip
+        lbs.append({**dns_udp, "ID": "0A0B0C0D-0E0F-4A1B-8C2D-3E4F5A6B7C8E"})
+
+    check = replayed(rebundle(node, tmp_path, doubled))["duplicate-load-balancers"]
+    assert check["status"] == "fail" and f"{CLUSTER_DNS} 53/UDP has 2 load balancers" in check["message"], check
     assert check["fix"].startswith("restart kube-proxy")
 
 

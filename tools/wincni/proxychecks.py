@@ -191,9 +191,10 @@ def remote_endpoint_addresses(f: Facts) -> Check:
 
 
 def duplicate_load_balancers(f: Facts) -> Check:
-    """Two load balancers for the same frontend VIP, port and protocol: HNS balances over one of
-    them, and kube-proxy's creates fail with "already exists" after an HNS restart brought the old
-    one back (kubernetes #139519, PR #139503)."""
+    """Two load balancers for the same frontend VIP, port and protocol. HNS refuses to create the
+    second ("port already exists", PR #137530), so two in its documents mean its own state went
+    wrong, as around a restart whose restore brought old load balancers back (kubernetes #139519,
+    PR #139503): HNS balances over one of them, and kube-proxy's creates fail."""
     inv, early = _inventory(f, "duplicate-load-balancers")
     if early is not None:
         return early
