@@ -386,12 +386,18 @@ def _host_endpoint(api: EndpointApi, wanted: WantedNetwork, network: Any) -> Non
 
 def _discard(api: EndpointApi, wanted: WantedNetwork, network: Any, why: str) -> bool:
     """Delete a network this plugin made but could not set up, with its host endpoint (best
-    effort: the error being raised is what counts); whether it is gone."""
+    effort: the error being raised is what counts); whether it is gone. A network that holds
+    another endpoint is left: HNS deletes a network's endpoints with it, and that one may be in use."""
     from plugins.cni.ownership import freed, host_endpoint_name
 
+    host = host_endpoint_name(wanted.name)
     try:
+        others = [ep.name for ep in api.endpoints_of(network) if ep.name != host]
+        if others:
+            log.warning(f"HNS network {wanted.name} is left: it holds endpoint(s) {', '.join(others)}")
+            return False
         if not wanted.overlay:
-            api.delete_host_endpoint(host_endpoint_name(wanted.name))
+            api.delete_host_endpoint(host)
         api.delete_network(network)
     except Exception as err:  # noqa: BLE001 - report, keep the original error
         log.warning(f"could not delete the half-set-up HNS network {wanted.name}: {err}; the next ADD deletes it")

@@ -258,6 +258,10 @@ class FakeApi:
             raise self.attach_error
         return HNSEndpoint.from_json({**self.endpoints[name], "ID": "E1"})
 
+    def endpoints_of(self, network):
+        self.calls.append("endpoints")
+        return [HNSEndpoint.from_json(e) for e in self.endpoints.values() if e["VirtualNetwork"] == network.id]
+
     def delete_host_endpoint(self, name: str):
         if name in self.endpoints:
             self.calls.append("delete endpoint")
@@ -307,8 +311,19 @@ def test_a_network_whose_set_up_fails_is_deleted_again(tmp_path):
     api = FakeApi(attach_error=HnsError("HNSCall", 0x803B0014, None, "attach failed"))
     with pytest.raises(HnsError):
         ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path)
-    assert api.calls[-2:] == ["delete endpoint", "delete network"]
+    assert api.calls[-3:] == ["endpoints", "delete endpoint", "delete network"]
     assert api.docs == {} and api.endpoints == {}
+
+
+def test_a_network_whose_set_up_fails_is_left_while_it_holds_another_endpoint(tmp_path):
+    """HNS deletes a network's endpoints with it: one that is not ours may be in use, so the
+    network stays (its marker too: the next ADD tries again)."""
+    api = FakeApi(attach_error=HnsError("HNSCall", 0x803B0014, None, "attach failed"))
+    api.endpoints["pod9_cbr0"] = {"Name": "pod9_cbr0", "VirtualNetwork": "N1", "IPAddress": "10.244.4.9"}
+    with pytest.raises(HnsError):
+        ensure(api, wanted({"subnet": "10.244.4.0/24"}), tmp_path)
+    assert api.calls[-1] == "endpoints" and "delete network" not in api.calls
+    assert set(api.endpoints) == {"cbr0_ep", "pod9_cbr0"} and (tmp_path / "network-cbr0.setup").exists()
 
 
 def test_a_created_hcn_overlay_gets_its_host_route_once_ready(tmp_path):
