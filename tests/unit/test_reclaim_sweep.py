@@ -108,7 +108,7 @@ seens = st.builds(
     Seen,
     st.just(NET),
     st.lists(
-        st.builds(Reservation, st.sampled_from(["10.0.0.1", "10.0.0.2", "10.0.0.3"]), pods, ages),
+        st.builds(Reservation, st.sampled_from(["10.0.0.1", "10.0.0.2", "10.0.0.3"]), pods, ages, st.booleans()),
         max_size=4,
         unique_by=lambda r: r.ip,
     ).map(tuple),
@@ -133,7 +133,7 @@ def test_the_plan_never_frees_what_the_rule_says_is_in_use(seen: Seen) -> None:
             assert not next(e for e in seen.endpoints if e.name == f.name).in_use and f.pod not in young
         elif f.kind == RESERVATION:
             r = next(r for r in seen.reservations if r.ip == f.name and r.owner == f.pod)
-            assert r.age >= MIN and f.pod not in holders
+            assert r.age >= MIN and f.pod not in holders and not r.sandbox_alive
         else:
             released = {g.name for g in frees if g.kind == RESERVATION}
             assert f.pod not in holders and all(r.ip in released for r in seen.reservations if r.owner == f.pod)
@@ -202,6 +202,13 @@ def leaked(n: int) -> FakeNode:
         tuple(ep(f"p{i}") for i in range(n)),
         tuple(Delegate(f"p{i}", OLD) for i in range(n)),
     )
+
+
+def test_a_pod_whose_sandbox_runs_keeps_its_address_without_an_endpoint_whatever_its_age() -> None:
+    seen = Seen(NET, reservations=(Reservation("10.0.0.1", "lost", OLD, True), Reservation("10.0.0.2", "gone", OLD)))
+    frees, kept = plan(seen, MIN)
+    assert [f.name for f in frees] == ["10.0.0.2"]
+    assert kept[(RESERVATION, "10.0.0.1")] == ownership.SANDBOX_ALIVE
 
 
 def test_a_pass_frees_at_most_its_bound_and_the_next_pass_the_rest() -> None:

@@ -82,7 +82,7 @@ def plan(seen: Seen, min_age: float) -> tuple[list[Free], dict[tuple[str, str], 
             kept[(ENDPOINT, ep.name)] = why
     holders = set(live)
     for r in seen.reservations:
-        why = ownership.reservation_kept(r.owner, live, r.age, min_age) or (
+        why = ownership.reservation_kept(r.owner, live, r.age, min_age, r.sandbox_alive) or (
             ownership.RUNTIME_LISTS if r.owner in listed else ""
         )
         if not why:
