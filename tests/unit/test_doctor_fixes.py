@@ -67,6 +67,26 @@ def _vip_held_by_a_pod(node: Node) -> None:
     node.hnsctl("endpoint", "create", f"pod9_{node.network}", "--network", node.network, "--ip", SOURCE_VIP)
 
 
+def _pod(node: Node, cid: str) -> str:
+    """A pod added through flannel in a containerd sandbox; its namespace."""
+    node.cni_conf["dataDir"] = str(node.flannel_dir)
+    netns = node.sandbox("v2", cid)
+    rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
+    assert rc == 0, out
+    return netns
+
+
+def _pod_without_endpoint(node: Node) -> None:
+    _pod(node, "lostpod")
+    node.hnsctl("endpoint", "delete", f"lostpod_{node.network}")
+
+
+def _pod_endpoint_detached(node: Node) -> None:
+    netns = _pod(node, "podd")
+    node.hnsctl("namespace", "detach", netns, f"podd_{node.network}")
+    age(*(_store(node) / ip for ip, cid in node.ip_files().items() if cid == "podd"))
+
+
 def _rm(attr: str, name: str = "") -> Callable[[Node], None]:
     return lambda node: (getattr(node, attr) / name if name else getattr(node, attr)).unlink()
 
@@ -179,6 +199,8 @@ BREAKS = {
         "ipam-store", "bridge", _unreserved_endpoint, fixed_by="stale-endpoints"
     ),
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
+    "pod-endpoints: a running pod's endpoint deleted": Break("pod-endpoints", "bridge", _pod_without_endpoint),
+    "endpoint-state: a running pod's endpoint detached": Break("endpoint-state", "overlay", _pod_endpoint_detached),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
     "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
     "runtime-status: containerd 2.x with a config it never asks": Break(
@@ -197,6 +219,9 @@ NO_FILE = {
     "vxlan: the HNS network's VNI": "",
     "subnet-env: a new lease": "",
     "build: plugins of another build": "DaemonSet",
+    # the pod is recreated through the runtime (tests/e2e/test_pod_endpoints.py carries it out)
+    "pod-endpoints: a running pod's endpoint deleted": "crictl rmp lostpod",
+    "endpoint-state: a running pod's endpoint detached": "crictl rmp podd",
 }
 
 

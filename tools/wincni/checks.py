@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from . import addresses
 from .facts import Facts, Problem
+from .podchecks import endpoint_state, pod_endpoints
 from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
 
@@ -469,15 +470,19 @@ def ipam_store(f: Facts) -> Check:
 
 
 def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
-    """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule: a
-    young one may be an ADD still creating its endpoint; pinned ones are the node's own."""
+    """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule
+    (``ownership.reservation_kept``): a young one may be an ADD still creating its endpoint; pinned
+    ones are the node's own; one whose recorded sandbox still exists is a pod without its network
+    (the pod-endpoints check's)."""
     from plugins.cni import ownership
 
     pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {None}
+    running = {p.container for p in f.sandboxes or () if p.exists}
+    window = ownership.IN_FLIGHT_SECONDS
     return [
         (ip, cid)
         for ip, cid in f.reservations or ()
-        if cid not in pods and not ownership.pinned(cid) and ip not in f.young
+        if not ownership.reservation_kept(cid, pods, 0.0 if ip in f.young else window, window, cid in running)
     ]
 
 
@@ -617,6 +622,8 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    pod_endpoints,
+    endpoint_state,
     runtime_status,
     build,
     permissions,
