@@ -42,15 +42,17 @@ _NOT_RESERVATIONS = (LOCK_NAME, idx.INDEX_NAME)
 
 
 class DiskStore:
-    """One network's reservations; use through ``open_store`` so the lock is held. ``netns``: an
-    ADD's CNI_NETNS, recorded as its attachment's sandbox at the first address it reserves or
-    renews (``SANDBOXES``); None records nothing."""
+    """One network's reservations; use through ``open_store`` so the lock is held (``locked``:
+    then a rebuild of the index also removes stale sandbox records). ``netns``: an ADD's
+    CNI_NETNS, recorded as its attachment's sandbox at the first address it reserves or renews
+    (``SANDBOXES``); None records nothing."""
 
-    def __init__(self, directory: str, platform: str, netns: str | None = None) -> None:
+    def __init__(self, directory: str, platform: str, netns: str | None = None, locked: bool = False) -> None:
         self.directory = directory
         self._escape = platform == "win32"
         self._index: idx.Index | None = None
         self._dirty = False
+        self._locked = locked
         self._netns = netns
 
     # ---- allocator.Store ----
@@ -81,9 +83,10 @@ class DiskStore:
 
     def release(self, ip: IPAddress | str) -> None:
         """The reservation, and the sandbox record named after it (``SANDBOXES``) with it."""
-        _unlink(self._path(str(ip)))
-        _unlink(self._record_path(str(ip)))
-        self.index.remove(str(ip))
+        name = str(ip)
+        _unlink(self._path(name))
+        self._drop_record(self._record_name(name))
+        self.index.remove(name)
         self._dirty = True
 
     def last_reserved(self, range_id: int) -> IPAddress | None:
@@ -133,13 +136,15 @@ class DiskStore:
         return [(parse_ip(ip), owner) for ip, owner in self.index.items()]
 
     def rescan(self) -> None:
-        """Rebuild the index from the reservation files: O(files), the reference's DEL cost. Sandbox
-        records whose reservation is gone (the Go plugin released it) go too."""
+        """Rebuild the index from the reservation files: O(files), the reference's DEL cost. Under
+        the lock, sandbox records whose reservation is gone (the Go plugin released it) go too (a
+        reader without it, STATUS or the doctor, removes nothing)."""
         with os.scandir(self.directory) as entries:
             names = [e.name for e in entries if e.is_file()]
         fresh = idx.Index.of((ip, self.owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
         self._index, self._dirty = fresh, True
-        self._prune_records(set(names))
+        if self._locked:
+            self._prune_records(set(names))
         log.event("index-rebuilt", directory=self.directory, reservations=len(fresh))
 
     # ---- sandbox records (``SANDBOXES``) ----
@@ -157,19 +162,19 @@ class DiskStore:
             log.warning(f"cannot record the sandbox of {owner.container_id} in {self._records()}: {exc}")
 
     def sandboxes(self) -> dict[str, tuple[Owner, str]]:
-        """Reserved address -> (its attachment, its CNI_NETNS), for records whose reservation holds
-        that same attachment now (anything else is a leftover, and ignored)."""
+        """Reserved address -> (its attachment, its CNI_NETNS), for records whose reservation file
+        holds that same attachment now (anything else is a leftover, and ignored). Reads only: the
+        doctor calls it without the lock."""
         folder = self._records()
         try:
             names = os.listdir(folder)
         except OSError:
             return {}
-        owners = dict(self.index.items())
         out = {}
         for name in names:
             ip = self._ip_of(name)
             found = sandbox_record(_read_small(os.path.join(folder, name))) if ip is not None else None
-            if found is not None and owners.get(ip) == found[0]:
+            if found is not None and self.owner_of(ip) == found[0]:
                 out[ip] = found
         return out
 
@@ -179,20 +184,23 @@ class DiskStore:
     def _record_name(self, ip: str) -> str:
         return ip.replace(":", "_") if self._escape else ip
 
-    def _record_path(self, ip: str) -> str:
-        return os.path.join(self._records(), self._record_name(ip))
+    def _drop_record(self, name: str) -> None:
+        """Best effort, as the writing: a record left behind goes at the next rebuild's ``flush``."""
+        try:
+            _unlink(os.path.join(self._records(), name))
+        except OSError as exc:
+            log.warning(f"cannot remove the sandbox record {name} in {self._records()}: {exc}")
 
     def _prune_records(self, reservation_files: set[str]) -> None:
         """Records of released reservations, and temporary files of writers killed before their
         rename (every writer holds the store's lock, as the caller does: none is still writing)."""
-        folder = self._records()
         try:
-            names = os.listdir(folder)
+            names = os.listdir(self._records())
         except OSError:
             return
         for name in names:
             if name not in reservation_files:
-                _unlink(os.path.join(folder, name))
+                self._drop_record(name)
 
     @property
     def index(self) -> idx.Index:
@@ -264,7 +272,7 @@ class open_store:
         secure_dir(self.directory)
         self._lock = FileLock(self.directory)
         self._lock.__enter__()
-        self._store = DiskStore(self.directory, self.platform, self.netns)
+        self._store = DiskStore(self.directory, self.platform, self.netns, locked=True)
         return self._store
 
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
@@ -366,5 +374,5 @@ def _empty(path: str) -> bool:
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder on the way is a file)
         pass

@@ -135,6 +135,20 @@ def test_a_record_that_cannot_be_written_does_not_fail_the_add(tmp_path):
     add(tmp_path, "pod1", GUID)
     with open_store(str(d), "linux") as s:
         assert s.owned_by(Owner("pod1", "eth0")) and s.sandboxes() == {}
+    add(tmp_path, "pod1", GUID, "DEL")  # nor its DEL
+    assert DiskStore(str(d), "linux").allocations() == []
+
+
+def test_readers_without_the_lock_remove_nothing(tmp_path):
+    """STATUS and the doctor read the store without its lock: a rebuild of theirs leaves even a
+    stale record where it is (the next locked rebuild removes it)."""
+    add(tmp_path, "pod1", GUID)
+    d = tmp_path / "net"
+    os.remove(d / "10.1.2.2")
+    reader = DiskStore(str(d), "linux")
+    reader.rescan()
+    assert reader.allocations() == [] and reader.sandboxes() == {}
+    assert os.listdir(d / SANDBOXES) == ["10.1.2.2"]
 
 
 def test_a_link_in_place_of_the_folder_is_not_followed(tmp_path):
