@@ -187,8 +187,8 @@ class FakeNode:
         finally:
             self.locked_now = False
 
-    def reservations(self) -> list[Reservation]:
-        return list(self.res.values())
+    def reservations(self, pod: str | None = None) -> list[Reservation]:
+        return [r for r in self.res.values() if pod is None or r.owner == pod]
 
     def release(self, ip: str) -> None:
         assert self.locked_now
@@ -329,3 +329,37 @@ def test_bad_sweep_flags_are_usage_errors(argv: list[str], message: str) -> None
 
     err = io.StringIO()
     assert main(["reclaim", *argv], io.StringIO(), err, {}) == 2 and message in err.getvalue()
+
+
+def test_the_real_store_gives_every_address_of_a_pod_the_sandbox_its_add_recorded(tmp_path) -> None:
+    """``holdings`` reads host-local's records under the store's lock: the dual-stack pod's second
+    address shares the record its first names; HNS is asked about the recorded sandboxes only."""
+    from basics.ipaddr import ip_address
+    from plugins.ipam_host_local.allocator import Owner
+    from plugins.ipam_host_local.store import open_store
+    from tools.wincni.holdings import Holdings
+    from tools.wincni.sandboxes import NAMESPACE, Sandbox
+
+    guid = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"
+    with open_store(str(tmp_path), "linux", guid) as s:
+        assert s.reserve(Owner("pod1", "eth0"), ip_address("10.0.0.2"), 0)
+        assert s.reserve(Owner("pod1", "eth0"), ip_address("fd00::2"), 1)
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.reserve(Owner("gone", "eth0"), ip_address("10.0.0.3"), 0)
+
+    class Node(Holdings):
+        asked: list = []
+
+        def alive(self, sandboxes):
+            self.asked.append(set(sandboxes))
+            return {s: True for s in self.asked[-1]}
+
+    node = Node(NET, str(tmp_path), "", "linux", {})
+    with node.locked() as store:
+        assert {r.ip: r.sandbox_alive for r in store.reservations()} == {
+            "10.0.0.2": True,
+            "fd00::2": True,
+            "10.0.0.3": False,
+        }
+        assert [r.ip for r in store.reservations("gone")] == ["10.0.0.3"]
+    assert node.asked == [{Sandbox(NAMESPACE, guid)}, set()]

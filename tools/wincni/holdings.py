@@ -150,16 +150,21 @@ class _Locked:
         if self._held is not None:
             self._held.__exit__(*exc)
 
-    def reservations(self) -> Iterator[Reservation]:
+    def reservations(self, pod: str | None = None) -> Iterator[Reservation]:
+        """What host-local reserves now (``pod``: only that container's, the re-check of one
+        candidate), each with whether the sandbox recorded at its ADD exists: every address of
+        the attachment shares the record its first address names."""
         if self._store is None:
             return
         from .sandboxes import sandbox_of
 
         now = self.holdings.clock()
-        recorded = {ip: sandbox_of(owner.container_id, netns) for ip, (owner, netns) in self._store.sandboxes().items()}
-        alive = self.holdings.alive(filter(None, recorded.values()))
-        for ip, owner in self._store.allocations():
-            sandbox = recorded.get(str(ip))
+        held = [(ip, o) for ip, o in self._store.allocations() if pod is None or (o.container_id if o else "") == pod]
+        recorded = {o: sandbox_of(o.container_id, netns) for o, netns in self._store.sandboxes().values()}
+        sandboxes = {ip: recorded.get(o) for ip, o in held if o is not None}
+        alive = self.holdings.alive({s for s in sandboxes.values() if s is not None})
+        for ip, owner in held:
+            sandbox = sandboxes.get(ip)
             yield Reservation(
                 str(ip),
                 owner.container_id if owner else "",

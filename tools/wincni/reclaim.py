@@ -146,7 +146,7 @@ def _seen_of(pod: str, holdings: Any, store: Any, runtime: frozenset[str] | None
     saved = holdings.delegate(pod) if pod else None
     return Seen(
         holdings.network,
-        tuple(r for r in store.reservations() if r.owner == pod),
+        tuple(store.reservations(pod)),
         (ep,) if ep is not None else (),
         (saved,) if saved is not None else (),
         runtime,
