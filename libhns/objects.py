@@ -28,6 +28,11 @@ JsonDict = dict  # a parsed JSON object
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 #: hcsshim's EndpointFlagsRemoteEndpoint: V2's spelling of V1's ``IsRemoteEndpoint``.
 REMOTE_ENDPOINT_FLAG = 1
+#: A load balancer's Flags (LoadBalancerFlags: direct server return, an IPv6 frontend) and its
+#: port mappings' (LoadBalancerPortMappingFlags: internal load balancer, a NodePort's local routed
+#: VIP), from hnslib's hcn/hcnloadbalancer.go.
+LB_DSR, LB_IPV6 = 1, 2
+PORT_MAPPING_ILB, PORT_MAPPING_LOCAL_ROUTED_VIP = 1, 2
 
 
 def same_id(a: str | None, b: str | None) -> bool:
@@ -337,6 +342,25 @@ class HostComputeLoadBalancer(HnsObject):
         "schema_version": "SchemaVersion",
     }
     __slots__ = tuple(KEYS)
+
+    @property
+    def backend_ids(self) -> list[str]:
+        """The endpoint IDs it balances over (none when the document holds no list)."""
+        return _strings(self.host_compute_endpoints)
+
+    @property
+    def vips(self) -> list[str]:
+        """Its frontend VIPs; none for a NodePort's (the node's own addresses)."""
+        return _strings(self.frontend_vips)
+
+    @property
+    def mappings(self) -> list[JsonDict]:
+        return [m for m in self.port_mappings if isinstance(m, dict)] if isinstance(self.port_mappings, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    """A recorded document's list of IDs or addresses, read as found: anything else is none."""
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 # --- V1 -----------------------------------------------------------------------------------------

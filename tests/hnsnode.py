@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from libhns.objects import HostComputeEndpoint
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
 from plugins.registry import COMMANDS
-from testdata import FIXTURES, GOLDENS
+from testdata import FIXTURES, GOLDENS, SERVICES
 from tools import hnsctl
 from tools.wincni.__main__ import build_parser
 from tools.wincni.__main__ import main as wincni_main
@@ -43,6 +44,7 @@ VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
 MGMT_IP = "10.127.130.36"
 SOURCE_VIP = "10.244.4.9"
+CLUSTER_DNS = "10.96.0.10"
 EXCEPTIONS = ["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"]  # cluster, services, node subnet
 GUID = re.compile(r"[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}")
 
@@ -477,23 +479,89 @@ def flanneld_node(root: Path, plugin: str = "win-bridge", **kw: Any) -> Node:
     return node.bridge() if plugin == "win-bridge" else node.overlay()
 
 
-def pods_node(root: Path, kind: str) -> Node:
-    """A ``kind`` ('bridge' or 'overlay') node as the doctor tests start from, with two pods added
-    through flannel in containerd sandboxes, and two things to report: an endpoint named as ours
-    that no sandbox holds, and a remote endpoint that no load balancer lists."""
+def two_pods_node(root: Path, kind: str) -> Node:
+    """A healthy ``kind`` ('bridge' or 'overlay') node with two pods (pod-a 10.244.4.2, pod-b
+    10.244.4.3) added through flannel in containerd sandboxes; the config names the cluster DNS."""
     node = Node(root)
-    node.cni_conf = {**node.flannel_files(kind), "dataDir": str(node.flannel_dir)}
+    node.cni_conf = node.flannel_files(kind)
     node.bridge(host_endpoint=False) if kind == "bridge" else node.overlay()
+    return add_two_pods(node)
+
+
+def add_two_pods(node: Node) -> Node:
+    """pod-a and pod-b added through flannel (in-process) on a node whose network flanneld made;
+    flannel's store under the node's root, the cluster DNS in the config."""
+    node.cni_conf = {**node.cni_conf, "dataDir": str(node.flannel_dir)}
+    node.cni_conf["delegate"]["dns"] = {"nameservers": [CLUSTER_DNS]}
     node.venv_plugins()
     node.write_cni_conf(node.cni_conf)
-    net = node.cni_conf["name"]
     for cid in ("pod-a", "pod-b"):
         netns = node.sandbox("v2", cid)
         rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
         assert rc == 0, out
+    return node
+
+
+def pods_node(root: Path, kind: str) -> Node:
+    """A ``kind`` ('bridge' or 'overlay') node as the doctor tests start from, with two pods added
+    through flannel in containerd sandboxes, and two things to report: an endpoint named as ours
+    that no sandbox holds, and a remote endpoint that no load balancer lists."""
+    node = two_pods_node(root, kind)
+    net = node.cni_conf["name"]
     node.hnsctl("endpoint", "create", f"gone-pod_{net}", "--network", net, "--ip", "10.244.4.200")
     node.hnsctl("endpoint", "create", "remote_10.244.4.201", "--network", net, "--ip", "10.244.4.201", "--remote")
     return node
+
+
+def services_node(root: Path, kind: str) -> Node:
+    """``two_pods_node`` with Services programmed as kube-proxy leaves them, read from an HNS dump
+    (``tests/data/services/<kind>.json``, ``program_services``): load balancers over the pods and
+    remote endpoints, the cluster DNS's among them, and on overlay the source VIP's endpoint."""
+    return with_services(two_pods_node(root, kind))
+
+
+def with_services(node: Node) -> Node:
+    """The node's Services programmed from ``tests/data/services`` for its kind of network."""
+    kind = "overlay" if node.cni_conf["delegate"]["type"] == "win-overlay" else "bridge"
+    program_services(node, json.loads((SERVICES / f"{kind}.json").read_text()))
+    return node
+
+
+def endpoint_of(node: Node, ip: str, remote: bool = True) -> str:
+    """The ID of the node's one endpoint (remote or local) holding ``ip``."""
+    found = [
+        e["ID"]
+        for e in node.hnsctl("endpoint", "list", "-o", "json")
+        if bool(e.get("Flags", 0) & 1) == remote and e["IpConfigurations"][0]["IpAddress"] == ip
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def program_services(node: Node, dump: dict) -> dict[str, str]:
+    """kube-proxy's part of a node, from an HNS dump shaped as ``hnsctl dump -o json`` prints it:
+    each endpoint of the dump is the node's local one with its address (a pod's: our ADD made it),
+    else made as kube-proxy makes it (remote ones; on overlay the source VIP's, local and unnamed);
+    each load balancer is made over them. The dump's endpoint IDs -> the node's."""
+    from libhns.client import open_clients
+
+    hcn, _ = open_clients(node.env)
+    net = hcn.get_network_by_name(node.cni_conf["name"])
+    local = {ip: e.id for e in hcn.list_endpoints(net.id) if not e.is_remote for ip in e.ip_addresses}
+    ids = {}
+    for doc in dump["endpoints"]:
+        made = HostComputeEndpoint.from_json(doc)
+        if not made.is_remote and made.ip_addresses[0] in local:
+            ids[made.id] = local[made.ip_addresses[0]]
+            continue
+        settings = {
+            k: v for k, v in doc.items() if k in ("Name", "IpConfigurations", "MacAddress", "Flags", "Policies")
+        }
+        ids[made.id] = hcn.create_endpoint(net.id, settings).id
+    for doc in dump["loadbalancers"]:
+        backends = [ids[e] for e in doc["HostComputeEndpoints"]]
+        hcn.create_load_balancer({**{k: v for k, v in doc.items() if k != "ID"}, "HostComputeEndpoints": backends})
+    return ids
 
 
 def _write(path: Path, data: bytes) -> Path:

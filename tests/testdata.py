@@ -12,6 +12,7 @@ DATA = Path(__file__).resolve().parent / "data"
 FIXTURES = DATA / "fixtures"
 GOLDENS = DATA / "goldens"
 REALHNS = DATA / "realhns"  # HNS documents captured on real nodes (its README)
+SERVICES = DATA / "services"  # kube-proxy's HNS objects for Services, as HNS lists them (its README)
 
 
 def require_frozen(dist: Path, *names: str) -> None:

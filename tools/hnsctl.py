@@ -18,7 +18,8 @@ from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from basics.jsonci import get_ci
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject, same_id
+from libhns.objects import LB_DSR, PORT_MAPPING_LOCAL_ROUTED_VIP, REMOTE_ENDPOINT_FLAG, HnsObject
+from libhns.policies import PROVIDER_ADDRESS
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
@@ -95,7 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remote",
         action="store_true",
-        help="another node's pod, as kube-proxy makes them for its load balancers (IsRemoteEndpoint)",
+        help="another node's pod or a Service VIP, as kube-proxy makes them for its load balancers "
+        "(IsRemoteEndpoint; its --ip may lie outside the network's subnets)",
+    )
+    p.add_argument(
+        "--provider-address",
+        type=ip_address,
+        help="with --remote: the other node's address (a ProviderAddress policy, as kube-proxy sets on Overlay)",
     )
     _output_options(p)
 
@@ -111,15 +118,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="tcp", help="tcp (default) or udp")
     p.add_argument("--port", type=_port, required=True, help="the frontend (external) port")
     p.add_argument("--target-port", type=_port, help="the backends' port (default: --port)")
+    p.add_argument("--dsr", action="store_true", help="direct server return (load balancer Flags 1, WinDSR)")
+    p.add_argument(
+        "--local-routed-vip",
+        action="store_true",
+        help="a NodePort Service's mapping (port mapping Flags 2), usually without --vip",
+    )
     _output_options(p)
 
     pl = sub.add_parser(
-        "policylist", help="V1 policy lists (HNSCall /policylists/: load balancers as older HNS shows them)"
+        "policylist", help="V1 policy lists (HNSCall /policylists/: the load balancers as HNSCall shows them)"
     ).add_subparsers(dest="action", required=True, parser_class=Parser)
     _output_options(pl.add_parser("list", help="every policy list"))
-    p = pl.add_parser("show", help="one policy list's document")
-    p.add_argument("policylist", help="ID")
-    _output_options(p)
+    _show_and_delete(pl, "policylist", "ID")
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
         dest="action", required=True, parser_class=Parser
@@ -158,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_and_delete(group: Any, kind: str, ref: str, several: str = "") -> None:
     """``show`` (one object's document) and ``delete`` (one or more) of a ``kind``."""
-    what = "load balancer" if kind == "loadbalancer" else kind
+    what = {"loadbalancer": "load balancer", "policylist": "policy list"}.get(kind, kind)
     p = group.add_parser("show", help=f"one {what}'s document")
     p.add_argument(kind, help=ref)
     _output_options(p)
@@ -333,7 +344,9 @@ class _V2View(_View):
     def create_network(self, doc: dict[str, Any]) -> Any:
         return self.c.create_network(doc)
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
+    def create_endpoint(
+        self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool, provider_address: str | None
+    ) -> Any:
         settings: dict[str, Any] = {"Name": name}
         if ip:
             settings["IpConfigurations"] = [{"IpAddress": ip}]
@@ -341,6 +354,8 @@ class _V2View(_View):
             settings["MacAddress"] = mac
         if remote:
             settings["Flags"] = REMOTE_ENDPOINT_FLAG
+        if provider_address:
+            settings["Policies"] = [PROVIDER_ADDRESS.v2(provider_address)]
         return self.c.create_endpoint(network.id, settings)
 
     def namespace(self, ref: str) -> Any:
@@ -363,7 +378,9 @@ class _V1View(_View):
 
         return self.c.create_network(v1_network_document(doc))
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
+    def create_endpoint(
+        self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool, provider_address: str | None
+    ) -> Any:
         doc: dict[str, Any] = {"Name": name, "VirtualNetwork": network.id}
         if ip:
             doc["IPAddress"] = ip
@@ -371,6 +388,8 @@ class _V1View(_View):
             doc["MacAddress"] = mac
         if remote:
             doc["IsRemoteEndpoint"] = True
+        if provider_address:
+            doc["Policies"] = [PROVIDER_ADDRESS.v1(provider_address)]
         return self.c.create_endpoint(doc)
 
     def namespace(self, ref: str) -> Any:
@@ -460,19 +479,14 @@ class _Ctl:
         _show(self.out, a, self._view(a).create_network(network_document(a)))
 
     def network_delete(self, a: argparse.Namespace) -> None:
+        """HNS deletes the network's endpoints with it: the output says how many went."""
         net = self._network(a, a.network)
         view = self._view(a)
-        try:
-            view.delete_network(net.id)
-        except errors.HnsError as exc:
-            if exc.name != "HCN_E_ENTITY_HAS_REFERENCES":
-                raise
-            ids = [e.id for e in view.endpoints(net.id)]
-            first = (
-                f"its endpoints first: hnsctl endpoint delete {' '.join(ids)}" if ids else "what still uses it first"
-            )
-            raise Refused(f"{exc}: network {net.name} is still in use; delete {first}") from None
-        self.out.write(f"deleted network {net.name} ({net.id})\n")
+        gone = len(view.endpoints(net.id))
+        view.delete_network(net.id)
+        self.out.write(
+            f"deleted network {net.name} ({net.id})" + (f" and its {gone} endpoint(s)" if gone else "") + "\n"
+        )
 
     # endpoint
     def endpoint_list(self, a: argparse.Namespace) -> None:
@@ -489,8 +503,10 @@ class _Ctl:
         _show(self.out, a, self._endpoint(a, a.endpoint))
 
     def endpoint_create(self, a: argparse.Namespace) -> None:
+        if a.provider_address and not a.remote:
+            raise UsageError("hnsctl: --provider-address is for a remote endpoint: add --remote")
         view = self._view(a)
-        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac, a.remote)
+        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac, a.remote, a.provider_address)
         if a.host:
             try:
                 self.hnscall.host_attach(ep.id, 1)
@@ -518,11 +534,14 @@ class _Ctl:
     def loadbalancer_show(self, a: argparse.Namespace) -> None:
         _show(self.out, a, self._found("load balancer", a.loadbalancer, self.hcn.get_load_balancer(a.loadbalancer)))
 
-    def loadbalancer_delete(self, a: argparse.Namespace) -> None:
+    def _delete_each(self, ids: Sequence[str], delete: Any, what: str) -> None:
         """Each in turn; the first that fails stops the rest (those before it stay deleted)."""
-        for id_ in a.loadbalancer:
-            self.hcn.delete_load_balancer(id_)
-            self.out.write(f"deleted load balancer {id_}\n")
+        for id_ in ids:
+            delete(id_)
+            self.out.write(f"deleted {what} {id_}\n")
+
+    def loadbalancer_delete(self, a: argparse.Namespace) -> None:
+        self._delete_each(a.loadbalancer, self.hcn.delete_load_balancer, "load balancer")
 
     def loadbalancer_create(self, a: argparse.Namespace) -> None:
         """The document kube-proxy (winkernel) sends for one Service port; simulator only, so no
@@ -537,12 +556,14 @@ class _Ctl:
                     "Protocol": PROTOCOLS[a.protocol],
                     "InternalPort": a.target_port or a.port,
                     "ExternalPort": a.port,
-                    "Flags": 0,
+                    "Flags": PORT_MAPPING_LOCAL_ROUTED_VIP if a.local_routed_vip else 0,
                 }
             ],
         }
         if a.source_vip:
             doc["SourceVIP"] = a.source_vip
+        if a.dsr:
+            doc["Flags"] = LB_DSR
         _show(self.out, a, self.hcn.create_load_balancer(doc))
 
     def policylist_list(self, a: argparse.Namespace) -> None:
@@ -553,8 +574,10 @@ class _Ctl:
             self._balancer_table(_V1View(self.hnscall), lists)
 
     def policylist_show(self, a: argparse.Namespace) -> None:
-        found = next((p for p in self.hnscall.list_policy_lists() if same_id(p.get("ID"), a.policylist)), None)
-        _show(self.out, a, self._found("policy list", a.policylist, found))
+        _show(self.out, a, self._found("policy list", a.policylist, self.hnscall.get_policy_list(a.policylist)))
+
+    def policylist_delete(self, a: argparse.Namespace) -> None:
+        self._delete_each(a.policylist, self.hnscall.delete_policy_list, "policy list")
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from libhns.networks import NON_PERSISTENT
 from libhns.sim.adapters import adapter_address
 from libhns.sim.validate import Reject
+from libhns.sim.versions import DEFAULT_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 class HnsState:
     """The loaded store; ``adapters`` are the node's host adapters, whose address a network bound
     to one reports as its management IP only ``mgmt_delay`` seconds after its creation (HNS sets
-    it up late)."""
+    it up late); ``version`` is the HNS version answering (``versions.py``: what it implements)."""
 
     def __init__(
         self,
@@ -32,11 +33,13 @@ class HnsState:
         kinds: Mapping[str, Any],
         adapters: Adapters = (),
         mgmt_delay: float = 0.0,
+        version: tuple[int, int] = DEFAULT_VERSION,
     ) -> None:
         self.data = data
         self.kinds = kinds
         self.adapters = adapters
         self.mgmt_delay = mgmt_delay
+        self.version = version
         self._tables: dict[str, dict[str, Any]] = {}
 
     def table(self, kind: str) -> dict[str, Any]:
@@ -101,10 +104,10 @@ class HnsState:
 
     def restart(self) -> list[str]:
         """What restarting the HNS service does: networks created with EnableNonPersistent are
-        gone, with their endpoints (detached from namespaces and containers). Their names."""
+        gone, with their endpoints, remote ones too (detached from namespaces and containers);
+        load balancers stay, referencing what went (HNS rehydrates them: kubernetes#139519).
+        The dropped networks' names."""
         dropped = [net for net in self.table("Network").values() if int(net.doc.get("Flags") or 0) & NON_PERSISTENT]
         for net in dropped:
-            for ep in list(self.endpoints_of(net.id)):
-                self.delete("Endpoint", ep.id)
-            self.table("Network").pop(net.id)
+            self.delete("Network", net.id)
         return [net.name for net in dropped]

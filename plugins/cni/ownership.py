@@ -79,6 +79,12 @@ def pod_of(endpoint_name: str, network: str) -> str:
     return name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else ""
 
 
+def source_vip_endpoint(endpoint_name: str, remote: bool) -> bool:
+    """kube-proxy's own endpoint for its source VIP (overlay): it makes it at start, local and
+    unnamed, on the address ``wincni sourcevip`` reserved for it; it holds that address rightly."""
+    return not endpoint_name and not remote
+
+
 def host_endpoint_name(network: str) -> str:
     """flanneld's (and standalone mode's) host vNIC on a bridge network."""
     return f"{network}_ep"
@@ -166,13 +172,14 @@ def conflicts(
     reservations: "list[tuple[str, str]]", endpoints: "list[tuple[str, tuple[str, ...]]]", network: str
 ) -> list[str]:
     """Addresses HNS gives to an endpoint that host-local reserves for someone else (the doctor):
-    the next pod, or the reservation's owner, would meet that endpoint."""
+    the next pod, or the reservation's owner, would meet that endpoint. kube-proxy's source VIP
+    endpoint holds the node's own reservation rightly."""
     owner = dict(reservations)
     out = []
     for name, ips in endpoints:
         pod = pod_of(name, network)
         for ip in ips:
-            if ip in owner and owner[ip] != pod:
+            if ip in owner and owner[ip] != pod and not (pinned(owner[ip]) and source_vip_endpoint(name, False)):
                 out.append(f"endpoint {name} holds {ip}, which host-local reserves for {owner[ip] or '?'}")
     return out
 

@@ -110,7 +110,6 @@ def test_errors_are_one_line_without_traceback(hnsctl):
     hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
     hnsctl("endpoint", "create", "e", "--network", "cbr0")
     cases = [
-        (("network", "delete", "cbr0"), 1, "HCN_E_ENTITY_HAS_REFERENCES"),
         (("network", "create", "cbr0", "--subnet", "10.9.0.0/24"), 1, "0x803B0010"),
         (("endpoint", "create", "x", "--network", "cbr0", "--ip", "10.9.9.9"), 1, "0x803B002F"),
         (("network", "show", "nope"), 1, "not found"),
@@ -240,21 +239,22 @@ def test_management_ip_appears_after_the_configured_delay(hnsctl):
     assert proc.returncode == 1 and "LIBHNS_SIM_MGMT_DELAY" in proc.stderr
 
 
-def test_deleting_a_network_in_use_says_to_delete_its_endpoints_first(hnsctl):
-    hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
-    ep = json.loads(hnsctl("endpoint", "create", "e", "--network", "cbr0", "-o", "json").stdout)["ID"]
+def test_a_network_goes_with_its_endpoints(hnsctl):
+    """As on HNS, through either API: deleting a network that still has endpoints deletes them
+    too, and hnsctl says how many went."""
     for v1 in ((), ("--v1",)):
-        proc = hnsctl("network", "delete", "cbr0", *v1, ok=False)
-        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
-        assert proc.stderr.rstrip().endswith(f"delete its endpoints first: hnsctl endpoint delete {ep}"), proc.stderr
-    hnsctl("endpoint", "delete", ep)
-    assert "deleted network cbr0" in hnsctl("network", "delete", "cbr0").stdout
+        hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
+        hnsctl("endpoint", "create", "e", "--network", "cbr0")
+        assert "and its 1 endpoint(s)" in hnsctl("network", "delete", "cbr0", *v1).stdout, v1
+        assert json.loads(hnsctl("dump", "-o", "json").stdout)["endpoints"] == [], v1
+    hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24")
+    assert "endpoint" not in hnsctl("network", "delete", "cbr0").stdout
 
 
 def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     """kube-proxy's objects as hnsctl shows them: a remote endpoint is marked in both views, a
-    load balancer made on the simulator is listed, shown and deleted; a V1 policy list the HNS
-    does not serve is an error naming the call, not an empty table."""
+    load balancer made on the simulator is listed, shown and deleted, and is also a V1 policy
+    list; a policy list HNS does not serve is an error naming the call, not an empty table."""
     hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")
     local = json.loads(hnsctl("endpoint", "create", "pod", "--network", "vxlan0", "-o", "json").stdout)
     hnsctl("endpoint", "create", "remote_10.244.2.9", "--network", "vxlan0", "--ip", "10.244.2.9", "--remote")
@@ -276,9 +276,69 @@ def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     assert table[1].split()[:3] == [lb["ID"], "10.96.0.10", "53->53/udp"]
     assert json.loads(hnsctl("loadbalancer", "show", lb["ID"], "-o", "json").stdout) == lb
     assert [d["ID"] for d in json.loads(hnsctl("dump", "-o", "json").stdout)["loadbalancers"]] == [lb["ID"]]
-    refused = hnsctl("policylist", "list", ok=False)
+    (listed,) = json.loads(hnsctl("policylist", "list", "-o", "json").stdout)
+    assert listed == json.loads(hnsctl("policylist", "show", lb["ID"], "-o", "json").stdout)
+    assert listed["References"][0] == f"/endpoints/{local['ID'].lower()}"
+    assert hnsctl("policylist", "list").stdout.splitlines()[1].split() == [lb["ID"], "1"]
+    refused = hnsctl(
+        "policylist", "list", extra_env={"LIBHNS_SIM_FAULTS": "HNSCall:GET /policylists/=0x803B0015"}, ok=False
+    )
     assert refused.returncode == 1 and "GET /policylists/" in refused.stderr
     hnsctl("loadbalancer", "delete", lb["ID"])
     assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []
     missing = hnsctl("loadbalancer", "show", lb["ID"], ok=False)
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_kube_proxys_service_objects_on_the_simulator(hnsctl):
+    """What kube-proxy makes on an Overlay node, made by hnsctl for tests: a remote endpoint for a
+    Service VIP (outside the network's subnets) and one for another node's pod with its provider
+    address, in both views; a DSR ClusterIP and a NodePort load balancer; a second load balancer
+    on a frontend already held is refused, naming HNS's error."""
+    hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")
+    pod = json.loads(hnsctl("endpoint", "create", "pod", "--network", "vxlan0", "-o", "json").stdout)
+    vip = json.loads(
+        hnsctl("endpoint", "create", "", "--network", "vxlan0", "--ip", "10.96.0.1", "--remote", "-o", "json").stdout
+    )
+    assert vip["IpConfigurations"] == [{"IpAddress": "10.96.0.1"}] and vip["Flags"] == 1
+    for view, policy in (((), {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.0.2.7"}}),
+                         (("--v1",), {"Type": "PA", "PA": "192.0.2.7"})):  # fmt: skip
+        ip = "10.244.7.5" if not view else "10.244.7.6"
+        made = hnsctl(
+            "endpoint", "create", f"remote_{ip}", "--network", "vxlan0", "--ip", ip, "--remote",
+            "--provider-address", "192.0.2.7", *view, "-o", "json",
+        )  # fmt: skip
+        assert json.loads(made.stdout)["Policies"] == [policy], view
+    usage = hnsctl("endpoint", "create", "x", "--network", "vxlan0", "--provider-address", "192.0.2.7", ok=False)
+    assert usage.returncode == 2 and "--remote" in usage.stderr
+    cluster_ip = json.loads(
+        hnsctl(
+            "loadbalancer",
+            "create",
+            "--endpoint",
+            pod["ID"],
+            "--vip",
+            "10.96.0.1",
+            "--port",
+            "443",
+            "--target-port",
+            "6443",
+            "--dsr",
+            "-o",
+            "json",
+        ).stdout  # fmt: skip
+    )
+    assert cluster_ip["Flags"] == 1
+    node_port = json.loads(
+        hnsctl(
+            "loadbalancer", "create", "--endpoint", "pod", "--port", "30080", "--local-routed-vip", "-o", "json"
+        ).stdout
+    )
+    assert node_port["FrontendVIPs"] == [] and node_port["PortMappings"][0]["Flags"] == 2
+    (elb,) = json.loads(hnsctl("policylist", "show", cluster_ip["ID"], "-o", "json").stdout)["Policies"]
+    assert elb == {"Type": "ELB", "Protocol": 6, "InternalPort": 6443, "ExternalPort": 443, "VIPs": ["10.96.0.1"],
+                   "IsDSR": True}  # fmt: skip
+    again = hnsctl("loadbalancer", "create", "--endpoint", "pod", "--vip", "10.96.0.1", "--port", "443", ok=False)
+    assert again.returncode == 1 and "The specified port already exists" in again.stderr, again.stderr
+    hnsctl("policylist", "delete", cluster_ip["ID"], node_port["ID"])
+    assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []

@@ -15,7 +15,7 @@ from typing import Callable
 
 import pytest
 
-from hnsnode import SOURCE_VIP, VENV_BIN, Node
+from hnsnode import CLUSTER_DNS, SOURCE_VIP, VENV_BIN, Node, add_two_pods, endpoint_of, with_services
 from test_wincni_doctor import CHECK_IDS, age, sim_node
 from tools.wincni import checks
 from tools.wincni.facts import Facts
@@ -52,6 +52,11 @@ def _orphan(node: Node) -> None:
     age(_store(node) / "10.244.4.77")
 
 
+def _earlier_lease_pod(node: Node) -> None:
+    _store(node).mkdir(parents=True, exist_ok=True)
+    (_store(node) / "10.244.9.7").write_bytes(b"oldpod\r\neth0")
+
+
 def _stale_endpoint(node: Node) -> None:
     node.hnsctl("endpoint", "create", f"gone_{node.network}", "--network", node.network, "--ip", "10.244.4.19")
     (_store(node) / "10.244.4.19").write_bytes(b"gone\r\neth0")
@@ -67,24 +72,30 @@ def _vip_held_by_a_pod(node: Node) -> None:
     node.hnsctl("endpoint", "create", f"pod9_{node.network}", "--network", node.network, "--ip", SOURCE_VIP)
 
 
-def _pod(node: Node, cid: str) -> str:
-    """A pod added through flannel in a containerd sandbox; its namespace."""
-    node.cni_conf["dataDir"] = str(node.flannel_dir)
-    netns = node.sandbox("v2", cid)
-    rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
-    assert rc == 0, out
-    return netns
-
-
 def _pod_without_endpoint(node: Node) -> None:
-    _pod(node, "lostpod")
-    node.hnsctl("endpoint", "delete", f"lostpod_{node.network}")
+    add_two_pods(node)
+    node.hnsctl("endpoint", "delete", f"pod-a_{node.network}")
 
 
 def _pod_endpoint_detached(node: Node) -> None:
-    netns = _pod(node, "podd")
-    node.hnsctl("namespace", "detach", netns, f"podd_{node.network}")
-    age(*(_store(node) / ip for ip, cid in node.ip_files().items() if cid == "podd"))
+    add_two_pods(node)
+    netns = next(ns for cid, ns in node.sandbox_records().values() if cid == "pod-b")
+    node.hnsctl("namespace", "detach", netns, f"pod-b_{node.network}")
+    age(*(_store(node) / ip for ip, cid in node.ip_files().items() if cid == "pod-b"))
+
+
+def _services(brk: Callable[[Node], object]) -> Callable[[Node], None]:
+    """``brk`` on the node once it has pods and kube-proxy's Services (tests/data/services)."""
+
+    def apply(node: Node) -> None:
+        with_services(add_two_pods(node))
+        brk(node)
+
+    return apply
+
+
+def _remote(ip: str) -> Callable[[Node], object]:
+    return lambda node: node.hnsctl("endpoint", "create", "", "--network", node.network, "--ip", ip, "--remote")
 
 
 def _rm(attr: str, name: str = "") -> Callable[[Node], None]:
@@ -141,6 +152,7 @@ BREAKS = {
             node.source_vip.write_text(json.dumps({"ip4": {"ip": "10.244.9.9/24"}})),
         ),
     ),
+    "subnet-env: pods of an earlier lease": Break("subnet-env", "bridge", _earlier_lease_pod),
     "exceptions: the service CIDR missing": Break(
         "exceptions", "overlay", _exceptions(["10.244.0.0/16"]), prose_names=_conf
     ),
@@ -201,6 +213,33 @@ BREAKS = {
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
     "pod-endpoints: a running pod's endpoint deleted": Break("pod-endpoints", "bridge", _pod_without_endpoint),
     "endpoint-state: a running pod's endpoint detached": Break("endpoint-state", "overlay", _pod_endpoint_detached),
+    "source-vip: kube-proxy's endpoint gone": Break(
+        "source-vip",
+        "overlay",
+        _services(lambda node: node.hnsctl("endpoint", "delete", endpoint_of(node, SOURCE_VIP, remote=False))),
+    ),
+    "lb-backends: a backend HNS lost": Break(
+        "lb-backends",
+        "bridge",
+        _services(lambda node: node.hnsctl("endpoint", "delete", endpoint_of(node, "10.244.6.4"))),
+    ),
+    "stale-remote-endpoints: a remote endpoint no load balancer lists": Break(
+        "stale-remote-endpoints", "overlay", _services(_remote("10.244.7.7"))
+    ),
+    "remote-endpoint-addresses: a remote endpoint on a local pod's address": Break(
+        "remote-endpoint-addresses", "bridge", _services(_remote("10.244.4.2"))
+    ),
+    "dns-load-balancer: none for the cluster DNS": Break(
+        "dns-load-balancer",
+        "bridge",
+        _services(
+            lambda node: [
+                node.hnsctl("loadbalancer", "delete", lb["ID"])
+                for lb in node.hnsctl("loadbalancer", "list", "-o", "json")
+                if CLUSTER_DNS in (lb.get("FrontendVIPs") or ())
+            ]
+        ),
+    ),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
     "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
     "runtime-status: containerd 2.x with a config it never asks": Break(
@@ -218,10 +257,15 @@ NO_FILE = {
     "plugins: bin dir unreadable": "bin_dir",
     "vxlan: the HNS network's VNI": "",
     "subnet-env: a new lease": "",
+    "subnet-env: pods of an earlier lease": "crictl rmp -f oldpod",  # the runtime's, then the kubelet's
     "build: plugins of another build": "DaemonSet",
     # the pod is recreated through the runtime (tests/e2e/test_pod_endpoints.py carries it out)
-    "pod-endpoints: a running pod's endpoint deleted": "crictl rmp lostpod",
-    "endpoint-state: a running pod's endpoint detached": "crictl rmp podd",
+    "pod-endpoints: a running pod's endpoint deleted": "crictl rmp pod-a",
+    "endpoint-state: a running pod's endpoint detached": "crictl rmp pod-b",
+    # kube-proxy's own state: kube-proxy programs it again when it starts
+    "source-vip: kube-proxy's endpoint gone": "restart kube-proxy",
+    "lb-backends: a backend HNS lost": "restart kube-proxy",
+    "dns-load-balancer: none for the cluster DNS": "restart kube-proxy",
 }
 
 
@@ -334,4 +378,8 @@ def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:
 
 
 def test_every_check_id_is_broken_at_least_once() -> None:
-    assert {b.check for b in BREAKS.values()} | {"backend"} == CHECK_IDS
+    """backend: below; policy-lists, old-network and duplicate-load-balancers break what the
+    simulator keeps whole (a policy list's State, a network with endpoints, one load balancer a
+    frontend): test_wincni_proxychecks breaks them in a bundle."""
+    replayed = {"backend", "policy-lists", "old-network", "duplicate-load-balancers"}
+    assert {b.check for b in BREAKS.values()} | replayed == CHECK_IDS

@@ -91,6 +91,12 @@ def test_conflicts_name_every_endpoint_on_an_address_reserved_for_another():
         "endpoint cbr0_ep holds 10.244.4.2, which host-local reserves for _wincni-source-vip",
         "endpoint pod2_cbr0 holds 10.244.4.4, which host-local reserves for pod9",
     ]
+    # kube-proxy's source VIP endpoint (local, unnamed) holds the node's own reservation: no conflict,
+    # but an unnamed endpoint on a pod's reservation is one
+    kube_proxys = [("", ("10.244.4.2",)), ("", ("10.244.4.3",))]
+    assert o.conflicts(reservations, kube_proxys, "cbr0") == [
+        "endpoint  holds 10.244.4.3, which host-local reserves for pod1"
+    ]
 
 
 def test_every_freeing_says_who_what_and_why():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node, pods_node
+from hnsnode import Node, endpoint_of, pods_node, services_node
 from testdata import REALHNS
 from tools.wincni import bundle, checks
 from tools.wincni.__main__ import main
@@ -44,6 +44,46 @@ def members(path: Path) -> dict[str, bytes]:
 def test_replay_gives_the_live_doctors_findings(node: Node, tmp_path: Path) -> None:
     live = node.doctor()
     assert live["stale-endpoints"]["status"] == "warn"  # something to find, not only "ok"
+    assert_replay_is_live(node, live, tmp_path)
+
+
+def broken_services_node(root: Path, kind: str) -> Node:
+    """A node with Services programmed and every kube-proxy inconsistency the simulator can hold:
+    a backend HNS lost, a remote endpoint no load balancer lists, one on a local pod's address,
+    none for the cluster DNS over TCP; on overlay, load balancers with the source VIP of an
+    earlier subnet."""
+    node = services_node(root, kind)
+    net = node.cni_conf["name"]
+    node.hnsctl("endpoint", "delete", endpoint_of(node, "10.244.6.4"))
+    for ip in ("10.244.7.7", "10.244.4.2"):
+        node.hnsctl("endpoint", "create", "", "--network", net, "--ip", ip, "--remote")
+    pod_a = endpoint_of(node, "10.244.4.2", remote=False)
+    (dns_tcp,) = [
+        lb["ID"]
+        for lb in node.hnsctl("loadbalancer", "list", "-o", "json")
+        if lb.get("FrontendVIPs") == ["10.96.0.10"] and lb["PortMappings"][0]["ExternalPort"] == 53
+        and lb["PortMappings"][0]["Protocol"] == 6
+    ]  # fmt: skip
+    node.hnsctl("loadbalancer", "delete", dns_tcp)
+    if kind == "overlay":
+        node.hnsctl("loadbalancer", "create", "--endpoint", pod_a, "--vip", "10.96.0.44", "--port", "80",
+                    "--source-vip", "10.244.3.9")  # fmt: skip
+    return node
+
+
+@pytest.mark.node("bridge", "overlay", build=broken_services_node)
+def test_replay_gives_the_live_findings_on_kube_proxys_state(node: Node, tmp_path: Path) -> None:
+    """kube-proxy's checks read only HNS's documents: replayed, each finds what it found live."""
+    live = node.doctor()
+    wanted = {"lb-backends", "stale-remote-endpoints", "remote-endpoint-addresses"}
+    wanted |= {"dns-load-balancer"} | ({"source-vip"} if node.cni_conf["name"] == "vxlan0" else set())
+    assert {k for k, c in live.items() if c["status"] in ("warn", "fail")} >= wanted, live
+    assert_replay_is_live(node, live, tmp_path)
+
+
+def assert_replay_is_live(node: Node, live: dict[str, dict], tmp_path: Path) -> None:
+    """The node's bundle replayed elsewhere gives every finding ``live`` holds, and says not
+    checked (replay) for what only the node can answer."""
     rc, out, err = take(node, tmp_path / "out" / "node.tar.gz")
     assert (rc, err) == (0, "")
     rc, out, err = replay(tmp_path / "out" / "node.tar.gz", "-o", "json")
@@ -241,9 +281,12 @@ def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> Non
 
 
 def test_the_bundle_says_what_hns_would_not_list(node: Node, tmp_path: Path) -> None:
-    """The simulator, like HNS after kube-proxy's V1 days, does not serve /policylists/: named in
-    the manifest and on stdout, not an empty list in the bundle."""
-    rc, out, _ = take(node, tmp_path / "b.tar.gz")
+    """An HNS that refuses ``GET /policylists/`` is named in the manifest and on stdout, not an
+    empty list in the bundle; one that answers has its policy lists recorded."""
+    out = node.wincni("bundle", "--out", str(tmp_path / "a.tar.gz"))[1]
+    assert "hns/v1/policylists.json" in members(tmp_path / "a.tar.gz"), out
+    refusing = {**node.env, "LIBHNS_SIM_FAULTS": "HNSCall:GET /policylists/=0x803B0015"}
+    rc, out, _ = node.wincni("bundle", "--out", str(tmp_path / "b.tar.gz"), env=refusing)
     manifest = json.loads(members(tmp_path / "b.tar.gz")[bundle.MANIFEST])
     assert "hns/v1/policylists.json" in manifest["hnsErrors"]
     assert "hns/v1/policylists.json" not in members(tmp_path / "b.tar.gz")

@@ -55,6 +55,16 @@ def overlay(tmp_path: Path) -> Node:
     return sim_node(tmp_path, "overlay")
 
 
+#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_proxychecks.py).
+PROXY_CHECKS = (
+    "lb-backends",
+    "policy-lists",
+    "stale-remote-endpoints",
+    "remote-endpoint-addresses",
+    "duplicate-load-balancers",
+    "dns-load-balancer",
+    "old-network",
+)
 # Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
 CHECK_IDS = {
     "backend",
@@ -75,7 +85,7 @@ CHECK_IDS = {
     "runtime-status",
     "build",
     "permissions",
-}
+} | set(PROXY_CHECKS)
 
 
 def test_every_check_id_is_pinned() -> None:
@@ -260,6 +270,17 @@ def test_subnet_env_outside_the_hns_network(bridge: Node) -> None:
     bridge.lease("10.244.9.1/24")
     bridge.source_vip.write_text(json.dumps({"ip4": {"ip": "10.244.9.9/24"}}))  # kube-proxy already followed
     failed(bridge.doctor(), "subnet-env", "10.244.9.0/24", "cbr0")
+
+
+def test_pods_of_an_earlier_lease_have_no_network(bridge: Node) -> None:
+    """flanneld came back with another lease and made its network again (HNS deleted the pods'
+    endpoints with the old one): pods still holding old addresses are named, however young."""
+    store = bridge.ipam_dir / bridge.network
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "10.244.9.7").write_bytes(b"oldpod\r\neth0")
+    failed(bridge.doctor(), "subnet-env", "10.244.9.7 (oldpod)", "crictl rmp -f oldpod", "10.244.4.0/24")
+    (store / "10.244.9.7").unlink()
+    assert bridge.doctor()["subnet-env"]["status"] == "ok"
 
 
 def test_exceptions_miss_the_service_cidr(node: Node) -> None:
@@ -447,7 +468,7 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
     # runtime-status warns too: STATUS cannot find host-local either
-    assert lines[0].startswith("OK    backend") and lines[-1] == "17 checks: 15 ok, 1 failed, 1 warnings, 0 not checked"
+    assert lines[0].startswith("OK    backend") and lines[-1] == "24 checks: 22 ok, 1 failed, 1 warnings, 0 not checked"
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import promtext
-from hnsnode import Node, pods_node
+from hnsnode import Node, pods_node, services_node
+from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni import checks, metrics
 from tools.wincni.facts import Facts
 from tools.wincni.verdict import Check
@@ -123,3 +124,25 @@ def test_any_label_value_and_help_survive_the_format(label: str, text: str) -> N
 def test_the_reader_refuses_what_the_format_does_not_allow(text: str) -> None:
     with pytest.raises(promtext.FormatError):
         promtext.parse(text)
+
+
+@pytest.mark.node("bridge", "overlay", build=services_node)
+def test_gauges_count_kube_proxys_objects_and_checks(node: Node, tmp_path: Path) -> None:
+    """A node with Services programmed: its load balancers and remote endpoints counted, each of
+    kube-proxy's checks a status; a remote endpoint left behind is an orphan and a warning."""
+    node.hnsctl("endpoint", "create", "", "--network", node.cni_conf["name"], "--ip", "10.244.7.7", "--remote")
+    assert write_metrics(node, tmp_path)[0] == 0
+    found = promtext.parse((tmp_path / metrics.FILE).read_text())
+
+    def value(name: str, **labels: str) -> float:
+        return found[name]["samples"][tuple(sorted(labels.items()))]
+
+    overlay = node.cni_conf["name"] == "vxlan0"
+    assert value("wincni_hns_load_balancers") == 6
+    assert value("wincni_hns_remote_endpoints") == (6 if overlay else 3) + 1  # overlay: the Service VIPs' too
+    assert value("wincni_orphans", kind="remote-endpoint") == 1
+    assert value("wincni_check", check="stale-remote-endpoints", status="warn") == 1
+    for check in PROXY_CHECKS:
+        assert value("wincni_check_not_checked", check=check) == 0
+        expected = "warn" if check == "stale-remote-endpoints" else "ok"
+        assert value("wincni_check", check=check, status=expected) == 1, check

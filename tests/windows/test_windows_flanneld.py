@@ -2,179 +2,43 @@
 
 Every other test makes flanneld's part itself (``hnsctl`` plays it, the test writes subnet.env).
 Here flannel's own daemon (v0.27.4, built from the Go module proxy) does it on a node of the
-lane's own: etcd holds the network config as flanneld's etcd mode reads it, flanneld.exe runs
-under Wine with the fake HNS DLLs and the powershell.exe stand-in, inside a network namespace
-whose interface carries the node's address (``netns.py``), and the simulator reports that
-adapter's address as the network's management IP (``LIBHNS_SIM_ADAPTERS``), so flanneld finds its
-interface and goes on. Then ``wincni.exe install`` renders from the same config as net-conf.json,
+lane's own (``flannelnode.py``): etcd holds the network config as flanneld's etcd mode reads
+it, flanneld.exe runs under Wine with the fake HNS DLLs inside the node's network namespace.
+Then ``wincni.exe install`` renders from the same config as net-conf.json,
 pods get addresses from flanneld's lease on flanneld's network, and ``wincni.exe doctor`` is
 clean. One node per backend: vxlan (HCN V2, Overlay) and host-gw (HNSCall V1, L2Bridge).
 """
 
 from __future__ import annotations
 
-import json
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from basics import ipaddr
-from hnsnode import Run, first_ip
-from neighbours import PREFIX, Etcd, Flanneld, subnet_key, wait_for
-from netns import NODE_LINK, Netns
-from winbuild import gobuild
-from winenode import FAKEDLL, WineNode, mingw, toolchain
-
-NODE_IP = "198.51.100.10"  # the node's address, on the namespace's NODE_LINK
-NETWORK = "10.244.0.0/16"
-BACKENDS = {  # net-conf.json's Backend, as the kube-flannel ConfigMap holds it
-    "vxlan": {"Type": "vxlan", "VNI": 4096, "Port": 4789},
-    "host-gw": {"Type": "host-gw"},
-}
-#: host-gw's lease, written before flanneld starts: it looks for an interface holding its host
-#: endpoint's address (lease + 2) as soon as it has made it, which HNS gives the host vNIC on a
-#: real node; here the namespace must carry it before, so the lease must be known before.
-HOSTGW_LEASE = "10.244.7.0/24"
-FLANNELD_TIMEOUT_S = 180.0  # vxlan alone polls its interface in 5 s steps
-OPT_BIN, NET_D, NET_CONF = r"C:\opt\cni\bin", r"C:\etc\cni\net.d", r"C:\etc\kube-flannel\net-conf.json"
-CONTAINERD_CONFIG = r"C:\etc\containerd\config.toml"
-SUBNET_ENV = r"C:\run\flannel\subnet.env"  # where our flannel reads it by default
-POWERSHELL = r"C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe"  # where Windows has it
-
-
-@dataclass
-class FlannelNode:
-    """A Windows node whose network, lease and routes come from the real flanneld."""
-
-    backend: str
-    node: WineNode
-    netns: Netns
-    etcd: Etcd
-    flanneld: Flanneld
-    fakeps: Path  # the powershell.exe stand-in's folder: commands.log, state
-
-    @property
-    def subnet_env(self) -> dict[str, str]:
-        lines = self.node.subnet_env.read_text().splitlines()
-        return dict(line.split("=", 1) for line in lines if "=" in line)
-
-    @property
-    def lease(self) -> ipaddr.Network:
-        return ipaddr.ip_network(self.subnet_env["FLANNEL_SUBNET"], strict=False)
-
-    @property
-    def network_name(self) -> str:
-        return "flannel.4096" if self.backend == "vxlan" else "cbr0"
-
-    def network(self) -> dict:
-        """flanneld's network as HNS holds it (V2 document)."""
-        [net] = [n for n in self.node.hnsctl("network", "list", "-o", "json") if n["Name"] == self.network_name]
-        return net
-
-    def powershell_runs(self) -> list[str]:
-        """The -Command of every powershell.exe run so far."""
-        log = self.fakeps / "commands.log"
-        runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        return [argv[argv.index("-Command") + 1] for argv in runs]
-
-    def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
-        """The installed flannel.exe, as containerd runs it."""
-        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
-
-    def wincni(self, *args: str) -> tuple[int, dict]:
-        proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
-        assert b"Traceback" not in proc.stderr, proc.stderr.decode()
-        return proc.returncode, json.loads(proc.stdout)
-
-
-def installed_conf(cluster: FlannelNode) -> dict:
-    """``wincni.exe install`` from net-conf.json, as an operator runs it (again: it is idempotent);
-    the flannel plugin's config it wrote, as libcni hands it over."""
-    rc, installed = cluster.wincni("install", "--net-conf", NET_CONF, "--node-ip", f"{NODE_IP}/24")
-    assert rc == 0, installed
-    doc = json.loads(cluster.node.path(NET_D + r"\10-flannel.conflist").read_text())
-    return {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0]}
-
-
-def install_powershell(node: WineNode) -> Path:
-    """The stand-in at powershell.exe's Windows path (over Wine's stub); its folder, named to
-    flanneld by FAKEPS_DIR in the node's environment."""
-    folder = node.root / "fakeps"
-    folder.mkdir()
-    target = node.path(POWERSHELL)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mingw(FAKEDLL / "powershell.c", target)
-    node.win_env["FAKEPS_DIR"] = toolchain.winpath(folder)
-    return folder
-
-
-def write_node_config(node: WineNode, backend: str) -> None:
-    """What a node has before flanneld and wincni: net-conf.json (the ConfigMap's), containerd's
-    config naming the CNI dirs, the kubelet's config."""
-    files = {
-        NET_CONF: json.dumps({"Network": NETWORK, "Backend": BACKENDS[backend]}),
-        # containerd 2.x: install renders cniVersion 1.1.0, which GC needs
-        CONTAINERD_CONFIG: f'version = 3\r\n[plugins."io.containerd.cri.v1.runtime".cni]\r\n'
-        f'  bin_dirs = ["{OPT_BIN}"]\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"),
-        r"C:\var\lib\kubelet\config.yaml": "kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.96.0.10\r\n",
-    }
-    for windows, text in files.items():
-        path = node.path(windows)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
-@pytest.fixture(scope="module")
-def programs() -> tuple[Path, Path]:
-    """etcd and flanneld.exe, built (a failure, never a skip, when they cannot be)."""
-    try:
-        return gobuild.build("etcd"), gobuild.build("flanneld.exe")
-    except gobuild.GoBuildError as exc:
-        pytest.fail(str(exc))
+from flannelnode import (
+    BACKENDS,
+    NET_D,
+    NETWORK,
+    NODE_IP,
+    OPT_BIN,
+    FlannelNode,
+    flannel_node,
+    host_endpoint_address,
+    installed_conf,
+)
+from hnsnode import first_ip
+from neighbours import wait_for
+from winenode import LIBCNI_CACHE
 
 
 @pytest.fixture(scope="module", params=list(BACKENDS))
 def cluster(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    package_zip: Path,
-    programs: tuple[Path, Path],
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
 ) -> Iterator[FlannelNode]:
-    backend = request.param
-    etcd_exe, flanneld_exe = programs
-    try:
-        toolchain.ensure_system()
-    except toolchain.ToolchainError as exc:
-        pytest.fail(str(exc))
-    root = tmp_path_factory.mktemp(f"flanneld-{backend}")
-    with ExitStack() as stack:
-        netns = Netns(f"{NODE_IP}/24")
-        stack.callback(netns.close)
-        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}"})
-        stack.callback(node.close)
-        fakeps = install_powershell(node)
-        write_node_config(node, backend)
-        etcd = Etcd(etcd_exe, root / "etcd")
-        stack.callback(etcd.stop)
-        etcd.put(f"{PREFIX}/config", {"Network": NETWORK, "Backend": BACKENDS[backend]})
-        if backend == "host-gw":
-            etcd.put(subnet_key(HOSTGW_LEASE), {"PublicIP": NODE_IP, "BackendType": "host-gw"}, ttl=86400)
-            host = ipaddr.ip_network(HOSTGW_LEASE).network_address + 2
-            netns.add_address(f"{host}/32")
-        flanneld = Flanneld(
-            flanneld_exe,
-            # its default, /run/flannel/subnet.env, is on the current drive, which Wine makes Z: (the Linux root)
-            [f"--etcd-endpoints={etcd.endpoint}", f"--iface={NODE_IP}", rf"--subnet-file={SUBNET_ENV}"],
-            node.drive_c / "k",
-            node.win_env,
-            root / "flanneld.log",
-        ).start(toolchain.WINE)
-        stack.callback(flanneld.stop)
-        flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
-        yield FlannelNode(backend, node, netns, etcd, flanneld, fakeps)
+    with flannel_node(tmp_path_factory.mktemp(f"flanneld-{request.param}"), package_zip, request.param) as node:
+        yield node
 
 
 def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: FlannelNode) -> None:
@@ -195,11 +59,10 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
         [v1] = [n for n in node.hnsctl("network", "list", "--v1", "-o", "json") if n["Name"] == "cbr0"]
         assert v1["ManagementIP"] == NODE_IP
         assert node.endpoints()["cbr0_ep"]["IPAddress"] == str(lease.network_address + 2)
-    [stored] = cluster.etcd.get_prefix(f"{PREFIX}/subnets/").items()
-    assert stored[0] == subnet_key(str(lease)) and stored[1]["PublicIP"] == NODE_IP
+    assert {subnet: held["PublicIP"] for subnet, held in cluster.subnets.leases().items()} == {str(lease): NODE_IP}
 
-    conf = installed_conf(cluster)
-    assert conf["name"] == cluster.network_name
+    conf = cluster.conf
+    assert conf["name"] == cluster.network_name and conf["type"] == "flannel"
 
     node.network = cluster.network_name
     # vxlan: the network's gateway; host-gw: the host's endpoint cbr0_ep, as the reference's flannel delegates
@@ -207,8 +70,7 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
     pods = {}
     for cid in ("fl-pod1", "fl-pod2"):
         netns = node.sandbox("v2", cid)
-        add = cluster.cni("ADD", conf, cid, netns)
-        assert add.ok, (add.out, add.stderr)
+        add = cluster.libcni.ok("ADD", cid, netns)
         ip, gw = first_ip(add.out)
         assert ipaddr.ip_address(ip) in lease and gw == pod_gateway, add.out
         pods[cid] = (netns, ip)
@@ -222,14 +84,16 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
         else:
             routes = [p["Settings"] for p in endpoint["Policies"] if p["Type"] == "SDNRoute"]
             assert {"DestinationPrefix": f"{NODE_IP}/32", "NeedEncap": True} in routes, endpoint["Policies"]
-        assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, cid, netns).ok
+        cluster.libcni.ok("CHECK", cid, netns)
+        assert cluster.node.path(rf"{LIBCNI_CACHE}\results\{conf['name']}-{cid}-eth0").is_file()
+    cluster.libcni.ok("STATUS")
 
     rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
     failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
     assert rc == 0 and not failing, failing
 
     for cid, (netns, _) in pods.items():
-        assert cluster.cni("DEL", conf, cid, netns).ok
+        cluster.libcni.ok("DEL", cid, netns)
         node.assert_clean(cid)
     assert cluster.network()["ID"] == net["ID"], "our pods' DEL must leave flanneld's network"
 
@@ -269,12 +133,10 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
     node = cluster.node
     node.network = cluster.network_name
     netns = node.sandbox("v2", "fl-stay")
-    conf = installed_conf(cluster)
-    add = cluster.cni("ADD", conf, "fl-stay", netns)
-    assert add.ok, (add.out, add.stderr)
+    cluster.libcni.ok("ADD", "fl-stay", netns)
     before = node.endpoints_v2()[f"fl-stay_{cluster.network_name}"]
 
-    cluster.etcd.put(subnet_key(OTHER_LEASE), other_node_lease(cluster.backend), ttl=3600)
+    cluster.subnets.assign(OTHER_LEASE, other_node_lease(cluster.backend), ttl=3600)
     made = wait_for(
         "flanneld's route to the second node", lambda: route_to_other_node(cluster), 60, cluster.flanneld.log
     )
@@ -291,36 +153,31 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
         assert any(f"-DestinationPrefix {OTHER_LEASE} -NextHop  {OTHER_NODE_IP}" in c for c in new), new
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
 
-    cluster.etcd.delete(subnet_key(OTHER_LEASE))
+    cluster.subnets.release(OTHER_LEASE)
     wait_for("the route's removal", lambda: route_to_other_node(cluster) is None, 60, cluster.flanneld.log)
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
-    assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, "fl-stay", netns).ok
-    assert cluster.cni("DEL", conf, "fl-stay", netns).ok
+    cluster.libcni.ok("CHECK", "fl-stay", netns)
+    cluster.libcni.ok("DEL", "fl-stay", netns)
 
 
 def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
     node = cluster.node
     node.network = cluster.network_name
-    conf = installed_conf(cluster)
     netns = node.sandbox("v2", "fl-before")
-    add = cluster.cni("ADD", conf, "fl-before", netns)
-    assert add.ok, (add.out, add.stderr)
+    cluster.libcni.ok("ADD", "fl-before", netns)
     lease, network_id = cluster.lease, cluster.network()["ID"]
     before = node.endpoints_v2()
 
-    cluster.flanneld.stop()
-    node.subnet_env.unlink()  # written again once flanneld is up
-    cluster.flanneld.start(toolchain.WINE)
-    cluster.flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
+    cluster.restart_flanneld()
 
     assert cluster.lease == lease and cluster.network()["ID"] == network_id
     assert node.endpoints_v2() == before
-    assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, "fl-before", netns).ok
+    cluster.libcni.ok("CHECK", "fl-before", netns)
     new_netns = node.sandbox("v2", "fl-after")
-    again = cluster.cni("ADD", conf, "fl-after", new_netns)
-    assert again.ok and ipaddr.ip_address(first_ip(again.out)[0]) in lease, (again.out, again.stderr)
+    again = cluster.libcni.ok("ADD", "fl-after", new_netns)
+    assert ipaddr.ip_address(first_ip(again.out)[0]) in lease, again.out
     for cid, ns in (("fl-before", netns), ("fl-after", new_netns)):
-        assert cluster.cni("DEL", conf, cid, ns).ok
+        cluster.libcni.ok("DEL", cid, ns)
         node.assert_clean(cid)
 
 
@@ -331,39 +188,96 @@ def test_an_hns_restart_needs_flanneld_restarted_and_says_so(cluster: FlannelNod
     with the live list clears what is gone. host-gw's cbr0 (V1, no flags) survives the restart."""
     node = cluster.node
     node.network = cluster.network_name
-    conf = installed_conf(cluster)
     old_netns = node.sandbox("v2", "fl-old")
-    assert cluster.cni("ADD", conf, "fl-old", old_netns).ok
+    cluster.libcni.ok("ADD", "fl-old", old_netns)
     lease = cluster.lease
 
     node.hnsctl("restart")
     new_netns = node.sandbox("v2", "fl-new")
     if cluster.backend == "host-gw":
         assert cluster.network()["Name"] == "cbr0"
-        assert cluster.cni("ADD", conf, "fl-new", new_netns).ok
+        cluster.libcni.ok("ADD", "fl-new", new_netns)
     else:
         assert cluster.network_name not in names(cluster)
-        refused = cluster.cni("ADD", conf, "fl-new", new_netns)
+        refused, _ = cluster.libcni("ADD", "fl-new", new_netns)
         refused.failed(11, f"network {cluster.network_name} not found", "restart flanneld")
+        status, _ = cluster.libcni("STATUS")
+        status.failed(50, f"{cluster.network_name} not found", "flanneld")
         rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
         check = {c["id"]: c for c in report["checks"]}["hns-network"]
         assert rc == 1 and check["status"] == "fail" and "restart flanneld" in check["fix"], check
 
-        cluster.flanneld.stop()
-        cluster.flanneld.start(toolchain.WINE)
-        wait_for("flanneld's network again", lambda: cluster.network_name in names(cluster), 120, cluster.flanneld.log)
-        added = cluster.cni("ADD", conf, "fl-new", new_netns)
-        assert added.ok and ipaddr.ip_address(first_ip(added.out)[0]) in lease, (added.out, added.stderr)
+        cluster.restart_flanneld()
+        assert cluster.network_name in names(cluster)
+        cluster.libcni.ok("STATUS")
+        added = cluster.libcni.ok("ADD", "fl-new", new_netns)
+        assert ipaddr.ip_address(first_ip(added.out)[0]) in lease, added.out
         assert cluster.lease == lease
 
-    gc = {**conf, "cni.dev/valid-attachments": [{"containerID": "fl-new", "ifname": "eth0"}]}
-    assert cluster.cni("GC", gc, "", "").ok
+    cluster.libcni.ok("GC", valid=["fl-new/eth0"])  # libcni DELs the cached fl-old, then the plugins' GC
     node.assert_clean("fl-old")
     assert f"fl-new_{cluster.network_name}" in node.endpoints_v2()
-    assert cluster.cni("DEL", conf, "fl-old", old_netns).ok
-    assert cluster.cni("DEL", conf, "fl-new", new_netns).ok
+    cluster.libcni.ok("DEL", "fl-old", old_netns)
+    cluster.libcni.ok("DEL", "fl-new", new_netns)
     node.assert_clean("fl-new")
 
 
 def names(cluster: FlannelNode) -> set[str]:
     return {n["Name"] for n in cluster.node.hnsctl("network", "list", "-o", "json")}
+
+
+#: The node's next lease: the first of these that is not the one flanneld chose at random.
+NEXT_LEASES = ("10.244.61.0/24", "10.244.62.0/24")
+
+
+def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: FlannelNode) -> None:
+    """The node comes back with another subnet: its lease gone from the subnet manager, another
+    held for its address, flanneld restarted. flanneld deletes its network (HNS deletes our pod's
+    endpoint with it) and makes it again on the new lease; the installed config stays as it was.
+    What is left is host-local's reservation of the pod from before: the doctor names it and says
+    to remove the pod's sandbox; once the runtime has (libcni's DEL, as containerd's
+    RemovePodSandbox runs it), new pods get addresses of the new lease and nothing of the old one
+    is left in host-local's store, flannel's, libcni's cache or HNS."""
+    node = cluster.node
+    node.network = cluster.network_name
+    old_netns = node.sandbox("v2", "fl-before")
+    old_ip = first_ip(cluster.libcni.ok("ADD", "fl-before", old_netns).out)[0]
+    old, old_id = cluster.lease, cluster.network()["ID"]
+    new_lease = next(subnet for subnet in NEXT_LEASES if subnet != str(old))
+
+    cluster.flanneld.stop()
+    attrs = cluster.subnets.leases()[str(old)]
+    cluster.subnets.release(str(old))
+    cluster.subnets.assign(new_lease, attrs, ttl=86400)
+    if cluster.backend == "host-gw":
+        host_endpoint_address(cluster.netns, new_lease)
+    cluster.restart_flanneld()
+
+    new = cluster.lease
+    assert str(new) == new_lease and list(cluster.subnets.leases()) == [new_lease]
+    net = cluster.network()
+    assert net["ID"] != old_id and [s["IpAddressPrefix"] for s in net["Ipams"][0]["Subnets"]] == [new_lease]
+    assert f"fl-before_{cluster.network_name}" not in node.endpoints(), "HNS deletes the endpoints with the network"
+    assert node.ip_files().get(old_ip) == "fl-before"  # what leaks unless the operator acts
+    assert installed_conf(cluster) == cluster.conf  # the config holds no lease
+    cluster.libcni.ok("STATUS")
+
+    rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
+    failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
+    assert rc == 1 and list(failing) == ["subnet-env"], failing
+    said = failing["subnet-env"]["message"] + failing["subnet-env"]["fix"]
+    assert f"{old_ip} (fl-before)" in said and "crictl rmp -f fl-before" in said and new_lease in said, said
+
+    cluster.libcni.ok("DEL", "fl-before", old_netns)  # what crictl rmp has the runtime do
+    node.assert_clean("fl-before")
+    assert not (node.flannel_dir / "fl-before").exists()
+    assert not node.path(rf"{LIBCNI_CACHE}\results\{cluster.conf['name']}-fl-before-eth0").exists()
+    new_netns = node.sandbox("v2", "fl-after")
+    new_ip = first_ip(cluster.libcni.ok("ADD", "fl-after", new_netns).out)[0]
+    assert ipaddr.ip_address(new_ip) in new
+    rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
+    assert rc == 0 and not [c for c in report["checks"] if c["status"] == "fail"], report
+    assert not [ip for ip in node.ip_files() if ipaddr.ip_address(ip) in old]
+    assert not [e for e in node.endpoints().values() if e.get("IPAddress") and ipaddr.ip_address(e["IPAddress"]) in old]
+    cluster.libcni.ok("DEL", "fl-after", new_netns)
+    node.assert_clean("fl-after")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from . import addresses
+from . import addresses, podchecks, proxychecks
 from .facts import Facts, Problem
-from .podchecks import endpoint_state, pod_endpoints
 from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
 
@@ -186,7 +185,35 @@ def subnet_env(f: Facts) -> Check:
             f"flanneld so it creates {f.name} with the new subnet",
             command(f, "hnsctl", "network", "delete", f.network.id),
         )
-    return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
+    return _earlier_lease(f, hns) or Check(
+        "subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}"
+    )
+
+
+def _earlier_lease(f: Facts, hns: addresses.AddressSet) -> Check | None:
+    """Pods holding addresses of an earlier lease: flanneld deletes its network when it comes back
+    with another subnet, and HNS deletes the pods' endpoints with it, so those pods have no network
+    and their addresses stay reserved until their DEL. None when there are none (or the store was
+    not read: ``--quick``)."""
+    from plugins.cni import ownership
+
+    outside = [
+        (ip, cid)
+        for ip, cid in f.reservations or ()
+        if not ownership.pinned(cid) and (a := addresses.address(ip)) is not None and a not in hns
+    ]
+    if not outside:
+        return None
+    pods = sorted({cid for _, cid in outside})
+    return Check(
+        "subnet-env",
+        FAIL,
+        f"FLANNEL_SUBNET={f.lease.subnet}, but {len(pods)} pod(s) hold addresses of an earlier lease, outside "
+        f"HNS network {f.name}: " + ", ".join(f"{ip} ({cid or '?'})" for ip, cid in sorted(outside)),
+        f"their endpoints went with the old network, so they have no network: remove their pod sandboxes "
+        f"(crictl rmp -f {' '.join(pods)}); their DEL releases the addresses and the kubelet starts them "
+        f"again with addresses of {f.lease.subnet}",
+    )
 
 
 def config_of(f: Facts) -> Any:
@@ -335,17 +362,23 @@ def source_vip(f: Facts) -> Check:
             f"FLANNEL_SUBNET {f.lease.subnet} (left from an earlier pod subnet)",
         )
     inside = f"source VIP {', '.join(f.source_vip)} lies inside {f.lease.subnet}"
-    return _source_vip_reserved(f, inside) or Check("source-vip", OK, inside)
+    found = _source_vip_reserved(f, inside)
+    if found is not None and found.status != OK:
+        return found
+    in_hns = next(filter(None, (proxychecks.source_vip_in_hns(f, vip) for vip in f.source_vip)), None)
+    return in_hns or found or Check("source-vip", OK, inside)
 
 
 def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
     """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
-    gets it and GC keeps it, and no HNS endpoint holds it. None when that holds or the store was
-    not read."""
+    gets it and GC keeps it, and no HNS endpoint but kube-proxy's own (unnamed: it makes it at start)
+    holds it. None when that holds or the store was not read."""
     from plugins.cni import ownership
 
     for vip in f.source_vip:
-        user = next((name for name, ips in f.endpoints if vip in ips), None)
+        user = next(
+            (name for name, ips in f.endpoints if vip in ips and not ownership.source_vip_endpoint(name, False)), None
+        )
         if user is not None:
             return _sourcevip(f, FAIL, f"source VIP {vip} is also HNS endpoint {user}'s address")
     if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
@@ -622,8 +655,17 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
-    pod_endpoints,
-    endpoint_state,
+    # the pods and their endpoints (podchecks)
+    podchecks.pod_endpoints,
+    podchecks.endpoint_state,
+    # kube-proxy's side of HNS (proxychecks)
+    proxychecks.lb_backends,
+    proxychecks.policy_lists,
+    proxychecks.stale_remote_endpoints,
+    proxychecks.remote_endpoint_addresses,
+    proxychecks.duplicate_load_balancers,
+    proxychecks.dns_load_balancer,
+    proxychecks.old_network,
     runtime_status,
     build,
     permissions,

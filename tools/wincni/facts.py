@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import ntpath
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from basics.inputfile import Input
@@ -64,7 +64,7 @@ class Facts:
     hns_version: tuple[int, int] | None = None
     features: Any = None  # libhns.client.Features
     network: Any = None  # libhns.objects.HostComputeNetwork
-    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) on the network
+    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) of the local endpoints on the network
     stale_endpoints: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # ours, no live sandbox: (name, ID, IPs)
     policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (winnet.policies.endpoint_policies)
     source_vip_path: str = ""
@@ -99,11 +99,13 @@ class Facts:
 class Inventory:
     """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
     of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
-    says which sandbox holds each; ``is_remote`` marks another node's pod)."""
+    says which sandbox holds each; ``is_remote`` marks another node's pod). ``policy_lists``: the
+    V1 documents of ``GET /policylists/``, None where HNS does not serve them."""
 
     networks: tuple = ()
     endpoints: tuple = ()
     load_balancers: tuple = ()
+    policy_lists: tuple | None = None
 
     @property
     def remote_endpoints(self) -> tuple:
@@ -112,11 +114,18 @@ class Inventory:
     @property
     def unreferenced_remote_endpoints(self) -> tuple:
         """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
-        kube-proxy deletes one when its last load balancer goes, so these were left behind."""
+        kube-proxy deletes one when its last load balancer goes, so these were left behind. On
+        overlay kube-proxy also makes one for each Service VIP, which that Service's load
+        balancer serves as a frontend: that one is in use."""
         from libhns.objects import same_id
 
-        used = [e for lb in self.load_balancers for e in lb.host_compute_endpoints or ()]
-        return tuple(r for r in self.remote_endpoints if not any(same_id(r.id, e) for e in used))
+        used = [e for lb in self.load_balancers for e in lb.backend_ids]
+        vips = {v for lb in self.load_balancers for v in lb.vips}
+        return tuple(
+            r
+            for r in self.remote_endpoints
+            if not any(same_id(r.id, e) for e in used) and not vips.intersection(r.ip_addresses)
+        )
 
 
 class LiveNode:
@@ -537,9 +546,10 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
             from plugins.winnet.stale import left_behind
 
             every = hnscall.list_endpoints()  # once: the V1 view also says which sandbox holds each
-            inventory = read_inventory(hcn, every)
+            inventory = read_inventory(hcn, hnscall, every)
             if network is not None:
-                eps = [ep for ep in every if same_id(ep.virtual_network, network.id)]
+                # the pods' side: remote endpoints are kube-proxy's (proxychecks judges them)
+                eps = [ep for ep in every if same_id(ep.virtual_network, network.id) and not ep.is_remote]
                 found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
                 v1 = HnsV1Api(hcn=hcn, hnscall=hnscall, container_id="", netns="")
                 stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
@@ -558,15 +568,19 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
     }
 
 
-def read_inventory(hcn: Any, endpoints: list) -> Inventory | None:
-    """The node's networks and load balancers beside ``endpoints``; None when HNS will not list
-    them (the checks of the pods' network do not need them)."""
+def read_inventory(hcn: Any, hnscall: Any, endpoints: list) -> Inventory | None:
+    """The node's networks, load balancers and policy lists beside ``endpoints``; None when HNS
+    will not list the first two (the checks of the pods' network do not need them)."""
     from libhns.errors import HnsError
 
     try:
-        return Inventory(tuple(hcn.list_networks()), tuple(endpoints), tuple(hcn.list_load_balancers()))
+        found = Inventory(tuple(hcn.list_networks()), tuple(endpoints), tuple(hcn.list_load_balancers()))
     except HnsError:
         return None
+    try:
+        return replace(found, policy_lists=tuple(hnscall.list_policy_lists()))
+    except HnsError:
+        return found  # HNS without V1 policy lists: kube-proxy's check of them says so
 
 
 def read_bin_audit(

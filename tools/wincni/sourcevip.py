@@ -22,7 +22,7 @@ import os
 import time
 from typing import Any, Callable, Mapping, TextIO
 
-from plugins.cni.ownership import PINNED_PREFIX
+from plugins.cni.ownership import PINNED_PREFIX, source_vip_endpoint
 from plugins.ipam_host_local.allocator import Owner
 
 from .flagfile import quote
@@ -220,7 +220,12 @@ def _wait(
                     f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
                     "VIP there; run it without --source-vip (nothing was reserved)"
                 )
-            taken = {ip for ep in client.list_endpoints(network.id) for ip in ep.ip_addresses} if network else set()
+            taken = {
+                ip
+                for ep in (client.list_endpoints(network.id) if network else ())
+                if not source_vip_endpoint(ep.name or "", ep.is_remote)  # kube-proxy's holds our own address
+                for ip in ep.ip_addresses
+            }
         except EnvError as err:
             raise SourceVipError(f"cannot query HNS: {err}") from None
         except (HnsError, OSError) as err:
