@@ -54,6 +54,8 @@ def test_a_pod_whose_sandbox_runs_without_its_endpoint_fails_naming_it_and_how_t
     assert f"pod sandbox pod1 (namespace {GUID})" in check.message and "cbr0 is gone" in check.message
     assert "crictl rmp pod1" in check.fix and "kubectl delete pod" in check.fix
     assert checks.orphan_reservations(f) == []  # not an address to release
+    store = checks.ipam_store(f)
+    assert store.status == OK and "1 kept for pods that run without their endpoint" in store.message
 
 
 def test_a_pod_with_its_endpoint_a_gone_sandbox_or_the_nodes_own_is_fine():

@@ -487,13 +487,16 @@ def ipam_store(f: Facts) -> Check:
             command(f, "wincni", "reclaim", "--cni-conf", f.conf_path),
         )
     own = sum(ownership.pinned(cid) for _, cid in f.reservations)
-    waiting = sum(cid not in pods and not ownership.pinned(cid) for _, cid in f.reservations)
+    unheld = [cid for _, cid in f.reservations if cid not in pods and not ownership.pinned(cid)]
+    lost = sum(cid in running_sandboxes(f) for cid in unheld)
+    waiting = len(unheld) - lost
     return Check(
         "ipam-store",
         OK,
-        f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
+        f"{len(f.reservations) - own - len(unheld)} reservation(s) in {f.ipam_dir} match the "
         "HNS endpoints"
         + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
+        + (f"; {lost} kept for pods that run without their endpoint (see pod-endpoints)" if lost else "")
         + (
             f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale once older)"
             if waiting
@@ -510,13 +513,18 @@ def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
     from plugins.cni import ownership
 
     pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {None}
-    running = {p.container for p in f.sandboxes or () if p.exists}
+    running = running_sandboxes(f)
     window = ownership.IN_FLIGHT_SECONDS
     return [
         (ip, cid)
         for ip, cid in f.reservations or ()
         if not ownership.reservation_kept(cid, pods, 0.0 if ip in f.young else window, window, cid in running)
     ]
+
+
+def running_sandboxes(f: Facts) -> set[str]:
+    """The containers whose sandbox, as host-local recorded it at their ADD, exists now."""
+    return {p.container for p in f.sandboxes or () if p.exists}
 
 
 def _minutes() -> str:
