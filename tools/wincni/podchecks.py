@@ -8,6 +8,7 @@ exists, and ask the one ownership rule (``plugins.cni.ownership``) what a reserv
 from __future__ import annotations
 
 from .facts import Facts
+from .sandboxes import NAMESPACE, Sandbox
 from .verdict import FAIL, OK, SKIP, WARN, Check
 
 #: V1 EndpointState (hcsshim): 0 Uninitialized, 1 Created, 2 Attached, 3 AttachedSharing (a running
@@ -25,11 +26,11 @@ STATE_NAMES = {
 }
 
 
-def recreate(pod: str, sandbox: object) -> str:
+def recreate(pod: str, sandbox: Sandbox | None) -> str:
     """What the operator does for a pod whose sandbox runs without its network: its sandbox goes
     (the runtime's DEL releases its address), and the kubelet or the pod's controller starts it
     again with a new endpoint. The CNI container ID is the CRI pod sandbox ID."""
-    if getattr(sandbox, "kind", "") == "namespace":
+    if sandbox is not None and sandbox.kind == NAMESPACE:
         return (
             f"recreate pod sandbox {pod}: crictl inspectp {pod} names the pod (.status.metadata); "
             f"kubectl delete pod -n <namespace> <name> lets its controller start a new one, or crictl stopp {pod} "
