@@ -410,6 +410,14 @@ class Node:
             return {}
         return {p.name: p.read_bytes().split(b"\r\n")[0].decode() for p in store.iterdir() if _is_ip(p.name)}
 
+    def sandbox_records(self) -> dict[str, tuple[str, str]]:
+        """host-local's sandbox records (``store.SANDBOXES``): address -> (container ID, CNI_NETNS)."""
+        from plugins.ipam_host_local.store import SANDBOXES, sandbox_record
+
+        folder = self.ipam_dir / self.network / SANDBOXES
+        found = {p.name: sandbox_record(p.read_bytes()) for p in folder.iterdir()} if folder.exists() else {}
+        return {ip: (rec[0].container_id, rec[1]) if rec else ("?", "") for ip, rec in found.items()}
+
     def endpoints(self) -> dict[str, dict]:
         """V1 view of every endpoint by name (SharedContainers, Namespace, Policies, IPAddress …)."""
         return {e["Name"]: e for e in self.hnsctl("endpoint", "list", "--v1", "-o", "json")}
@@ -451,13 +459,14 @@ class Node:
         assert not creates(self.journal())
 
     def assert_clean(self, cid: str) -> None:
-        """Nothing of ``cid`` is left: no endpoint, no attachment, no address."""
+        """Nothing of ``cid`` is left: no endpoint, no attachment, no address, no sandbox record."""
         name = f"{cid}_{self.network}"
         eps = self.endpoints()
         assert name not in eps, eps[name]
         live = {e["ID"].upper() for e in eps.values()}
         assert not self.attachments() - live, "an attachment points at a deleted endpoint"
         assert cid not in self.ip_files().values(), self.ip_files()
+        assert cid not in {c for c, _ in self.sandbox_records().values()}, self.sandbox_records()
 
 
 def flanneld_node(root: Path, plugin: str = "win-bridge", **kw: Any) -> Node:

@@ -39,11 +39,14 @@ class ComputeSystem(Record):
         return st.add(cls({"ID": container_id, "State": "Running"}))
 
     def delete(self, st: HnsState) -> None:
-        """Stopping it takes it out of its endpoints' SharedContainers."""
+        """Stopping it takes it out of its endpoints' SharedContainers; an endpoint it held is
+        then Detached (V1 State 4), as one a container left, not Created again."""
+        from libhns.sim.endpoint import DETACHED
+
         for ep_id in self.endpoints:
             ep = st.find("Endpoint", ep_id)
             if ep is not None:
-                ep.shared = [c for c in ep.shared if c.casefold() != self.id.casefold()]
+                ep.shared, ep.base_state = [c for c in ep.shared if c.casefold() != self.id.casefold()], DETACHED
 
     def properties(self) -> dict[str, Any]:
         """What HcsGetComputeSystemProperties answers (HCS schema 1 ``ContainerProperties``): a

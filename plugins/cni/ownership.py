@@ -5,7 +5,12 @@ doctor and the stale-endpoint cleanup of ADD (``plugins/winnet/stale.py``) all a
 none decides on its own. Pure: callers read the store and HNS and pass what they saw.
 
 In use — freed by nobody but its owner:
-1. a reservation of ours whose pod has a live endpoint (HNS holds ``<container>_<network>``);
+1. a reservation of ours whose pod has a live endpoint (HNS holds ``<container>_<network>``), or
+   whose sandbox still exists (the namespace or pause container host-local recorded at its ADD):
+   a pod whose endpoint is gone still runs, without a network, until it is recreated, and its DEL
+   then releases the address; whatever its age, so reclaim never hands a running pod's address
+   to another. The doctor reports such a pod at once (``sandbox_lost_endpoint``): being in use
+   is about freeing, not about whether the pod is well;
 2. an ADD in flight: a reservation younger than ``IN_FLIGHT_SECONDS`` (an ADD reserves before it
    creates the endpoint; a retried ADD that reuses its reservation renews its age);
 3. an owner in the reserved ``_wincni-`` namespace (``PINNED_PREFIX``: the node's own, e.g.
@@ -52,6 +57,10 @@ LIVE_ENDPOINT = "its pod has a live HNS endpoint"
 IN_FLIGHT = "young enough to be an ADD in flight"
 NODE_OWNED = "owned by the node (the reserved _wincni- namespace)"
 ATTACHED = "in use by a sandbox that still exists (a namespace or a running container)"
+SANDBOX_ALIVE = (
+    "its pod's sandbox still exists (a namespace or a running container): the pod must be recreated, "
+    "and its DEL releases it"
+)
 FLANNELD = "flanneld's own endpoint"
 NOT_OURS = "not created by this plugin (its name is not <sandbox>_<network>)"
 WRITING = "a live process may still be writing it"
@@ -81,16 +90,31 @@ def host_endpoint_name(network: str) -> str:
     return f"{network}_ep"
 
 
-def reservation_kept(container_id: str, live_pods: "set[str] | frozenset[str]", age: float, min_age: float) -> str:
+def reservation_kept(
+    container_id: str,
+    live_pods: "set[str] | frozenset[str]",
+    age: float,
+    min_age: float,
+    sandbox_alive: bool = False,
+) -> str:
     """Why a reservation must stay ("" when reclaim may release it): ``live_pods`` are the
-    sandboxes with an endpoint on the network, ``age`` the reservation's in seconds."""
+    sandboxes with an endpoint on the network, ``age`` the reservation's in seconds,
+    ``sandbox_alive`` whether the sandbox recorded at its ADD still exists."""
     if pinned(container_id):
         return NODE_OWNED
     if container_id and container_id in live_pods:
         return LIVE_ENDPOINT
+    if sandbox_alive:
+        return SANDBOX_ALIVE
     if age < min_age:
         return IN_FLIGHT
     return ""
+
+
+def sandbox_lost_endpoint(container_id: str, live_pods: "set[str] | frozenset[str]", sandbox_alive: bool) -> bool:
+    """A pod that runs without its network: the reservation is kept for its sandbox alone
+    (``reservation_kept`` says ``SANDBOX_ALIVE`` whatever the age), its endpoint is gone."""
+    return reservation_kept(container_id, live_pods, 0.0, 0.0, sandbox_alive) == SANDBOX_ALIVE
 
 
 def delegate_kept(key: str, holders: "set[str]", age: float, min_age: float) -> str:

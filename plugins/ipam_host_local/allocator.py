@@ -46,8 +46,9 @@ class Store(Protocol):
     def owned_by(self, owner: Owner) -> list[IPAddress]:
         """Addresses reserved to exactly this (container ID, ifname)."""
 
-    def renew(self, ip: IPAddress) -> None:
-        """Mark ``ip``'s reservation as made now: a retried ADD reuses it (``plugins.cni.ownership``)."""
+    def renew(self, ip: IPAddress, owner: Owner) -> None:
+        """Mark ``owner``'s reservation of ``ip`` as made now: a retried ADD reuses it
+        (``plugins.cni.ownership``)."""
 
 
 class Allocation(FrozenRecord):
@@ -111,7 +112,7 @@ def allocate(
     """
     mine = next((ip for ip in held if rset.contains(ip) and requested in (None, ip)), None)
     if mine is not None:
-        store.renew(mine)
+        store.renew(mine, owner)
         return Allocation(mine, rset.range_for(mine))
     if requested is not None:
         r = rset.range_for(requested)

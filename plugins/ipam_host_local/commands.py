@@ -20,7 +20,7 @@ def add(req: Request) -> Result:
     cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
     dns = _dns(cfg.resolv_conf)
     owner = Owner(req.container_id, req.ifname)
-    with _store(cfg.directory, req.platform) as store:
+    with _store(cfg.directory, req.platform, req.netns) as store:
         allocations = allocate_all(cfg.range_sets, store, owner, cfg.requested)
     log.event("allocated", ips=[str(a.ip) for a in allocations])
     return Result(

@@ -4,6 +4,21 @@
 in names on Windows), ``last_reserved_ip.<set index>``, and ``lock``. Creating the IP file with
 O_EXCL is the commit point of a reservation; the index (``index.py``) is updated afterwards and
 heals itself when a crash or another writer leaves it behind.
+
+Beside them, ``SANDBOXES/<reservation file name>`` records each attachment's sandbox: its
+``CNI_NETNS`` (a namespace GUID on containerd, ``none`` or ``container:<pause container>`` on
+dockershim), named after the attachment's first address. A reservation names only its container,
+and CNI_NETNS is seen only while a command runs, so without it nothing on the node can tell,
+once a pod's HNS endpoint is gone, that the pod still runs (its namespace or pause container
+exists) and must be recreated, its address kept (``wincni doctor``, ``wincni reclaim``). It is
+kept here because the reservation is: written by the same ADD under the same lock, released with
+it (``release``), for every runtime and delegate (flannel's saved configs are keyed by the sandbox
+only on dockershim, and a config without flannel has none). The Go plugin's format is untouched:
+it reserves and reads only ``<store>/<ip>``, and all it does with files further down (its
+``filepath.Walk``) is compare their content with ``<id>\\r\\n<ifname>`` or ``<id>``, which a record,
+starting with ``SANDBOX_MAGIC``, never equals. A folder rather than files beside the
+reservations: rebuilding the index lists the store's folder, one entry per reservation. A record
+the Go plugin's DEL left behind goes at the next rebuild.
 """
 
 from __future__ import annotations
@@ -18,22 +33,32 @@ from .allocator import Owner
 from .ranges import IPAddress, parse_ip
 
 LAST_RESERVED = "last_reserved_ip."
+SANDBOXES = ".wincni-sandboxes"
+SANDBOX_MAGIC = "wincni-sandbox 1"
+#: More than a record holds: CNI_NETNS is capped by skel's environment checks.
+MAX_SANDBOX_RECORD = 8192
 _O_BINARY = idx.O_BINARY
 _NOT_RESERVATIONS = (LOCK_NAME, idx.INDEX_NAME)
 
 
 class DiskStore:
-    """One network's reservations; use through ``open_store`` so the lock is held."""
+    """One network's reservations; use through ``open_store`` so the lock is held (``locked``:
+    then a rebuild of the index also removes stale sandbox records). ``netns``: an ADD's
+    CNI_NETNS, recorded as its attachment's sandbox at the first address it reserves or renews
+    (``SANDBOXES``); None records nothing."""
 
-    def __init__(self, directory: str, platform: str) -> None:
+    def __init__(self, directory: str, platform: str, netns: str | None = None, locked: bool = False) -> None:
         self.directory = directory
         self._escape = platform == "win32"
         self._index: idx.Index | None = None
         self._dirty = False
+        self._locked = locked
+        self._netns = netns
 
     # ---- allocator.Store ----
     def reserve(self, owner: Owner, ip: IPAddress, range_id: int) -> bool:
-        path = self._path(str(ip))
+        name = str(ip)
+        path = self._path(name)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
         except FileExistsError:
@@ -50,14 +75,18 @@ class DiskStore:
         except OSError:
             _unlink(path)
             raise
-        self.index.add(str(ip), owner)
+        self.index.add(name, owner)
         self._dirty = True
-        self._write(LAST_RESERVED + str(range_id), str(ip).encode())
+        self._write(LAST_RESERVED + str(range_id), name.encode())
+        self._record_sandbox(name, owner)
         return True
 
     def release(self, ip: IPAddress | str) -> None:
-        _unlink(self._path(str(ip)))
-        self.index.remove(str(ip))
+        """The reservation, and the sandbox record named after it (``SANDBOXES``) with it."""
+        name = str(ip)
+        _unlink(self._path(name))
+        self._drop_record(self._record_name(name))
+        self.index.remove(name)
         self._dirty = True
 
     def last_reserved(self, range_id: int) -> IPAddress | None:
@@ -76,11 +105,13 @@ class DiskStore:
             ips = self.index.owned_by(owner)
         return [parse_ip(ip) for ip in ips]
 
-    def renew(self, ip: IPAddress | str) -> None:
+    def renew(self, ip: IPAddress | str, owner: Owner) -> None:
+        name = str(ip)
         try:
-            os.utime(self._path(str(ip)))
+            os.utime(self._path(name))
         except FileNotFoundError:
-            pass
+            return
+        self._record_sandbox(name, owner)
 
     # ---- commands ----
     def find(self, owner: Owner) -> list[IPAddress]:
@@ -105,12 +136,71 @@ class DiskStore:
         return [(parse_ip(ip), owner) for ip, owner in self.index.items()]
 
     def rescan(self) -> None:
-        """Rebuild the index from the reservation files: O(files), the reference's DEL cost."""
+        """Rebuild the index from the reservation files: O(files), the reference's DEL cost. Under
+        the lock, sandbox records whose reservation is gone (the Go plugin released it) go too (a
+        reader without it, STATUS or the doctor, removes nothing)."""
         with os.scandir(self.directory) as entries:
             names = [e.name for e in entries if e.is_file()]
         fresh = idx.Index.of((ip, self.owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
         self._index, self._dirty = fresh, True
+        if self._locked:
+            self._prune_records(set(names))
         log.event("index-rebuilt", directory=self.directory, reservations=len(fresh))
+
+    # ---- sandbox records (``SANDBOXES``) ----
+    def _record_sandbox(self, ip: str, owner: Owner) -> None:
+        """Record ``owner``'s sandbox (the ADD's CNI_NETNS) beside its reservation of ``ip``, once
+        per ADD (its first address names it): one small file, written in full and renamed into
+        place (readers see the old record or the new one). Best effort: a failure is logged and
+        the ADD goes on (the doctor then says the sandbox is not known)."""
+        netns, self._netns = self._netns, None
+        if netns is None:
+            return
+        try:
+            _write_new(self._records(), self._record_name(ip), sandbox_content(owner, netns))
+        except OSError as exc:
+            log.warning(f"cannot record the sandbox of {owner.container_id} in {self._records()}: {exc}")
+
+    def sandboxes(self) -> dict[str, tuple[Owner, str]]:
+        """Reserved address -> (its attachment, its CNI_NETNS), for records whose reservation file
+        holds that same attachment now (anything else is a leftover, and ignored). Reads only: the
+        doctor calls it without the lock."""
+        folder = self._records()
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return {}
+        out = {}
+        for name in names:
+            ip = self._ip_of(name)
+            found = sandbox_record(_read_small(os.path.join(folder, name))) if ip is not None else None
+            if found is not None and self.owner_of(ip) == found[0]:
+                out[ip] = found
+        return out
+
+    def _records(self) -> str:
+        return os.path.join(self.directory, SANDBOXES)
+
+    def _record_name(self, ip: str) -> str:
+        return ip.replace(":", "_") if self._escape else ip
+
+    def _drop_record(self, name: str) -> None:
+        """Best effort, as the writing: a record left behind goes at the next rebuild's ``flush``."""
+        try:
+            _unlink(os.path.join(self._records(), name))
+        except OSError as exc:
+            log.warning(f"cannot remove the sandbox record {name} in {self._records()}: {exc}")
+
+    def _prune_records(self, reservation_files: set[str]) -> None:
+        """Records of released reservations, and temporary files of writers killed before their
+        rename (every writer holds the store's lock, as the caller does: none is still writing)."""
+        try:
+            names = os.listdir(self._records())
+        except OSError:
+            return
+        for name in names:
+            if name not in reservation_files:
+                self._drop_record(name)
 
     @property
     def index(self) -> idx.Index:
@@ -169,19 +259,20 @@ class DiskStore:
 
 class open_store:
     """Create the directory (admin-only: 0755 owned by us; a protected DACL on Windows) or check
-    an existing one, hold ``<dir>/lock`` for the block, save the index on exit. (A class: with
-    ``contextlib`` every pod command would import one module more.)"""
+    an existing one, hold ``<dir>/lock`` for the block, save the index on exit; ``netns``: ADD's,
+    for ``DiskStore``. (A class: with ``contextlib`` every pod command would import one module
+    more.)"""
 
-    __slots__ = ("directory", "platform", "_lock", "_store")
+    __slots__ = ("directory", "platform", "netns", "_lock", "_store")
 
-    def __init__(self, directory: str, platform: str) -> None:
-        self.directory, self.platform = directory, platform
+    def __init__(self, directory: str, platform: str, netns: str | None = None) -> None:
+        self.directory, self.platform, self.netns = directory, platform, netns
 
     def __enter__(self) -> DiskStore:
         secure_dir(self.directory)
         self._lock = FileLock(self.directory)
         self._lock.__enter__()
-        self._store = DiskStore(self.directory, self.platform)
+        self._store = DiskStore(self.directory, self.platform, self.netns, locked=True)
         return self._store
 
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
@@ -209,6 +300,70 @@ def reservation_owner(data: bytes) -> Owner | None:
     return Owner(cid, ifname)
 
 
+def sandbox_content(owner: Owner, netns: str) -> bytes:
+    """A sandbox record's bytes (CRLF, like a reservation's): ``SANDBOX_MAGIC``, container ID,
+    ifname, CNI_NETNS."""
+    return f"{SANDBOX_MAGIC}\r\n{owner.container_id.strip()}\r\n{owner.ifname}\r\n{netns}".encode()
+
+
+def sandbox_record(data: bytes) -> tuple[Owner, str] | None:
+    """A sandbox record's attachment and CNI_NETNS; None for anything that is not a whole record."""
+    try:
+        lines = data.decode().split("\r\n")
+    except UnicodeDecodeError:
+        return None
+    if len(lines) != 4 or lines[0] != SANDBOX_MAGIC or not lines[1] or lines[1].split() != [lines[1]]:
+        return None
+    if any("\n" in line or "\r" in line for line in lines):
+        return None
+    return Owner(lines[1], lines[2]), lines[3]
+
+
+def _write_new(folder: str, name: str, data: bytes) -> None:
+    """``folder/name`` := ``data``, through a temporary file renamed over it. ``folder`` lies in the
+    store's admin-only folder (``open_store`` judged it), so only an administrator could have put
+    anything there; still nothing is followed: on POSIX every step is relative to the folder's
+    descriptor, opened without following a link, and the file is opened no-follow."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
+    if not hasattr(os, "O_DIRECTORY"):  # Windows: the store's folder is held (``secure_dir``)
+        fd = os.open(os.path.join(folder, tmp), flags, 0o600)
+        _write_all(fd, data)
+        os.replace(os.path.join(folder, tmp), os.path.join(folder, name))
+        return
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _write_all(os.open(tmp, flags, 0o600, dir_fd=dfd), data)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _read_small(path: str) -> bytes:
+    """A record's bytes (no link followed; b"" when it cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, MAX_SANDBOX_RECORD)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def _empty(path: str) -> bool:
     try:
         return os.stat(path).st_size == 0
@@ -219,5 +374,5 @@ def _empty(path: str) -> bool:
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder on the way is a file)
         pass

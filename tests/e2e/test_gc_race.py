@@ -141,6 +141,8 @@ def reservations(node: Node) -> dict[str, str]:
             out[path.name] = path.read_bytes().split(b"\r\n")[0].decode()
         except FileNotFoundError:
             pass  # released meanwhile
+        except IsADirectoryError:
+            pass  # the sandbox records' folder
     return out
 
 

@@ -61,14 +61,19 @@ def test_wincni_reclaim_does_what_gc_would_from_hns_view(node, tmp_path):
     conf = node.conf()
     conf_path = tmp_path / "10-overlay.conf"
     conf_path.write_text(json.dumps(conf))
-    for cid in ("old1", "old2"):
-        node.add(conf, cid, node.sandbox("v2", cid))
+    olds = {cid: node.sandbox("v2", cid) for cid in ("old1", "old2")}
+    for cid, netns in olds.items():
+        node.add(conf, cid, netns)
     restart_and_recreate(node)
     node.add(conf, "new", node.sandbox("v2", "new"))
     assert set(node.ip_files().values()) == {"old1", "old2", "new"}
 
     young = reclaim(node, conf_path)  # default --min-age 300: an ADD in flight is never robbed
     assert young.returncode == 0 and "0 reservation(s) released" in young.stdout, young
+    running = reclaim(node, conf_path, "--min-age", "0", "--force", "--dry-run")
+    assert running.returncode == 0 and "would release " not in running.stdout, running  # their sandboxes run on
+    for netns in olds.values():  # the runtime ended the old pods without a DEL
+        node.hnsctl("namespace", "delete", netns)
     dry = reclaim(node, conf_path, "--min-age", "0", "--force", "--dry-run")
     assert dry.returncode == 0 and dry.stdout.count("would release ") == 2 and len(node.ip_files()) == 3
     done = reclaim(node, conf_path, "--min-age", "0", "--force")

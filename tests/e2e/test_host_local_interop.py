@@ -26,12 +26,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def start(cmd: list[str], command: str, cid: str, conf: dict) -> subprocess.Popen:
+def start(cmd: list[str], command: str, cid: str, conf: dict, netns: str = "/var/run/netns/x") -> subprocess.Popen:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "CNI_COMMAND": command,
         "CNI_CONTAINERID": cid,
-        "CNI_NETNS": "/var/run/netns/x",
+        "CNI_NETNS": netns,
         "CNI_IFNAME": "eth0",
         "CNI_PATH": str(GO.parent),
     }
@@ -110,3 +110,24 @@ def test_interleaved_parallel_never_double_allocates(tmp_path, conf):
     for p in dels:
         finish(p)
     assert store_owners(tmp_path / "mixed") == {}
+
+
+def test_sandbox_records_leave_the_go_plugin_as_it_was(tmp_path, conf):
+    """Our ADD records its sandbox in a folder of the store (``store.SANDBOXES``): the Go plugin,
+    which walks the store's whole tree, still finds, checks and releases our reservations and
+    reserves beside them; a record the Go plugin's DEL left behind goes at our next rebuild."""
+    from plugins.ipam_host_local.store import SANDBOXES
+
+    d = tmp_path / "mixed"
+    guid = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"
+    ours = finish(start(OURS, "ADD", "py1", conf, guid))
+    assert os.listdir(d / SANDBOXES) == ["10.7.0.2"]
+    prev = {**conf, "prevResult": ours}
+    assert run([str(GO)], "CHECK", "py1", prev) is None  # found through the walk, the record not taken for it
+    assert addr(run([str(GO)], "ADD", "go1", conf)) == "10.7.0.3/26"
+    run([str(GO)], "DEL", "go1", conf)
+    assert os.listdir(d / SANDBOXES) == ["10.7.0.2"]  # not released as if it were go1's or py1's
+    run([str(GO)], "DEL", "py1", conf)
+    assert store_owners(d) == {}
+    py2 = addr(finish(start(OURS, "ADD", "py2", conf, guid))).split("/")[0]
+    assert os.listdir(d / SANDBOXES) == [py2]  # py1's, which the Go DEL left, pruned

@@ -41,15 +41,20 @@ def test_win_bridge_node_with_pods_then_a_leaked_reservation(tmp_path) -> None:
         policies=[{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]}}]
     )
     (tmp_path / "10-bridge.conf").write_text(json.dumps(conf))
-    node.add(conf, "pod1", node.sandbox("v2", "pod1"))
+    netns = node.sandbox("v2", "pod1")
+    node.add(conf, "pod1", netns)
     rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
     assert rc == 0 and {c["status"] for i, c in found.items() if i != "build"} == {"ok"}, found
     assert found["build"]["status"] == "not-checked"  # the venv's plugins: not laid by wincni install
     assert "1 reservation" in found["ipam-store"]["message"]
 
-    node.hnsctl("endpoint", "delete", "pod1_cbr0")  # the endpoint vanished (HNS restart), the IP stayed
+    node.hnsctl("endpoint", "delete", "pod1_cbr0")  # the endpoint vanished, the IP stayed
     for reservation in (node.ipam_dir / "cbr0").iterdir():  # an hour ago: past reclaim's --min-age
         os.utime(reservation, (time.time() - 3600,) * 2)
+    rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
+    assert rc == 1 and found["pod-endpoints"]["status"] == "fail" and "pod1" in found["pod-endpoints"]["message"]
+    assert found["ipam-store"]["status"] == "ok"  # its namespace runs: a pod to recreate, not an address to free
+    node.hnsctl("namespace", "delete", netns)  # the pod is gone too: now the address is a leak
     rc, found = doctor(node, "--cni-conf", str(tmp_path / "10-bridge.conf"))
     assert rc == 0 and found["ipam-store"]["status"] == "warn" and "pod1" in found["ipam-store"]["message"]
 

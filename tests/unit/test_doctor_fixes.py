@@ -72,6 +72,18 @@ def _vip_held_by_a_pod(node: Node) -> None:
     node.hnsctl("endpoint", "create", f"pod9_{node.network}", "--network", node.network, "--ip", SOURCE_VIP)
 
 
+def _pod_without_endpoint(node: Node) -> None:
+    add_two_pods(node)
+    node.hnsctl("endpoint", "delete", f"pod-a_{node.network}")
+
+
+def _pod_endpoint_detached(node: Node) -> None:
+    add_two_pods(node)
+    netns = next(ns for cid, ns in node.sandbox_records().values() if cid == "pod-b")
+    node.hnsctl("namespace", "detach", netns, f"pod-b_{node.network}")
+    age(*(_store(node) / ip for ip, cid in node.ip_files().items() if cid == "pod-b"))
+
+
 def _services(brk: Callable[[Node], object]) -> Callable[[Node], None]:
     """``brk`` on the node once it has pods and kube-proxy's Services (tests/data/services)."""
 
@@ -199,6 +211,8 @@ BREAKS = {
         "ipam-store", "bridge", _unreserved_endpoint, fixed_by="stale-endpoints"
     ),
     "stale-endpoints: an endpoint of no sandbox": Break("stale-endpoints", "overlay", _stale_endpoint),
+    "pod-endpoints: a running pod's endpoint deleted": Break("pod-endpoints", "bridge", _pod_without_endpoint),
+    "endpoint-state: a running pod's endpoint detached": Break("endpoint-state", "overlay", _pod_endpoint_detached),
     "source-vip: kube-proxy's endpoint gone": Break(
         "source-vip",
         "overlay",
@@ -245,6 +259,9 @@ NO_FILE = {
     "subnet-env: a new lease": "",
     "subnet-env: pods of an earlier lease": "crictl rmp -f oldpod",  # the runtime's, then the kubelet's
     "build: plugins of another build": "DaemonSet",
+    # the pod is recreated through the runtime (tests/e2e/test_pod_endpoints.py carries it out)
+    "pod-endpoints: a running pod's endpoint deleted": "crictl rmp pod-a",
+    "endpoint-state: a running pod's endpoint detached": "crictl rmp pod-b",
     # kube-proxy's own state: kube-proxy programs it again when it starts
     "source-vip: kube-proxy's endpoint gone": "restart kube-proxy",
     "lb-backends: a backend HNS lost": "restart kube-proxy",

@@ -36,7 +36,7 @@ class FakeStore:
     def owned_by(self, owner):
         return [a for a, o in self.files.items() if o == owner]
 
-    def renew(self, addr):
+    def renew(self, addr, owner):
         self.renewed.append(addr)
 
 

@@ -13,6 +13,7 @@ from plugins.cni import skel
 from plugins.cni.version import SUPPORTED
 from plugins.ipam_host_local.__main__ import PLUGIN, main
 from plugins.ipam_host_local.index import INDEX_NAME
+from plugins.ipam_host_local.store import SANDBOXES
 
 DUAL = [[{"subnet": "10.1.2.0/24"}, {"subnet": "10.2.2.0/24"}], [{"subnet": "2001:db8:1::/64"}]]
 
@@ -195,9 +196,12 @@ def test_gc_releases_everything_not_valid(net):
         "last_reserved_ip.0",
         "last_reserved_ip.1",
         INDEX_NAME,
+        SANDBOXES,
     }
+    assert os.listdir(d / SANDBOXES) == ["10.1.2.2"]  # a's; b's and c/eth1's went with their reservations
     assert run("GC", net(**{"cni.dev/valid-attachments": []}))[0] == 0
-    assert set(os.listdir(d)) == {"lock", "last_reserved_ip.0", "last_reserved_ip.1", INDEX_NAME}
+    assert set(os.listdir(d)) == {"lock", "last_reserved_ip.0", "last_reserved_ip.1", INDEX_NAME, SANDBOXES}
+    assert os.listdir(d / SANDBOXES) == []
 
 
 def test_gc_without_attachments_key_releases_nothing(net):

@@ -8,23 +8,39 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from plugins.cni import log, procs
 from plugins.cni import ownership as o
 
 
 @pytest.mark.parametrize(
-    "owner, live, age, min_age, kept",
+    "owner, live, age, min_age, alive, kept",
     [
-        ("_wincni-source-vip", set(), 10**6, 0, o.NODE_OWNED),  # the node's own: whatever its age
-        ("pod1", {"pod1"}, 10**6, 0, o.LIVE_ENDPOINT),
-        ("pod1", set(), 299, 300, o.IN_FLIGHT),  # an ADD (or its retry) in flight
-        ("pod1", set(), 300, 300, ""),  # abandoned: reclaim may take it
-        ("", set(), 0, 0, ""),  # an unreadable owner
+        ("_wincni-source-vip", set(), 10**6, 0, False, o.NODE_OWNED),  # the node's own: whatever its age
+        ("pod1", {"pod1"}, 10**6, 0, False, o.LIVE_ENDPOINT),
+        ("pod1", {"pod1"}, 10**6, 0, True, o.LIVE_ENDPOINT),
+        ("pod1", set(), 10**6, 0, True, o.SANDBOX_ALIVE),  # a pod without its endpoint: whatever its age
+        ("pod1", set(), 299, 300, False, o.IN_FLIGHT),  # an ADD (or its retry) in flight
+        ("pod1", set(), 300, 300, False, ""),  # abandoned: reclaim may take it
+        ("", set(), 0, 0, False, ""),  # an unreadable owner
     ],
 )
-def test_what_keeps_a_reservation(owner, live, age, min_age, kept):
-    assert o.reservation_kept(owner, live, age, min_age) == kept
+def test_what_keeps_a_reservation(owner, live, age, min_age, alive, kept):
+    assert o.reservation_kept(owner, live, age, min_age, alive) == kept
+
+
+@given(st.sampled_from(["pod1", "_wincni-vip", ""]), st.booleans(), st.floats(0, 1000), st.booleans())
+def test_a_live_sandbox_keeps_its_reservation_and_is_a_lost_endpoint_exactly_when_nothing_else_keeps_it(
+    owner, has_endpoint, age, alive
+):
+    live = {owner} if has_endpoint else set()
+    kept = o.reservation_kept(owner, live, age, 300.0, alive)
+    if alive:
+        assert kept  # never freed while its sandbox exists
+    lost = o.sandbox_lost_endpoint(owner, live, alive)
+    assert lost == (alive and not o.pinned(owner) and not (owner and has_endpoint))
 
 
 def test_the_runtimes_gc_keeps_what_it_lists_and_the_nodes_own():

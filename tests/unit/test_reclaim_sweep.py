@@ -108,7 +108,7 @@ seens = st.builds(
     Seen,
     st.just(NET),
     st.lists(
-        st.builds(Reservation, st.sampled_from(["10.0.0.1", "10.0.0.2", "10.0.0.3"]), pods, ages),
+        st.builds(Reservation, st.sampled_from(["10.0.0.1", "10.0.0.2", "10.0.0.3"]), pods, ages, st.booleans()),
         max_size=4,
         unique_by=lambda r: r.ip,
     ).map(tuple),
@@ -133,7 +133,7 @@ def test_the_plan_never_frees_what_the_rule_says_is_in_use(seen: Seen) -> None:
             assert not next(e for e in seen.endpoints if e.name == f.name).in_use and f.pod not in young
         elif f.kind == RESERVATION:
             r = next(r for r in seen.reservations if r.ip == f.name and r.owner == f.pod)
-            assert r.age >= MIN and f.pod not in holders
+            assert r.age >= MIN and f.pod not in holders and not r.sandbox_alive
         else:
             released = {g.name for g in frees if g.kind == RESERVATION}
             assert f.pod not in holders and all(r.ip in released for r in seen.reservations if r.owner == f.pod)
@@ -187,8 +187,8 @@ class FakeNode:
         finally:
             self.locked_now = False
 
-    def reservations(self) -> list[Reservation]:
-        return list(self.res.values())
+    def reservations(self, pod: str | None = None) -> list[Reservation]:
+        return [r for r in self.res.values() if pod is None or r.owner == pod]
 
     def release(self, ip: str) -> None:
         assert self.locked_now
@@ -202,6 +202,13 @@ def leaked(n: int) -> FakeNode:
         tuple(ep(f"p{i}") for i in range(n)),
         tuple(Delegate(f"p{i}", OLD) for i in range(n)),
     )
+
+
+def test_a_pod_whose_sandbox_runs_keeps_its_address_without_an_endpoint_whatever_its_age() -> None:
+    seen = Seen(NET, reservations=(Reservation("10.0.0.1", "lost", OLD, True), Reservation("10.0.0.2", "gone", OLD)))
+    frees, kept = plan(seen, MIN)
+    assert [f.name for f in frees] == ["10.0.0.2"]
+    assert kept[(RESERVATION, "10.0.0.1")] == ownership.SANDBOX_ALIVE
 
 
 def test_a_pass_frees_at_most_its_bound_and_the_next_pass_the_rest() -> None:
@@ -322,3 +329,37 @@ def test_bad_sweep_flags_are_usage_errors(argv: list[str], message: str) -> None
 
     err = io.StringIO()
     assert main(["reclaim", *argv], io.StringIO(), err, {}) == 2 and message in err.getvalue()
+
+
+def test_the_real_store_gives_every_address_of_a_pod_the_sandbox_its_add_recorded(tmp_path) -> None:
+    """``holdings`` reads host-local's records under the store's lock: the dual-stack pod's second
+    address shares the record its first names; HNS is asked about the recorded sandboxes only."""
+    from basics.ipaddr import ip_address
+    from plugins.ipam_host_local.allocator import Owner
+    from plugins.ipam_host_local.store import open_store
+    from tools.wincni.holdings import Holdings
+    from tools.wincni.sandboxes import NAMESPACE, Sandbox
+
+    guid = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"
+    with open_store(str(tmp_path), "linux", guid) as s:
+        assert s.reserve(Owner("pod1", "eth0"), ip_address("10.0.0.2"), 0)
+        assert s.reserve(Owner("pod1", "eth0"), ip_address("fd00::2"), 1)
+    with open_store(str(tmp_path), "linux") as s:
+        assert s.reserve(Owner("gone", "eth0"), ip_address("10.0.0.3"), 0)
+
+    class Node(Holdings):
+        asked: list = []
+
+        def alive(self, sandboxes):
+            self.asked.append(set(sandboxes))
+            return {s: True for s in self.asked[-1]}
+
+    node = Node(NET, str(tmp_path), "", "linux", {})
+    with node.locked() as store:
+        assert {r.ip: r.sandbox_alive for r in store.reservations()} == {
+            "10.0.0.2": True,
+            "fd00::2": True,
+            "10.0.0.3": False,
+        }
+        assert [r.ip for r in store.reservations("gone")] == ["10.0.0.3"]
+    assert node.asked == [{Sandbox(NAMESPACE, guid)}, set()]

@@ -532,6 +532,19 @@ def test_hcs_hot_attach_shared_endpoint(sim):
         sim.hcs_open_compute_system("app1")
 
 
+def test_a_stopped_container_leaves_its_endpoint_detached(sim):
+    """V1 State after the pause container stops: Detached (4), which the doctor's endpoint-state
+    check tells from Created (1), an endpoint never attached."""
+    net = create(sim, "Network", l2bridge())
+    ep = create_ep(sim, net["ID"], endpoint())
+    assert v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]["State"] == 1
+    sim.register_container("pause1")
+    _hcs(sim, "pause1", "Add", ep["ID"])
+    sim.remove_container("pause1")
+    view = v1(sim, "GET", f"/endpoints/{ep['ID']}")["Output"]
+    assert view["SharedContainers"] == [] and view["State"] == 4
+
+
 def test_hcs_properties_of_a_container(sim):
     """What hcsshim reads before a V1 hot-attach (the Go reference plugins under the Wine lane)."""
     sim.register_container("pause1")

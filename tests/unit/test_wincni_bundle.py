@@ -141,6 +141,9 @@ def test_the_bundle_takes_nothing_but_its_allow_list(node: Node, tmp_path: Path)
     store = json.loads(found[bundle.STORE_MEMBER])
     assert {r["container"] for r in store["reservations"]} >= {"pod-a", "pod-b"}
     assert set(store["reservations"][0]) == {"ip", "container", "ageSeconds"}
+    records = json.loads(found[bundle.SANDBOX_MEMBER])["records"]  # who each reservation is for: names only
+    assert {(r["container"], r["ifname"]) for r in records} == {("pod-a", "eth0"), ("pod-b", "eth0")}
+    assert all(set(r) == {"ip", "container", "ifname", "netns"} for r in records)
     flannel = json.loads(found[bundle.FLANNEL_MEMBER])
     # names and owners, as flannel's GC sees the folder (the planted files too), never what they hold
     assert {c["name"] for c in flannel["configs"]} == {"pod-a", "pod-b", *(p for p in PLANTED if p[0] != ".")}

@@ -88,6 +88,7 @@ def test_flannel_pod_lifecycle(
     endpoint = node.endpoints()[f"{cid}_{network}"]
     assert endpoint["IPAddress"] == ip and endpoint["ID"].upper() in node.attachments()
     assert node.ip_files()[ip] == cid
+    assert node.sandbox_records() == {ip: (cid, netns)}  # written through the Windows path, no descriptor
     saved = node.flannel_dir / cid
     assert json.loads(saved.read_text())["type"] == ("win-overlay" if network == "vxlan0" else "win-bridge")
     listed = {e["Name"] for e in node.hnsctl_exe("endpoint", "list")}
@@ -101,7 +102,7 @@ def test_flannel_pod_lifecycle(
         assert sorted(node.endpoints()[f"{cid}_{network}"]["SharedContainers"]) == sorted([cid, app])
         assert node.run("DEL", conf, app, app_netns, plugin="flannel", **env).ok
         assert node.endpoints()[f"{cid}_{network}"]["SharedContainers"] == [cid]
-        assert node.ip_files()[ip] == cid
+        assert node.ip_files()[ip] == cid and node.sandbox_records() == {ip: (cid, netns)}
 
     check = node.run("CHECK", {**conf, "prevResult": add.out}, cid, netns, plugin="flannel", **env)
     assert check.ok, (check.out, check.stderr)

@@ -4,8 +4,8 @@ and diagnose anywhere (``wincni doctor --replay``).
 What is read is an allow-list, never a folder's contents: the files the doctor's own readers open
 (the CNI config the runtime picks, flanneld's subnet.env and net-conf.json, kube-proxy's source
 VIP), install's manifest and the template it names, the tail of the debug log the config names,
-host-local's and flannel's stores as names and owners (IP -> container, container -> interface;
-never a file's content), every HNS document both APIs list, and the tools' build and the OS. So a
+host-local's and flannel's stores as names and owners (IP -> container, container -> interface,
+host-local's sandbox records: IP -> container, interface, CNI_NETNS; never a file's content), every HNS document both APIs list, and the tools' build and the OS. So a
 kubeconfig, token or key beside any of those is never opened, whatever it is called. Every file is
 read by ``flagfile.read`` (no FIFO waited on, no link a user planted followed, a size cap), and the
 output is written through its folder made admin-only and held (``Disk.secure``), temp + rename.
@@ -43,6 +43,7 @@ V1_MEMBERS = ("networks", "endpoints", "namespaces", "policylists")
 VERSION_MEMBER = "hns/version.json"
 HCS_MEMBER = "hns/compute-systems.json"
 STORE_MEMBER = "stores/host-local.json"
+SANDBOX_MEMBER = "stores/host-local-sandboxes.json"
 FLANNEL_MEMBER = "stores/flannel.json"
 
 
@@ -55,6 +56,7 @@ class Recorder(LiveNode):
         self.existing: dict[str, bool] = {}
         self.files: dict[str, tuple[str, Any]] = {}  # path -> (flag, Input | Problem | None)
         self.store_read: dict[str, Any] = {}
+        self.sandboxes_read: dict[str, Any] = {}
 
     def configs(self, path: str) -> list[str] | None:
         self.listings[path] = found = super().configs(path)
@@ -83,6 +85,16 @@ class Recorder(LiveNode):
             if reservations is None
             else [{"ip": ip, "container": cid, "ageSeconds": round(ages.get(ip, 0.0), 1)} for ip, cid in reservations],
             "problem": _problem(problem),
+        }
+        return found
+
+    def sandbox_records(self, ipam_dir: str, platform: str) -> Any:
+        found = super().sandbox_records(ipam_dir, platform)
+        self.sandboxes_read = {
+            "dir": ipam_dir,
+            "records": None
+            if found is None
+            else [{"ip": ip, "container": cid, "ifname": ifname, "netns": netns} for ip, cid, ifname, netns in found],
         }
         return found
 
@@ -129,7 +141,9 @@ def collect(
     for n, (path, (flag, got)) in enumerate(recorder.files.items()):
         files[path] = _file_entry(members, f"files/{n}-{_base(path, platform)}", flag, got)
     members.json(STORE_MEMBER, recorder.store_read)
-    hns_errors = record_hns(members, env)
+    members.json(SANDBOX_MEMBER, recorder.sandboxes_read)
+    pause = [p.sandbox.id for p in found.sandboxes or () if p.sandbox is not None and p.sandbox.kind == "container"]
+    hns_errors = record_hns(members, env, pause)
     from .layout import MAX_MANIFEST
     from .render import MAX_TEMPLATE
 
@@ -258,9 +272,12 @@ def flannel_store(data_dir: str) -> dict:
         return {"dir": data_dir, "problem": getattr(exc, "msg", None) or str(exc)}
 
 
-def record_hns(members: Members, env: Mapping[str, str]) -> dict[str, str]:
+def record_hns(
+    members: Members, env: Mapping[str, str], sandboxes: "list[str] | tuple[str, ...]" = ()
+) -> dict[str, str]:
     """Every HNS document both APIs list, HNS's version, and which containers the endpoints
-    name HCS can open (a V1 endpoint's sandbox); a kind HNS would not list is named with why."""
+    name HCS can open (a V1 endpoint's sandbox), and of the pause containers ``sandboxes``
+    (host-local's records); a kind HNS would not list is named with why."""
     from libhns.client import open_clients
     from libhns.errors import EnvError, HnsError
 
@@ -301,7 +318,7 @@ def record_hns(members: Members, env: Mapping[str, str]) -> dict[str, str]:
     for coll, lister in v1.items():
         got = record(f"hns/v1/{coll}.json", lambda lister=lister: docs(lister()))
         endpoints = got if coll == "endpoints" else endpoints
-    containers = sorted({c for e in endpoints or () for c in e.get("SharedContainers") or ()})
+    containers = sorted({c for e in endpoints or () for c in e.get("SharedContainers") or ()} | set(sandboxes))
     record(HCS_MEMBER, lambda: [c for c in containers if hnscall.compute_system_exists(c)])
     return errors
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from . import addresses, proxychecks
+from . import addresses, podchecks, proxychecks
 from .facts import Facts, Problem
 from .verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
@@ -487,13 +487,16 @@ def ipam_store(f: Facts) -> Check:
             command(f, "wincni", "reclaim", "--cni-conf", f.conf_path),
         )
     own = sum(ownership.pinned(cid) for _, cid in f.reservations)
-    waiting = sum(cid not in pods and not ownership.pinned(cid) for _, cid in f.reservations)
+    unheld = [cid for _, cid in f.reservations if cid not in pods and not ownership.pinned(cid)]
+    lost = sum(cid in running_sandboxes(f) for cid in unheld)
+    waiting = len(unheld) - lost
     return Check(
         "ipam-store",
         OK,
-        f"{len(f.reservations) - own - waiting} reservation(s) in {f.ipam_dir} match the "
+        f"{len(f.reservations) - own - len(unheld)} reservation(s) in {f.ipam_dir} match the "
         "HNS endpoints"
         + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
+        + (f"; {lost} kept for pods that run without their endpoint (see pod-endpoints)" if lost else "")
         + (
             f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale once older)"
             if waiting
@@ -503,16 +506,25 @@ def ipam_store(f: Facts) -> Check:
 
 
 def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
-    """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule: a
-    young one may be an ADD still creating its endpoint; pinned ones are the node's own."""
+    """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule
+    (``ownership.reservation_kept``): a young one may be an ADD still creating its endpoint; pinned
+    ones are the node's own; one whose recorded sandbox still exists is a pod without its network
+    (the pod-endpoints check's)."""
     from plugins.cni import ownership
 
     pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {None}
+    running = running_sandboxes(f)
+    window = ownership.IN_FLIGHT_SECONDS
     return [
         (ip, cid)
         for ip, cid in f.reservations or ()
-        if cid not in pods and not ownership.pinned(cid) and ip not in f.young
+        if not ownership.reservation_kept(cid, pods, 0.0 if ip in f.young else window, window, cid in running)
     ]
+
+
+def running_sandboxes(f: Facts) -> set[str]:
+    """The containers whose sandbox, as host-local recorded it at their ADD, exists now."""
+    return {p.container for p in f.sandboxes or () if p.exists}
 
 
 def _minutes() -> str:
@@ -651,6 +663,9 @@ ALL: tuple[Callable[[Facts], Check | None], ...] = (
     hns_features,
     ipam_store,
     stale_endpoints,
+    # the pods and their endpoints (podchecks)
+    podchecks.pod_endpoints,
+    podchecks.endpoint_state,
     # kube-proxy's side of HNS (proxychecks)
     proxychecks.lb_backends,
     proxychecks.policy_lists,

@@ -92,6 +92,7 @@ class Facts:
     )
     replayed: str = ""  # the bundle these facts were read from ("" on the live node)
     inventory: Any = None  # Inventory: every HNS object of the node, by kind; None: not read
+    sandboxes: tuple | None = None  # sandboxes.PodSandbox of each recorded reservation; None: not read
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,17 @@ class LiveNode:
     ) -> tuple[tuple[tuple[str, str], ...] | None, dict[str, float], Problem | None]:
         return read_store(ipam_dir, platform)
 
+    def sandbox_records(self, ipam_dir: str, platform: str) -> list[tuple[str, str, str, str]] | None:
+        """host-local's sandbox records (IP, container ID, ifname, CNI_NETNS) of reservations that
+        hold them; None without a store. Read without the store's lock: each record is renamed
+        into place whole, and one that does not match its reservation is left out."""
+        from plugins.ipam_host_local.store import DiskStore
+
+        if not ipam_dir or not os.path.isdir(ipam_dir):
+            return None
+        found = DiskStore(ipam_dir, platform).sandboxes()
+        return sorted((ip, owner.container_id, owner.ifname, netns) for ip, (owner, netns) in found.items())
+
 
 LIVE = LiveNode()
 CONF_SUFFIXES = (".conf", ".conflist", ".json")
@@ -222,6 +234,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
     network = hns.get("network")
     source_vip, source_vip_problem = read_source_vip(opts["source_vip"], source)
     reservations, ages, store_problem = source.store(ipam_dir if not quick else "", platform)
+    sandboxes = read_sandboxes(source, env, ipam_dir if not quick and store_problem is None else "", platform)
     policies: tuple[dict, ...] = ()
     if netconf is not None:
         policies, policy_problem = endpoint_policies(conf_path, flavor, netconf, network, hns.get("features"))
@@ -260,6 +273,7 @@ def gather(opts: Mapping[str, str], env: Mapping[str, str], platform: str, cwd: 
         cni_version=str(conf.get("cniVersion") or "") if conf is not None else "",
         containerd_version=opts.get("containerd_version"),
         replayed=source.replayed,
+        sandboxes=sandboxes,
         **live,
     )
 
@@ -665,6 +679,29 @@ def read_store(
                 "run the doctor as the user the runtime runs as (Administrator)",
             ),
         )
+
+
+def read_sandboxes(source: LiveNode, env: Mapping[str, str], ipam_dir: str, platform: str) -> tuple | None:
+    """Each recorded reservation's sandbox (``sandboxes.PodSandbox``) and whether it exists now
+    (HNS's namespaces, HCS's compute systems); None without a store, or when its folder cannot be
+    read (``read_store`` says why)."""
+    from libhns.errors import EnvError, HnsError
+
+    from .sandboxes import PodSandbox, exists, sandbox_of
+
+    try:
+        records = source.sandbox_records(ipam_dir, platform)
+    except OSError:
+        return None
+    if records is None:
+        return None
+    found = [PodSandbox(ip, cid, ifname, sandbox_of(cid, netns)) for ip, cid, ifname, netns in records]
+    try:
+        hcn, hnscall = source.clients(env)
+        live = exists((p.sandbox for p in found if p.sandbox is not None), hcn, hnscall)
+    except (EnvError, HnsError, OSError) as err:
+        return tuple(PodSandbox(p.ip, p.container, p.ifname, p.sandbox, None, f"cannot ask HNS: {err}") for p in found)
+    return tuple(PodSandbox(p.ip, p.container, p.ifname, p.sandbox, live.get(p.sandbox)) for p in found)
 
 
 def young_of(ages: Mapping[str, float]) -> frozenset[str]:

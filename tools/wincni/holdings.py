@@ -1,5 +1,6 @@
 """What a node holds for its pods, read and freed for the sweep (``reclaim``): host-local's
-reservations, the network's HNS endpoints and flannel's saved delegate configs.
+reservations (with whether the sandbox recorded at their ADD still exists), the network's HNS
+endpoints and flannel's saved delegate configs.
 
 The imperative shell of ``wincni reclaim``: ``reclaim.plan`` decides from what this reads, and
 ``Holdings`` (here) and the test's fake do what it decided. Reservations are read and released
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Reservation:
     ip: str
     owner: str  # the container ID it was reserved for; "" when its file names none
     age: float
+    sandbox_alive: bool = False  # the sandbox host-local recorded at its ADD still exists
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,13 @@ class Holdings:
         """Read again now (the re-check just before removing it)."""
         ep = self._hns().endpoint(name)
         return self._endpoint(ep) if ep is not None else None
+
+    def alive(self, sandboxes: Iterable[Any]) -> dict[Any, bool]:
+        """Which of ``sandboxes`` (``sandboxes.Sandbox``) exist now; HNS asked only when there is one."""
+        from .sandboxes import exists
+
+        wanted = list(sandboxes)
+        return exists(wanted, self._hns().hcn, self._hns().hnscall) if wanted else {}
 
     def remove_endpoint(self, name: str) -> None:
         self._hns().remove_stale(self._found[name])
@@ -141,12 +150,27 @@ class _Locked:
         if self._held is not None:
             self._held.__exit__(*exc)
 
-    def reservations(self) -> Iterator[Reservation]:
+    def reservations(self, pod: str | None = None) -> Iterator[Reservation]:
+        """What host-local reserves now (``pod``: only that container's, the re-check of one
+        candidate), each with whether the sandbox recorded at its ADD exists: every address of
+        the attachment shares the record its first address names."""
         if self._store is None:
             return
+        from .sandboxes import sandbox_of
+
         now = self.holdings.clock()
-        for ip, owner in self._store.allocations():
-            yield Reservation(str(ip), owner.container_id if owner else "", now - self._store.reserved_at(ip))
+        held = [(ip, o) for ip, o in self._store.allocations() if pod is None or (o.container_id if o else "") == pod]
+        recorded = {o: sandbox_of(o.container_id, netns) for o, netns in self._store.sandboxes().values()}
+        sandboxes = {ip: recorded.get(o) for ip, o in held if o is not None}
+        alive = self.holdings.alive({s for s in sandboxes.values() if s is not None})
+        for ip, owner in held:
+            sandbox = sandboxes.get(ip)
+            yield Reservation(
+                str(ip),
+                owner.container_id if owner else "",
+                now - self._store.reserved_at(ip),
+                bool(sandbox is not None and alive.get(sandbox)),
+            )
 
     def release(self, ip: str) -> None:
         self._store.release(ip)

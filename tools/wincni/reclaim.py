@@ -82,7 +82,7 @@ def plan(seen: Seen, min_age: float) -> tuple[list[Free], dict[tuple[str, str], 
             kept[(ENDPOINT, ep.name)] = why
     holders = set(live)
     for r in seen.reservations:
-        why = ownership.reservation_kept(r.owner, live, r.age, min_age) or (
+        why = ownership.reservation_kept(r.owner, live, r.age, min_age, r.sandbox_alive) or (
             ownership.RUNTIME_LISTS if r.owner in listed else ""
         )
         if not why:
@@ -146,7 +146,7 @@ def _seen_of(pod: str, holdings: Any, store: Any, runtime: frozenset[str] | None
     saved = holdings.delegate(pod) if pod else None
     return Seen(
         holdings.network,
-        tuple(r for r in store.reservations() if r.owner == pod),
+        tuple(store.reservations(pod)),
         (ep,) if ep is not None else (),
         (saved,) if saved is not None else (),
         runtime,

@@ -24,6 +24,7 @@ from .bundle import (
     HCS_MEMBER,
     MANIFEST,
     MEMBER_CAP,
+    SANDBOX_MEMBER,
     STORE_MEMBER,
     TOTAL_CAP,
     V1_MEMBERS,
@@ -106,6 +107,19 @@ class Bundle:
             {str(r.get("ip")): float(r.get("ageSeconds") or 0) for r in rows},
             None,
         )
+
+    def sandbox_records(self, ipam_dir: str, platform: str) -> list[tuple[str, str, str, str]] | None:
+        doc = self._json(SANDBOX_MEMBER)
+        if not ipam_dir or not isinstance(doc, dict) or doc.get("dir") != ipam_dir:
+            return None  # a bundle from before the records, or of another store: the sandboxes are unknown
+        rows = doc.get("records")
+        if not isinstance(rows, list):
+            return None
+        return [
+            (str(r.get("ip")), str(r.get("container") or ""), str(r.get("ifname") or ""), str(r.get("netns") or ""))
+            for r in rows
+            if isinstance(r, dict)
+        ]
 
     def _json(self, name: str) -> Any:
         data = self.members.get(name)
