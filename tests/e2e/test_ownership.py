@@ -69,12 +69,16 @@ def test_a_retried_add_renews_the_reservation_it_reuses_so_reclaim_keeps_it(over
 
 
 def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasing_it(overlay: Node) -> None:
-    """HNS was read before the pod's ADD made its endpoint: the re-check against HNS keeps it."""
+    """HNS was read before the pod's ADD made its endpoint (and, say, its namespace): the re-check
+    against HNS keeps it."""
     from tools.wincni import holdings, reclaim
 
     class ReadTooEarly(holdings.Holdings):
         def endpoints(self) -> list[holdings.Endpoint]:
             return []
+
+        def alive(self, sandboxes):
+            return dict.fromkeys(sandboxes, False)
 
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)

@@ -161,12 +161,15 @@ class LiveNode:
 
     def sandbox_records(self, ipam_dir: str, platform: str) -> list[tuple[str, str, str, str]] | None:
         """host-local's sandbox records (IP, container ID, ifname, CNI_NETNS) of reservations that
-        hold them; None without a store. Read without the store's lock: each record is renamed
-        into place whole, and one that does not match its reservation is left out."""
+        hold them: none before the first ADD made the store's folder (as ``read_store``); None
+        when no store is named. Read without the store's lock: each record is renamed into place
+        whole, and one that does not match its reservation is left out."""
         from plugins.ipam_host_local.store import DiskStore
 
-        if not ipam_dir or not os.path.isdir(ipam_dir):
+        if not ipam_dir:
             return None
+        if not os.path.isdir(ipam_dir):
+            return []
         found = DiskStore(ipam_dir, platform).sandboxes()
         return sorted((ip, owner.container_id, owner.ifname, netns) for ip, (owner, netns) in found.items())
 
