@@ -2,179 +2,33 @@
 
 Every other test makes flanneld's part itself (``hnsctl`` plays it, the test writes subnet.env).
 Here flannel's own daemon (v0.27.4, built from the Go module proxy) does it on a node of the
-lane's own: etcd holds the network config as flanneld's etcd mode reads it, flanneld.exe runs
-under Wine with the fake HNS DLLs and the powershell.exe stand-in, inside a network namespace
-whose interface carries the node's address (``netns.py``), and the simulator reports that
-adapter's address as the network's management IP (``LIBHNS_SIM_ADAPTERS``), so flanneld finds its
-interface and goes on. Then ``wincni.exe install`` renders from the same config as net-conf.json,
+lane's own (``flannelnode.py``): etcd holds the network config as flanneld's etcd mode reads
+it, flanneld.exe runs under Wine with the fake HNS DLLs inside the node's network namespace.
+Then ``wincni.exe install`` renders from the same config as net-conf.json,
 pods get addresses from flanneld's lease on flanneld's network, and ``wincni.exe doctor`` is
 clean. One node per backend: vxlan (HCN V2, Overlay) and host-gw (HNSCall V1, L2Bridge).
 """
 
 from __future__ import annotations
 
-import json
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from basics import ipaddr
-from hnsnode import Run, first_ip
-from neighbours import PREFIX, Etcd, Flanneld, subnet_key, wait_for
-from netns import NODE_LINK, Netns
-from winbuild import gobuild
-from winenode import FAKEDLL, WineNode, mingw, toolchain
-
-NODE_IP = "198.51.100.10"  # the node's address, on the namespace's NODE_LINK
-NETWORK = "10.244.0.0/16"
-BACKENDS = {  # net-conf.json's Backend, as the kube-flannel ConfigMap holds it
-    "vxlan": {"Type": "vxlan", "VNI": 4096, "Port": 4789},
-    "host-gw": {"Type": "host-gw"},
-}
-#: host-gw's lease, written before flanneld starts: it looks for an interface holding its host
-#: endpoint's address (lease + 2) as soon as it has made it, which HNS gives the host vNIC on a
-#: real node; here the namespace must carry it before, so the lease must be known before.
-HOSTGW_LEASE = "10.244.7.0/24"
-FLANNELD_TIMEOUT_S = 180.0  # vxlan alone polls its interface in 5 s steps
-OPT_BIN, NET_D, NET_CONF = r"C:\opt\cni\bin", r"C:\etc\cni\net.d", r"C:\etc\kube-flannel\net-conf.json"
-CONTAINERD_CONFIG = r"C:\etc\containerd\config.toml"
-SUBNET_ENV = r"C:\run\flannel\subnet.env"  # where our flannel reads it by default
-POWERSHELL = r"C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe"  # where Windows has it
-
-
-@dataclass
-class FlannelNode:
-    """A Windows node whose network, lease and routes come from the real flanneld."""
-
-    backend: str
-    node: WineNode
-    netns: Netns
-    etcd: Etcd
-    flanneld: Flanneld
-    fakeps: Path  # the powershell.exe stand-in's folder: commands.log, state
-
-    @property
-    def subnet_env(self) -> dict[str, str]:
-        lines = self.node.subnet_env.read_text().splitlines()
-        return dict(line.split("=", 1) for line in lines if "=" in line)
-
-    @property
-    def lease(self) -> ipaddr.Network:
-        return ipaddr.ip_network(self.subnet_env["FLANNEL_SUBNET"], strict=False)
-
-    @property
-    def network_name(self) -> str:
-        return "flannel.4096" if self.backend == "vxlan" else "cbr0"
-
-    def network(self) -> dict:
-        """flanneld's network as HNS holds it (V2 document)."""
-        [net] = [n for n in self.node.hnsctl("network", "list", "-o", "json") if n["Name"] == self.network_name]
-        return net
-
-    def powershell_runs(self) -> list[str]:
-        """The -Command of every powershell.exe run so far."""
-        log = self.fakeps / "commands.log"
-        runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        return [argv[argv.index("-Command") + 1] for argv in runs]
-
-    def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
-        """The installed flannel.exe, as containerd runs it."""
-        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
-
-    def wincni(self, *args: str) -> tuple[int, dict]:
-        proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
-        assert b"Traceback" not in proc.stderr, proc.stderr.decode()
-        return proc.returncode, json.loads(proc.stdout)
-
-
-def installed_conf(cluster: FlannelNode) -> dict:
-    """``wincni.exe install`` from net-conf.json, as an operator runs it (again: it is idempotent);
-    the flannel plugin's config it wrote, as libcni hands it over."""
-    rc, installed = cluster.wincni("install", "--net-conf", NET_CONF, "--node-ip", f"{NODE_IP}/24")
-    assert rc == 0, installed
-    doc = json.loads(cluster.node.path(NET_D + r"\10-flannel.conflist").read_text())
-    return {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0]}
-
-
-def install_powershell(node: WineNode) -> Path:
-    """The stand-in at powershell.exe's Windows path (over Wine's stub); its folder, named to
-    flanneld by FAKEPS_DIR in the node's environment."""
-    folder = node.root / "fakeps"
-    folder.mkdir()
-    target = node.path(POWERSHELL)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mingw(FAKEDLL / "powershell.c", target)
-    node.win_env["FAKEPS_DIR"] = toolchain.winpath(folder)
-    return folder
-
-
-def write_node_config(node: WineNode, backend: str) -> None:
-    """What a node has before flanneld and wincni: net-conf.json (the ConfigMap's), containerd's
-    config naming the CNI dirs, the kubelet's config."""
-    files = {
-        NET_CONF: json.dumps({"Network": NETWORK, "Backend": BACKENDS[backend]}),
-        # containerd 2.x: install renders cniVersion 1.1.0, which GC needs
-        CONTAINERD_CONFIG: f'version = 3\r\n[plugins."io.containerd.cri.v1.runtime".cni]\r\n'
-        f'  bin_dirs = ["{OPT_BIN}"]\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"),
-        r"C:\var\lib\kubelet\config.yaml": "kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.96.0.10\r\n",
-    }
-    for windows, text in files.items():
-        path = node.path(windows)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
-@pytest.fixture(scope="module")
-def programs() -> tuple[Path, Path]:
-    """etcd and flanneld.exe, built (a failure, never a skip, when they cannot be)."""
-    try:
-        return gobuild.build("etcd"), gobuild.build("flanneld.exe")
-    except gobuild.GoBuildError as exc:
-        pytest.fail(str(exc))
+from flannelnode import BACKENDS, NET_D, NETWORK, NODE_IP, OPT_BIN, FlannelNode, flannel_node, installed_conf
+from hnsnode import first_ip
+from neighbours import wait_for
+from winenode import toolchain
 
 
 @pytest.fixture(scope="module", params=list(BACKENDS))
 def cluster(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    package_zip: Path,
-    programs: tuple[Path, Path],
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
 ) -> Iterator[FlannelNode]:
-    backend = request.param
-    etcd_exe, flanneld_exe = programs
-    try:
-        toolchain.ensure_system()
-    except toolchain.ToolchainError as exc:
-        pytest.fail(str(exc))
-    root = tmp_path_factory.mktemp(f"flanneld-{backend}")
-    with ExitStack() as stack:
-        netns = Netns(f"{NODE_IP}/24")
-        stack.callback(netns.close)
-        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}"})
-        stack.callback(node.close)
-        fakeps = install_powershell(node)
-        write_node_config(node, backend)
-        etcd = Etcd(etcd_exe, root / "etcd")
-        stack.callback(etcd.stop)
-        etcd.put(f"{PREFIX}/config", {"Network": NETWORK, "Backend": BACKENDS[backend]})
-        if backend == "host-gw":
-            etcd.put(subnet_key(HOSTGW_LEASE), {"PublicIP": NODE_IP, "BackendType": "host-gw"}, ttl=86400)
-            host = ipaddr.ip_network(HOSTGW_LEASE).network_address + 2
-            netns.add_address(f"{host}/32")
-        flanneld = Flanneld(
-            flanneld_exe,
-            # its default, /run/flannel/subnet.env, is on the current drive, which Wine makes Z: (the Linux root)
-            [f"--etcd-endpoints={etcd.endpoint}", f"--iface={NODE_IP}", rf"--subnet-file={SUBNET_ENV}"],
-            node.drive_c / "k",
-            node.win_env,
-            root / "flanneld.log",
-        ).start(toolchain.WINE)
-        stack.callback(flanneld.stop)
-        flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
-        yield FlannelNode(backend, node, netns, etcd, flanneld, fakeps)
+    with flannel_node(tmp_path_factory.mktemp(f"flanneld-{request.param}"), package_zip, request.param) as node:
+        yield node
 
 
 def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: FlannelNode) -> None:
@@ -195,8 +49,7 @@ def test_flanneld_makes_its_network_and_lease_and_our_pods_run_on_them(cluster: 
         [v1] = [n for n in node.hnsctl("network", "list", "--v1", "-o", "json") if n["Name"] == "cbr0"]
         assert v1["ManagementIP"] == NODE_IP
         assert node.endpoints()["cbr0_ep"]["IPAddress"] == str(lease.network_address + 2)
-    [stored] = cluster.etcd.get_prefix(f"{PREFIX}/subnets/").items()
-    assert stored[0] == subnet_key(str(lease)) and stored[1]["PublicIP"] == NODE_IP
+    assert {subnet: held["PublicIP"] for subnet, held in cluster.subnets.leases().items()} == {str(lease): NODE_IP}
 
     conf = installed_conf(cluster)
     assert conf["name"] == cluster.network_name
@@ -274,7 +127,7 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
     assert add.ok, (add.out, add.stderr)
     before = node.endpoints_v2()[f"fl-stay_{cluster.network_name}"]
 
-    cluster.etcd.put(subnet_key(OTHER_LEASE), other_node_lease(cluster.backend), ttl=3600)
+    cluster.subnets.assign(OTHER_LEASE, other_node_lease(cluster.backend), ttl=3600)
     made = wait_for(
         "flanneld's route to the second node", lambda: route_to_other_node(cluster), 60, cluster.flanneld.log
     )
@@ -291,7 +144,7 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
         assert any(f"-DestinationPrefix {OTHER_LEASE} -NextHop  {OTHER_NODE_IP}" in c for c in new), new
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
 
-    cluster.etcd.delete(subnet_key(OTHER_LEASE))
+    cluster.subnets.release(OTHER_LEASE)
     wait_for("the route's removal", lambda: route_to_other_node(cluster) is None, 60, cluster.flanneld.log)
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
     assert cluster.cni("CHECK", {**conf, "prevResult": add.out}, "fl-stay", netns).ok
@@ -308,10 +161,7 @@ def test_flanneld_restarts_under_running_pods(cluster: FlannelNode) -> None:
     lease, network_id = cluster.lease, cluster.network()["ID"]
     before = node.endpoints_v2()
 
-    cluster.flanneld.stop()
-    node.subnet_env.unlink()  # written again once flanneld is up
-    cluster.flanneld.start(toolchain.WINE)
-    cluster.flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
+    cluster.restart_flanneld()
 
     assert cluster.lease == lease and cluster.network()["ID"] == network_id
     assert node.endpoints_v2() == before

@@ -1,0 +1,227 @@
+"""A Windows node whose network, lease and routes come from the real flanneld.exe (Wine).
+
+flanneld runs under the node's Wine prefix with the fake HNS DLLs and the powershell.exe
+stand-in, inside a network namespace whose interface carries the node's address (``netns.py``);
+the simulator reports that adapter's address as the network's management IP
+(``LIBHNS_SIM_ADAPTERS``), so flanneld finds its interface and goes on. Where flanneld gets its
+network config and leases is a parameter (``SubnetManager``): etcd here (``EtcdSubnets``,
+``--etcd-endpoints``); the Kubernetes API on a cluster (``--kube-subnet-mgr``). The lanes that
+need such a node (flanneld's, kube-proxy's) start it with ``flannel_node``.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Protocol
+
+import pytest
+
+from basics import ipaddr
+from gotool import go_tool
+from hnsnode import Run
+from neighbours import PREFIX, Etcd, Flanneld, subnet_key
+from netns import NODE_LINK, Netns
+from winenode import FAKEDLL, WineNode, mingw, toolchain
+
+NODE_IP = "198.51.100.10"  # the node's address, on the namespace's NODE_LINK
+NETWORK = "10.244.0.0/16"
+BACKENDS = {  # net-conf.json's Backend, as the kube-flannel ConfigMap holds it
+    "vxlan": {"Type": "vxlan", "VNI": 4096, "Port": 4789},
+    "host-gw": {"Type": "host-gw"},
+}
+#: host-gw's lease, given before flanneld starts: it looks for an interface holding its host
+#: endpoint's address (lease + 2) as soon as it has made it, which HNS gives the host vNIC on a
+#: real node; here the namespace must carry it before, so the lease must be known before.
+HOSTGW_LEASE = "10.244.7.0/24"
+FLANNELD_TIMEOUT_S = 180.0  # vxlan alone polls its interface in 5 s steps
+OPT_BIN, NET_D, NET_CONF = r"C:\opt\cni\bin", r"C:\etc\cni\net.d", r"C:\etc\kube-flannel\net-conf.json"
+CONTAINERD_CONFIG = r"C:\etc\containerd\config.toml"
+SUBNET_ENV = r"C:\run\flannel\subnet.env"  # where our flannel reads it by default
+POWERSHELL = r"C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe"  # where Windows has it
+
+
+class SubnetManager(Protocol):
+    """Where flanneld reads its network config and the cluster's leases, and writes its own."""
+
+    def flanneld_args(self) -> list[str]:
+        """flanneld's flags that name this subnet manager."""
+
+    def flanneld_env(self) -> dict[str, str]:
+        """What flanneld needs in its environment besides the node's (e.g. ``NODE_NAME``)."""
+
+    def configure(self, network: dict) -> None:
+        """The network config (net-conf.json's document) where flanneld reads it."""
+
+    def assign(self, subnet: str, lease: dict, ttl: int) -> None:
+        """A lease (``PublicIP``, ``BackendType``, ``BackendData``) as its node's flanneld would
+        hold it: this node's before flanneld starts, or another node's joining."""
+
+    def release(self, subnet: str) -> None:
+        """A lease gone (its node left, or this node's taken away)."""
+
+    def leases(self) -> dict[str, dict]:
+        """Every lease held: subnet (CIDR) → lease."""
+
+    def stop(self) -> None: ...
+
+
+class EtcdSubnets:
+    """flanneld's etcd subnet manager: one etcd member on loopback, keys under ``PREFIX``."""
+
+    def __init__(self, root: Path) -> None:
+        self.etcd = Etcd(go_tool("etcd", "hold flanneld's network config and leases"), root / "etcd")
+
+    def flanneld_args(self) -> list[str]:
+        return [f"--etcd-endpoints={self.etcd.endpoint}"]
+
+    def flanneld_env(self) -> dict[str, str]:
+        return {}
+
+    def configure(self, network: dict) -> None:
+        self.etcd.put(f"{PREFIX}/config", network)
+
+    def assign(self, subnet: str, lease: dict, ttl: int) -> None:
+        self.etcd.put(subnet_key(subnet), lease, ttl=ttl)
+
+    def release(self, subnet: str) -> None:
+        self.etcd.delete(subnet_key(subnet))
+
+    def leases(self) -> dict[str, dict]:
+        stored = self.etcd.get_prefix(f"{PREFIX}/subnets/")
+        return {key.rsplit("/", 1)[1].replace("-", "/"): lease for key, lease in stored.items()}
+
+    def stop(self) -> None:
+        self.etcd.stop()
+
+
+@dataclass
+class FlannelNode:
+    """A Windows node whose network, lease and routes come from the real flanneld."""
+
+    backend: str
+    node: WineNode
+    netns: Netns
+    subnets: SubnetManager
+    flanneld: Flanneld
+    fakeps: Path  # the powershell.exe stand-in's folder: commands.log, state
+
+    @property
+    def subnet_env(self) -> dict[str, str]:
+        lines = self.node.subnet_env.read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+    @property
+    def lease(self) -> ipaddr.Network:
+        return ipaddr.ip_network(self.subnet_env["FLANNEL_SUBNET"], strict=False)
+
+    @property
+    def network_name(self) -> str:
+        return "flannel.4096" if self.backend == "vxlan" else "cbr0"
+
+    def network(self) -> dict:
+        """flanneld's network as HNS holds it (V2 document)."""
+        [net] = [n for n in self.node.hnsctl("network", "list", "-o", "json") if n["Name"] == self.network_name]
+        return net
+
+    def powershell_runs(self) -> list[str]:
+        """The -Command of every powershell.exe run so far."""
+        log = self.fakeps / "commands.log"
+        runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return [argv[argv.index("-Command") + 1] for argv in runs]
+
+    def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
+        """The installed flannel.exe, as containerd runs it."""
+        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
+
+    def wincni(self, *args: str) -> tuple[int, dict]:
+        proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
+        assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+        return proc.returncode, json.loads(proc.stdout)
+
+    def restart_flanneld(self) -> None:
+        """flanneld stopped and started again, up once it has written subnet.env anew."""
+        self.flanneld.stop()
+        self.node.subnet_env.unlink(missing_ok=True)
+        self.flanneld.start(toolchain.WINE)
+        self.flanneld.wait_written(self.node.subnet_env, FLANNELD_TIMEOUT_S)
+
+
+def installed_conf(cluster: FlannelNode) -> dict:
+    """``wincni.exe install`` from net-conf.json, as an operator runs it (again: it is idempotent);
+    the flannel plugin's config it wrote, as libcni hands it over."""
+    rc, installed = cluster.wincni("install", "--net-conf", NET_CONF, "--node-ip", f"{NODE_IP}/24")
+    assert rc == 0, installed
+    doc = json.loads(cluster.node.path(NET_D + r"\10-flannel.conflist").read_text())
+    return {"cniVersion": doc["cniVersion"], "name": doc["name"], **doc["plugins"][0]}
+
+
+def install_powershell(node: WineNode) -> Path:
+    """The stand-in at powershell.exe's Windows path (over Wine's stub); its folder, named to
+    flanneld by FAKEPS_DIR in the node's environment."""
+    folder = node.root / "fakeps"
+    folder.mkdir()
+    target = node.path(POWERSHELL)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mingw(FAKEDLL / "powershell.c", target)
+    node.win_env["FAKEPS_DIR"] = toolchain.winpath(folder)
+    return folder
+
+
+def write_node_config(node: WineNode, backend: str) -> None:
+    """What a node has before flanneld and wincni: net-conf.json (the ConfigMap's), containerd's
+    config naming the CNI dirs, the kubelet's config."""
+    files = {
+        NET_CONF: json.dumps({"Network": NETWORK, "Backend": BACKENDS[backend]}),
+        # containerd 2.x: install renders cniVersion 1.1.0, which GC needs
+        CONTAINERD_CONFIG: f'version = 3\r\n[plugins."io.containerd.cri.v1.runtime".cni]\r\n'
+        f'  bin_dirs = ["{OPT_BIN}"]\r\n  conf_dir = "{NET_D}"\r\n'.replace("\\", "\\\\"),
+        r"C:\var\lib\kubelet\config.yaml": "kind: KubeletConfiguration\r\nclusterDNS:\r\n- 10.96.0.10\r\n",
+    }
+    for windows, text in files.items():
+        path = node.path(windows)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+@contextmanager
+def flannel_node(
+    root: Path,
+    package_zip: Path,
+    backend: str,
+    subnet_manager: Callable[[Path], SubnetManager] = EtcdSubnets,
+) -> Iterator[FlannelNode]:
+    """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
+    config (and host-gw's lease), flanneld.exe having written subnet.env; all stopped after.
+    ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback."""
+    flanneld_exe = go_tool("flanneld.exe", "make the node's network")
+    try:
+        toolchain.ensure_system()
+    except toolchain.ToolchainError as exc:
+        pytest.fail(str(exc))
+    with ExitStack() as stack:
+        netns = Netns(f"{NODE_IP}/24")
+        stack.callback(netns.close)
+        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}"})
+        stack.callback(node.close)
+        fakeps = install_powershell(node)
+        write_node_config(node, backend)
+        subnets = subnet_manager(root)
+        stack.callback(subnets.stop)
+        subnets.configure({"Network": NETWORK, "Backend": BACKENDS[backend]})
+        if backend == "host-gw":
+            subnets.assign(HOSTGW_LEASE, {"PublicIP": NODE_IP, "BackendType": "host-gw"}, ttl=86400)
+            netns.add_address(f"{ipaddr.ip_network(HOSTGW_LEASE).network_address + 2}/32")
+        flanneld = Flanneld(
+            flanneld_exe,
+            # its default, /run/flannel/subnet.env, is on the current drive, which Wine makes Z: (the Linux root)
+            [*subnets.flanneld_args(), f"--iface={NODE_IP}", rf"--subnet-file={SUBNET_ENV}"],
+            node.drive_c / "k",
+            {**node.win_env, **subnets.flanneld_env()},
+            root / "flanneld.log",
+        ).start(toolchain.WINE)
+        stack.callback(flanneld.stop)
+        flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
+        yield FlannelNode(backend, node, netns, subnets, flanneld, fakeps)
