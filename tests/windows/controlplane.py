@@ -78,7 +78,6 @@ class Kube:
         self.call("DELETE", path)
 
 
-
 def node_doc(name: str, pod_cidr: str, internal_ip: str) -> dict:
     """A Node as the kubelet registers it, with the podCIDR the node IPAM controller gives it."""
     return {
@@ -86,7 +85,9 @@ def node_doc(name: str, pod_cidr: str, internal_ip: str) -> dict:
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows", "kubernetes.io/hostname": name}},
         "spec": {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]},
-        "status": {"addresses": [{"type": "InternalIP", "address": internal_ip}, {"type": "Hostname", "address": name}]},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": internal_ip}, {"type": "Hostname", "address": name}]
+        },
     }
 
 
@@ -174,7 +175,9 @@ class ControlPlane:
         wait_for("kube-apiserver ready", self._ready, START_TIMEOUT_S, self.log)
 
     def _certified(self) -> bool:
-        assert self.proc.poll() is None, f"kube-apiserver exited ({self.proc.returncode}):\n{self.log.read_text()[-4000:]}"
+        assert self.proc.poll() is None, (
+            f"kube-apiserver exited ({self.proc.returncode}):\n{self.log.read_text()[-4000:]}"
+        )
         return self.ca.exists() and (self.ca.parent / "apiserver.key").exists()
 
     def _ready(self) -> bool:
@@ -203,6 +206,16 @@ class ControlPlane:
         }
         path.write_text(json.dumps(doc, indent=1))  # YAML reads JSON
         return path
+
+    def register_node(self, name: str, pod_cidr: str, internal_ip: str, annotations: dict | None = None) -> None:
+        """A Node as the kubelet registers it (its addresses in its status), with the podCIDR the
+        node IPAM controller gives it."""
+        labels = {"kubernetes.io/os": "windows", "kubernetes.io/hostname": name}
+        meta = {"name": name, "labels": labels, "annotations": annotations or {}}
+        spec = {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]}
+        self.kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
+        addresses = [{"type": "InternalIP", "address": internal_ip}, {"type": "Hostname", "address": name}]
+        self.kube.patch(f"/api/v1/nodes/{name}/status", {"status": {"addresses": addresses}})
 
     def apply_rbac(self, manifest: Path) -> None:
         """deploy/rbac.yaml's objects, created as ``kubectl apply`` would on a new cluster."""
