@@ -502,9 +502,19 @@ class HnsCallClient(_Client):
         return list(self._call("GET", "/namespaces/") or ())
 
     def list_policy_lists(self) -> list[dict[str, Any]]:
-        """V1 policy lists (``GET /policylists/``: kube-proxy's load balancers as older HNS shows
-        them) as plain documents; an HNS that does not serve them raises ``HnsError``."""
+        """V1 policy lists (``GET /policylists/``: HNS's load balancers as HNSCall shows them) as
+        plain documents; an HNS that does not serve them raises ``HnsError``."""
         return list(self._call("GET", "/policylists/") or ())
+
+    def get_policy_list(self, id_: str) -> dict[str, Any] | None:
+        """One policy list (``GET /policylists/<id>``); None when HNS has none of that ID."""
+        try:
+            return self._call("GET", f"/policylists/{id_}") or None
+        except errors.NotFound:
+            return None
+
+    def delete_policy_list(self, id_: str, *, missing_ok: bool = False) -> bool:
+        return _deleted(lambda: self._call("DELETE", f"/policylists/{id_}"), missing_ok)
 
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from basics.jsonci import get_ci
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject, same_id
+from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
@@ -114,12 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(p)
 
     pl = sub.add_parser(
-        "policylist", help="V1 policy lists (HNSCall /policylists/: load balancers as older HNS shows them)"
+        "policylist", help="V1 policy lists (HNSCall /policylists/: the load balancers as HNSCall shows them)"
     ).add_subparsers(dest="action", required=True, parser_class=Parser)
     _output_options(pl.add_parser("list", help="every policy list"))
-    p = pl.add_parser("show", help="one policy list's document")
-    p.add_argument("policylist", help="ID")
-    _output_options(p)
+    _show_and_delete(pl, "policylist", "ID")
 
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
         dest="action", required=True, parser_class=Parser
@@ -158,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_and_delete(group: Any, kind: str, ref: str, several: str = "") -> None:
     """``show`` (one object's document) and ``delete`` (one or more) of a ``kind``."""
-    what = "load balancer" if kind == "loadbalancer" else kind
+    what = {"loadbalancer": "load balancer", "policylist": "policy list"}.get(kind, kind)
     p = group.add_parser("show", help=f"one {what}'s document")
     p.add_argument(kind, help=ref)
     _output_options(p)
@@ -518,11 +516,14 @@ class _Ctl:
     def loadbalancer_show(self, a: argparse.Namespace) -> None:
         _show(self.out, a, self._found("load balancer", a.loadbalancer, self.hcn.get_load_balancer(a.loadbalancer)))
 
-    def loadbalancer_delete(self, a: argparse.Namespace) -> None:
+    def _delete_each(self, ids: Sequence[str], delete: Any, what: str) -> None:
         """Each in turn; the first that fails stops the rest (those before it stay deleted)."""
-        for id_ in a.loadbalancer:
-            self.hcn.delete_load_balancer(id_)
-            self.out.write(f"deleted load balancer {id_}\n")
+        for id_ in ids:
+            delete(id_)
+            self.out.write(f"deleted {what} {id_}\n")
+
+    def loadbalancer_delete(self, a: argparse.Namespace) -> None:
+        self._delete_each(a.loadbalancer, self.hcn.delete_load_balancer, "load balancer")
 
     def loadbalancer_create(self, a: argparse.Namespace) -> None:
         """The document kube-proxy (winkernel) sends for one Service port; simulator only, so no
@@ -553,8 +554,10 @@ class _Ctl:
             self._balancer_table(_V1View(self.hnscall), lists)
 
     def policylist_show(self, a: argparse.Namespace) -> None:
-        found = next((p for p in self.hnscall.list_policy_lists() if same_id(p.get("ID"), a.policylist)), None)
-        _show(self.out, a, self._found("policy list", a.policylist, found))
+        _show(self.out, a, self._found("policy list", a.policylist, self.hnscall.get_policy_list(a.policylist)))
+
+    def policylist_delete(self, a: argparse.Namespace) -> None:
+        self._delete_each(a.policylist, self.hnscall.delete_policy_list, "policy list")
 
     # namespace
     def namespace_list(self, a: argparse.Namespace) -> None:

@@ -17,7 +17,7 @@ from libhns.errors import (
     HCN_E_NETWORK_NOT_FOUND,
     HCN_E_REQUEST_UNSUPPORTED,
 )
-from libhns.objects import default_gateway, default_prefix
+from libhns.objects import REMOTE_ENDPOINT_FLAG, default_gateway, default_prefix
 from libhns.sim import v1form
 from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_str, modify_policies
 from libhns.sim.record import Record, norm_id, requested_id, without
@@ -98,6 +98,10 @@ class Endpoint(Record):
     def ips(self) -> list[str]:
         return [c["IpAddress"] for c in self.doc.get("IpConfigurations") or ()]
 
+    def is_remote(self) -> bool:
+        """Another node's pod or a Service VIP (EndpointFlags RemoteEndpoint, V1 IsRemoteEndpoint)."""
+        return bool(int(self.doc.get("Flags") or 0) & REMOTE_ENDPOINT_FLAG)
+
     @classmethod
     def create(
         cls,
@@ -121,7 +125,8 @@ class Endpoint(Record):
         if P.get_ci(doc, "HostComputeNamespace"):
             raise Reject(HCN_E_INVALID_ENDPOINT, "HostComputeNamespace is read-only; attach through the namespace.")
         policies = check_v2_policies(P.get_ci(doc, "Policies"), P.KNOWN_V2_ENDPOINT_TYPES, "endpoint")
-        cfgs = _ip_configurations(st, net, P.get_ci(doc, "IpConfigurations"))
+        remote = bool(int(P.get_ci(doc, "Flags") or 0) & REMOTE_ENDPOINT_FLAG)
+        cfgs = _ip_configurations(st, net, P.get_ci(doc, "IpConfigurations"), remote)
         mac = P.get_ci(doc, "MacAddress")
         mac = mac.upper().replace(":", "-") if isinstance(mac, str) and mac else _assign_mac(st, net)
         rest = without(
@@ -314,16 +319,32 @@ class Endpoint(Record):
             raise Reject(E_INVALIDARG, f"Unsupported SystemType {P.get_ci(doc, 'SystemType')!r}.")
 
 
-def _used_ips(st: HnsState, network_id: str) -> set[Any]:
-    return {ipaddr.ip_address(ip) for ep in st.endpoints_of(network_id) for ip in ep.ips()}
+def _used_ips(st: HnsState, network_id: str, remote: bool | None = None) -> set[Any]:
+    """The addresses the network's endpoints hold (only the remote or only the local ones)."""
+    return {
+        ipaddr.ip_address(ip)
+        for ep in st.endpoints_of(network_id)
+        if remote is None or ep.is_remote() == remote
+        for ip in ep.ips()
+    }
 
 
-def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, Any]]:
-    """The requested addresses, each in a subnet of the network, not reserved, not in use."""
+def _ip_configurations(st: HnsState, net: Network, cfgs: Any, remote: bool) -> list[dict[str, Any]]:
+    """The requested addresses: a local endpoint's each in a subnet of the network, not
+    reserved, not held by another local endpoint.
+
+    A remote endpoint's address is taken as given: kube-proxy makes one for each Service VIP on
+    an Overlay network, outside every subnet of it, and one for each pod of another node
+    (neighbours.md: it does so on every Overlay node, so HNS accepts it). A local and a remote
+    endpoint may hold the same address (kube-proxy's hns.go getAllEndpointsByNetwork: "a bug in
+    Windows Server 2019 and 2022 that can cause two endpoints (local and remote) to be created
+    with the same IP address"; kubernetes#130963); no source says HNS refuses two remote
+    endpoints of one address, so the simulator does not either. An address HNS assigns is free
+    of every endpoint's."""
     subnets = net.subnets()
-    used = _used_ips(st, net.id)
     if not cfgs:
-        return _allocate_ip(subnets, used)
+        return _allocate_ip(subnets, _used_ips(st, net.id))
+    used = set() if remote else _used_ips(st, net.id, remote=False)
     if not isinstance(cfgs, list):
         raise Reject(HCN_E_INVALID_ENDPOINT, "IpConfigurations must be a list.")
     out = []
@@ -333,8 +354,8 @@ def _ip_configurations(st: HnsState, net: Network, cfgs: Any) -> list[dict[str, 
             ip = ipaddr.ip_address(str(text))
         except ValueError:
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"Invalid IP address {text!r}.") from None
-        match = next(((sn, res) for sn, res in subnets if ip in sn), None)
-        if subnets and match is None:
+        match = None if remote else next(((sn, res) for sn, res in subnets if ip in sn), None)
+        if subnets and match is None and not remote:
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"{ip} is not in a subnet of network {net.name!r}.")
         if match is not None and ip in match[1]:
             raise Reject(HCN_E_ADDR_INVALID_OR_RESERVED, f"{ip} is reserved in {match[0]}.")

@@ -10,5 +10,5 @@ from libhns.sim.namespace import Namespace
 from libhns.sim.network import Network
 
 KINDS = {cls.KIND: cls for cls in (Network, Endpoint, Namespace, LoadBalancer, ComputeSystem)}
-#: /networks/, /endpoints/, /namespaces/
-V1_COLLECTIONS = {cls.V1_COLLECTION: cls for cls in (Network, Endpoint, Namespace)}
+#: /networks/, /endpoints/, /namespaces/, /policylists/
+V1_COLLECTIONS = {cls.V1_COLLECTION: cls for cls in (Network, Endpoint, Namespace, LoadBalancer)}

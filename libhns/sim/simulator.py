@@ -28,6 +28,7 @@ from libhns.sim.namespace import Namespace
 from libhns.sim.state import HnsState
 from libhns.sim.store import Store, default_state_dir
 from libhns.sim.validate import Reject, parse_document
+from libhns.sim.versions import DEFAULT_VERSION, V2_MIN_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
 
     from libhns.sim.adapters import Adapters
 
-#: HNS version of a Windows Server 2022 node (the goldens' seed HNS reports the same).
-DEFAULT_VERSION = (13, 2)
-#: HCN's V2 API appeared with HNS 9.2; below that computenetwork.dll does not exist.
-_V2_MIN_VERSION = (9, 2)
 _COMPACT = (",", ":")  # HNS answers compact JSON
 
 
@@ -155,7 +152,7 @@ class Simulator:
             raise self._error(call, fault.hresult)
         if fault is not None:
             self._before(fault, plant)
-        if v2 and self.version < _V2_MIN_VERSION:
+        if v2 and self.version < V2_MIN_VERSION:
             raise self._error(call, ERROR_MOD_NOT_FOUND, "computenetwork.dll is not available before HNS 9.2.")
         try:
             return fn()
@@ -163,12 +160,12 @@ class Simulator:
             raise self._error(call, r.hresult, r.message) from None
 
     def _read(self) -> HnsState:
-        return HnsState(self.store.snapshot(), KINDS, self.adapters, self.mgmt_delay)
+        return HnsState(self.store.snapshot(), KINDS, self.adapters, self.mgmt_delay, self.version)
 
     def _write(self, change: Callable[[HnsState], Any]) -> Any:
         """Run ``change`` on the state under the store's lock; written back unless it raises."""
         with self.store.transaction() as data:
-            st = HnsState(data, KINDS, self.adapters, self.mgmt_delay)
+            st = HnsState(data, KINDS, self.adapters, self.mgmt_delay, self.version)
             out = change(st)
             st.dump()
             return out

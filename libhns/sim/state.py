@@ -13,6 +13,7 @@ from __future__ import annotations
 from libhns.networks import NON_PERSISTENT
 from libhns.sim.adapters import adapter_address
 from libhns.sim.validate import Reject
+from libhns.sim.versions import DEFAULT_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 class HnsState:
     """The loaded store; ``adapters`` are the node's host adapters, whose address a network bound
     to one reports as its management IP only ``mgmt_delay`` seconds after its creation (HNS sets
-    it up late)."""
+    it up late); ``version`` is the HNS version answering (``versions.py``: what it implements)."""
 
     def __init__(
         self,
@@ -32,11 +33,13 @@ class HnsState:
         kinds: Mapping[str, Any],
         adapters: Adapters = (),
         mgmt_delay: float = 0.0,
+        version: tuple[int, int] = DEFAULT_VERSION,
     ) -> None:
         self.data = data
         self.kinds = kinds
         self.adapters = adapters
         self.mgmt_delay = mgmt_delay
+        self.version = version
         self._tables: dict[str, dict[str, Any]] = {}
 
     def table(self, kind: str) -> dict[str, Any]:

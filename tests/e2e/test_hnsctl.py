@@ -253,8 +253,8 @@ def test_deleting_a_network_in_use_says_to_delete_its_endpoints_first(hnsctl):
 
 def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     """kube-proxy's objects as hnsctl shows them: a remote endpoint is marked in both views, a
-    load balancer made on the simulator is listed, shown and deleted; a V1 policy list the HNS
-    does not serve is an error naming the call, not an empty table."""
+    load balancer made on the simulator is listed, shown and deleted, and is also a V1 policy
+    list; a policy list HNS does not serve is an error naming the call, not an empty table."""
     hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")
     local = json.loads(hnsctl("endpoint", "create", "pod", "--network", "vxlan0", "-o", "json").stdout)
     hnsctl("endpoint", "create", "remote_10.244.2.9", "--network", "vxlan0", "--ip", "10.244.2.9", "--remote")
@@ -276,7 +276,13 @@ def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     assert table[1].split()[:3] == [lb["ID"], "10.96.0.10", "53->53/udp"]
     assert json.loads(hnsctl("loadbalancer", "show", lb["ID"], "-o", "json").stdout) == lb
     assert [d["ID"] for d in json.loads(hnsctl("dump", "-o", "json").stdout)["loadbalancers"]] == [lb["ID"]]
-    refused = hnsctl("policylist", "list", ok=False)
+    (listed,) = json.loads(hnsctl("policylist", "list", "-o", "json").stdout)
+    assert listed == json.loads(hnsctl("policylist", "show", lb["ID"], "-o", "json").stdout)
+    assert listed["References"][0] == f"/endpoints/{local['ID'].lower()}"
+    assert hnsctl("policylist", "list").stdout.splitlines()[1].split() == [lb["ID"], "1"]
+    refused = hnsctl(
+        "policylist", "list", extra_env={"LIBHNS_SIM_FAULTS": "HNSCall:GET /policylists/=0x803B0015"}, ok=False
+    )
     assert refused.returncode == 1 and "GET /policylists/" in refused.stderr
     hnsctl("loadbalancer", "delete", lb["ID"])
     assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []

@@ -238,9 +238,12 @@ def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> Non
 
 
 def test_the_bundle_says_what_hns_would_not_list(node: Node, tmp_path: Path) -> None:
-    """The simulator, like HNS after kube-proxy's V1 days, does not serve /policylists/: named in
-    the manifest and on stdout, not an empty list in the bundle."""
-    rc, out, _ = take(node, tmp_path / "b.tar.gz")
+    """An HNS that refuses ``GET /policylists/`` is named in the manifest and on stdout, not an
+    empty list in the bundle; one that answers has its policy lists recorded."""
+    out = node.wincni("bundle", "--out", str(tmp_path / "a.tar.gz"))[1]
+    assert "hns/v1/policylists.json" in members(tmp_path / "a.tar.gz"), out
+    refusing = {**node.env, "LIBHNS_SIM_FAULTS": "HNSCall:GET /policylists/=0x803B0015"}
+    rc, out, _ = node.wincni("bundle", "--out", str(tmp_path / "b.tar.gz"), env=refusing)
     manifest = json.loads(members(tmp_path / "b.tar.gz")[bundle.MANIFEST])
     assert "hns/v1/policylists.json" in manifest["hnsErrors"]
     assert "hns/v1/policylists.json" not in members(tmp_path / "b.tar.gz")
