@@ -271,10 +271,12 @@ def flannel_node(
     package_zip: Path,
     backend: str,
     subnet_manager: Callable[[Path], SubnetManager] = EtcdSubnets,
+    sim_env: dict[str, str] | None = None,
 ) -> Iterator[FlannelNode]:
     """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
     config (and host-gw's lease), flanneld.exe having written subnet.env; all stopped after.
-    ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback."""
+    ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback;
+    ``sim_env``: more of the simulator's variables (e.g. ``LIBHNS_SIM_VERSION``)."""
     flanneld_exe = go_tool("flanneld.exe", "make the node's network")
     try:
         toolchain.ensure_system()
@@ -283,7 +285,7 @@ def flannel_node(
     with ExitStack() as stack:
         netns = Netns(f"{NODE_IP}/24")
         stack.callback(netns.close)
-        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}"})
+        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}", **(sim_env or {})})
         stack.callback(node.close)
         fakeps = install_powershell(node)
         write_node_config(node, backend)

@@ -2,11 +2,13 @@
 
 Every other test makes flanneld's part itself (``hnsctl`` plays it, the test writes subnet.env).
 Here flannel's own daemon (v0.27.4, built from the Go module proxy) does it on a node of the
-lane's own (``flannelnode.py``): etcd holds the network config as flanneld's etcd mode reads
-it, flanneld.exe runs under Wine with the fake HNS DLLs inside the node's network namespace.
-Then ``wincni.exe install`` renders from the same config as net-conf.json,
-pods get addresses from flanneld's lease on flanneld's network, and ``wincni.exe doctor`` is
-clean. One node per backend: vxlan (HCN V2, Overlay) and host-gw (HNSCall V1, L2Bridge).
+lane's own (``flannelnode.py``): etcd holds the network config and leases as flanneld's etcd
+mode reads them, or (``--kube-subnet-mgr``, as deploy/ runs it) a kube-apiserver holds the Nodes
+whose podCIDRs are the leases; flanneld.exe runs under Wine with the fake HNS DLLs inside the
+node's network namespace. Then ``wincni.exe install`` renders from the same config as
+net-conf.json, pods get addresses from flanneld's lease on flanneld's network, and ``wincni.exe
+doctor`` is clean. One node per backend, vxlan (HCN V2, Overlay) and host-gw (HNSCall V1,
+L2Bridge), and per subnet manager.
 """
 
 from __future__ import annotations
@@ -17,17 +19,29 @@ from typing import Iterator
 import pytest
 
 from basics import ipaddr
-from flannelnode import BACKENDS, NET_D, NETWORK, NODE_IP, OPT_BIN, FlannelNode, flannel_node, installed_conf
+from flannelnode import (
+    BACKENDS,
+    NET_D,
+    NETWORK,
+    NODE_IP,
+    OPT_BIN,
+    SUBNET_MANAGERS,
+    FlannelNode,
+    flannel_node,
+    installed_conf,
+)
 from hnsnode import first_ip
 from neighbours import wait_for
 from winenode import toolchain
 
 
-@pytest.fixture(scope="module", params=list(BACKENDS))
+@pytest.fixture(scope="module", params=[(b, m) for m in SUBNET_MANAGERS for b in BACKENDS], ids="-".join)
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
 ) -> Iterator[FlannelNode]:
-    with flannel_node(tmp_path_factory.mktemp(f"flanneld-{request.param}"), package_zip, request.param) as node:
+    backend, manager = request.param
+    root = tmp_path_factory.mktemp(f"flanneld-{backend}-{manager}")
+    with flannel_node(root, package_zip, backend, SUBNET_MANAGERS[manager]) as node:
         yield node
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -32,12 +32,14 @@ from flannelnode import NET_D, NETWORK, NODE_NAME, OPT_BIN, FlannelNode, KubeSub
 from gotool import go_tool
 from hnsnode import first_ip
 from libcni import Driver
+from libhns.sim.versions import WS2022 as WS2022_VERSION
 from neighbours import Daemon, wait_for
 from winenode import toolchain
 
 DRIVER, CACHE = r"C:\libcni\cnidriver.exe", r"C:\var\lib\cni"
 CLUSTER_DNS = "10.96.0.10"  # write_node_config's kubelet clusterDNS
 SYNC_TIMEOUT_S = 120.0  # kube-proxy syncs within a second of a change; Wine and a busy machine are slow
+WS2022 = ".".join(map(str, WS2022_VERSION))  # what HNS reports on Windows Server 2022
 TCP, UDP = 6, 17
 PROTOCOLS = {"TCP": TCP, "UDP": UDP}
 SERVICES = "/api/v1/namespaces/default/services"
@@ -46,13 +48,18 @@ SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 
 @dataclass
 class ProxyNode:
-    """A flanneld node with kube-proxy running and a runtime (libcni) for pods."""
+    """A flanneld node with kube-proxy running and a runtime (libcni) for pods; what the lane
+    wrote to the API server is remembered, so pods made again after an HNS restart can be named
+    to their Services again."""
 
     cluster: FlannelNode
     plane: ControlPlane
     kube_proxy: Daemon
     libcni: Driver
     source_vip: str
+    pods: dict[str, str] = field(default_factory=dict)  # container ID -> address, the live pods
+    given: set[str] = field(default_factory=set)  # every address a pod was ever given
+    slices: dict[str, tuple[list[dict], dict[str, str]]] = field(default_factory=dict)  # Service -> ports, backends
 
     @property
     def network(self) -> str:
@@ -61,30 +68,41 @@ class ProxyNode:
     def add_pod(self, cid: str) -> tuple[str, dict]:
         """A pod through libcni: its address and CNI result."""
         result = self.libcni.ok("ADD", cid, self.cluster.node.sandbox("v2", cid)).out
-        return first_ip(result)[0], result
+        ip = first_ip(result)[0]
+        self.pods[cid] = ip
+        self.given.add(ip)
+        return ip, result
 
     def del_pod(self, cid: str) -> None:
         self.libcni.ok("DEL", cid, self.cluster.node.sandbox("v2", cid))
+        del self.pods[cid]
 
     def endpoint_id(self, cid: str) -> str:
         return self.cluster.node.endpoints_v2()[f"{cid}_{self.network}"]["ID"]
+
+    def endpoints(self, *v1: str) -> dict[str, dict]:
+        """Every endpoint by ID (kube-proxy's have no name), V2 or with ``"--v1"`` V1."""
+        return {e["ID"]: e for e in self.cluster.node.hnsctl("endpoint", "list", *v1, "-o", "json")}
 
     def balancers(self) -> list[dict]:
         """Every load balancer, as HNS returns it (V2)."""
         return self.cluster.node.hnsctl("loadbalancer", "list", "-o", "json")
 
-    def serve(self, name: str, ports: list[dict], backends: dict[str, str], **spec: str) -> dict:
-        """A Service and its EndpointSlice (``backends``: address → node); the Service as stored."""
+    def serve(self, name: str, ports: list[dict], backends: dict[str, str], **spec: str) -> str:
+        """A Service and its EndpointSlice (``backends``: address -> node); its cluster IP."""
         service = self.plane.kube.create(SERVICES, service_doc(name, ports, **spec))
-        self.plane.kube.create(SLICES, endpoint_slice_doc(name, service["spec"]["ports"], backends))
-        return service
+        self.plane.kube.create(SLICES, endpoint_slice_doc(name, ports, backends))
+        self.slices[name] = (ports, backends)
+        return service["spec"]["clusterIP"]
 
-    def reslice(self, name: str, ports: list[dict], backends: dict[str, str]) -> None:
+    def reslice(self, name: str, backends: dict[str, str]) -> None:
         """The Service's EndpointSlice now names ``backends``."""
+        ports = self.slices[name][0]
         self.plane.kube.delete(f"{SLICES}/{name}-lane")
         self.plane.kube.create(SLICES, endpoint_slice_doc(name, ports, backends))
+        self.slices[name] = (ports, backends)
 
-    def wait_balanced(self, what: str, check: callable) -> list[dict]:
+    def wait_balanced(self, what: str, check: Callable[[list[dict]], bool]) -> list[dict]:
         """The load balancers once ``check(balancers)`` holds; AssertionError with kube-proxy's log."""
 
         def ready() -> list[dict] | None:
@@ -132,7 +150,7 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> Iter
     kube_proxy_exe = go_tool("kube-proxy.exe", "program Services onto our pods")
     driver_exe = go_tool("cnidriver.exe", "run pods through libcni under Wine")
     root = tmp_path_factory.mktemp("kubeproxy-vxlan")
-    with flannel_node(root, package_zip, "vxlan", KubeSubnets) as cluster:
+    with flannel_node(root, package_zip, "vxlan", KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
         node = cluster.node
         installed_conf(cluster)
         rc, vip = cluster.wincni("sourcevip")
@@ -150,9 +168,30 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> Iter
         ).start(toolchain.WINE)
         try:
             libcni = Driver(lambda argv, env: node.wine(DRIVER, *argv, **env), NET_D, OPT_BIN, CACHE)
-            yield ProxyNode(cluster, plane, kube_proxy, libcni, vip["sourceVip"])
+            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip["sourceVip"])
+            yield proxied
+            if os.environ.get("KUBEPROXY_FIXTURES"):
+                save_fixtures(proxied, Path(os.environ["KUBEPROXY_FIXTURES"]))
         finally:
             kube_proxy.stop()
+
+
+def save_fixtures(proxied: ProxyNode, folder: Path) -> None:
+    """What kube-proxy left on HNS, as HNS returns it, for tests/data/kubeproxy/ (its README)."""
+    node = proxied.cluster.node
+    theirs = set(kube_proxys_endpoints(proxied))
+    v1, v2 = proxied.endpoints("--v1"), proxied.endpoints()
+    views = {
+        "loadbalancers-v2.json": proxied.balancers(),
+        "policylists-v1.json": node.hnsctl("policylist", "list", "-o", "json"),
+        "endpoints-kube-proxy-v2.json": [e for id_, e in v2.items() if id_ in theirs],
+        "endpoints-kube-proxy-v1.json": [e for id_, e in v1.items() if id_ in theirs],
+        "endpoints-pods-v2.json": [e for id_, e in v2.items() if id_ not in theirs],
+        "network-v2.json": proxied.cluster.network(),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, doc in views.items():
+        (folder / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 WEB = [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
@@ -167,8 +206,7 @@ def test_services_are_balanced_over_exactly_our_pods_endpoints(proxied: ProxyNod
     pods = {cid: proxied.add_pod(cid)[0] for cid in ("kp-web1", "kp-web2")}
     ours = {proxied.endpoint_id(cid) for cid in pods}
     on_node = {ip: NODE_NAME for ip in pods.values()}
-    web = proxied.serve("web", WEB, on_node)
-    vip = web["spec"]["clusterIP"]
+    vip = proxied.serve("web", WEB, on_node)
     found = proxied.wait_balanced("web's load balancer", lambda lbs: backends(lbs, vip, 80) == ours)
     [lb] = frontend(found, vip, 80)
     assert lb["SourceVIP"] == proxied.source_vip, lb
@@ -178,3 +216,130 @@ def test_services_are_balanced_over_exactly_our_pods_endpoints(proxied: ProxyNod
     proxied.serve("web-nodeport", NODEPORT, on_node, kind="NodePort")
     found = proxied.wait_balanced("the NodePort's load balancer", lambda lbs: backends(lbs, "", 30081) == ours)
     assert all(set(lb["HostComputeEndpoints"]) <= ours for lb in found if lb["HostComputeEndpoints"]), found
+
+
+def test_the_dns_service_is_balanced_and_pods_are_told_of_it(proxied: ProxyNode) -> None:
+    ip, result = proxied.add_pod("kp-dns")
+    assert result["dns"]["nameservers"] == [CLUSTER_DNS], result
+    ours = {proxied.endpoint_id("kp-dns")}
+    proxied.serve("kube-dns", DNS, {ip: NODE_NAME}, cluster_ip=CLUSTER_DNS)
+    proxied.wait_balanced(
+        "the DNS Service's load balancers (UDP and TCP 53)",
+        lambda lbs: backends(lbs, CLUSTER_DNS, 53, UDP) == ours and backends(lbs, CLUSTER_DNS, 53, TCP) == ours,
+    )
+
+
+REMOTE_NODE_IP, REMOTE_LEASE, REMOTE_VTEP = "198.51.100.30", "10.244.60.0/24", "0e:2a:0a:f4:3c:00"
+REMOTE_POD = "10.244.60.5"
+REMOTE_ENDPOINT = 1  # V2 endpoint Flags: RemoteEndpoint
+
+
+def test_a_backend_on_another_node_is_a_remote_endpoint_with_its_provider_address(proxied: ProxyNode) -> None:
+    cluster = proxied.cluster
+    lease = {"PublicIP": REMOTE_NODE_IP, "BackendType": "vxlan", "BackendData": {"VNI": 4096, "VtepMAC": REMOTE_VTEP}}
+    cluster.subnets.assign(REMOTE_LEASE, lease, ttl=3600)
+    wait_for(
+        "flanneld's route to the other node",
+        lambda: any(
+            p["Type"] == "RemoteSubnetRoute" and p["Settings"]["DestinationPrefix"] == REMOTE_LEASE
+            for p in cluster.network()["Policies"]
+        ),
+        120,
+        cluster.flanneld.log,
+    )
+    ip, _ = proxied.add_pod("kp-near")
+    near = proxied.endpoint_id("kp-near")
+    vip = proxied.serve("spread", WEB, {ip: NODE_NAME, REMOTE_POD: f"node-{REMOTE_NODE_IP}"})
+    found = proxied.wait_balanced(
+        "spread's load balancer over a local and a remote backend",
+        lambda lbs: (backends(lbs, vip, 80) or set()) > {near},
+    )
+    [far] = backends(found, vip, 80) - {near}
+    remote = proxied.endpoints()[far]
+    assert remote["Flags"] & REMOTE_ENDPOINT, remote
+    assert [c["IpAddress"] for c in remote["IpConfigurations"]] == [REMOTE_POD], remote
+    pa = [p["Settings"] for p in remote["Policies"] if p["Type"] == "ProviderAddress"]
+    assert pa == [{"ProviderAddress": REMOTE_NODE_IP}], remote
+    ours = [e for e in proxied.endpoints().values() if not e.get("Flags", 0) & REMOTE_ENDPOINT]
+    assert REMOTE_POD not in {c["IpAddress"] for e in ours for c in e["IpConfigurations"]}
+
+
+def test_a_deleted_pod_leaves_its_load_balancer(proxied: ProxyNode) -> None:
+    pods = {cid: proxied.add_pod(cid)[0] for cid in ("kp-stay", "kp-go")}
+    ids = {cid: proxied.endpoint_id(cid) for cid in pods}
+    vip = proxied.serve("shrink", WEB, {ip: NODE_NAME for ip in pods.values()})
+    proxied.wait_balanced("shrink over two pods", lambda lbs: backends(lbs, vip, 80) == set(ids.values()))
+
+    proxied.del_pod("kp-go")
+    proxied.reslice("shrink", {pods["kp-stay"]: NODE_NAME})
+    found = proxied.wait_balanced("shrink over the pod left", lambda lbs: backends(lbs, vip, 80) == {ids["kp-stay"]})
+    existing = set(proxied.endpoints())
+    dangling = {lb["ID"]: set(lb["HostComputeEndpoints"]) - existing for lb in found}
+    assert not any(dangling.values()), dangling
+
+
+def kube_proxys_endpoints(proxied: ProxyNode) -> dict[str, dict]:
+    """The endpoints on the network that are not our pods' (kube-proxy's remote and source-VIP ones)."""
+    ours = {f"{cid}_{proxied.network}" for cid in proxied.pods}
+    return {id_: e for id_, e in proxied.endpoints().items() if e.get("Name") not in ours}
+
+
+def test_the_source_vip_is_kube_proxys_and_never_a_pods(proxied: ProxyNode) -> None:
+    cluster, vip = proxied.cluster, proxied.source_vip
+    node = cluster.node
+    node.network = proxied.network
+    assert ipaddr.ip_address(vip) in cluster.lease
+    balancers = proxied.balancers()
+    assert balancers and {lb["SourceVIP"] for lb in balancers} == {vip}, balancers
+    theirs = kube_proxys_endpoints(proxied)
+    assert any(c["IpAddress"] == vip for e in theirs.values() for c in e["IpConfigurations"]), theirs
+    reserved = node.ip_files()[vip]
+
+    rc, swept = cluster.wincni("reclaim", "--min-age", "0", "--force", "--runtime-endpoint", "none")
+    assert rc == 0, swept
+    proxied.libcni.ok("GC", valid=[f"{cid}/eth0" for cid in proxied.pods])
+    assert node.ip_files()[vip] == reserved
+    assert kube_proxys_endpoints(proxied) == theirs
+    assert proxied.balancers() == balancers
+    ip, _ = proxied.add_pod("kp-late")
+    assert vip not in proxied.given and ip != vip
+
+
+def test_after_an_hns_restart_kube_proxy_programs_the_same_load_balancers(proxied: ProxyNode) -> None:
+    """The network is non-persistent: the restart drops it with every endpoint. flanneld is
+    restarted (test_windows_flanneld), the runtime makes every sandbox again (here: DEL and ADD
+    through libcni), the Services are sliced to the new addresses, and kube-proxy makes the same
+    load balancers over the new endpoints: none lost, none twice."""
+    cluster = proxied.cluster
+    before = proxied.balancers()
+    shape = sorted(_frontends(before))
+    cluster.node.hnsctl("restart")
+    cluster.restart_flanneld()
+    moved = {}
+    for cid in list(proxied.pods):
+        old = proxied.pods[cid]
+        proxied.del_pod(cid)
+        moved[old] = proxied.add_pod(cid)[0]
+    for name, (_, backends_of) in list(proxied.slices.items()):
+        proxied.reslice(name, {moved.get(ip, ip): on for ip, on in backends_of.items()})
+
+    def same(lbs: list[dict]) -> bool:
+        existing = set(proxied.endpoints())
+        return sorted(_frontends(lbs)) == shape and all(set(lb["HostComputeEndpoints"]) <= existing for lb in lbs)
+
+    after = proxied.wait_balanced("the load balancers made again", same)
+    assert len(after) == len(before)
+    served = {ip for _, backends_of in proxied.slices.values() for ip in backends_of}
+    ours = {proxied.endpoint_id(cid) for cid, ip in proxied.pods.items() if ip in served}
+    assert ours <= {ep for lb in after for ep in lb["HostComputeEndpoints"]}
+
+
+def _frontends(balancers: list[dict]) -> list[tuple]:
+    """What tells load balancers apart: frontend VIPs, ports and protocols."""
+    return [
+        (
+            tuple(sorted(lb.get("FrontendVIPs", []))),
+            tuple(sorted((pm["Protocol"], pm["ExternalPort"]) for pm in lb["PortMappings"])),
+        )
+        for lb in balancers
+    ]
