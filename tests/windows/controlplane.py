@@ -208,10 +208,12 @@ class ControlPlane:
         return path
 
     def register_node(self, name: str, pod_cidr: str, internal_ip: str, annotations: dict | None = None) -> None:
-        """A Node as the kubelet registers it (its addresses in its status), with the podCIDR the
-        node IPAM controller gives it."""
+        """A Node as the kubelet registers it (its addresses in its status, the annotation it
+        always sets: flanneld v0.27.4's kube mode panics on a Node with none), with the podCIDR
+        the node IPAM controller gives it."""
         labels = {"kubernetes.io/os": "windows", "kubernetes.io/hostname": name}
-        meta = {"name": name, "labels": labels, "annotations": annotations or {}}
+        kubelets = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+        meta = {"name": name, "labels": labels, "annotations": {**kubelets, **(annotations or {})}}
         spec = {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]}
         self.kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
         addresses = [{"type": "InternalIP", "address": internal_ip}, {"type": "Hostname", "address": name}]
