@@ -220,6 +220,21 @@ class FlannelNode:
         assert b"Traceback" not in proc.stderr, proc.stderr.decode()
         return proc.returncode, json.loads(proc.stdout)
 
+    def route_to(self, subnet: str) -> object:
+        """What flanneld made for another node's lease: the RemoteSubnetRoute policy (vxlan) or
+        the route its New-NetRoute left in the stand-in's state (host-gw); None while there is none."""
+        if self.backend == "vxlan":
+            found = [
+                p["Settings"]
+                for p in self.network()["Policies"]
+                if p["Type"] == "RemoteSubnetRoute" and p["Settings"].get("DestinationPrefix") == subnet
+            ]
+            return found[0] if found else None
+        state = self.fakeps / "state"
+        lines = state.read_text().splitlines() if state.exists() else []
+        found = [r for r in (line.split()[1:] for line in lines if line.startswith("route ")) if r[1] == subnet]
+        return found[0] if found else None
+
     def restart_flanneld(self) -> None:
         """flanneld stopped and started again, up once it has written subnet.env anew."""
         self.flanneld.stop()

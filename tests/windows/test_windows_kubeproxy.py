@@ -28,7 +28,17 @@ import pytest
 
 from basics import ipaddr
 from controlplane import ControlPlane, endpoint_slice_doc, service_doc
-from flannelnode import NET_D, NETWORK, NODE_NAME, OPT_BIN, FlannelNode, KubeSubnets, flannel_node, installed_conf
+from flannelnode import (
+    BACKENDS,
+    NET_D,
+    NETWORK,
+    NODE_NAME,
+    OPT_BIN,
+    FlannelNode,
+    KubeSubnets,
+    flannel_node,
+    installed_conf,
+)
 from gotool import go_tool
 from hnsnode import first_ip
 from libcni import Driver
@@ -131,8 +141,8 @@ def backends(balancers: list[dict], vip: str, port: int, protocol: int = TCP) ->
 
 
 def kube_proxy_argv(cluster: FlannelNode, kubeconfig: Path, source_vip: str) -> list[str]:
-    """deploy/start-kube-proxy.ps1's flags on an overlay node."""
-    return [
+    """deploy/start-kube-proxy.ps1's flags (on overlay, with the source VIP)."""
+    argv = [
         f"--hostname-override={NODE_NAME}",
         f"--kubeconfig={toolchain.winpath(kubeconfig)}",
         "--proxy-mode=kernelspace",
@@ -140,38 +150,49 @@ def kube_proxy_argv(cluster: FlannelNode, kubeconfig: Path, source_vip: str) -> 
         f"--cluster-cidr={NETWORK}",
         "--enable-dsr=false",
         "--v=2",
-        f"--source-vip={source_vip}",
-        "--feature-gates=WinOverlay=true",
     ]
+    return argv + ([f"--source-vip={source_vip}", "--feature-gates=WinOverlay=true"] if source_vip else [])
 
 
-@pytest.fixture(scope="module")
-def proxied(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> Iterator[ProxyNode]:
+def reserve_source_vip(cluster: FlannelNode) -> str:
+    """``wincni sourcevip`` before kube-proxy starts, as deploy/ runs it: the address on vxlan;
+    on host-gw (L2Bridge) kube-proxy takes none and the command says so (exit status 2)."""
+    rc, out = cluster.wincni("sourcevip")
+    if cluster.backend == "host-gw":
+        assert rc == 2 and "L2Bridge" in out["error"], out
+        return ""
+    assert rc == 0, out
+    return out["sourceVip"]
+
+
+@pytest.fixture(scope="module", params=list(BACKENDS))
+def proxied(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
+) -> Iterator[ProxyNode]:
     kube_proxy_exe = go_tool("kube-proxy.exe", "program Services onto our pods")
     driver_exe = go_tool("cnidriver.exe", "run pods through libcni under Wine")
-    root = tmp_path_factory.mktemp("kubeproxy-vxlan")
-    with flannel_node(root, package_zip, "vxlan", KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
+    root = tmp_path_factory.mktemp(f"kubeproxy-{request.param}")
+    with flannel_node(root, package_zip, request.param, KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
         node = cluster.node
         installed_conf(cluster)
-        rc, vip = cluster.wincni("sourcevip")
-        assert rc == 0, vip
+        vip = reserve_source_vip(cluster)
         node.path(DRIVER).parent.mkdir(parents=True)
         shutil.copy(driver_exe, node.path(DRIVER))
         plane = cluster.subnets.plane
         kubeconfig = plane.kubeconfig("kube-proxy", root / "kube-proxy.kubeconfig")
         kube_proxy = Daemon(
             kube_proxy_exe,
-            kube_proxy_argv(cluster, kubeconfig, vip["sourceVip"]),
+            kube_proxy_argv(cluster, kubeconfig, vip),
             node.drive_c / "k",
             node.win_env,
             root / "kube-proxy.log",
         ).start(toolchain.WINE)
         try:
             libcni = Driver(lambda argv, env: node.wine(DRIVER, *argv, **env), NET_D, OPT_BIN, CACHE)
-            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip["sourceVip"])
+            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip)
             yield proxied
             if os.environ.get("KUBEPROXY_FIXTURES"):
-                save_fixtures(proxied, Path(os.environ["KUBEPROXY_FIXTURES"]))
+                save_fixtures(proxied, Path(os.environ["KUBEPROXY_FIXTURES"]) / request.param)
         finally:
             kube_proxy.stop()
 
@@ -179,7 +200,7 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> Iter
 def save_fixtures(proxied: ProxyNode, folder: Path) -> None:
     """What kube-proxy left on HNS, as HNS returns it, for tests/data/kubeproxy/ (its README)."""
     node = proxied.cluster.node
-    theirs = set(kube_proxys_endpoints(proxied))
+    theirs = set(neighbours_endpoints(proxied))
     v1, v2 = proxied.endpoints("--v1"), proxied.endpoints()
     views = {
         "loadbalancers-v2.json": proxied.balancers(),
@@ -209,7 +230,7 @@ def test_services_are_balanced_over_exactly_our_pods_endpoints(proxied: ProxyNod
     vip = proxied.serve("web", WEB, on_node)
     found = proxied.wait_balanced("web's load balancer", lambda lbs: backends(lbs, vip, 80) == ours)
     [lb] = frontend(found, vip, 80)
-    assert lb["SourceVIP"] == proxied.source_vip, lb
+    assert lb.get("SourceVIP", "") == proxied.source_vip, lb
     [mapping] = lb["PortMappings"]
     assert (mapping["InternalPort"], mapping["Protocol"]) == (8080, TCP), lb
 
@@ -235,18 +256,14 @@ REMOTE_ENDPOINT = 1  # V2 endpoint Flags: RemoteEndpoint
 
 
 def test_a_backend_on_another_node_is_a_remote_endpoint_with_its_provider_address(proxied: ProxyNode) -> None:
+    """On vxlan the remote endpoint carries the other node's provider address (flanneld's
+    RemoteSubnetRoute for its lease tells kube-proxy); on host-gw (L2Bridge) it carries none."""
     cluster = proxied.cluster
-    lease = {"PublicIP": REMOTE_NODE_IP, "BackendType": "vxlan", "BackendData": {"VNI": 4096, "VtepMAC": REMOTE_VTEP}}
+    lease = {"PublicIP": REMOTE_NODE_IP, "BackendType": cluster.backend}
+    if cluster.backend == "vxlan":
+        lease["BackendData"] = {"VNI": 4096, "VtepMAC": REMOTE_VTEP}
     cluster.subnets.assign(REMOTE_LEASE, lease, ttl=3600)
-    wait_for(
-        "flanneld's route to the other node",
-        lambda: any(
-            p["Type"] == "RemoteSubnetRoute" and p["Settings"]["DestinationPrefix"] == REMOTE_LEASE
-            for p in cluster.network()["Policies"]
-        ),
-        120,
-        cluster.flanneld.log,
-    )
+    wait_for("flanneld's route to the other node", lambda: cluster.route_to(REMOTE_LEASE), 120, cluster.flanneld.log)
     ip, _ = proxied.add_pod("kp-near")
     near = proxied.endpoint_id("kp-near")
     vip = proxied.serve("spread", WEB, {ip: NODE_NAME, REMOTE_POD: f"node-{REMOTE_NODE_IP}"})
@@ -258,8 +275,8 @@ def test_a_backend_on_another_node_is_a_remote_endpoint_with_its_provider_addres
     remote = proxied.endpoints()[far]
     assert remote["Flags"] & REMOTE_ENDPOINT, remote
     assert [c["IpAddress"] for c in remote["IpConfigurations"]] == [REMOTE_POD], remote
-    pa = [p["Settings"] for p in remote["Policies"] if p["Type"] == "ProviderAddress"]
-    assert pa == [{"ProviderAddress": REMOTE_NODE_IP}], remote
+    pa = [p["Settings"] for p in remote.get("Policies", []) if p["Type"] == "ProviderAddress"]
+    assert pa == ([{"ProviderAddress": REMOTE_NODE_IP}] if cluster.backend == "vxlan" else []), remote
     ours = [e for e in proxied.endpoints().values() if not e.get("Flags", 0) & REMOTE_ENDPOINT]
     assert REMOTE_POD not in {c["IpAddress"] for e in ours for c in e["IpConfigurations"]}
 
@@ -278,31 +295,35 @@ def test_a_deleted_pod_leaves_its_load_balancer(proxied: ProxyNode) -> None:
     assert not any(dangling.values()), dangling
 
 
-def kube_proxys_endpoints(proxied: ProxyNode) -> dict[str, dict]:
-    """The endpoints on the network that are not our pods' (kube-proxy's remote and source-VIP ones)."""
+def neighbours_endpoints(proxied: ProxyNode) -> dict[str, dict]:
+    """The endpoints that are not our pods' (kube-proxy's; on host-gw flanneld's cbr0_ep too)."""
     ours = {f"{cid}_{proxied.network}" for cid in proxied.pods}
     return {id_: e for id_, e in proxied.endpoints().items() if e.get("Name") not in ours}
 
 
-def test_the_source_vip_is_kube_proxys_and_never_a_pods(proxied: ProxyNode) -> None:
+def test_reclaim_and_gc_keep_kube_proxys_source_vip_and_endpoints(proxied: ProxyNode) -> None:
+    """vxlan: every load balancer's source is the address ``wincni sourcevip`` reserved, kube-proxy
+    made its endpoint, and no pod ever gets it. Both: the node's sweep (``wincni reclaim``) and
+    the runtime's GC free none of kube-proxy's endpoints and none of its load balancers."""
     cluster, vip = proxied.cluster, proxied.source_vip
     node = cluster.node
     node.network = proxied.network
-    assert ipaddr.ip_address(vip) in cluster.lease
-    balancers = proxied.balancers()
-    assert balancers and {lb["SourceVIP"] for lb in balancers} == {vip}, balancers
-    theirs = kube_proxys_endpoints(proxied)
-    assert any(c["IpAddress"] == vip for e in theirs.values() for c in e["IpConfigurations"]), theirs
-    reserved = node.ip_files()[vip]
+    balancers, theirs = proxied.balancers(), neighbours_endpoints(proxied)
+    assert balancers and theirs
+    if vip:
+        assert ipaddr.ip_address(vip) in cluster.lease
+        assert {lb["SourceVIP"] for lb in balancers} == {vip}, balancers
+        assert any(c["IpAddress"] == vip for e in theirs.values() for c in e["IpConfigurations"]), theirs
+    reserved = node.ip_files().get(vip)
 
     rc, swept = cluster.wincni("reclaim", "--min-age", "0", "--force", "--runtime-endpoint", "none")
     assert rc == 0, swept
     proxied.libcni.ok("GC", valid=[f"{cid}/eth0" for cid in proxied.pods])
-    assert node.ip_files()[vip] == reserved
-    assert kube_proxys_endpoints(proxied) == theirs
+    assert node.ip_files().get(vip) == reserved
+    assert neighbours_endpoints(proxied) == theirs
     assert proxied.balancers() == balancers
-    ip, _ = proxied.add_pod("kp-late")
-    assert vip not in proxied.given and ip != vip
+    proxied.add_pod("kp-late")
+    assert vip not in proxied.given
 
 
 def test_after_an_hns_restart_kube_proxy_programs_the_same_load_balancers(proxied: ProxyNode) -> None:
