@@ -3,12 +3,13 @@
 kube-proxy v1.34 (built from k8s.io/kubernetes by winbuild.gobuild) runs under Wine in kernelspace
 mode as deploy/start-kube-proxy.ps1 starts it, on a node whose network comes from the real
 flanneld.exe in its Kubernetes mode (``flannelnode.KubeSubnets``: etcd and kube-apiserver on the
-node's loopback, deploy/rbac.yaml's roles). Pods come from our plugins through libcni
-(``cnidriver.exe``); no kubelet and no controllers run, so the lane writes each Service's
+node's loopback, deploy/rbac.yaml's roles); one node per backend, vxlan (Overlay, with the source
+VIP ``wincni sourcevip`` reserved) and host-gw (L2Bridge). Pods come from our plugins through
+libcni (``cnidriver.exe``); no kubelet and no controllers run, so the lane writes each Service's
 EndpointSlice itself, naming the pods' addresses. What is checked is the seam: the load balancers
-kube-proxy makes in HNS (the simulator, at a Windows Server 2022 version) hold exactly our pods'
-endpoints, a remote endpoint for another node's backend, the source VIP ``wincni sourcevip``
-reserved, and they follow the pods and an HNS restart.
+kube-proxy makes in HNS (the simulator, at Windows Server 2022's version) hold exactly our pods'
+endpoints and a remote endpoint for another node's backend, use the source VIP, survive the
+node's sweeps, and follow the pods and an HNS restart.
 
 With ``KUBEPROXY_FIXTURES=DIR`` set, the load balancers and remote endpoints kube-proxy left (as
 HNS returns them: V2 documents, V1 policy lists and endpoints) are written into DIR; that is how
@@ -51,7 +52,7 @@ CLUSTER_DNS = "10.96.0.10"  # write_node_config's kubelet clusterDNS
 SYNC_TIMEOUT_S = 120.0  # kube-proxy syncs within a second of a change; Wine and a busy machine are slow
 WS2022 = ".".join(map(str, WS2022_VERSION))  # what HNS reports on Windows Server 2022
 TCP, UDP = 6, 17
-PROTOCOLS = {"TCP": TCP, "UDP": UDP}
+DSR = 1  # HostComputeLoadBalancer Flags: direct server return
 SERVICES = "/api/v1/namespaces/default/services"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 
@@ -67,6 +68,7 @@ class ProxyNode:
     kube_proxy: Daemon
     libcni: Driver
     source_vip: str
+    dsr: bool  # --enable-dsr (WinDSR): load balancers flagged DSR
     pods: dict[str, str] = field(default_factory=dict)  # container ID -> address, the live pods
     given: set[str] = field(default_factory=set)  # every address a pod was ever given
     slices: dict[str, tuple[list[dict], dict[str, str]]] = field(default_factory=dict)  # Service -> ports, backends
@@ -134,21 +136,22 @@ def frontend(balancers: list[dict], vip: str, port: int, protocol: int = TCP) ->
 
 
 def backends(balancers: list[dict], vip: str, port: int, protocol: int = TCP) -> set[str] | None:
-    """The endpoint IDs of the one load balancer for ``vip``:``port``; None while there is none."""
+    """The endpoint IDs of the one load balancer for ``vip``:``port``; None while there is none,
+    or more than one (kube-proxy deletes a replaced one at the end of its sync)."""
     found = frontend(balancers, vip, port, protocol)
-    assert len(found) <= 1, f"more than one load balancer for {vip}:{port}: {found}"
-    return set(found[0]["HostComputeEndpoints"]) if found else None
+    return set(found[0]["HostComputeEndpoints"]) if len(found) == 1 else None
 
 
-def kube_proxy_argv(cluster: FlannelNode, kubeconfig: Path, source_vip: str) -> list[str]:
-    """deploy/start-kube-proxy.ps1's flags (on overlay, with the source VIP)."""
+def kube_proxy_argv(cluster: FlannelNode, kubeconfig: Path, source_vip: str, dsr: bool) -> list[str]:
+    """deploy/start-kube-proxy.ps1's flags (on overlay, with the source VIP); ``dsr``: with
+    ``--enable-dsr=true`` instead, as the issue's WinDSR run."""
     argv = [
         f"--hostname-override={NODE_NAME}",
         f"--kubeconfig={toolchain.winpath(kubeconfig)}",
         "--proxy-mode=kernelspace",
         f"--network-name={cluster.network_name}",
         f"--cluster-cidr={NETWORK}",
-        "--enable-dsr=false",
+        f"--enable-dsr={str(dsr).lower()}",
         "--v=2",
     ]
     return argv + ([f"--source-vip={source_vip}", "--feature-gates=WinOverlay=true"] if source_vip else [])
@@ -165,14 +168,19 @@ def reserve_source_vip(cluster: FlannelNode) -> str:
     return out["sourceVip"]
 
 
-@pytest.fixture(scope="module", params=list(BACKENDS))
+#: (backend, DSR): deploy/'s two backends as it runs kube-proxy, and vxlan once more with DSR on.
+NODES = {backend: (backend, False) for backend in BACKENDS} | {"vxlan-dsr": ("vxlan", True)}
+
+
+@pytest.fixture(scope="module", params=list(NODES))
 def proxied(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
 ) -> Iterator[ProxyNode]:
+    backend, dsr = NODES[request.param]
     kube_proxy_exe = go_tool("kube-proxy.exe", "program Services onto our pods")
     driver_exe = go_tool("cnidriver.exe", "run pods through libcni under Wine")
     root = tmp_path_factory.mktemp(f"kubeproxy-{request.param}")
-    with flannel_node(root, package_zip, request.param, KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
+    with flannel_node(root, package_zip, backend, KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
         node = cluster.node
         installed_conf(cluster)
         vip = reserve_source_vip(cluster)
@@ -182,14 +190,14 @@ def proxied(
         kubeconfig = plane.kubeconfig("kube-proxy", root / "kube-proxy.kubeconfig")
         kube_proxy = Daemon(
             kube_proxy_exe,
-            kube_proxy_argv(cluster, kubeconfig, vip),
+            kube_proxy_argv(cluster, kubeconfig, vip, dsr),
             node.drive_c / "k",
             node.win_env,
             root / "kube-proxy.log",
         ).start(toolchain.WINE)
         try:
             libcni = Driver(lambda argv, env: node.wine(DRIVER, *argv, **env), NET_D, OPT_BIN, CACHE)
-            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip)
+            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip, dsr)
             yield proxied
             if os.environ.get("KUBEPROXY_FIXTURES"):
                 save_fixtures(proxied, Path(os.environ["KUBEPROXY_FIXTURES"]) / request.param)
@@ -231,6 +239,7 @@ def test_services_are_balanced_over_exactly_our_pods_endpoints(proxied: ProxyNod
     found = proxied.wait_balanced("web's load balancer", lambda lbs: backends(lbs, vip, 80) == ours)
     [lb] = frontend(found, vip, 80)
     assert lb.get("SourceVIP", "") == proxied.source_vip, lb
+    assert lb.get("Flags", 0) & DSR == (DSR if proxied.dsr else 0), lb
     [mapping] = lb["PortMappings"]
     assert (mapping["InternalPort"], mapping["Protocol"]) == (8080, TCP), lb
 
