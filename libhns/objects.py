@@ -28,6 +28,11 @@ JsonDict = dict  # a parsed JSON object
 _DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 #: hcsshim's EndpointFlagsRemoteEndpoint: V2's spelling of V1's ``IsRemoteEndpoint``.
 REMOTE_ENDPOINT_FLAG = 1
+#: A load balancer's Flags (LoadBalancerFlags: direct server return, an IPv6 frontend) and its
+#: port mappings' (LoadBalancerPortMappingFlags: internal load balancer, a NodePort's local routed
+#: VIP), from hnslib's hcn/hcnloadbalancer.go.
+LB_DSR, LB_IPV6 = 1, 2
+PORT_MAPPING_ILB, PORT_MAPPING_LOCAL_ROUTED_VIP = 1, 2
 
 
 def same_id(a: str | None, b: str | None) -> bool:

@@ -18,7 +18,8 @@ from basics.cli import Parser, UsageError, add_version, ip_address, parse
 from basics.jsonci import get_ci
 from libhns import errors, guid
 from libhns.client import HcnClient, HnsCallClient, open_clients
-from libhns.objects import REMOTE_ENDPOINT_FLAG, HnsObject
+from libhns.objects import LB_DSR, PORT_MAPPING_LOCAL_ROUTED_VIP, REMOTE_ENDPOINT_FLAG, HnsObject
+from libhns.policies import PROVIDER_ADDRESS
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
@@ -95,7 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remote",
         action="store_true",
-        help="another node's pod, as kube-proxy makes them for its load balancers (IsRemoteEndpoint)",
+        help="another node's pod or a Service VIP, as kube-proxy makes them for its load balancers "
+        "(IsRemoteEndpoint; its --ip may lie outside the network's subnets)",
+    )
+    p.add_argument(
+        "--provider-address",
+        type=ip_address,
+        help="with --remote: the other node's address (a ProviderAddress policy, as kube-proxy sets on Overlay)",
     )
     _output_options(p)
 
@@ -111,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="tcp", help="tcp (default) or udp")
     p.add_argument("--port", type=_port, required=True, help="the frontend (external) port")
     p.add_argument("--target-port", type=_port, help="the backends' port (default: --port)")
+    p.add_argument("--dsr", action="store_true", help="direct server return (load balancer Flags 1, WinDSR)")
+    p.add_argument(
+        "--local-routed-vip",
+        action="store_true",
+        help="a NodePort Service's mapping (port mapping Flags 2), usually without --vip",
+    )
     _output_options(p)
 
     pl = sub.add_parser(
@@ -331,7 +344,9 @@ class _V2View(_View):
     def create_network(self, doc: dict[str, Any]) -> Any:
         return self.c.create_network(doc)
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
+    def create_endpoint(
+        self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool, provider_address: str | None
+    ) -> Any:
         settings: dict[str, Any] = {"Name": name}
         if ip:
             settings["IpConfigurations"] = [{"IpAddress": ip}]
@@ -339,6 +354,8 @@ class _V2View(_View):
             settings["MacAddress"] = mac
         if remote:
             settings["Flags"] = REMOTE_ENDPOINT_FLAG
+        if provider_address:
+            settings["Policies"] = [PROVIDER_ADDRESS.v2(provider_address)]
         return self.c.create_endpoint(network.id, settings)
 
     def namespace(self, ref: str) -> Any:
@@ -361,7 +378,9 @@ class _V1View(_View):
 
         return self.c.create_network(v1_network_document(doc))
 
-    def create_endpoint(self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool) -> Any:
+    def create_endpoint(
+        self, name: str, network: Any, ip: str | None, mac: str | None, remote: bool, provider_address: str | None
+    ) -> Any:
         doc: dict[str, Any] = {"Name": name, "VirtualNetwork": network.id}
         if ip:
             doc["IPAddress"] = ip
@@ -369,6 +388,8 @@ class _V1View(_View):
             doc["MacAddress"] = mac
         if remote:
             doc["IsRemoteEndpoint"] = True
+        if provider_address:
+            doc["Policies"] = [PROVIDER_ADDRESS.v1(provider_address)]
         return self.c.create_endpoint(doc)
 
     def namespace(self, ref: str) -> Any:
@@ -487,8 +508,10 @@ class _Ctl:
         _show(self.out, a, self._endpoint(a, a.endpoint))
 
     def endpoint_create(self, a: argparse.Namespace) -> None:
+        if a.provider_address and not a.remote:
+            raise UsageError("hnsctl: --provider-address is for a remote endpoint: add --remote")
         view = self._view(a)
-        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac, a.remote)
+        ep = view.create_endpoint(a.name, self._network(a, a.network), a.ip, a.mac, a.remote, a.provider_address)
         if a.host:
             try:
                 self.hnscall.host_attach(ep.id, 1)
@@ -538,12 +561,14 @@ class _Ctl:
                     "Protocol": PROTOCOLS[a.protocol],
                     "InternalPort": a.target_port or a.port,
                     "ExternalPort": a.port,
-                    "Flags": 0,
+                    "Flags": PORT_MAPPING_LOCAL_ROUTED_VIP if a.local_routed_vip else 0,
                 }
             ],
         }
         if a.source_vip:
             doc["SourceVIP"] = a.source_vip
+        if a.dsr:
+            doc["Flags"] = LB_DSR
         _show(self.out, a, self.hcn.create_load_balancer(doc))
 
     def policylist_list(self, a: argparse.Namespace) -> None:

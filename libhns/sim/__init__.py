@@ -9,8 +9,9 @@ Environment (``Simulator.from_env``):
   ``fault-counters.json``). Default: ``%LOCALAPPDATA%\\wincni\\hns-sim`` on Windows, else
   ``$XDG_STATE_HOME/wincni/hns-sim`` or ``~/.local/state/wincni/hns-sim``.
 - ``LIBHNS_SIM_VERSION``: the HNS version ``GET /globals/version`` reports, e.g. ``13.2``
-  (default, a Windows Server 2022 node). Below 9.2 the HCN (V2) calls fail with
-  0x8007007E, as when computenetwork.dll is missing.
+  (default, a Windows Server 2022 node; such nodes report 13.3, with the same features). Below
+  9.2 the HCN (V2) calls fail with 0x8007007E, as when computenetwork.dll is missing; below 15.4
+  ``HcnModifyLoadBalancer`` fails E_NOTIMPL (``libhns.sim.versions``).
 - ``LIBHNS_SIM_ADAPTERS``: the node's host adapters, ``NAME=ADDRESS[,...]``, the first the
   default; a network bound to one reports its address (``libhns.sim.adapters``). Unset: every
   adapter is ``10.127.130.36``.
@@ -29,7 +30,7 @@ Environment (``Simulator.from_env``):
 Simulator-only (no HNS equivalent): ``register_container`` / ``remove_container`` make a
 running compute system for V1 hot attach (HCS), ``containers()``, ``reset_fault_counters()``,
 ``restart()`` (an HNS service restart: networks flagged EnableNonPersistent vanish with
-their endpoints) and ``open_handles`` for leak checks. A network on a host adapter gets that
+their endpoints; load balancers stay) and ``open_handles`` for leak checks. A network on a host adapter gets that
 adapter's address as its management IP unless the request carries a ProviderAddress policy or V1
 ``ManagementIP``; Overlay networks also get an assigned DrMacAddress.
 """

@@ -178,7 +178,8 @@ class Endpoint(Record):
             raise Reject(HCN_E_REQUEST_UNSUPPORTED, f"Unsupported endpoint ResourceType {rtype!r}.")
 
     def delete(self, st: HnsState) -> None:
-        """Deleting an attached endpoint detaches it from its namespace and containers."""
+        """Deleting an attached endpoint detaches it from its namespace and containers; load
+        balancers over it keep referencing it (``loadbalancer.py``)."""
         ns = st.find("Namespace", self.namespace_id) if self.namespace_id else None
         if ns is not None:
             ns.drop_endpoint(self.id)

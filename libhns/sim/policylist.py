@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from libhns import policies as P
 from libhns.errors import HCN_E_INVALID_JSON_REFERENCE, HCN_E_INVALID_POLICY, HCN_E_REQUEST_UNSUPPORTED
+from libhns.objects import LB_DSR, PORT_MAPPING_ILB
 from libhns.sim.validate import Reject, check_v1_policies
 
 TYPE_CHECKING = False
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 REFERENCE = "/endpoints/"
-#: LoadBalancerFlags EnableDirectServerReturn, LoadBalancerPortMappingFlags ILB (hnslib
-#: hcn/hcnloadbalancer.go): the two bits V1 spells as the ELB booleans ``IsDSR`` and ``ILB``.
-DSR, ILB = 1, 1
 #: A policy list's State once applied (networkhealth.ps1 fails any other; calico#8465 shows 2).
 APPLIED = 2
 
@@ -36,13 +34,13 @@ def policy_list(doc: Mapping[str, Any], network_id: str | None) -> dict[str, Any
         frontend["SourceVIP"] = g("SourceVIP")
     if g("FrontendVIPs"):
         frontend["VIPs"] = list(g("FrontendVIPs"))
-    if int(g("Flags") or 0) & DSR:
+    if int(g("Flags") or 0) & LB_DSR:  # V1 spells it IsDSR
         frontend["IsDSR"] = True
     elbs = []
     for m in g("PortMappings") or ():
         elb = {"Type": "ELB", "Protocol": P.get_ci(m, "Protocol") or 0}
         elb.update({"InternalPort": P.get_ci(m, "InternalPort") or 0, "ExternalPort": P.get_ci(m, "ExternalPort") or 0})
-        if int(P.get_ci(m, "Flags") or 0) & ILB:
+        if int(P.get_ci(m, "Flags") or 0) & PORT_MAPPING_ILB:
             elb["ILB"] = True
         elbs.append({**elb, **frontend})
     out: dict[str, Any] = {"ID": doc["ID"]}
@@ -76,12 +74,12 @@ def load_balancer(doc: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError:
             raise Reject(HCN_E_INVALID_POLICY, f"ELB policy protocol {g(p, 'Protocol')!r}.") from None
         mapping = {"Protocol": protocol, "InternalPort": g(p, "InternalPort") or 0}
-        mapping.update({"ExternalPort": g(p, "ExternalPort") or 0, "Flags": ILB if g(p, "ILB") else 0})
+        mapping.update({"ExternalPort": g(p, "ExternalPort") or 0, "Flags": PORT_MAPPING_ILB if g(p, "ILB") else 0})
         mappings.append(mapping)
     v2: dict[str, Any] = {"HostComputeEndpoints": [_endpoint_id(r) for r in P.get_ci(doc, "References") or ()]}
     if source:
         v2["SourceVIP"] = source
-    v2.update({"FrontendVIPs": list(vips), "PortMappings": mappings, "Flags": DSR if dsr else 0})
+    v2.update({"FrontendVIPs": list(vips), "PortMappings": mappings, "Flags": LB_DSR if dsr else 0})
     v2["SchemaVersion"] = {"Major": 2, "Minor": 0}
     return v2
 

@@ -57,8 +57,8 @@ class Record:
 
     Subclasses set ``KIND`` (the HCN name), ``TABLE`` (its table in the store), ``NOT_FOUND``
     (the HRESULT for a missing one) and ``FIELDS`` (the slots stored beside ``doc``, each also a
-    keyword of ``__init__``). The defaults below are HNS's for a kind that only stores its
-    document (a load balancer).
+    keyword of ``__init__``). The defaults below are HNS's for a kind that keeps nothing beside
+    its document (a load balancer: its rules are in its own methods).
     """
 
     __slots__ = ("doc",)

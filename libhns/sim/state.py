@@ -104,7 +104,9 @@ class HnsState:
 
     def restart(self) -> list[str]:
         """What restarting the HNS service does: networks created with EnableNonPersistent are
-        gone, with their endpoints (detached from namespaces and containers). Their names."""
+        gone, with their endpoints, remote ones too (detached from namespaces and containers);
+        load balancers stay, referencing what went (HNS rehydrates them: kubernetes#139519).
+        The dropped networks' names."""
         dropped = [net for net in self.table("Network").values() if int(net.doc.get("Flags") or 0) & NON_PERSISTENT]
         for net in dropped:
             for ep in list(self.endpoints_of(net.id)):

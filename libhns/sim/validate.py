@@ -6,6 +6,7 @@ from __future__ import annotations
 from basics import ipaddr, jsontext
 from libhns import policies as P
 from libhns.errors import (
+    HCN_E_INVALID_IP,
     HCN_E_INVALID_JSON,
     HCN_E_INVALID_NETWORK_TYPE,
     HCN_E_INVALID_POLICY,
@@ -211,3 +212,49 @@ def network_type(value: Any) -> str:
             if t.casefold() == value.casefold():
                 return t
     raise Reject(HCN_E_INVALID_NETWORK_TYPE, f"Invalid network type {value!r}.")
+
+
+#: HostComputeLoadBalancer's numeric fields and their largest values (hnslib hcnloadbalancer.go:
+#: Flags and Protocol uint32, ports uint16, DistributionType 0 None, 1 SourceIPProtocol, 2 SourceIP).
+_PORT_MAPPING_FIELDS = {
+    "Protocol": 0xFFFFFFFF,
+    "InternalPort": 0xFFFF,
+    "ExternalPort": 0xFFFF,
+    "DistributionType": 2,
+    "Flags": 0xFFFFFFFF,
+}
+
+
+def check_load_balancer(doc: Mapping[str, Any]) -> None:
+    """A HostComputeLoadBalancer's shape: backends a list of IDs, the VIPs addresses, the port
+    mappings objects of numbers in their types' ranges. A field the schema cannot read is invalid
+    JSON to HNS, an address that is none is HCN_E_INVALID_IP; every value that fits its type is
+    taken (no source says HNS refuses one)."""
+    for key in ("HostComputeEndpoints", "FrontendVIPs", "PortMappings"):
+        value = P.get_ci(doc, key)
+        if value is not None and not isinstance(value, list):
+            raise Reject(HCN_E_INVALID_JSON, f"{key} must be a list.")
+    if not all(isinstance(ep, str) for ep in P.get_ci(doc, "HostComputeEndpoints") or ()):
+        raise Reject(HCN_E_INVALID_JSON, "HostComputeEndpoints must be a list of IDs.")
+    for vip in [*(P.get_ci(doc, "FrontendVIPs") or ()), P.get_ci(doc, "SourceVIP") or ""]:
+        if vip != "":
+            check_address(vip)
+    _check_number(P.get_ci(doc, "Flags"), "Flags", 0xFFFFFFFF)
+    for mapping in P.get_ci(doc, "PortMappings") or ():
+        if not isinstance(mapping, dict):
+            raise Reject(HCN_E_INVALID_JSON, "PortMappings entries must be objects.")
+        for key, top in _PORT_MAPPING_FIELDS.items():
+            _check_number(P.get_ci(mapping, key), f"PortMappings {key}", top)
+
+
+def _check_number(value: Any, where: str, top: int) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= top):
+        raise Reject(HCN_E_INVALID_JSON, f"{where} {value!r} is not a number from 0 to {top}.")
+
+
+def check_address(text: Any) -> ipaddr.Address:
+    """An IP address, or HCN_E_INVALID_IP."""
+    try:
+        return ipaddr.ip_address(str(text))
+    except ValueError:
+        raise Reject(HCN_E_INVALID_IP, f"{text!r} is not an IP address.") from None

@@ -288,3 +288,57 @@ def test_load_balancers_policy_lists_and_remote_endpoints(hnsctl):
     assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []
     missing = hnsctl("loadbalancer", "show", lb["ID"], ok=False)
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_kube_proxys_service_objects_on_the_simulator(hnsctl):
+    """What kube-proxy makes on an Overlay node, made by hnsctl for tests: a remote endpoint for a
+    Service VIP (outside the network's subnets) and one for another node's pod with its provider
+    address, in both views; a DSR ClusterIP and a NodePort load balancer; a second load balancer
+    on a frontend already held is refused, naming HNS's error."""
+    hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24")
+    pod = json.loads(hnsctl("endpoint", "create", "pod", "--network", "vxlan0", "-o", "json").stdout)
+    vip = json.loads(
+        hnsctl("endpoint", "create", "", "--network", "vxlan0", "--ip", "10.96.0.1", "--remote", "-o", "json").stdout
+    )
+    assert vip["IpConfigurations"] == [{"IpAddress": "10.96.0.1"}] and vip["Flags"] == 1
+    for view, policy in (((), {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "192.0.2.7"}}),
+                         (("--v1",), {"Type": "PA", "PA": "192.0.2.7"})):  # fmt: skip
+        ip = "10.244.7.5" if not view else "10.244.7.6"
+        made = hnsctl(
+            "endpoint", "create", f"remote_{ip}", "--network", "vxlan0", "--ip", ip, "--remote",
+            "--provider-address", "192.0.2.7", *view, "-o", "json",
+        )  # fmt: skip
+        assert json.loads(made.stdout)["Policies"] == [policy], view
+    usage = hnsctl("endpoint", "create", "x", "--network", "vxlan0", "--provider-address", "192.0.2.7", ok=False)
+    assert usage.returncode == 2 and "--remote" in usage.stderr
+    cluster_ip = json.loads(
+        hnsctl(
+            "loadbalancer",
+            "create",
+            "--endpoint",
+            pod["ID"],
+            "--vip",
+            "10.96.0.1",
+            "--port",
+            "443",
+            "--target-port",
+            "6443",
+            "--dsr",
+            "-o",
+            "json",
+        ).stdout  # fmt: skip
+    )
+    assert cluster_ip["Flags"] == 1
+    node_port = json.loads(
+        hnsctl(
+            "loadbalancer", "create", "--endpoint", "pod", "--port", "30080", "--local-routed-vip", "-o", "json"
+        ).stdout
+    )
+    assert node_port["FrontendVIPs"] == [] and node_port["PortMappings"][0]["Flags"] == 2
+    (elb,) = json.loads(hnsctl("policylist", "show", cluster_ip["ID"], "-o", "json").stdout)["Policies"]
+    assert elb == {"Type": "ELB", "Protocol": 6, "InternalPort": 6443, "ExternalPort": 443, "VIPs": ["10.96.0.1"],
+                   "IsDSR": True}  # fmt: skip
+    again = hnsctl("loadbalancer", "create", "--endpoint", "pod", "--vip", "10.96.0.1", "--port", "443", ok=False)
+    assert again.returncode == 1 and "The specified port already exists" in again.stderr, again.stderr
+    hnsctl("policylist", "delete", cluster_ip["ID"], node_port["ID"])
+    assert json.loads(hnsctl("loadbalancer", "list", "-o", "json").stdout) == []

@@ -3,11 +3,14 @@ Overlay network (EndpointFlags RemoteEndpoint = 1, V1 IsRemoteEndpoint)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from libhns import errors
 from libhns.sim import Simulator
 from test_sim import create, create_ep, endpoint, overlay, v1
+from testdata import REALHNS
 
 REMOTE = 1
 
@@ -46,17 +49,9 @@ def test_another_nodes_pod_with_its_provider_address(sim):
 
 def test_v1_remote_endpoint_outside_the_subnets(sim):
     net = create(sim, "Network", overlay())
-    out = v1(
-        sim,
-        "POST",
-        "/endpoints/",
-        {
-            "VirtualNetwork": net["ID"],
-            "IPAddress": "10.244.9.3",
-            "IsRemoteEndpoint": True,
-            "Policies": [{"Type": "PA", "PA": "192.0.2.9"}],
-        },
-    )
+    pa = [{"Type": "PA", "PA": "192.0.2.9"}]
+    body = {"VirtualNetwork": net["ID"], "IPAddress": "10.244.9.3", "IsRemoteEndpoint": True, "Policies": pa}
+    out = v1(sim, "POST", "/endpoints/", body)
     assert out["Success"], out
     assert out["Output"]["IsRemoteEndpoint"] is True
 
@@ -83,3 +78,19 @@ def test_an_address_hns_assigns_is_not_a_remote_endpoints(sim):
     net = create(sim, "Network", overlay())
     create_ep(sim, net["ID"], _remote("10.244.2.2"))
     assert create_ep(sim, net["ID"], endpoint("pod", None))["IpConfigurations"][0]["IpAddress"] == "10.244.2.3"
+
+
+def test_the_captured_remote_endpoint_is_made_again_through_v1(sim):
+    """A real node's remote endpoint (HNS 5.1, flannel's vxlan0): its address lies in the
+    cluster's /16 but outside this node's lease; posted back, HNS's answer carries it."""
+    captured = json.loads((REALHNS / "07-v1-endpoint-remote-overlay-pa-flannel-fixture.json").read_bytes())
+    create(sim, "Network", overlay("vxlan0"))
+    keys = ("ID", "IPAddress", "IsRemoteEndpoint", "MacAddress", "Name", "Policies", "PrefixLength")
+    request = {**{k: captured[k] for k in keys}, "VirtualNetworkName": "vxlan0"}
+    out = v1(sim, "POST", "/endpoints/", request)
+    assert out["Success"], out
+    made = out["Output"]
+    assert made["ID"].lower() == captured["ID"] and made["MacAddress"].upper() == captured["MacAddress"].upper()
+    assert {k: made[k] for k in keys if k not in ("ID", "MacAddress")} == {
+        k: captured[k] for k in keys if k not in ("ID", "MacAddress")
+    }
