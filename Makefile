@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test test-quick lint soak bench bench-windows dist dist-windows test-windows image clean venv
+.PHONY: demo test test-quick lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
 
 # One executable of the frozen bundle (`make dist`) and what goes into it.
 DIST_EXE    := dist/wincni/wincni
@@ -88,6 +88,17 @@ bench-windows: dist-windows
 test-windows: $(STAMP)
 	$(VPY) -m pip install -q -e '.[windows]'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/windows
+
+# The flanneld lane's node left running for a person (tests/windows/devnode.py): etcd, flanneld.exe
+# under Wine in the node's network namespace, the fake HNS, wincni installed; it prints commands to
+# try through build/node/sh (which enters the namespace). BACKEND=host-gw for the L2Bridge node.
+BACKEND ?= vxlan
+node: dist-windows
+	$(VPY) tests/windows/devnode.py start --root build/node --backend $(BACKEND)
+
+# Stops everything `make node` started (build/node/state.json names it).
+node-stop:
+	$(VPY) tests/windows/devnode.py stop --root build/node
 
 clean:
 	rm -rf $(VENV) build dist dist-windows dist-image .pytest_cache .hypothesis *.egg-info

@@ -479,19 +479,14 @@ class _Ctl:
         _show(self.out, a, self._view(a).create_network(network_document(a)))
 
     def network_delete(self, a: argparse.Namespace) -> None:
+        """HNS deletes the network's endpoints with it: the output says how many went."""
         net = self._network(a, a.network)
         view = self._view(a)
-        try:
-            view.delete_network(net.id)
-        except errors.HnsError as exc:
-            if exc.name != "HCN_E_ENTITY_HAS_REFERENCES":
-                raise
-            ids = [e.id for e in view.endpoints(net.id)]
-            first = (
-                f"its endpoints first: hnsctl endpoint delete {' '.join(ids)}" if ids else "what still uses it first"
-            )
-            raise Refused(f"{exc}: network {net.name} is still in use; delete {first}") from None
-        self.out.write(f"deleted network {net.name} ({net.id})\n")
+        gone = len(view.endpoints(net.id))
+        view.delete_network(net.id)
+        self.out.write(
+            f"deleted network {net.name} ({net.id})" + (f" and its {gone} endpoint(s)" if gone else "") + "\n"
+        )
 
     # endpoint
     def endpoint_list(self, a: argparse.Namespace) -> None:

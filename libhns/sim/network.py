@@ -10,7 +10,6 @@ from libhns import policies as P
 from libhns.errors import (
     E_INVALIDARG,
     ERROR_OBJECT_ALREADY_EXISTS,
-    HCN_E_ENTITY_HAS_REFERENCES,
     HCN_E_INVALID_NETWORK,
     HCN_E_NETWORK_ALREADY_EXISTS,
     HCN_E_NETWORK_NOT_FOUND,
@@ -192,8 +191,14 @@ class Network(Record):
             raise Reject(HCN_E_REQUEST_UNSUPPORTED, f"Unsupported network ResourceType {rtype!r}.")
 
     def delete(self, st: HnsState) -> None:
-        if any(True for _ in st.endpoints_of(self.id)):
-            raise Reject(HCN_E_ENTITY_HAS_REFERENCES)
+        """HNS deletes a network that still has endpoints, and the endpoints with it (detached from
+        their namespaces and containers). Programs written against real HNS rely on it: flanneld
+        v0.27.4 (pkg/backend/hostgw/hostgw_windows.go) deletes ``cbr0`` when its lease changed
+        while its own host endpoint ``cbr0_ep`` is still on it, stops if that fails, and then finds
+        ``cbr0_ep`` gone and makes it again; vxlan_network_windows.go / device_windows.go delete
+        ``flannel.<VNI>`` under running pods the same way."""
+        for ep in list(st.endpoints_of(self.id)):
+            st.delete("Endpoint", ep.id)
 
     def subnets(self) -> list[tuple[Any, set[Any]]]:
         """(subnet, reserved addresses) per subnet: network, broadcast and gateway are reserved."""

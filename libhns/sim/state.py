@@ -109,7 +109,5 @@ class HnsState:
         The dropped networks' names."""
         dropped = [net for net in self.table("Network").values() if int(net.doc.get("Flags") or 0) & NON_PERSISTENT]
         for net in dropped:
-            for ep in list(self.endpoints_of(net.id)):
-                self.delete("Endpoint", ep.id)
-            self.table("Network").pop(net.id)
+            self.delete("Network", net.id)
         return [net.name for net in dropped]

@@ -389,10 +389,7 @@ class NodeDay(RuleBasedStateMachine):
         self.step("hns-restart", fault=True)
         self.node.hnsctl("restart")
         for net in self.node.hnsctl("network", "list", "-o", "json"):  # cbr0 is persistent: a reboot drops it here
-            if net["Name"] == self.name:
-                for ep in self.node.hnsctl("endpoint", "list", "-o", "json"):
-                    if ep.get("HostComputeNetwork", "").upper() == net["ID"].upper():
-                        self.node.hnsctl("endpoint", "delete", ep["ID"])
+            if net["Name"] == self.name:  # with its endpoints
                 self.node.hnsctl("network", "delete", net["ID"])
         if new_subnet:
             self.subnet = SUBNETS[1] if self.subnet == SUBNETS[0] else SUBNETS[0]

@@ -109,8 +109,6 @@ def test_host_locals_own_fields_follow_the_same_rule(tmp_path):
 
 def _drop_network(node: Node) -> None:
     """What an HNS restart does to a non-persistent network: it is gone with its endpoints."""
-    for name in node.endpoints():
-        node.hnsctl("endpoint", "delete", name)
     node.hnsctl("network", "delete", node.network)
 
 

@@ -52,6 +52,11 @@ def _orphan(node: Node) -> None:
     age(_store(node) / "10.244.4.77")
 
 
+def _earlier_lease_pod(node: Node) -> None:
+    _store(node).mkdir(parents=True, exist_ok=True)
+    (_store(node) / "10.244.9.7").write_bytes(b"oldpod\r\neth0")
+
+
 def _stale_endpoint(node: Node) -> None:
     node.hnsctl("endpoint", "create", f"gone_{node.network}", "--network", node.network, "--ip", "10.244.4.19")
     (_store(node) / "10.244.4.19").write_bytes(b"gone\r\neth0")
@@ -121,6 +126,7 @@ BREAKS = {
             node.source_vip.write_text(json.dumps({"ip4": {"ip": "10.244.9.9/24"}})),
         ),
     ),
+    "subnet-env: pods of an earlier lease": Break("subnet-env", "bridge", _earlier_lease_pod),
     "exceptions: the service CIDR missing": Break(
         "exceptions", "overlay", _exceptions(["10.244.0.0/16"]), prose_names=_conf
     ),
@@ -196,6 +202,7 @@ NO_FILE = {
     "plugins: bin dir unreadable": "bin_dir",
     "vxlan: the HNS network's VNI": "",
     "subnet-env: a new lease": "",
+    "subnet-env: pods of an earlier lease": "crictl rmp -f oldpod",  # the runtime's, then the kubelet's
     "build: plugins of another build": "DaemonSet",
 }
 

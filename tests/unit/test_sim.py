@@ -372,15 +372,15 @@ def test_fixed_guid_twice(sim):
 
 
 def test_delete_network_with_endpoints(sim):
+    """Both APIs delete a network that has endpoints, and its endpoints with it."""
     net = create(sim, "Network", l2bridge())
-    ep = create_ep(sim, net["ID"], endpoint())
-    with pytest.raises(errors.InUse) as exc:
-        sim.hcn_delete("Network", net["ID"])
-    assert exc.value.hresult == 0x803B002C
-    out = v1(sim, "DELETE", f"/networks/{net['ID']}")
-    assert out["Success"] is False and errors.from_v1_error("x", out["Error"]).__class__ is errors.InUse
-    sim.hcn_delete("Endpoint", ep["ID"])
+    create_ep(sim, net["ID"], endpoint())
     sim.hcn_delete("Network", net["ID"])
+    assert json.loads(sim.hcn_enumerate("Endpoint", "")) == []
+    net = create(sim, "Network", l2bridge())
+    create_ep(sim, net["ID"], endpoint())
+    assert v1(sim, "DELETE", f"/networks/{net['ID']}")["Success"] is True
+    assert json.loads(sim.hcn_enumerate("Endpoint", "")) == []
     assert json.loads(sim.hcn_enumerate("Network", "")) == []
 
 
@@ -612,12 +612,25 @@ def test_a_kind_runs_on_a_state_built_by_hand():
     assert first.state() == ATTACHED and first.v1(st)["Namespace"] == {"ID": ns.id}
     ns.remove_endpoint(first)
     assert first.state() == DETACHED and ns.doc["Resources"] == []
-    with pytest.raises(Exception) as exc:
-        st.delete("Network", net.id)
-    assert exc.value.hresult == 0x803B002C  # HCN_E_ENTITY_HAS_REFERENCES
     st.delete("Endpoint", first.id)
     st.delete("Network", net.id)
     assert st.table("Network") == {} and st.table("Endpoint") == {}
+
+
+def test_deleting_a_network_deletes_its_endpoints_and_detaches_them():
+    from libhns.sim.endpoint import Endpoint
+    from libhns.sim.namespace import Namespace
+    from libhns.sim.network import Network
+
+    st = hand_state()
+    net = Network.create(st, l2bridge(prefix="10.9.0.0/29", gw="10.9.0.1"))
+    other = Network.create(st, l2bridge(name="other", prefix="10.9.1.0/29", gw="10.9.1.1"))
+    ns = Namespace.create(st, {})
+    ns.add_endpoint(Endpoint.create(st, net.id, {"Name": "pod"}))
+    kept = Endpoint.create(st, other.id, {"Name": "kept"})
+    st.delete("Network", net.id)
+    assert list(st.table("Network").values()) == [other] and list(st.table("Endpoint").values()) == [kept]
+    assert ns.doc["Resources"] == []
 
 
 def test_records_dump_to_the_stored_json_and_load_back(sim, tmp_path):

@@ -260,6 +260,17 @@ def test_subnet_env_outside_the_hns_network(bridge: Node) -> None:
     failed(bridge.doctor(), "subnet-env", "10.244.9.0/24", "cbr0")
 
 
+def test_pods_of_an_earlier_lease_have_no_network(bridge: Node) -> None:
+    """flanneld came back with another lease and made its network again (HNS deleted the pods'
+    endpoints with the old one): pods still holding old addresses are named, however young."""
+    store = bridge.ipam_dir / bridge.network
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "10.244.9.7").write_bytes(b"oldpod\r\neth0")
+    failed(bridge.doctor(), "subnet-env", "10.244.9.7 (oldpod)", "crictl rmp -f oldpod", "10.244.4.0/24")
+    (store / "10.244.9.7").unlink()
+    assert bridge.doctor()["subnet-env"]["status"] == "ok"
+
+
 def test_exceptions_miss_the_service_cidr(node: Node) -> None:
     node.cni_conf["delegate"]["policies"][0]["Value"]["ExceptionList"] = ["10.244.0.0/16"]
     failed(node.doctor(), "exceptions", "10.96.0.0/12")

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Iterator, Protocol
 
 import pytest
 
 from basics import ipaddr
 from controlplane import ControlPlane
 from gotool import go_tool
-from hnsnode import Run
+from libcni import Driver
 from neighbours import PREFIX, Etcd, Flanneld, subnet_key
 from netns import NODE_LINK, Netns
 from winenode import FAKEDLL, ROOT, WineNode, mingw, toolchain
@@ -48,7 +48,14 @@ POWERSHELL = r"C:\windows\system32\WindowsPowerShell\v1.0\powershell.exe"  # whe
 
 
 class SubnetManager(Protocol):
-    """Where flanneld reads its network config and the cluster's leases, and writes its own."""
+    """Where flanneld reads its network config and the cluster's leases, and writes its own.
+    Made with the node's root, inside the node's namespace (it listens on the node's loopback)."""
+
+    #: the Go programs (``winbuild.gobuild`` names) it runs: built before the namespace is
+    #: entered, where the Go module proxy cannot be reached
+    PROGRAMS: tuple[str, ...]
+
+    def __init__(self, root: Path) -> None: ...
 
     def flanneld_args(self) -> list[str]:
         """flanneld's flags that name this subnet manager."""
@@ -74,6 +81,8 @@ class SubnetManager(Protocol):
 
 class EtcdSubnets:
     """flanneld's etcd subnet manager: one etcd member on loopback, keys under ``PREFIX``."""
+
+    PROGRAMS = ("etcd",)
 
     def __init__(self, root: Path) -> None:
         self.etcd = Etcd(go_tool("etcd", "hold flanneld's network config and leases"), root / "etcd")
@@ -114,8 +123,12 @@ class KubeSubnets:
     """flanneld's Kubernetes subnet manager: a control plane on loopback (``controlplane.py``),
     deploy/rbac.yaml's roles applied, flanneld running as its ServiceAccount. This node's Node is
     registered with the podCIDR ``HOSTGW_LEASE`` as the node IPAM controller would give it before
-    flanneld starts; another node's lease is a Node with that podCIDR and the annotations its
-    flanneld writes. The network config is net-conf.json (``write_node_config``), as deploy/ runs it."""
+    flanneld starts (released, it is deleted; assigned another lease, registered again with that
+    podCIDR, which a Node cannot change); another node's lease is a Node with that podCIDR and the
+    annotations its flanneld writes. The network config is net-conf.json (``write_node_config``),
+    as deploy/ runs it."""
+
+    PROGRAMS = ("etcd", "kube-apiserver")
 
     def __init__(self, root: Path) -> None:
         etcd = go_tool("etcd", "store the API server's objects")
@@ -144,8 +157,11 @@ class KubeSubnets:
         self.plane.register_node(NODE_NAME, HOSTGW_LEASE, NODE_IP)
 
     def assign(self, subnet: str, lease: dict, ttl: int) -> None:
-        if lease["PublicIP"] == NODE_IP:  # this node's: its Node got it in configure
-            assert subnet == HOSTGW_LEASE, f"this node's podCIDR is {HOSTGW_LEASE}, not {subnet}"
+        if lease["PublicIP"] == NODE_IP:  # this node's
+            held = {n["metadata"]["name"]: n["spec"].get("podCIDR") for n in self._nodes()}.get(NODE_NAME)
+            if held is None:
+                self.plane.register_node(NODE_NAME, subnet, NODE_IP)
+            assert held in (None, subnet), f"{NODE_NAME}'s podCIDR is {held}: release it first"
             return
         notes = {ANNOTATIONS[k]: v if isinstance(v, str) else json.dumps(v) for k, v in lease.items()}
         self.plane.register_node(f"node-{lease['PublicIP']}", subnet, lease["PublicIP"], {**notes, MANAGED: "true"})
@@ -173,7 +189,7 @@ class KubeSubnets:
         self.plane.stop()
 
 
-SUBNET_MANAGERS: dict[str, Callable[[Path], SubnetManager]] = {"etcd": EtcdSubnets, "kube": KubeSubnets}
+SUBNET_MANAGERS: dict[str, type[SubnetManager]] = {"etcd": EtcdSubnets, "kube": KubeSubnets}
 
 
 @dataclass
@@ -186,6 +202,10 @@ class FlannelNode:
     subnets: SubnetManager
     flanneld: Flanneld
     fakeps: Path  # the powershell.exe stand-in's folder: commands.log, state
+    libcni: Driver  # the runtime: libcni over what ``wincni install`` laid in containerd's folders
+    conf: dict = field(
+        default_factory=dict
+    )  # the flannel plugin's config ``wincni install`` wrote (``installed_conf``)
 
     @property
     def subnet_env(self) -> dict[str, str]:
@@ -210,10 +230,6 @@ class FlannelNode:
         log = self.fakeps / "commands.log"
         runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         return [argv[argv.index("-Command") + 1] for argv in runs]
-
-    def cni(self, command: str, conf: dict, cid: str, netns: str) -> Run:
-        """The installed flannel.exe, as containerd runs it."""
-        return self.node.run(command, conf, cid, netns, plugin="flannel", bin_dir=OPT_BIN)
 
     def wincni(self, *args: str) -> tuple[int, dict]:
         proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
@@ -280,19 +296,28 @@ def write_node_config(node: WineNode, backend: str) -> None:
         path.write_text(text)
 
 
+def host_endpoint_address(netns: Netns, lease: str) -> None:
+    """host-gw's host endpoint address (lease + 2) on the node, before flanneld makes the endpoint
+    and waits for an interface holding it (HNS gives it to the host vNIC on a real node)."""
+    netns.add_address(f"{ipaddr.ip_network(lease).network_address + 2}/32")
+
+
 @contextmanager
 def flannel_node(
     root: Path,
     package_zip: Path,
     backend: str,
-    subnet_manager: Callable[[Path], SubnetManager] = EtcdSubnets,
+    subnet_manager: type[SubnetManager] = EtcdSubnets,
     sim_env: dict[str, str] | None = None,
 ) -> Iterator[FlannelNode]:
     """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
-    config (and host-gw's lease), flanneld.exe having written subnet.env; all stopped after.
-    ``subnet_manager(root)`` is called inside the namespace, so it listens on the node's loopback;
+    config (and host-gw's lease), flanneld.exe having written subnet.env, wincni installed from
+    net-conf.json into containerd's folders; all stopped after.
+    ``subnet_manager(root)`` is made inside the namespace, so it listens on the node's loopback;
     ``sim_env``: more of the simulator's variables (e.g. ``LIBHNS_SIM_VERSION``)."""
     flanneld_exe = go_tool("flanneld.exe", "make the node's network")
+    for name in ("cnidriver.exe", *subnet_manager.PROGRAMS):  # the cache, where the proxy is reachable
+        go_tool(name, "run the node")
     try:
         toolchain.ensure_system()
     except toolchain.ToolchainError as exc:
@@ -309,7 +334,7 @@ def flannel_node(
         subnets.configure({"Network": NETWORK, "Backend": BACKENDS[backend]})
         if backend == "host-gw":
             subnets.assign(HOSTGW_LEASE, {"PublicIP": NODE_IP, "BackendType": "host-gw"}, ttl=86400)
-            netns.add_address(f"{ipaddr.ip_network(HOSTGW_LEASE).network_address + 2}/32")
+            host_endpoint_address(netns, HOSTGW_LEASE)
         flanneld = Flanneld(
             flanneld_exe,
             # its default, /run/flannel/subnet.env, is on the current drive, which Wine makes Z: (the Linux root)
@@ -320,4 +345,6 @@ def flannel_node(
         ).start(toolchain.WINE)
         stack.callback(flanneld.stop)
         flanneld.wait_written(node.subnet_env, FLANNELD_TIMEOUT_S)
-        yield FlannelNode(backend, node, netns, subnets, flanneld, fakeps)
+        up = FlannelNode(backend, node, netns, subnets, flanneld, fakeps, node.libcni(NET_D, OPT_BIN))
+        up.conf = installed_conf(up)
+        yield up

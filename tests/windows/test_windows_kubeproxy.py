@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -31,23 +30,18 @@ from basics import ipaddr
 from controlplane import ControlPlane, endpoint_slice_doc, service_doc
 from flannelnode import (
     BACKENDS,
-    NET_D,
     NETWORK,
     NODE_NAME,
-    OPT_BIN,
     FlannelNode,
     KubeSubnets,
     flannel_node,
-    installed_conf,
 )
 from gotool import go_tool
 from hnsnode import first_ip
-from libcni import Driver
 from libhns.sim.versions import WS2022 as WS2022_VERSION
 from neighbours import Daemon, wait_for
 from winenode import toolchain
 
-DRIVER, CACHE = r"C:\libcni\cnidriver.exe", r"C:\var\lib\cni"
 CLUSTER_DNS = "10.96.0.10"  # write_node_config's kubelet clusterDNS
 SYNC_TIMEOUT_S = 120.0  # kube-proxy syncs within a second of a change; Wine and a busy machine are slow
 WS2022 = ".".join(map(str, WS2022_VERSION))  # what HNS reports on Windows Server 2022
@@ -66,7 +60,6 @@ class ProxyNode:
     cluster: FlannelNode
     plane: ControlPlane
     kube_proxy: Daemon
-    libcni: Driver
     source_vip: str
     dsr: bool  # --enable-dsr (WinDSR): load balancers flagged DSR
     pods: dict[str, str] = field(default_factory=dict)  # container ID -> address, the live pods
@@ -79,14 +72,14 @@ class ProxyNode:
 
     def add_pod(self, cid: str) -> tuple[str, dict]:
         """A pod through libcni: its address and CNI result."""
-        result = self.libcni.ok("ADD", cid, self.cluster.node.sandbox("v2", cid)).out
+        result = self.cluster.libcni.ok("ADD", cid, self.cluster.node.sandbox("v2", cid)).out
         ip = first_ip(result)[0]
         self.pods[cid] = ip
         self.given.add(ip)
         return ip, result
 
     def del_pod(self, cid: str) -> None:
-        self.libcni.ok("DEL", cid, self.cluster.node.sandbox("v2", cid))
+        self.cluster.libcni.ok("DEL", cid, self.cluster.node.sandbox("v2", cid))
         del self.pods[cid]
 
     def endpoint_id(self, cid: str) -> str:
@@ -178,14 +171,10 @@ def proxied(
 ) -> Iterator[ProxyNode]:
     backend, dsr = NODES[request.param]
     kube_proxy_exe = go_tool("kube-proxy.exe", "program Services onto our pods")
-    driver_exe = go_tool("cnidriver.exe", "run pods through libcni under Wine")
     root = tmp_path_factory.mktemp(f"kubeproxy-{request.param}")
     with flannel_node(root, package_zip, backend, KubeSubnets, {"LIBHNS_SIM_VERSION": WS2022}) as cluster:
         node = cluster.node
-        installed_conf(cluster)
         vip = reserve_source_vip(cluster)
-        node.path(DRIVER).parent.mkdir(parents=True)
-        shutil.copy(driver_exe, node.path(DRIVER))
         plane = cluster.subnets.plane
         kubeconfig = plane.kubeconfig("kube-proxy", root / "kube-proxy.kubeconfig")
         kube_proxy = Daemon(
@@ -196,8 +185,7 @@ def proxied(
             root / "kube-proxy.log",
         ).start(toolchain.WINE)
         try:
-            libcni = Driver(lambda argv, env: node.wine(DRIVER, *argv, **env), NET_D, OPT_BIN, CACHE)
-            proxied = ProxyNode(cluster, plane, kube_proxy, libcni, vip, dsr)
+            proxied = ProxyNode(cluster, plane, kube_proxy, vip, dsr)
             yield proxied
             if os.environ.get("KUBEPROXY_FIXTURES"):
                 save_fixtures(proxied, Path(os.environ["KUBEPROXY_FIXTURES"]) / request.param)
@@ -327,7 +315,7 @@ def test_reclaim_and_gc_keep_kube_proxys_source_vip_and_endpoints(proxied: Proxy
 
     rc, swept = cluster.wincni("reclaim", "--min-age", "0", "--force", "--runtime-endpoint", "none")
     assert rc == 0, swept
-    proxied.libcni.ok("GC", valid=[f"{cid}/eth0" for cid in proxied.pods])
+    proxied.cluster.libcni.ok("GC", valid=[f"{cid}/eth0" for cid in proxied.pods])
     assert node.ip_files().get(vip) == reserved
     assert neighbours_endpoints(proxied) == theirs
     assert proxied.balancers() == balancers

@@ -12,27 +12,22 @@ would change what test_windows_dirs.py and test_windows_lane.py's doctor see.
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from pathlib import Path
 
 import pytest
 
-from gotool import go_tool
 from hnsnode import net_conf_doc
 from libcni import BOUND, HUNG, Driver, pods_and_gc, slow, status_states, table
 from libhns.deadline import STATUS_SECONDS
-from winenode import WineNode, toolchain
+from winenode import LIBCNI_CACHE, WineNode, toolchain
 
 CONTAINERD = r"C:\Program Files\containerd"
 BIN, CONF = CONTAINERD + r"\cni\bin", CONTAINERD + r"\cni\conf"
-DRIVER = r"C:\libcni\cnidriver.exe"
-CACHE = r"C:\var\lib\cni"  # libcni's default cache dir, where containerd leaves it
 
 
 @pytest.fixture(scope="module")
 def libcni_node(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> tuple[WineNode, Driver]:
-    driver = go_tool("cnidriver.exe", "drive the plugins through libcni under Wine")
     try:
         toolchain.ensure_system()
     except toolchain.ToolchainError as e:
@@ -40,8 +35,6 @@ def libcni_node(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> 
     node = WineNode(tmp_path_factory.mktemp("libcni-node"), package_zip)
     try:
         node.overlay("vxlan0").lease().write_net_conf(net_conf_doc("overlay"))
-        node.path(DRIVER).parent.mkdir(parents=True)
-        shutil.copy(driver, node.path(DRIVER))
         config = node.path(CONTAINERD + r"\config.toml")
         config.parent.mkdir(parents=True)
         config.write_text("version = 3\r\n")  # containerd 2.x: it calls STATUS
@@ -53,14 +46,14 @@ def libcni_node(tmp_path_factory: pytest.TempPathFactory, package_zip: Path) -> 
         assert (installed["binDir"], installed["config"]) == (BIN, CONF + r"\10-flannel.conflist"), installed
         assert json.loads(node.path(installed["config"]).read_text())["cniVersion"] == "1.1.0"
         node.keep_server()  # as on Windows, no Wine server start in any run's time
-        yield node, Driver(lambda argv, env: node.wine(DRIVER, *argv, **env), CONF, BIN, CACHE)
+        yield node, node.libcni(CONF, BIN)
     finally:
         node.close()
 
 
 def test_pods_through_libcni_and_gc_with_the_live_list(libcni_node: tuple[WineNode, Driver]) -> None:
     pods_and_gc(*libcni_node)
-    assert libcni_node[0].path(CACHE + r"\results").is_dir()  # libcni's cache, where GC found the pods
+    assert libcni_node[0].path(LIBCNI_CACHE + r"\results").is_dir()  # libcni's cache, where GC found the pods
 
 
 def test_status_for_each_node_state(libcni_node: tuple[WineNode, Driver], capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,10 +29,14 @@ for extra in (ROOT, ROOT / "tests", FAKEDLL):  # tests/: hnsnode, testdata
         sys.path.insert(0, str(extra))
 
 import hnsserver
+from gotool import go_tool
 from hnsnode import Node, Run
+from libcni import Driver
 from winbuild import toolchain
 
 CNI_DIR = r"C:\k\cni"
+LIBCNI_DRIVER = r"C:\libcni\cnidriver.exe"
+LIBCNI_CACHE = r"C:\var\lib\cni"  # libcni's default cache dir, where containerd leaves it
 DLLS = ("computenetwork.dll", "vmcompute.dll")
 
 
@@ -111,6 +115,15 @@ class WineNode(Node):
         return toolchain.run_wine(
             self.prefix, [program, *args], input=stdin, cwd=self.drive_c / "k", env={**self.win_env, **env}, timeout=300
         )
+
+    def libcni(self, conf_dir: str, bin_dir: str) -> Driver:
+        """libcni (``cnidriver.exe``) on this node over containerd's ``conf_dir`` and ``bin_dir``,
+        with libcni's default cache dir, as containerd runs it."""
+        driver = go_tool("cnidriver.exe", "drive the plugins through libcni under Wine")
+        target = self.path(LIBCNI_DRIVER)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(driver, target)
+        return Driver(lambda argv, env: self.wine(LIBCNI_DRIVER, *argv, **env), conf_dir, bin_dir, LIBCNI_CACHE)
 
     def exe(self, name: str) -> str:
         return f"{CNI_DIR}\\{name}.exe"

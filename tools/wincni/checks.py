@@ -185,7 +185,35 @@ def subnet_env(f: Facts) -> Check:
             f"flanneld so it creates {f.name} with the new subnet",
             command(f, "hnsctl", "network", "delete", f.network.id),
         )
-    return Check("subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}")
+    return _earlier_lease(f, hns) or Check(
+        "subnet-env", OK, f"FLANNEL_SUBNET={subnet} lies inside HNS network {f.name}"
+    )
+
+
+def _earlier_lease(f: Facts, hns: addresses.AddressSet) -> Check | None:
+    """Pods holding addresses of an earlier lease: flanneld deletes its network when it comes back
+    with another subnet, and HNS deletes the pods' endpoints with it, so those pods have no network
+    and their addresses stay reserved until their DEL. None when there are none (or the store was
+    not read: ``--quick``)."""
+    from plugins.cni import ownership
+
+    outside = [
+        (ip, cid)
+        for ip, cid in f.reservations or ()
+        if not ownership.pinned(cid) and (a := addresses.address(ip)) is not None and a not in hns
+    ]
+    if not outside:
+        return None
+    pods = sorted({cid for _, cid in outside})
+    return Check(
+        "subnet-env",
+        FAIL,
+        f"FLANNEL_SUBNET={f.lease.subnet}, but {len(pods)} pod(s) hold addresses of an earlier lease, outside "
+        f"HNS network {f.name}: " + ", ".join(f"{ip} ({cid or '?'})" for ip, cid in sorted(outside)),
+        f"their endpoints went with the old network, so they have no network: remove their pod sandboxes "
+        f"(crictl rmp -f {' '.join(pods)}); their DEL releases the addresses and the kubelet starts them "
+        f"again with addresses of {f.lease.subnet}",
+    )
 
 
 def config_of(f: Facts) -> Any:
