@@ -10,28 +10,28 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kubeproxy"
-NODES = ("vxlan", "host-gw", "vxlan-dsr")
+FOLDERS = ("vxlan", "host-gw", "vxlan-dsr")
 
 
-def load(node: str, name: str) -> list | dict:
-    return json.loads((DATA / node / name).read_text())
+def load(folder: str, name: str) -> list | dict:
+    return json.loads((DATA / folder / name).read_text())
 
 
-@pytest.mark.parametrize("node", NODES)
-def test_every_load_balancer_is_over_endpoints_of_the_node(node: str) -> None:
-    balancers = load(node, "loadbalancers-v2.json")
-    endpoints = load(node, "endpoints-kube-proxy-v2.json") + load(node, "endpoints-pods-v2.json")
-    network = load(node, "network-v2.json")["ID"]
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_load_balancer_is_over_endpoints_of_the_node(folder: str) -> None:
+    balancers = load(folder, "loadbalancers-v2.json")
+    endpoints = load(folder, "endpoints-kube-proxy-v2.json") + load(folder, "endpoints-pods-v2.json")
+    network = load(folder, "network-v2.json")["ID"]
     assert balancers and all(e["HostComputeNetwork"] == network for e in endpoints)
     known = {e["ID"] for e in endpoints}
     for lb in balancers:
         assert lb["HostComputeEndpoints"] and set(lb["HostComputeEndpoints"]) <= known, lb
 
 
-@pytest.mark.parametrize("node", NODES)
-def test_the_v1_policy_lists_are_the_same_load_balancers(node: str) -> None:
-    v2 = {lb["ID"]: lb for lb in load(node, "loadbalancers-v2.json")}
-    v1 = {pl["ID"]: pl for pl in load(node, "policylists-v1.json")}
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_v1_policy_lists_are_the_same_load_balancers(folder: str) -> None:
+    v2 = {lb["ID"]: lb for lb in load(folder, "loadbalancers-v2.json")}
+    v1 = {pl["ID"]: pl for pl in load(folder, "policylists-v1.json")}
     assert set(v1) == set(v2)
     for id_, pl in v1.items():
         ids = {ref.rsplit("/", 1)[1].upper() for ref in pl["References"]}
@@ -39,9 +39,9 @@ def test_the_v1_policy_lists_are_the_same_load_balancers(node: str) -> None:
 
 
 def test_remote_endpoints_never_hold_a_pods_address() -> None:
-    for node in NODES:
-        pods = {c["IpAddress"] for e in load(node, "endpoints-pods-v2.json") for c in e["IpConfigurations"]}
-        remote = [e for e in load(node, "endpoints-kube-proxy-v2.json") if e["Flags"] & 1]
+    for folder in FOLDERS:
+        pods = {c["IpAddress"] for e in load(folder, "endpoints-pods-v2.json") for c in e["IpConfigurations"]}
+        remote = [e for e in load(folder, "endpoints-kube-proxy-v2.json") if e["Flags"] & 1]
         assert remote and not pods & {c["IpAddress"] for e in remote for c in e["IpConfigurations"]}
-        v1 = {e["ID"] for e in load(node, "endpoints-kube-proxy-v1.json")}
-        assert {e["ID"] for e in load(node, "endpoints-kube-proxy-v2.json")} == v1
+        v1 = {e["ID"] for e in load(folder, "endpoints-kube-proxy-v1.json")}
+        assert {e["ID"] for e in load(folder, "endpoints-kube-proxy-v2.json")} == v1
