@@ -92,8 +92,9 @@ test-windows: $(STAMP)
 # The flanneld lane's node left running for a person (tests/windows/devnode.py): etcd, flanneld.exe
 # under Wine in the node's network namespace, the fake HNS, wincni installed; it prints commands to
 # try through build/node/sh (which enters the namespace). BACKEND=host-gw for the L2Bridge node.
+# It runs the newest zip `make dist-windows` built (not built again here: that takes minutes).
 BACKEND ?= vxlan
-node: dist-windows
+node: $(STAMP)
 	$(VPY) tests/windows/devnode.py start --root build/node --backend $(BACKEND)
 
 # Stops everything `make node` started (build/node/state.json names it).
