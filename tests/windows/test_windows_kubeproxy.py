@@ -101,10 +101,11 @@ class ProxyNode:
         return service["spec"]["clusterIP"]
 
     def reslice(self, name: str, backends: dict[str, str]) -> None:
-        """The Service's EndpointSlice now names ``backends``."""
+        """The Service's EndpointSlice now names ``backends`` (updated in place, as the
+        EndpointSlice controller does)."""
         ports = self.slices[name][0]
-        self.plane.kube.delete(f"{SLICES}/{name}-lane")
-        self.plane.kube.create(SLICES, endpoint_slice_doc(name, ports, backends))
+        changed = {"endpoints": endpoint_slice_doc(name, ports, backends)["endpoints"]}
+        self.plane.kube.patch(f"{SLICES}/{name}-lane", changed)
         self.slices[name] = (ports, backends)
 
     def wait_balanced(self, what: str, check: Callable[[list[dict]], bool]) -> list[dict]:
