@@ -70,6 +70,13 @@ def pod_of(endpoint_name: str, network: str) -> str:
     return name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else ""
 
 
+def source_vip_endpoint(endpoint_name: str) -> bool:
+    """Whether an endpoint holding kube-proxy's reserved source VIP is kube-proxy's own: winkernel
+    makes one for the address at start (newSourceVIP) and names it nothing, so it holds the
+    address by right; a named endpoint (a pod's, flanneld's host endpoint) holding it took it."""
+    return not endpoint_name
+
+
 def host_endpoint_name(network: str) -> str:
     """flanneld's (and standalone mode's) host vNIC on a bridge network."""
     return f"{network}_ep"

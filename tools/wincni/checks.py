@@ -367,12 +367,12 @@ def source_vip(f: Facts) -> Check:
 
 def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
     """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
-    gets it and GC keeps it, and no HNS endpoint holds it. None when that holds or the store was
-    not read."""
+    gets it and GC keeps it, and no HNS endpoint holds it but the one kube-proxy makes for it
+    (``ownership.source_vip_endpoint``). None when that holds or the store was not read."""
     from plugins.cni import ownership
 
     for vip in f.source_vip:
-        user = next((name for name, ips in f.endpoints if vip in ips), None)
+        user = next((n for n, ips in f.endpoints if vip in ips and not ownership.source_vip_endpoint(n)), None)
         if user is not None:
             return _sourcevip(f, FAIL, f"source VIP {vip} is also HNS endpoint {user}'s address")
     if f.reservations is None or not f.ipam_dir or f.delegate_type != "win-overlay":
