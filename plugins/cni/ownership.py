@@ -10,7 +10,8 @@ In use — freed by nobody but its owner:
    creates the endpoint; a retried ADD that reuses its reservation renews its age);
 3. an owner in the reserved ``_wincni-`` namespace (``PINNED_PREFIX``: the node's own, e.g.
    kube-proxy's source VIP), which only the tool that made it frees (``wincni sourcevip``, when the
-   pod subnet changed);
+   pod subnet changed or a named endpoint took the address: kube-proxy's own endpoint for it,
+   unnamed, holds it by right, ``source_vip_endpoint``);
 4. flanneld's own endpoints (``<network>_ep``, any host endpoint) and every endpoint not named
    ``<sandbox>_<network>``: never ours to delete;
 5. an endpoint attached to a namespace or a container that exists, whatever network it is on;
