@@ -59,6 +59,7 @@ class Program:
 
 _CNI_PLUGINS = "github.com/containernetworking/plugins"
 _CNI = "github.com/containernetworking/cni"
+_KUBERNETES = "k8s.io/kubernetes"
 PROGRAMS = {
     # deploy/'s variants rendered as `kubectl apply -k` would (tests/unit/test_deploy.py); v5.8.3 needs Go 1.27
     "kustomize": Program("sigs.k8s.io/kustomize/kustomize/v5", "v5.8.2"),
@@ -73,6 +74,10 @@ PROGRAMS = {
     "cnidriver": Program(_CNI, "v1.3.0", main="cnidriver"),
     # a container runtime's CRI service, ListPodSandbox from a JSON file: what tools/wincni/cri is tested against
     "crifake": Program("k8s.io/cri-api", "v0.37.2", main="crifake"),
+    # the node's service proxy and the control plane it reads Services from (Windows lane); the
+    # staging modules k8s.io/kubernetes points at ./staging come from their own releases (go.mod)
+    "kube-proxy.exe": Program(_KUBERNETES, "v1.34.4", goos="windows", main="kubeproxy"),
+    "kube-apiserver": Program(_KUBERNETES, "v1.34.4", main="kubeapiserver"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),

@@ -15,7 +15,8 @@ In use — freed by nobody but its owner:
    creates the endpoint; a retried ADD that reuses its reservation renews its age);
 3. an owner in the reserved ``_wincni-`` namespace (``PINNED_PREFIX``: the node's own, e.g.
    kube-proxy's source VIP), which only the tool that made it frees (``wincni sourcevip``, when the
-   pod subnet changed);
+   pod subnet changed or a named endpoint took the address: kube-proxy's own endpoint for it,
+   unnamed, holds it by right, ``source_vip_endpoint``);
 4. flanneld's own endpoints (``<network>_ep``, any host endpoint) and every endpoint not named
    ``<sandbox>_<network>``: never ours to delete;
 5. an endpoint attached to a namespace or a container that exists, whatever network it is on;
@@ -80,8 +81,9 @@ def pod_of(endpoint_name: str, network: str) -> str:
 
 
 def source_vip_endpoint(endpoint_name: str, remote: bool) -> bool:
-    """kube-proxy's own endpoint for its source VIP (overlay): it makes it at start, local and
-    unnamed, on the address ``wincni sourcevip`` reserved for it; it holds that address rightly."""
+    """Whether an endpoint holding kube-proxy's reserved source VIP is kube-proxy's own: winkernel
+    makes one for the address at start (newSourceVIP), local and named nothing, so it holds the
+    address by right; a named endpoint (a pod's, flanneld's host endpoint) or a remote one took it."""
     return not endpoint_name and not remote
 
 

@@ -88,7 +88,8 @@ def test_our_mains_require_the_version_the_table_names() -> None:
     assert sorted(mains) == sorted(p.name for p in gobuild.GOMAIN.iterdir())
     for folder, program in mains.items():
         go_mod = (gobuild.GOMAIN / folder / "go.mod").read_text()
-        assert re.search(rf"^require {re.escape(program.module)} {re.escape(program.version)}$", go_mod, re.M), folder
+        required = rf"^(?:require |\t){re.escape(program.module)} {re.escape(program.version)}$"  # alone or in a block
+        assert re.search(required, go_mod, re.M), folder
         assert (gobuild.GOMAIN / folder / "go.sum").is_file()
 
 

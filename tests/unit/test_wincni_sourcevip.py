@@ -247,6 +247,18 @@ def test_an_address_an_endpoint_took_since_is_given_up_for_another(node: Node) -
     assert doc["released"] == [old] and doc["sourceVip"] != old and list(reserved(node)) == [doc["sourceVip"]]
 
 
+def test_kube_proxys_own_endpoint_on_the_address_keeps_it(node: Node) -> None:
+    """winkernel kube-proxy makes an unnamed endpoint for its --source-vip at start; deploy/ runs
+    sourcevip again each time kube-proxy starts: the address stays, and the doctor is content."""
+    node.overlay()
+    vip = sourcevip(node)["sourceVip"]
+    node.hnsctl("endpoint", "create", "", "--network", "vxlan0", "--ip", vip)
+    doc = sourcevip(node)
+    assert (doc["sourceVip"], doc["released"], list(reserved(node))) == (vip, [], [vip]), doc
+    found = node.doctor("--source-vip", str(node.root / OUT), "--net-conf", str(node.root / "none.json"))
+    assert found["source-vip"]["status"] == "ok", found["source-vip"]
+
+
 def test_the_doctor_fails_a_source_vip_an_endpoint_holds(tmp_path: Path) -> None:
     """What the old sourcevip did on host-gw: cbr0_ep's address as the source VIP, and doctor said OK."""
     bridge = Node(tmp_path)

@@ -4,9 +4,11 @@ flanneld runs under the node's Wine prefix with the fake HNS DLLs and the powers
 stand-in, inside a network namespace whose interface carries the node's address (``netns.py``);
 the simulator reports that adapter's address as the network's management IP
 (``LIBHNS_SIM_ADAPTERS``), so flanneld finds its interface and goes on. Where flanneld gets its
-network config and leases is a parameter (``SubnetManager``): etcd here (``EtcdSubnets``,
-``--etcd-endpoints``); the Kubernetes API on a cluster (``--kube-subnet-mgr``). The lanes that
-need such a node (flanneld's, kube-proxy's) start it with ``flannel_node``.
+network config and leases is a parameter (``SubnetManager``, ``SUBNET_MANAGERS``): etcd
+(``EtcdSubnets``, ``--etcd-endpoints``), or the Kubernetes API as clusters and deploy/ run it
+(``KubeSubnets``, ``--kube-subnet-mgr``: the lease is the Node's podCIDR, flanneld's own data
+its annotations). The lanes that need such a node (flanneld's, kube-proxy's) start it with
+``flannel_node``.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Iterator, Protocol
 import pytest
 
 from basics import ipaddr
+from controlplane import ControlPlane
 from gotool import go_tool
 from libcni import Driver
 from neighbours import PREFIX, Etcd, Flanneld, subnet_key
 from netns import NODE_LINK, Netns
-from winenode import FAKEDLL, WineNode, mingw, toolchain
+from winenode import FAKEDLL, ROOT, WineNode, mingw, toolchain
 
 NODE_IP = "198.51.100.10"  # the node's address, on the namespace's NODE_LINK
 NETWORK = "10.244.0.0/16"
@@ -36,6 +39,7 @@ BACKENDS = {  # net-conf.json's Backend, as the kube-flannel ConfigMap holds it
 #: endpoint's address (lease + 2) as soon as it has made it, which HNS gives the host vNIC on a
 #: real node; here the namespace must carry it before, so the lease must be known before.
 HOSTGW_LEASE = "10.244.7.0/24"
+NODE_NAME = "win-node"  # the Node this node's kubelet registers (KubeSubnets)
 FLANNELD_TIMEOUT_S = 180.0  # vxlan alone polls its interface in 5 s steps
 OPT_BIN, NET_D, NET_CONF = r"C:\opt\cni\bin", r"C:\etc\cni\net.d", r"C:\etc\kube-flannel\net-conf.json"
 CONTAINERD_CONFIG = r"C:\etc\containerd\config.toml"
@@ -106,6 +110,88 @@ class EtcdSubnets:
         self.etcd.stop()
 
 
+#: flanneld's annotations on a Node (its --kube-annotation-prefix default), by lease field.
+ANNOTATIONS = {
+    "PublicIP": "flannel.alpha.coreos.com/public-ip",
+    "BackendType": "flannel.alpha.coreos.com/backend-type",
+    "BackendData": "flannel.alpha.coreos.com/backend-data",
+}
+MANAGED = "flannel.alpha.coreos.com/kube-subnet-manager"
+
+
+class KubeSubnets:
+    """flanneld's Kubernetes subnet manager: a control plane on loopback (``controlplane.py``),
+    deploy/rbac.yaml's roles applied, flanneld running as its ServiceAccount. This node's Node is
+    registered with the podCIDR ``HOSTGW_LEASE`` as the node IPAM controller would give it before
+    flanneld starts (released, it is deleted; assigned another lease, registered again with that
+    podCIDR, which a Node cannot change); another node's lease is a Node with that podCIDR and the
+    annotations its flanneld writes. The network config is net-conf.json (``write_node_config``),
+    as deploy/ runs it."""
+
+    PROGRAMS = ("etcd", "kube-apiserver")
+
+    def __init__(self, root: Path) -> None:
+        etcd = go_tool("etcd", "store the API server's objects")
+        apiserver = go_tool("kube-apiserver", "serve flanneld's and kube-proxy's Nodes and Services")
+        self.plane = ControlPlane(etcd, apiserver, root / "control-plane")
+        try:
+            self.plane.apply_rbac(ROOT / "deploy" / "rbac.yaml")
+            self.kubeconfig = self.plane.kubeconfig("flanneld", root / "flanneld.kubeconfig")
+        except BaseException:
+            self.plane.stop()
+            raise
+
+    def flanneld_args(self) -> list[str]:
+        return [
+            "--kube-subnet-mgr",
+            f"--kubeconfig-file={toolchain.winpath(self.kubeconfig)}",
+            f"--net-config-path={NET_CONF}",
+        ]
+
+    def flanneld_env(self) -> dict[str, str]:
+        # deploy/wincni-flannel.yaml's downward API; flanneld takes NODE_NAME first
+        return {"NODE_NAME": NODE_NAME, "POD_NAME": "wincni-flannel-lane", "POD_NAMESPACE": "default"}
+
+    def configure(self, network: dict) -> None:
+        assert ipaddr.ip_network(HOSTGW_LEASE).subnet_of(ipaddr.ip_network(network["Network"])), network
+        self.plane.register_node(NODE_NAME, HOSTGW_LEASE, NODE_IP)
+
+    def assign(self, subnet: str, lease: dict, ttl: int) -> None:
+        if lease["PublicIP"] == NODE_IP:  # this node's
+            held = {n["metadata"]["name"]: n["spec"].get("podCIDR") for n in self._nodes()}.get(NODE_NAME)
+            if held is None:
+                self.plane.register_node(NODE_NAME, subnet, NODE_IP)
+            assert held in (None, subnet), f"{NODE_NAME}'s podCIDR is {held}: release it first"
+            return
+        notes = {ANNOTATIONS[k]: v if isinstance(v, str) else json.dumps(v) for k, v in lease.items()}
+        self.plane.register_node(f"node-{lease['PublicIP']}", subnet, lease["PublicIP"], {**notes, MANAGED: "true"})
+
+    def release(self, subnet: str) -> None:
+        for node in self._nodes():
+            if node["spec"].get("podCIDR") == subnet:
+                self.plane.kube.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+
+    def leases(self) -> dict[str, dict]:
+        held = {}
+        for node in self._nodes():
+            notes = node["metadata"].get("annotations", {})
+            if notes.get(MANAGED) == "true" and node["spec"].get("podCIDR"):
+                lease = {k: notes[a] for k, a in ANNOTATIONS.items() if a in notes}
+                if "BackendData" in lease:
+                    lease["BackendData"] = json.loads(lease["BackendData"])
+                held[node["spec"]["podCIDR"]] = lease
+        return held
+
+    def _nodes(self) -> list[dict]:
+        return self.plane.kube.get("/api/v1/nodes")["items"]
+
+    def stop(self) -> None:
+        self.plane.stop()
+
+
+SUBNET_MANAGERS: dict[str, type[SubnetManager]] = {"etcd": EtcdSubnets, "kube": KubeSubnets}
+
+
 @dataclass
 class FlannelNode:
     """A Windows node whose network, lease and routes come from the real flanneld."""
@@ -149,6 +235,21 @@ class FlannelNode:
         proc = self.node.wine(self.node.exe("wincni"), *args, "--containerd-config", CONTAINERD_CONFIG, "-o", "json")
         assert b"Traceback" not in proc.stderr, proc.stderr.decode()
         return proc.returncode, json.loads(proc.stdout)
+
+    def route_to(self, subnet: str) -> object:
+        """What flanneld made for another node's lease: the RemoteSubnetRoute policy (vxlan) or
+        the route its New-NetRoute left in the stand-in's state (host-gw); None while there is none."""
+        if self.backend == "vxlan":
+            found = [
+                p["Settings"]
+                for p in self.network()["Policies"]
+                if p["Type"] == "RemoteSubnetRoute" and p["Settings"].get("DestinationPrefix") == subnet
+            ]
+            return found[0] if found else None
+        state = self.fakeps / "state"
+        lines = state.read_text().splitlines() if state.exists() else []
+        found = [r for r in (line.split()[1:] for line in lines if line.startswith("route ")) if r[1] == subnet]
+        return found[0] if found else None
 
     def restart_flanneld(self) -> None:
         """flanneld stopped and started again, up once it has written subnet.env anew."""
@@ -207,11 +308,13 @@ def flannel_node(
     package_zip: Path,
     backend: str,
     subnet_manager: type[SubnetManager] = EtcdSubnets,
+    sim_env: dict[str, str] | None = None,
 ) -> Iterator[FlannelNode]:
     """A node up: its namespace, HNS and Wine prefix, the subnet manager holding the network
     config (and host-gw's lease), flanneld.exe having written subnet.env, wincni installed from
     net-conf.json into containerd's folders; all stopped after.
-    ``subnet_manager(root)`` is made inside the namespace, so it listens on the node's loopback."""
+    ``subnet_manager(root)`` is made inside the namespace, so it listens on the node's loopback;
+    ``sim_env``: more of the simulator's variables (e.g. ``LIBHNS_SIM_VERSION``)."""
     flanneld_exe = go_tool("flanneld.exe", "make the node's network")
     for name in ("cnidriver.exe", *subnet_manager.PROGRAMS):  # the cache, where the proxy is reachable
         go_tool(name, "run the node")
@@ -222,7 +325,7 @@ def flannel_node(
     with ExitStack() as stack:
         netns = Netns(f"{NODE_IP}/24")
         stack.callback(netns.close)
-        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}"})
+        node = WineNode(root, package_zip, sim_env={"LIBHNS_SIM_ADAPTERS": f"{NODE_LINK}={NODE_IP}", **(sim_env or {})})
         stack.callback(node.close)
         fakeps = install_powershell(node)
         write_node_config(node, backend)

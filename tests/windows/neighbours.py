@@ -1,11 +1,12 @@
-"""The node's real neighbours, started and stopped by the lane: etcd (Linux) and flanneld.exe (Wine).
+"""The node's real neighbours, started and stopped by the lane: etcd (Linux), flanneld.exe and
+kube-proxy.exe (Wine).
 
-Both are built from the Go module proxy (``winbuild.gobuild``); both listen or dial on loopback
+All are built from the Go module proxy (``winbuild.gobuild``); all listen or dial on loopback
 only, on ports chosen free. ``Etcd`` speaks etcd's JSON gateway (``/v3/kv/...``), so the lane
 needs no etcd client: it writes the network config where flanneld's etcd mode reads it and, for
-a second node, a lease as that node's flanneld would write it. ``Flanneld`` runs flanneld.exe
-under the node's Wine prefix with the node's environment (the fake HNS DLLs, the powershell.exe
-stand-in's folder) and keeps its log beside the node.
+a second node, a lease as that node's flanneld would write it. ``Daemon`` runs a Windows program
+(``Flanneld``: flanneld.exe) under the node's Wine prefix with the node's environment (the fake
+HNS DLLs, the powershell.exe stand-in's folder) and keeps its log beside the node.
 """
 
 from __future__ import annotations
@@ -133,14 +134,15 @@ def subnet_key(subnet: str) -> str:
     return f"{PREFIX}/subnets/{subnet.replace('/', '-')}"
 
 
-class Flanneld:
-    """flanneld.exe under Wine: ``start`` it, ``stop`` it; its log at ``log`` (appended)."""
+class Daemon:
+    """A Windows program that runs until stopped (flanneld.exe, kube-proxy.exe) under Wine:
+    ``start`` it, ``stop`` it; its log at ``log`` (appended)."""
 
     def __init__(self, exe: Path, argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
         self.argv, self.cwd, self.env, self.log = [str(exe), *argv], cwd, env, log
         self.proc: subprocess.Popen | None = None
 
-    def start(self, wine: Path) -> "Flanneld":
+    def start(self, wine: Path) -> "Daemon":
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 [str(wine), *self.argv],
@@ -155,6 +157,14 @@ class Flanneld:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+
+
+class Flanneld(Daemon):
+    """flanneld.exe: up once it has written its subnet.env."""
+
     def wait_written(self, path: Path, timeout: float) -> None:
         """Until flanneld has written ``path`` (its subnet.env); AssertionError with its log when
         it exits or takes longer."""
@@ -164,7 +174,3 @@ class Flanneld:
             return path.exists()
 
         wait_for(f"flanneld writing {path}", written, timeout, self.log)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)

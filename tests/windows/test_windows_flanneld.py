@@ -23,6 +23,7 @@ from flannelnode import (
     NETWORK,
     NODE_IP,
     OPT_BIN,
+    SUBNET_MANAGERS,
     FlannelNode,
     flannel_node,
     host_endpoint_address,
@@ -33,11 +34,13 @@ from neighbours import wait_for
 from winenode import LIBCNI_CACHE
 
 
-@pytest.fixture(scope="module", params=list(BACKENDS))
+@pytest.fixture(scope="module", params=[(b, m) for m in SUBNET_MANAGERS for b in BACKENDS], ids="-".join)
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, package_zip: Path
 ) -> Iterator[FlannelNode]:
-    with flannel_node(tmp_path_factory.mktemp(f"flanneld-{request.param}"), package_zip, request.param) as node:
+    backend, manager = request.param
+    root = tmp_path_factory.mktemp(f"flanneld-{backend}-{manager}")
+    with flannel_node(root, package_zip, backend, SUBNET_MANAGERS[manager]) as node:
         yield node
 
 
@@ -109,26 +112,6 @@ def other_node_lease(backend: str) -> dict:
     return lease
 
 
-def route_to_other_node(cluster: FlannelNode) -> object:
-    """What flanneld made for the second node: the RemoteSubnetRoute policy (vxlan) or the
-    route its New-NetRoute left in the stand-in's state (host-gw); None while there is none."""
-    if cluster.backend == "vxlan":
-        found = [
-            p["Settings"]
-            for p in cluster.network()["Policies"]
-            if p["Type"] == "RemoteSubnetRoute" and p["Settings"].get("DestinationPrefix") == OTHER_LEASE
-        ]
-        return found[0] if found else None
-    state = cluster.fakeps / "state"
-    routes = (
-        [line.split()[1:] for line in state.read_text().splitlines() if line.startswith("route ")]
-        if state.exists()
-        else []
-    )
-    found = [r for r in routes if r[1] == OTHER_LEASE]
-    return found[0] if found else None
-
-
 def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: FlannelNode) -> None:
     node = cluster.node
     node.network = cluster.network_name
@@ -138,7 +121,7 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
 
     cluster.subnets.assign(OTHER_LEASE, other_node_lease(cluster.backend), ttl=3600)
     made = wait_for(
-        "flanneld's route to the second node", lambda: route_to_other_node(cluster), 60, cluster.flanneld.log
+        "flanneld's route to the second node", lambda: cluster.route_to(OTHER_LEASE), 60, cluster.flanneld.log
     )
     if cluster.backend == "vxlan":
         assert made == {
@@ -154,7 +137,7 @@ def test_a_second_node_joins_and_leaves_and_our_pods_are_untouched(cluster: Flan
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
 
     cluster.subnets.release(OTHER_LEASE)
-    wait_for("the route's removal", lambda: route_to_other_node(cluster) is None, 60, cluster.flanneld.log)
+    wait_for("the route's removal", lambda: cluster.route_to(OTHER_LEASE) is None, 60, cluster.flanneld.log)
     assert node.endpoints_v2()[f"fl-stay_{cluster.network_name}"] == before
     cluster.libcni.ok("CHECK", "fl-stay", netns)
     cluster.libcni.ok("DEL", "fl-stay", netns)

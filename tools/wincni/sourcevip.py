@@ -6,7 +6,9 @@ network name and dataDir as the pods' config) under an owner of the node's reser
 namespace: by the ownership rule (``plugins.cni.ownership``) no pod's DEL matches it, and GC and
 ``wincni reclaim`` keep it. Running it again returns the same address; after the node got a new
 FLANNEL_SUBNET the old address is released and one of the new subnet reserved. It never reserves
-an address HNS already gives to an endpoint (flanneld's ``<network>_ep``, a leftover pod's).
+an address HNS already gives to an endpoint (flanneld's ``<network>_ep``, a leftover pod's), and
+keeps its address while the endpoint kube-proxy makes for it holds it (deploy/ runs it again each
+time kube-proxy starts).
 ``--timeout`` bounds the whole command, each HNS call given what is left, and while it waits a
 line on stderr every ``PROGRESS_S`` says for what and how much longer. On an L2Bridge (host-gw)
 network kube-proxy takes no source VIP: it refuses (exit status 2).
@@ -22,7 +24,7 @@ import os
 import time
 from typing import Any, Callable, Mapping, TextIO
 
-from plugins.cni.ownership import PINNED_PREFIX, source_vip_endpoint
+from plugins.cni.ownership import PINNED_PREFIX
 from plugins.ipam_host_local.allocator import Owner
 
 from .flagfile import quote
@@ -220,12 +222,8 @@ def _wait(
                     f"HNS network {name!r} is {network.network_type} (host-gw): kube-proxy needs no source "
                     "VIP there; run it without --source-vip (nothing was reserved)"
                 )
-            taken = {
-                ip
-                for ep in (client.list_endpoints(network.id) if network else ())
-                if not source_vip_endpoint(ep.name or "", ep.is_remote)  # kube-proxy's holds our own address
-                for ip in ep.ip_addresses
-            }
+            endpoints = client.list_endpoints(network.id) if network else []
+            taken = {ip: (ep.name or "", ep.is_remote) for ep in endpoints for ip in ep.ip_addresses}
         except EnvError as err:
             raise SourceVipError(f"cannot query HNS: {err}") from None
         except (HnsError, OSError) as err:
@@ -249,11 +247,13 @@ def _where(lease: str, name: str) -> str:
 
 
 def reserve(
-    name: str, ipam: Mapping[str, Any], platform: str, taken: set[str] = frozenset()
+    name: str, ipam: Mapping[str, Any], platform: str, taken: Mapping[str, tuple[str, bool]] | None = None
 ) -> tuple[Any, list[str], str]:
     """(IPConfig, addresses released as stale, store directory). Idempotent: the address
     already reserved to OWNER in the current subnet is returned again, unless HNS now gives it
-    to an endpoint (``taken``): never one of those."""
+    to an endpoint other than kube-proxy's own for it (``taken``: address -> the endpoint's name
+    and whether it is remote; ``ownership.source_vip_endpoint``); a new one is never an address
+    an endpoint holds."""
     from plugins.cni import ownership
     from plugins.cni.errors import IO_FAILURE, CniError
     from plugins.ipam_host_local import config
@@ -266,13 +266,15 @@ def reserve(
         raise SourceVipError(f"the pods' IPAM for {name} has no IPv4 range: kube-proxy's source VIP is IPv4")
     try:
         with open_store(cfg.directory, platform) as store:
-            stale = [ip for ip in store.owned_by(OWNER) if not v4[0].contains(ip) or str(ip) in taken]
+            taken = taken or {}
+            lost = {ip for ip, holder in taken.items() if not ownership.source_vip_endpoint(*holder)}
+            stale = [ip for ip in store.owned_by(OWNER) if not v4[0].contains(ip) or str(ip) in lost]
             for ip in stale:  # from an earlier FLANNEL_SUBNET, or an address an endpoint holds
                 store.release(ip)
                 ownership.freed(
                     "wincni sourcevip",
                     f"its reservation of {ip} in {cfg.directory}",
-                    "an endpoint holds it" if str(ip) in taken else "outside the current FLANNEL_SUBNET",
+                    "an endpoint holds it" if str(ip) in lost else "outside the current FLANNEL_SUBNET",
                 )
             [allocation] = allocate_all(v4, _Avoiding(store, taken), OWNER)
     except OSError as exc:
@@ -283,7 +285,7 @@ def reserve(
 class _Avoiding:
     """host-local's store, refusing the addresses HNS gives to endpoints (as if reserved)."""
 
-    def __init__(self, store: Any, taken: set[str]) -> None:
+    def __init__(self, store: Any, taken: Mapping[str, Any]) -> None:
         self.store, self.taken = store, taken
 
     def reserve(self, owner: Owner, ip: Any, range_id: int) -> bool:
