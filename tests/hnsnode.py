@@ -30,7 +30,7 @@ from libhns.objects import HostComputeEndpoint
 from libhns.sim import Simulator
 from plugins.flannel.__main__ import main as flannel_main
 from plugins.registry import COMMANDS
-from testdata import FIXTURES, GOLDENS, SERVICES
+from testdata import FIXTURES, GOLDENS, KUBEPROXY, SERVICES
 from tools import hnsctl
 from tools.wincni.__main__ import build_parser
 from tools.wincni.__main__ import main as wincni_main
@@ -188,11 +188,15 @@ class Node:
     def read_cni_conf(self, name: str = "10-flannel.conflist") -> dict:
         return json.loads((self.conf_dir / name).read_text())
 
-    def flannel_files(self, kind: str) -> dict:
+    def flannel_files(self, kind: str, network: str = "", lease: str = "", source_vip: str = SOURCE_VIP) -> dict:
         """Every file flanneld, kube-proxy and ``wincni sourcevip`` leave on a healthy ``kind``
-        ('bridge' or 'overlay') node; returns the flannel config, whose ``delegate`` the caller may edit."""
-        name = "cbr0" if kind == "bridge" else "vxlan0"
-        self.lease().write_net_conf(net_conf_doc(kind)).reserve_source_vip(network=name)
+        ('bridge' or 'overlay') node: flanneld's ``network`` (else cbr0 or vxlan0) and ``lease``
+        (else the fixture's), the ``source_vip`` reserved unless empty; returns the flannel config,
+        whose ``delegate`` the caller may edit."""
+        name = network or ("cbr0" if kind == "bridge" else "vxlan0")
+        self.lease(lease).write_net_conf(net_conf_doc(kind, name))
+        if source_vip:
+            self.reserve_source_vip(source_vip, network=name)
         self.write_manifest(running_build() + "-1")  # laid by this checkout's build, as the doctor asks
         delegate = {
             "type": f"win-{kind}",
@@ -491,13 +495,22 @@ def two_pods_node(root: Path, kind: str) -> Node:
 def add_two_pods(node: Node) -> Node:
     """pod-a and pod-b added through flannel (in-process) on a node whose network flanneld made;
     flannel's store under the node's root, the cluster DNS in the config."""
+    return add_pods(node, {"pod-a": "", "pod-b": ""})
+
+
+def add_pods(node: Node, pods: dict[str, str]) -> Node:
+    """Each pod (container ID -> address, host-local's next free one when empty) added through
+    flannel in a containerd sandbox, as ``add_two_pods``; an address is asked for as a runtime
+    does, with CNI_ARGS ``IP`` (host-local's static request), so the stores hold it."""
     node.cni_conf = {**node.cni_conf, "dataDir": str(node.flannel_dir)}
     node.cni_conf["delegate"]["dns"] = {"nameservers": [CLUSTER_DNS]}
     node.venv_plugins()
     node.write_cni_conf(node.cni_conf)
-    for cid in ("pod-a", "pod-b"):
-        netns = node.sandbox("v2", cid)
-        rc, out = node.flannel("ADD", node.cni_conf, CNI_CONTAINERID=cid, CNI_NETNS=netns, CNI_IFNAME="eth0")
+    for cid, ip in pods.items():
+        env = {"CNI_CONTAINERID": cid, "CNI_NETNS": node.sandbox("v2", cid), "CNI_IFNAME": "eth0"}
+        if ip:
+            env["CNI_ARGS"] = f"IP={ip}"
+        rc, out = node.flannel("ADD", node.cni_conf, **env)
         assert rc == 0, out
     return node
 
@@ -525,6 +538,59 @@ def with_services(node: Node) -> Node:
     kind = "overlay" if node.cni_conf["delegate"]["type"] == "win-overlay" else "bridge"
     program_services(node, json.loads((SERVICES / f"{kind}.json").read_text()))
     return node
+
+
+KUBE_PROXY_LANES = ("vxlan", "host-gw", "vxlan-dsr")
+
+
+def kube_proxy_node(root: Path, lane: str) -> Node:
+    """A node as the Windows lane's real kube-proxy left it (``tests/data/kubeproxy/<lane>``):
+    flanneld's network as HNS returned it (on host-gw with its ``cbr0_ep``), the lane's pods added
+    through flannel at their addresses, then kube-proxy's endpoints and load balancers programmed
+    from its documents (``program_services``); on vxlan the source VIP kube-proxy used reserved."""
+    state = kube_proxy_state(lane)
+    network = state["network"]
+    (subnet,) = network["Ipams"][0]["Subnets"]
+    gateway = subnet["Routes"][0]["NextHop"]
+    lease = f"{gateway}/{subnet['IpAddressPrefix'].split('/')[1]}"
+    kind = "overlay" if network["Type"] == "Overlay" else "bridge"
+    source_vips = {lb["SourceVIP"] for lb in state["loadbalancers"] if lb.get("SourceVIP")}
+    source_vip = source_vips.pop() if kind == "overlay" else ""
+    node = Node(root)
+    node.cni_conf = node.flannel_files(kind, network["Name"], lease, source_vip)
+    node.network = network["Name"]
+    _create_network(node, network)
+    for doc in state["endpoints"]:
+        if doc["Name"] == f"{network['Name']}_ep":  # flanneld's host endpoint, before any pod
+            ip = doc["IpConfigurations"][0]["IpAddress"]
+            node.hnsctl("endpoint", "create", doc["Name"], "--network", network["Name"], "--ip", ip, "--host")
+    pods = {e["Name"].rsplit("_", 1)[0]: e["IpConfigurations"][0]["IpAddress"] for e in state["pods"]}
+    add_pods(node, pods)
+    program_services(node, {"endpoints": state["pods"] + state["endpoints"], "loadbalancers": state["loadbalancers"]})
+    return node
+
+
+def kube_proxy_state(lane: str) -> dict[str, Any]:
+    """One lane's documents: ``network``, ``pods`` (our endpoints), ``endpoints`` (the others),
+    ``loadbalancers``."""
+    folder = KUBEPROXY / lane
+    return {
+        key: json.loads((folder / name).read_text())
+        for key, name in (
+            ("network", "network-v2.json"),
+            ("pods", "endpoints-pods-v2.json"),
+            ("endpoints", "endpoints-kube-proxy-v2.json"),
+            ("loadbalancers", "loadbalancers-v2.json"),
+        )
+    }
+
+
+def _create_network(node: Node, doc: dict) -> None:
+    """flanneld's network made from the document HNS returned for it (its ID and health are HNS's)."""
+    from libhns.client import open_clients
+
+    hcn, _ = open_clients(node.env)
+    hcn.create_network({k: v for k, v in doc.items() if k not in ("ID", "Health")})
 
 
 def endpoint_of(node: Node, ip: str, remote: bool = True) -> str:
@@ -585,12 +651,13 @@ def lease_text(subnet: str, network: str = "10.244.0.0/16") -> str:
     return f"FLANNEL_NETWORK={network}\r\nFLANNEL_SUBNET={subnet}\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n"
 
 
-def net_conf_doc(kind: str) -> dict:
-    """flannel's net-conf.json for a host-gw ('bridge', cbr0) or vxlan ('overlay', vxlan0) node."""
+def net_conf_doc(kind: str, network: str = "") -> dict:
+    """flannel's net-conf.json for a host-gw ('bridge', cbr0) or vxlan ('overlay', vxlan0) node,
+    or for flanneld's ``network`` of that kind."""
     backend = (
-        {"name": "cbr0", "type": "host-gw"}
+        {"name": network or "cbr0", "type": "host-gw"}
         if kind == "bridge"
-        else {"name": "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}
+        else {"name": network or "vxlan0", "type": "vxlan", "VNI": 4096, "Port": 4789}
     )
     return {"Network": "10.244.0.0/16", "Backend": backend}
 

@@ -13,6 +13,7 @@ FIXTURES = DATA / "fixtures"
 GOLDENS = DATA / "goldens"
 REALHNS = DATA / "realhns"  # HNS documents captured on real nodes (its README)
 SERVICES = DATA / "services"  # kube-proxy's HNS objects for Services, as HNS lists them (its README)
+KUBEPROXY = DATA / "kubeproxy"  # what the real kube-proxy left on HNS in the Windows lane (its README)
 
 
 def require_frozen(dist: Path, *names: str) -> None:
