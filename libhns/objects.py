@@ -461,6 +461,11 @@ class HNSEndpoint(HnsObject):
         return self.virtual_network
 
     @property
+    def provider_address(self) -> str | None:
+        """A remote endpoint's PA policy: the address of the node that holds its IP."""
+        return setting(self.policies, "PA", "PA")
+
+    @property
     def mac(self) -> str | None:
         return self.mac_address
 

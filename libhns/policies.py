@@ -412,8 +412,11 @@ def schema_of(policy: Mapping[str, Any]) -> Schema | None:
 
 def setting(policies: Any, type_: str, key: str) -> Any:
     """Setting ``key`` of the first policy of ``type_`` (case-insensitive) in a list of either
-    schema: from ``Settings`` (V2) or its flat keys (V1); None when there is none."""
-    for p in policies or ():
+    schema: from ``Settings`` (V2) or its flat keys (V1); None when there is none (or no list:
+    a recorded document may hold anything)."""
+    if not isinstance(policies, (list, tuple)):
+        return None
+    for p in policies:
         if isinstance(p, dict) and (policy_type(p) or "").casefold() == type_.casefold():
             settings = get_ci(p, "Settings")
             return get_ci(settings, key) if isinstance(settings, dict) else get_ci(p, key)

@@ -116,15 +116,20 @@ class Inventory:
         """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
         kube-proxy deletes one when its last load balancer goes, so these were left behind. On
         overlay kube-proxy also makes one for each Service VIP, which that Service's load
-        balancer serves as a frontend: that one is in use."""
+        balancer serves as a frontend: that one is in use, and so it is before the Service has a
+        load balancer (none while no endpoint of it is ready): it holds this node's provider
+        address, and kube-proxy deletes it with the Service."""
         from libhns.objects import same_id
 
         used = [e for lb in self.load_balancers for e in lb.backend_ids]
         vips = {v for lb in self.load_balancers for v in lb.vips}
+        own = [(n.id, n.management_ip) for n in self.networks if n.management_ip]
         return tuple(
             r
             for r in self.remote_endpoints
-            if not any(same_id(r.id, e) for e in used) and not vips.intersection(r.ip_addresses)
+            if not any(same_id(r.id, e) for e in used)
+            and not vips.intersection(r.ip_addresses)
+            and not any(same_id(r.network_id, id_) and r.provider_address == pa for id_, pa in own)
         )
 
 
