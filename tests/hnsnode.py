@@ -570,6 +570,37 @@ def kube_proxy_node(root: Path, lane: str) -> Node:
     return node
 
 
+#: Nodes with Services programmed: the hand-made dumps' kinds, then the real lane's.
+PROXY_NODES = ("bridge", "overlay", *KUBE_PROXY_LANES)
+
+
+def proxy_node(root: Path, name: str) -> Node:
+    """A node with Services programmed: from a hand-made dump (``services_node``: 'bridge',
+    'overlay') or as the real kube-proxy left it (``kube_proxy_node``: ``KUBE_PROXY_LANES``)."""
+    return kube_proxy_node(root, name) if name in KUBE_PROXY_LANES else services_node(root, name)
+
+
+def remote_backend(node: Node) -> str:
+    """The lowest address of a remote endpoint (another node's pod) that a load balancer lists."""
+    used = {e.upper() for lb in node.hnsctl("loadbalancer", "list", "-o", "json") for e in lb["HostComputeEndpoints"]}
+    found = [
+        e["IpConfigurations"][0]["IpAddress"]
+        for e in node.hnsctl("endpoint", "list", "-o", "json")
+        if e.get("Flags", 0) & 1 and e["ID"].upper() in used
+    ]
+    return min(found, key=ipaddress.ip_address)
+
+
+def pod_address(node: Node) -> str:
+    """The lowest address host-local holds for a pod."""
+    return min((ip for ip, owner in node.ip_files().items() if not owner.startswith("_")), key=ipaddress.ip_address)
+
+
+def source_vip_of(node: Node) -> str:
+    """The source VIP the node's SourceVip.json gives kube-proxy."""
+    return json.loads(node.source_vip.read_text())["ip4"]["ip"].split("/")[0]
+
+
 def kube_proxy_state(lane: str) -> dict[str, Any]:
     """One lane's documents: ``network``, ``pods`` (our endpoints), ``endpoints`` (the others),
     ``loadbalancers``."""

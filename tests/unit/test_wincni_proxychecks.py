@@ -1,11 +1,14 @@
 """``wincni doctor``'s checks of kube-proxy's side of HNS (tools/wincni/proxychecks.py): a node with
-Services programmed (tests/data/services) passes every check; each inconsistency kube-proxy and
-HNS are known to leave, built on the simulator (or, where the simulator cannot hold it, in a
-bundle's recorded documents), fails its own check with its fix, and a printed command mends it."""
+Services programmed, from the hand-made dumps (tests/data/services) or as the real kube-proxy left
+it in the Windows lane (tests/data/kubeproxy), passes every check; each inconsistency kube-proxy
+and HNS are known to leave, built on top of that state on the simulator (or, where the simulator
+cannot hold it, in a bundle's recorded documents), fails its own check with its fix, a printed
+command mends it, and the node's bundle replayed elsewhere finds what the live doctor found."""
 
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
 import tarfile
 from pathlib import Path
@@ -15,15 +18,30 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnsnode import CLUSTER_DNS, SOURCE_VIP, Node, endpoint_of, services_node, two_pods_node
+from hnsnode import (
+    CLUSTER_DNS,
+    PROXY_NODES,
+    Node,
+    endpoint_of,
+    pod_address,
+    proxy_node,
+    remote_backend,
+    source_vip_of,
+    two_pods_node,
+)
 from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetwork
 from test_doctor_fixes import run_as_printed
+from test_wincni_bundle import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni import checks, proxychecks
 from tools.wincni.__main__ import main
 from tools.wincni.facts import Facts, Inventory
 
-pytestmark = pytest.mark.node("bridge", "overlay", build=services_node)
+pytestmark = pytest.mark.node(*PROXY_NODES, build=proxy_node)
+#: The overlay nodes among them: kube-proxy runs with a source VIP there.
+OVERLAY = pytest.mark.node("overlay", "vxlan", "vxlan-dsr", build=proxy_node)
+#: A remote endpoint's address outside every node's pod subnet, which no load balancer lists.
+UNLISTED = "10.244.99.7"
 
 
 def load_balancer_id(node: Node, vip: str, port: int, protocol: int) -> str:
@@ -45,18 +63,23 @@ def only_failure(found: dict[str, dict], check_id: str, *words: str) -> dict:
     return check
 
 
-def test_a_node_with_services_programmed_passes_every_check(node: Node) -> None:
+def test_a_node_with_services_programmed_passes_every_check(node: Node, tmp_path: Path) -> None:
     """Load balancers over our pods and remote endpoints, the cluster DNS's on 53 UDP and TCP,
-    remote endpoints for Service VIPs (overlay) and for other nodes' pods, the source VIP's
-    endpoint (overlay): every check passes, kube-proxy's with something to judge."""
+    remote endpoints for Service VIPs (overlay, the real kube-proxy's also for a Service with no
+    load balancer) and for other nodes' pods, the source VIP's endpoint (overlay): every check
+    passes, kube-proxy's with something to judge, and the bundle replays to the same."""
     found = node.doctor("--reach", "8.8.8.8", expect=0)
     assert {c["status"] for c in found.values()} == {"ok"}, found
-    assert "every backend of the 6 load balancer(s) exists" in found["lb-backends"]["message"]
-    assert found["policy-lists"]["message"] == "6 policy list(s), each in State 2"
+    balancers = len(node.hnsctl("loadbalancer", "list", "-o", "json"))
+    remote = sum(e.get("Flags", 0) & 1 for e in node.hnsctl("endpoint", "list", "-o", "json"))
+    assert balancers >= 6 and remote >= 1
+    assert f"every backend of the {balancers} load balancer(s) exists" in found["lb-backends"]["message"]
+    assert found["policy-lists"]["message"] == f"{balancers} policy list(s), each in State 2"
     assert found["dns-load-balancer"]["message"] == f"cluster DNS {CLUSTER_DNS} has load balancers on 53 UDP and TCP"
-    remote = 6 if node.cni_conf["name"] == "vxlan0" else 3  # overlay: the Service VIPs' too
     assert f"every remote endpoint ({remote}) has a load balancer" in found["stale-remote-endpoints"]["message"]
-    assert found["source-vip"]["message"].startswith(f"source VIP {SOURCE_VIP} lies inside")
+    if node.source_vip.exists():
+        assert found["source-vip"]["message"].startswith(f"source VIP {source_vip_of(node)} lies inside")
+    assert_replay_is_live(node, node.doctor(expect=0), tmp_path)
 
 
 def test_before_kube_proxy_programs_anything_its_checks_pass_saying_so(tmp_path: Path) -> None:
@@ -68,30 +91,37 @@ def test_before_kube_proxy_programs_anything_its_checks_pass_saying_so(tmp_path:
 
 
 def test_a_load_balancer_over_an_endpoint_hns_lost(node: Node) -> None:
-    gone = endpoint_of(node, "10.244.6.4")
+    gone = endpoint_of(node, remote_backend(node))
+    users = [
+        proxychecks.describe(HostComputeLoadBalancer.from_json(lb))
+        for lb in node.hnsctl("loadbalancer", "list", "-o", "json")
+        if gone in lb["HostComputeEndpoints"]
+    ]
     node.hnsctl("endpoint", "delete", gone)
-    check = only_failure(node.doctor(), "lb-backends", gone, "10.101.0.5 80/TCP", "node port 30080/TCP")
+    check = only_failure(node.doctor(), "lb-backends", gone, *users)
     assert check["fix"].startswith("restart kube-proxy") and not check["run"]
 
 
 def test_a_remote_endpoint_no_load_balancer_lists_goes_with_the_printed_command(node: Node) -> None:
     net = node.cni_conf["name"]
-    node.hnsctl("endpoint", "create", "", "--network", net, "--ip", "10.244.7.7", "--remote")
+    node.hnsctl("endpoint", "create", "", "--network", net, "--ip", UNLISTED, "--remote")
     check = node.doctor(expect=0)["stale-remote-endpoints"]
-    assert check["status"] == "warn" and "10.244.7.7" in check["message"], check
+    assert check["status"] == "warn" and UNLISTED in check["message"], check
     run_as_printed(node, check["run"])
     assert node.doctor(expect=0)["stale-remote-endpoints"]["status"] == "ok"
 
 
-@pytest.mark.parametrize("ip", ["10.244.4.2", "10.244.4.77"], ids=["a local pod's", "in the pod subnet"])
-def test_a_remote_endpoint_with_an_address_of_this_nodes_pods(node: Node, ip: str) -> None:
+@pytest.mark.parametrize("host", [0, 77], ids=["a local pod's", "in the pod subnet"])
+def test_a_remote_endpoint_with_an_address_of_this_nodes_pods(node: Node, host: int) -> None:
     """kubernetes #130963: a remote endpoint sharing a local pod's address (or any of this node's
     pod subnet); the printed command deletes it, and only it: the local pod keeps its endpoint."""
+    pod = pod_address(node)
+    ip = str(ipaddress.ip_network(f"{pod}/24", strict=False)[host]) if host else pod
     node.hnsctl("endpoint", "create", "", "--network", node.cni_conf["name"], "--ip", ip, "--remote")
     check = only_failure(node.doctor(), "remote-endpoint-addresses", ip, "restart kube-proxy")
     run_as_printed(node, check["run"])
     assert node.doctor(expect=0)["remote-endpoint-addresses"]["status"] == "ok"
-    assert endpoint_of(node, "10.244.4.2", remote=False)
+    assert endpoint_of(node, pod, remote=False)
 
 
 def test_no_load_balancer_for_the_cluster_dns_over_tcp(node: Node) -> None:
@@ -101,30 +131,31 @@ def test_no_load_balancer_for_the_cluster_dns_over_tcp(node: Node) -> None:
     assert "kubectl -n kube-system get endpointslices -l k8s-app=kube-dns" in check["fix"]
 
 
-def test_the_source_vip_endpoint_missing(tmp_path: Path) -> None:
-    node = services_node(tmp_path, "overlay")
-    node.hnsctl("endpoint", "delete", endpoint_of(node, SOURCE_VIP, remote=False))
-    check = only_failure(node.doctor(), "source-vip", f"no endpoint on vxlan0 holds its source VIP {SOURCE_VIP}")
-    assert f"--source-vip={SOURCE_VIP}" in check["fix"] and check["fix"].startswith("restart kube-proxy")
+@OVERLAY
+def test_the_source_vip_endpoint_missing(node: Node) -> None:
+    vip, net = source_vip_of(node), node.cni_conf["name"]
+    node.hnsctl("endpoint", "delete", endpoint_of(node, vip, remote=False))
+    check = only_failure(node.doctor(), "source-vip", f"no endpoint on {net} holds its source VIP {vip}")
+    assert f"--source-vip={vip}" in check["fix"] and check["fix"].startswith("restart kube-proxy")
 
 
-def test_load_balancers_with_the_source_vip_of_an_earlier_subnet(tmp_path: Path) -> None:
+@OVERLAY
+def test_load_balancers_with_the_source_vip_of_an_earlier_subnet(node: Node) -> None:
     """sig-windows-tools #250: kube-proxy kept the source VIP it started with after the node's
     pod subnet changed; the node's own address (kube-proxy's choice for some backends) is fine."""
-    node = services_node(tmp_path, "overlay")
-    pod_b = endpoint_of(node, "10.244.4.3", remote=False)
+    pod_b = endpoint_of(node, pod_address(node), remote=False)
     node.hnsctl(
         "loadbalancer", "create", "--endpoint", pod_b, "--vip", "10.96.0.44", "--port", "80",
         "--source-vip", "10.244.3.9",
     )  # fmt: skip
     check = only_failure(node.doctor(), "source-vip", "10.244.3.9 (outside the pod subnet)", "not ")
-    assert f", with --source-vip={SOURCE_VIP}" in check["fix"]
+    assert f", with --source-vip={source_vip_of(node)}" in check["fix"]
 
 
-def test_the_source_vip_endpoint_is_kube_proxys_not_a_conflict(tmp_path: Path) -> None:
+@OVERLAY
+def test_the_source_vip_endpoint_is_kube_proxys_not_a_conflict(node: Node) -> None:
     """kube-proxy's endpoint on the source VIP (local, unnamed) neither fails source-vip nor
     ipam-store, and ``wincni sourcevip`` run again keeps the address it reserved."""
-    node = services_node(tmp_path, "overlay")
     found = node.doctor(expect=0)
     assert found["source-vip"]["status"] == found["ipam-store"]["status"] == "ok"
     out, err = io.StringIO(), io.StringIO()
@@ -138,7 +169,9 @@ def test_the_source_vip_endpoint_is_kube_proxys_not_a_conflict(tmp_path: Path) -
         "json",
     ]
     assert main(argv, out, err, node.env, platform="linux", cwd=str(node.root)) == 0, (out.getvalue(), err.getvalue())
-    assert json.loads(out.getvalue())["sourceVip"] == SOURCE_VIP and json.loads(out.getvalue())["released"] == []
+    assert (
+        json.loads(out.getvalue())["sourceVip"] == source_vip_of(node) and json.loads(out.getvalue())["released"] == []
+    )
 
 
 # --- states the simulator does not hold: the node's documents, changed in its bundle ---------------
@@ -201,8 +234,10 @@ def test_objects_of_a_network_that_was_recreated(node: Node, tmp_path: Path) -> 
     """A remote endpoint and a policy list naming a network HNS no longer has: the load balancer
     fails (kube-proxy's restart clears it), the remote endpoint alone is a warning with its command."""
 
+    backend = remote_backend(node)
+
     def remote_left(docs: dict) -> None:
-        (kept,) = [e for e in docs["hns/v1/endpoints.json"] if e.get("IPAddress") == "10.244.6.4"]
+        (kept,) = [e for e in docs["hns/v1/endpoints.json"] if e.get("IPAddress") == backend]
         left = {**kept, "ID": "0A0B0C0D-0E0F-4A1B-8C2D-3E4F5A6B7C8D", "IPAddress": "10.244.8.8"}
         docs["hns/v1/endpoints.json"].append({**left, "VirtualNetwork": OLD_NETWORK})
 
@@ -287,3 +322,23 @@ def test_what_hns_did_not_give_is_not_checked() -> None:
     check = proxychecks.policy_lists(Facts(inventory=Inventory((network,), (endpoint,), (balancer,), None)))
     assert check.status == "not-checked" and "GET /policylists/" in check.message
     assert "Windows kernel is not compatible for Kernel mode" in check.fix
+
+
+@pytest.mark.parametrize("pa, status", [("198.51.100.10", "ok"), ("198.51.100.30", "warn")])
+def test_a_service_vip_endpoint_before_its_load_balancer_is_kube_proxys(pa: str, status: str) -> None:
+    """On overlay kube-proxy makes a Service VIP's remote endpoint (this node's provider address)
+    whether or not the Service has a load balancer yet, as the real one left 10.96.0.1: not stale;
+    one with another node's provider address and no load balancer is."""
+    network = HostComputeNetwork.from_json(
+        {
+            "ID": "N",
+            "Name": "flannel.4096",
+            "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "198.51.100.10"}}],
+        }
+    )
+    vip = HNSEndpoint.from_json(
+        {"ID": "V", "IPAddress": "10.96.0.1", "IsRemoteEndpoint": True, "VirtualNetwork": "n",
+         "Policies": [{"Type": "PA", "PA": pa}]}
+    )  # fmt: skip
+    inv = Inventory((network,), (vip,), (lb("E", vip="10.96.0.10"),), ())
+    assert proxychecks.stale_remote_endpoints(Facts(inventory=inv, network=network)).status == status
