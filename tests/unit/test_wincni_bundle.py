@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hnsnode import Node, endpoint_of, pods_node, services_node
+from hnsnode import PROXY_NODES, Node, endpoint_of, pod_address, pods_node, proxy_node, remote_backend
 from testdata import REALHNS
 from tools.wincni import bundle, checks
 from tools.wincni.__main__ import main
@@ -47,17 +47,18 @@ def test_replay_gives_the_live_doctors_findings(node: Node, tmp_path: Path) -> N
     assert_replay_is_live(node, live, tmp_path)
 
 
-def broken_services_node(root: Path, kind: str) -> Node:
-    """A node with Services programmed and every kube-proxy inconsistency the simulator can hold:
-    a backend HNS lost, a remote endpoint no load balancer lists, one on a local pod's address,
-    none for the cluster DNS over TCP; on overlay, load balancers with the source VIP of an
-    earlier subnet."""
-    node = services_node(root, kind)
+def broken_services_node(root: Path, name: str) -> Node:
+    """A node with Services programmed (``proxy_node``: hand-made or the real kube-proxy lane's)
+    and every kube-proxy inconsistency the simulator can hold: a backend HNS lost, a remote
+    endpoint no load balancer lists, one on a local pod's address, none for the cluster DNS over
+    TCP; on overlay, load balancers with the source VIP of an earlier subnet."""
+    node = proxy_node(root, name)
     net = node.cni_conf["name"]
-    node.hnsctl("endpoint", "delete", endpoint_of(node, "10.244.6.4"))
-    for ip in ("10.244.7.7", "10.244.4.2"):
+    pod = pod_address(node)
+    node.hnsctl("endpoint", "delete", endpoint_of(node, remote_backend(node)))
+    for ip in ("10.244.99.7", pod):
         node.hnsctl("endpoint", "create", "", "--network", net, "--ip", ip, "--remote")
-    pod_a = endpoint_of(node, "10.244.4.2", remote=False)
+    pod_a = endpoint_of(node, pod, remote=False)
     (dns_tcp,) = [
         lb["ID"]
         for lb in node.hnsctl("loadbalancer", "list", "-o", "json")
@@ -65,18 +66,18 @@ def broken_services_node(root: Path, kind: str) -> Node:
         and lb["PortMappings"][0]["Protocol"] == 6
     ]  # fmt: skip
     node.hnsctl("loadbalancer", "delete", dns_tcp)
-    if kind == "overlay":
+    if node.cni_conf["delegate"]["type"] == "win-overlay":
         node.hnsctl("loadbalancer", "create", "--endpoint", pod_a, "--vip", "10.96.0.44", "--port", "80",
                     "--source-vip", "10.244.3.9")  # fmt: skip
     return node
 
 
-@pytest.mark.node("bridge", "overlay", build=broken_services_node)
+@pytest.mark.node(*PROXY_NODES, build=broken_services_node)
 def test_replay_gives_the_live_findings_on_kube_proxys_state(node: Node, tmp_path: Path) -> None:
     """kube-proxy's checks read only HNS's documents: replayed, each finds what it found live."""
     live = node.doctor()
     wanted = {"lb-backends", "stale-remote-endpoints", "remote-endpoint-addresses"}
-    wanted |= {"dns-load-balancer"} | ({"source-vip"} if node.cni_conf["name"] == "vxlan0" else set())
+    wanted |= {"dns-load-balancer"} | ({"source-vip"} if node.cni_conf["delegate"]["type"] == "win-overlay" else set())
     assert {k for k, c in live.items() if c["status"] in ("warn", "fail")} >= wanted, live
     assert_replay_is_live(node, live, tmp_path)
 
