@@ -556,7 +556,7 @@ def kube_proxy_node(root: Path, lane: str) -> Node:
     kind = "overlay" if network["Type"] == "Overlay" else "bridge"
     source_vips = {lb["SourceVIP"] for lb in state["loadbalancers"] if lb.get("SourceVIP")}
     source_vip = source_vips.pop() if kind == "overlay" else ""
-    node = Node(root)
+    node = Node(root, version="13.3")  # the lane's HNS: Windows Server 2022's
     node.cni_conf = node.flannel_files(kind, network["Name"], lease, source_vip)
     node.network = network["Name"]
     _create_network(node, network)

@@ -138,7 +138,9 @@ def stale_remote_endpoints(f: Facts) -> Check:
     stale = inv.unreferenced_remote_endpoints
     if not stale:
         return Check(
-            "stale-remote-endpoints", OK, f"every remote endpoint ({len(inv.remote_endpoints)}) has a load balancer"
+            "stale-remote-endpoints",
+            OK,
+            f"every remote endpoint ({len(inv.remote_endpoints)}) has a load balancer or is a Service VIP's",
         )
     return Check(
         "stale-remote-endpoints",
