@@ -247,9 +247,12 @@ def test_a_lease_change_the_doctor_says_what_to_do_and_doing_it_works(cluster: F
 
     rc, report = cluster.wincni("doctor", "--cni-conf", NET_D, "--cni-bin-dir", OPT_BIN)
     failing = {c["id"]: c for c in report["checks"] if c["status"] == "fail"}
-    assert rc == 1 and list(failing) == ["subnet-env"], failing
+    assert rc == 1 and sorted(failing) == ["pod-endpoints", "subnet-env"], failing
     said = failing["subnet-env"]["message"] + failing["subnet-env"]["fix"]
     assert f"{old_ip} (fl-before)" in said and "crictl rmp -f fl-before" in said and new_lease in said, said
+    # the pod's namespace still runs without its endpoint: pod-endpoints says so too, for the same pod
+    said = failing["pod-endpoints"]["message"] + failing["pod-endpoints"]["fix"]
+    assert "fl-before" in said and old_ip in said and "crictl rmp fl-before" in said, said
 
     cluster.libcni.ok("DEL", "fl-before", old_netns)  # what crictl rmp has the runtime do
     node.assert_clean("fl-before")
