@@ -24,6 +24,7 @@ the Go plugin's DEL left behind goes at the next rebuild.
 from __future__ import annotations
 
 import os
+import stat
 
 from plugins.cni import log
 from plugins.cni.lock import LOCK_NAME, FileLock, secure_dir
@@ -351,13 +352,15 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_small(path: str) -> bytes:
-    """A record's bytes (no link followed; b"" when it cannot be read)."""
+    """A record's bytes (no link followed, never waiting on a FIFO: b"" for anything but a
+    regular file, or when it cannot be read; the doctor reads without the store's lock)."""
+    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except OSError:
         return b""
     try:
-        return os.read(fd, MAX_SANDBOX_RECORD)
+        return os.read(fd, MAX_SANDBOX_RECORD) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         return b""
     finally:

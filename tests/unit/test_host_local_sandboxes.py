@@ -159,3 +159,13 @@ def test_a_link_in_place_of_the_folder_is_not_followed(tmp_path):
     add(tmp_path, "pod1", GUID)
     assert os.listdir(elsewhere) == []
     assert DiskStore(str(d), "linux").owned_by(Owner("pod1", "eth0"))
+
+
+def test_a_fifo_in_place_of_a_record_is_not_waited_on(tmp_path):
+    """The doctor reads records without the store's lock: a FIFO where a record belongs is no
+    record, read at once (not opened to block until a writer comes)."""
+    add(tmp_path, "pod1", GUID)
+    d = tmp_path / "net"
+    os.remove(d / SANDBOXES / "10.1.2.2")
+    os.mkfifo(d / SANDBOXES / "10.1.2.2")
+    assert DiskStore(str(d), "linux").sandboxes() == {}
