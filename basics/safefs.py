@@ -650,3 +650,68 @@ else:
             os.close(fd)
             raise
         return fd
+
+
+def checked_folder(path: str) -> Folder:
+    """``check_dir``, the folder then held open (``Folder``) for what a reader (a readiness probe,
+    the doctor) reads in it: refused, never repaired, unless admin-only. FileNotFoundError when
+    it does not exist. The caller closes it."""
+    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+        return _win.checked(path)
+    return _PosixFolder(path, _walk_posix(path, None, "refuse")[0])
+
+
+def read_regular(folder: Folder, rel: str, cap: int) -> bytes:
+    """At most ``cap`` + 1 bytes of the regular file ``rel`` below ``folder`` (more than ``cap``:
+    the caller's to refuse). Opened without following a link or waiting (a FIFO's open waits for
+    a writer), and judged on the open descriptor: a link, FIFO, device or folder put there is
+    never read (``UnsafePath`` saying what it is), an endless one never read to its end.
+    FileNotFoundError when nothing is there."""
+    where = os.path.join(folder.path, rel)
+    fd = folder.open_read(rel)
+    if fd is None:  # absent, or a link (never followed)
+        st = folder.lstat(rel)
+        if st is None:
+            raise FileNotFoundError(errno.ENOENT, f"{where} does not exist", where)
+        raise UnsafePath(where, "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a regular file")
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+            raise UnsafePath(where, f"is {kind}, not a regular file")
+        return os.read(fd, cap + 1)
+    finally:
+        os.close(fd)
+
+
+def replace_file(folder: Folder, rel: str, data: bytes, durable: bool = False) -> None:
+    """``rel`` below ``folder`` := ``data``: written in full to a temporary file this call creates
+    beside it (``.<name>.<pid>.tmp``, exclusive, no-follow) and renamed over it, every step
+    relative to the held folder; whatever stood at ``rel`` (a link too) is replaced, never
+    written through, and readers see the old file or the whole new one. ``durable``: synced to
+    disk, the file and (POSIX) the rename, before this returns."""
+    head, name = os.path.split(rel)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
+    try:
+        fd = folder.open_new(tmp, 0o600)
+    except FileExistsError:  # what a killed writer of the same PID left
+        folder.unlink(tmp)
+        fd = folder.open_new(tmp, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        folder.rename(tmp, rel, replace=True)
+    except BaseException:
+        try:
+            folder.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable and sys.platform != "win32":
+        os.fsync(folder.fd)

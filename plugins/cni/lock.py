@@ -42,15 +42,19 @@ def secure_dir(path: str, mode: int = 0o755) -> str:
 
 
 class FileLock:
-    """An exclusive lock on ``path`` (or on ``<path>/lock`` when ``path`` is a directory)."""
+    """An exclusive lock on ``path`` (or on ``<path>/lock`` when ``path`` is a directory);
+    ``fd``: the lock file as the caller opened and judged it (``safefs.open_lock``), at ``path``."""
 
-    def __init__(self, path: str, timeout: float = LOCK_TIMEOUT) -> None:
+    def __init__(self, path: str, timeout: float = LOCK_TIMEOUT, fd: int | None = None) -> None:
         from basics.safefs import UnsafePath, open_lock
 
+        self.timeout = timeout
+        if fd is not None:
+            self.path, self._fd = path, fd
+            return
         if os.path.isdir(path):
             path = os.path.join(path, LOCK_NAME)
         self.path = path
-        self.timeout = timeout
         try:
             self._fd = open_lock(path)
         except UnsafePath as exc:

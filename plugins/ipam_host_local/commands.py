@@ -106,15 +106,18 @@ def status(req: Request) -> None:
     """Code 50 when ADD cannot succeed: the store is unusable or a range set is exhausted. It only
     reads, without the store's lock: an ADD hung while holding it must not hold up the runtime's
     readiness probe, and a count a concurrent ADD changes is as good as one taken a moment later.
-    The folder is judged first, as ADD judges it (``check_dir``): one ADD refuses is 50 here, and
+    The folder is judged first, as ADD judges it (``checked_folder``): one ADD refuses is 50 here, and
     one others may write (which ADD makes admin-only again) is not read, as what is in it could be
     anything (a FIFO would hang the runtime's probe)."""
-    from basics.safefs import UnsafePath, check_dir
+    from basics.safefs import UnsafePath, checked_folder
 
     cfg = config.load(req.conf, req.cni_args, req.cni_version, req.platform)
     try:
-        check_dir(cfg.directory)
-        taken = [ip for ip, _ in DiskStore(cfg.directory, req.platform).allocations()]
+        store = DiskStore(cfg.directory, req.platform, folder=checked_folder(cfg.directory))
+        try:
+            taken = [ip for ip, _ in store.allocations(warn=False)]
+        finally:
+            store.close()
     except FileNotFoundError:
         taken = []  # no reservation yet: the first ADD creates the directory
     except UnsafePath as exc:
@@ -179,6 +182,10 @@ class _store(open_store):
         return False
 
     def _failure(self, exc: OSError) -> CniError:
+        from basics.errors import UnsafePath
+
+        if isinstance(exc, UnsafePath):  # the folder, or a file in it, that no plugin may use
+            return CniError(IO_FAILURE, f"host-local: refusing {exc.path}: {exc.problem}", exc.fix)
         return _unusable(IO_FAILURE, self.directory, exc)
 
 

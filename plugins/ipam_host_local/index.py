@@ -7,23 +7,25 @@ and its content never equals ``id\\r\\nifname``.
 
 Trust rules, all O(1) besides reading the file itself:
 - the header's directory mtime must equal the directory's now. Creating or deleting a
-  reservation (ours, the Go plugin's, an operator's) changes it; rewriting the index in place
-  does not, which is why the index is rewritten in place and never renamed over;
+  reservation (ours, the Go plugin's, an operator's) changes it; so does writing the index
+  itself (a temporary file renamed over it, so nothing planted at its name is followed or
+  waited on), which is why ``save`` dates the directory afterwards to what the header says;
 - the crc must match, so a write torn by a crash is noticed.
 A directory change in the same clock tick as the recorded mtime would be invisible (file-system
-timestamps are coarse: 1-4 ms on Linux, up to 15.6 ms on NTFS), so ``save`` dates the directory
-one nanosecond before the mtime it saw and records that: any later change stamps the directory
-with the clock, which is never below what it already showed, so the stamp always differs from
-the record. (Waiting for the clock to pass cost every ADD and DEL half a tick under the lock.)
-A file system that cannot store that date (FAT keeps 2 s) gets the index saved as stale, i.e.
-every call rebuilds, which is slow but never wrong.
-Anything else means "rebuild from the files". Lookups are byte searches, not a parse: at
-10,000 reservations the file is ~0.8 MB and a lookup costs well under a millisecond.
+timestamps are coarse: 1-4 ms on Linux, up to 15.6 ms on NTFS), so the save records one
+nanosecond before the mtime the directory had before it wrote, and dates the directory so once
+the index is in place: any later change stamps the directory with the clock, which is never
+below what it already showed, so the stamp always differs from the record. (Waiting for the
+clock to pass cost every ADD and DEL half a tick under the lock.) A file system that cannot
+store that date (FAT keeps 2 s) leaves the index stale, i.e. every call rebuilds, which is slow
+but never wrong.
+Anything else means "rebuild from the files": a file that is not a regular one, or over
+``MAX_INDEX``, is never read (``store.load_index``). Lookups are byte searches, not a parse: at 10,000 reservations
+the file is ~0.8 MB and a lookup costs well under a millisecond.
 """
 
 from __future__ import annotations
 
-import os
 import zlib
 
 TYPE_CHECKING = False
@@ -33,9 +35,10 @@ if TYPE_CHECKING:
 from .allocator import Owner
 
 INDEX_NAME = ".wincni-index"
+#: 400,000 reservations' lines; a larger file is no index of ours (rebuilt from the files).
+MAX_INDEX = 32 << 20
 _MAGIC = b"wincni-host-local-index 1"
 _UNKNOWN = b"?"
-O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no CRLF translation on our own writes
 
 
 class Index:
@@ -70,6 +73,8 @@ class Index:
         return found
 
     def items(self) -> list[tuple[str, Owner | None]]:
+        """Every line; an owner that is not printable text (an index written before owners were
+        checked) is None, as a malformed reservation's."""
         out = []
         for line in self._body[1:].splitlines():
             ip, _, rest = line.partition(b" ")
@@ -102,45 +107,6 @@ def decode(data: bytes, dir_mtime_ns: int) -> Index | None:
     return Index(body)
 
 
-def load(directory: str) -> Index | None:
-    try:
-        with open(os.path.join(directory, INDEX_NAME), "rb") as f:
-            data = f.read()
-        return decode(data, os.stat(directory).st_mtime_ns)
-    except OSError:
-        return None
-
-
-def save(directory: str, index: Index) -> None:
-    """Rewrite in place (the directory's mtime stays); the directory is dated after the file
-    exists, so creating the index the first time does not make it stale."""
-    fd = os.open(os.path.join(directory, INDEX_NAME), os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
-    try:
-        _write(fd, index.encode(_date_before_now(directory)))
-    finally:
-        os.close(fd)
-
-
-def _date_before_now(directory: str) -> int:
-    """Set the directory's mtime just below the one it has and return it, or -1 (stale) when
-    the file system does not keep it below."""
-    try:
-        seen = os.stat(directory)
-        os.utime(directory, ns=(seen.st_atime_ns, seen.st_mtime_ns - 1))
-        kept = os.stat(directory).st_mtime_ns
-    except OSError:
-        return -1
-    return kept if kept < seen.st_mtime_ns else -1
-
-
-def _write(fd: int, data: bytes) -> None:
-    os.ftruncate(fd, 0)
-    os.lseek(fd, 0, os.SEEK_SET)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _owner_bytes(owner: Owner) -> bytes:
     cid = owner.container_id.strip().encode()
     return cid if owner.legacy else cid + b" " + owner.ifname.encode()
@@ -153,8 +119,11 @@ def _line(ip: str, owner: Owner | None) -> bytes:
 def _parse_owner(rest: bytes) -> Owner | None:
     if rest == _UNKNOWN:
         return None
-    cid, _, ifname = rest.decode().partition(" ")
-    return Owner(cid, ifname)
+    try:
+        cid, _, ifname = rest.decode().partition(" ")
+    except UnicodeDecodeError:
+        return None
+    return Owner(cid, ifname) if cid.isprintable() and ifname.isprintable() else None
 
 
 def _key(item: tuple[str, Owner | None]) -> tuple:

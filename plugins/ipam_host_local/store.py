@@ -19,6 +19,13 @@ it reserves and reads only ``<store>/<ip>``, and all it does with files further 
 starting with ``SANDBOX_MAGIC``, never equals. A folder rather than files beside the
 reservations: rebuilding the index lists the store's folder, one entry per reservation. A record
 the Go plugin's DEL left behind goes at the next rebuild.
+
+Every file here is reached through the store's folder held open (``basics.safefs.Folder``): read
+without following a link or waiting (a FIFO), only when it is a regular file and only up to its
+cap; written anew and renamed into place (``safefs.replace_file``) or created exclusively (a
+reservation), so nothing planted at a name is ever written through. A reservation whose file
+names no owner (empty, NULs, garbage, a link, a FIFO) is malformed: a warning names it, and it is
+any pod's reservation without a live pod to the ownership rule (``plugins.cni.ownership``).
 """
 
 from __future__ import annotations
@@ -27,18 +34,24 @@ import os
 import stat
 
 from plugins.cni import log
-from plugins.cni.lock import LOCK_NAME, FileLock, secure_dir
+from plugins.cni.lock import LOCK_NAME, FileLock
 
 from . import index as idx
 from .allocator import Owner
 from .ranges import IPAddress, parse_ip
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from basics.safefs import Folder
+
 LAST_RESERVED = "last_reserved_ip."
 SANDBOXES = ".wincni-sandboxes"
 SANDBOX_MAGIC = "wincni-sandbox 1"
-#: More than a record holds: CNI_NETNS is capped by skel's environment checks.
+#: What is read of each file at most. A reservation: a container ID (skel caps CNI_CONTAINERID)
+#: and an interface name; a sandbox record: that and CNI_NETNS (capped by skel's checks too).
+MAX_RESERVATION = 4096
 MAX_SANDBOX_RECORD = 8192
-_O_BINARY = idx.O_BINARY
+MAX_LAST_RESERVED = 64
 _NOT_RESERVATIONS = (LOCK_NAME, idx.INDEX_NAME)
 
 
@@ -46,55 +59,80 @@ class DiskStore:
     """One network's reservations; use through ``open_store`` so the lock is held (``locked``:
     then a rebuild of the index also removes stale sandbox records). ``netns``: an ADD's
     CNI_NETNS, recorded as its attachment's sandbox at the first address it reserves or renews
-    (``SANDBOXES``); None records nothing."""
+    (``SANDBOXES``); None records nothing. ``folder``: the store's folder, held (``open_store``
+    passes the one it judged); without it a reader (STATUS, the doctor) checks it at first use
+    (``safefs.checked_folder``: admin-only, or refused) and ``close`` lets it go."""
 
-    def __init__(self, directory: str, platform: str, netns: str | None = None, locked: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        platform: str,
+        netns: str | None = None,
+        locked: bool = False,
+        folder: Folder | None = None,
+    ) -> None:
         self.directory = directory
         self._escape = platform == "win32"
         self._index: idx.Index | None = None
         self._dirty = False
         self._locked = locked
         self._netns = netns
+        self._folder = folder
+
+    @property
+    def folder(self) -> Folder:
+        if self._folder is None:
+            from basics.safefs import checked_folder
+
+            self._folder = checked_folder(self.directory)
+        return self._folder
+
+    def close(self) -> None:
+        if self._folder is not None:
+            self._folder.close()
+            self._folder = None
 
     # ---- allocator.Store ----
     def reserve(self, owner: Owner, ip: IPAddress, range_id: int) -> bool:
-        name = str(ip)
-        path = self._path(name)
+        from basics.safefs import replace_file
+
+        text = str(ip)
+        name = self._name(text)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
+            fd = self.folder.open_new(name, 0o600)
         except FileExistsError:
-            if not _empty(path):
-                return False
             # Every writer (the Go plugin too) creates and fills a reservation under the lock we
-            # hold, so an empty one is what a writer killed in between left: nobody holds it.
-            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _O_BINARY)
-        try:
+            # hold, so an empty one is what a writer killed in between left: nobody holds it. It
+            # is replaced, never written through; anything else there holds the address.
+            if not _empty(self.folder.lstat(name)):
+                return False
+            replace_file(self.folder, name, reservation_content(owner))
+        else:
             try:
-                os.write(fd, reservation_content(owner))
-            finally:
-                os.close(fd)
-        except OSError:
-            _unlink(path)
-            raise
-        self.index.add(name, owner)
+                _write_all(fd, reservation_content(owner))
+            except OSError:
+                self._remove(name)
+                raise
+        self.index.add(text, owner)
         self._dirty = True
-        self._write(LAST_RESERVED + str(range_id), name.encode())
-        self._record_sandbox(name, owner)
+        replace_file(self.folder, LAST_RESERVED + str(range_id), text.encode())
+        self._record_sandbox(text, owner)
         return True
 
     def release(self, ip: IPAddress | str) -> None:
-        """The reservation, and the sandbox record named after it (``SANDBOXES``) with it."""
+        """The reservation (whatever is at its name: a link or FIFO itself), and the sandbox
+        record named after it (``SANDBOXES``) with it."""
         name = str(ip)
-        _unlink(self._path(name))
-        self._drop_record(self._record_name(name))
+        self._remove(self._name(name))
+        self._drop_record(self._name(name))
         self.index.remove(name)
         self._dirty = True
 
     def last_reserved(self, range_id: int) -> IPAddress | None:
+        data = self._read(LAST_RESERVED + str(range_id), MAX_LAST_RESERVED)
         try:
-            with open(self._path(LAST_RESERVED + str(range_id)), "rb") as f:
-                return parse_ip(f.read().decode().strip())
-        except (OSError, ValueError):
+            return parse_ip(data.decode().strip()) if data is not None else None
+        except (UnicodeDecodeError, ValueError):
             return None  # absent or unreadable: round-robin restarts, as in the reference
 
     def owned_by(self, owner: Owner) -> list[IPAddress]:
@@ -107,12 +145,12 @@ class DiskStore:
         return [parse_ip(ip) for ip in ips]
 
     def renew(self, ip: IPAddress | str, owner: Owner) -> None:
-        name = str(ip)
-        try:
-            os.utime(self._path(name))
-        except FileNotFoundError:
+        name = self._name(str(ip))
+        st = self.folder.lstat(name)
+        if st is None or not stat.S_ISREG(st.st_mode):
             return
-        self._record_sandbox(name, owner)
+        os.utime(os.path.join(self.folder.path, name), **_NOFOLLOW)
+        self._record_sandbox(str(ip), owner)
 
     # ---- commands ----
     def find(self, owner: Owner) -> list[IPAddress]:
@@ -127,26 +165,69 @@ class DiskStore:
         return ips
 
     def reserved_at(self, ip: IPAddress | str) -> float:
-        """When the reservation file was last written (epoch seconds; 0 when it is gone)."""
-        try:
-            return os.stat(self._path(str(ip))).st_mtime
-        except OSError:
-            return 0.0
+        """When the reservation was last written (epoch seconds; 0 when it is gone)."""
+        st = self.folder.lstat(self._name(str(ip)))
+        return st.st_mtime if st is not None else 0.0
 
-    def allocations(self) -> list[tuple[IPAddress, Owner | None]]:
-        return [(parse_ip(ip), owner) for ip, owner in self.index.items()]
+    def allocations(self, warn: bool = True) -> list[tuple[IPAddress, Owner | None]]:
+        """Every reservation and its owner, None for a malformed one (``warn``: named in a
+        warning, which the readiness probe, asked every few seconds, leaves out)."""
+        found = [(parse_ip(ip), owner) for ip, owner in self.index.items()]
+        for ip, owner in found if warn else ():
+            if owner is None:
+                self._warn_malformed(str(ip))
+        return found
 
     def rescan(self) -> None:
         """Rebuild the index from the reservation files: O(files), the reference's DEL cost. Under
-        the lock, sandbox records whose reservation is gone (the Go plugin released it) go too (a
-        reader without it, STATUS or the doctor, removes nothing)."""
-        with os.scandir(self.directory) as entries:
-            names = [e.name for e in entries if e.is_file()]
+        the lock, sandbox records whose reservation is gone (the Go plugin released it) go too,
+        and temporary files of writers killed before their rename (a reader without it, STATUS
+        or the doctor, removes nothing)."""
+        with os.scandir(self.folder.path) as entries:
+            names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
         fresh = idx.Index.of((ip, self.owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
         self._index, self._dirty = fresh, True
         if self._locked:
             self._prune_records(set(names))
+            for name in names:
+                if name.startswith(".") and name.endswith(".tmp"):
+                    self._remove(name)
         log.event("index-rebuilt", directory=self.directory, reservations=len(fresh))
+
+    # ---- malformed reservations ----
+    def problem(self, ip: IPAddress | str) -> str:
+        """Why the reservation of ``ip`` names no owner ("" when it names one, or is gone)."""
+        from basics.safefs import UnsafePath, read_regular
+
+        try:
+            data = read_regular(self.folder, self._name(str(ip)), MAX_RESERVATION)
+        except FileNotFoundError:
+            return ""
+        except UnsafePath as exc:
+            return exc.problem
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        if reservation_owner(data) is not None:
+            return ""
+        if not data:
+            return "is empty (its writer was killed before it wrote it)"
+        if len(data) > MAX_RESERVATION:
+            return f"is over {MAX_RESERVATION} bytes"
+        what = "NUL bytes" if data.count(b"\0") == len(data) else "bytes"
+        return f"holds {len(data)} {what}, not '<container ID>\\r\\n<interface>'"
+
+    def _warn_malformed(self, ip: str) -> None:
+        why = self.problem(ip)
+        if not why:
+            return
+        from plugins.cni.ownership import IN_FLIGHT_SECONDS
+
+        path = os.path.join(self.directory, self._name(ip))
+        log.warning(
+            f"malformed reservation {path}: it {why}; no pod owns it, so it holds {ip} until it is "
+            f"{IN_FLIGHT_SECONDS:g} s old and wincni reclaim (or the runtime's GC) releases it"
+        )
+        log.event("malformed-reservation", path=path, why=why)
 
     # ---- sandbox records (``SANDBOXES``) ----
     def _record_sandbox(self, ip: str, owner: Owner) -> None:
@@ -154,11 +235,18 @@ class DiskStore:
         per ADD (its first address names it): one small file, written in full and renamed into
         place (readers see the old record or the new one). Best effort: a failure is logged and
         the ADD goes on (the doctor then says the sandbox is not known)."""
+        from basics.safefs import replace_file
+
         netns, self._netns = self._netns, None
         if netns is None:
             return
+        record = self._record(self._name(ip))
         try:
-            _write_new(self._records(), self._record_name(ip), sandbox_content(owner, netns))
+            try:
+                replace_file(self.folder, record, sandbox_content(owner, netns))
+            except FileNotFoundError:  # the store's first record
+                self.folder.mkdir(SANDBOXES, 0o700)
+                replace_file(self.folder, record, sandbox_content(owner, netns))
         except OSError as exc:
             log.warning(f"cannot record the sandbox of {owner.container_id} in {self._records()}: {exc}")
 
@@ -166,29 +254,30 @@ class DiskStore:
         """Reserved address -> (its attachment, its CNI_NETNS), for records whose reservation file
         holds that same attachment now (anything else is a leftover, and ignored). Reads only: the
         doctor calls it without the lock."""
-        folder = self._records()
         try:
-            names = os.listdir(folder)
+            names = os.listdir(self._records())
         except OSError:
             return {}
         out = {}
         for name in names:
             ip = self._ip_of(name)
-            found = sandbox_record(_read_small(os.path.join(folder, name))) if ip is not None else None
+            data = self._read(self._record(name), MAX_SANDBOX_RECORD) if ip is not None else None
+            found = sandbox_record(data) if data is not None else None
             if found is not None and self.owner_of(ip) == found[0]:
                 out[ip] = found
         return out
 
     def _records(self) -> str:
-        return os.path.join(self.directory, SANDBOXES)
+        return os.path.join(self.folder.path, SANDBOXES)
 
-    def _record_name(self, ip: str) -> str:
-        return ip.replace(":", "_") if self._escape else ip
+    @staticmethod
+    def _record(name: str) -> str:
+        return os.path.join(SANDBOXES, name)
 
     def _drop_record(self, name: str) -> None:
         """Best effort, as the writing: a record left behind goes at the next rebuild's ``flush``."""
         try:
-            _unlink(os.path.join(self._records(), name))
+            self._remove(self._record(name))
         except OSError as exc:
             log.warning(f"cannot remove the sandbox record {name} in {self._records()}: {exc}")
 
@@ -206,7 +295,7 @@ class DiskStore:
     @property
     def index(self) -> idx.Index:
         if self._index is None:
-            self._index = idx.load(self.directory)
+            self._index = load_index(self.folder)
             if self._index is None:
                 self.rescan()
         return self._index
@@ -214,14 +303,14 @@ class DiskStore:
     def flush(self) -> None:
         if self._dirty and self._index is not None:
             try:
-                idx.save(self.directory, self._index)
+                save_index(self.folder, self._index)
             except OSError as exc:  # the next call sees a stale index and rebuilds it
                 log.warning(f"cannot save the reservation index in {self.directory}: {exc}")
             self._dirty = False
 
     # ---- files ----
-    def _path(self, name: str) -> str:
-        return os.path.join(self.directory, name.replace(":", "_") if self._escape else name)
+    def _name(self, ip: str) -> str:
+        return ip.replace(":", "_") if self._escape else ip
 
     def _ip_of(self, filename: str) -> str | None:
         if filename in _NOT_RESERVATIONS or filename.startswith(LAST_RESERVED):
@@ -235,34 +324,36 @@ class DiskStore:
         return name if str(ip) == name else None
 
     def owner_of(self, ip: IPAddress | str) -> Owner | None:
-        """The reservation file's owner as it is on disk now (None: gone or unreadable)."""
-        try:
-            fd = os.open(self._path(str(ip)), os.O_RDONLY | _O_BINARY)
-        except OSError:
-            return None
-        try:
-            return reservation_owner(os.read(fd, 4096))
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        """The reservation's owner as it is on disk now (None: gone, or malformed)."""
+        data = self._read(self._name(str(ip)), MAX_RESERVATION)
+        return reservation_owner(data) if data is not None else None
 
     def _holds(self, ip: str, owner: Owner) -> bool:
         return self.owner_of(ip) == owner
 
-    def _write(self, name: str, data: bytes) -> None:
-        fd = os.open(self._path(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o600)
+    def _read(self, rel: str, cap: int) -> bytes | None:
+        """The regular file ``rel``'s bytes; None when it is absent, no regular file or over ``cap``."""
+        from basics.safefs import read_regular
+
         try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+            data = read_regular(self.folder, rel, cap)
+        except OSError:
+            return None
+        return data if len(data) <= cap else None
+
+    def _remove(self, rel: str) -> None:
+        try:
+            self.folder.unlink(rel)
+        except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder on the way is a file)
+            pass
 
 
 class open_store:
     """Create the directory (admin-only: 0755 owned by us; a protected DACL on Windows) or check
-    an existing one, hold ``<dir>/lock`` for the block, save the index on exit; ``netns``: ADD's,
-    for ``DiskStore``. (A class: with ``contextlib`` every pod command would import one module
-    more.)"""
+    an existing one, and hold it (``safefs.Folder``) and ``<dir>/lock`` for the block, save the
+    index on exit; ``netns``: ADD's, for ``DiskStore``. A folder or lock the plugins may not use
+    is ``UnsafePath``, an OSError as every other failure to use the store. (A class: with
+    ``contextlib`` every pod command would import one module more.)"""
 
     __slots__ = ("directory", "platform", "netns", "_lock", "_store")
 
@@ -270,18 +361,51 @@ class open_store:
         self.directory, self.platform, self.netns = directory, platform, netns
 
     def __enter__(self) -> DiskStore:
-        secure_dir(self.directory)
-        self._lock = FileLock(self.directory)
-        self._lock.__enter__()
-        self._store = DiskStore(self.directory, self.platform, self.netns, locked=True)
+        from basics.safefs import open_lock, secure_folder
+
+        folder = secure_folder(self.directory)
+        try:
+            path = os.path.join(folder.path, LOCK_NAME)
+            self._lock = FileLock(path, fd=open_lock(path))
+            self._lock.__enter__()
+        except BaseException:
+            folder.close()
+            raise
+        self._store = DiskStore(self.directory, self.platform, self.netns, locked=True, folder=folder)
         return self._store
 
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> bool:
         try:
             self._store.flush()
         finally:
+            self._store.close()
             self._lock.__exit__(kind, exc, tb)
         return False
+
+
+def load_index(folder: Folder) -> idx.Index | None:
+    """The index of the store ``folder`` when it is one and current (``index.decode``)."""
+    from basics.safefs import read_regular
+
+    try:
+        data = read_regular(folder, idx.INDEX_NAME, idx.MAX_INDEX)
+        return idx.decode(data, os.stat(folder.path).st_mtime_ns) if len(data) <= idx.MAX_INDEX else None
+    except OSError:  # absent, or no regular file: rebuilt
+        return None
+
+
+def save_index(folder: Folder, index: idx.Index) -> None:
+    """Write it anew by rename (``safefs.replace_file``), then date the directory to what its
+    header records: one nanosecond before the directory's mtime before the write."""
+    from basics.safefs import replace_file
+
+    seen = os.stat(folder.path)
+    stamp = seen.st_mtime_ns - 1
+    replace_file(folder, idx.INDEX_NAME, index.encode(stamp))
+    try:
+        os.utime(folder.path, ns=(seen.st_atime_ns, stamp))
+    except OSError:  # the index stays stale: every call rebuilds, slow but never wrong
+        pass
 
 
 def reservation_content(owner: Owner) -> bytes:
@@ -290,13 +414,16 @@ def reservation_content(owner: Owner) -> bytes:
 
 
 def reservation_owner(data: bytes) -> Owner | None:
-    """A reservation file's owner; None when the content is not one we could ever match."""
+    """A reservation file's owner; None when the content is not one we could ever match (a
+    malformed reservation). An owner is printable text, whatever the file held."""
     try:
         text = data.decode().strip()
     except UnicodeDecodeError:
         return None
     cid, sep, ifname = text.partition("\r\n")
     if text.split() != ([cid, ifname] if sep else [cid]):  # no whitespace inside either field
+        return None
+    if not (cid.isprintable() and ifname.isprintable()):  # NULs, control characters: a leftover
         return None
     return Owner(cid, ifname)
 
@@ -320,62 +447,19 @@ def sandbox_record(data: bytes) -> tuple[Owner, str] | None:
     return Owner(lines[1], lines[2]), lines[3]
 
 
-def _write_new(folder: str, name: str, data: bytes) -> None:
-    """``folder/name`` := ``data``, through a temporary file renamed over it. ``folder`` lies in the
-    store's admin-only folder (``open_store`` judged it), so only an administrator could have put
-    anything there; still nothing is followed: on POSIX every step is relative to the folder's
-    descriptor, opened without following a link, and the file is opened no-follow."""
-    tmp = f".{name}.{os.getpid()}.tmp"
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
-    if not hasattr(os, "O_DIRECTORY"):  # Windows: the store's folder is held (``secure_dir``)
-        fd = os.open(os.path.join(folder, tmp), flags, 0o600)
-        _write_all(fd, data)
-        os.replace(os.path.join(folder, tmp), os.path.join(folder, name))
-        return
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        _write_all(os.open(tmp, flags, 0o600, dir_fd=dfd), data)
-        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-    finally:
-        os.close(dfd)
-
-
 def _write_all(fd: int, data: bytes) -> None:
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
 
-def _read_small(path: str) -> bytes:
-    """A record's bytes (no link followed, never waiting on a FIFO: b"" for anything but a
-    regular file, or when it cannot be read; the doctor reads without the store's lock)."""
-    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return b""
-    try:
-        return os.read(fd, MAX_SANDBOX_RECORD) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
+def _empty(st: os.stat_result | None) -> bool:
+    """An empty regular file of one name: a killed writer's reservation, nobody's."""
+    return st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_nlink == 1
 
 
-def _empty(path: str) -> bool:
-    try:
-        return os.stat(path).st_size == 0
-    except OSError:
-        return False
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder on the way is a file)
-        pass
+#: ``os.utime`` on the name itself where the OS can (never a link's target).
+_NOFOLLOW = {"follow_symlinks": False} if os.utime in os.supports_follow_symlinks else {}

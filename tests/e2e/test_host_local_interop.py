@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.ipam_host_local import index as idx
-from plugins.ipam_host_local.store import DiskStore
+from basics.safefs import checked_folder
+from plugins.ipam_host_local.store import DiskStore, load_index
 
 GO = Path(os.environ.get("WINCNI_GO_HOST_LOCAL", "/usr/lib/cni/host-local"))
 BIN = Path(sys.executable).with_name("host-local")
@@ -71,7 +71,7 @@ def addr(res: dict) -> str:
 def store_owners(d: Path) -> dict:
     scan = DiskStore(str(d), "linux")
     scan.rescan()
-    current = idx.load(str(d))
+    current = load_index(checked_folder(str(d)))
     assert current is None or current == scan.index
     return {str(ip): o.container_id for ip, o in scan.allocations()}
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from basics.safefs import checked_folder
 from plugins.cni.version import SUPPORTED
 from plugins.ipam_host_local import index as idx
-from plugins.ipam_host_local.store import SANDBOXES, DiskStore
+from plugins.ipam_host_local.store import SANDBOXES, DiskStore, load_index
 from testdata import GOLDENS
 
 BIN = Path(sys.executable).with_name("host-local")
@@ -62,7 +63,7 @@ def assert_store_consistent(d: Path) -> dict:
     scan = DiskStore(str(d), "linux")
     scan.rescan()
     allocs = dict(scan.allocations())
-    current = idx.load(str(d))
+    current = load_index(checked_folder(str(d)))
     assert current is None or current == scan.index
     return allocs
 
@@ -178,7 +179,7 @@ def test_killed_processes_leave_a_consistent_store(tmp_path):
     allocs = assert_store_consistent(tmp_path / "hlnet")
     owners = [o for o in allocs.values() if o is not None]
     assert len(owners) == len(set(owners))
-    assert idx.load(str(tmp_path / "hlnet")) is not None
+    assert load_index(checked_folder(str(tmp_path / "hlnet"))) is not None
 
 
 def test_happy_path_does_not_import_jsonschema(tmp_path):

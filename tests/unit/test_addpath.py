@@ -13,8 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import addpath
 
 # scenario -> (modules, returns, all returns). ADD's decision is its own pure module (winnet.addaction),
-# one module more on every path than before it, and fewer returns in all.
-BOUNDS = {"v2": (25, 40, 129), "v1": (25, 41, 120), "chain": (38, 80, 224)}
+# one module more on every path than before it, and fewer returns in all. host-local reaches each
+# store file through the store's folder held open (basics.safefs: read, create, replace by
+# rename), one call there per file where a bare os call was: seven returns more in all.
+BOUNDS = {"v2": (25, 40, 129), "v1": (25, 41, 120), "chain": (38, 80, 231)}
 
 
 @pytest.mark.parametrize("scenario", sorted(BOUNDS))

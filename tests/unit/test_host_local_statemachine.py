@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from basics import ipaddr
+from basics.safefs import checked_folder
 from plugins.cni.errors import CniError
-from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner, allocate_all
 from plugins.ipam_host_local.ranges import Range, RangeSet
-from plugins.ipam_host_local.store import DiskStore, open_store, reservation_content
+from plugins.ipam_host_local.store import DiskStore, load_index, open_store, reservation_content
 
 SETS = (
     RangeSet.canonical([Range.canonical("10.0.0.0/29"), Range.canonical("10.0.1.0/30", gateway="10.0.1.2")]),
@@ -107,7 +107,7 @@ class HostLocalMachine(RuleBasedStateMachine):
             assert a not in NEVER and any(s.contains(a) for s in SETS)
         owned = [(o, s) for a, o in on_disk.items() for s in SETS if s.contains(a)]
         assert len(owned) == len(set(owned)), "one address per owner per range set"
-        current = idx.load(self.dir)
+        current = load_index(checked_folder(self.dir))
         assert current is None or current == scan.index
 
 

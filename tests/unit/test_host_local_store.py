@@ -11,10 +11,11 @@ import time
 import pytest
 
 from basics import ipaddr
+from basics.safefs import checked_folder
 from plugins.cni.lock import FileLock
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner
-from plugins.ipam_host_local.store import DiskStore, open_store
+from plugins.ipam_host_local.store import DiskStore, load_index, open_store, save_index
 
 ip = ipaddr.ip_address
 A, B = Owner("ctr-a", "eth0"), Owner("ctr-b", "eth0")
@@ -25,7 +26,7 @@ def files(d) -> dict[str, bytes]:
 
 
 def on_disk_index(d) -> idx.Index | None:
-    return idx.load(str(d))
+    return load_index(checked_folder(str(d)))
 
 
 def scanned(d, platform="linux") -> idx.Index:
@@ -192,14 +193,14 @@ def test_a_change_in_the_same_clock_tick_as_the_save_is_never_missed(tmp_path):
     """File-system timestamps are coarse (NTFS, Linux without multigrain timestamps): a change
     in the tick the save saw leaves the directory's mtime where the save saw it. The save dates
     the directory just before that, so such a change still makes the index stale."""
-    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))  # the index file exists from now on
+    save_index(checked_folder(str(tmp_path)), idx.Index.of([("10.0.0.2", A)]))  # the index file exists from now on
     for i in range(5):
         seen = os.stat(tmp_path).st_mtime_ns
-        idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
-        assert idx.load(str(tmp_path)) is not None
+        save_index(checked_folder(str(tmp_path)), idx.Index.of([("10.0.0.2", A)]))
+        assert load_index(checked_folder(str(tmp_path))) is not None
         (tmp_path / f"10.0.1.{i}").write_bytes(b"foreign")  # the Go plugin, an operator: no index update
         os.utime(tmp_path, ns=(seen, seen))  # ... stamped by a clock still in the tick the save saw
-        assert idx.load(str(tmp_path)) is None, f"round {i}"
+        assert load_index(checked_folder(str(tmp_path))) is None, f"round {i}"
 
 
 def test_a_directory_dated_in_the_future_still_gets_a_current_index(tmp_path):
@@ -208,7 +209,7 @@ def test_a_directory_dated_in_the_future_still_gets_a_current_index(tmp_path):
     still makes it stale."""
     future = time.time_ns() + 3_600 * 10**9
     os.utime(tmp_path, ns=(future, future))
-    idx.save(str(tmp_path), idx.Index.of([("10.0.0.2", A)]))
-    assert idx.load(str(tmp_path)) == idx.Index.of([("10.0.0.2", A)])
+    save_index(checked_folder(str(tmp_path)), idx.Index.of([("10.0.0.2", A)]))
+    assert load_index(checked_folder(str(tmp_path))) == idx.Index.of([("10.0.0.2", A)])
     (tmp_path / "10.0.0.9").write_bytes(b"foreign")
-    assert idx.load(str(tmp_path)) is None
+    assert load_index(checked_folder(str(tmp_path))) is None
