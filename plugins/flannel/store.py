@@ -12,20 +12,25 @@ Dot-names never collide with saved configs: a container ID cannot start with a d
 
 A saved config is run as SYSTEM/root at DEL, so ``dataDir`` is checked before anything in it is
 believed or written (``basics.safefs``: a real folder, owned by root/SYSTEM/Administrators, that
-nobody else may write; created so when absent) and each config is read without following a link
-and refused when another user owns it. A failed check is code 5 naming the folder and the fix.
+nobody else may write; created so when absent) and held open while it is used; each config is
+read without following a link or waiting (a FIFO), up to the delegate's stdin cap, and refused
+when it is no regular file or another user owns it; configs and markers are written new (by
+rename, or created exclusively), never through what stands at their name. A failed check is
+code 5 naming the folder and the fix.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
+    from basics.safefs import Folder
+
 from plugins.cni.errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
-from plugins.cni.lock import secure_dir
 from plugins.cni.names import CHARS
 from plugins.cni.record import FrozenRecord
 from plugins.cni.skel import MAX_STDIN
@@ -47,50 +52,52 @@ class Store:
     def __init__(self, data_dir: str) -> None:
         self.dir = data_dir
         self._markers = os.path.join(data_dir, MARKERS)
-        self._trusted = False
 
-    def _trust(self, create: bool = False) -> bool:
-        """Whether ``dataDir`` exists, after refusing one that others own or may write (code 5);
-        ``create`` makes it admin-only when absent (ADD)."""
-        if self._trusted:
-            return True
-        from basics.safefs import UnsafePath, check_dir
+    def _held(self, create: bool = False) -> Folder | None:
+        """``dataDir`` held open (``basics.safefs.Folder``, the caller closes it), after refusing
+        one that others own or may write (code 5); None when absent, unless ``create`` (ADD),
+        which makes it admin-only."""
+        from basics.safefs import UnsafePath, checked_folder, secure_folder
 
         try:
-            check_dir(self.dir)
+            return checked_folder(self.dir)
         except FileNotFoundError:
             if not create:
-                return False
+                return None
             with _io("create", self.dir):
-                secure_dir(self.dir, 0o700)
+                return secure_folder(self.dir, 0o700)
         except UnsafePath as exc:
             raise CniError(
                 IO_FAILURE,
                 f"refusing the saved delegate configs in {self.dir}: {exc.problem}",
                 f'{exc.fix}; or point "dataDir" at an admin-only folder',
             ) from exc
-        self._trusted = True
-        return True
 
     def path(self, key: str) -> str:
         return os.path.join(self.dir, key)
 
     def save(self, key: str, data: bytes, owner: Attachment) -> None:
-        """Write the config (0600, fsync, atomic rename), then record ``owner`` as one of its users.
+        """Write the config (0600, fsync, atomic rename: ``safefs.replace_file``), then record
+        ``owner`` as one of its users; nothing at either name is followed or written through.
 
         A file removed under our feet (the temporary one, by a process that ignores the ownership
         rule) is written again; when it keeps vanishing the ADD is asked for again later (code 11).
         """
-        self._trust(create=True)
-        for _ in range(_SAVE_TRIES):
-            try:
-                with _io("save the delegate config as", self.path(key)):
-                    os.makedirs(self._markers, mode=0o700, exist_ok=True)
-                    _atomic_write(self.path(key), data)
-                    os.close(os.open(self._marker(key, owner), os.O_WRONLY | os.O_CREAT, 0o600))
-                return
-            except FileNotFoundError as exc:
-                gone = exc.filename or self.path(key)
+        from basics.safefs import replace_file
+
+        folder = self._held(create=True)
+        try:
+            for _ in range(_SAVE_TRIES):
+                try:
+                    with _io("save the delegate config as", self.path(key)):
+                        folder.mkdir(MARKERS, 0o700, parents=True)
+                        replace_file(folder, key, data, durable=True)
+                        _touch(folder, os.path.join(MARKERS, self._marker_name(key, owner)))
+                    return
+                except FileNotFoundError as exc:
+                    gone = os.path.join(self.dir, exc.filename) if exc.filename else self.path(key)
+        finally:
+            folder.close()
         raise CniError(
             TRY_AGAIN_LATER,
             f"cannot save the delegate config as {self.path(key)}: {gone} vanished while it was written "
@@ -100,34 +107,43 @@ class Store:
         )
 
     def load(self, key: str) -> bytes | None:
-        from basics.safefs import UnsafePath, open_read
+        """The saved config (at most the delegate's stdin cap and a byte: more is its code 6),
+        read without following a link or waiting; one that is no regular file of an
+        administrator's is refused (code 5)."""
+        from basics.safefs import UnsafePath
 
-        if not self._trust():
+        folder = self._held()
+        if folder is None:
             return None
         path = self.path(key)
         try:
             with _io("read the saved delegate config", path):
+                if folder.lstat(key) is None:
+                    return None
                 try:
-                    fd = open_read(path)
+                    fd = folder.open_trusted(key)
                 except UnsafePath as exc:
                     raise CniError(
                         IO_FAILURE, f"refusing the saved delegate config {path}: {exc.problem}", exc.fix
                     ) from exc
                 with open(fd, "rb") as f:
-                    return f.read(MAX_STDIN + 1)  # the delegate's stdin: more is its code 6
+                    return f.read(MAX_STDIN + 1)
         except FileNotFoundError:
             return None
+        finally:
+            folder.close()
 
     def keys(self) -> list[str]:
-        """Saved configs, ours and the Go plugin's (every regular file whose name is not a dot-name)."""
-        if not self._trust():
+        """Saved configs, ours and the Go plugin's (every regular file whose name is not a dot-name;
+        a link or anything else there is nobody's config)."""
+        folder = self._held()
+        if folder is None:
             return []
         try:
             with _io("list", self.dir):
-                names = os.listdir(self.dir)
-        except FileNotFoundError:
-            return []
-        return sorted(n for n in names if not n.startswith(".") and os.path.isfile(self.path(n)))
+                return sorted(n for n, st in folder.scan() if not n.startswith(".") and stat.S_ISREG(st.st_mode))
+        finally:
+            folder.close()
 
     def owners(self, key: str) -> set[Attachment]:
         """Recorded users of ``key``; empty for a file the Go plugin wrote."""
@@ -193,7 +209,11 @@ class Store:
                     _remove(path)
 
     def _marker(self, key: str, owner: Attachment) -> str:
-        return os.path.join(self._markers, f"{key}@{owner.container_id}@{_quote(owner.ifname)}")
+        return os.path.join(self._markers, self._marker_name(key, owner))
+
+    @staticmethod
+    def _marker_name(key: str, owner: Attachment) -> str:
+        return f"{key}@{owner.container_id}@{_quote(owner.ifname)}"
 
 
 def _temporary_gone(path: str, pid: int) -> str:
@@ -214,29 +234,12 @@ def _temporary_gone(path: str, pid: int) -> str:
     return f"written {age:.0f} s ago by PID {pid}, " + ("longer than any ADD runs" if running else "which is gone")
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    """Readers see the old file or the whole new one, never a torn write, even across a crash."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+def _touch(folder: Folder, rel: str) -> None:
+    """An empty marker ``rel``, created new (never through a link); one already there stays."""
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-    if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself durable
-        dfd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        os.close(folder.open_new(rel, 0o600))
+    except FileExistsError:
+        pass
 
 
 def _remove(path: str) -> None:

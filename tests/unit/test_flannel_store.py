@@ -202,28 +202,29 @@ def test_gc_and_del_leave_a_temporary_file_its_live_writer_may_still_be_writing(
     )
 
 
-def vanishing_replace(times: int):
-    """os.replace whose source is removed first ``times`` times: a GC that ignores the rule."""
-    real = os.replace
+def vanishing_rename(times: int):
+    """The rename of a save (relative to the held folder) whose source is removed first
+    ``times`` times: a GC that ignores the rule."""
+    real = os.rename
 
-    def replace(src, dst):
+    def rename(src, dst, **kw):
         nonlocal times
         if times:
             times -= 1
-            os.remove(src)
-        return real(src, dst)
+            os.remove(src, dir_fd=kw.get("src_dir_fd"))
+        return real(src, dst, **kw)
 
-    return replace
+    return rename
 
 
 def test_a_save_whose_temporary_file_vanished_is_written_again(store, monkeypatch):
-    monkeypatch.setattr(os, "replace", vanishing_replace(2))
+    monkeypatch.setattr(os, "rename", vanishing_rename(2))
     store.save("c1", b"{}", Attachment("c1", "eth0"))
     assert store.load("c1") == b"{}" and store.owners("c1") == {Attachment("c1", "eth0")}
 
 
 def test_a_save_whose_temporary_file_keeps_vanishing_is_a_clean_try_again_later(store, monkeypatch):
-    monkeypatch.setattr(os, "replace", vanishing_replace(99))
+    monkeypatch.setattr(os, "rename", vanishing_rename(99))
     with pytest.raises(CniError) as err:
         store.save("c1", b"{}", Attachment("c1", "eth0"))
     tmp = os.path.join(store.dir, f".c1.{os.getpid()}.tmp")
@@ -233,3 +234,60 @@ def test_a_save_whose_temporary_file_keeps_vanishing_is_a_clean_try_again_later(
         == f"cannot save the delegate config as {store.path('c1')}: {tmp} vanished while it was written (3 tries)"
     )
     assert sorted(os.listdir(store.dir)) == [MARKERS]
+
+
+def finishes(call, *args):
+    """``call(*args)``'s outcome (its value, or the exception it raised), failing the test when it
+    is still running after 10 s (a FIFO opened for reading waits for a writer for ever)."""
+    import threading
+
+    done: list = []
+
+    def run():
+        try:
+            done.append(call(*args))
+        except CniError as exc:  # the outcome under test
+            done.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done, f"{call.__name__} hung"
+    return done[0]
+
+
+def test_a_fifo_at_a_saved_config_is_refused_at_once(store):
+    store.save("c1", b"{}", Attachment("c1", "eth0"))
+    os.remove(store.path("c1"))
+    os.mkfifo(store.path("c1"), 0o600)
+    err = finishes(store.load, "c1")
+    assert isinstance(err, CniError) and err.code == IO_FAILURE and "not a regular file" in err.msg
+    assert store.keys() == []
+
+
+@pytest.mark.parametrize("where", ["config", "temporary", "marker"])
+def test_a_save_never_writes_through_a_link(store, tmp_path, where):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"secret")
+    store.save("c1", b"old", Attachment("other", "eth0"))
+    name = {
+        "config": "c1",
+        "temporary": f".c1.{os.getpid()}.tmp",
+        "marker": os.path.join(MARKERS, "c1@c1@eth0"),
+    }[where]
+    target = victim if where != "marker" else tmp_path / "absent"
+    if os.path.lexists(os.path.join(store.dir, name)):
+        os.remove(os.path.join(store.dir, name))
+    os.symlink(target, os.path.join(store.dir, name))
+    store.save("c1", b"new", Attachment("c1", "eth0"))
+    assert victim.read_bytes() == b"secret" and not (tmp_path / "absent").exists()
+    assert store.load("c1") == b"new"
+
+
+def test_a_link_at_a_saved_config_is_no_config(store, tmp_path):
+    (tmp_path / "elsewhere").write_bytes(b'{"type":"win-bridge"}')
+    os.makedirs(store.dir, mode=0o700)
+    os.symlink(tmp_path / "elsewhere", store.path("c1"))
+    assert store.keys() == []
+    err = finishes(store.load, "c1")
+    assert isinstance(err, CniError) and err.code == IO_FAILURE and "link" in err.msg
