@@ -25,6 +25,12 @@ In use — freed by nobody but its owner:
    list of attachments speaks for it, so not even the runtime's GC frees it. host-local writes
    only under its store's lock, which its GC holds too: it leaves nothing half-written a GC meets.
 
+A reservation whose file names no owner (empty, NULs an unclean shutdown left, garbage, a link or
+a FIFO: host-local's store calls it malformed and warns) is no pod's: nothing of 1 or 3 can hold
+it, so it is an ADD in flight (2) while young and free to release after; every host-local writer
+fills a reservation under the store's lock, so none is still being written when GC or the sweep
+holds that lock.
+
 Who frees what:
 - a pod's DEL: that pod's reservation and endpoint;
 - the runtime's GC: reservations, saved configs and endpoints of attachments the runtime no longer
