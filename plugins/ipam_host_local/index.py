@@ -78,7 +78,8 @@ class Index:
         out = []
         for line in self._body[1:].splitlines():
             ip, _, rest = line.partition(b" ")
-            out.append((ip.decode(), _parse_owner(rest)))
+            if ip.isascii():  # an address: anything else is no line of ours
+                out.append((ip.decode(), _parse_owner(rest)))
         return out
 
     def __len__(self) -> int:

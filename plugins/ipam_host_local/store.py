@@ -172,7 +172,11 @@ class DiskStore:
     def allocations(self, warn: bool = True) -> list[tuple[IPAddress, Owner | None]]:
         """Every reservation and its owner, None for a malformed one (``warn``: named in a
         warning, which the readiness probe, asked every few seconds, leaves out)."""
-        found = [(parse_ip(ip), owner) for ip, owner in self.index.items()]
+        try:
+            found = [(parse_ip(ip), owner) for ip, owner in self.index.items()]
+        except ValueError:  # a line no writer of ours wrote: the files decide
+            self.rescan()
+            found = [(parse_ip(ip), owner) for ip, owner in self.index.items()]
         for ip, owner in found if warn else ():
             if owner is None:
                 self._warn_malformed(str(ip))
@@ -207,12 +211,12 @@ class DiskStore:
             return exc.problem
         except OSError as exc:
             return f"cannot be read ({exc.strerror or exc})"
+        if len(data) > MAX_RESERVATION:
+            return f"is over {MAX_RESERVATION} bytes"
         if reservation_owner(data) is not None:
             return ""
         if not data:
             return "is empty (its writer was killed before it wrote it)"
-        if len(data) > MAX_RESERVATION:
-            return f"is over {MAX_RESERVATION} bytes"
         what = "NUL bytes" if data.count(b"\0") == len(data) else "bytes"
         return f"holds {len(data)} {what}, not '<container ID>\\r\\n<interface>'"
 

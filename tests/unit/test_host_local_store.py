@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import sys
@@ -9,13 +10,16 @@ import threading
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from basics import ipaddr
 from basics.safefs import checked_folder
+from plugins.cni import log
 from plugins.cni.lock import FileLock
 from plugins.ipam_host_local import index as idx
 from plugins.ipam_host_local.allocator import Owner
-from plugins.ipam_host_local.store import DiskStore, load_index, open_store, save_index
+from plugins.ipam_host_local.store import DiskStore, load_index, open_store, reservation_owner, save_index
 
 ip = ipaddr.ip_address
 A, B = Owner("ctr-a", "eth0"), Owner("ctr-b", "eth0")
@@ -151,6 +155,63 @@ def test_unreadable_content_is_owned_by_nobody(tmp_path):
         assert s.owned_by(A) == []
 
 
+@given(st.binary(max_size=80) | st.builds(lambda a, b: a + b"\r\n" + b, st.binary(max_size=20), st.binary(max_size=20)))
+def test_a_reservation_file_reads_as_a_printable_owner_or_none(data):
+    owner = reservation_owner(data)
+    if owner is not None:
+        assert owner.container_id and owner.container_id.isprintable() and owner.ifname.isprintable()
+        assert not any(c.isspace() for c in owner.container_id + owner.ifname)
+
+
+@given(st.binary(max_size=200))
+def test_an_index_of_any_bytes_lists_addresses_and_printable_owners_or_none(body):
+    """Whatever a whole index holds (one an administrator wrote with a right checksum), its
+    reader lists text and owners that print, and a store over it lists only addresses."""
+    for address, owner in idx.decode(idx.Index(body).encode(5), 5).items():
+        assert isinstance(address, str)
+        assert owner is None or (owner.container_id.isprintable() and owner.ifname.isprintable())
+
+
+def test_malformed_reservations_are_named_no_ones_and_released_as_they_are(tmp_path):
+    """What an unclean shutdown or an administrator leaves at an address: no owner, a warning
+    naming the file and what is wrong with it, and a release that removes the entry itself."""
+    leftovers = {
+        "10.1.2.4": "holds 16 NUL bytes, not '<container ID>\\r\\n<interface>'",
+        "10.1.2.5": "holds 3 bytes, not '<container ID>\\r\\n<interface>'",
+        "10.1.2.6": "is over 4096 bytes",
+        "10.1.2.7": "is a FIFO, not a regular file",
+        "10.1.2.8": "is a symbolic link",
+    }
+    (tmp_path / "10.1.2.4").write_bytes(b"\0" * 16)
+    (tmp_path / "10.1.2.5").write_bytes(b"\x01\r\n")
+    (tmp_path / "10.1.2.6").write_bytes(b"x" * 5000)
+    os.mkfifo(tmp_path / "10.1.2.7")
+    (tmp_path / "10.1.2.8").symlink_to(tmp_path / "10.1.2.4")
+    said = io.StringIO()
+    log.configure("host-local", stderr=said)
+    try:
+        with open_store(str(tmp_path), "linux") as s:
+            assert sorted(s.allocations(), key=str) == [(ip(a), None) for a in sorted(leftovers)]
+    finally:
+        log.reset()
+    err = said.getvalue()
+    with open_store(str(tmp_path), "linux") as s:
+        assert {a: s.problem(a) for a in leftovers} == leftovers
+        for address, why in leftovers.items():
+            assert f"malformed reservation {tmp_path / address}: it {why}; no pod owns it" in err, err
+        assert "\0" not in err
+        assert s.reserve(A, ip("10.1.2.7"), 0) is False  # whatever stands there holds the address
+        for address in leftovers:
+            s.release(address)
+        assert s.allocations() == []
+    assert sorted(os.listdir(tmp_path)) == [idx.INDEX_NAME, "lock"]
+
+
+def test_an_index_saved_with_an_unprintable_owner_reads_it_as_none():
+    index = idx.Index.of([("10.0.0.2", Owner("\0" * 16, ""))])
+    assert idx.decode(index.encode(3), 3).items() == [("10.0.0.2", None)]
+
+
 def test_index_text_format_lookups():
     index = idx.Index.of(
         [("10.0.0.2", A), ("10.0.0.20", Owner("x", "eth0")), ("10.0.0.3", Owner("eth0")), ("10.0.0.4", None)]
@@ -213,3 +274,10 @@ def test_a_directory_dated_in_the_future_still_gets_a_current_index(tmp_path):
     assert load_index(checked_folder(str(tmp_path))) == idx.Index.of([("10.0.0.2", A)])
     (tmp_path / "10.0.0.9").write_bytes(b"foreign")
     assert load_index(checked_folder(str(tmp_path))) is None
+
+
+def test_a_whole_index_whose_lines_are_no_addresses_is_rebuilt_from_the_files(tmp_path):
+    (tmp_path / "10.1.2.2").write_bytes(b"ctr-a\r\neth0")
+    save_index(checked_folder(str(tmp_path)), idx.Index(b"not-an-address ctr-b eth0\n"))
+    assert load_index(checked_folder(str(tmp_path))) is not None  # whole and current: trusted as an index
+    assert DiskStore(str(tmp_path), "linux").allocations() == [(ip("10.1.2.2"), A)]

@@ -200,6 +200,70 @@ def test_a_held_folder_never_writes_lists_or_deletes_through_a_link(tmp_path):
     assert sorted(os.listdir(tmp_path / "held")) == ["link", "renamed"]
 
 
+def test_a_held_folders_files_are_read_only_when_regular_never_waited_on_and_capped(tmp_path):
+    """``read_regular``: what stands at a store file's name is judged on the descriptor opened
+    without following a link or waiting: a FIFO (whose open would wait for a writer), a device
+    that never ends, a folder and a link are refused, saying which; a file is read to cap + 1."""
+    (tmp_path / "victim").write_bytes(b"secret")
+    (tmp_path / "file").write_bytes(b"x" * 10)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "victim")
+    (tmp_path / "dir").mkdir()
+    os.mknod(tmp_path / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    folder = safefs.checked_folder(str(tmp_path))
+    try:
+        assert safefs.read_regular(folder, "file", 100) == b"x" * 10
+        assert safefs.read_regular(folder, "file", 4) == b"x" * 5  # cap + 1: the caller's to refuse
+        for name, problem in [
+            ("fifo", "is a FIFO, not a regular file"),
+            ("zero", "is a device or socket, not a regular file"),
+            ("dir", "is a folder, not a regular file"),
+            ("link", "is a symbolic link"),
+        ]:
+            with pytest.raises(safefs.UnsafePath) as caught:
+                safefs.read_regular(folder, name, 100)
+            assert caught.value.problem == problem and caught.value.path == str(tmp_path / name)
+        with pytest.raises(FileNotFoundError):
+            safefs.read_regular(folder, "absent", 100)
+    finally:
+        folder.close()
+
+
+def test_a_file_is_replaced_by_rename_never_written_through_what_stands_at_its_names(tmp_path):
+    (tmp_path / "victim").write_bytes(b"secret")
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "target").symlink_to(tmp_path / "victim")
+    (tmp_path / "held" / f".other.{os.getpid()}.tmp").symlink_to(tmp_path / "victim")
+    os.mkfifo(tmp_path / "held" / "fifo")
+    folder = safefs.secure_folder(str(tmp_path / "held"))
+    try:
+        for name in ("target", "other", "fifo"):
+            safefs.replace_file(folder, name, b"new " + name.encode(), durable=name == "other")
+    finally:
+        folder.close()
+    assert (tmp_path / "victim").read_bytes() == b"secret"
+    assert sorted(os.listdir(tmp_path / "held")) == ["fifo", "other", "target"]
+    for name in ("target", "other", "fifo"):
+        path = tmp_path / "held" / name
+        assert not path.is_symlink() and path.read_bytes() == b"new " + name.encode()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@root_only
+def test_a_readers_folder_is_refused_unless_admin_only_and_never_repaired(tmp_path):
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(safefs.UnsafePath, match="writable by others"):
+        safefs.checked_folder(str(tmp_path / "open"))
+    assert stat.S_IMODE((tmp_path / "open").stat().st_mode) == 0o777
+    (tmp_path / "theirs").mkdir()
+    os.chown(tmp_path / "theirs", NOBODY, NOBODY)
+    with pytest.raises(safefs.UnsafePath, match="owned by uid 65534"):
+        safefs.checked_folder(str(tmp_path / "theirs"))
+    with pytest.raises(FileNotFoundError):
+        safefs.checked_folder(str(tmp_path / "absent"))
+
+
 def test_writable_by_others_names_who(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d").chmod(0o757)
