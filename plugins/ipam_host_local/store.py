@@ -78,6 +78,7 @@ class DiskStore:
         self._locked = locked
         self._netns = netns
         self._folder = folder
+        self._warned: set[str] = set()
 
     @property
     def folder(self) -> Folder:
@@ -221,15 +222,17 @@ class DiskStore:
         return f"holds {len(data)} {what}, not '<container ID>\\r\\n<interface>'"
 
     def _warn_malformed(self, ip: str) -> None:
-        why = self.problem(ip)
+        """Once per store opened and address, however often it is listed."""
+        why = "" if ip in self._warned else self.problem(ip)
         if not why:
             return
+        self._warned.add(ip)
         from plugins.cni.ownership import IN_FLIGHT_SECONDS
 
         path = os.path.join(self.directory, self._name(ip))
         log.warning(
-            f"malformed reservation {path}: it {why}; no pod owns it, so it holds {ip} until it is "
-            f"{IN_FLIGHT_SECONDS:g} s old and wincni reclaim (or the runtime's GC) releases it"
+            f"malformed reservation {path}: it {why}; no pod owns it: it keeps {ip} from other pods until "
+            f"it is {IN_FLIGHT_SECONDS:g} s old, then wincni reclaim (or the runtime's GC) releases it"
         )
         log.event("malformed-reservation", path=path, why=why)
 

@@ -145,6 +145,30 @@ elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wi
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     out["alive"] = [procs.alive(os.getpid()), procs.alive(child.pid)]
+elif step == "store":  # host-local's and flannel's stores through the handle paths; the test planted links
+    from basics import ipaddr
+    from plugins.flannel.store import Attachment, Store
+    from plugins.ipam_host_local.allocator import Owner
+    from plugins.ipam_host_local.store import load_index, open_store
+
+    net = base + "\\net"
+    with open_store(net, "win32") as s:
+        out["allocations"] = [[str(ip), owner and owner.container_id] for ip, owner in s.allocations()]
+        out["problem"] = s.problem("10.1.2.4")
+        out["reserved"] = s.reserve(Owner("pod1", "eth0"), ipaddr.ip_address("10.1.2.2"), 0)
+    reader = safefs.checked_folder(net)
+    held = reader.open_read(".wincni-index")  # a doctor or STATUS reading while an ADD replaces it
+    with open_store(net, "win32") as s:
+        s.reserve(Owner("pod2", "eth0"), ipaddr.ip_address("10.1.2.5"), 0)
+    os.close(held)
+    out["index_current"] = load_index(reader) is not None
+    reader.close()
+    with open_store(net, "win32") as s:
+        s.release("10.1.2.4")
+        out["after"] = [[str(ip), owner and owner.container_id] for ip, owner in s.allocations()]
+    flannel = Store(base + "\\flannel")
+    flannel.save("c1", b"{}", Attachment("c1", "eth0"))
+    out["flannel"] = [flannel.load("c1").decode(), flannel.keys()]
 print(json.dumps(out))
 """
 
@@ -280,3 +304,27 @@ def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exi
     assert "reached through a junction or link (it is C:\\wincni-paths)" in out["store_dir_link"], out
     assert out["held"] == [r"C:\wincni-paths"], out
     assert out["alive"] == [True, False], out
+
+
+def test_the_stores_files_go_through_the_held_folder_never_through_a_link(node: WineNode) -> None:
+    """host-local's store under Windows' handle paths: a reservation of 16 NULs (an unclean
+    shutdown's leftover) is named and no pod's; ``last_reserved_ip.0`` and the index, links here
+    (Wine's junctions), are replaced by rename (``safefs.replace_file``: CREATE_NEW, then
+    MoveFileEx), never written through; an index a reader holds open is still replaced; flannel's
+    saved config round-trips through the same calls."""
+    net = node.path(r"C:\wincni-store\net")
+    net.mkdir(parents=True)
+    victim = node.root / "victim"
+    victim.write_text("secret")
+    (net / "10.1.2.4").write_bytes(b"\0" * 16)
+    (net / "last_reserved_ip.0").symlink_to(victim)
+    (net / ".wincni-index").symlink_to(victim)
+    out = _probe(node, "store", r"C:\wincni-store")
+    assert out["allocations"] == [["10.1.2.4", None]], out
+    assert out["problem"].startswith("holds 16 NUL bytes"), out
+    assert out["reserved"] is True and out["index_current"] is True, out
+    assert out["after"] == [["10.1.2.2", "pod1"], ["10.1.2.5", "pod2"]], out
+    assert out["flannel"] == ["{}", ["c1"]], out
+    assert victim.read_text() == "secret"
+    assert not (net / "last_reserved_ip.0").is_symlink() and (net / "last_reserved_ip.0").read_text() == "10.1.2.5"
+    assert not (net / ".wincni-index").is_symlink()
