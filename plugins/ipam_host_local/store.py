@@ -260,19 +260,26 @@ class DiskStore:
     def sandboxes(self) -> dict[str, tuple[Owner, str]]:
         """Reserved address -> (its attachment, its CNI_NETNS), for records whose reservation file
         holds that same attachment now (anything else is a leftover, and ignored). Reads only: the
-        doctor calls it without the lock."""
+        doctor calls it without the lock, on a store of its own whose folder is held only
+        meanwhile (the sweep gathers the doctor's facts every pass)."""
+        opened = self._folder is None
         try:
-            names = os.listdir(self._records())
-        except OSError:
-            return {}
-        out = {}
-        for name in names:
-            ip = self._ip_of(name)
-            data = self._read(self._record(name), MAX_SANDBOX_RECORD) if ip is not None else None
-            found = sandbox_record(data) if data is not None else None
-            if found is not None and self.owner_of(ip) == found[0]:
-                out[ip] = found
-        return out
+            records = self._records()  # the folder judged: one no plugin may use is UnsafePath
+            try:
+                names = os.listdir(records)
+            except OSError:
+                return {}
+            out = {}
+            for name in names:
+                ip = self._ip_of(name)
+                data = self._read(self._record(name), MAX_SANDBOX_RECORD) if ip is not None else None
+                found = sandbox_record(data) if data is not None else None
+                if found is not None and self.owner_of(ip) == found[0]:
+                    out[ip] = found
+            return out
+        finally:
+            if opened:
+                self.close()
 
     def _records(self) -> str:
         return os.path.join(self.folder.path, SANDBOXES)

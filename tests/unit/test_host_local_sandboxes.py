@@ -169,3 +169,13 @@ def test_a_fifo_in_place_of_a_record_is_not_waited_on(tmp_path):
     os.remove(d / SANDBOXES / "10.1.2.2")
     os.mkfifo(d / SANDBOXES / "10.1.2.2")
     assert DiskStore(str(d), "linux").sandboxes() == {}
+
+
+def test_a_readers_look_at_the_records_holds_the_folder_only_meanwhile(tmp_path):
+    """The sweep gathers the doctor's facts every pass: its look at the records leaves nothing open."""
+    add(tmp_path, "pod1", GUID)
+    store = DiskStore(str(tmp_path / "net"), "linux")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        assert set(store.sandboxes()) == {"10.1.2.2"}
+    assert len(os.listdir("/proc/self/fd")) == before
