@@ -274,8 +274,10 @@ def test_the_sweep_keeps_running_over_a_nul_filled_reservation(node: Node) -> No
         deadline = time.monotonic() + DEADLINE
         while (store(node) / leftover).exists() and time.monotonic() < deadline and sweep.poll() is None:
             time.sleep(0.2)
-        time.sleep(2.5)  # two passes more
+        opened = len(os.listdir(f"/proc/{sweep.pid}/fd"))
+        time.sleep(2.5)  # two passes more, each reading and locking the store
         assert sweep.poll() is None, "the sweep exited"
+        assert len(os.listdir(f"/proc/{sweep.pid}/fd")) == opened  # nothing held from pass to pass
     finally:
         sweep.kill()
         out, err = sweep.communicate(timeout=DEADLINE)
