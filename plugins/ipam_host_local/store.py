@@ -130,7 +130,7 @@ class DiskStore:
         self._dirty = True
 
     def last_reserved(self, range_id: int) -> IPAddress | None:
-        data = self._read(LAST_RESERVED + str(range_id), MAX_LAST_RESERVED)
+        data = _read(self.folder, LAST_RESERVED + str(range_id), MAX_LAST_RESERVED, "round-robin starts again")
         try:
             return parse_ip(data.decode().strip()) if data is not None else None
         except (UnicodeDecodeError, ValueError):
@@ -272,7 +272,7 @@ class DiskStore:
             out = {}
             for name in names:
                 ip = self._ip_of(name)
-                data = self._read(self._record(name), MAX_SANDBOX_RECORD) if ip is not None else None
+                data = _read(self.folder, self._record(name), MAX_SANDBOX_RECORD) if ip is not None else None
                 found = sandbox_record(data) if data is not None else None
                 if found is not None and self.owner_of(ip) == found[0]:
                     out[ip] = found
@@ -339,21 +339,11 @@ class DiskStore:
 
     def owner_of(self, ip: IPAddress | str) -> Owner | None:
         """The reservation's owner as it is on disk now (None: gone, or malformed)."""
-        data = self._read(self._name(str(ip)), MAX_RESERVATION)
+        data = _read(self.folder, self._name(str(ip)), MAX_RESERVATION)
         return reservation_owner(data) if data is not None else None
 
     def _holds(self, ip: str, owner: Owner) -> bool:
         return self.owner_of(ip) == owner
-
-    def _read(self, rel: str, cap: int) -> bytes | None:
-        """The regular file ``rel``'s bytes; None when it is absent, no regular file or over ``cap``."""
-        from basics.safefs import read_regular
-
-        try:
-            data = read_regular(self.folder, rel, cap)
-        except OSError:
-            return None
-        return data if len(data) <= cap else None
 
     def _remove(self, rel: str) -> None:
         try:
@@ -399,13 +389,8 @@ class open_store:
 
 def load_index(folder: Folder) -> idx.Index | None:
     """The index of the store ``folder`` when it is one and current (``index.decode``)."""
-    from basics.safefs import read_regular
-
-    try:
-        data = read_regular(folder, idx.INDEX_NAME, idx.MAX_INDEX)
-        return idx.decode(data, os.stat(folder.path).st_mtime_ns) if len(data) <= idx.MAX_INDEX else None
-    except OSError:  # absent, or no regular file: rebuilt
-        return None
+    data = _read(folder, idx.INDEX_NAME, idx.MAX_INDEX, "rebuilt from the reservations, then written anew")
+    return idx.decode(data, os.stat(folder.path).st_mtime_ns) if data is not None else None
 
 
 def save_index(folder: Folder, index: idx.Index) -> None:
@@ -459,6 +444,26 @@ def sandbox_record(data: bytes) -> tuple[Owner, str] | None:
     if any("\n" in line or "\r" in line for line in lines):
         return None
     return Owner(lines[1], lines[2]), lines[3]
+
+
+def _read(folder: Folder, rel: str, cap: int, instead: str = "") -> bytes | None:
+    """The regular file ``rel``'s bytes; None when it is absent, no regular file or over ``cap``
+    (``instead``: what happens then, said in a warning naming the file)."""
+    from basics.safefs import UnsafePath, read_regular
+
+    try:
+        data = read_regular(folder, rel, cap)
+    except UnsafePath as exc:
+        if instead:
+            log.warning(f"{exc.path} {exc.problem}: not read ({instead})")
+        return None
+    except OSError:
+        return None
+    if len(data) <= cap:
+        return data
+    if instead:
+        log.warning(f"{os.path.join(folder.path, rel)} is over {cap} bytes: not read ({instead})")
+    return None
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -136,7 +136,8 @@ def test_a_fifo_at_the_index_is_never_waited_on(node: Node, command: str) -> Non
         proc = host_local(node, command, "pod2" if command == "ADD" else "pod1")
         no_traceback(proc)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    if command in ("ADD", "DEL"):  # the index was written anew, by rename, over the FIFO
+    if command in ("ADD", "DEL"):  # named, then written anew, by rename, over the FIFO
+        assert f"{store(node) / INDEX_NAME} is a FIFO, not a regular file: not read".encode() in proc.stderr
         assert (store(node) / INDEX_NAME).is_file()
 
 
@@ -186,7 +187,8 @@ def test_a_fifo_at_the_next_free_address_is_skipped_at_once(node: Node) -> None:
 def test_a_fifo_at_last_reserved_ip_is_never_waited_on(node: Node) -> None:
     added(node, "pod1")
     fifo(store(node) / "last_reserved_ip.0")
-    added(node, "pod2")
+    proc = host_local(node, "ADD", "pod2")
+    assert proc.returncode == 0 and b"last_reserved_ip.0 is a FIFO, not a regular file: not read" in proc.stderr
     assert (store(node) / "last_reserved_ip.0").is_file()
 
 
