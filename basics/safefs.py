@@ -684,6 +684,30 @@ def read_regular(folder: Folder, rel: str, cap: int) -> bytes:
         os.close(fd)
 
 
+def open_rewrite(folder: Folder, name: str) -> int:
+    """A read-write descriptor on the file ``name`` directly in ``folder`` (created owner-only
+    when absent), for a file rewritten in place where a rename would not do (a reader on Windows
+    holding it open makes the rename fail; a rename changes the folder's mtime). Opened without
+    following a link or waiting, then refused (``UnsafePath``) unless it is a regular file of one
+    name that root/SYSTEM/Administrators or we own, as ``open_lock``."""
+    if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
+        return _open(os.path.join(folder.path, name), os.O_RDWR | os.O_CREAT)
+    where = os.path.join(folder.path, name)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=folder.fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(where, "is a symbolic link") from None
+        raise
+    try:
+        _check_posix_file(fd, where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def replace_file(folder: Folder, rel: str, data: bytes, durable: bool = False) -> None:
     """``rel`` below ``folder`` := ``data``: written in full to a temporary file this call creates
     beside it (``.<name>.<pid>.tmp``, exclusive, no-follow) and renamed over it, every step

@@ -7,21 +7,20 @@ and its content never equals ``id\\r\\nifname``.
 
 Trust rules, all O(1) besides reading the file itself:
 - the header's directory mtime must equal the directory's now. Creating or deleting a
-  reservation (ours, the Go plugin's, an operator's) changes it; so does writing the index
-  itself (a temporary file renamed over it, so nothing planted at its name is followed or
-  waited on), which is why ``save`` dates the directory afterwards to what the header says;
+  reservation (ours, the Go plugin's, an operator's) changes it; rewriting the index in place
+  does not, which is why the index is rewritten in place (``store.save_index``, through a
+  descriptor judged a regular file of ours) and never renamed over;
 - the crc must match, so a write torn by a crash is noticed.
 A directory change in the same clock tick as the recorded mtime would be invisible (file-system
-timestamps are coarse: 1-4 ms on Linux, up to 15.6 ms on NTFS), so the save records one
-nanosecond before the mtime the directory had before it wrote, and dates the directory so once
-the index is in place: any later change stamps the directory with the clock, which is never
-below what it already showed, so the stamp always differs from the record. (Waiting for the
-clock to pass cost every ADD and DEL half a tick under the lock.) A file system that cannot
-store that date (FAT keeps 2 s) leaves the index stale, i.e. every call rebuilds, which is slow
-but never wrong.
+timestamps are coarse: 1-4 ms on Linux, up to 15.6 ms on NTFS), so the save dates the directory
+just before the mtime it saw and records that: any later change stamps the directory with the
+clock, which is never below what it already showed, so the stamp always differs from the
+record. (Waiting for the clock to pass cost every ADD and DEL half a tick under the lock.) A
+file system that cannot store that date (FAT keeps 2 s) gets the index saved as stale, i.e.
+every call rebuilds, which is slow but never wrong.
 Anything else means "rebuild from the files": a file that is not a regular one, or over
-``MAX_INDEX``, is never read (``store.load_index``). Lookups are byte searches, not a parse: at 10,000 reservations
-the file is ~0.8 MB and a lookup costs well under a millisecond.
+``MAX_INDEX``, is never read (``store.load_index``). Lookups are byte searches, not a parse: at
+10,000 reservations the file is ~0.8 MB and a lookup costs well under a millisecond.
 """
 
 from __future__ import annotations

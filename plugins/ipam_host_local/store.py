@@ -394,17 +394,40 @@ def load_index(folder: Folder) -> idx.Index | None:
 
 
 def save_index(folder: Folder, index: idx.Index) -> None:
-    """Write it anew by rename (``safefs.replace_file``), then date the directory to what its
-    header records: one nanosecond before the directory's mtime before the write."""
-    from basics.safefs import replace_file
+    """Rewrite it in place (the directory's mtime stays; ``safefs.open_rewrite``: no link
+    followed, nothing waited on, only a regular file of ours written); anything else standing at
+    its name is first replaced by an empty file (a rename: a link goes itself, never its
+    target). The directory is dated after the file exists, so making the index does not make
+    it stale."""
+    from basics.safefs import UnsafePath, open_rewrite, replace_file
 
-    seen = os.stat(folder.path)
-    stamp = seen.st_mtime_ns - 1
-    replace_file(folder, idx.INDEX_NAME, index.encode(stamp))
     try:
-        os.utime(folder.path, ns=(seen.st_atime_ns, stamp))
-    except OSError:  # the index stays stale: every call rebuilds, slow but never wrong
-        pass
+        fd = open_rewrite(folder, idx.INDEX_NAME)
+    except UnsafePath as exc:
+        log.warning(f"{exc.path} {exc.problem}: replaced, and the index written anew")
+        replace_file(folder, idx.INDEX_NAME, b"")
+        fd = open_rewrite(folder, idx.INDEX_NAME)
+    try:
+        data = index.encode(_date_before_now(folder.path))
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _date_before_now(directory: str) -> int:
+    """Set the directory's mtime just below the one it has and return it as the file system
+    keeps it (NTFS: in 100 ns steps), or -1 (stale) when that is not below."""
+    try:
+        seen = os.stat(directory)
+        os.utime(directory, ns=(seen.st_atime_ns, seen.st_mtime_ns - 1))
+        kept = os.stat(directory).st_mtime_ns
+    except OSError:
+        return -1
+    return kept if kept < seen.st_mtime_ns else -1
 
 
 def reservation_content(owner: Owner) -> bytes:

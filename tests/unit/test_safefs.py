@@ -249,6 +249,37 @@ def test_a_file_is_replaced_by_rename_never_written_through_what_stands_at_its_n
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def test_a_file_rewritten_in_place_is_only_ever_a_regular_file_of_one_name(tmp_path):
+    """``open_rewrite``: what stands at the name is judged on the descriptor opened without
+    following a link or waiting: a link, FIFO, device or hard-linked file is refused, not
+    written; a missing file is made owner-only."""
+    (tmp_path / "victim").write_bytes(b"secret")
+    (tmp_path / "held").mkdir()
+    held = tmp_path / "held"
+    (held / "link").symlink_to(tmp_path / "victim")
+    os.link(tmp_path / "victim", held / "hard")
+    os.mkfifo(held / "fifo")
+    os.mknod(held / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    folder = safefs.secure_folder(str(held))
+    try:
+        for name, problem in [
+            ("link", "is a symbolic link"),
+            ("hard", "has 2 hard links"),
+            ("fifo", "is not a regular file"),
+            ("zero", "is not a regular file"),
+        ]:
+            with pytest.raises(safefs.UnsafePath) as caught:
+                safefs.open_rewrite(folder, name)
+            assert caught.value.problem.startswith(problem) and caught.value.path == str(held / name)
+        fd = safefs.open_rewrite(folder, "new")
+        os.write(fd, b"x")
+        os.close(fd)
+    finally:
+        folder.close()
+    assert (tmp_path / "victim").read_bytes() == b"secret"
+    assert (held / "new").read_bytes() == b"x" and stat.S_IMODE((held / "new").stat().st_mode) == 0o600
+
+
 @root_only
 def test_a_readers_folder_is_refused_unless_admin_only_and_never_repaired(tmp_path):
     (tmp_path / "open").mkdir()

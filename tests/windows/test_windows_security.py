@@ -308,10 +308,11 @@ def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exi
 
 def test_the_stores_files_go_through_the_held_folder_never_through_a_link(node: WineNode) -> None:
     """host-local's store under Windows' handle paths: a reservation of 16 NULs (an unclean
-    shutdown's leftover) is named and no pod's; ``last_reserved_ip.0`` and the index, links here
-    (Wine's junctions), are replaced by rename (``safefs.replace_file``: CREATE_NEW, then
-    MoveFileEx), never written through; an index a reader holds open is still replaced; flannel's
-    saved config round-trips through the same calls."""
+    shutdown's leftover) is named and no pod's; ``last_reserved_ip.0``, a link here (Wine's
+    junction), is replaced by rename (``safefs.replace_file``: CREATE_NEW, then MoveFileEx), the
+    index at a link removed and made anew (``safefs.open_rewrite`` refuses it), never written
+    through; an index a reader holds open is still rewritten (in place: a rename over it would
+    be refused); flannel's saved config round-trips through the same calls."""
     net = node.path(r"C:\wincni-store\net")
     net.mkdir(parents=True)
     victim = node.root / "victim"
