@@ -644,12 +644,17 @@ else:
             if os.path.islink(path):
                 raise UnsafePath(path, "is a symbolic link") from exc
             raise
-        try:
-            _check_posix_file(fd, path)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return _judged_file(fd, path)
+
+
+def _judged_file(fd: int, path: str) -> int:
+    """``fd`` once ``_check_posix_file`` accepts it (closed when it refuses)."""
+    try:
+        _check_posix_file(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def checked_folder(path: str) -> Folder:
@@ -700,12 +705,7 @@ def open_rewrite(folder: Folder, name: str) -> int:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(where, "is a symbolic link") from None
         raise
-    try:
-        _check_posix_file(fd, where)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _judged_file(fd, where)
 
 
 def replace_file(folder: Folder, rel: str, data: bytes, durable: bool = False) -> None:
