@@ -234,19 +234,32 @@ def _key(grant: Grant) -> tuple:
 
 def normalise(grants: Iterable[Grant]) -> tuple[Grant, ...]:
     """The same traffic in a normal form, so equal access compares equal and renders the same
-    rules: grants of one protocol and ports merge their peers, then grants of one protocol and
-    peers merge their ports; a grant with nothing in it goes; sorted."""
-    by_ports: dict = {}
+    rules: grants of one protocol and ports merge their peers, grants of one protocol and peers
+    merge their ports, until nothing merges; a grant with no peer goes; sorted."""
+    current = [g for g in grants if g.peers is None or g.peers]
+    while True:
+        merged = _merge_ports(_merge_peers(current))
+        if len(merged) == len(current):
+            return tuple(sorted(merged, key=_key))
+        current = merged
+
+
+def _merge_peers(grants: list[Grant]) -> list[Grant]:
+    groups: dict = {}
     for g in grants:
-        if g.peers is not None and not g.peers:
-            continue
-        by_ports.setdefault((g.protocol, g.ports), []).append(g.peers)
-    merged: dict = {}
-    for (protocol, ports), peer_sets in by_ports.items():
-        peers = None if any(p is None for p in peer_sets) else addresses.collapse(n for p in peer_sets for n in p)
-        merged.setdefault((protocol, peers), []).append(ports)
-    out = []
-    for (protocol, peers), port_sets in merged.items():
-        ports = None if any(p is None for p in port_sets) else addresses.merge_ranges(r for p in port_sets for r in p)
-        out.append(Grant(protocol, ports, peers))
-    return tuple(sorted(out, key=_key))
+        ports = None if g.ports is None else addresses.merge_ranges(g.ports)
+        groups.setdefault((g.protocol, ports), []).append(g.peers)
+    return [
+        Grant(protocol, ports, None if None in sets else addresses.collapse(n for p in sets for n in p))
+        for (protocol, ports), sets in groups.items()
+    ]
+
+
+def _merge_ports(grants: list[Grant]) -> list[Grant]:
+    groups: dict = {}
+    for g in grants:
+        groups.setdefault((g.protocol, g.peers), []).append(g.ports)
+    return [
+        Grant(protocol, None if None in sets else addresses.merge_ranges(r for p in sets for r in p), peers)
+        for (protocol, peers), sets in groups.items()
+    ]
