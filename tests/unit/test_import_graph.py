@@ -94,3 +94,16 @@ def test_layers_import_only_downwards():
             elif own and any(_within(target, p) for p in PLUGINS if p != own):
                 wrong.append(f"{name} imports another plugin's {target}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_acl_walk_shares_no_code_with_what_writes_acls():
+    """The simulator's ACL walk judges the rules ``plugins.netpol`` and ``plugins.winnet.acls``
+    write (through ``libhns.policies``' encoders): it may reach only ``basics``, at any depth."""
+    known = modules()
+    reached, todo = set(), ["libhns.sim.aclwalk"]
+    while todo:
+        for target in imports(todo[-1], known[todo.pop()], known):
+            if target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert {name for name in reached if not _within(name, "basics")} == set()
