@@ -13,18 +13,55 @@ if TYPE_CHECKING:
     Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+def spans(networks: Iterable[Network]) -> list[tuple[int, int, int]]:
+    """Networks as ``(family, first, last)`` integer spans, the form sets are merged in (CIDR
+    objects cost too much to handle by the thousand)."""
+    return [(n.version, int(n.network_address), int(n.broadcast_address)) for n in networks]
+
+
+def merge(items: Iterable[tuple[int, int, int]]) -> tuple[tuple[int, int, int], ...]:
+    """Spans merged where they overlap or touch, IPv4 first, in address order."""
+    out: list[tuple[int, int, int]] = []
+    for family, first, last in sorted(items):
+        if out and out[-1][0] == family and first <= out[-1][2] + 1:
+            if last > out[-1][2]:
+                out[-1] = (family, out[-1][1], last)
+        else:
+            out.append((family, first, last))
+    return tuple(out)
+
+
+def cut(items: Iterable[tuple[int, int, int]], holes: Iterable[tuple[int, int, int]]) -> tuple:
+    """Merged spans less the holes."""
+    left = list(merge(items))
+    for family, low, high in merge(holes):
+        out = []
+        for f, first, last in left:
+            if f != family or last < low or first > high:
+                out.append((f, first, last))
+                continue
+            if first < low:
+                out.append((f, first, low - 1))
+            if last > high:
+                out.append((f, high + 1, last))
+        left = out
+    return tuple(left)
+
+
+_ADDRESS = {4: ipaddress.IPv4Address, 6: ipaddress.IPv6Address}
+
+
+def networks(items: Iterable[tuple[int, int, int]]) -> tuple[Network, ...]:
+    """Merged spans as the fewest CIDRs, IPv4 first, in address order."""
+    out = []
+    for family, first, last in merge(items):
+        out.extend(ipaddress.summarize_address_range(_ADDRESS[family](first), _ADDRESS[family](last)))
+    return tuple(out)
+
+
 def subtract(cidr: Network, excepts: Iterable[Network]) -> tuple[Network, ...]:
     """``cidr`` less every network of ``excepts``, as the fewest CIDRs, sorted."""
-    left = [cidr]
-    for hole in excepts:
-        out = []
-        for net in left:
-            if net.version != hole.version or not net.overlaps(hole):
-                out.append(net)
-            elif not hole.supernet_of(net):  # the hole lies inside net: keep what is around it
-                out.extend(net.address_exclude(hole))
-        left = out
-    return collapse(left)
+    return networks(cut(spans([cidr]), spans(excepts)))
 
 
 def order(net: Network) -> tuple[int, int, int]:
@@ -32,13 +69,9 @@ def order(net: Network) -> tuple[int, int, int]:
     return net.version, int(net.network_address), net.prefixlen
 
 
-def collapse(networks: Iterable[Network]) -> tuple[Network, ...]:
+def collapse(items: Iterable[Network]) -> tuple[Network, ...]:
     """The same addresses as the fewest CIDRs, IPv4 first, in address order."""
-    by_family: dict[int, list] = {4: [], 6: []}
-    for net in networks:
-        by_family[net.version].append(net)
-    out = [n for family in (4, 6) for n in ipaddress.collapse_addresses(by_family[family])]
-    return tuple(sorted(out, key=order))
+    return networks(spans(items))
 
 
 def contains(networks: Sequence[Network], ip) -> bool:

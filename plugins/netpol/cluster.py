@@ -104,9 +104,29 @@ class Cluster:
     pods: tuple[Pod, ...]
     policies: tuple[Policy, ...]
     by_ip: dict = field(init=False, compare=False, repr=False)
+    by_namespace: dict = field(init=False, compare=False, repr=False)
+    policies_by_namespace: dict = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        by_namespace: dict = {}
+        for p in self.pods:
+            by_namespace.setdefault(p.namespace, []).append(p)
+        policies: dict = {}
+        for pol in self.policies:
+            policies.setdefault(pol.namespace, []).append(pol)
         object.__setattr__(self, "by_ip", {p.ip: p for p in self.pods if p.ip is not None})
+        object.__setattr__(self, "by_namespace", by_namespace)
+        object.__setattr__(self, "policies_by_namespace", policies)
+
+    def pods_in(self, namespace: str) -> list[Pod]:
+        return self.by_namespace.get(namespace, [])
+
+    def namespaces_of_pods(self) -> list[str]:
+        """The namespaces that hold pods, in a fixed order."""
+        return sorted(self.by_namespace)
+
+    def policies_in(self, namespace: str) -> list[Policy]:
+        return self.policies_by_namespace.get(namespace, [])
 
     def namespace_labels(self, name: str) -> dict:
         ns = self.namespaces.get(name)

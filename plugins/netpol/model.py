@@ -17,6 +17,7 @@ SCTP never silently becomes allow-all or TCP).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 
@@ -86,18 +87,21 @@ class Access:
     refusals: tuple[Refusal, ...]
 
 
-def access(cluster: Cluster, pod: Pod) -> Access:
-    """The access of one pod of ``cluster``."""
+def access(cluster: Cluster, pod: Pod, memo: dict | None = None) -> Access:
+    """The access of one pod of ``cluster``; ``memo`` keeps the peers resolved for other pods of
+    the same cluster (``node_access`` shares one)."""
+    memo = {} if memo is None else memo
     refusals: list[Refusal] = []
-    ingress = _direction(cluster, pod, INGRESS, refusals)
-    egress = _direction(cluster, pod, EGRESS, refusals)
+    ingress = _direction(cluster, pod, INGRESS, refusals, memo)
+    egress = _direction(cluster, pod, EGRESS, refusals, memo)
     return Access(pod, ingress, egress, tuple(refusals))
 
 
 def node_access(cluster: Cluster, node: str) -> tuple[Access, ...]:
     """The access of every pod with an address on ``node``, in pod order (namespace, name)."""
     pods = sorted((p for p in cluster.pods if p.node == node and p.ip is not None), key=lambda p: p.key)
-    return tuple(access(cluster, p) for p in pods)
+    memo: dict = {}
+    return tuple(access(cluster, p, memo) for p in pods)
 
 
 def allows(cluster: Cluster, src_ip: str, dst_ip: str, port: int, protocol: str) -> tuple[bool, bool]:
@@ -108,41 +112,52 @@ def allows(cluster: Cluster, src_ip: str, dst_ip: str, port: int, protocol: str)
     if src == dst:
         return True, True
     src_pod, dst_pod = cluster.pod_at(src), cluster.pod_at(dst)
-    ingress = dst_pod is None or _direction(cluster, dst_pod, INGRESS, []).admits(src, port, protocol)
-    egress = src_pod is None or _direction(cluster, src_pod, EGRESS, []).admits(dst, port, protocol)
+    ingress = dst_pod is None or _direction(cluster, dst_pod, INGRESS, [], {}).admits(src, port, protocol)
+    egress = src_pod is None or _direction(cluster, src_pod, EGRESS, [], {}).admits(dst, port, protocol)
     return ingress, egress
 
 
 # ---------------------------------------------------------------- one direction
+#
+# Inside, peers are address spans ``(family, first, last)`` (``addresses.spans``), merged and
+# turned into CIDRs once per grant at the end: CIDR objects by the thousand cost seconds.
 
 
 def _selecting(cluster: Cluster, pod: Pod, direction: str) -> list[Policy]:
     return [
         pol
-        for pol in cluster.policies
-        if pol.namespace == pod.namespace and getattr(pol, direction) is not None and pol.selector.matches(pod.labels)
+        for pol in cluster.policies_in(pod.namespace)
+        if getattr(pol, direction) is not None and pol.selector.matches(pod.labels)
     ]
 
 
-def _direction(cluster: Cluster, pod: Pod, direction: str, refusals: list[Refusal]) -> Direction:
+def _direction(cluster: Cluster, pod: Pod, direction: str, refusals: list[Refusal], memo: dict) -> Direction:
     policies = _selecting(cluster, pod, direction)
     if not policies:
         return OPEN
-    grants: list[Grant] = []
+    grants: list[tuple] = []
     for pol in policies:
         for i, rule in enumerate(getattr(pol, direction)):
             where = f"spec.{direction}[{i}]"
-            grants.extend(_rule_grants(cluster, pod, pol, rule, direction, where, refusals))
-    return Direction(True, normalise(grants))
+            grants.extend(_rule_grants(cluster, pod, pol, rule, direction, where, refusals, memo))
+    return Direction(True, _normal(grants))
 
 
 def _rule_grants(
-    cluster: Cluster, pod: Pod, pol: Policy, rule: Rule, direction: str, where: str, refusals: list[Refusal]
-) -> list[Grant]:
-    """The grants of one rule: each usable port entry × the peers (any port: one grant)."""
-    targets = _targets(cluster, pol, rule)  # (pod or None, networks) per peer; None: every address
+    cluster: Cluster,
+    pod: Pod,
+    pol: Policy,
+    rule: Rule,
+    direction: str,
+    where: str,
+    refusals: list[Refusal],
+    memo: dict,
+) -> list[tuple]:
+    """The grants of one rule as ``(protocol, ports, spans)``: each usable port entry × the
+    peers (no ports: one grant of every protocol and port)."""
+    targets = [_target(cluster, pol.namespace, peer, memo) for peer in rule.peers] or [(None, None)]
     if not rule.ports:
-        return [Grant(None, None, _union(targets))]
+        return [(None, None, _union(targets))]
     out = []
     for j, pp in enumerate(rule.ports):
         if pp.protocol not in EXPRESSIBLE:
@@ -157,13 +172,16 @@ def _rule_grants(
             )
             continue
         if not isinstance(pp.port, str):
-            out.append(Grant(pp.protocol, _numeric(pp), _union(targets)))
+            out.append((pp.protocol, _numeric(pp), _union(targets)))
         elif direction == INGRESS:  # the subject is the destination: its own port names
             number = pod.named_port(pp.port, pp.protocol)
             if number is not None:
-                out.append(Grant(pp.protocol, ((number, number),), _union(targets)))
-        else:
-            out.extend(_named_egress(cluster, pp, targets))
+                out.append((pp.protocol, ((number, number),), _union(targets)))
+        else:  # resolved per destination pod, the same for every subject: once per peers and port
+            key = ("named", pol.namespace, rule.peers, pp)
+            if key not in memo:
+                memo[key] = _named_egress(cluster, pp, targets)
+            out.extend(memo[key])
     return out
 
 
@@ -173,93 +191,108 @@ def _numeric(pp: PolicyPort) -> tuple[tuple[int, int], ...] | None:
     return ((pp.port, pp.end_port if pp.end_port is not None else pp.port),)
 
 
-def _named_egress(cluster: Cluster, pp: PolicyPort, targets) -> list[Grant]:
-    """Egress to a named port: each destination pod among the peers, on its own port of that name."""
-    out = []
-    for peer_pods, networks in targets:
-        candidates = peer_pods if peer_pods is not None else _pods_within(cluster, networks)
+def _named_egress(cluster: Cluster, pp: PolicyPort, targets) -> list[tuple]:
+    """Egress to a named port: each destination pod among the peers, on its own port of that
+    name (pods whose port of that name has one number share a grant)."""
+    by_number: dict[int, list] = {}
+    for peer_pods, spans in targets:
+        candidates = peer_pods if peer_pods is not None else _pods_within(cluster, spans)
         for p in candidates:
             number = p.named_port(pp.port, pp.protocol)
             if number is not None:
-                out.append(Grant(pp.protocol, ((number, number),), (_host(p.ip),)))
-    return out
+                by_number.setdefault(number, []).append(_span(p))
+    return [(pp.protocol, ((n, n),), addresses.merge(spans)) for n, spans in sorted(by_number.items())]
 
 
-def _pods_within(cluster: Cluster, networks) -> list[Pod]:
-    return [p for p in cluster.pods if p.ip is not None and (networks is None or addresses.contains(networks, p.ip))]
+def _span(pod: Pod) -> tuple[int, int, int]:
+    return (pod.ip.version, int(pod.ip), int(pod.ip))
 
 
-def _host(ip):
-    return ipaddress.ip_network(ip)
+def _pods_within(cluster: Cluster, spans) -> list[Pod]:
+    if spans is None:
+        return [p for p in cluster.pods if p.ip is not None]
+    return [
+        p
+        for p in cluster.pods
+        if p.ip is not None and any(f == p.ip.version and a <= int(p.ip) <= b for f, a, b in spans)
+    ]
 
 
-def _targets(cluster: Cluster, pol: Policy, rule: Rule) -> list[tuple[list[Pod] | None, tuple | None]]:
-    """Per peer: (the pods it selects, or None for an ipBlock) and their networks; no peers: one
-    target of every address."""
-    if not rule.peers:
-        return [(None, None)]
-    out = []
-    for peer in rule.peers:
-        if peer.ip_block is not None:
-            out.append((None, addresses.subtract(peer.ip_block.cidr, peer.ip_block.excepts)))
-            continue
-        pods = [
-            p
-            for p in cluster.pods
-            if p.ip is not None
-            and (
-                p.namespace == pol.namespace
-                if peer.namespaces is None
-                else peer.namespaces.matches(cluster.namespace_labels(p.namespace))
-            )
-            and peer.pods.matches(p.labels)
-        ]
-        out.append((pods, tuple(_host(p.ip) for p in pods)))
-    return out
+def _target(cluster: Cluster, namespace: str, peer, memo: dict) -> tuple[list[Pod] | None, tuple | None]:
+    """A peer's (pods, or None for an ipBlock) and their address spans, resolved once per
+    namespace and peer."""
+    key = (namespace, peer)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _resolve(cluster, namespace, peer)
+    return found
+
+
+def _resolve(cluster: Cluster, namespace: str, peer) -> tuple[list[Pod] | None, tuple]:
+    if peer.ip_block is not None:
+        block = peer.ip_block
+        return None, addresses.cut(addresses.spans([block.cidr]), addresses.spans(block.excepts))
+    if peer.namespaces is None:
+        names = [namespace]
+    else:
+        names = [n for n in cluster.namespaces_of_pods() if peer.namespaces.matches(cluster.namespace_labels(n))]
+    pods = [p for n in names for p in cluster.pods_in(n) if p.ip is not None and peer.pods.matches(p.labels)]
+    return pods, addresses.merge(_span(p) for p in pods)
 
 
 def _union(targets) -> tuple | None:
-    if any(networks is None for _, networks in targets):
+    if any(spans is None for _, spans in targets):
         return None
-    return addresses.collapse(n for _, networks in targets for n in networks)
+    return addresses.merge(s for _, spans in targets for s in spans)
 
 
 # ---------------------------------------------------------------- normal form
-
-
-def _key(grant: Grant) -> tuple:
-    peers = () if grant.peers is None else tuple(addresses.order(n) for n in grant.peers)
-    return (grant.protocol or "", grant.ports or (), grant.peers is not None, peers)
 
 
 def normalise(grants: Iterable[Grant]) -> tuple[Grant, ...]:
     """The same traffic in a normal form, so equal access compares equal and renders the same
     rules: grants of one protocol and ports merge their peers, grants of one protocol and peers
     merge their ports, until nothing merges; a grant with no peer goes; sorted."""
-    current = [g for g in grants if g.peers is None or g.peers]
+    return _normal([(g.protocol, g.ports, None if g.peers is None else addresses.spans(g.peers)) for g in grants])
+
+
+def _normal(raw: list[tuple]) -> tuple[Grant, ...]:
+    current = [(protocol, ports, None if spans is None else addresses.merge(spans)) for protocol, ports, spans in raw]
+    current = [g for g in current if g[2] is None or g[2]]
     while True:
         merged = _merge_ports(_merge_peers(current))
         if len(merged) == len(current):
-            return tuple(sorted(merged, key=_key))
+            break
         current = merged
+    merged.sort(key=lambda g: (g[0] or "", g[1] or (), g[2] is not None, g[2] or ()))
+    return tuple(Grant(protocol, ports, _networks(spans)) for protocol, ports, spans in merged)
 
 
-def _merge_peers(grants: list[Grant]) -> list[Grant]:
+@functools.lru_cache(maxsize=4096)
+def _networks(spans: tuple | None) -> tuple | None:
+    """Spans as CIDRs; the pods of one node share most peer sets, so each is converted once."""
+    return None if spans is None else addresses.networks(spans)
+
+
+def _merge_peers(grants: list[tuple]) -> list[tuple]:
     groups: dict = {}
-    for g in grants:
-        ports = None if g.ports is None else addresses.merge_ranges(g.ports)
-        groups.setdefault((g.protocol, ports), []).append(g.peers)
-    return [
-        Grant(protocol, ports, None if None in sets else addresses.collapse(n for p in sets for n in p))
-        for (protocol, ports), sets in groups.items()
-    ]
+    for protocol, ports, spans in grants:
+        ports = None if ports is None else addresses.merge_ranges(ports)
+        groups.setdefault((protocol, ports), []).append(spans)
+    return [(protocol, ports, _merged(sets)) for (protocol, ports), sets in groups.items()]
 
 
-def _merge_ports(grants: list[Grant]) -> list[Grant]:
+def _merged(sets: list) -> tuple | None:
+    if None in sets:
+        return None
+    return sets[0] if len(sets) == 1 else addresses.merge(s for p in sets for s in p)
+
+
+def _merge_ports(grants: list[tuple]) -> list[tuple]:
     groups: dict = {}
-    for g in grants:
-        groups.setdefault((g.protocol, g.peers), []).append(g.ports)
+    for protocol, ports, spans in grants:
+        groups.setdefault((protocol, spans), []).append(ports)
     return [
-        Grant(protocol, None if None in sets else addresses.merge_ranges(r for p in sets for r in p), peers)
-        for (protocol, peers), sets in groups.items()
+        (protocol, None if None in sets else addresses.merge_ranges(r for p in sets for r in p), spans)
+        for (protocol, spans), sets in groups.items()
     ]

@@ -25,6 +25,7 @@ list is long only for scattered pods. A rule holds one address family.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 from plugins.netpol import addresses
@@ -105,12 +106,18 @@ def _allows(hns_direction: str, priority: int, protocol, ports, peers) -> list[A
                         protocol,
                         local_ports=listed if hns_direction == "In" else "",
                         remote_ports=listed if hns_direction == "Out" else "",
-                        remote_addresses=",".join(addresses.text(n) for n in chunk),
+                        remote_addresses=_listed(chunk),
                         priority=priority,
                         rule_type="Switch",
                     )
                 )
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _listed(chunk: tuple) -> str:
+    """A chunk of peers as HNS lists them; the pods of one node share most, so each is written once."""
+    return ",".join(addresses.text(n) for n in chunk)
 
 
 def _families(peers) -> list[list]:
