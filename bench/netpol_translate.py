@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plugins.netpol import cluster, model, translate
+from plugins.netpol import model, resources, translate
 from plugins.winnet.policies import V2
 
 NODES, NAMESPACES, PODS, POLICIES = 50, 50, 5000, 200
@@ -98,7 +98,7 @@ def _policy(n: int) -> dict:
 
 
 def translate_node(namespaces: list, pods: list, policies: list) -> list[list[dict]]:
-    c = cluster.read(namespaces, pods, policies)
+    c = resources.read(namespaces, pods, policies)
     return [translate.endpoint_acls(a, NODE_ADDRESSES, V2) for a in model.node_access(c, NODE)]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from basics import ipaddr
 from basics.jsonci import get_ci
+from libhns.errors import SimulatorLimit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ FLOW_TTL = 240
 _PORTED = (6, 17)
 #: "Any protocol" as Calico and Azure NPM write it (policysets.go NewRule: Protocol 256).
 _ANY_PROTOCOL = 256
-
-
-class SimulatorLimit(Exception):
-    """A question the simulator will not answer because real HNS's answer is unknown."""
 
 
 class Decision:
@@ -86,7 +83,7 @@ def decide(
       ``omitempty``, so a Go client's 0 arrives as no field.
     - Rules of equal priority that both match with different actions: HNS's tie-break is
       undocumented and differs from first-listed-wins (Calico policysets.go:153-163), so the
-      walk refuses (``SimulatorLimit`` naming both rules).
+      walk refuses (``libhns.errors.SimulatorLimit`` naming both rules).
     - Nothing matches: denied. Once any ACL is on an endpoint HNS denies what no rule allows
       (Microsoft, Windows-Containers#616; since the April 2026 updates a lone Block blocks
       everything).
@@ -125,8 +122,11 @@ def _first_match(group: list[dict], local, remote, protocol: int, rule_type: str
             break
         if _action(other) != _action(first):
             raise SimulatorLimit(
+                "ACL walk",
+                None,
+                None,
                 f"two {rule_type} rules of priority {priority(first)} match with different actions, "
-                f"and HNS's tie-break is undocumented: {first} and {other}"
+                f"and HNS's tie-break is undocumented: {first} and {other}",
             )
     return Decision(_action(first) == "allow", first, f"{rule_type} rule, priority {priority(first)}")
 

@@ -417,7 +417,7 @@ class Simulator:
         """Whether a packet from ``src`` to ``dst`` (address, port) passes this node's endpoint
         ACLs (``aclwalk.walk``): the steps, the verdict and the deciding rule. Stateful: what
         passed is remembered as a flow (``aclwalk.FLOW_TTL``), so its replies pass. Raises
-        ``aclwalk.SimulatorLimit`` where HNS's answer is unknown."""
+        ``libhns.errors.SimulatorLimit`` where HNS's answer is unknown."""
         from libhns.sim import aclwalk
 
         when = time.time() if now is None else now

@@ -22,7 +22,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from plugins.netpol import addresses
-from plugins.netpol.cluster import Cluster, Pod, Policy, PolicyPort, Rule
+from plugins.netpol.resources import Cluster, Pod, Policy, PolicyPort, Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

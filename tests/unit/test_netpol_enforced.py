@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from libhns import policies as hp
 from libhns.sim import aclwalk, validate
-from plugins.netpol import cluster, model, translate
+from plugins.netpol import model, resources, translate
 from plugins.winnet.policies import V1, V2
 
 NODE, NODE_ADDRESSES = "node-0", ["10.127.130.36"]
@@ -117,7 +117,7 @@ TEAMS = st.lists(st.sampled_from(["red", "blue"]), min_size=3, max_size=3).map(
 @settings(max_examples=150, deadline=None)
 @given(TEAMS, PODS, POLICIES, st.booleans())
 def test_the_acls_hns_would_hold_enforce_the_model(namespaces, pods, policies, v1):
-    c = cluster.read(namespaces, pods, policies)
+    c = resources.read(namespaces, pods, policies)
     endpoints = []
     for access in model.node_access(c, NODE):
         docs = translate.endpoint_acls(access, NODE_ADDRESSES, V1 if v1 else V2)

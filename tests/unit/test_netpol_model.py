@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.netpol import cluster, model, selectors
+from plugins.netpol import model, resources, selectors
 from plugins.netpol.errors import BadObject
 
 
@@ -49,8 +49,8 @@ PODS = [
 IP = {"x/a": "10.244.0.10", "x/b": "10.244.1.10", "y/a": "10.244.2.10"}
 
 
-def world(*policies: dict) -> cluster.Cluster:
-    return cluster.read(NAMESPACES, PODS, list(policies))
+def world(*policies: dict) -> resources.Cluster:
+    return resources.read(NAMESPACES, PODS, list(policies))
 
 
 def allowed(c, src: str, dst: str, port: int, proto: str = "TCP") -> tuple[bool, bool]:

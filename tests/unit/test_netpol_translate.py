@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plugins.cni.errors import CniError
-from plugins.netpol import addresses, cluster, model, translate
+from plugins.netpol import addresses, model, resources, translate
 from plugins.winnet import acls
 from plugins.winnet.policies import V1, V2
 
-POD = cluster.Pod("x", "a", {}, ipaddress.ip_address("10.244.0.10"), "node-0", ())
+POD = resources.Pod("x", "a", {}, ipaddress.ip_address("10.244.0.10"), "node-0", ())
 NODE = ["10.127.130.36", "10.244.0.2"]
 
 NETWORKS = st.builds(

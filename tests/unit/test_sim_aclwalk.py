@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from libhns.sim import aclwalk
-from libhns.sim.aclwalk import SimulatorLimit, decide
-from test_sim import create, create_ep, endpoint, l2bridge, sim  # noqa: F401 - sim is a fixture
+from libhns.errors import SimulatorLimit
+from libhns.sim import Simulator, aclwalk
+from libhns.sim.aclwalk import decide
+from test_sim import create, create_ep, endpoint, l2bridge
 
 POD, PEER = ("10.244.1.5", 80), ("10.244.2.7", 49152)
 TCP, UDP, ICMP = 6, 17, 1
@@ -130,7 +131,8 @@ def test_a_reply_of_an_allowed_flow_passes_until_it_idles_out():
     assert not aclwalk.verdict(steps)[0]
 
 
-def test_probe_walks_source_out_then_destination_in(sim):  # noqa: F811
+def test_probe_walks_source_out_then_destination_in(tmp_path):
+    sim = Simulator(tmp_path / "hns")
     net = create(sim, "Network", l2bridge())
     rules = [acl("Block", "Out", Priority=4000), {**HOST_ALLOW, "Direction": "Out"}, acl(Priority=65500), HOST_ALLOW]
     a = create_ep(sim, net["ID"], endpoint("a", "10.244.1.5", Policies=[{"Type": "ACL", "Settings": r} for r in rules]))

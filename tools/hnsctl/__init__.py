@@ -9,7 +9,7 @@ is handed: stdout, the environment, HNS opened on first use), ``views`` (one sha
 HNSCall, which ``--v1`` picks), ``options`` (options several commands share), ``tables`` (each
 object's table row) and ``output`` (the only writer of JSON and tables to stdout); then one module
 per command: ``version``, ``dump``, ``networks``, ``endpoints``, ``loadbalancers``,
-``policylists``, ``namespaces``, ``containers``, ``restart``.
+``policylists``, ``namespaces``, ``containers``, ``restart``, ``probe``.
 
 A new command ``hnsctl frob``: a module ``tools/hnsctl/frob.py`` with ``add_parser(sub)`` (its
 parser: ``sub.add_parser("frob", help=...)``, then ``options.add_output`` and its own options;

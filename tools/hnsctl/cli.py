@@ -24,6 +24,7 @@ COMMANDS = (
     ("namespace", "namespaces"),
     ("container", "containers"),
     ("restart", "restart"),
+    ("probe", "probe"),
 )
 
 
