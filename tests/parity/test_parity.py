@@ -254,3 +254,38 @@ def test_refusals_are_hns_errors_not_tracebacks(tmp_path: Path) -> None:
     session = Session(recorder, PREFIX, "Ethernet")
     error = session.attempt(lambda: session.create("Network", {"Name": "", "Type": "L2Bridge"}))
     assert isinstance(error, HnsError) and recorder.calls[-1]["hresult"] == "0x803B000A"
+
+
+@pytest.mark.skipif(parity_options().backend != "sim", reason="this run is itself the real-HNS entry")
+def test_the_real_hns_entry_refuses_off_windows_before_any_test() -> None:
+    """``make test-realhns``'s command, here: one line saying why, exit status 2, no test run."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "LIBHNS_BACKEND": "hcn"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/parity", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        f"test-realhns: the hcn backend calls computenetwork.dll, which exists only on Windows (this is {sys.platform})"
+        in proc.stdout + proc.stderr
+    )
+    assert " passed" not in proc.stdout
+
+
+def test_a_stand_in_is_told_apart_by_its_marker_only() -> None:
+    from tools.wincni.selftest.backends import refusal
+
+    assert refusal("hcn", "win32", None) is None
+    assert refusal("fake", "win32", None).startswith("computenetwork.dll here answers no stand-in marker")
+    assert refusal("hcn", "win32", "the stand-in").startswith(
+        "computenetwork.dll here is not HNS but a stand-in (the stand-in)"
+    )
+    assert refusal("fake", "win32", "the stand-in") is None
