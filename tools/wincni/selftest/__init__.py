@@ -30,13 +30,13 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
 
     from . import backends, report, scenarios
     from .backends import Refused
-    from .node import LiveNode
+    from .hostfacts import LiveHost
     from .session import leftovers
 
     unknown = [name for name in options.scenarios if name not in scenarios.BY_NAME]
     if unknown:
         return _refused(f"no scenario {unknown[0]!r}: choose from {', '.join(scenarios.BY_NAME)}")
-    node = ctx.node or LiveNode(ctx.env, ctx.platform)
+    node = ctx.node or LiveHost(ctx.env, ctx.platform)
     scratch = ctx.scratch or tempfile.mkdtemp(prefix="wincni-selftest-")
     try:
         try:

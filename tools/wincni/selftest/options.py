@@ -47,7 +47,7 @@ class SelftestOptions:
 class Context:
     """The run's surroundings. ``env``: the environment (the simulator's variables for ``sim``);
     ``platform``: ``sys.platform`` of the node; ``stderr``: progress lines; ``node``: the node's
-    own facts (``node.LiveNode``, or a fake); ``raw``: a RawHns to use instead of opening the
+    own facts (``hostfacts.LiveHost``, or a fake); ``raw``: a RawHns to use instead of opening the
     backend (tests: the fake DLLs' stand-in); ``scratch``: a folder for the reference simulators
     (default: a temporary folder removed at the end)."""
 

@@ -1,6 +1,6 @@
 """The node's own facts a self-test reports and decides by: its OS build and patch level, the
 adapter carrying its own connection, and whether a container runtime is there for the traffic
-checks. ``LiveNode`` reads them; tests hand ``Context`` a fake with the same three methods.
+checks. ``LiveHost`` reads them; tests hand ``Context`` a fake with the same three methods.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _VERSION_VALUES = ("ProductName", "DisplayVersion", "CurrentBuild", "UBR", "Edit
 RUNTIMES = ("containerd", "dockerd", "docker", "ctr", "crictl")
 
 
-class LiveNode:
+class LiveHost:
     """The node this process runs on."""
 
     def __init__(self, env: Mapping[str, str], platform_name: str = sys.platform) -> None:
