@@ -289,3 +289,31 @@ def test_a_stand_in_is_told_apart_by_its_marker_only() -> None:
         "computenetwork.dll here is not HNS but a stand-in (the stand-in)"
     )
     assert refusal("fake", "win32", "the stand-in") is None
+
+
+def test_the_node_s_own_values_are_made_alike_before_comparing() -> None:
+    """IDs by order of appearance, the management address by name, HNS-assigned MACs by presence."""
+    from tools.wincni.selftest.compare import differences
+
+    def calls(ids: tuple[str, str], management: str, mac: str) -> list[dict]:
+        network = {"ID": ids[0], "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": management}}]}
+        endpoint = {"ID": ids[1], "MacAddress": mac, "Policies": [{"Type": "PA", "PA": management}]}
+        return [
+            {"op": "HcnQueryNetworkProperties", "id": ids[0], "response": network, "hresult": "0x00000000"},
+            {"op": "HNSCall", "method": "GET", "path": f"/endpoints/{ids[1]}", "response": endpoint},
+        ]
+
+    sim = calls(
+        ("9B219D6E-6847-43FC-8258-81DB4B63C09C", "1C9A8E5A-686F-44C1-90D2-C8BFA7CCD52F"),
+        "10.127.130.36",
+        "00-15-5D-52-C0-01",
+    )
+    real = calls(
+        ("0b2d5e1f-0000-4000-8000-000000000001", "0B2D5E1F-0000-4000-8000-000000000002"),
+        "10.1.2.3",
+        "00-15-5D-AA-BB-CC",
+    )
+    assert differences(sim, real) == []
+    real[1]["response"]["Policies"][0]["PA"] = "10.9.9.9"
+    (diff,) = differences(sim, real)
+    assert (diff.field, diff.simulator, diff.backend) == ("response.Policies[0].PA", "<management-ip>", "10.9.9.9")

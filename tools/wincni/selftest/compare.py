@@ -51,7 +51,7 @@ class Difference:
 def normalized(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls with GUIDs numbered by first appearance and the management address named."""
     ids: dict[str, str] = {}
-    management = {str(v) for v in _values(calls, "ManagementIP") if v}
+    management = _management_addresses(calls)
 
     def text(value: str) -> str:
         if value in management:
@@ -73,6 +73,19 @@ def normalized(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return value
 
     return [walk(call) for call in calls]
+
+
+def _management_addresses(calls: list[dict[str, Any]]) -> set[str]:
+    """The node's management address as HNS gave it to a network: V1's ``ManagementIP``, V2's
+    ``ProviderAddress`` network policy (HNS sets it from the adapter)."""
+    found = {str(v) for v in _values(calls, "ManagementIP") if v}
+    for call in calls:
+        response = call.get("response")
+        if "Network" in str(call.get("op")) and isinstance(response, dict):
+            for policy in response.get("Policies") or ():
+                if isinstance(policy, dict) and policy.get("Type") == "ProviderAddress":
+                    found.add(str((policy.get("Settings") or {}).get("ProviderAddress")))
+    return found
 
 
 def _values(value: Any, key: str) -> list[Any]:

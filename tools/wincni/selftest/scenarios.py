@@ -83,6 +83,16 @@ def _v2_network(s: Session, suffix: str, type_: str, prefix: str, gateway: str, 
 
 
 def _v2_endpoint(s: Session, network: dict, suffix: str, ip: str, gateway: str, policies: list, flags: int = 0) -> dict:
+    ep = s.create("Endpoint", _endpoint_doc(s, network, suffix, ip, gateway, policies, flags), network=network["ID"])
+    sent = [c.get("IpAddress") for c in ep.get("IpConfigurations") or ()]
+    s.check(f"endpoint {suffix} holds {ip}", sent == [ip])
+    return ep
+
+
+def _endpoint_doc(
+    s: Session, network: dict, suffix: str, ip: str, gateway: str, policies: list, flags: int = 0
+) -> dict:
+    """A V2 endpoint as win-bridge/win-overlay (``flags`` 0) or kube-proxy (1: remote) sends it."""
     doc = {
         "Name": s.name(suffix),
         "HostComputeNetwork": network["ID"],
@@ -94,10 +104,7 @@ def _v2_endpoint(s: Session, network: dict, suffix: str, ip: str, gateway: str, 
     if not flags:
         doc["Routes"] = [{"NextHop": gateway, "DestinationPrefix": "0.0.0.0/0"}]
         doc["Dns"] = {"ServerList": ["10.96.0.10"], "Search": ["svc.cluster.local"]}
-    ep = s.create("Endpoint", doc, network=network["ID"])
-    sent = [c.get("IpAddress") for c in ep.get("IpConfigurations") or ()]
-    s.check(f"endpoint {suffix} holds {ip}", sent == [ip])
-    return ep
+    return doc
 
 
 def hns_version(s: Session) -> None:
@@ -226,6 +233,55 @@ def endpoint_v1(s: Session) -> None:
         s.query("Endpoint", made["Output"]["ID"])
         s.v1_delete("Endpoint", made["Output"]["ID"])
     s.delete("Network", net["ID"])
+
+
+def endpoint_overlay(s: Session) -> None:
+    """A win-overlay pod's endpoint, V2 and V1: the network's provider address (PA), loopback
+    DSR's OutBoundNAT destination, a port mapping on a host IP, the MAC from the pod's address."""
+    net = _v2_network(s, "vxlan-pods", "Overlay", OVERLAY_PREFIX, OVERLAY_GATEWAY)
+    pa = hp.setting(net.get("Policies"), "ProviderAddress", "ProviderAddress")
+    if not s.check("the Overlay network tells its provider address", bool(pa)):
+        return
+    ip = "198.18.20.10"
+    policies = [
+        hp.OUTBOUND_NAT.v2(exceptions=[CLUSTER_CIDR, SERVICE_CIDR]),
+        hp.OUTBOUND_NAT.v2(destinations=[ip]),
+        hp.ROUTE.v2(SERVICE_CIDR),
+        hp.PROVIDER_ADDRESS.v2(pa),
+        hp.PORT_MAPPING.v2(8080, 30082, "udp", vip=pa),
+    ]
+    doc = {"MacAddress": _overlay_mac(ip)}
+    ep = s.create(
+        "Endpoint", {**_endpoint_doc(s, net, "pod-overlay", ip, OVERLAY_GATEWAY, policies), **doc}, network=net["ID"]
+    )
+    s.check("the pod's MAC is the one asked for", ep.get("MacAddress") == doc["MacAddress"])
+    v1_ip = "198.18.20.11"
+    made = s.v1_create(
+        "Endpoint",
+        {
+            "Name": s.name("pod-overlay-v1"),
+            "VirtualNetwork": net["ID"],
+            "IPAddress": v1_ip,
+            "MacAddress": _overlay_mac(v1_ip),
+            "GatewayAddress": OVERLAY_GATEWAY,
+            "Policies": [
+                hp.OUTBOUND_NAT.v1(exceptions=[CLUSTER_CIDR, SERVICE_CIDR]),
+                hp.OUTBOUND_NAT.v1(destinations=[v1_ip]),
+                hp.ROUTE.v1(SERVICE_CIDR),
+                hp.PROVIDER_ADDRESS.v1(pa),
+            ],
+        },
+    )
+    if s.check("HNSCall creates the pod's endpoint", made.get("Success") is True):
+        s.v1("GET", f"/endpoints/{made['Output']['ID']}")
+        s.v1_delete("Endpoint", made["Output"]["ID"])
+    s.delete("Endpoint", ep["ID"])
+    s.delete("Network", net["ID"])
+
+
+def _overlay_mac(ip: str) -> str:
+    """win-overlay's endpoint MAC: its prefix (default ``0E-2A``) and the address's four bytes."""
+    return "0E-2A-" + "-".join(f"{int(b):02X}" for b in ip.split("."))
 
 
 def endpoint_remote(s: Session) -> None:
@@ -378,6 +434,11 @@ SCENARIOS = (
         "endpoint-v2", "a containerd pod's endpoint: OutBoundNAT, SDNRoute, PortMapping, namespace attach", endpoint_v2
     ),
     Scenario("endpoint-v1", "a dockershim pod's endpoint through HNSCall: OutBoundNAT, ROUTE, NAT", endpoint_v1),
+    Scenario(
+        "endpoint-overlay",
+        "a win-overlay pod's endpoint, V2 and V1: PA, loopback DSR, a port mapping on a host IP",
+        endpoint_overlay,
+    ),
     Scenario("endpoint-remote", "kube-proxy's remote endpoints: V2 Flags 1 + ProviderAddress, V1 PA", endpoint_remote),
     Scenario("acl-v2", "every ACL shape acls.py emits, HCN", acl_v2),
     Scenario("acl-v1", "every ACL shape acls.py emits, HNSCall", acl_v1),
