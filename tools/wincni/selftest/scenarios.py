@@ -211,8 +211,9 @@ def endpoint_v2(s: Session) -> None:
 def endpoint_v1(s: Session) -> None:
     """A dockershim pod's endpoint as win-bridge makes it through HNSCall (V1 policies)."""
     net = _v2_network(s, "bridge-v1", "L2Bridge", L2_PREFIX, L2_GATEWAY)
-    made = s.v1_create(
-        "Endpoint",
+    _v1_endpoint(
+        s,
+        "the endpoint",
         {
             "Name": s.name("pod-v1"),
             "VirtualNetwork": net["ID"],
@@ -228,11 +229,17 @@ def endpoint_v1(s: Session) -> None:
             ],
         },
     )
-    if s.check("HNSCall creates the endpoint", made.get("Success") is True):
-        s.v1("GET", f"/endpoints/{made['Output']['ID']}")
-        s.query("Endpoint", made["Output"]["ID"])
-        s.v1_delete("Endpoint", made["Output"]["ID"])
     s.delete("Network", net["ID"])
+
+
+def _v1_endpoint(s: Session, what: str, body: dict) -> None:
+    """An endpoint made through HNSCall, shown through both APIs, deleted through HNSCall."""
+    made = s.v1_create("Endpoint", body)
+    if s.check(f"HNSCall creates {what}", made.get("Success") is True):
+        id = made["Output"]["ID"]
+        s.v1("GET", f"/endpoints/{id}")
+        s.query("Endpoint", id)
+        s.v1_delete("Endpoint", id)
 
 
 def endpoint_overlay(s: Session) -> None:
@@ -256,8 +263,9 @@ def endpoint_overlay(s: Session) -> None:
     )
     s.check("the pod's MAC is the one asked for", ep.get("MacAddress") == doc["MacAddress"])
     v1_ip = "198.18.20.11"
-    made = s.v1_create(
-        "Endpoint",
+    _v1_endpoint(
+        s,
+        "the pod's endpoint",
         {
             "Name": s.name("pod-overlay-v1"),
             "VirtualNetwork": net["ID"],
@@ -272,9 +280,6 @@ def endpoint_overlay(s: Session) -> None:
             ],
         },
     )
-    if s.check("HNSCall creates the pod's endpoint", made.get("Success") is True):
-        s.v1("GET", f"/endpoints/{made['Output']['ID']}")
-        s.v1_delete("Endpoint", made["Output"]["ID"])
     s.delete("Endpoint", ep["ID"])
     s.delete("Network", net["ID"])
 
@@ -289,8 +294,9 @@ def endpoint_remote(s: Session) -> None:
     net = _v2_network(s, "vxlan-remote", "Overlay", OVERLAY_PREFIX, OVERLAY_GATEWAY)
     ep = _v2_endpoint(s, net, "remote-v2", "198.18.30.5", "", [hp.PROVIDER_ADDRESS.v2(REMOTE_PA)], flags=1)
     s.query("Endpoint", ep["ID"], v1=True)
-    made = s.v1_create(
-        "Endpoint",
+    _v1_endpoint(
+        s,
+        "a remote endpoint",
         {
             "Name": s.name("remote-v1"),
             "VirtualNetwork": net["ID"],
@@ -299,9 +305,6 @@ def endpoint_remote(s: Session) -> None:
             "Policies": [hp.PROVIDER_ADDRESS.v1(REMOTE_PA)],
         },
     )
-    if s.check("HNSCall creates a remote endpoint", made.get("Success") is True):
-        s.v1("GET", f"/endpoints/{made['Output']['ID']}")
-        s.v1_delete("Endpoint", made["Output"]["ID"])
     s.delete("Endpoint", ep["ID"])
     s.delete("Network", net["ID"])
 
@@ -329,18 +332,13 @@ def acl_v1(s: Session) -> None:
     from plugins.winnet.policies import V1
 
     net = _v2_network(s, "acl-v1", "L2Bridge", L2_PREFIX, L2_GATEWAY)
-    made = s.v1_create(
-        "Endpoint",
-        {
-            "Name": s.name("acl-v1"),
-            "VirtualNetwork": net["ID"],
-            "IPAddress": "198.18.10.21",
-            "Policies": _acl_policies(V1),
-        },
-    )
-    if s.check("HNSCall creates the endpoint with every ACL rule", made.get("Success") is True):
-        s.v1("GET", f"/endpoints/{made['Output']['ID']}")
-        s.v1_delete("Endpoint", made["Output"]["ID"])
+    body = {
+        "Name": s.name("acl-v1"),
+        "VirtualNetwork": net["ID"],
+        "IPAddress": "198.18.10.21",
+        "Policies": _acl_policies(V1),
+    }
+    _v1_endpoint(s, "the endpoint with every ACL rule", body)
     s.delete("Network", net["ID"])
 
 
