@@ -317,3 +317,14 @@ def test_the_node_s_own_values_are_made_alike_before_comparing() -> None:
     real[1]["response"]["Policies"][0]["PA"] = "10.9.9.9"
     (diff,) = differences(sim, real)
     assert (diff.field, diff.simulator, diff.backend) == ("response.Policies[0].PA", "<management-ip>", "10.9.9.9")
+
+
+def test_a_report_folder_it_may_not_write_stops_it_before_hns_is_touched(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    sim = Simulator(tmp_path / "hns")
+    outcome = run(SelftestOptions(out=str(tmp_path / "link")), _ctx(tmp_path, raw=lambda: sim))
+    assert outcome.status == REFUSED and outcome.report is None
+    assert outcome.text.startswith(f"wincni selftest: cannot write the report to {tmp_path / 'link'}: ")
+    assert not (sim.directory / "state.json").exists() and not list(target.iterdir())

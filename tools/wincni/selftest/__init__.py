@@ -17,6 +17,7 @@ import shutil
 import tempfile
 
 from .options import DIFFERENT, LEFTOVERS, OK, PREFIX, REFUSED, Context, Outcome, SelftestOptions
+from .session import leftovers
 
 __all__ = ["Context", "Outcome", "SelftestOptions", "replay", "run"]
 
@@ -26,23 +27,24 @@ SIMULATED_ADAPTER = "Ethernet"
 
 
 def run(options: SelftestOptions, ctx: Context) -> Outcome:
-    from libhns.client import Features
+    from basics.errors import UnsafePath
+    from libhns.errors import HnsError
 
     from . import backends, report, scenarios
     from .backends import Refused
-    from .hostfacts import LiveHost
-    from .session import leftovers
 
     unknown = [name for name in options.scenarios if name not in scenarios.BY_NAME]
     if unknown:
         return _refused(f"no scenario {unknown[0]!r}: choose from {', '.join(scenarios.BY_NAME)}")
-    node = ctx.node or LiveHost(ctx.env, ctx.platform)
-    scratch = ctx.scratch or tempfile.mkdtemp(prefix="wincni-selftest-")
-    try:
+    if options.out:
         try:
-            raw = backends.open_backend(options.backend, ctx, scratch)
-        except Refused as r:
-            return _refused(str(r))
+            report.prepare(options.out)  # before HNS is touched: a folder it may not write stops it
+        except (OSError, UnsafePath) as e:
+            return _refused(f"cannot write the report to {options.out}: {e}; name a new or an admin-only folder")
+    scratch = ctx.scratch or tempfile.mkdtemp(prefix="wincni-selftest-")
+    started = False
+    try:
+        raw = backends.open_backend(options.backend, ctx, scratch)
         version = _version(raw)
         before = leftovers(raw, PREFIX, [])
         if before:
@@ -51,39 +53,63 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
                 "remove them (hnsctl network delete / endpoint delete) and run again",
                 LEFTOVERS,
             )
-        adapter, adapter_why = _adapter(options, node)
-        chosen = [scenarios.BY_NAME[n] for n in options.scenarios] or list(scenarios.SCENARIOS)
-        results, made = [], []
-        for number, scenario in enumerate(chosen):
-            if scenario.adapter and adapter is None:
-                results.append(report.ScenarioResult(scenario.name, scenario.what, "not run", adapter_why))
-                continue
-            ctx.stderr.write(f"wincni selftest: {scenario.name}\n")
-            mine, owned = _transcript(scenario, raw, adapter, options.backend, version)
-            ref_raw = backends.reference((version["Major"], version["Minor"]), f"{scratch}/reference-{number}")
-            theirs, _ = _transcript(scenario, ref_raw, adapter, "sim", version)
-            made += owned
-            results.append(_result(scenario, mine, theirs))
-        left = leftovers(raw, PREFIX, made)
-        features = Features.for_version((version["Major"], version["Minor"])).as_dict()
-        rep = report.Report(
-            backend=options.backend,
-            proves=backends.PROVES[options.backend],
-            hns=version,
-            features=[name for name, on in features.items() if on],
-            node=node.os(),
-            scenarios=results,
-            leftovers=left,
-            traffic=report.traffic_checks(options.backend, node.runtimes()),
-        )
-        if options.out:
-            report.write(rep, options.out)
-        failed = any(r.status == "failed" or r.differences for r in results)
-        status = LEFTOVERS if left else DIFFERENT if failed else OK
-        return Outcome(rep, report.text(rep), status)
+        started = True
+        return _scenarios(options, ctx, raw, version, scratch)
+    except Refused as r:
+        return _refused(str(r))
+    except HnsError as e:  # outside a scenario: the version, the leftover checks
+        if started:
+            return _refused(f"HNS failed after the scenarios ran, so what they left is unknown: {e}", LEFTOVERS)
+        return _refused(f"HNS failed before any scenario ran: {e}")
     finally:
         if ctx.scratch is None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scenarios(options: SelftestOptions, ctx: Context, raw, version: dict[str, int], scratch: str) -> Outcome:
+    """Each scenario on the backend and on its own reference simulator, then the report."""
+    from basics.errors import UnsafePath
+    from libhns.client import Features
+
+    from . import backends, report, scenarios
+    from .hostfacts import LiveHost
+
+    node = ctx.node or LiveHost(ctx.env, ctx.platform)
+    adapter, adapter_why = _adapter(options, node)
+    chosen = [scenarios.BY_NAME[n] for n in options.scenarios] or list(scenarios.SCENARIOS)
+    results, made = [], []
+    for number, scenario in enumerate(chosen):
+        if scenario.adapter and adapter is None:
+            results.append(report.ScenarioResult(scenario.name, scenario.what, "not run", adapter_why))
+            continue
+        ctx.stderr.write(f"wincni selftest: {scenario.name}\n")
+        mine, owned = _transcript(scenario, raw, adapter, options.backend, version)
+        ref_raw = backends.reference((version["Major"], version["Minor"]), f"{scratch}/reference-{number}")
+        theirs, _ = _transcript(scenario, ref_raw, adapter, "sim", version)
+        made += owned
+        results.append(_result(scenario, mine, theirs))
+    left = leftovers(raw, PREFIX, made)
+    features = Features.for_version((version["Major"], version["Minor"])).as_dict()
+    rep = report.Report(
+        backend=options.backend,
+        proves=backends.PROVES[options.backend],
+        hns=version,
+        features=[name for name, on in features.items() if on],
+        node=node.os(),
+        scenarios=results,
+        leftovers=left,
+        traffic=report.traffic_checks(options.backend, node.runtimes()),
+    )
+    failed = any(r.status == "failed" or r.differences for r in results)
+    status = LEFTOVERS if left else DIFFERENT if failed else OK
+    text = report.text(rep)
+    if options.out:
+        try:
+            report.write(rep, options.out)
+        except (OSError, UnsafePath) as e:
+            text += f"wincni selftest: cannot write the report to {options.out}: {e}\n"
+            status = status or DIFFERENT
+    return Outcome(rep, text, status)
 
 
 def replay(transcript: dict, folder: str) -> list:

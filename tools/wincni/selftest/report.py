@@ -127,6 +127,19 @@ def document(report: Report) -> dict[str, Any]:
     return doc
 
 
+def prepare(out: str) -> None:
+    """Make ``out`` an admin-only folder (created when missing; an existing one must be one an
+    administrator owns, reached without a link): before the run, so a folder the report may not
+    go to stops it before HNS is touched."""
+    from ..disk import Disk
+
+    disk = Disk()
+    try:
+        disk.secure(out)
+    finally:
+        disk.close()
+
+
 def write(report: Report, out: str) -> list[str]:
     """``out/report.txt``, ``out/report.json``, ``out/transcripts/<scenario>.json`` (the
     backend's) and ``out/simulator/<scenario>.json`` (the reference's): the folders made
