@@ -199,8 +199,11 @@ def test_off_windows_the_dll_backends_refuse_in_one_line(tmp_path: Path, backend
     )
 
 
-def test_an_unknown_scenario_or_backend_is_refused(tmp_path: Path) -> None:
+def test_an_unknown_scenario_or_backend_or_an_odd_adapter_name_is_refused(tmp_path: Path) -> None:
     assert run(SelftestOptions(scenarios=("nope",)), _ctx(tmp_path)).status == REFUSED
+    for adapter in ("", "x" * 257, "Ethernet\n2"):
+        outcome = run(SelftestOptions(adapter=adapter), _ctx(tmp_path))
+        assert outcome.status == REFUSED and len(outcome.text.splitlines()) == 1, adapter
     outcome = run(SelftestOptions(backend="real"), _ctx(tmp_path))
     assert (outcome.status, outcome.text) == (
         REFUSED,

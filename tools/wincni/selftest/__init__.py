@@ -24,6 +24,8 @@ __all__ = ["Context", "Outcome", "SelftestOptions", "replay", "run"]
 #: The adapter name the simulator and the fake DLLs bind networks to when none is named: nothing
 #: real is bound there.
 SIMULATED_ADAPTER = "Ethernet"
+#: The longest adapter name taken: a Windows interface alias (NDIS_IF_MAX_STRING_SIZE).
+MAX_ADAPTER = 256
 
 
 def run(options: SelftestOptions, ctx: Context) -> Outcome:
@@ -36,6 +38,8 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
     unknown = [name for name in options.scenarios if name not in scenarios.BY_NAME]
     if unknown:
         return _refused(f"no scenario {unknown[0]!r}: choose from {', '.join(scenarios.BY_NAME)}")
+    if options.adapter is not None and not (0 < len(options.adapter) <= MAX_ADAPTER and options.adapter.isprintable()):
+        return _refused(f"an adapter name is 1 to {MAX_ADAPTER} printable characters (a Windows interface alias)")
     if options.out:
         try:
             report.prepare(options.out)  # before HNS is touched: a folder it may not write stops it
