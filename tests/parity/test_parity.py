@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import platform
+import sys
 from pathlib import Path
 
 import pytest
@@ -259,11 +261,13 @@ def test_refusals_are_hns_errors_not_tracebacks(tmp_path: Path) -> None:
     assert isinstance(error, HnsError) and recorder.calls[-1]["hresult"] == "0x803B000A"
 
 
-@pytest.mark.skipif(parity_options().backend != "sim", reason="this run is itself the real-HNS entry")
+@pytest.mark.skipif(
+    parity_options().backend != "sim" or sys.platform == "win32",
+    reason="off Windows only: on Windows this command is the real-HNS run itself",
+)
 def test_the_real_hns_entry_refuses_off_windows_before_any_test() -> None:
     """``make test-realhns``'s command, here: one line saying why, exit status 2, no test run."""
     import subprocess
-    import sys
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "LIBHNS_BACKEND": "hcn"}
@@ -322,6 +326,9 @@ def test_the_node_s_own_values_are_made_alike_before_comparing() -> None:
     assert (diff.field, diff.simulator, diff.backend) == ("response.Policies[0].PA", "<management-ip>", "10.9.9.9")
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="a POSIX link; the Windows lane's security tests hold Windows' links"
+)
 def test_a_report_folder_it_may_not_write_stops_it_before_hns_is_touched(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere"
     target.mkdir()
@@ -331,3 +338,11 @@ def test_a_report_folder_it_may_not_write_stops_it_before_hns_is_touched(tmp_pat
     assert outcome.status == REFUSED and outcome.report is None
     assert outcome.text.startswith(f"wincni selftest: cannot write the report to {tmp_path / 'link'}: ")
     assert not (sim.directory / "state.json").exists() and not list(target.iterdir())
+
+
+def test_the_live_host_off_windows() -> None:
+    from tools.wincni.selftest.hostfacts import LiveHost
+
+    host = LiveHost({"PATH": ""}, "linux")
+    assert host.os()["system"] == platform.system() and "CurrentBuild" not in host.os()
+    assert host.connection_adapter() is None and host.runtimes() == []
