@@ -43,8 +43,8 @@ class LiveHost:
 
     def runtimes(self) -> list[str]:
         """The container runtimes' programs found on PATH."""
-        path = self.env.get("PATH") or self.env.get("Path")
-        return [name for name in RUNTIMES if shutil.which(name, path=path)]
+        path = self.env.get("PATH", self.env.get("Path", ""))  # the run's PATH, never this process's
+        return [name for name in RUNTIMES if path and shutil.which(name, path=path)]
 
 
 def _registry_version() -> dict[str, Any]:
