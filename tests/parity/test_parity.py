@@ -346,3 +346,17 @@ def test_the_live_host_off_windows() -> None:
     host = LiveHost({"PATH": ""}, "linux")
     assert host.os()["system"] == platform.system() and "CurrentBuild" not in host.os()
     assert host.connection_adapter() is None and host.runtimes() == []
+
+
+def test_an_overlay_whose_provider_address_comes_late_is_waited_for(tmp_path: Path) -> None:
+    """HNS sets an Overlay's provider address after the create returns (flanneld polls): the
+    scenarios wait past the transcript, so the calls stay aligned and only the early answer differs."""
+    sim = Simulator(tmp_path / "hns", mgmt_delay=0.5)
+    outcome = run(SelftestOptions(scenarios=("network-overlay", "endpoint-overlay")), _ctx(tmp_path, raw=lambda: sim))
+    for result in outcome.report.scenarios:
+        assert result.status == "passed", result.checks
+        assert result.differences, result.name
+        assert {(d.op, d.field.split("[")[0]) for d in result.differences} == {
+            ("HcnQueryNetworkProperties", "response.Policies")
+        }
+        assert all(d.call == 2 for d in result.differences), result.differences

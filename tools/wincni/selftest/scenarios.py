@@ -159,8 +159,8 @@ def network_l2bridge_v1(s: Session) -> None:
 def network_overlay(s: Session) -> None:
     """flanneld vxlan's network: VSID, then HostRoute, then a route to another node's pods."""
     net = _v2_network(s, "vxlan", "Overlay", OVERLAY_PREFIX, OVERLAY_GATEWAY, Flags=8)
-    types = {p.get("Type") for p in net.get("Policies") or ()}
-    s.check("HNS gives an Overlay its ProviderAddress and DrMacAddress", {"ProviderAddress", "DrMacAddress"} <= types)
+    s.settle("Network", net["ID"], _overlay_ready)
+    s.check("HNS gives an Overlay its ProviderAddress and DrMacAddress", _overlay_ready(s.query("Network", net["ID"])))
     s.modify("Network", net["ID"], _network_policy("Add", hp.HOST_ROUTE.v2()))
     route = {
         "Type": "RemoteSubnetRoute",
@@ -181,6 +181,12 @@ def network_overlay(s: Session) -> None:
     s.query("Network", net["ID"], v1=True)
     s.v1("GET", f"/networks/{net['ID']}")
     s.delete("Network", net["ID"])
+
+
+def _overlay_ready(network: dict) -> bool:
+    """An Overlay HNS has finished: its ProviderAddress and DrMacAddress policies are there."""
+    types = {p.get("Type") for p in network.get("Policies") or ()}
+    return {"ProviderAddress", "DrMacAddress"} <= types
 
 
 def _network_policy(request: str, policy: dict) -> dict:
@@ -246,7 +252,8 @@ def endpoint_overlay(s: Session) -> None:
     """A win-overlay pod's endpoint, V2 and V1: the network's provider address (PA), loopback
     DSR's OutBoundNAT destination, a port mapping on a host IP, the MAC from the pod's address."""
     net = _v2_network(s, "vxlan-pods", "Overlay", OVERLAY_PREFIX, OVERLAY_GATEWAY)
-    pa = hp.setting(net.get("Policies"), "ProviderAddress", "ProviderAddress")
+    s.settle("Network", net["ID"], _overlay_ready)
+    pa = hp.setting(s.query("Network", net["ID"]).get("Policies"), "ProviderAddress", "ProviderAddress")
     if not s.check("the Overlay network tells its provider address", bool(pa)):
         return
     ip = "198.18.20.10"

@@ -74,6 +74,24 @@ class Session:
         finally:
             self.raw.hcn_close(kind, handle)
 
+    def settle(self, kind: str, id: str, ready: Callable[[dict[str, Any]], bool], seconds: float = 10.0) -> bool:
+        """Wait until the object's V2 document is ``ready`` (HNS sets an Overlay's provider address
+        after the create returns: flanneld polls for it), asking HNS past the transcript so that
+        both backends' transcripts hold the same calls; whether it got there is a check."""
+        import time
+
+        inner = getattr(self.raw, "inner", self.raw)
+        deadline = time.monotonic() + seconds
+        while True:
+            handle = inner.hcn_open(kind, id)
+            try:
+                doc = jsontext.loads(inner.hcn_query(kind, handle, QUERY_V2))
+            finally:
+                inner.hcn_close(kind, handle)
+            if ready(doc) or time.monotonic() > deadline:
+                return self.check(f"the {kind.lower()} settled within {seconds:g} s", ready(doc))
+            time.sleep(0.25)
+
     def modify(self, kind: str, id: str, request: dict[str, Any]) -> None:
         handle = self.raw.hcn_open(kind, id)
         try:
