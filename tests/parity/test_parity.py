@@ -360,3 +360,18 @@ def test_an_overlay_whose_provider_address_comes_late_is_waited_for(tmp_path: Pa
             ("HcnQueryNetworkProperties", "response.Policies")
         }
         assert all(d.call == 2 for d in result.differences), result.differences
+
+
+def test_where_the_calls_part_ways_one_difference_says_so_and_the_rest_is_not_compared() -> None:
+    from tools.wincni.selftest.compare import differences
+
+    sim = [
+        {"op": "HcnCreateNetwork", "hresult": "0x00000000"},
+        {"op": "HcnQueryNetworkProperties", "response": {"A": 1}},
+    ]
+    real = [{"op": "HcnCreateNetwork", "hresult": "0x803B0010"}, {"op": "HcnDeleteNetwork"}, {"op": "HcnCloseNetwork"}]
+    first, parted = differences(sim, real)
+    assert (first.call, first.field, first.simulator, first.backend) == (1, "hresult", "0x00000000", "0x803B0010")
+    assert (parted.call, parted.field) == (2, "(the calls part ways here)")
+    (longer,) = differences(sim[:1], sim)
+    assert (longer.field, longer.simulator, longer.backend) == ("(one made more calls)", "1 calls", "2 calls")
