@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from basics import _winsec as ws
 from basics import safefs
+from basics import sddl as ws
 from basics.takeover import refuse_home
 
 NOBODY = 65534
