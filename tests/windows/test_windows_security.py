@@ -60,6 +60,9 @@ if step == "create":
     os.write(fd, b"line\n")
     os.close(fd)
     out["own_sid"] = wh.own_sid()
+    from basics import _winsec  # the names it held, found where they were
+
+    out["kept"] = [_winsec.open_plain is wh.open_plain, _winsec.seize_tree is winfolder.seize_tree, _winsec.walk is winwalk.walk]
     out["folder"] = sddl(base + "\\locks", True)
     out["lock"] = sddl(base + "\\locks\\network-x.lock", False)
     out["log"] = sddl(base + "\\wincni.log", False)
@@ -162,7 +165,7 @@ def _probe(node: WineNode, step: str, base: str = r"C:\wincni-sec") -> dict:
 def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(node: WineNode) -> None:
     first = _probe(node, "create")
     me = first["own_sid"]
-    assert me.startswith("S-1-5-")
+    assert me.startswith("S-1-5-") and first["kept"] == [True, True, True]
     for key in ("folder", "lock", "log"):
         assert ws_writers(first[key], me) == [], (key, first[key])
         assert "BU" not in first[key] and "WD" not in first[key] and "AU" not in first[key], first[key]
