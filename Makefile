@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test test-quick lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
+.PHONY: demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
 
 # One executable of the frozen bundle (`make dist`) and what goes into it.
 DIST_EXE    := dist/wincni/wincni
@@ -36,6 +36,14 @@ demo:
 test: $(STAMP) $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest
 
+# The parity suite (tests/parity) on this node's real HNS: Windows, as administrator. It refuses to
+# start anywhere else, off Windows and on the Wine lane's fake DLLs alike, before any HNS call.
+# ADAPTER=<name> is the host adapter the scenarios that bind a network may use (ALLOW_CONNECTED=1:
+# even the one carrying this machine's connection); the report and transcripts go to build/parity.
+test-realhns: $(STAMP)
+	LIBHNS_BACKEND=hcn WINCNI_PARITY_OUT=build/parity WINCNI_PARITY_ADAPTER="$(ADAPTER)" \
+	WINCNI_PARITY_ALLOW_CONNECTED_ADAPTER="$(ALLOW_CONNECTED)" $(VPY) -m pytest tests/parity -q -p no:cacheprovider
+
 # The edit loop: tests/unit without the tests marked slow (big hypothesis runs, real waits);
 # `make test` runs those too.
 test-quick: $(STAMP)
@@ -58,9 +66,11 @@ bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
+# The build's ID is worked out here, once (winbuild/buildid.py), and handed to the spec.
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	build=$$($(VPY) -m winbuild.buildid) && WINCNI_BUILD="$$build" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
 	@touch $(DIST_EXE)
 
 # The bundle as `make test`, `make demo` and `make bench` need it: `make dist` always builds; this

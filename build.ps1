@@ -10,7 +10,12 @@
        (again only when setup.cfg or pyproject.toml changed since the last install).
     3. Runs PyInstaller with specs\wincni.spec into dist\wincni\ (the same spec `make dist` uses).
     4. -Test runs the test suite afterwards (so the frozen-executable tests see dist\wincni\).
-    5. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
+    5. -TestRealHns runs the parity suite (tests\parity) on this node's real HNS afterwards: as
+       administrator, on a spare node; it refuses to start where HNS is not real (no HNS, or the
+       Wine lane's fake DLLs) and leaves nothing behind. The report and every transcript go to
+       build\parity\. Networks are bound only to -Adapter, never to the adapter carrying this
+       machine's connection unless -AllowConnectedAdapter says so.
+    6. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
        (needs an elevated shell); it stops, naming the file, when a running call holds one open.
        The folder gets an admin-only ACL first: SYSTEM and Administrators full control, Users
        read and execute, nothing inherited from above, owner Administrators; everything in it is
@@ -26,6 +31,15 @@
 .PARAMETER Test
     Also install the test extra and run pytest after the build.
 
+.PARAMETER TestRealHns
+    Run the parity suite against this node's real HNS (Windows, HNS, "Run as administrator").
+
+.PARAMETER Adapter
+    The host adapter the parity scenarios that bind a network (L2Bridge, Overlay) may use.
+
+.PARAMETER AllowConnectedAdapter
+    -Adapter may be the adapter carrying this machine's own connection (a vSwitch on it blips it).
+
 .PARAMETER Python
     A python.exe (>= 3.10) to create .venv with, instead of searching for one.
 
@@ -35,12 +49,17 @@
     .\build.ps1 -Install
 .EXAMPLE
     .\build.ps1 -Test -Install -CniBinDir 'C:\opt\cni\bin'
+.EXAMPLE
+    .\build.ps1 -TestRealHns -Adapter 'Ethernet 2'
 #>
 [CmdletBinding()]
 param(
     [switch]$Install,
     [string]$CniBinDir = 'C:\k\cni',
     [switch]$Test,
+    [switch]$TestRealHns,
+    [string]$Adapter = '',
+    [switch]$AllowConnectedAdapter,
     [string]$Python = ''
 )
 
@@ -112,7 +131,7 @@ function Initialize-Venv {
         Write-Host "Creating .venv with $($found -join ' ')"
         Invoke-Native $found[0] ($launcherArgs + @('-m', 'venv', (Join-Path $Root '.venv')))
     }
-    $extras = if ($Test) { 'build,test' } else { 'build' }
+    $extras = if ($Test -or $TestRealHns) { 'build,test' } else { 'build' }
     $stamp = Join-Path $Root ".venv\.installed-$($extras -replace ',', '-')"
     $inputs = @('setup.cfg', 'pyproject.toml') | ForEach-Object { Get-Item (Join-Path $Root $_) }
     $stale = -not (Test-Path $stamp)
@@ -184,6 +203,27 @@ function Install-Bundle {
     Write-Host "  $(Join-Path $CniBinDir $contents) ($($files.Count) files in all)"
 }
 
+function Invoke-ParitySuite {
+    # The parity suite on this node's real HNS; tests\parity\conftest.py refuses to start where
+    # HNS is not real, and the suite removes everything it made.
+    $env:LIBHNS_BACKEND = 'hcn'
+    $env:WINCNI_PARITY_OUT = Join-Path $Root 'build\parity'
+    $env:WINCNI_PARITY_ADAPTER = $Adapter
+    $env:WINCNI_PARITY_ALLOW_CONNECTED_ADAPTER = if ($AllowConnectedAdapter) { '1' } else { '' }
+    try {
+        Invoke-Native $VenvPython @('-m', 'pytest', (Join-Path $Root 'tests\parity'), '-q', '-p', 'no:cacheprovider')
+    } finally {
+        foreach ($name in @('LIBHNS_BACKEND', 'WINCNI_PARITY_OUT', 'WINCNI_PARITY_ADAPTER',
+                            'WINCNI_PARITY_ALLOW_CONNECTED_ADAPTER')) {
+            Remove-Item "Env:$name" -ErrorAction SilentlyContinue
+        }
+    }
+}
+
+if ($TestRealHns -and -not (Test-Elevated)) {
+    throw "-TestRealHns calls HNS, which needs an elevated shell: start PowerShell with 'Run as administrator'."
+}
+
 if ($Install -and -not (Test-Elevated)) {
     # Checked first so nobody waits for a build that cannot be installed.
     throw "-Install writes to $CniBinDir and needs an elevated shell: start PowerShell with 'Run as administrator' (or build without -Install and copy the contents of dist\wincni\ yourself)."
@@ -193,7 +233,12 @@ Push-Location $Root
 try {
     Initialize-Venv
 
-    Write-Host 'Building dist\wincni\ with PyInstaller (specs\wincni.spec)'
+    # The build's ID (version, commit, time) is worked out here, once, and handed to the spec.
+    $ErrorActionPreference = 'Continue'
+    $env:WINCNI_BUILD = & $VenvPython -m winbuild.buildid
+    $ErrorActionPreference = 'Stop'
+    if ($LASTEXITCODE -ne 0) { throw "winbuild.buildid failed with exit status ${LASTEXITCODE}: no build ID, nothing built" }
+    Write-Host "Building dist\wincni\ with PyInstaller (specs\wincni.spec), build $env:WINCNI_BUILD"
     Invoke-Native $VenvPython @('-m', 'PyInstaller', '--noconfirm', '--distpath', $Dist,
                                 '--workpath', (Join-Path $Root 'build\pyinstaller'),
                                 (Join-Path $Root 'specs\wincni.spec'))
@@ -209,11 +254,17 @@ try {
         Invoke-Native $VenvPython @('-m', 'pytest')
     }
 
+    if ($TestRealHns) {
+        Write-Host "Running the parity suite against this node's HNS (report in build\parity\)"
+        Invoke-ParitySuite
+    }
+
     if ($Install) {
         Write-Host "Installing into $CniBinDir"
         Install-Bundle
         Write-Host "Done. Point the container runtime's CNI bin_dir (or kubelet --cni-bin-dir) at $CniBinDir."
     }
 } finally {
+    Remove-Item Env:WINCNI_BUILD -ErrorAction SilentlyContinue  # this build's alone
     Pop-Location
 }

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
     from libhns.errors import HnsError
 
+#: The export only wincni's stand-in DLLs have (tests/fakedll): what it answers names the stand-in.
+STAND_IN_EXPORT = "WincniFakeHns"
 _PSTR = POINTER(c_void_p)  # PWSTR* out-parameter, kept raw so it can be freed
 _HANDLE_OUT = POINTER(c_void_p)
 _FAILED = 0x80000000
@@ -130,6 +132,18 @@ class CtypesBackend:
 
     def _vmcompute(self, name: str) -> Any:
         return self._function("vmcompute", name, _VMCOMPUTE_SIGNATURES[name])
+
+    def stand_in(self) -> str | None:
+        """What computenetwork.dll answers to ``STAND_IN_EXPORT`` (a stand-in naming itself), or
+        None for the real DLL, which has no such export: how a caller that must reach real HNS
+        tells the Wine lane's fake apart, by asking, never by guessing. OSError where the DLL
+        cannot be loaded."""
+        try:
+            marker = getattr(self._lib("computenetwork"), STAND_IN_EXPORT)
+        except AttributeError:
+            return None
+        marker.argtypes, marker.restype = [], c_wchar_p
+        return marker() or ""
 
     # --- CoTaskMem strings ---------------------------------------------------------------------
     def _take(self, pointer: c_void_p) -> str | None:

@@ -5,7 +5,8 @@ sits at the raw surface and records documents as sent and received (parsed when 
 Each line is written with one ``os.write`` on an ``O_APPEND`` descriptor, so concurrent plugin
 processes add whole lines. A journal that cannot be written (or is refused by ``safefs``: a link,
 another user's file) is logged, never raised: the HNS call has already happened and failing it
-now would leak what it created.
+now would leak what it created. ``_write`` is the one place a line goes: the self-test's
+transcript recorder (``tools/wincni/selftest/transcript.py``) keeps the lines in memory instead.
 """
 
 from __future__ import annotations

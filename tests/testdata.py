@@ -14,6 +14,7 @@ GOLDENS = DATA / "goldens"
 REALHNS = DATA / "realhns"  # HNS documents captured on real nodes (its README)
 SERVICES = DATA / "services"  # kube-proxy's HNS objects for Services, as HNS lists them (its README)
 KUBEPROXY = DATA / "kubeproxy"  # what the real kube-proxy left on HNS in the Windows lane (its README)
+PARITY = DATA / "parity"  # the parity suite's transcripts the simulator is held to (its README)
 
 
 def require_frozen(dist: Path, *names: str) -> None:

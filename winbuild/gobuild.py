@@ -78,6 +78,8 @@ PROGRAMS = {
     # staging modules k8s.io/kubernetes points at ./staging come from their own releases (go.mod)
     "kube-proxy.exe": Program(_KUBERNETES, "v1.34.4", goos="windows", main="kubeproxy"),
     "kube-apiserver": Program(_KUBERNETES, "v1.34.4", main="kubeapiserver"),
+    # the workflow linter that checks .github/workflows/ (tests/unit/test_workflows.py)
+    "actionlint": Program("github.com/rhysd/actionlint", "v1.7.12", "cmd/actionlint"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),

@@ -82,6 +82,9 @@ void CoTaskMemFree(void *p) {
 }
 
 /* --- test controls --- */
+/* The marker real computenetwork.dll lacks (libhns.ctypes_backend.STAND_IN_EXPORT). */
+const wchar_t *WincniFakeHns(void) { return L"wincni fake HNS (tests/fakedll/fakehns.c): scripted answers"; }
+
 void fake_reset(void) {
     int i;
     free(next_out); free(next_record);

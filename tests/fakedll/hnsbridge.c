@@ -188,6 +188,12 @@ static HRESULT forward(const char *name, const GUID *guid, void *handle, const w
 
 #define EXPORT __declspec(dllexport) HRESULT WINAPI
 
+/* The marker: real computenetwork.dll has no such export, so a caller that must reach real HNS
+   (the self-test's hcn backend) asks for it and refuses when it answers. */
+__declspec(dllexport) const wchar_t *WINAPI WincniFakeHns(void) {
+    return L"wincni fake HNS (tests/fakedll/hnsbridge.c): every call goes to the HNS simulator";
+}
+
 /* --- computenetwork.dll --- */
 #define HCN_KIND(K, Ks)                                                                            \
     EXPORT HcnEnumerate##Ks(PCWSTR query, PWSTR *out, PWSTR *record) {                            \

@@ -262,3 +262,34 @@ def test_import_loads_nothing_and_defaults_fail_clearly_off_windows() -> None:
     assert out.returncode == 0, out.stderr
     if sys.platform != "win32":
         assert "vmcompute.dll" in out.stdout and "LIBHNS_BACKEND=sim" in out.stdout
+
+
+def test_a_stand_in_dll_names_itself_when_asked(backend: CtypesBackend) -> None:
+    assert backend.stand_in() == "wincni fake HNS (tests/fakedll/fakehns.c): scripted answers"
+
+
+def test_a_dll_without_the_marker_is_not_a_stand_in(fake: fakedll.FakeHns) -> None:
+    class Real:  # what ctypes gives for computenetwork.dll: no WincniFakeHns export
+        def __getattr__(self, name: str):
+            raise AttributeError(name)
+
+    assert CtypesBackend(computenetwork=Real(), vmcompute=fake.lib, ole32=fake.lib).stand_in() is None
+
+
+def test_the_selftest_refuses_to_call_a_stand_in_real_hns(backend: CtypesBackend, tmp_path) -> None:
+    """On Windows with the Wine lane's fake DLLs, ``hcn`` is refused by the marker they answer;
+    ``fake`` (the dry run) opens them."""
+    import io
+
+    from tools.wincni.selftest import Context, SelftestOptions, run
+    from tools.wincni.selftest.backends import open_backend
+    from tools.wincni.selftest.options import REFUSED
+
+    ctx = Context(env={}, platform="win32", stderr=io.StringIO(), raw=lambda: backend, scratch=str(tmp_path))
+    outcome = run(SelftestOptions(backend="hcn"), ctx)
+    assert outcome.status == REFUSED
+    assert outcome.text == (
+        "wincni selftest: computenetwork.dll here is not HNS but a stand-in (wincni fake HNS "
+        "(tests/fakedll/fakehns.c): scripted answers); refusing to call it real HNS (the fake backend is its dry run)\n"
+    )
+    assert open_backend("fake", ctx, str(tmp_path)) is backend

@@ -96,3 +96,32 @@ def test_the_deploy_scripts_parse_without_errors(name: str) -> None:
         if n.type == "ERROR" or n.is_missing
     ]
     assert not bad and not root.has_error, f"{name} syntax errors:\n" + "\n".join(bad)
+
+
+def test_the_parity_workflow_s_powershell_parses_without_errors(tmp_path: Path) -> None:
+    """Each `run:` of .github/workflows/parity.yml (all pwsh) parsed as build.ps1 is."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "parity.yml").read_text())
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"] if "run" in s]
+    assert steps and all(s.get("shell") == "pwsh" for s in steps)
+    for i, step in enumerate(steps):
+        script = tmp_path / f"step{i}.ps1"
+        script.write_text(step["run"])
+        source, root = _parse(script)
+        bad = [f"line {n.start_point[0] + 1}" for n in _nodes(root) if n.type == "ERROR" or n.is_missing]
+        assert not bad and not root.has_error, f"{step['name']}: " + ", ".join(bad)
+
+
+def test_test_real_hns_runs_the_parity_suite_elevated_on_hcn() -> None:
+    """-TestRealHns: refused without elevation before the build, then tests\\parity on the hcn
+    backend with the adapter options (tests/parity/conftest.py reads them)."""
+    source, root = _parse(BUILD_PS1)
+    literals = {
+        source[n.start_byte : n.end_byte].decode().strip("'\"")
+        for n in _nodes(root)
+        if n.type in ("string_literal", "expandable_string_literal")
+    }
+    assert {"hcn", "tests\\parity", "WINCNI_PARITY_ADAPTER", "WINCNI_PARITY_ALLOW_CONNECTED_ADAPTER"} <= literals
+    text = source.decode()
+    assert text.index("$TestRealHns -and -not (Test-Elevated)") < text.index("Push-Location $Root")
