@@ -137,8 +137,9 @@ def open_lock(path: str) -> int:
 
 
 def open_read(path: str) -> int:
-    """A read-only descriptor on the existing file ``path``, refused when it is not ours."""
-    return _open(path, os.O_RDONLY)
+    """A read-only descriptor on the existing file ``path``, refused when it is not ours; a FIFO
+    is not waited on (it is then refused as no regular file)."""
+    return _open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
 
 
 def writable_by_others(path: str) -> str | None:

@@ -3,8 +3,8 @@
 An update replaces every ACL policy of an endpoint, so the agent sends the whole list each time:
 the endpoint's own ACLs (the config's ``acls`` and the port-mapping ACLs ADD put there) as HNS
 holds them, then the NetworkPolicy rules. Which ACLs are the agent's is told by priority alone
-(``plugins.winnet.acls`` lays out the bands): NetworkPolicy's band and the endpoint default are
-never a config's, as ``acls.parse`` refuses them there.
+(``plugins.winnet.acls.netpol_owned``): NetworkPolicy's band and the endpoint default are never
+a config's, as ``acls.parse`` refuses them there.
 
 Two ACL lists are the same when they hold the same rules, whatever HNS's spelling (either API's
 form, key case, ``Protocols`` as text or number, list order inside a field, rule order: no two
@@ -18,7 +18,7 @@ from collections import Counter
 from basics.jsonci import get_ci
 from libhns import policies as hp
 from plugins.netpol import translate
-from plugins.winnet.acls import DEFAULT_PRIORITY, POLICY_BAND
+from plugins.winnet.acls import netpol_owned
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,12 +40,6 @@ def priority(acl: dict) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-def agents(acl: dict) -> bool:
-    """Whether an ACL is one of NetworkPolicy's (its band or the endpoint default)."""
-    p = priority(acl)
-    return p is not None and (POLICY_BAND[0] <= p <= POLICY_BAND[1] or p == DEFAULT_PRIORITY)
 
 
 def canonical(acl: dict) -> tuple:
@@ -70,6 +64,6 @@ def wanted(held: Sequence[dict], access: Access, node_addresses: Sequence[Any], 
     """The whole ACL list an endpoint holding ``held`` (its policies, any type) must get for
     ``access``: its own ACLs kept, then the policy's rules in ``form``. A pod no policy isolates
     gets no rule of the agent's: it stays as its ADD made it."""
-    own = [p for p in held if is_acl(p) and not agents(p)]
+    own = [p for p in held if is_acl(p) and not netpol_owned(p)]
     rules = translate.endpoint_acls(access, node_addresses, form) if isolates(access) else []
     return own + rules
