@@ -242,16 +242,6 @@ def test_5000_pods_are_kept_in_a_few_megabytes():
     assert used < 12 << 20, used
 
 
-def test_the_cluster_is_built_from_what_is_kept(api, server):
-    cw = watch.ClusterWatch(api)
-    for r in cw.reflectors.values():
-        r.relist()
-    assert cw.synced
-    cluster = cw.cluster()
-    assert [p.key for p in cluster.pods] == ["app/db", "app/web", "app/hostnet"]
-    assert [p.key for p in cluster.policies] == ["app/db"]
-
-
 def test_a_bookmark_moves_the_resource_version_and_changes_nothing():
     items = {"app/db": {"x": 1}}
     bookmark = STREAM["watches"]["pods"][0][4]

@@ -198,13 +198,6 @@ class ClusterWatch:
         """Every kind was listed once: before that the model would see a partial cluster."""
         return all(r.synced for r in self.reflectors.values())
 
-    def cluster(self) -> Any:
-        """The model's cluster from what is kept now (``plugins.netpol.resources.Cluster``)."""
-        from plugins.netpol import resources
-
-        r = self.reflectors
-        return resources.read(r["namespaces"].snapshot(), r["pods"].snapshot(), r["networkpolicies"].snapshot())
-
 
 def _line(resp: http.client.HTTPResponse) -> bytes | None:
     """The next event line; None at the end of the stream."""
