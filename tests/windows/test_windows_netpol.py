@@ -1,0 +1,42 @@
+"""NetworkPolicy from the first packet as a Windows node runs it: win-bridge.exe finds the node
+agent's state at its Windows default (``%ProgramData%\\wincni\\netpol.json``), reads it through
+the Windows file checks, and creates the endpoint with the rules through the fake DLLs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from plugins.netpol import resources
+from tools.wincni.netpol import state
+from winenode import WineNode
+
+POLICY = {"metadata": {"namespace": "app", "name": "deny-in"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+
+
+@pytest.fixture(scope="module")
+def cluster(node: WineNode) -> WineNode:
+    node.bridge("cbr0")
+    return node.lease()
+
+
+def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> None:
+    node = cluster
+    node.network = "cbr0"
+    cluster_doc = resources.read([{"metadata": {"name": "app", "labels": {}}}], [], [POLICY])
+    target = node.path(r"C:\ProgramData\wincni\netpol.json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(state.document(cluster_doc, "n1", ["10.127.0.4"])))
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": "cbr0",
+        "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+    }
+    netns = node.sandbox("v2", "netpol1")
+    run = node.run("ADD", conf, "netpol1", netns, CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=p1")
+    assert run.ok, run.stderr
+    [doc] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == "netpol1_cbr0"]
+    blocks = [p for p in doc["Policies"] if p["Type"] == "ACL" and p["Settings"]["Action"] == "Block"]
+    assert [b["Settings"]["Direction"] for b in blocks] == ["In"]
