@@ -77,9 +77,10 @@ class Agent:
         start = self.clock()
         r = self.watch.reflectors
         cluster, refused = readable(r["namespaces"].snapshot(), r["pods"].snapshot(), r["networkpolicies"].snapshot())
-        written = self.state.write(S.document(cluster, self.node, self.endpoints.node_addresses))
-        accesses = P.by_address(model.node_access(cluster, self.node))
-        steps, failures = self.endpoints.converge(accesses)
+        node_access = model.node_access(cluster, self.node)
+        known = {a.pod.key: a for a in node_access}
+        written = self.state.write(S.document(cluster, self.node, self.endpoints.node_addresses, known))
+        steps, failures = self.endpoints.converge(P.by_address(node_access))
         counts = {action: sum(s.action == action for s in steps) for action in (P.APPLY, P.IN_SYNC, P.NO_POD)}
         return Sync(counts, tuple(failures), tuple(refused), written, self.clock() - start)
 

@@ -15,18 +15,23 @@ from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from typing import Any, Mapping, Sequence
 
 
-def document(cluster: resources.Cluster, node: str, node_addresses: Sequence[Any]) -> dict:
+def document(
+    cluster: resources.Cluster, node: str, node_addresses: Sequence[Any], known: Mapping[str, Any] | None = None
+) -> dict:
     """Pure: the state for ``node``. Each pod's rules are made without its address (ADD knows
-    a pod before the API server shows its address), so they lack only its own-address allow."""
+    a pod before the API server shows its address), so they lack only its own-address allow.
+    ``known``: accesses already worked out, by pod (a pod's access does not depend on its own
+    address, only its rules do)."""
     memo: dict = {}
     pods = {}
     for pod in sorted((p for p in cluster.pods if p.node == node), key=lambda p: p.key):
-        access = model.access(cluster, dataclasses.replace(pod, ip=None), memo)
+        access = (known or {}).get(pod.key) or model.access(cluster, pod, memo)
         if W.isolates(access):
-            pods[pod.key] = translate.endpoint_acls(access, node_addresses, V2)
+            anonymous = dataclasses.replace(access, pod=dataclasses.replace(pod, ip=None))
+            pods[pod.key] = translate.endpoint_acls(anonymous, node_addresses, V2)
     namespaces = {}
     for ns in sorted({p.namespace for p in cluster.policies}):
         held = cluster.policies_in(ns)
