@@ -14,7 +14,7 @@ from plugins.winnet.hnsapi import open_api
 from tools.wincni.netpol import plan as P
 from tools.wincni.netpol import state
 from tools.wincni.netpol import wanted as W
-from tools.wincni.netpol.node import NodeEndpoints
+from tools.wincni.netpol.node_endpoints import NodeEndpoints
 
 NODE = "n1"
 NODE_IPS = ["10.127.0.4"]

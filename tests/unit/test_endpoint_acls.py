@@ -116,3 +116,34 @@ def test_hcn_update_of_an_unknown_endpoint_is_not_found(node):
     env, _ = node
     with pytest.raises(errors.NotFound):
         _adapter(env, 2).hcn.modify_endpoint("6D5E9A5B-1E5F-4C3E-9D4C-5F1E2A3B4C5D", {"ResourceType": "Policy"})
+
+
+def _hnsctl(env, *argv):
+    import io
+
+    from tools.hnsctl import main
+
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err, env), out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("v1", [[], ["--v1"]], ids=["hcn", "hnscall"])
+def test_hnsctl_sets_an_endpoints_acls_from_a_file_in_either_form(node, tmp_path, v1):
+    env, ep_id = node
+    path = tmp_path / "acls.json"
+    path.write_text(json.dumps([NEW[0].render(V1), NEW[1].render(V2)]))
+    code, out, err = _hnsctl(env, "endpoint", "acls", ep_id, str(path), *v1, "-o", "json")
+    assert code == 0, err
+    assert len(_changes(env)) == 1
+    held = _policies(env, ep_id, 2)
+    assert held[0] == NAT and [p for p in held if policy_type(p) == "ACL"] == [r.render(V2) for r in NEW]
+
+
+@pytest.mark.parametrize("content", ["{}", '[{"Type": "OutBoundNAT"}]', "not json"])
+def test_hnsctl_refuses_a_file_that_is_not_a_list_of_acls(node, tmp_path, content):
+    env, ep_id = node
+    path = tmp_path / "acls.json"
+    path.write_text(content)
+    code, _, err = _hnsctl(env, "endpoint", "acls", ep_id, str(path))
+    assert code == 2 and "JSON list of ACL policies" in err and "Traceback" not in err
+    assert _changes(env) == []

@@ -16,7 +16,7 @@ from plugins.winnet.hnsapi import open_api
 from plugins.winnet.policies import V1, V2
 from tools.wincni.netpol import plan as P
 from tools.wincni.netpol import wanted as W
-from tools.wincni.netpol.node import NodeEndpoints
+from tools.wincni.netpol.node_endpoints import NodeEndpoints
 
 NETNS = "8C5E9A5B-1E5F-4C3E-9D4C-5F1E2A3B4C5D"
 NODE, NODE_IPS = "n1", ["10.127.0.4", "10.244.1.2"]

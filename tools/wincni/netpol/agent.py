@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from tools.wincni.netpol.node import Failure, NodeEndpoints
+    from tools.wincni.netpol.node_endpoints import Failure, NodeEndpoints
     from tools.wincni.netpol.state import StateFile
     from tools.wincni.netpol.watch import ClusterWatch
 

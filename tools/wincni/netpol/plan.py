@@ -1,5 +1,5 @@
 """What HNS holds on this node's pod endpoints + what the policies want -> one named action per
-endpoint. Pure: the shell (``node``) reads the endpoints and runs the actions.
+endpoint. Pure: the shell (``node_endpoints``) reads the endpoints and runs the actions.
 
 - ``apply``: the endpoint's ACLs differ from the wanted list; send the whole list;
 - ``in-sync``: they are equal: no call (each re-apply can reset live TCP connections);

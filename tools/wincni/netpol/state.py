@@ -44,9 +44,12 @@ def document(
 def _closed(namespace: str, node: str, ingress: bool, egress: bool, node_addresses: Sequence[Any]) -> list[dict]:
     """A pod the agent does not know yet: each direction given closed, the node allowed in."""
     stand_in = resources.Pod(namespace, "", {}, None, node, ())
-    direction = lambda isolated: model.Direction(True, ()) if isolated else model.OPEN  # noqa: E731
-    access = model.Access(stand_in, direction(ingress), direction(egress), ())
+    access = model.Access(stand_in, _closed_if(ingress), _closed_if(egress), ())
     return translate.endpoint_acls(access, node_addresses, V2)
+
+
+def _closed_if(isolated: bool) -> model.Direction:
+    return model.Direction(True, ()) if isolated else model.OPEN
 
 
 class StateFile:
