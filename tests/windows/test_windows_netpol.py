@@ -40,3 +40,17 @@ def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> No
     [doc] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == "netpol1_cbr0"]
     blocks = [p for p in doc["Policies"] if p["Type"] == "ACL" and p["Settings"]["Action"] == "Block"]
     assert [b["Settings"]["Direction"] for b in blocks] == ["In"]
+
+
+@pytest.mark.parametrize("v1", [(), ("--v1",)], ids=["HcnModifyEndpoint", "HNSCall"])
+def test_hnsctl_exe_sets_an_endpoints_acls_through_the_dlls(cluster: WineNode, v1: tuple) -> None:
+    """The ctypes path of an endpoint modify (and of V1's update), as the agent's will take it."""
+    node = cluster
+    name = f"acls{len(v1)}_cbr0"
+    node.hnsctl("endpoint", "create", name, "--network", "cbr0", "--ip", f"10.244.4.{40 + len(v1)}")
+    acls = state.document(resources.read([], [], []), "n1", ["10.127.0.4"])["closed"]
+    node.path(r"C:\k\acls.json").write_text(json.dumps(acls))
+    shown = node.hnsctl_exe("endpoint", "acls", name, r"C:\k\acls.json", *v1)
+    assert len([p for p in shown["Policies"] if p["Type"] == "ACL"]) == len(acls)
+    [held] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == name]
+    assert [p for p in held["Policies"] if p["Type"] == "ACL"] == acls
