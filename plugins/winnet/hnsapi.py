@@ -221,16 +221,18 @@ class HcnApi(_Adapter):
 
     def set_acls(self, ep: Any, acls: list[dict]) -> None:
         """Make ``acls`` (V2 documents) the endpoint's whole ACL list, its other policies as they
-        are: an Update replaces every ACL policy it holds; an empty list is a Remove of the ACLs
-        ``ep`` (as last read) holds, nothing when it holds none. One HcnModifyEndpoint at most."""
+        are: one Update of the other policies ``ep`` (as last read) holds, then ``acls``, as Azure
+        NPM sends it, so they stay whether HNS's Update replaces each type it is given (hcsshim:
+        "replaces settings with the ones provided") or the whole list; an empty list is a Remove
+        of the ACLs ``ep`` holds, nothing when it holds none. One HcnModifyEndpoint at most."""
         from libhns.client import policy_request
         from libhns.policies import policy_type
 
-        if acls:
-            self.hcn.modify_endpoint(ep.id, policy_request("Update", acls))
-            return
         held = [p for p in ep.policies or () if policy_type(p) == "ACL"]
-        if held:
+        if acls:
+            others = [p for p in ep.policies or () if policy_type(p) != "ACL"]
+            self.hcn.modify_endpoint(ep.id, policy_request("Update", others + acls))
+        elif held:
             self.hcn.modify_endpoint(ep.id, policy_request("Remove", held))
 
     def remove_stale(self, ep: Any) -> None:

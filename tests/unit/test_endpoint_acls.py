@@ -86,8 +86,9 @@ def test_hcn_clears_nothing_with_no_call_when_the_endpoint_holds_no_acls(node):
     assert len(_changes(env)) == 1
 
 
-def test_hcn_sends_an_update_request_of_the_acl_policies(node):
-    """hcsshim's ModifyEndpointSettingRequest: ResourceType Policy, a PolicyEndpointRequest."""
+def test_hcn_sends_one_update_of_the_other_policies_then_the_acls(node):
+    """hcsshim's ModifyEndpointSettingRequest: ResourceType Policy, a PolicyEndpointRequest; the
+    other policies first, as Azure NPM sends them."""
     env, ep_id = node
     api = _adapter(env, 2)
     api.set_acls(api.hcn.get_endpoint(ep_id), [NEW[1].render(V2)])
@@ -96,7 +97,7 @@ def test_hcn_sends_an_update_request_of_the_acl_policies(node):
     assert call["request"] == {
         "ResourceType": "Policy",
         "RequestType": "Update",
-        "Settings": {"Policies": [NEW[1].render(V2)]},
+        "Settings": {"Policies": [NAT, NEW[1].render(V2)]},
     }
 
 
