@@ -12,6 +12,12 @@ from plugins.netpol import resources
 from tools.wincni.netpol import state
 from winenode import WineNode
 
+CONF = {
+    "cniVersion": "1.0.0",
+    "name": "cbr0",
+    "type": "win-bridge",
+    "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
+}
 POLICY = {"metadata": {"namespace": "app", "name": "deny-in"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
 
 
@@ -28,14 +34,8 @@ def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> No
     target = node.path(r"C:\ProgramData\wincni\netpol.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(state.document(cluster_doc, "n1", ["10.127.0.4"])))
-    conf = {
-        "cniVersion": "1.0.0",
-        "name": "cbr0",
-        "type": "win-bridge",
-        "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
-    }
-    netns = node.sandbox("v2", "netpol1")
-    run = node.run("ADD", conf, "netpol1", netns, CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=p1")
+    pod = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=p1"
+    run = node.run("ADD", CONF, "netpol1", node.sandbox("v2", "netpol1"), CNI_ARGS=pod)
     assert run.ok, run.stderr
     [doc] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == "netpol1_cbr0"]
     blocks = [p for p in doc["Policies"] if p["Type"] == "ACL" and p["Settings"]["Action"] == "Block"]
