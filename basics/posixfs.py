@@ -42,8 +42,9 @@ def open_lock(path: str) -> int:
 
 
 def open_read(path: str) -> int:
-    """A read-only descriptor on the existing file ``path``, refused when it is not ours."""
-    return _open_file(path, os.O_RDONLY)
+    """A read-only descriptor on the existing file ``path``, refused when it is not ours; a FIFO
+    is not waited on (it is then refused as no regular file)."""
+    return _open_file(path, os.O_RDONLY | os.O_NONBLOCK)
 
 
 def writable_by_others(path: str) -> str | None:

@@ -343,6 +343,11 @@ class HcnClient(_Client):
         """HcnDeleteEndpoint; False when already gone and ``missing_ok``."""
         return self._delete("Endpoint", id_, missing_ok)
 
+    def modify_endpoint(self, id_: str, request: Mapping[str, Any]) -> None:
+        """HcnModifyEndpoint (open, modify, close): a ``ResourceType`` Policy or Port request,
+        e.g. ``policy_request("Update", [...])``."""
+        self._modify("Endpoint", id_, request)
+
     # --- V2 load balancers (kube-proxy's; hnsctl and the doctor read them) ---------------------
     def get_load_balancer(self, id_: str) -> HostComputeLoadBalancer | None:
         return self._query("LoadBalancer", id_, HostComputeLoadBalancer)
@@ -446,6 +451,11 @@ class HnsCallClient(_Client):
     def delete_endpoint(self, id_: str, *, missing_ok: bool = False) -> bool:
         return _deleted(lambda: self._call("DELETE", f"/endpoints/{id_}"), missing_ok)
 
+    def update_endpoint(self, id_: str, doc: Mapping[str, Any]) -> HNSEndpoint:
+        """``POST /endpoints/<id>``: HNS takes the document's ``Policies`` (its ACLs replace the
+        endpoint's, as hcsshim's ApplyACLPolicy relies on); the endpoint as HNS then shows it."""
+        return HNSEndpoint.from_json(self._call("POST", f"/endpoints/{id_}", doc))
+
     def host_attach(self, endpoint_id: str, compartment_id: int = 1) -> None:
         """``POST /endpoints/<id>/attach`` as the host (compartment 1 = host default), like cbr0_ep."""
         self._call("POST", f"/endpoints/{endpoint_id}/attach", {"SystemType": "Host", "CompartmentId": compartment_id})
@@ -515,6 +525,13 @@ class HnsCallClient(_Client):
 
     def delete_policy_list(self, id_: str, *, missing_ok: bool = False) -> bool:
         return _deleted(lambda: self._call("DELETE", f"/policylists/{id_}"), missing_ok)
+
+
+def policy_request(action: str, policies: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """A modify request for an endpoint's (or network's) policies (hcsshim's
+    ModifyEndpointSettingRequest with a PolicyEndpointRequest): ``action`` Add, Remove, Update
+    (every policy of each type given is replaced) or Refresh."""
+    return {"ResourceType": "Policy", "RequestType": action, "Settings": {"Policies": [dict(p) for p in policies]}}
 
 
 def _namespace_request(action: str, endpoint_id: str) -> dict[str, Any]:

@@ -295,9 +295,17 @@ class Endpoint(Record):
         return cls.create(st, net.id, v2, v1extra=extra)
 
     def v1_update(self, st: HnsState, doc: Mapping[str, Any]) -> None:
-        """Only ``Policies`` (V1 form) is taken."""
-        if P.get_ci(doc, "Policies") is not None:
-            self.doc["Policies"] = from_v1({"Policies": P.get_ci(doc, "Policies")}, "")[0]["Policies"]
+        """``POST /endpoints/<id>``: only ``Policies`` (V1 form) is taken. The request's ACLs
+        replace the endpoint's ACL list, an absent or empty list clearing it (hcsshim PR #143:
+        ApplyACLPolicy "will overwrite any existing policies which were previously applied";
+        Felix logs "all rules will be removed" when it applies none, and hcsshim then omits the
+        empty ``Policies``). Each other type the request holds replaces the endpoint's policies
+        of that type, as a V2 Update does; a type it does not hold stays: Felix sends only ACLs
+        on ``HNSEndpoint{Id}`` and the CNI's OutBoundNAT and routes go on working
+        (reference/netpol.md, "How rules are applied")."""
+        new = from_v1({"Policies": P.get_ci(doc, "Policies") or []}, "")[0]["Policies"]
+        replaced = {p["Type"] for p in new} | {"ACL"}
+        self.doc["Policies"] = [p for p in self.doc.get("Policies") or () if p["Type"] not in replaced] + new
 
     def v1_action(self, st: HnsState, action: str, doc: Mapping[str, Any]) -> None:
         """EndpointAttachDetachRequest: Host (CompartmentId) or Container (ContainerId)."""

@@ -72,7 +72,10 @@ def is_v1_document(doc: Mapping[str, Any], v1_keys: tuple[str, ...]) -> bool:
 
 def modify_policies(doc: dict[str, Any], request: Mapping[str, Any], known: frozenset[str], where: str) -> None:
     """A ``ResourceType: Policy`` request (Add / Remove / Update of ``Settings.Policies``)
-    applied to the policies of ``doc`` (a network's or an endpoint's)."""
+    applied to the policies of ``doc`` (a network's or an endpoint's). Update (and Refresh)
+    replaces every policy of each type the request holds and keeps the other types (hcsshim
+    hcn.go: Update "replaces settings with the ones provided"; Azure NPM removes its ACLs by
+    re-sending an endpoint's whole list with Update, reference/netpol.md)."""
     new = check_v2_policies(P.get_ci(P.get_ci(request, "Settings") or {}, "Policies"), known, where)
     current = doc.get("Policies") or []
     action = str(P.get_ci(request, "RequestType") or "").casefold()

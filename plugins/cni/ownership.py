@@ -48,6 +48,11 @@ Who frees what:
   make the sweep free anything. Each is checked again under the store's lock just before it goes;
 - an ADD: an endpoint of ours on its own address or name that is none of 4-5.
 Each freeing says who freed what and why (``freed``).
+
+Whose ACLs the NetworkPolicy agent sets (``acl_target``): our pods' endpoints only (local, named
+``<sandbox>_<network>``, not the node's pinned owners); never flanneld's host endpoint, nor
+kube-proxy's remote endpoints and its source VIP endpoint (unnamed), nor anything else on the
+network. It never frees anything.
 """
 
 from __future__ import annotations
@@ -91,6 +96,12 @@ def source_vip_endpoint(endpoint_name: str, remote: bool) -> bool:
     makes one for the address at start (newSourceVIP), local and named nothing, so it holds the
     address by right; a named endpoint (a pod's, flanneld's host endpoint) or a remote one took it."""
     return not endpoint_name and not remote
+
+
+def acl_target(endpoint_name: str, network: str, remote: bool) -> bool:
+    """Whether the NetworkPolicy agent may set this endpoint's ACLs: a local pod endpoint of ours."""
+    sandbox = pod_of(endpoint_name, network)
+    return bool(sandbox) and not remote and not pinned(sandbox)
 
 
 def host_endpoint_name(network: str) -> str:

@@ -52,8 +52,10 @@ _DIRECTIONS = (("In", "ingress"), ("Out", "egress"))
 
 def endpoint_rules(access: Access, node_addresses: Sequence) -> tuple[AclRule, ...]:
     """Every ACL rule ``access.pod``'s endpoint gets, ``node_addresses`` being the node's own
-    (address objects or text), in priority order and within one priority in a fixed order."""
-    own = addresses.collapse([_host(access.pod.ip)])
+    (address objects or text), in priority order and within one priority in a fixed order. A pod
+    without an address yet (what ADD puts on before the agent knows it) gets no own-address allow:
+    only less passes until the agent adds it."""
+    own = addresses.collapse([_host(access.pod.ip)]) if access.pod.ip is not None else []
     node = addresses.collapse([_host(a) for a in node_addresses] + list(own))
     rules = [
         *_allows("In", NODE_PRIORITY, None, None, node),

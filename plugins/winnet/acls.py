@@ -104,6 +104,17 @@ class AclRule:
         )
 
 
+def netpol_owned(policy: dict) -> bool:
+    """Whether an ACL policy (either API's document) sits where only NetworkPolicy puts rules:
+    its band or the endpoint default. The node agent owns those; the config never has them."""
+    settings = hp.to_v2(policy).get("Settings") or {}
+    try:
+        priority = int(hp.get_ci(settings, "Priority"))
+    except (TypeError, ValueError):
+        return False
+    return POLICY_BAND[0] <= priority <= POLICY_BAND[1] or priority == DEFAULT_PRIORITY
+
+
 def parse(rules: list, source: str = "acls") -> list[AclRule]:
     """Schema-validated ``acls`` entries → rules; code 7 naming ``acls[i].<field>`` otherwise."""
     check_count(source, rules, MAX_ACLS)

@@ -63,6 +63,7 @@ class EndpointApi(Protocol):
     def in_use(self, ep: Any) -> bool: ...
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
+    def set_acls(self, ep: Any, acls: list[dict]) -> None: ...
     def delete_host_endpoint(self, name: str) -> None: ...
     def undo_window(self) -> Any: ...
 
@@ -156,10 +157,9 @@ class HcnApi(_Adapter):
 
     def add_network_policy(self, network: Any, kind: Kind, *args: Any, **settings: Any) -> None:
         """A policy of ``kind`` added to an existing network (flanneld's HostRoute)."""
-        policy = self.policy_form.policy(kind, *args, **settings)
-        self.hcn.modify_network(
-            network.id, {"ResourceType": "Policy", "RequestType": "Add", "Settings": {"Policies": [policy]}}
-        )
+        from libhns.client import policy_request
+
+        self.hcn.modify_network(network.id, policy_request("Add", [self.policy_form.policy(kind, *args, **settings)]))
 
     def endpoint(self, name: str) -> Any | None:
         return self.hcn.get_endpoint_by_name(name)
@@ -218,6 +218,22 @@ class HcnApi(_Adapter):
             search=tuple(d.get("Search") or ()),
             options=tuple(d.get("Options") or ()),
         )
+
+    def set_acls(self, ep: Any, acls: list[dict]) -> None:
+        """Make ``acls`` (V2 documents) the endpoint's whole ACL list, its other policies as they
+        are: one Update of the other policies ``ep`` (as last read) holds, then ``acls``, as Azure
+        NPM sends it, so they stay whether HNS's Update replaces each type it is given (hcsshim:
+        "replaces settings with the ones provided") or the whole list; an empty list is a Remove
+        of the ACLs ``ep`` holds, nothing when it holds none. One HcnModifyEndpoint at most."""
+        from libhns.client import policy_request
+        from libhns.policies import policy_type
+
+        held = [p for p in ep.policies or () if policy_type(p) == "ACL"]
+        if acls:
+            others = [p for p in ep.policies or () if policy_type(p) != "ACL"]
+            self.hcn.modify_endpoint(ep.id, policy_request("Update", others + acls))
+        elif held:
+            self.hcn.modify_endpoint(ep.id, policy_request("Remove", held))
 
     def remove_stale(self, ep: Any) -> None:
         """GC has no CNI_NETNS: ``remove`` already detaches from the namespace the endpoint names."""
@@ -352,6 +368,12 @@ class HnsV1Api(_Adapter):
 
     def dns(self, ep: Any) -> DnsSettings:
         return DnsSettings(nameservers=tuple(v1_list(ep.dns_server_list)), search=tuple(v1_list(ep.dns_suffix)))
+
+    def set_acls(self, ep: Any, acls: list[dict]) -> None:
+        """Make ``acls`` (V1 documents) the endpoint's whole ACL list, its other policies as they
+        are: one ``POST /endpoints/<id>`` holding only them, as Calico's Felix sends it (HNS
+        replaces the ACL list, an empty one clearing it)."""
+        self.hnscall.update_endpoint(ep.id, {"ID": ep.id, "Policies": list(acls)})
 
     def remove_stale(self, ep: Any) -> None:
         """GC has no container to act for: detach every container still listed, then delete."""

@@ -8,11 +8,13 @@ exactly once, the endpoint deleted) before the error reaches the runtime.
 
 from __future__ import annotations
 
+import ntpath
 import os
+import posixpath
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, NoReturn
+    from typing import Any, Callable, Mapping, NoReturn
 
     from .addaction import Create, Facts, Join, LeaveAlone, NoPodEndpoint, Replace, Reuse
 
@@ -167,7 +169,7 @@ class Lifecycle:
         wanted = self.wanted_network(conf)
         if wanted is None:
             return self.require(api, conf, TRY_AGAIN_LATER)
-        from .network import ensure, lock_dir
+        from .network import ensure
 
         with hns_step(f"error while creating HNS network {conf.name}"):
             network = ensure(api, wanted, features.get, lock_dir(req.env, req.platform))
@@ -289,7 +291,10 @@ class Lifecycle:
                 network_id=network.id,
                 addresses=addresses,
                 dns=merged_dns(netconf.dns, req.runtime_config.dns),
-                policies=tuple(self.policies(netconf, network, addresses, add.requested, api, add.features)),
+                policies=(
+                    *self.policies(netconf, network, addresses, add.requested, api, add.features),
+                    *_netpol_acls(req, api),
+                ),
                 mac=self.flavor.mac(netconf, addresses),
             )
             created: list[Any] = []
@@ -453,6 +458,10 @@ class Lifecycle:
         if missing:
             problems.append("it lacks the policies " + ", ".join(jsontext.dumps(p, sort_keys=True) for p in missing))
         extra = pol.missing_policies(pol.of_type(ep.policies or [], pol.Acl.kind), pol.of_type(wanted, pol.Acl.kind))
+        if extra:
+            from .acls import netpol_owned
+
+            extra = [p for p in extra if not netpol_owned(p)]  # the NetworkPolicy agent's to keep true
         if extra:  # ACLs are exact: a rule the config no longer has still filters the pod's traffic
             problems.append(
                 "it carries ACLs the config does not ask for "
@@ -522,6 +531,39 @@ class Lifecycle:
         if problems:
             raise CniError(LIMITED_CONNECTIVITY, problems[0], "; ".join(problems[1:]))
         self.run_ipam(req, conf, netconf, "STATUS")
+
+
+def lock_dir(env: Mapping[str, str], platform: str) -> str:
+    """Where the node-wide locks live: a folder only administrators can write, never one a local
+    user could create first (``%TEMP%``, ``/tmp``). %ProgramData%\\wincni on Windows (made with a
+    protected DACL), ``/run/wincni`` for root elsewhere, the user's own runtime folder for a
+    developer; ``WINCNI_LOCK_DIR`` (set by whoever starts the plugins) overrides."""
+    if env.get("WINCNI_LOCK_DIR"):
+        return env["WINCNI_LOCK_DIR"]
+    if platform == "win32":
+        return ntpath.join(env.get("ProgramData") or "C:\\ProgramData", "wincni")
+    if os.geteuid() == 0:
+        return "/run/wincni"
+    return posixpath.join(env.get("XDG_RUNTIME_DIR") or posixpath.join(env.get("HOME") or "/", ".cache"), "wincni")
+
+
+def netpol_state(env: Mapping[str, str], platform: str) -> str:
+    """The NetworkPolicy agent's state for ADD (``netpolstate``), in the same admin-only folder;
+    ``WINCNI_NETPOL_STATE`` overrides."""
+    if env.get("WINCNI_NETPOL_STATE"):
+        return env["WINCNI_NETPOL_STATE"]
+    return (ntpath if platform == "win32" else posixpath).join(lock_dir(env, platform), "netpol.json")
+
+
+def _netpol_acls(req: Request, api: EndpointApi) -> list[dict]:
+    """The NetworkPolicy ACLs a new endpoint gets from the node agent's state (``netpolstate``);
+    a node without the agent pays this one absent-file check."""
+    path = netpol_state(req.env, req.platform)
+    if not os.path.lexists(path):
+        return []
+    from . import netpolstate
+
+    return netpolstate.acls(path, req.cni_args, api.policy_form)
 
 
 def _delete_created(api: EndpointApi, created: list, name: str, network_id: str) -> None:

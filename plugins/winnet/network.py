@@ -13,15 +13,13 @@ network, the first ADD creates it from this section, as flanneld would. The rule
   both; nothing here deletes a network it did not just create.
 - Cheap once it exists: one lookup under the lock, the same HNS calls as with flanneld's network.
 
-``wanted_network``, ``ipam_outside``, ``document``, ``mismatch`` and ``lock_dir`` are pure; ``ensure`` is
+``wanted_network``, ``ipam_outside``, ``document`` and ``mismatch`` are pure; ``ensure`` is
 the only I/O, through the plugin's ``EndpointApi``, with the clock injectable for tests.
 """
 
 from __future__ import annotations
 
-import ntpath
 import os
-import posixpath
 import time
 
 from basics import ipaddr
@@ -218,20 +216,6 @@ def mismatch(wanted: WantedNetwork, network: Any) -> CniError | None:
         f"the plugin never replaces a network: delete it (hnsctl network delete {wanted.name}, or "
         "Remove-HnsNetwork) or make the section match it",
     )
-
-
-def lock_dir(env: Mapping[str, str], platform: str) -> str:
-    """Where the node-wide network locks live: a folder only administrators can write, never one
-    a local user could create first (``%TEMP%``, ``/tmp``). %ProgramData%\\wincni on Windows (made
-    with a protected DACL), ``/run/wincni`` for root elsewhere, the user's own runtime folder for a
-    developer; ``WINCNI_LOCK_DIR`` (set by whoever starts the plugins) overrides."""
-    if env.get("WINCNI_LOCK_DIR"):
-        return env["WINCNI_LOCK_DIR"]
-    if platform == "win32":
-        return ntpath.join(env.get("ProgramData") or "C:\\ProgramData", "wincni")
-    if os.geteuid() == 0:
-        return "/run/wincni"
-    return posixpath.join(env.get("XDG_RUNTIME_DIR") or posixpath.join(env.get("HOME") or "/", ".cache"), "wincni")
 
 
 def lock_path(name: str, directory: str) -> str:

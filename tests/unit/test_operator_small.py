@@ -31,7 +31,7 @@ def test_hnsctl_names_itself_once(tmp_path: Path) -> None:
     "group, actions",
     [
         ("network", ("list", "show", "delete", "create")),
-        ("endpoint", ("list", "show", "delete", "create")),
+        ("endpoint", ("list", "show", "delete", "create", "acls")),
         ("namespace", ("list", "create", "show", "delete", "attach", "detach")),
         ("container", ("list", "create", "delete")),
     ],

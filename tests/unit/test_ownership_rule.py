@@ -114,3 +114,18 @@ def test_every_freeing_says_who_what_and_why():
 def test_reclaim_below_the_in_flight_age_risks_adds_in_flight():
     assert o.min_age_risk(o.IN_FLIGHT_SECONDS) == "" and o.min_age_risk(10**6) == ""
     assert o.min_age_risk(o.IN_FLIGHT_SECONDS - 1).startswith("ADDs in flight may lose their address")
+
+
+@pytest.mark.parametrize(
+    "name, remote, ours",
+    [
+        ("c1_cbr0", False, True),  # our pod's endpoint
+        ("c1_cbr0", True, False),  # a remote endpoint of that name: kube-proxy's, never ours
+        ("cbr0_ep", False, False),  # flanneld's host endpoint
+        ("", False, False),  # kube-proxy's source VIP endpoint
+        ("_wincni-sourcevip_cbr0", False, False),  # the node's pinned owner
+        ("c1_vxlan0", False, False),  # another network's
+    ],
+)
+def test_the_networkpolicy_agent_is_given_our_pods_endpoints_only(name, remote, ours):
+    assert o.acl_target(name, "cbr0", remote) is ours

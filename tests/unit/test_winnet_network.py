@@ -18,6 +18,7 @@ from plugins.cni.errors import CniError
 from plugins.win_bridge.flavor import FLAVOR as BRIDGE
 from plugins.win_overlay.flavor import FLAVOR as OVERLAY
 from plugins.winnet import network as nw
+from plugins.winnet.lifecycle import lock_dir
 
 ALL = {"dual_stack": True, "vxlan_port": True, "host_route": True}.__getitem__
 NONE = {"dual_stack": False, "vxlan_port": False, "host_route": False}.__getitem__
@@ -399,15 +400,14 @@ def test_a_creation_error_that_is_not_a_race_propagates(tmp_path):
 
 def test_the_lock_directory_is_shared_by_every_user_of_the_node():
     assert (
-        nw.lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32")
-        == "D:\\ProgramData\\wincni"
+        lock_dir({"ProgramData": "D:\\ProgramData", "TEMP": "C:\\Users\\x\\Temp"}, "win32") == "D:\\ProgramData\\wincni"
     )
-    assert nw.lock_dir({}, "win32") == "C:\\ProgramData\\wincni"
+    assert lock_dir({}, "win32") == "C:\\ProgramData\\wincni"
     # Never the world-writable temp folder, where any user could create the folder first.
     if os.geteuid() == 0:
-        assert nw.lock_dir({"TMPDIR": "/var/tmp"}, "linux") == "/run/wincni"
-    assert nw.lock_dir({"WINCNI_LOCK_DIR": "/srv/l", "TMPDIR": "/tmp"}, "linux") == "/srv/l"
-    assert nw.lock_dir({"WINCNI_LOCK_DIR": "D:\\l"}, "win32") == "D:\\l"
+        assert lock_dir({"TMPDIR": "/var/tmp"}, "linux") == "/run/wincni"
+    assert lock_dir({"WINCNI_LOCK_DIR": "/srv/l", "TMPDIR": "/tmp"}, "linux") == "/srv/l"
+    assert lock_dir({"WINCNI_LOCK_DIR": "D:\\l"}, "win32") == "D:\\l"
 
 
 def test_the_lock_file_is_per_network_name_and_safe_as_a_file_name(tmp_path):

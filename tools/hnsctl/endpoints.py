@@ -1,11 +1,12 @@
-"""``hnsctl endpoint``: list, show, create (as a plugin, flanneld or kube-proxy would), delete."""
+"""``hnsctl endpoint``: list, show, create (as a plugin, flanneld or kube-proxy would), delete, and
+set an endpoint's ACLs (as the NetworkPolicy agent does)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from basics.cli import Parser, UsageError, ip_address
+from basics.cli import FILE, Parser, UsageError, ip_address
 from libhns import errors
 from tools.hnsctl import output, tables
 from tools.hnsctl.options import add_output, show_and_delete
@@ -37,6 +38,19 @@ def add_parser(sub: Any) -> None:
         help="with --remote: the other node's address (a ProviderAddress policy, as kube-proxy sets on Overlay)",
     )
     add_output(p)
+    p = ep.add_parser(
+        "acls",
+        help="set the endpoint's ACLs from a file",
+        description="Make a JSON file's list of ACL policies (either API's form) the endpoint's whole ACL "
+        "list, its other policies kept, as the NetworkPolicy agent sets them ([] removes every ACL).",
+    )
+    p.add_argument("endpoint", help="name or ID")
+    p.add_argument("file", type=FILE, help="the JSON list")
+    add_output(p)
+
+
+#: The largest ACL list file read (about 10,000 rules).
+MAX_ACL_FILE = 4 << 20
 
 
 def _list(args: argparse.Namespace, ctx: Any) -> None:
@@ -75,7 +89,29 @@ def _delete(args: argparse.Namespace, ctx: Any) -> None:
         ctx.out.write(f"deleted endpoint {ep.name} ({ep.id})\n")
 
 
-ACTIONS = {"list": _list, "show": _show, "create": _create, "delete": _delete}
+def _acls(args: argparse.Namespace, ctx: Any) -> None:
+    """One HcnModifyEndpoint (or, with --v1, one ``POST /endpoints/<id>``) through the same
+    adapter method the agent uses."""
+    from basics import inputfile, jsontext
+    from libhns.policies import policy_type
+    from plugins.winnet.hnsapi import HcnApi, HnsV1Api
+
+    found = inputfile.read(args.file, MAX_ACL_FILE)
+    if found is None:
+        raise UsageError(f"hnsctl: {args.file} does not exist")
+    try:
+        acls = jsontext.loads(found.data)
+    except ValueError:
+        acls = None
+    if not isinstance(acls, list) or not all(isinstance(a, dict) and policy_type(a) == "ACL" for a in acls):
+        raise UsageError(f'hnsctl: {args.file} must hold a JSON list of ACL policies ({{"Type": "ACL", ...}})')
+    ep = ctx.endpoint(args, args.endpoint)
+    adapter = (HnsV1Api if args.v1 else HcnApi)(hcn=ctx.hcn, hnscall=ctx.hnscall, container_id="", netns="")
+    adapter.set_acls(ep, [adapter.policy_form.fit(a) for a in acls])
+    output.show(ctx.out, args, ctx.endpoint(args, ep.id))
+
+
+ACTIONS = {"list": _list, "show": _show, "create": _create, "delete": _delete, "acls": _acls}
 
 
 def run(args: argparse.Namespace, ctx: Any) -> None:

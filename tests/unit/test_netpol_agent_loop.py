@@ -1,0 +1,74 @@
+"""The agent's loop end to end on loopback: the fake API server's lists -> the state ADD reads and
+the simulated node's endpoints; a second pass and a restart change nothing; an object the model
+refuses is left out, not the reason the others stop; the loop syncs on a change."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from plugins.winnet import netpolstate
+from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, PODS, Node
+from test_netpol_watch import FakeApiServer, _account
+from tools.wincni.netpol import agent as A
+from tools.wincni.netpol import kubeapi, state, watch
+from tools.wincni.netpol import plan as P
+
+
+def _stream(pods=PODS, policies=(DB_ONLY_FROM_WEB,)) -> dict:
+    def page(items):
+        return {"metadata": {"resourceVersion": "7"}, "items": list(items)}
+
+    namespaces = [{"metadata": {"name": "app", "labels": {}}}]
+    lists = {"pods": [page(pods)], "namespaces": [page(namespaces)], "networkpolicies": [page(policies)]}
+    return {"lists": lists, "watches": {k: [] for k in lists}}
+
+
+def _agent(tmp_path, stream, version=2):
+    server = FakeApiServer(stream)
+    _account(tmp_path / "sandbox")
+    api = kubeapi.InCluster(
+        "127.0.0.1", server.server_address[1], str((tmp_path / "sandbox").joinpath(*kubeapi.SA_DIR))
+    )
+    cw = watch.ClusterWatch(api)
+    for r in cw.reflectors.values():
+        r.relist()
+    node = Node(tmp_path, version)
+    path = tmp_path / "netpol" / "netpol.json"
+    return server, node, A.Agent(cw, node.agent(), state.StateFile(str(path)), NODE), path
+
+
+def test_a_pass_writes_the_state_and_sets_what_differs_and_a_second_pass_nothing(tmp_path):
+    server, node, agent, path = _agent(tmp_path, _stream())
+    first = agent.sync()
+    assert first.counts == {P.APPLY: 1, P.IN_SYNC: 1, P.NO_POD: 0} and first.state_written and not first.failures
+    assert len(node.calls()) == 1
+    assert set(json.loads(path.read_text())["pods"]) == {"app/db"}
+    assert netpolstate.acls(str(path), {"K8S_POD_NAMESPACE": "app", "K8S_POD_NAME": "db"}, node.agent().api.policy_form)
+    second = agent.sync()
+    assert second.counts == {P.APPLY: 0, P.IN_SYNC: 2, P.NO_POD: 0} and not second.state_written
+    assert node.calls(changes_only=False) == []
+    server.shutdown()
+
+
+def test_an_object_the_model_refuses_is_left_out(tmp_path):
+    bad = {"metadata": {"namespace": "app", "name": "bad"}, "spec": {"podSelector": {}, "policyTypes": ["Sideways"]}}
+    server, node, agent, _ = _agent(tmp_path, _stream(policies=(DB_ONLY_FROM_WEB, bad)))
+    result = agent.sync()
+    assert result.counts[P.APPLY] == 1 and len(result.refused) == 1 and "policyTypes" in result.refused[0]
+    server.shutdown()
+
+
+def test_the_loop_syncs_after_a_change_and_stops(tmp_path):
+    server, node, agent, _ = _agent(tmp_path, _stream())
+    stop = threading.Event()
+    reports = []
+
+    def report(sync):
+        reports.append(sync)
+        stop.set()
+
+    agent.watch.changed.set()
+    agent.run(report, stop)
+    assert len(reports) == 1 and reports[0].counts[P.APPLY] == 1
+    server.shutdown()

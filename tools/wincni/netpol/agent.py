@@ -1,0 +1,103 @@
+"""The agent's loop: the watch's cluster -> this node's accesses -> the state ADD reads, and the
+endpoints converged. ``wincni netpol`` runs ``Agent.run``; each ``sync`` is one pass.
+
+A sync waits for every kind to have been listed once (a partial cluster would isolate or open
+pods wrongly), then runs after each change (``SETTLE`` later, so a burst of events is one sync)
+and every ``RESYNC`` seconds, which reads HNS again. An object the model refuses is left out and
+counted, never the reason the other pods' rules stop following their policies.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from plugins.netpol import model, resources
+from plugins.netpol.errors import PolicyError
+from tools.wincni.netpol import plan as P
+from tools.wincni.netpol import state as S
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from tools.wincni.netpol.node_endpoints import Failure, NodeEndpoints
+    from tools.wincni.netpol.state import StateFile
+    from tools.wincni.netpol.watch import ClusterWatch
+
+SETTLE = 0.1
+RESYNC = 300.0
+
+
+@dataclass(frozen=True)
+class Sync:
+    """What one pass did: the endpoints per action, the applies that failed, the objects left out."""
+
+    counts: dict
+    failures: tuple[Failure, ...]
+    refused: tuple[str, ...]
+    state_written: bool
+    seconds: float
+
+
+def readable(namespaces: list, pods: list, policies: list) -> tuple[resources.Cluster, list[str]]:
+    """The cluster of the objects the model reads, and the errors of those it refuses (each
+    object is tried alone only when the whole is refused)."""
+    try:
+        return resources.read(namespaces, pods, policies), []
+    except PolicyError:
+        pass
+    kept: tuple[list, list, list] = ([], [], [])
+    refused = []
+    for i, objects in enumerate((namespaces, pods, policies)):
+        for obj in objects:
+            one: list = [[], [], []]
+            one[i] = [obj]
+            try:
+                resources.read(*one)
+            except PolicyError as err:
+                refused.append(str(err))
+                continue
+            kept[i].append(obj)
+    return resources.read(*kept), refused
+
+
+class Agent:
+    def __init__(
+        self,
+        watch: ClusterWatch,
+        endpoints: NodeEndpoints,
+        state: StateFile,
+        node: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.watch, self.endpoints, self.state, self.node, self.clock = watch, endpoints, state, node, clock
+
+    def sync(self) -> Sync:
+        start = self.clock()
+        r = self.watch.reflectors
+        cluster, refused = readable(r["namespaces"].snapshot(), r["pods"].snapshot(), r["networkpolicies"].snapshot())
+        node_access = model.node_access(cluster, self.node)
+        known = {a.pod.key: a for a in node_access}
+        written = self.state.write(S.document(cluster, self.node, self.endpoints.node_addresses, known))
+        steps, failures = self.endpoints.converge(P.by_address(node_access))
+        counts = {action: sum(s.action == action for s in steps) for action in (P.APPLY, P.IN_SYNC, P.NO_POD)}
+        return Sync(counts, tuple(failures), tuple(refused), written, self.clock() - start)
+
+    def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
+        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set."""
+        changed = self.watch.changed
+        last_read = self.clock()
+        while not stop.is_set():
+            changed.wait(max(0.0, last_read + RESYNC - self.clock()))
+            if stop.is_set():
+                return
+            if not self.watch.synced:
+                changed.clear()
+                continue
+            stop.wait(SETTLE)
+            changed.clear()
+            if self.clock() - last_read >= RESYNC:
+                self.endpoints.refresh()
+                last_read = self.clock()
+            report(self.sync())

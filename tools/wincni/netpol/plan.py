@@ -1,0 +1,64 @@
+"""What HNS holds on this node's pod endpoints + what the policies want -> one named action per
+endpoint. Pure: the shell (``node_endpoints``) reads the endpoints and runs the actions.
+
+- ``apply``: the endpoint's ACLs differ from the wanted list; send the whole list;
+- ``in-sync``: they are equal: no call (each re-apply can reset live TCP connections);
+- ``no-pod``: no pod of this node holds its address yet (an ADD the API server has not seen,
+  or a pod already gone): left as ADD made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.wincni.netpol import wanted as W
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Sequence
+
+    from plugins.netpol.model import Access
+
+APPLY, IN_SYNC, NO_POD = "apply", "in-sync", "no-pod"
+
+
+@dataclass(frozen=True)
+class Held:
+    """One endpoint the ownership rule gives the agent, as HNS showed it: ``policies`` all of
+    its policies in the adapter's form, ``endpoint`` the adapter's object (to set it)."""
+
+    id: str
+    name: str
+    ips: tuple[str, ...]
+    policies: tuple[dict, ...]
+    endpoint: Any = None
+
+    @property
+    def acls(self) -> list[dict]:
+        return [p for p in self.policies if W.is_acl(p)]
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    held: Held
+    pod: str = ""
+    acls: tuple[dict, ...] = ()
+
+
+def plan(held: Iterable[Held], accesses: Mapping[str, Access], node_addresses: Sequence[Any], form: Any) -> list[Step]:
+    """One step per endpoint, in endpoint order; ``accesses`` by pod address (text)."""
+    steps = []
+    for h in held:
+        access = next((accesses[ip] for ip in h.ips if ip in accesses), None)
+        if access is None:
+            steps.append(Step(NO_POD, h))
+            continue
+        want = W.wanted(h.policies, access, node_addresses, form)
+        action = IN_SYNC if W.same(h.acls, want) else APPLY
+        steps.append(Step(action, h, access.pod.key, tuple(want)))
+    return steps
+
+
+def by_address(accesses: Iterable[Access]) -> dict[str, Access]:
+    return {str(a.pod.ip): a for a in accesses if a.pod.ip is not None}
