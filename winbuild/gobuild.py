@@ -78,6 +78,10 @@ PROGRAMS = {
     # staging modules k8s.io/kubernetes points at ./staging come from their own releases (go.mod)
     "kube-proxy.exe": Program(_KUBERNETES, "v1.34.4", goos="windows", main="kubeproxy"),
     "kube-apiserver": Program(_KUBERNETES, "v1.34.4", main="kubeapiserver"),
+    # the NetworkPolicy judges (tests/netpol): cyclonus's generated cases with its truth tables,
+    # and kube-network-policies' evaluator answering single packets; each its own module, as
+    # cyclonus pins k8s.io v0.30 and kube-network-policies v0.36
+    "cyclonus": Program("github.com/mattfenwick/cyclonus", "v0.5.6", main="cyclonus"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),
