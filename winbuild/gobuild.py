@@ -82,6 +82,7 @@ PROGRAMS = {
     # and kube-network-policies' evaluator answering single packets; each its own module, as
     # cyclonus pins k8s.io v0.30 and kube-network-policies v0.36
     "cyclonus": Program("github.com/mattfenwick/cyclonus", "v0.5.6", main="cyclonus"),
+    "knp": Program("sigs.k8s.io/kube-network-policies", "v1.1.1", main="knp"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),
