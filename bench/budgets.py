@@ -1,5 +1,6 @@
 """`make bench` budgets: the frozen one-folder bundle and the source side by side, every figure a
-ratio to numbers taken in the same run. One PASS/FAIL line per budget; exits 0 either way; all
+ratio to numbers taken in the same run (but NetworkPolicy's translation, CPU seconds against the
+issue's 1 s: bench/netpol_translate.py). One PASS/FAIL line per budget; exits 0 either way; all
 figures also in bench/results.json.
 
     python bench/budgets.py [--reps N] [--dist dist/wincni]
@@ -24,6 +25,7 @@ REPO = HERE.parent
 VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(HERE))
 import host_local
+import netpol_translate
 from verdict import verdict
 
 SUBNET_ENV = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
@@ -311,6 +313,16 @@ def main(argv=None) -> int:
         conc = res["50 flannel ADDs ms"] = concurrency(work / "conc", 50)
         budget("50 concurrent flannel ADDs / 50 serial", conc["parallel"] / conc["serial"], 0.7)
         budget("duplicate IPs among 50 concurrent ADDs", conc["parallel duplicate IPs"], 0, unit="")
+        policy = res["netpol translation"] = netpol_translate.measure()
+        budget(
+            f"netpol: {netpol_translate.POLICIES} policies for {policy['endpoints']} pods on a node "
+            f"({netpol_translate.PODS} in the cluster) to HNS ACLs, CPU",
+            policy["cpu s"],
+            1.0,
+            unit=" s",
+        )
+        per = policy["rules per endpoint"]
+        print(f"     (figure) ACL rules per endpoint: min {per['min']}, median {per['median']}, max {per['max']}")
     res["budgets"] = lines
     (HERE / "results.json").write_text(json.dumps(res, indent=2) + "\n")
     print(f"results: {HERE / 'results.json'}")

@@ -289,6 +289,11 @@ class InUse(HnsError):
     codes = frozenset({0x803B002C})
 
 
+class SimulatorLimit(HnsError):
+    """A question the simulator does not answer because real HNS's answer is not known (no
+    HRESULT: HNS never says this; the simulator does, instead of guessing)."""
+
+
 _CLASS_BY_CODE: dict[int, type[HnsError]] = {
     code: cls
     for cls in (

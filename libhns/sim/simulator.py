@@ -411,6 +411,25 @@ class Simulator:
         dropped (the names of the dropped networks); open handles stay usable objects."""
         return self._write(lambda st: st.restart())
 
+    def probe(
+        self, src: tuple[str, int], dst: tuple[str, int], protocol: int, now: float | None = None
+    ) -> tuple[list[Any], bool, dict | None]:
+        """Whether a packet from ``src`` to ``dst`` (address, port) passes this node's endpoint
+        ACLs (``aclwalk.walk``): the steps, the verdict and the deciding rule. Stateful: what
+        passed is remembered as a flow (``aclwalk.FLOW_TTL``), so its replies pass. Raises
+        ``libhns.errors.SimulatorLimit`` where HNS's answer is unknown."""
+        from libhns.sim import aclwalk
+
+        when = time.time() if now is None else now
+
+        def run(st: HnsState) -> tuple[list[Any], bool, dict | None]:
+            local = [(ep.id, ep.ips(), ep.doc) for ep in st.table("Endpoint").values() if not ep.is_remote()]
+            steps, flows = aclwalk.walk(local, st.data.get("flows", []), src, dst, protocol, when)
+            st.data["flows"] = flows
+            return (steps, *aclwalk.verdict(steps))
+
+        return self._write(run)
+
     def reset_fault_counters(self) -> None:
         self.store.reset_counters()
 

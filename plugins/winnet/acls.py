@@ -23,6 +23,30 @@ _PROTOCOLS = {"tcp": 6, "udp": 17, "icmpv4": 1, "icmpv6": 58, "any": None}
 _PORTED = {6, 17}
 #: sdnbridge's priority for the ACL it adds per port mapping.
 PORT_MAPPING_PRIORITY = 1000
+
+# The priority bands of an endpoint's ACLs. HNS walks them lower number first and the first match
+# ends the walk (Calico and Azure NPM rely on it; Microsoft in Windows-Containers#616); HNS takes
+# 100-65500 (Microsoft's generateCNIConfig.ps1). Who owns which band:
+#   100-1999    the config's ``acls``, before NetworkPolicy (port mappings' allows at 1000): an
+#               operator's rule here decides before any policy does;
+#   2000-4000   NetworkPolicy (``plugins.netpol.translate``): the node and the pod itself at
+#               2000, the policies' allows at 3000, an isolated direction's Block at 4000;
+#   4001-65499  the config's ``acls``, after NetworkPolicy: they act only on a direction no
+#               policy isolates (an isolated one ended at 4000);
+#   65500       the endpoint's default: allow-all for a direction no policy isolates (with any
+#               ACL on an endpoint HNS denies what no rule allows).
+# A config rule inside the policy band or at the default would tie with a policy rule of another
+# action (HNS's tie-break is undocumented), so ``parse`` refuses it.
+#: NetworkPolicy's band, both ends included.
+POLICY_BAND = (2000, 4000)
+#: The node's own addresses in (kubelet probes) and the pod to itself.
+NODE_PRIORITY = 2000
+#: The allows of the policies that select the pod.
+POLICY_PRIORITY = 3000
+#: The Block that ends an isolated direction.
+ISOLATION_PRIORITY = 4000
+#: The allow-all of a direction no policy isolates, and of the Host (WFP) rules.
+DEFAULT_PRIORITY = 65500
 #: The most ``acls`` rules one config may list (README "Security model").
 MAX_ACLS = 1000
 
@@ -142,6 +166,7 @@ def _rule(raw: dict, where: str) -> AclRule:
             raise CniError(
                 INVALID_CONFIG, f"{where}.{key}: {', '.join(wrong)}: {why}", "split the rule in one per address family"
             )
+    _check_band(raw.get("priority"), f"{where}.priority")
     return AclRule(
         action=_ACTIONS[raw["action"].lower()],
         direction=_DIRECTIONS[raw["direction"].lower()],
@@ -154,6 +179,16 @@ def _rule(raw: dict, where: str) -> AclRule:
         rule_type=_RULE_TYPES[raw.get("type", "switch").lower()],
         id=raw.get("id", ""),
     )
+
+
+def _check_band(priority, where: str) -> None:
+    low, high = POLICY_BAND
+    if isinstance(priority, int) and (low <= priority <= high or priority == DEFAULT_PRIORITY):
+        raise CniError(
+            INVALID_CONFIG,
+            f"{where}: {priority} is reserved: NetworkPolicy's rules use {low}-{high} and {DEFAULT_PRIORITY}",
+            f"use 100-{low - 1} (before NetworkPolicy) or {high + 1}-{DEFAULT_PRIORITY - 1} (after it)",
+        )
 
 
 def _protocol(value, where: str) -> int | None:
