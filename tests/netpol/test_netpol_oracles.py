@@ -66,6 +66,7 @@ def _sample_cluster() -> dict:
     [
         (lambda c: c["policies"].append(_policy(policyTypes=[])), "spec.policyTypes is empty"),
         (lambda c: c["policies"].append(_policy(ingress=[{"ports": [{"port": 80}]}])), "a port has no protocol"),
+        (lambda c: c["policies"].append(_policy(ingress=[])), "an empty spec.ingress or spec.egress list"),
         (lambda c: c["pods"][0]["metadata"].update(namespace="nowhere"), 'no namespace "nowhere"'),
         (lambda c: c["pods"][1]["status"].update(podIP=c["pods"][0]["status"]["podIP"]), "another pod's too"),
         (lambda c: c.update(packet=[]), 'unknown field "packet"'),

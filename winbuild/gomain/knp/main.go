@@ -53,12 +53,16 @@ type cluster struct {
 	policies []*networkingv1.NetworkPolicy
 }
 
-// checkDefaulted refuses what the API server would have filled: the evaluator skips a policy with
-// no policyTypes and dereferences every port's protocol.
+// checkDefaulted refuses what the API server never returns: the evaluator skips a policy with no
+// policyTypes, dereferences every port's protocol, and reads an empty rule list as allowing all
+// (the API server returns none: an empty list is not stored, and means isolation).
 func checkDefaulted(policy *networkingv1.NetworkPolicy) error {
 	name := policy.Namespace + "/" + policy.Name
 	if len(policy.Spec.PolicyTypes) == 0 {
 		return fmt.Errorf("policy %s: spec.policyTypes is empty (give it as the API server returns it)", name)
+	}
+	if policy.Spec.Ingress != nil && len(policy.Spec.Ingress) == 0 || policy.Spec.Egress != nil && len(policy.Spec.Egress) == 0 {
+		return fmt.Errorf("policy %s: an empty spec.ingress or spec.egress list (the API server returns none: leave it out)", name)
 	}
 	var ports []networkingv1.NetworkPolicyPort
 	for _, rule := range policy.Spec.Ingress {
