@@ -1,5 +1,6 @@
 """Our side of the judgement: a cluster's NetworkPolicy as the ACLs one node's endpoints would hold
-(the model, translated), and the simulator's ACL walk deciding single packets over them."""
+(the model, translated), the simulator's ACL walk deciding single packets over them, and both held
+to an oracle's table."""
 
 from __future__ import annotations
 
@@ -34,3 +35,32 @@ def walked(endpoints: list, src_ip: str, dst_ip: str, port: int, protocol: str) 
     """Whether the node passes a packet opening a flow (no flow remembered before it)."""
     steps, _ = aclwalk.walk(endpoints, [], (src_ip, 40000), (dst_ip, port), PROTOCOLS[protocol], 0)
     return aclwalk.verdict(steps)[0]
+
+
+def misjudged(step, v1: bool) -> list[tuple]:
+    """The probes of one step where we differ from the step's table: the model's two directions,
+    and on each node the walk of the packets one of whose ends is there. A pod reaching itself is
+    loopback, allowed whatever the table says (the table answers as if it were subject)."""
+    c = read(step.cluster)
+    rows = [p for p in step.probes if p["port"] is not None]
+    ips = step.addresses
+    wrong = []
+    for row in rows:
+        src, dst = ips[row["from"]], ips[row["to"]]
+        loopback = src == dst
+        want = (True, True) if loopback else (row["ingress"], row["egress"])
+        got = model.allows(c, src, dst, row["port"], row["protocol"])
+        if got != want:
+            wrong.append(("model", row, got))
+    for node in NODE_ADDRESSES:
+        endpoints = node_endpoints(c, node, v1)
+        local = {ip for _, addresses, _ in endpoints for ip in addresses}
+        for row in rows:
+            src, dst = ips[row["from"]], ips[row["to"]]
+            if src not in local and dst not in local:
+                continue
+            want = src == dst or ((row["ingress"] or dst not in local) and (row["egress"] or src not in local))
+            got = walked(endpoints, src, dst, row["port"], row["protocol"])
+            if got != want:
+                wrong.append((node, row, got))
+    return wrong

@@ -88,13 +88,15 @@ EXPRESSION = st.builds(
     st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")),
     st.lists(st.sampled_from(VALUES), min_size=1, max_size=2, unique=True),
 )
-POD_SELECTOR = st.builds(
-    lambda labels, expressions: {
-        **({"matchLabels": labels} if labels else {}),
-        **({"matchExpressions": expressions} if expressions else {}),
-    },
-    st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=1),
-    st.lists(EXPRESSION, max_size=2),
+MATCH_LABELS = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), min_size=1, max_size=2)
+EXPRESSIONS = st.lists(EXPRESSION, min_size=1, max_size=2)
+POD_SELECTOR = st.one_of(
+    st.just({}),
+    st.builds(lambda labels: {"matchLabels": labels}, MATCH_LABELS),
+    st.builds(lambda expressions: {"matchExpressions": expressions}, EXPRESSIONS),
+    st.builds(
+        lambda labels, expressions: {"matchLabels": labels, "matchExpressions": expressions}, MATCH_LABELS, EXPRESSIONS
+    ),
 )
 NAMESPACE_SELECTOR = st.one_of(
     st.just({}),

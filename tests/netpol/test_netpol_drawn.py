@@ -47,7 +47,7 @@ NODE = "node-0"
 def _judge(draws: int) -> tuple[collections.Counter, collections.Counter]:
     features, outcomes = collections.Counter(), collections.Counter()
 
-    @settings(max_examples=draws, deadline=None)
+    @settings(max_examples=draws, deadline=None, derandomize=True)  # the same stream, so counts never flake
     @given(st.data())
     def check(data):
         cluster = data.draw(strategies.clusters(), label="cluster")
