@@ -5,6 +5,7 @@ walks them."""
 from __future__ import annotations
 
 import enforced
+import pytest
 from oracles import cyclonus_cases, load, steps
 
 from plugins.netpol import model
@@ -22,9 +23,10 @@ def test_every_cyclonus_step_is_enforced_as_its_table_says():
     assert misjudged == 0, "\n".join(report[:30])
 
 
-def test_cyclonus_s_sctp_policies_are_refused_by_name():
+@pytest.mark.parametrize(("cases", "with_sctp"), [(cyclonus_cases, 10), (lambda: load("upstream-e2e.json"), 2)])
+def test_sctp_policies_are_refused_by_name(cases, with_sctp):
     refused = 0
-    for step in steps(cyclonus_cases()):
+    for step in steps(cases()):
         sctp = [
             pol["metadata"]["name"]
             for pol in step.policies
@@ -38,7 +40,7 @@ def test_cyclonus_s_sctp_policies_are_refused_by_name():
         assert refusals, step.case
         assert all("SCTP" in r.reason and r.policy.split("/")[-1] in sctp for r in refusals), refusals[:3]
         refused += 1
-    assert refused == 10
+    assert refused == with_sctp
 
 
 def test_every_upstream_e2e_step_is_enforced_as_its_table_says():
