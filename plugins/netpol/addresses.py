@@ -59,16 +59,6 @@ def networks(items: Iterable[tuple[int, int, int]]) -> tuple[Network, ...]:
     return tuple(out)
 
 
-def subtract(cidr: Network, excepts: Iterable[Network]) -> tuple[Network, ...]:
-    """``cidr`` less every network of ``excepts``, as the fewest CIDRs, sorted."""
-    return networks(cut(spans([cidr]), spans(excepts)))
-
-
-def order(net: Network) -> tuple[int, int, int]:
-    """A sort key for networks of both families."""
-    return net.version, int(net.network_address), net.prefixlen
-
-
 def collapse(items: Iterable[Network]) -> tuple[Network, ...]:
     """The same addresses as the fewest CIDRs, IPv4 first, in address order."""
     return networks(spans(items))

@@ -20,7 +20,9 @@ match ends the walk; its comment is the layout), all ``Switch`` (VFP) rules unle
 So no two rules of one priority have different actions. Address and port lists are cut at
 ``MAX_LIST`` entries per rule: Calico cuts at 4000 on Microsoft's advice of "a few thousand" and
 runs so at scale, the only bound tried in the field; peers are collapsed into CIDRs first, so a
-list is long only for scattered pods. A rule holds one address family.
+list is long only for scattered pods. A rule holds one address family. What the rules need of
+HNS (address lists and port ranges: HNS 7.2, as hcsshim gates them) each ``AclRule`` lists in
+``needs``; ``plugins.winnet.acls.unsupported`` names what a node's HNS lacks.
 """
 
 from __future__ import annotations

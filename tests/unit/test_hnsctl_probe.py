@@ -10,9 +10,9 @@ import pytest
 from libhns.sim import Simulator
 from plugins.netpol import model, resources, translate
 from plugins.winnet.acls import POLICY_PRIORITY
-from plugins.winnet.policies import V2
+from plugins.winnet.policies import V1, V2
 from test_netpol_model import IP, NAMESPACES, PODS, policy
-from test_sim import create, create_ep, endpoint, l2bridge
+from test_sim import create, create_ep, endpoint, l2bridge, v1
 from tools.hnsctl import main
 
 ALLOW_B_TO_A = policy(
@@ -38,6 +38,20 @@ def hnsctl(env, *argv):
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), out, err, env)
     return code, out.getvalue(), err.getvalue()
+
+
+def test_an_endpoint_made_through_hnscall_with_v1_acls_is_walked_alike(tmp_path):
+    sim = Simulator(tmp_path / "hns")
+    net = create(sim, "Network", l2bridge(prefix="10.244.0.0/24", gw="10.244.0.1"))
+    [access] = model.node_access(resources.read(NAMESPACES, PODS, [ALLOW_B_TO_A]), "node-0")
+    policies = translate.endpoint_acls(access, ["10.127.130.36"], V1)
+    body = {"Name": "x-a", "VirtualNetwork": net["ID"], "IPAddress": IP["x/a"], "Policies": policies}
+    assert v1(sim, "POST", "/endpoints/", body)["Success"]
+    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
+    allowed = json.loads(hnsctl(env, "probe", IP["x/b"], f"{IP['x/a']}:80/tcp", "-o", "json")[1])
+    denied = json.loads(hnsctl(env, "probe", IP["x/b"], f"{IP['x/a']}:81/tcp", "-o", "json")[1])
+    assert allowed["allowed"] and allowed["decided_by"]["LocalPorts"] == "80"
+    assert not denied["allowed"] and denied["decided_by"]["Action"] == "Block"
 
 
 def test_json_gives_the_verdict_and_the_deciding_rule(node):

@@ -3,6 +3,7 @@ for drawn clusters and policies, every packet between pods of which one is on th
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,6 +115,7 @@ TEAMS = st.lists(st.sampled_from(["red", "blue"]), min_size=3, max_size=3).map(
 )
 
 
+@pytest.mark.slow  # a big hypothesis run: every pod pair and port of 150 drawn clusters
 @settings(max_examples=150, deadline=None)
 @given(TEAMS, PODS, POLICIES, st.booleans())
 def test_the_acls_hns_would_hold_enforce_the_model(namespaces, pods, policies, v1):
