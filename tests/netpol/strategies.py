@@ -143,6 +143,8 @@ POLICY_PORT = st.one_of(
         st.sampled_from((0, 1, 100, 5000)),
         st.sampled_from(PROTOCOLS),
     ),
+    # what HNS cannot carry: refused, so it must open nothing for TCP or UDP either
+    st.builds(lambda p: {"protocol": "SCTP", "port": p}, st.sampled_from(PORT_NUMBERS)),
 )
 
 

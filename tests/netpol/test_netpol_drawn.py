@@ -15,7 +15,7 @@ from oracles import knp_verdicts
 
 from plugins.netpol import model
 
-#: each must be drawn in at least 1 of 50 draws
+#: each must be drawn in at least 1 of 100 draws
 COUNTED = (
     "ingress rule",
     "egress rule",
@@ -40,6 +40,8 @@ COUNTED = (
     "egress endPort",
     "ingress port UDP",
     "egress port TCP",
+    "ingress port SCTP",
+    "egress port SCTP",
 )
 NODE = "node-0"
 
@@ -75,7 +77,7 @@ def _judge(draws: int) -> tuple[collections.Counter, collections.Counter]:
 
 
 def _assert_not_trivial(draws: int, features: collections.Counter, outcomes: collections.Counter) -> None:
-    missing = {f: features[f] for f in COUNTED if features[f] * 50 < draws}
+    missing = {f: features[f] for f in COUNTED if features[f] * 100 < draws}
     assert not missing, f"features drawn too rarely in {draws} draws: {missing}"
     # more than 1 in 30 packets denied each way, more than 1 in 6 through node-0's ACLs
     assert outcomes["ingress"] * 30 > outcomes["asked"] and outcomes["egress"] * 30 > outcomes["asked"], outcomes
