@@ -80,6 +80,11 @@ PROGRAMS = {
     "kube-apiserver": Program(_KUBERNETES, "v1.34.4", main="kubeapiserver"),
     # the workflow linter that checks .github/workflows/ (tests/unit/test_workflows.py)
     "actionlint": Program("github.com/rhysd/actionlint", "v1.7.12", "cmd/actionlint"),
+    # the NetworkPolicy judges (tests/netpol): cyclonus's generated cases with its truth tables,
+    # and kube-network-policies' evaluator answering single packets; each its own module, as
+    # cyclonus pins k8s.io v0.30 and kube-network-policies v0.36
+    "cyclonus": Program("github.com/mattfenwick/cyclonus", "v0.5.6", main="cyclonus"),
+    "knp": Program("sigs.k8s.io/kube-network-policies", "v1.1.1", main="knp"),
     # the Go reference plugins (REFERENCE_PLUGINS)
     "win-bridge.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-bridge", goos="windows"),
     "win-overlay.exe": Program(_CNI_PLUGINS, "v1.9.1", "plugins/main/windows/win-overlay", goos="windows"),
