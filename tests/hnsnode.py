@@ -34,11 +34,12 @@ from testdata import FIXTURES, GOLDENS, KUBEPROXY, SERVICES
 from tools import hnsctl
 from tools.wincni.__main__ import build_parser
 from tools.wincni.__main__ import main as wincni_main
-from tools.wincni.disk import Disk
-from tools.wincni.facts import default_paths, running_build
-from tools.wincni.install import run as install_run
-from tools.wincni.layout import MANIFEST
-from tools.wincni.options import InstallOptions
+from tools.wincni.install.command import run as install_run
+from tools.wincni.install.options import InstallOptions
+from tools.wincni.node.build import running_build
+from tools.wincni.node.disk import Disk
+from tools.wincni.node.installed import MANIFEST
+from tools.wincni.node.paths import default_paths
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"

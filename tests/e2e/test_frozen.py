@@ -139,7 +139,7 @@ def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     build = json.loads(proc.stdout)["build"]
     assert (bin_dir / f"_wincni-{build}").is_dir() and (DIST / f"_wincni-{build}").is_dir()
-    from tools.wincni.layout import embedded_build
+    from tools.wincni.node.installed import embedded_build
 
     assert {embedded_build((bin_dir / f"{c}{SUFFIX}").read_bytes()) for c in (*PLUGINS, "wincni")} == {build}
     about = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], capture_output=True, timeout=120, env={})

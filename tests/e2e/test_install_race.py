@@ -31,9 +31,9 @@ from hnsnode import Node, package_folder
 from test_security import NOBODY, root_only
 from testdata import FIXTURES
 from tools.wincni.__main__ import build_parser
-from tools.wincni.facts import default_paths
-from tools.wincni.install import run as install_run
-from tools.wincni.options import InstallOptions
+from tools.wincni.install.command import run as install_run
+from tools.wincni.install.options import InstallOptions
+from tools.wincni.node.paths import default_paths
 
 pytestmark = [root_only, pytest.mark.slow]
 

@@ -8,7 +8,7 @@ import ipaddress
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tools.wincni.addresses import AddressSet, address, network
+from tools.wincni.judge.addresses import AddressSet, address, network
 
 BASE = int(ipaddress.ip_address("10.1.2.0"))
 

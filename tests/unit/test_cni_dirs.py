@@ -13,9 +13,9 @@ import pytest
 
 from hnsnode import Node, package_folder
 from testdata import FIXTURES
-from tools.wincni import containerd
 from tools.wincni.__main__ import main
-from tools.wincni.containerd import CniDirs, ConfigError, locate
+from tools.wincni.node import containerd
+from tools.wincni.node.containerd import CniDirs, ConfigError, locate
 
 PF = r"D:\Apps"  # a %ProgramFiles% elsewhere than C:, so a hard-coded C:\Program Files shows
 HOME = PF + r"\containerd"

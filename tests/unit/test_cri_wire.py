@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.wincni.cri import h2, hpack, proto, transport
-from tools.wincni.cri.errors import CallFailed, CriError, Malformed, Unreachable
-from tools.wincni.cri.huffman import CODES
+from tools.wincni.node.cri import h2, hpack, proto, transport
+from tools.wincni.node.cri.errors import CallFailed, CriError, Malformed, Unreachable
+from tools.wincni.node.cri.huffman import CODES
 
 # ---------------------------------------------------------------------------- protobuf
 
@@ -277,7 +277,7 @@ def test_other_endpoints_are_refused(endpoint: str) -> None:
 
 
 def test_a_runtime_that_accepts_and_never_answers_is_given_up_at_the_deadline(tmp_path: Path) -> None:
-    from tools.wincni.cri import list_sandboxes
+    from tools.wincni.node.cri import list_sandboxes
 
     path = str(tmp_path / "cri.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -296,7 +296,7 @@ def test_a_runtime_that_accepts_and_never_answers_is_given_up_at_the_deadline(tm
 
 
 def test_named_pipes_are_windows_only_here() -> None:
-    from tools.wincni.cri import list_sandboxes
+    from tools.wincni.node.cri import list_sandboxes
 
     with pytest.raises(Unreachable, match="Windows only"):
         list_sandboxes("npipe:////./pipe/containerd-containerd", timeout=0.1)

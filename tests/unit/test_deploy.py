@@ -23,8 +23,8 @@ import yaml
 from basics.inputfile import Input
 from gotool import go_tool
 from tools.wincni.__main__ import build_parser
-from tools.wincni.facts import default_paths
-from tools.wincni.flagfile import Reader
+from tools.wincni.node.flagfile import Reader
+from tools.wincni.node.paths import default_paths
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
@@ -260,9 +260,9 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     (they once hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
     other folders the probe never passed and kube-proxy never started)."""
     from tools.wincni.__main__ import where
-    from tools.wincni.containerd import CONF_NAME
-    from tools.wincni.install import Outcome, _dirs
-    from tools.wincni.options import InstallOptions
+    from tools.wincni.install.command import Outcome, _dirs
+    from tools.wincni.install.options import InstallOptions
+    from tools.wincni.node.containerd import CONF_NAME
 
     mode, docs = variant
     parser = build_parser(default_paths("win32"), "win32")

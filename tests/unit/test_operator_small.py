@@ -248,7 +248,7 @@ def _options(parser) -> dict:
 
 def _every_command():
     from tools.wincni.__main__ import build_parser
-    from tools.wincni.facts import default_paths
+    from tools.wincni.node.paths import default_paths
 
     return {**_subcommands(hnsctl.build_parser()), **_subcommands(build_parser(default_paths("linux"), "linux"))}
 

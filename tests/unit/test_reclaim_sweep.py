@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plugins.cni import ownership
-from tools.wincni import reclaim
-from tools.wincni.holdings import Delegate, Endpoint, Reservation
-from tools.wincni.reclaim import DELEGATE, ENDPOINT, RESERVATION, Seen, plan
+from tools.wincni.reclaim import command as reclaim
+from tools.wincni.reclaim.holdings import Delegate, Endpoint, Reservation
+from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, RESERVATION, Seen, act, plan
+from tools.wincni.reclaim.runtime import Runtime
 
 NET = "cbr0"
 OLD, YOUNG, MIN = 3600.0, 5.0, ownership.IN_FLIGHT_SECONDS
@@ -213,11 +214,11 @@ def test_a_pod_whose_sandbox_runs_keeps_its_address_without_an_endpoint_whatever
 
 def test_a_pass_frees_at_most_its_bound_and_the_next_pass_the_rest() -> None:
     node = leaked(3)  # 9 things
-    first = reclaim.act(node, None, MIN, 4, False)
+    first = act(node, None, MIN, 4, False)
     assert len(first.freed) == 4 and first.deferred == 5
     assert node.removed == [f"p{i}_{NET}" for i in range(3)] + ["10.0.0.0"]
-    second = reclaim.act(node, None, MIN, 4, False)
-    third = reclaim.act(node, None, MIN, 4, False)
+    second = act(node, None, MIN, 4, False)
+    third = act(node, None, MIN, 4, False)
     assert (len(second.freed), second.deferred, len(third.freed), third.deferred) == (4, 1, 1, 0)
     assert not node.res and not node.eps and not node.dels
 
@@ -225,7 +226,7 @@ def test_a_pass_frees_at_most_its_bound_and_the_next_pass_the_rest() -> None:
 def test_the_re_check_keeps_what_changed_since_the_first_read() -> None:
     node = leaked(1)
     node.later[f"p0_{NET}"] = ep("p0", in_use=True)  # the sandbox came back: attached meanwhile
-    done = reclaim.act(node, None, MIN, 10, False)
+    done = act(node, None, MIN, 10, False)
     assert done.freed == [] and [(f.kind, why) for f, why in done.kept] == [
         (ENDPOINT, ownership.ATTACHED),
         (RESERVATION, ownership.LIVE_ENDPOINT),
@@ -236,13 +237,13 @@ def test_the_re_check_keeps_what_changed_since_the_first_read() -> None:
 
 def test_a_dry_run_frees_nothing_and_lists_everything() -> None:
     node = leaked(2)
-    done = reclaim.act(node, None, MIN, 10, True)
+    done = act(node, None, MIN, 10, True)
     assert len(done.freed) == 6 and node.removed == []
 
 
 def test_the_runtime_s_list_keeps_a_pod_the_rule_alone_would_free() -> None:
     node = leaked(2)
-    reclaim.act(node, frozenset({"p1"}), MIN, 10, False)
+    act(node, frozenset({"p1"}), MIN, 10, False)
     assert set(node.eps) == {f"p1_{NET}"} and set(node.res) == {"10.0.0.1"} and set(node.dels) == {"p1"}
 
 
@@ -255,7 +256,7 @@ class Sandbox:
 
 
 def test_the_runtime_is_said_once_per_change_and_its_failure_falls_back_to_the_rule() -> None:
-    from tools.wincni.cri.errors import Unreachable
+    from tools.wincni.node.cri.errors import Unreachable
 
     answers = [[Sandbox("a")], [Sandbox("a"), Sandbox("b")], Unreachable("gone"), Unreachable("still gone")]
 
@@ -265,7 +266,7 @@ def test_the_runtime_is_said_once_per_change_and_its_failure_falls_back_to_the_r
             raise answer
         return answer
 
-    runtime = reclaim.Runtime("unix:///run/cri.sock", ask)
+    runtime = Runtime("unix:///run/cri.sock", ask)
     said = []
     for _ in range(4):
         listed, note = runtime.pods()
@@ -276,7 +277,7 @@ def test_the_runtime_is_said_once_per_change_and_its_failure_falls_back_to_the_r
         "runtime's pod list not available at unix:///run/cri.sock (gone)"
     )
     assert said[3] == (None, "")
-    assert reclaim.Runtime("none").pods()[0] is None
+    assert Runtime("none").pods()[0] is None
 
 
 class Stop(Exception):
@@ -337,8 +338,8 @@ def test_the_real_store_gives_every_address_of_a_pod_the_sandbox_its_add_recorde
     from basics.ipaddr import ip_address
     from plugins.ipam_host_local.allocator import Owner
     from plugins.ipam_host_local.store import open_store
-    from tools.wincni.holdings import Holdings
-    from tools.wincni.sandboxes import NAMESPACE, Sandbox
+    from tools.wincni.node.sandboxes import NAMESPACE, Sandbox
+    from tools.wincni.reclaim.holdings import Holdings
 
     guid = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"
     with open_store(str(tmp_path), "linux", guid) as s:

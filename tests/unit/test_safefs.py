@@ -262,8 +262,8 @@ def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run
 
 def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
     from libhns.backend import simulated_on_windows
-    from tools.wincni import checks
-    from tools.wincni.facts import Facts
+    from tools.wincni.doctor import checks
+    from tools.wincni.doctor.facts import Facts
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
     found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
@@ -274,8 +274,9 @@ def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulato
 
 
 def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
-    from tools.wincni import checks
-    from tools.wincni.facts import Facts, read_open_dirs
+    from tools.wincni.doctor import checks
+    from tools.wincni.doctor.facts import Facts
+    from tools.wincni.doctor.live import read_open_dirs
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin").chmod(0o757)

@@ -14,8 +14,20 @@ import pytest
 
 from hnsnode import PROXY_NODES, Node, endpoint_of, pod_address, pods_node, proxy_node, remote_backend
 from testdata import REALHNS
-from tools.wincni import bundle, checks
 from tools.wincni.__main__ import main
+from tools.wincni.doctor import checks
+from tools.wincni.doctor.archive.members import (
+    FLANNEL_MEMBER,
+    FORMAT,
+    LOG_TAIL,
+    MANIFEST,
+    SANDBOX_MEMBER,
+    STORE_MEMBER,
+    TOTAL_CAP,
+    VERSION_MEMBER,
+    Members,
+    archive,
+)
 
 SECRET = b"apiVersion: v1\nkind: Config\nusers:\n- user: {token: s3cr3t-t0ken-planted-by-the-test}\n"
 #: What a node keeps beside the files the bundle reads, and must never leave it.
@@ -130,7 +142,7 @@ def test_the_bundle_takes_nothing_but_its_allow_list(node: Node, tmp_path: Path)
     for name, data in found.items():
         assert b"s3cr3t" not in data, name
         assert not any(p in name for p in PLANTED if p != "config"), name
-    manifest = json.loads(found[bundle.MANIFEST])
+    manifest = json.loads(found[MANIFEST])
     assert {Path(p).name for p in manifest["files"]} == {
         "10-flannel.conf",
         "subnet.env",
@@ -138,14 +150,14 @@ def test_the_bundle_takes_nothing_but_its_allow_list(node: Node, tmp_path: Path)
         "SourceVip.json",
     }
     tail = found["logs/debug.log"]
-    assert len(tail) <= bundle.LOG_TAIL and tail.startswith(b'{"msg"') and tail.endswith(b'"line 119999"}\n')
-    store = json.loads(found[bundle.STORE_MEMBER])
+    assert len(tail) <= LOG_TAIL and tail.startswith(b'{"msg"') and tail.endswith(b'"line 119999"}\n')
+    store = json.loads(found[STORE_MEMBER])
     assert {r["container"] for r in store["reservations"]} >= {"pod-a", "pod-b"}
     assert set(store["reservations"][0]) == {"ip", "container", "ageSeconds"}
-    records = json.loads(found[bundle.SANDBOX_MEMBER])["records"]  # who each reservation is for: names only
+    records = json.loads(found[SANDBOX_MEMBER])["records"]  # who each reservation is for: names only
     assert {(r["container"], r["ifname"]) for r in records} == {("pod-a", "eth0"), ("pod-b", "eth0")}
     assert all(set(r) == {"ip", "container", "ifname", "netns"} for r in records)
-    flannel = json.loads(found[bundle.FLANNEL_MEMBER])
+    flannel = json.loads(found[FLANNEL_MEMBER])
     # names and owners, as flannel's GC sees the folder (the planted files too), never what they hold
     assert {c["name"] for c in flannel["configs"]} == {"pod-a", "pod-b", *(p for p in PLANTED if p[0] != ".")}
     assert all(set(c) == {"name", "owners"} for c in flannel["configs"])
@@ -156,7 +168,7 @@ def test_the_bundle_takes_nothing_but_its_allow_list(node: Node, tmp_path: Path)
 
 
 def test_members_are_capped_and_what_is_left_out_is_named() -> None:
-    taken = bundle.Members(member_cap=10, total_cap=15)
+    taken = Members(member_cap=10, total_cap=15)
     assert taken.add("a", b"x" * 10) and not taken.add("big", b"x" * 11) and not taken.add("b", b"x" * 6)
     assert taken.add("c", b"x" * 5)
     assert list(taken.data) == ["a", "c"]
@@ -217,7 +229,7 @@ def realhns_bundle(path: Path) -> Path:
     conf_dir = r"C:\etc\cni\net.d"
     conf_path = conf_dir + r"\10-overlay.conf"
     manifest = {
-        "format": bundle.FORMAT,
+        "format": FORMAT,
         "platform": "win32",
         "cwd": "C:\\",
         "configs": {conf_dir: ["10-overlay.conf"]},
@@ -236,13 +248,13 @@ def realhns_bundle(path: Path) -> Path:
             r"C:\k\SourceVip.json": {"flag": "--source-vip", "absent": True},
         },
     }
-    taken = bundle.Members()
+    taken = Members()
     taken.json("files/0-10-overlay.conf", conf)
-    taken.json(bundle.VERSION_MEMBER, {"Major": version >> 32, "Minor": version & 0xFFFFFFFF})
+    taken.json(VERSION_MEMBER, {"Major": version >> 32, "Minor": version & 0xFFFFFFFF})
     taken.json("hns/v1/networks.json", networks["Output"])
     taken.json("hns/v1/endpoints.json", endpoints)
     taken.json("hns/v2/loadbalancers.json", [lb])
-    path.write_bytes(bundle.archive(manifest, taken))
+    path.write_bytes(archive(manifest, taken))
     return path
 
 
@@ -264,8 +276,8 @@ def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> Non
     """libhns reads the captures as it reads live HNS: the remote endpoint is remote, the NAT one
     is not, the load balancer's backends and ports parse, and the remote endpoint no load balancer
     lists is the one networkhealth.ps1 calls stale."""
-    from tools.wincni import replay as replaying
-    from tools.wincni.facts import Inventory
+    from tools.wincni.doctor.archive import replay as replaying
+    from tools.wincni.doctor.facts import Inventory
 
     hcn, hnscall = replaying.load(str(realhns_bundle(tmp_path / "real.tar.gz"))).clients({})
     assert hnscall.version() == (9, 2)
@@ -288,7 +300,7 @@ def test_the_bundle_says_what_hns_would_not_list(node: Node, tmp_path: Path) -> 
     assert "hns/v1/policylists.json" in members(tmp_path / "a.tar.gz"), out
     refusing = {**node.env, "LIBHNS_SIM_FAULTS": "HNSCall:GET /policylists/=0x803B0015"}
     rc, out, _ = node.wincni("bundle", "--out", str(tmp_path / "b.tar.gz"), env=refusing)
-    manifest = json.loads(members(tmp_path / "b.tar.gz")[bundle.MANIFEST])
+    manifest = json.loads(members(tmp_path / "b.tar.gz")[MANIFEST])
     assert "hns/v1/policylists.json" in manifest["hnsErrors"]
     assert "hns/v1/policylists.json" not in members(tmp_path / "b.tar.gz")
     assert "not recorded hns/v1/policylists.json" in out
@@ -299,4 +311,4 @@ def test_bundle_default_name_is_in_the_working_folder(node: Node) -> None:
     assert rc == 0, err
     path = Path(out.split(":")[0])
     assert path.parent == node.root and path.name.startswith("wincni-bundle-") and path.name.endswith(".tar.gz")
-    assert os.path.getsize(path) < bundle.TOTAL_CAP
+    assert os.path.getsize(path) < TOTAL_CAP

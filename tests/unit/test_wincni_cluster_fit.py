@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hnsnode import Node
 from test_wincni_install import install_node, package_folder
-from tools.wincni.kubelet import ClusterDns, KubeletConfigError, parse
+from tools.wincni.install.kubelet import ClusterDns, KubeletConfigError, parse
 
 KUBEADM = """apiVersion: kubelet.config.k8s.io/v1beta1
 authentication:

@@ -12,10 +12,15 @@ from hypothesis import strategies as st
 
 from hnsnode import EXCEPTIONS, Node, lease_text, package_folder
 from libhns.objects import HostComputeNetwork
-from tools.wincni import checks, judge
 from tools.wincni.__main__ import main
-from tools.wincni.facts import Facts, Problem, running_build
-from tools.wincni.layout import MANIFEST
+from tools.wincni.doctor import checks
+from tools.wincni.doctor.checks.network import hns_network
+from tools.wincni.doctor.checks.vip import source_vip
+from tools.wincni.doctor.facts import Facts
+from tools.wincni.judge import config as judge
+from tools.wincni.node.build import running_build
+from tools.wincni.node.installed import MANIFEST
+from tools.wincni.node.source import Problem
 
 LEASE = lease_text("10.244.4.1/24")
 
@@ -238,7 +243,7 @@ def test_hns_network_of_the_wrong_type(bridge: Node) -> None:
 def test_overlay_without_management_ip() -> None:
     """HNS fills ProviderAddress itself once the adapter has an IP; a network made too early lacks it."""
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "Overlay", "Policies": []})
-    check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
+    check = hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
     assert check.status == "fail" and "ProviderAddress" in check.message and check.fix
 
 
@@ -247,7 +252,7 @@ def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() 
     from plugins.win_overlay.flavor import FLAVOR
 
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "L2Bridge", "Policies": []})
-    check = checks.hns_network(
+    check = hns_network(
         Facts(
             name="vxlan0",
             delegate_type="win-overlay",
@@ -372,12 +377,13 @@ def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
 
 def test_the_doctor_reads_the_policies_the_lifecycle_builds(bridge: Node) -> None:
     """Not a re-derivation: the ACLs, the user's and the automatic policies, as a pod's endpoint gets them."""
-    from tools.wincni import facts
+    from tools.wincni.doctor import gather as facts
+    from tools.wincni.node.paths import default_paths
 
     bridge.cni_conf["delegate"]["acls"] = [{"action": "block", "direction": "out", "remoteAddresses": "10.0.0.9"}]
     bridge.write_cni_conf(bridge.cni_conf)
     opts = {
-        **facts.default_paths("linux"),
+        **default_paths("linux"),
         "cni_conf": str(bridge.conf_dir),
         "cni_bin_dir": str(bridge.bin),
         "source_vip": str(bridge.source_vip),
@@ -488,7 +494,7 @@ def test_checks_are_pure_functions_of_facts() -> None:
         source_vip_path="sv.json",
         delegate_type="win-overlay",
     )
-    assert checks.source_vip(facts).status == "fail"
+    assert source_vip(facts).status == "fail"
     assert judge.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
 
 

@@ -265,7 +265,7 @@ def test_a_fix_on_install_s_own_config_names_the_input_it_came_from(tmp_path: Pa
 
 
 def test_a_fix_says_where_a_change_lasts() -> None:
-    from tools.wincni.judge import Origin
+    from tools.wincni.judge.config import Origin
 
     change = "add 10.96.0.0/12 to the ExceptionList"
     assert Origin("/net.d/10.conflist").edit(change) == f"{change} in /net.d/10.conflist"

@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 import promtext
 from hnsnode import Node, pods_node, services_node
 from test_wincni_doctor import PROXY_CHECKS
-from tools.wincni import checks, metrics
-from tools.wincni.facts import Facts
-from tools.wincni.verdict import Check
+from tools.wincni.doctor import checks
+from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.metrics import command as metrics
+from tools.wincni.doctor.metrics.gauges import _escape, exposition, gauges
+from tools.wincni.judge.verdict import Check
 
 pytestmark = pytest.mark.node("bridge", "overlay", build=pods_node)
 
@@ -58,7 +60,7 @@ def test_gauges_count_the_node(node: Node, tmp_path: Path) -> None:
 
 
 def test_not_checked_is_kept_apart_from_the_statuses() -> None:
-    samples = metrics.gauges(Facts(), [Check("hns-network", "not-checked", "not checked: no HNS")])
+    samples = gauges(Facts(), [Check("hns-network", "not-checked", "not checked: no HNS")])
     rows = {(name, labels): v for name, labels, v in samples}
     assert rows[("wincni_check_not_checked", (("check", "hns-network"),))] == 1
     assert all(rows[("wincni_check", (("check", "hns-network"), ("status", s)))] == 0 for s in ("ok", "warn", "fail"))
@@ -86,7 +88,7 @@ def test_the_file_is_replaced_not_written_through_a_link(node: Node, tmp_path: P
 
 def test_every_rewrites_it_on_the_interval(node: Node, tmp_path: Path) -> None:
     from tools.wincni.__main__ import _node_opts, build_parser, where
-    from tools.wincni.facts import default_paths
+    from tools.wincni.node.paths import default_paths
 
     args = build_parser(default_paths("linux"), "linux").parse_args(
         ["metrics", *node.node_flags(), "--textfile", str(tmp_path), "--every", "7"]
@@ -101,9 +103,9 @@ def test_every_rewrites_it_on_the_interval(node: Node, tmp_path: Path) -> None:
 @given(st.text(), st.text())
 def test_any_label_value_and_help_survive_the_format(label: str, text: str) -> None:
     samples = [("wincni_check", (("check", label), ("status", "ok")), 1)]
-    found = promtext.parse(metrics.exposition(samples))
+    found = promtext.parse(exposition(samples))
     assert found["wincni_check"]["samples"] == {(("check", label), ("status", "ok")): 1.0}
-    assert promtext._unescape(metrics._escape(text, quote=False), 0, quotes=False) == text
+    assert promtext._unescape(_escape(text, quote=False), 0, quotes=False) == text
 
 
 @pytest.mark.parametrize(

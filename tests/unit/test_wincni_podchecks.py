@@ -8,10 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from libhns.objects import HNSEndpoint, HostComputeNetwork
-from tools.wincni import checks, podchecks
-from tools.wincni.facts import Facts, Inventory
-from tools.wincni.sandboxes import CONTAINER, NAMESPACE, PodSandbox, Sandbox, exists, sandbox_of
-from tools.wincni.verdict import FAIL, OK, SKIP, WARN
+from tools.wincni.doctor.checks import pods as podchecks
+from tools.wincni.doctor.checks.store import ipam_store, orphan_reservations
+from tools.wincni.doctor.facts import Facts, Inventory
+from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN
+from tools.wincni.node.sandboxes import CONTAINER, NAMESPACE, PodSandbox, Sandbox, exists, sandbox_of
 
 GUID = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"
 NET = HostComputeNetwork.from_json({"ID": "0C0A0000-0000-0000-0000-000000000001", "Name": "cbr0", "Type": "L2Bridge"})
@@ -53,8 +54,8 @@ def test_a_pod_whose_sandbox_runs_without_its_endpoint_fails_naming_it_and_how_t
     assert check.status == FAIL and check.run == ""
     assert f"pod sandbox pod1 (namespace {GUID})" in check.message and "cbr0 is gone" in check.message
     assert "crictl rmp pod1" in check.fix and "kubectl delete pod" in check.fix
-    assert checks.orphan_reservations(f) == []  # not an address to release
-    store = checks.ipam_store(f)
+    assert orphan_reservations(f) == []  # not an address to release
+    store = ipam_store(f)
     assert store.status == OK and "1 kept for pods that run without their endpoint" in store.message
 
 
@@ -65,7 +66,7 @@ def test_a_pod_with_its_endpoint_a_gone_sandbox_or_the_nodes_own_is_fine():
         sandboxes=[running("10.0.0.2", "pod1"), running("10.0.0.3", "gone", False)],
     )
     assert podchecks.pod_endpoints(f).status == OK
-    assert checks.orphan_reservations(f) == [("10.0.0.3", "gone")]
+    assert orphan_reservations(f) == [("10.0.0.3", "gone")]
 
 
 def test_unknown_sandboxes_are_said_and_unrecorded_ones_left_to_the_age_rule():

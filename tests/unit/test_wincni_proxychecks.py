@@ -33,9 +33,10 @@ from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetw
 from test_doctor_fixes import run_as_printed
 from test_wincni_bundle import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
-from tools.wincni import checks, proxychecks
 from tools.wincni.__main__ import main
-from tools.wincni.facts import Facts, Inventory
+from tools.wincni.doctor import checks
+from tools.wincni.doctor.checks import proxy as proxychecks
+from tools.wincni.doctor.facts import Facts, Inventory
 
 pytestmark = pytest.mark.node(*PROXY_NODES, build=proxy_node)
 #: The overlay nodes among them: kube-proxy runs with a source VIP there.

@@ -15,8 +15,8 @@ from plugins.cni import skel
 from plugins.flannel import subnet_env
 from plugins.ipam_host_local.__main__ import PLUGIN as HOST_LOCAL
 from tools.wincni.__main__ import build_parser, main
-from tools.wincni.facts import default_paths
-from tools.wincni.sourcevip import run
+from tools.wincni.node.paths import default_paths
+from tools.wincni.sourcevip.command import run
 
 OUT = Path("k") / "sourceVip.json"  # under the node's root; sourcevip makes k/
 CONFLIST = "10-flannel.conflist"

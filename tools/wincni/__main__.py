@@ -41,7 +41,11 @@ def build_parser(defaults: Mapping[str, str], platform: str = sys.platform) -> a
         "say not checked (replay)",
     )
     add_output(d, "the CNI dirs looked at and every check: id, status, message, fix, run")
-    from . import containerd, metrics, options, reclaim, sourcevip
+    from tools.wincni.doctor.metrics import command as metrics
+    from tools.wincni.install import options
+    from tools.wincni.node import containerd
+    from tools.wincni.reclaim import command as reclaim
+    from tools.wincni.sourcevip import command as sourcevip
 
     b = sub.add_parser("bundle", help="one bounded file of this node's CNI and HNS state, for an issue (no secrets)")
     _node_arguments(b, defaults, platform)
@@ -88,7 +92,7 @@ DIRS_DEFAULT = "the runtime's (wincni dirs)"
 
 def _node_arguments(d: argparse.ArgumentParser, defaults: Mapping[str, str], platform: str) -> None:
     """The files of the node the doctor reads, and so the bundle and the metrics too."""
-    from . import containerd
+    from tools.wincni.node import containerd
 
     _cni_conf_argument(d)
     d.add_argument(
@@ -159,8 +163,8 @@ def where(
     (``FlagFileError``), for the commands that do not print ``why``. A ``containerd.CniDirs``."""
     from dataclasses import replace
 
-    from . import containerd
-    from .flagfile import FlagFileError, Reader
+    from tools.wincni.node import containerd
+    from tools.wincni.node.flagfile import FlagFileError, Reader
 
     read = read or Reader("--containerd-config")
     try:
@@ -181,7 +185,7 @@ LABELS = {"ok": "OK", "warn": "WARN", "fail": "FAIL", "not-checked": "SKIP"}
 
 def summary(checks: list) -> dict[str, int]:
     """How many checks ended in each status (``verdict.STATUSES``); only ``fail`` sets the exit code."""
-    from .verdict import STATUSES
+    from tools.wincni.judge.verdict import STATUSES
 
     return {status: sum(c.status == status for c in checks) for status in STATUSES}
 
@@ -209,9 +213,13 @@ def main(
     cwd: str | None = None,
 ) -> int:
     """0: no check failed (warnings allowed); 1: a check failed; 2: bad usage."""
-    from . import checks, facts
+    from tools.wincni.doctor import checks
+    from tools.wincni.doctor import gather as facts
+    from tools.wincni.doctor.facts import Facts
+    from tools.wincni.node.paths import default_paths
+    from tools.wincni.node.source import Problem
 
-    defaults = facts.default_paths(platform)
+    defaults = default_paths(platform)
     try:
         args = parse(build_parser(defaults, platform), list(argv))
         risk = _min_age_risk(args) if args.command == "reclaim" else ""
@@ -223,13 +231,13 @@ def main(
     if args.command == "version":
         return _print_version(args.output, stdout)
     if args.command == "install":
-        from . import install
-        from .options import InstallOptions
+        from tools.wincni.install import command as install
+        from tools.wincni.install.options import InstallOptions
 
         return install.run(InstallOptions.of(args), stdout, platform, cwd or os.getcwd(), env=env)
     if args.command == "doctor" and args.replay:
         return replay_doctor(args, stdout, stderr)
-    from .flagfile import FlagFileError
+    from tools.wincni.node.flagfile import FlagFileError
 
     try:  # sourcevip and reclaim print no "why": a --containerd-config they cannot read is their error
         strict = args.command in ("sourcevip", "reclaim", "bundle", "metrics")
@@ -239,21 +247,22 @@ def main(
     if args.command == "dirs":
         return _print_dirs(found, args.output, stdout)
     if args.command == "sourcevip":
-        from . import containerd, sourcevip
+        from tools.wincni.node import containerd
+        from tools.wincni.sourcevip import command as sourcevip
 
         if refused:
             return sourcevip.failed(args, stdout, refused)
         args.cni_conf = args.cni_conf or os.path.join(found.conf_dir, containerd.CONF_NAME)
         return sourcevip.run(args, stdout, env, platform, cwd or os.getcwd(), stderr=stderr)
     if args.command == "reclaim":
-        from . import reclaim
+        from tools.wincni.reclaim import command as reclaim
 
         if risk:
             stderr.write(f"wincni reclaim: warning: --min-age {args.min_age:g} with --force: {risk}\n")
 
-        def gather() -> facts.Facts:
+        def gather() -> Facts:
             if refused:
-                return facts.Facts(conf_problem=facts.Problem(refused, "fix it, or pass --cni-conf"))
+                return Facts(conf_problem=Problem(refused, "fix it, or pass --cni-conf"))
             opts = {
                 **defaults,
                 "cni_conf": args.cni_conf or found.conf_dir,
@@ -268,15 +277,15 @@ def main(
         return 1
     opts = _node_opts(args, found, defaults)
     if args.command == "bundle":
-        from . import bundle
+        from tools.wincni.doctor.archive import command as bundle
 
         return bundle.run(opts, args.out or bundle.default_out(), env, platform, cwd or os.getcwd(), stdout, stderr)
     if args.command == "metrics":
-        from . import metrics
+        from tools.wincni.doctor.metrics import command as metrics
 
         return metrics.run(args, opts, env, platform, cwd or os.getcwd(), stdout, stderr)
     results = checks.run(facts.gather(opts, env, platform, cwd or os.getcwd()), args.quick)
-    from .containerd import said
+    from tools.wincni.node.containerd import said
 
     given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
     looked = {"conf": opts["cni_conf"], "binDir": opts["cni_bin_dir"], "from": said(given, found)}
@@ -309,7 +318,8 @@ def _report(results: list, looked: Mapping[str, str], chose: bool, output: str, 
 def replay_doctor(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``wincni doctor --replay``: the report from a bundle's facts; 1, said on stderr, for a
     bundle that cannot be read (as for a file any flag names)."""
-    from . import checks, replay
+    from tools.wincni.doctor import checks
+    from tools.wincni.doctor.archive import replay
 
     try:
         bundle = replay.load(args.replay)

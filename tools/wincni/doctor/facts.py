@@ -1,0 +1,103 @@
+"""What the doctor's checks look at: ``Facts`` (built once by ``gather``) and the node's HNS ``Inventory``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tools.wincni.node.source import Problem
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the checks look at, built once by ``gather`` (or by hand in a test); ``None`` with a
+    ``*_problem`` means "could not be read"."""
+
+    conf_path: str = ""
+    conf_problem: Problem | None = None
+    plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)
+    name: str = ""  # the config's "name" = the HNS network
+    delegate_type: str = ""  # the plugin that talks to HNS
+    netconf: Any = None  # plugins.winnet.config.NetConf of the effective win-bridge/win-overlay config
+    flavor: Any = None  # plugins.winnet.lifecycle.Flavor of the delegate plugin, when it is one of ours (even if its config does not load)
+    ipam_dir: str = ""  # host-local's store directory for this network
+    flannel_dir: str = ""  # flannel's dataDir (its saved delegate configs); "" without flannel
+    bin_dir: str = ""
+    bin_files: frozenset[str] | None = None
+    subnet_env_path: str = ""
+    lease: Any = None  # plugins.flannel.subnet_env.Lease
+    lease_problem: Problem | None = None
+    net_conf_path: str = ""
+    backend: Any = None  # plugins.flannel.netconf.Backend
+    backend_problem: Problem | None = None
+    hns_problem: Problem | None = None
+    hns_version: tuple[int, int] | None = None
+    features: Any = None  # libhns.client.Features
+    network: Any = None  # libhns.objects.HostComputeNetwork
+    endpoints: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, IPs) of the local endpoints on the network
+    stale_endpoints: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # ours, no live sandbox: (name, ID, IPs)
+    policies: tuple[dict, ...] = ()  # the endpoint policies the plugin would apply (winnet.policies.endpoint_policies)
+    source_vip_path: str = ""
+    source_vip: tuple[str, ...] | None = None  # its addresses; None when absent
+    source_vip_problem: Problem | None = None
+    reservations: tuple[tuple[str, str], ...] | None = None  # host-local (IP, container ID)
+    store_problem: Problem | None = None
+    reach: str = ""
+    simulated: bool = False  # the plugins would run on the HNS simulator on Windows
+    open_dirs: tuple[tuple[str, str, str], ...] = ()  # (what, folder, who else may write it)
+    bin_audit: tuple[str, ...] = ()  # what in the bin dir no administrator vouches for (trust.audit)
+    young: frozenset[str] = frozenset()  # reserved too recently to call stale: an ADD may be in flight
+    windows: bool = False  # the node's platform: how a fix command is quoted and named
+    tools: str = ""  # the folder of the running frozen wincni (hnsctl beside it); "" = found on PATH
+    installed_build: str = ""  # the build the bin dir's install manifest names; "" = none (build_problem says why)
+    build_problem: str = ""
+    running_build: str = ""  # this wincni's (``running_build``)
+    install: tuple[str, ...] | None = (
+        None  # the arguments of the wincni install that laid the config (() unrecorded); None: nobody manages it
+    )
+    cni_version: str = ""  # the config's cniVersion
+    containerd_version: int | None = None  # config.toml's (containerd.CniDirs.version); None: not read
+    status: tuple[int, str, str] | None = (
+        None  # the plugin's STATUS answer (code, msg, details), 0 ready; None: not asked
+    )
+    replayed: str = ""  # the bundle these facts were read from ("" on the live node)
+    inventory: Any = None  # Inventory: every HNS object of the node, by kind; None: not read
+    sandboxes: tuple | None = None  # sandboxes.PodSandbox of each recorded reservation; None: not read
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
+    of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
+    says which sandbox holds each; ``is_remote`` marks another node's pod). ``policy_lists``: the
+    V1 documents of ``GET /policylists/``, None where HNS does not serve them."""
+
+    networks: tuple = ()
+    endpoints: tuple = ()
+    load_balancers: tuple = ()
+    policy_lists: tuple | None = None
+
+    @property
+    def remote_endpoints(self) -> tuple:
+        return tuple(e for e in self.endpoints if e.is_remote)
+
+    @property
+    def unreferenced_remote_endpoints(self) -> tuple:
+        """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
+        kube-proxy deletes one when its last load balancer goes, so these were left behind. On
+        overlay kube-proxy also makes one for each Service VIP, which that Service's load
+        balancer serves as a frontend: that one is in use, and so it is before the Service has a
+        load balancer (none while no endpoint of it is ready): it holds this node's provider
+        address, and kube-proxy deletes it with the Service."""
+        from libhns.objects import same_id
+
+        used = [e for lb in self.load_balancers for e in lb.backend_ids]
+        vips = {v for lb in self.load_balancers for v in lb.vips}
+        own = [(n.id, n.management_ip) for n in self.networks if n.management_ip]
+        return tuple(
+            r
+            for r in self.remote_endpoints
+            if not any(same_id(r.id, e) for e in used)
+            and not vips.intersection(r.ip_addresses)
+            and not any(same_id(r.network_id, id_) and r.provider_address == pa for id_, pa in own)
+        )
