@@ -18,7 +18,7 @@ import pytest
 
 from gotool import go_tool
 from hnsnode import Node
-from tools.wincni.__main__ import main as wincni_main
+from tools.wincni.cli.main import main as wincni_main
 from tools.wincni.node.cri import list_sandboxes
 from tools.wincni.node.cri.errors import CallFailed, Malformed, Unreachable
 from tools.wincni.node.cri.proto import Sandbox

@@ -15,7 +15,7 @@ import pytest
 from hnsnode import SUBNET, Node
 from plugins.cni import ownership
 from plugins.ipam_host_local.__main__ import main as host_local_main
-from tools.wincni.__main__ import main as wincni_main
+from tools.wincni.cli.main import main as wincni_main
 
 
 def wincni(node: Node, *argv: str) -> tuple[int, str, str]:

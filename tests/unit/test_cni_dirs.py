@@ -13,7 +13,7 @@ import pytest
 
 from hnsnode import Node, package_folder
 from testdata import FIXTURES
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 from tools.wincni.node import containerd
 from tools.wincni.node.containerd import CniDirs, ConfigError, locate
 

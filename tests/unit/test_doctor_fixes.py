@@ -317,7 +317,7 @@ def test_a_missing_config_leaves_the_checks_that_need_it_unchecked(tmp_path: Pat
 def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> None:
     import io
 
-    from tools.wincni.__main__ import main
+    from tools.wincni.cli.main import main
 
     node = sim_node(tmp_path, "overlay")
     node.source_vip.unlink()

@@ -326,7 +326,7 @@ def test_every_0_turns_the_sweep_off_says_so_and_never_frees() -> None:
     ],
 )
 def test_bad_sweep_flags_are_usage_errors(argv: list[str], message: str) -> None:
-    from tools.wincni.__main__ import main
+    from tools.wincni.cli.main import main
 
     err = io.StringIO()
     assert main(["reclaim", *argv], io.StringIO(), err, {}) == 2 and message in err.getvalue()

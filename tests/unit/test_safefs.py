@@ -267,10 +267,10 @@ def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulato
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
     found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
-    assert found["backend"].status == checks.FAIL and "simulator" in found["backend"].message
+    assert found["backend"].status == "fail" and "simulator" in found["backend"].message
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim"}, "linux")
     found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
-    assert found["backend"].status == checks.OK
+    assert found["backend"].status == "ok"
 
 
 def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
@@ -282,11 +282,11 @@ def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
     (tmp_path / "bin").chmod(0o757)
     folders = {"CNI bin dir": str(tmp_path / "bin"), "CNI conf dir": str(tmp_path / "conf")}
     found = {c.id: c for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
-    assert found["permissions"].status == checks.WARN
+    assert found["permissions"].status == "warn"
     assert f"CNI bin dir {tmp_path / 'bin'} is writable by every user" in found["permissions"].message
     (tmp_path / "bin").chmod(0o755)
     found = {c.id: c for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
-    assert found["permissions"].status == checks.OK
+    assert found["permissions"].status == "ok"
 
 
 @root_only

@@ -14,7 +14,7 @@ import pytest
 
 from hnsnode import PROXY_NODES, Node, endpoint_of, pod_address, pods_node, proxy_node, remote_backend
 from testdata import REALHNS
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 from tools.wincni.doctor import checks
 from tools.wincni.doctor.archive.members import (
     FLANNEL_MEMBER,
@@ -104,7 +104,7 @@ def assert_replay_is_live(node: Node, live: dict[str, dict], tmp_path: Path) -> 
     replayed = {c["id"]: c for c in json.loads(out)["checks"]}
     assert list(replayed) == list(live)
     for id_, check in replayed.items():
-        if id_ in checks.LIVE_ONLY:
+        if checks.BY_ID[id_].live_only:
             assert check["status"] == "not-checked" and check["message"].startswith("not checked (replay)"), check
         else:
             assert check == live[id_], id_
@@ -269,7 +269,7 @@ def test_real_node_documents_replay(tmp_path: Path) -> None:
     assert found["hns-network"]["status"] == "fail"
     assert "the bundle holds no V2 Network documents" in found["hns-network"]["message"]
     assert found["hns-network"]["fix"] == "replay a bundle that holds it"
-    assert {found[i]["status"] for i in checks.LIVE_ONLY} == {"not-checked"}
+    assert {found[i]["status"] for i in (c.id for c in checks.CHECKS if c.live_only)} == {"not-checked"}
 
 
 def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> None:
@@ -277,7 +277,7 @@ def test_real_documents_read_through_the_recorded_backend(tmp_path: Path) -> Non
     is not, the load balancer's backends and ports parse, and the remote endpoint no load balancer
     lists is the one networkhealth.ps1 calls stale."""
     from tools.wincni.doctor.archive import replay as replaying
-    from tools.wincni.doctor.facts import Inventory
+    from tools.wincni.node.hns import Inventory
 
     hcn, hnscall = replaying.load(str(realhns_bundle(tmp_path / "real.tar.gz"))).clients({})
     assert hnscall.version() == (9, 2)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hnsnode import EXCEPTIONS, Node, lease_text, package_folder
 from libhns.objects import HostComputeNetwork
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 from tools.wincni.doctor import checks
 from tools.wincni.doctor.checks.network import hns_network
 from tools.wincni.doctor.checks.vip import source_vip
@@ -94,7 +94,7 @@ CHECK_IDS = {
 
 
 def test_every_check_id_is_pinned() -> None:
-    assert {fn.__name__.replace("_", "-") for fn in checks.ALL} == CHECK_IDS
+    assert {c.id for c in checks.CHECKS} == CHECK_IDS
 
 
 def test_healthy_node_passes_every_check(node: Node) -> None:
@@ -377,18 +377,21 @@ def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
 
 def test_the_doctor_reads_the_policies_the_lifecycle_builds(bridge: Node) -> None:
     """Not a re-derivation: the ACLs, the user's and the automatic policies, as a pod's endpoint gets them."""
-    from tools.wincni.doctor import gather as facts
+    from tools.wincni.doctor.gather import gather
+    from tools.wincni.doctor.options import NodeFiles
     from tools.wincni.node.paths import default_paths
 
     bridge.cni_conf["delegate"]["acls"] = [{"action": "block", "direction": "out", "remoteAddresses": "10.0.0.9"}]
     bridge.write_cni_conf(bridge.cni_conf)
-    opts = {
-        **default_paths("linux"),
-        "cni_conf": str(bridge.conf_dir),
-        "cni_bin_dir": str(bridge.bin),
-        "source_vip": str(bridge.source_vip),
-    }
-    found = facts.gather(opts, bridge.env, "linux", str(bridge.root))
+    defaults = default_paths("linux")
+    opts = NodeFiles(
+        cni_conf=str(bridge.conf_dir),
+        subnet_env=defaults["subnet_env"],
+        net_conf=defaults["net_conf"],
+        cni_bin_dir=str(bridge.bin),
+        source_vip=str(bridge.source_vip),
+    )
+    found = gather(opts, bridge.env, "linux", str(bridge.root))
     types = [p["Type"] for p in found.policies]
     assert types == ["OutBoundNAT", "ROUTE", "ACL"], found.policies  # the ipMasqNetwork exception is already there
     assert found.policies[-1]["RemoteAddresses"] == "10.0.0.9"
@@ -525,13 +528,13 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
     from plugins.flannel.subnet_env import parse
 
     facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach)
-    assert checks.exceptions(facts).status in ("ok", "fail")
-    assert checks.reach(facts).status in ("ok", "fail")
+    assert checks.config.exceptions(facts).status in ("ok", "fail")
+    assert checks.config.reach(facts).status in ("ok", "fail")
 
 
 def test_help_names_the_version_and_commit_like_every_executable(capsys):
     from plugins.cni.buildinfo import describe
-    from tools.wincni.__main__ import main
+    from tools.wincni.cli.main import main
 
     assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
     assert f"wincni {describe()}" in capsys.readouterr().out

@@ -15,7 +15,7 @@ from hnsnode import Node, package_folder
 from plugins import registry
 from plugins.winnet.policies import V2, UserPolicies
 from testdata import FIXTURES
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 from tools.wincni.node import installed
 from tools.wincni.node.disk import Disk
 

@@ -54,7 +54,7 @@ def test_gauges_count_the_node(node: Node, tmp_path: Path) -> None:
     assert value("wincni_pod_addresses_free", family="ipv4") == 253 - 3  # two pods and the source VIP
     assert value("wincni_check", check="stale-endpoints", status="warn") == 1
     assert value("wincni_check", check="stale-endpoints", status="ok") == 0
-    ids = {c.__name__.replace("_", "-") for c in checks.ALL} - {"reach"}
+    ids = {c.id for c in checks.CHECKS} - {"reach"}
     assert {dict(k)["check"] for k in found["wincni_check_not_checked"]["samples"]} == ids
     assert sorted(p.name for p in (tmp_path / "textfile").iterdir()) == [metrics.FILE]  # no temp left behind
 
@@ -87,16 +87,16 @@ def test_the_file_is_replaced_not_written_through_a_link(node: Node, tmp_path: P
 
 
 def test_every_rewrites_it_on_the_interval(node: Node, tmp_path: Path) -> None:
-    from tools.wincni.__main__ import _node_opts, build_parser, where
-    from tools.wincni.node.paths import default_paths
+    from tools.wincni.cli.context import Context
+    from tools.wincni.cli.main import build_parser
 
-    args = build_parser(default_paths("linux"), "linux").parse_args(
+    args = build_parser("linux").parse_args(
         ["metrics", *node.node_flags(), "--textfile", str(tmp_path), "--every", "7"]
     )
-    opts = _node_opts(args, where(args, "linux", node.env), default_paths("linux"))
     slept: list[float] = []
     out, err = io.StringIO(), io.StringIO()
-    rc = metrics.run(args, opts, node.env, "linux", str(node.root), out, err, sleep=slept.append, rounds=3)
+    ctx = Context(out, err, node.env, "linux", str(node.root), sleep=slept.append)
+    rc = metrics.run(metrics.options(args, ctx), ctx, rounds=3)
     assert (rc, slept, err.getvalue()) == (0, [7, 7], "")
 
 

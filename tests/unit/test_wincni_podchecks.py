@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from libhns.objects import HNSEndpoint, HostComputeNetwork
 from tools.wincni.doctor.checks import pods as podchecks
 from tools.wincni.doctor.checks.store import ipam_store, orphan_reservations
-from tools.wincni.doctor.facts import Facts, Inventory
+from tools.wincni.doctor.facts import Facts
 from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN
+from tools.wincni.node.hns import Inventory
 from tools.wincni.node.sandboxes import CONTAINER, NAMESPACE, PodSandbox, Sandbox, exists, sandbox_of
 
 GUID = "5E3C8F0A-1B2C-4D5E-8F90-A1B2C3D4E5F6"

@@ -33,10 +33,11 @@ from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetw
 from test_doctor_fixes import run_as_printed
 from test_wincni_bundle import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 from tools.wincni.doctor import checks
 from tools.wincni.doctor.checks import proxy as proxychecks
-from tools.wincni.doctor.facts import Facts, Inventory
+from tools.wincni.doctor.facts import Facts
+from tools.wincni.node.hns import Inventory
 
 pytestmark = pytest.mark.node(*PROXY_NODES, build=proxy_node)
 #: The overlay nodes among them: kube-proxy runs with a source VIP there.
@@ -307,8 +308,10 @@ def test_kube_proxys_checks_read_any_recorded_document_without_raising(
 
 
 def test_every_check_of_kube_proxys_state_is_the_doctors() -> None:
-    assert {checks.check_id(c) for c in checks.ALL} >= set(PROXY_CHECKS)
-    assert not set(PROXY_CHECKS) & set(checks.LIVE_ONLY)  # each runs from a bundle as on the node
+    assert set(checks.BY_ID) >= set(PROXY_CHECKS)
+    assert not set(PROXY_CHECKS) & {
+        c.id for c in checks.CHECKS if c.live_only
+    }  # each runs from a bundle as on the node
 
 
 def test_what_hns_did_not_give_is_not_checked() -> None:

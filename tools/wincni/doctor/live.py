@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tools.wincni.doctor.options import NodeFiles
+
 import json
 import os
 from typing import Any, Mapping
@@ -12,7 +16,7 @@ from tools.wincni.node.podnetwork import first_plugin
 
 
 def read_live(
-    opts: Mapping[str, Any],
+    opts: NodeFiles,
     conf: dict | None,
     conf_path: str,
     ipam_dir: str,
@@ -23,25 +27,25 @@ def read_live(
 ) -> dict[str, Any]:
     """The facts only the node itself can give, as Facts fields: who may write its folders, what
     its bin dir holds and who laid it, the plugins' STATUS answer, the runtime's environment."""
-    quick = bool(opts.get("quick"))
-    bin_files = _listdir(opts["cni_bin_dir"])
+    quick = opts.quick
+    bin_files = _listdir(opts.cni_bin_dir)
     return {
         "open_dirs": read_open_dirs(
             {
-                "CNI bin dir": opts["cni_bin_dir"],
+                "CNI bin dir": opts.cni_bin_dir,
                 "CNI conf dir": os.path.dirname(conf_path),
                 "IPAM data dir": os.path.dirname(ipam_dir) if ipam_dir else "",
                 "flannel data dir": getattr(fconf, "data_dir", ""),
             }
         ),
         "bin_files": bin_files,
-        "status": read_status(conf, opts["cni_bin_dir"], env, platform) if conf is not None and not quick else None,
+        "status": read_status(conf, opts.cni_bin_dir, env, platform) if conf is not None and not quick else None,
         "simulated": simulated_on_windows(env, platform),
         "tools": frozen_dir(),
         "bin_audit": read_bin_audit(
-            opts["cni_bin_dir"], bin_files, os.path.dirname(conf_path), *plugins, digests=not quick
+            opts.cni_bin_dir, bin_files, os.path.dirname(conf_path), *plugins, digests=not quick
         ),
-        **(read_install(opts["cni_bin_dir"], conf_path) if not quick else {}),  # reading it may fix its mode
+        **(read_install(opts.cni_bin_dir, conf_path) if not quick else {}),  # reading it may fix its mode
         "running_build": running_build(),
     }
 

@@ -17,14 +17,17 @@ admin's file whose paths all lie in the bin and conf dirs.
 
 from __future__ import annotations
 
+import argparse
 import os
-from typing import Callable, Iterable, Mapping, TextIO
+from typing import Callable, Iterable, Mapping
 
 from basics.errors import UnsafePath
+from tools.wincni.cli.context import Context
 from tools.wincni.install import conf as installconf
 from tools.wincni.install import plan, report
 from tools.wincni.install.executor import Executor
 from tools.wincni.install.options import InstallOptions
+from tools.wincni.install.options import add_arguments as add_arguments
 from tools.wincni.install.package import PackageFolder, open_package
 from tools.wincni.install.report import EXIT_FAILED, EXIT_OK, InstallError, Outcome
 from tools.wincni.install.steps import PurgeFolder, RemoveFile, Step, WriteFile
@@ -36,16 +39,14 @@ from tools.wincni.node.installed import Manifest, read_manifest
 MAX_CONF = 1 << 20
 
 
-def run(
-    options: InstallOptions,
-    stdout: TextIO,
-    platform: str,
-    cwd: str,
-    disk: Disk | None = None,
-    env: Mapping[str, str] | None = None,
-) -> int:
-    """0 done (warnings allowed), 1 failed; the steps done so far are printed either way. ``env``
-    gives %ProgramFiles% (containerd's folder on Windows)."""
+def options(args: argparse.Namespace, ctx: Context) -> InstallOptions:
+    return InstallOptions.of(args)
+
+
+def run(options: InstallOptions, ctx: Context, disk: Disk | None = None) -> int:
+    """0 done (warnings allowed), 1 failed; the steps done so far are printed either way. The
+    context's ``env`` gives %ProgramFiles% (containerd's folder on Windows)."""
+    stdout, platform, cwd, env = ctx.stdout, ctx.platform, ctx.cwd, ctx.env
     disk = disk or Disk()
     out = Outcome()
     try:

@@ -12,6 +12,7 @@ from tools.wincni.install.options import InstallOptions
 from tools.wincni.install.report import InstallError, Outcome
 from tools.wincni.node.flagfile import FlagFileError, quote
 from tools.wincni.node.flagfile import read as read_flag
+from tools.wincni.node.installed import MAX_TEMPLATE
 
 
 def rendered(options: InstallOptions, platform: str, cwd: str, out: Outcome) -> bytes:
@@ -36,7 +37,7 @@ def rendered(options: InstallOptions, platform: str, cwd: str, out: Outcome) -> 
             )
         read.append(("--net-conf", found))
         backend = netconf.parse(found.data, options.net_conf)
-        template = read_flag("--template", options.template, render.MAX_TEMPLATE) if options.template else None
+        template = read_flag("--template", options.template, MAX_TEMPLATE) if options.template else None
         if options.template and template is None:
             raise InstallError(f"--template {options.template} does not exist")
         read.append(("--template", template))

@@ -56,7 +56,8 @@ class InstallOptions:
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import DIR, FILE, FILE_OR_DIR, add_output
-    from tools.wincni.node.containerd import CONF_NAME, add_config_argument
+    from tools.wincni.cli.flags import containerd_config
+    from tools.wincni.node.containerd import CONF_NAME
 
     p.add_argument(
         "--from",
@@ -77,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="DIR",
         help="default: containerd's conf_dir, else its own default (wincni dirs says)",
     )
-    add_config_argument(p, platform)
+    containerd_config(p, platform)
     p.add_argument(
         "--net-conf",
         type=FILE,

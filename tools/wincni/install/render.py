@@ -20,12 +20,12 @@ from typing import Any
 
 from plugins.cni.errors import INVALID_CONFIG, CniError
 from plugins.flannel import netconf
+from tools.wincni.node.installed import MAX_TEMPLATE
 
 CNI_VERSION = "1.0.0"
 #: The first version containerd 2.x calls CNI STATUS for (go-cni's GetStatusNetworkList).
 STATUS_VERSION = "1.1.0"
 DEFAULT_DOMAIN = "cluster.local"  # the kubelet's and kubeadm's default clusterDomain
-MAX_TEMPLATE = 1 << 20
 TOKEN = re.compile(r"__[A-Z][A-Z_]*[A-Z]__")
 
 

@@ -4,11 +4,11 @@ table or one JSON document; the only place that names a step for the operator.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from tools.wincni.cli.output import json_doc
 from tools.wincni.install import steps
 from tools.wincni.install.options import InstallOptions
 from tools.wincni.install.steps import Step
@@ -82,8 +82,7 @@ def _json(options: InstallOptions, out: Outcome, warnings: list[str], stdout: Te
         doc["diff"] = out.diff
     if error:
         doc["error"] = error
-    json.dump(doc, stdout, indent=2)
-    stdout.write("\n")
+    json_doc(stdout, doc)
 
 
 def _table(options: InstallOptions, out: Outcome, warnings: list[str], stdout: TextIO, error: str) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Mapping
 
 if TYPE_CHECKING:
-    import argparse
+    pass
 
 SECTIONS = ("io.containerd.cri.v1.runtime", "io.containerd.grpc.v1.cri", "cri")
 MAX_CONFIG = 1 << 20
@@ -42,19 +42,6 @@ POSIX_HOME = "/etc/containerd"
 class ConfigError(Exception):
     """config.toml exists but cannot be used: the message names the file and what is wrong (the
     caller adds its own flags as the way out)."""
-
-
-def add_config_argument(p: "argparse.ArgumentParser", platform: str) -> None:
-    """``--containerd-config``, for every command whose CNI folders ``locate`` decides."""
-    from basics.cli import FILE
-
-    default = r"%%ProgramFiles%%\containerd\config.toml" if platform == "win32" else config_path(platform, {})
-    p.add_argument(
-        "--containerd-config",
-        type=FILE,
-        metavar="FILE",
-        help=f"containerd's config, which names the CNI folders (default {default})",
-    )
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ QUARANTINE = QUARANTINED  # in the conf dir: configs install found there but no 
 
 
 MAX_MANIFEST = 1 << 20
+MAX_TEMPLATE = 1 << 20  # the template install renders the config from (--template)
 
 
 @dataclass(frozen=True)

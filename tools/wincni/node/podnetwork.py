@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from basics.inputfile import Input
@@ -198,3 +199,84 @@ def endpoint_policies(
         return tuple(policies.endpoint_policies(flavor, netconf, network, (), (), form, has_feature)), None
     except CniError as err:
         return (), Problem(f"{path}: {err.msg}", err.details)
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """The pods' network as the plugins would run it, read once: the config the runtime picks,
+    flannel's (its lease and net-conf.json, the delegate it builds), the endpoint plugin's config
+    and host-local's store folder. A ``*_problem`` says why a part could not be read."""
+
+    conf_path: str
+    conf: dict | None = None
+    conf_problem: Problem | None = None
+    plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)
+    name: str = ""  # the config's "name" = the HNS network
+    fconf: Any = None  # plugins.flannel.config.FlannelConf, when the plugin is flannel
+    subnet_env_path: str = ""
+    lease: Any = None  # plugins.flannel.subnet_env.Lease
+    lease_problem: Problem | None = None
+    net_conf_path: str = ""
+    backend: Any = None  # plugins.flannel.netconf.Backend
+    backend_problem: Problem | None = None
+    delegate_type: str = ""  # the plugin that talks to HNS
+    flavor: Any = None  # its plugins.winnet.lifecycle.Flavor, when it is one of ours
+    netconf: Any = None  # plugins.winnet.config.NetConf of the effective endpoint config
+    ipam_dir: str = ""  # host-local's store folder for this network
+
+    @property
+    def flannel_dir(self) -> str:
+        """flannel's dataDir (its saved delegate configs); "" without flannel."""
+        return getattr(self.fconf, "data_dir", "") or ""
+
+
+def read_pods(
+    cni_conf: str,
+    subnet_env: str,
+    net_conf: str,
+    platform: str,
+    cwd: str,
+    source: LiveNode = LIVE,
+    subnet_env_given: bool = False,
+    net_conf_given: bool = False,
+) -> PodNetwork:
+    """The ``PodNetwork`` of the config ``cni_conf`` names (a file, or the folder the runtime picks
+    from), each read in the order it needs the one before. flannel's own subnetFile and netConf
+    win over ``subnet_env`` / ``net_conf`` unless the operator named those (``*_given``)."""
+    conf_path = find_conf(cni_conf, source, platform)
+    conf, conf_problem = read_conf(conf_path, cni_conf, source, platform)
+    plugin = str(conf.get("type") or "") if conf is not None else ""
+    fconf, subnet_env_path, net_conf_path = None, subnet_env, net_conf
+    if conf is not None and plugin == "flannel":
+        fconf, conf_problem = flannel_conf(conf_path, conf, platform, cwd)
+        if fconf is not None:  # the files flannel itself will open, unless the operator points elsewhere
+            subnet_env_path = subnet_env if subnet_env_given else fconf.subnet_file
+            net_conf_path = net_conf if net_conf_given else fconf.net_conf
+    backend, backend_problem = read_backend(net_conf_path, source)
+    lease, lease_problem = read_lease(subnet_env_path, plugin, source)
+    delegate_type, delegate = "", None
+    if conf is not None and conf_problem is None:
+        delegate_type, delegate, conf_problem = delegate_conf(conf_path, conf, fconf, lease, backend)
+    name = str(conf.get("name") or "") if conf is not None else ""
+    flavor = flavor_of(delegate_type)
+    netconf, ipam_dir = None, ""
+    if delegate is not None and conf_problem is None:
+        netconf, ipam_dir, conf_problem = endpoint_conf(conf_path, delegate, delegate_type, flavor, name, platform, cwd)
+    return PodNetwork(
+        conf_path,
+        conf,
+        conf_problem,
+        plugin,
+        name,
+        fconf,
+        subnet_env_path,
+        lease,
+        lease_problem,
+        net_conf_path,
+        backend,
+        backend_problem,
+        delegate_type,
+        flavor,
+        netconf,
+        ipam_dir,
+    )

@@ -19,28 +19,39 @@ from __future__ import annotations
 import io
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, TextIO
 
 from plugins.cni import ownership
+from tools.wincni.cli.context import Context
 from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, MAX_PER_PASS, RESERVATION, WHO, Outcome, act
 from tools.wincni.reclaim.runtime import Runtime
 
 
 @dataclass(frozen=True)
-class Options:
+class ReclaimOptions:
+    cni_conf: str = ""  # the pods' config, or the folder the runtime picks it from
+    refused: str = ""  # why --containerd-config could not be read: each pass fails saying so
     min_age: float = ownership.IN_FLIGHT_SECONDS
+    risk: str = ""  # what a --min-age below the in-flight age risks (allowed by --force)
     dry_run: bool = False
     limit: int = MAX_PER_PASS
     runtime_endpoint: str = ""  # crictl's spelling; "" or "none": do not ask the runtime
     output: str = "table"
-    quiet: bool = False  # a pass that freed and kept nothing says nothing (the --every loop's log)
+    every: float | None = None  # seconds between passes (the DaemonSet's sweep); None: once
+
+    @property
+    def quiet(self) -> bool:
+        """A pass that freed and kept nothing says nothing (the --every loop's log)."""
+        return self.every is not None
 
 
 def add_arguments(p: Any, platform: str) -> None:
-    """reclaim's flags but --cni-conf and --containerd-config (``__main__``'s, shared)."""
     from basics.cli import add_output
+    from tools.wincni.cli import flags
+    from tools.wincni.cli.flags import seconds
     from tools.wincni.node.cri import default_endpoint
-    from tools.wincni.sourcevip.command import seconds
+
+    flags.cni_conf(p)
 
     p.add_argument(
         "--min-age",
@@ -77,6 +88,7 @@ def add_arguments(p: Any, platform: str) -> None:
         help="the runtime's CRI socket: a sandbox it lists is kept (default %(default)s; none: do not ask)",
     )
     add_output(p, "what was (or would be) freed, what was kept and why, and what the runtime said")
+    flags.containerd_config(p, platform)
 
 
 def _endpoint(text: str) -> str:
@@ -100,47 +112,90 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def command(
-    args: Any, gather: Callable[[], Any], platform: str, env: Mapping[str, str], cwd: str, out: TextIO, err: TextIO
-) -> int:
-    """``wincni reclaim`` once, or ``--every`` SECONDS. ``gather``: the facts, read again each pass
-    (a pass after flanneld made the network anew sees the new one)."""
-    opts = Options(args.min_age, args.dry_run, args.max, args.runtime_endpoint, args.output, args.every is not None)
-    runtime = Runtime(opts.runtime_endpoint)
+def options(args: Any, ctx: Context) -> ReclaimOptions:
+    """UsageError: a --min-age below the in-flight age without --force. A --containerd-config
+    that cannot be read is each pass's failure (the sweep goes on, and says it once)."""
+    from tools.wincni.node.dirs import where
+    from tools.wincni.node.flagfile import FlagFileError
+
+    risk = _min_age_risk(args)
+    try:
+        found, refused = where(args.containerd_config, ctx.platform, ctx.env, strict=True), ""
+    except FlagFileError as exc:
+        found, refused = None, str(exc)
+    return ReclaimOptions(
+        cni_conf=args.cni_conf or (found.conf_dir if found is not None else ""),
+        refused=refused,
+        min_age=args.min_age,
+        risk=risk,
+        dry_run=args.dry_run,
+        limit=args.max,
+        runtime_endpoint=args.runtime_endpoint,
+        output=args.output,
+        every=args.every,
+    )
+
+
+def _min_age_risk(args: Any) -> str:
+    """What ``--min-age`` risks by the ownership rule: a usage error unless ``--force``."""
+    from plugins.cni.ownership import IN_FLIGHT_SECONDS, min_age_risk
+
+    risk = min_age_risk(args.min_age)
+    if risk and not args.force:
+        args.refuse(
+            f"--min-age {args.min_age:g} is below the in-flight age ({IN_FLIGHT_SECONDS:g} s) and needs --force: {risk}"
+        )
+    return risk
+
+
+def run(options: ReclaimOptions, ctx: Context) -> int:
+    """``wincni reclaim`` once, or ``--every`` SECONDS; the pods' network read again each pass (a
+    pass after flanneld made the network anew sees the new one)."""
+    if options.risk:
+        ctx.stderr.write(f"wincni reclaim: warning: --min-age {options.min_age:g} with --force: {options.risk}\n")
+    runtime = Runtime(options.runtime_endpoint)
 
     def one_pass(report_to: TextIO, log_to: TextIO) -> int:
-        facts = gather()
-        return run(facts, node_of(facts, platform, env, cwd), runtime, opts, report_to, log_to)
+        pods, problem = read_pods_of(options, ctx)
+        return sweep(pods, problem, holdings_of(pods, ctx), runtime, options, report_to, log_to)
 
-    if args.every is None:
-        return one_pass(out, err)
-    return every(args.every, one_pass, err)
+    if options.every is None:
+        return one_pass(ctx.stdout, ctx.stderr)
+    return every(options.every, one_pass, ctx.stderr, ctx.sleep, ctx.clock)
 
 
-def node_of(facts: Any, platform: str, env: Mapping[str, str], cwd: str) -> Any:
-    """The real ``Holdings`` of the network the facts name (flannel's saved configs when its
-    plugin is flannel)."""
-    from tools.wincni.doctor import gather as facts_mod
+def read_pods_of(options: ReclaimOptions, ctx: Context) -> tuple[Any, Any]:
+    """(the pods' network, why this pass cannot go on or None): the config as the plugins read
+    it, and HNS asked whether it answers."""
+    from tools.wincni.node.hns import read_hns
+    from tools.wincni.node.paths import default_paths
+    from tools.wincni.node.podnetwork import PodNetwork, read_pods
+    from tools.wincni.node.source import Problem
+
+    if options.refused:
+        return PodNetwork(""), Problem(options.refused, "fix it, or pass --cni-conf")
+    defaults = default_paths(ctx.platform)
+    pods = read_pods(options.cni_conf, defaults["subnet_env"], defaults["net_conf"], ctx.platform, ctx.cwd)
+    hns = read_hns(ctx.env, pods.name, endpoints=False)  # whether HNS answers, before anything is read under a lock
+    return pods, pods.conf_problem or hns.get("hns_problem")
+
+
+def holdings_of(pods: Any, ctx: Context) -> Any:
+    """The real ``Holdings`` of the pods' network (flannel's saved configs when its plugin is flannel)."""
     from tools.wincni.reclaim.holdings import Holdings
 
-    data_dir = ""
-    if facts.plugin == "flannel":
-        conf, _ = facts_mod.read_conf(facts.conf_path, facts.conf_path)
-        fconf, _ = facts_mod.flannel_conf(facts.conf_path, conf, platform, cwd) if conf is not None else (None, None)
-        data_dir = getattr(fconf, "data_dir", "") or ""
-    return Holdings(facts.name, facts.ipam_dir, data_dir, platform, env)
+    return Holdings(pods.name, pods.ipam_dir, pods.flannel_dir, ctx.platform, ctx.env)
 
 
-def run(facts: Any, node: Any, runtime: Runtime, opts: Options, out: TextIO, err: TextIO) -> int:
+def sweep(pods: Any, problem: Any, node: Any, runtime: Runtime, opts: ReclaimOptions, out: TextIO, err: TextIO) -> int:
     """One pass. 0: done (or nothing to do); 1: HNS or a store could not be read, nothing (more) freed."""
     from libhns.errors import EnvError, HnsError
     from plugins.cni import log
     from plugins.cni.errors import CniError
 
     log.configure("wincni", stderr=err)
-    doc: dict[str, Any] = {"network": facts.name, "store": facts.ipam_dir, "dryRun": opts.dry_run, "released": []}
-    if facts.conf_problem or facts.hns_problem:
-        problem = facts.conf_problem or facts.hns_problem
+    doc: dict[str, Any] = {"network": pods.name, "store": pods.ipam_dir, "dryRun": opts.dry_run, "released": []}
+    if problem:
         _fail(problem.message, problem.fix, doc, opts.output, out, err)
         return 1
     listed, note = runtime.pods()
@@ -161,14 +216,16 @@ def run(facts: Any, node: Any, runtime: Runtime, opts: Options, out: TextIO, err
     return 0
 
 
-def report(outcome: Outcome, node: Any, opts: Options, doc: dict[str, Any], runtime_news: str, out: TextIO) -> None:
+def report(
+    outcome: Outcome, node: Any, opts: ReclaimOptions, doc: dict[str, Any], runtime_news: str, out: TextIO
+) -> None:
     """As one JSON document (``-o json``) or as table lines."""
     done = outcome.freed
     if opts.quiet and not (done or outcome.kept or runtime_news):
         return
     by_kind = {k: [f for f in done if f.kind == k] for k in (ENDPOINT, RESERVATION, DELEGATE)}
     if opts.output == "json":
-        import json
+        from tools.wincni.cli.output import json_doc
 
         doc["released"] = [{"ip": f.name, "containerID": f.pod} for f in by_kind[RESERVATION]]
         doc["removed"] = [
@@ -177,8 +234,7 @@ def report(outcome: Outcome, node: Any, opts: Options, doc: dict[str, Any], runt
         if outcome.kept:
             doc["kept"] = [{"kind": f.kind, "name": f.name, "why": why} for f, why in outcome.kept]
         doc["deferred"] = outcome.deferred
-        json.dump(doc, out, indent=2)
-        out.write("\n")
+        json_doc(out, doc)
         return
     if runtime_news:
         out.write(f"{runtime_news}\n")
@@ -236,9 +292,8 @@ def every(
 
 def _fail(message: str, fix: str, doc: dict[str, Any], output: str, out: TextIO, err: TextIO) -> None:
     if output == "json":
-        import json
+        from tools.wincni.cli.output import json_doc
 
-        json.dump({**doc, "error": message, "fix": fix}, out, indent=2)
-        out.write("\n")
+        json_doc(out, {**doc, "error": message, "fix": fix})
     else:
         err.write(f"{WHO}: {message}\n  fix: {fix}\n")

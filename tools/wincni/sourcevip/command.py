@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TextIO
 
+from tools.wincni.cli.context import Context
+from tools.wincni.cli.output import failed, json_doc
 from tools.wincni.node.flagfile import quote
 from tools.wincni.sourcevip.reserve import SourceVipError, _wait, reserve
 
@@ -35,7 +37,8 @@ MAX_CONF = 1 << 20
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import FILE, add_output
-    from tools.wincni.node.containerd import CONF_NAME, add_config_argument
+    from tools.wincni.cli.flags import containerd_config, seconds
+    from tools.wincni.node.containerd import CONF_NAME
     from tools.wincni.node.paths import default_paths
 
     p.add_argument(
@@ -45,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help=f"the pods' CNI config (default: what wincni install wrote, {CONF_NAME} in the runtime's "
         "conf dir: wincni dirs)",
     )
-    add_config_argument(p, platform)
+    containerd_config(p, platform)
     p.add_argument(
         "--out",
         type=FILE,
@@ -64,51 +67,51 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     add_output(p, "the address, the flags and what was written")
 
 
-def seconds(text: str) -> float:
-    """A duration option's type (--timeout, reclaim's --min-age): a finite number of seconds, 0 or
-    more; NaN or infinity would make a deadline that never passes."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
+@dataclass(frozen=True)
+class SourceVipOptions:
+    cni_conf: str  # the pods' CNI config
+    out: str  # the sourceVip.json kube-proxy's scripts read
+    timeout: float
+    output: str = "table"
 
 
-def run(
-    args: argparse.Namespace,
-    stdout: TextIO,
-    env: Mapping[str, str],
-    platform: str,
-    cwd: str,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-    stderr: TextIO | None = None,
-) -> int:
+def options(args: argparse.Namespace, ctx: Context) -> SourceVipOptions:
+    """FlagFileError: --containerd-config given and refused."""
+    from tools.wincni.node.containerd import CONF_NAME
+    from tools.wincni.node.dirs import where
+
+    cni_conf = args.cni_conf or os.path.join(
+        where(args.containerd_config, ctx.platform, ctx.env, strict=True).conf_dir, CONF_NAME
+    )
+    return SourceVipOptions(cni_conf, args.out, args.timeout, args.output)
+
+
+def run(options: SourceVipOptions, ctx: Context) -> int:
     from plugins.cni.errors import CniError
 
     try:
-        old = _old(args.out)
-        name, ipam_of, lease = _pods_config(args.cni_conf, platform, cwd)
-        network, ipam, taken = _wait(name, ipam_of, env, args.timeout, clock, sleep, stderr, lease)
-        ip, released, directory = reserve(name, ipam, platform, taken)
-        changed = _write(args.out, _result(ip), old)
+        old = _old(options.out)
+        name, ipam_of, lease = _pods_config(options.cni_conf, ctx.platform, ctx.cwd)
+        network, ipam, taken = _wait(name, ipam_of, ctx.env, options.timeout, ctx.clock, ctx.sleep, ctx.stderr, lease)
+        ip, released, directory = reserve(name, ipam, ctx.platform, taken)
+        changed = _write(options.out, _result(ip), old)
     except SourceVipError as exc:
-        return failed(args, stdout, str(exc), exc.status)
+        failed(ctx.stdout, options.output, str(exc))
+        return exc.status
     except CniError as exc:
-        return failed(args, stdout, str(exc))
+        failed(ctx.stdout, options.output, str(exc))
+        return 1
     address = ip.address.split("/")[0]
     _print(
-        args,
-        stdout,
+        options.output,
+        ctx.stdout,
         {
             "networkName": name,
             "managementIP": network.management_ip,
             "sourceVip": address,
             "store": directory,
             "released": released,
-            "file": args.out,
+            "file": options.out,
             "written": changed,
             "flags": [f"--source-vip={address}", f"--network-name={name}"],
         },
@@ -213,19 +216,9 @@ def _write(path: str, doc: dict, old: bytes | None) -> bool:
     return True
 
 
-def failed(args: argparse.Namespace, stdout: TextIO, message: str, status: int = 1) -> int:
-    """Say why nothing was reserved, in the chosen format; the exit status."""
-    _print(args, stdout, {"error": message})
-    return status
-
-
-def _print(args: argparse.Namespace, stdout: TextIO, doc: dict) -> None:
-    if args.output == "json":
-        json.dump(doc, stdout, indent=2)
-        stdout.write("\n")
-        return
-    if "error" in doc:
-        stdout.write(f"FAILED: {doc['error']}\n")
+def _print(output: str, stdout: TextIO, doc: dict) -> None:
+    if output == "json":
+        json_doc(stdout, doc)
         return
     was = f", released {', '.join(doc['released'])} (an earlier subnet)" if doc["released"] else ""
     stdout.write(

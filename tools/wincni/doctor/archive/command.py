@@ -16,10 +16,13 @@ out and why), each member at most ``MEMBER_CAP`` bytes and all of them ``TOTAL_C
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
-from typing import Any, Mapping, TextIO
+from dataclasses import dataclass
+from typing import Mapping
 
+from tools.wincni.cli.context import Context
 from tools.wincni.doctor.archive.members import FLANNEL_MEMBER, FORMAT, SANDBOX_MEMBER, STORE_MEMBER, Members, archive
 from tools.wincni.doctor.archive.recorder import (
     Recorder,
@@ -33,17 +36,18 @@ from tools.wincni.doctor.archive.recorder import (
     flannel_store,
     record_hns,
 )
+from tools.wincni.doctor.options import NodeFiles
 
 
 def collect(
-    opts: Mapping[str, Any], env: Mapping[str, str], platform: str, cwd: str, recorder: Recorder
+    opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, recorder: Recorder
 ) -> tuple[dict, Members]:
     """Everything the bundle holds: (its manifest, its members). The doctor runs on the live node
     through ``recorder``; its report goes in beside what it read."""
     from tools.wincni.doctor import checks
-    from tools.wincni.doctor import gather as facts
+    from tools.wincni.doctor.gather import gather
 
-    found = facts.gather(opts, env, platform, cwd, recorder)
+    found = gather(opts, env, platform, cwd, recorder)
     members = Members()
     files: dict[str, dict] = {}
     for n, (path, (flag, got)) in enumerate(recorder.files.items()):
@@ -52,8 +56,7 @@ def collect(
     members.json(SANDBOX_MEMBER, recorder.sandboxes_read)
     pause = [p.sandbox.id for p in found.sandboxes or () if p.sandbox is not None and p.sandbox.kind == "container"]
     hns_errors = record_hns(members, env, pause)
-    from tools.wincni.install.render import MAX_TEMPLATE
-    from tools.wincni.node.installed import MAX_MANIFEST
+    from tools.wincni.node.installed import MAX_MANIFEST, MAX_TEMPLATE
 
     extras = {
         "install manifest": _extra(members, "node/install-manifest.json", _manifest_path(found), MAX_MANIFEST),
@@ -69,7 +72,7 @@ def collect(
         "cwd": cwd,
         "tools": _tools(),
         "os": _os(),
-        "doctor": {k: v for k, v in opts.items() if isinstance(v, (str, int, bool)) or v is None},
+        "doctor": opts.recorded(),
         "configs": recorder.listings,
         "exists": recorder.existing,
         "files": files,
@@ -100,23 +103,47 @@ def default_out(now: float | None = None) -> str:
     return f"wincni-bundle-{socket.gethostname() or 'node'}-{stamp}.tar.gz"
 
 
-def run(
-    opts: Mapping[str, Any], out: str, env: Mapping[str, str], platform: str, cwd: str, stdout: TextIO, stderr: TextIO
-) -> int:
+@dataclass(frozen=True)
+class BundleOptions:
+    files: NodeFiles
+    out: str  # the .tar.gz to write, relative to the working folder
+
+
+def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import FILE
+    from tools.wincni.cli import flags
+
+    flags.node_files(p, platform)
+    p.add_argument(
+        "--out", type=FILE, metavar="FILE", help="the .tar.gz to write (default: ./wincni-bundle-<host>-<time>.tar.gz)"
+    )
+
+
+def options(args: argparse.Namespace, ctx: Context) -> BundleOptions:
+    """FlagFileError: --containerd-config given and refused (the bundle says no ``why``)."""
+    from tools.wincni.doctor.options import node_files
+    from tools.wincni.node.dirs import where
+
+    found = where(args.containerd_config, ctx.platform, ctx.env, strict=True)
+    return BundleOptions(node_files(args, found, ctx.platform), args.out or default_out())
+
+
+def run(options: BundleOptions, ctx: Context) -> int:
     """Collect, then write ``out`` through its folder made admin-only and held. Prints the path,
     what was left out and what was refused; 0, or 1 when it cannot be written or a file a flag
     names was refused (the bundle is then written without it)."""
     from tools.wincni.node.disk import Disk
     from tools.wincni.node.flagfile import FlagFileError
 
-    path = os.path.join(cwd, out)
+    opts, stdout, stderr = options.files, ctx.stdout, ctx.stderr
+    path = os.path.join(ctx.cwd, options.out)
     try:
         replaceable(path)
     except FlagFileError as exc:
         stderr.write(f"wincni bundle: {exc}\n")
         return 1
     recorder = Recorder()
-    manifest, members = collect(opts, env, platform, cwd, recorder)
+    manifest, members = collect(opts, ctx.env, ctx.platform, ctx.cwd, recorder)
     data = archive(manifest, members)
     disk = Disk()
     try:

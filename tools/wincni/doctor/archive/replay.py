@@ -4,7 +4,7 @@ the node, on any OS.
 ``Bundle`` answers every question ``facts.gather`` asks its source with what the node answered
 when the bundle was taken: the files by the paths the doctor read them at, HNS through the same
 clients over the recorded documents (``libhns.recorded``), host-local's reservations with their
-ages. What only the node can answer (``checks.LIVE_ONLY``) is not checked, and says so.
+ages. What only the node can answer (a check whose entry in ``checks.CHECKS`` is ``live_only``) is not checked, and says so.
 
 A bundle comes from anywhere (an issue's attachment): it is read as any flag's file is (a size
 cap, no FIFO, no user's link), never unpacked to disk, every member capped; anything malformed
@@ -170,7 +170,8 @@ def load(path: str) -> Bundle:
 def gather(bundle: Bundle, reach: str = "") -> Any:
     """The facts the doctor read on the node, read again from ``bundle`` with the node's flags,
     platform and working folder."""
-    from tools.wincni.doctor import gather as facts
+    from tools.wincni.doctor.gather import gather as read
+    from tools.wincni.doctor.options import NodeFiles
 
     m = bundle.manifest
     opts = dict(m.get("doctor") or {})
@@ -178,4 +179,4 @@ def gather(bundle: Bundle, reach: str = "") -> Any:
         if not isinstance(opts.get(key), str):
             raise ReplayError(f"{bundle.replayed}: {MANIFEST} names no {key}")
     opts["quick"], opts["reach"] = False, reach
-    return facts.gather(opts, {}, str(m.get("platform") or ""), str(m.get("cwd") or ""), bundle)
+    return read(NodeFiles.of_record(opts), {}, str(m.get("platform") or ""), str(m.get("cwd") or ""), bundle)

@@ -1,97 +1,73 @@
-"""``wincni doctor``'s checks: each a pure function of ``Facts`` -> ``Check``, so tests feed facts directly.
+"""``wincni doctor``'s checks, in the order the report lists them: ``CHECKS``, the one registry.
 
-Address-space questions are ``addresses.AddressSet`` membership.
+Each check is a pure function of ``Facts`` -> ``Check`` (``None`` only for ``reach`` when
+``--reach`` did not ask), named for its id (``cluster_dns`` for ``cluster-dns``), living in the
+module of its subject. Its entry says what else the doctor must know of it: ``quick``, whether
+``--quick`` (the DaemonSet's readiness probe: what decides whether a pod can get a network now,
+from reads alone; no host-local store, no scan of every endpoint) runs it; ``live_only``, what
+only the node itself can answer, so replayed from a bundle it is not checked, saying so, and
+never passes.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable
 
-from tools.wincni.doctor.checks import pods as podchecks
-from tools.wincni.doctor.checks import proxy as proxychecks
-from tools.wincni.doctor.checks.config import config, exceptions, net_conf, plugins, reach, runtime_status
-from tools.wincni.doctor.checks.network import hns_features, hns_network, stale_endpoints, subnet_env, vxlan
-from tools.wincni.doctor.checks.node import backend, build, permissions
-from tools.wincni.doctor.checks.store import ipam_store
-from tools.wincni.doctor.checks.vip import source_vip
+from tools.wincni.doctor.checks import config, network, node, pods, proxy, store, vip
 from tools.wincni.doctor.facts import Facts
-from tools.wincni.judge import addresses
-from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN, Check, command_line
-from tools.wincni.node.source import Problem
+from tools.wincni.judge.verdict import SKIP, Check
 
-ALL: tuple[Callable[[Facts], Check | None], ...] = (
-    backend,
-    config,
-    plugins,
-    hns_network,
-    subnet_env,
-    exceptions,
-    reach,
-    net_conf,
-    vxlan,
-    source_vip,
-    hns_features,
-    ipam_store,
-    stale_endpoints,
-    # the pods and their endpoints (podchecks)
-    podchecks.pod_endpoints,
-    podchecks.endpoint_state,
-    # kube-proxy's side of HNS (proxychecks)
-    proxychecks.lb_backends,
-    proxychecks.policy_lists,
-    proxychecks.stale_remote_endpoints,
-    proxychecks.remote_endpoint_addresses,
-    proxychecks.duplicate_load_balancers,
-    proxychecks.dns_load_balancer,
-    proxychecks.old_network,
-    runtime_status,
-    build,
-    permissions,
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    judge: Callable[[Facts], Check | None]
+    quick: bool = False
+    live_only: str = ""  # what it needs of the node itself; "" when a bundle answers it too
+
+    @property
+    def id(self) -> str:
+        return self.judge.__name__.replace("_", "-")
+
+
+CHECKS: tuple[DoctorCheck, ...] = (
+    DoctorCheck(node.backend, quick=True, live_only="the runtime's environment"),
+    DoctorCheck(config.config, quick=True),
+    DoctorCheck(config.plugins, quick=True, live_only="the CNI bin dir's files and who laid them"),
+    DoctorCheck(network.hns_network, quick=True),
+    DoctorCheck(network.subnet_env, quick=True),
+    DoctorCheck(config.exceptions, quick=True),
+    DoctorCheck(config.reach),
+    DoctorCheck(config.net_conf, quick=True),
+    DoctorCheck(network.vxlan, quick=True),
+    DoctorCheck(vip.source_vip),
+    DoctorCheck(network.hns_features, quick=True),
+    DoctorCheck(store.ipam_store),
+    DoctorCheck(network.stale_endpoints),
+    # the pods and their endpoints
+    DoctorCheck(pods.pod_endpoints),
+    DoctorCheck(pods.endpoint_state),
+    # kube-proxy's side of HNS
+    DoctorCheck(proxy.lb_backends),
+    DoctorCheck(proxy.policy_lists),
+    DoctorCheck(proxy.stale_remote_endpoints),
+    DoctorCheck(proxy.remote_endpoint_addresses),
+    DoctorCheck(proxy.duplicate_load_balancers),
+    DoctorCheck(proxy.dns_load_balancer),
+    DoctorCheck(proxy.old_network),
+    DoctorCheck(config.runtime_status, live_only="the plugins' STATUS answer"),
+    DoctorCheck(node.build, live_only="the install manifest as the node's wincni judges it"),
+    DoctorCheck(node.permissions, quick=True, live_only="who may write the node's folders"),
 )
-
-
-# ``wincni doctor --quick`` (the DaemonSet's readiness probe): what decides whether a pod can get a
-# network now, from reads alone; host-local's store (its lock and index are written) and the scan of
-# every endpoint are left out.
-QUICK = frozenset(
-    {
-        "backend",
-        "config",
-        "plugins",
-        "hns-network",
-        "subnet-env",
-        "exceptions",
-        "net-conf",
-        "vxlan",
-        "hns-features",
-        "permissions",
-    }
-)
-
-
-#: What the checks that only the node itself can answer need of it: replayed from a bundle
-#: (``wincni doctor --replay``) each is not checked, saying so, and never passes.
-LIVE_ONLY = {
-    "backend": "the runtime's environment",
-    "plugins": "the CNI bin dir's files and who laid them",
-    "runtime-status": "the plugins' STATUS answer",
-    "build": "the install manifest as the node's wincni judges it",
-    "permissions": "who may write the node's folders",
-}
-
-
-def check_id(check: Callable[[Facts], Check | None]) -> str:
-    return check.__name__.replace("_", "-")
+BY_ID = {c.id: c for c in CHECKS}
 
 
 def run(facts: Facts, quick: bool = False) -> list[Check]:
-    chosen = [check for check in ALL if not quick or check_id(check) in QUICK]
-    return [c for c in (_run_one(check, facts) for check in chosen) if c is not None]
+    chosen = [c for c in CHECKS if c.quick or not quick]
+    return [found for found in (_run_one(c, facts) for c in chosen) if found is not None]
 
 
-def _run_one(check: Callable[[Facts], Check | None], facts: Facts) -> Check | None:
-    needs = LIVE_ONLY.get(check_id(check)) if facts.replayed else None
-    if needs is None:
-        return check(facts)
-    return Check(check_id(check), SKIP, f"not checked (replay): needs {needs}", "run wincni doctor on the node")
+def _run_one(check: DoctorCheck, facts: Facts) -> Check | None:
+    if not (facts.replayed and check.live_only):
+        return check.judge(facts)
+    return Check(check.id, SKIP, f"not checked (replay): needs {check.live_only}", "run wincni doctor on the node")

@@ -13,17 +13,28 @@ series is "unknown", a 0 is a fact. A not-checked check is kept apart from ok/wa
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Mapping, TextIO
+from dataclasses import dataclass
+from typing import TextIO
 
+from tools.wincni.cli.context import Context
 from tools.wincni.doctor.metrics.gauges import exposition, gauges
+from tools.wincni.doctor.options import NodeFiles
 
 FILE = "wincni.prom"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from basics.cli import DIR
-    from tools.wincni.sourcevip.command import seconds
+@dataclass(frozen=True)
+class MetricsOptions:
+    files: NodeFiles
+    textfile: str  # the collector's folder
+    every: float = 0  # seconds between writes; 0: once
 
+
+def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import DIR
+    from tools.wincni.cli import flags
+
+    flags.node_files(p, platform)
     p.add_argument(
         "--textfile",
         type=DIR,
@@ -33,49 +44,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--every",
-        type=seconds,
+        type=flags.seconds,
         default=0,
         metavar="SECONDS",
         help="write it again every SECONDS until stopped (default 0: once)",
     )
 
 
-def run(
-    args: argparse.Namespace,
-    opts: Mapping[str, Any],
-    env: Mapping[str, str],
-    platform: str,
-    cwd: str,
-    stdout: TextIO,
-    stderr: TextIO,
-    sleep: Callable[[float], None] | None = None,
-    rounds: int | None = None,
-) -> int:
+def options(args: argparse.Namespace, ctx: Context) -> MetricsOptions:
+    """FlagFileError: --containerd-config given and refused."""
+    from tools.wincni.doctor.options import node_files
+    from tools.wincni.node.dirs import where
+
+    found = where(args.containerd_config, ctx.platform, ctx.env, strict=True)
+    return MetricsOptions(node_files(args, found, ctx.platform), args.textfile, args.every)
+
+
+def run(options: MetricsOptions, ctx: Context, rounds: int | None = None) -> int:
     """Write the file once, or (``--every``) every so often, ``rounds`` times when given (tests);
     1 when the last round could not write it or a file a flag names was refused (said on stderr;
     the gauges say what that cost)."""
     import os
-    import time
 
     from tools.wincni.doctor import checks
-    from tools.wincni.doctor import gather as facts
     from tools.wincni.doctor.archive.recorder import Recorder
+    from tools.wincni.doctor.gather import gather
 
-    path = os.path.join(args.textfile, FILE)
+    path = os.path.join(options.textfile, FILE)
     status, done = 0, 0
     while True:
         recorder = Recorder()  # to say which of the flags' files were refused
-        found = facts.gather(opts, env, platform, cwd, recorder)
-        status = write(path, exposition(gauges(found, checks.run(found))), stderr)
+        found = gather(options.files, ctx.env, ctx.platform, ctx.cwd, recorder)
+        status = write(path, exposition(gauges(found, checks.run(found))), ctx.stderr)
         for why in recorder.refused():
-            stderr.write(f"wincni metrics: refused {why}\n")
+            ctx.stderr.write(f"wincni metrics: refused {why}\n")
             status = 1
         done += 1
-        if not args.every or (rounds is not None and done >= rounds):
+        if not options.every or (rounds is not None and done >= rounds):
             break
-        (sleep or time.sleep)(args.every)
+        ctx.sleep(options.every)
     if status == 0:
-        stdout.write(f"{path}\n")
+        ctx.stdout.write(f"{path}\n")
     return status
 
 
