@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from hnsnode import VENV_BIN, Node
-from tools.wincni.doctor import checks
+from tools.wincni.doctor.checks import registry as checks
 
 
 def sim_node(root: Path, kind: str) -> Node:

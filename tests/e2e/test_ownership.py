@@ -75,7 +75,7 @@ def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasin
     from tools.wincni.reclaim.plan import MAX_PER_PASS, act
 
     class ReadTooEarly(holdings.Holdings):
-        def endpoints(self) -> list[holdings.Endpoint]:
+        def endpoints(self) -> list[holdings.HeldEndpoint]:
             return []
 
         def alive(self, sandboxes):

@@ -36,7 +36,7 @@ def field(number: int, value: int | bytes | str) -> bytes:
     return varint(number << 3 | 2) + varint(len(raw)) + raw
 
 
-def sandbox_bytes(s: proto.Sandbox, extra: bytes = b"") -> bytes:
+def sandbox_bytes(s: proto.ListedSandbox, extra: bytes = b"") -> bytes:
     meta = field(1, s.name) + field(2, s.uid) + field(3, s.namespace) + field(4, s.attempt)
     state = {v: k for k, v in proto.STATES.items()}[s.state]
     return field(1, s.id) + field(2, meta) + field(3, state) + extra
@@ -44,12 +44,18 @@ def sandbox_bytes(s: proto.Sandbox, extra: bytes = b"") -> bytes:
 
 texts = st.text(max_size=20)
 sandboxes = st.builds(
-    proto.Sandbox, texts, texts, texts, texts, st.integers(0, 2**32 - 1), st.sampled_from(list(proto.STATES.values()))
+    proto.ListedSandbox,
+    texts,
+    texts,
+    texts,
+    texts,
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(list(proto.STATES.values())),
 )
 
 
 @given(st.lists(sandboxes, max_size=5))
-def test_the_decoder_reads_what_a_protobuf_encoder_writes(items: list[proto.Sandbox]) -> None:
+def test_the_decoder_reads_what_a_protobuf_encoder_writes(items: list[proto.ListedSandbox]) -> None:
     # created_at (4, varint), labels (5, map entries) and a fixed64 of a newer runtime are skipped
     extra = field(4, 1_700_000_000) + field(5, field(1, "app") + field(2, "web")) + bytes([0x79]) + bytes(8)
     data = b"".join(field(1, sandbox_bytes(s, extra)) for s in items)
@@ -176,7 +182,7 @@ def grpc(message: bytes) -> bytes:
 
 OK_HEAD = [(":status", "200"), ("content-type", "application/grpc")]
 TRAILERS = [("grpc-status", "0"), ("grpc-message", "")]
-ANSWER = field(1, sandbox_bytes(proto.Sandbox("abc", "web", "u1", "default")))
+ANSWER = field(1, sandbox_bytes(proto.ListedSandbox("abc", "web", "u1", "default")))
 
 
 def call(script: bytes, cap: int = 1 << 20) -> bytes:
@@ -195,7 +201,7 @@ def test_a_whole_answer_with_settings_ping_padding_and_continuation() -> None:
         + h2.frame(h2.CONTINUATION, h2.END_HEADERS, 1, block[5:])
     )
     assert proto.decode_list_response(h2.unary(t, proto.LIST_POD_SANDBOX, b"", 1.0, 1 << 20)) == [
-        proto.Sandbox("abc", "web", "u1", "default")
+        proto.ListedSandbox("abc", "web", "u1", "default")
     ]
     assert t.sent.startswith(h2.PREFACE)
     assert h2.frame(h2.SETTINGS, h2.ACK, 0) in t.sent and h2.frame(h2.PING, h2.ACK, 0, b"12345678") in t.sent

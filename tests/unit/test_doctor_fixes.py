@@ -19,7 +19,7 @@ from hnsnode import CLUSTER_DNS, SOURCE_VIP, VENV_BIN, Node, add_two_pods, endpo
 from test_wincni_doctor import CHECK_IDS, age, sim_node
 from tools.wincni.doctor.checks.common import command
 from tools.wincni.doctor.checks.node import backend, permissions
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 
 
 @dataclass(frozen=True)
@@ -348,13 +348,13 @@ def test_the_table_carries_the_command_alone_on_a_run_line(tmp_path: Path) -> No
 def test_windows_commands_are_quoted_for_windows_and_name_the_frozen_folder() -> None:
     """PowerShell (the Windows node's shell) takes a quoted program only after ``&``: without it the
     line is a string expression and the next word a parse error."""
-    facts = Facts(windows=True, tools=r"C:\Program Files\wincni")
+    facts = NodeFacts(windows=True, tools=r"C:\Program Files\wincni")
     assert (
         command(facts, "wincni", "reclaim", "--cni-conf", r"C:\etc\cni\net.d\10-flannel.conflist")
         == r'& "C:\Program Files\wincni\wincni.exe" reclaim --cni-conf C:\etc\cni\net.d\10-flannel.conflist'
     )
     assert (
-        command(Facts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B")
+        command(NodeFacts(windows=True, tools=r"C:\opt\cni\bin"), "hnsctl", "endpoint", "delete", "1A-2B")
         == r"C:\opt\cni\bin\hnsctl.exe endpoint delete 1A-2B"
     )  # the same line in cmd and PowerShell
 
@@ -364,7 +364,7 @@ def test_the_windows_acl_fix_pastes_into_powershell_and_any_language() -> None:
     Administrators and Users are named otherwise on a German or French Windows)."""
     import re
 
-    check = permissions(Facts(windows=True, open_dirs=(("CNI bin dir", r"C:\opt\cni\bin", "Users"),)))
+    check = permissions(NodeFacts(windows=True, open_dirs=(("CNI bin dir", r"C:\opt\cni\bin", "Users"),)))
     command = "icacls" + check.fix.split("icacls", 1)[1]
     unquoted = re.sub(r'"[^"]*"', "", command.split(" (SYSTEM")[0])
     assert "(" not in unquoted, command
@@ -373,7 +373,7 @@ def test_the_windows_acl_fix_pastes_into_powershell_and_any_language() -> None:
 
 def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:
     """The one check the simulated Linux node cannot break (it judges a Windows node's environment)."""
-    check = backend(Facts(simulated=True))
+    check = backend(NodeFacts(simulated=True))
     assert check.status == "fail" and not check.run
     assert "LIBHNS_BACKEND" in check.fix and r"HKLM\SYSTEM\CurrentControlSet\Services\containerd" in check.fix
 

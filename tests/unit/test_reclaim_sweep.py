@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from plugins.cni import ownership
 from tools.wincni.reclaim import command as reclaim
-from tools.wincni.reclaim.holdings import Delegate, Endpoint, Reservation
+from tools.wincni.reclaim.holdings import Delegate, HeldEndpoint, Reservation
 from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, RESERVATION, Seen, act, plan
 from tools.wincni.reclaim.runtime import Runtime
 
@@ -23,8 +23,8 @@ NET = "cbr0"
 OLD, YOUNG, MIN = 3600.0, 5.0, ownership.IN_FLIGHT_SECONDS
 
 
-def ep(pod: str, in_use: bool = False, name: str = "") -> Endpoint:
-    return Endpoint(name or f"{pod}_{NET}", f"id-{pod}", ("10.244.4.9",), in_use)
+def ep(pod: str, in_use: bool = False, name: str = "") -> HeldEndpoint:
+    return HeldEndpoint(name or f"{pod}_{NET}", f"id-{pod}", ("10.244.4.9",), in_use)
 
 
 def freed(seen: Seen) -> list[tuple[str, str]]:
@@ -156,12 +156,12 @@ class FakeNode:
         self.dels = {d.key: d for d in delegates}
         self.removed: list[str] = []
         self.locked_now = False
-        self.later: dict[str, Endpoint] = {}
+        self.later: dict[str, HeldEndpoint] = {}
 
-    def endpoints(self) -> list[Endpoint]:
+    def endpoints(self) -> list[HeldEndpoint]:
         return list(self.eps.values())
 
-    def endpoint(self, name: str) -> Endpoint | None:
+    def endpoint(self, name: str) -> HeldEndpoint | None:
         return self.later.get(name) or self.eps.get(name)
 
     def remove_endpoint(self, name: str) -> None:

@@ -15,7 +15,6 @@ import pytest
 from hnsnode import PROXY_NODES, Node, endpoint_of, pod_address, pods_node, proxy_node, remote_backend
 from testdata import REALHNS
 from tools.wincni.cli.main import main
-from tools.wincni.doctor import checks
 from tools.wincni.doctor.archive.members import (
     FLANNEL_MEMBER,
     FORMAT,
@@ -28,6 +27,7 @@ from tools.wincni.doctor.archive.members import (
     Members,
     archive,
 )
+from tools.wincni.doctor.checks import registry as checks
 
 SECRET = b"apiVersion: v1\nkind: Config\nusers:\n- user: {token: s3cr3t-t0ken-planted-by-the-test}\n"
 #: What a node keeps beside the files the bundle reads, and must never leave it.

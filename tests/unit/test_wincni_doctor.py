@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from hnsnode import EXCEPTIONS, Node, lease_text, package_folder
 from libhns.objects import HostComputeNetwork
 from tools.wincni.cli.main import main
-from tools.wincni.doctor import checks
+from tools.wincni.doctor.checks import registry as checks
 from tools.wincni.doctor.checks.network import hns_network
 from tools.wincni.doctor.checks.vip import source_vip
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import config as judge
 from tools.wincni.node.build import running_build
 from tools.wincni.node.installed import MANIFEST
@@ -243,17 +243,17 @@ def test_hns_network_of_the_wrong_type(bridge: Node) -> None:
 def test_overlay_without_management_ip() -> None:
     """HNS fills ProviderAddress itself once the adapter has an IP; a network made too early lacks it."""
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "Overlay", "Policies": []})
-    check = hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
+    check = hns_network(NodeFacts(name="vxlan0", delegate_type="win-overlay", network=network))
     assert check.status == "fail" and "ProviderAddress" in check.message and check.fix
 
 
 def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() -> None:
-    """Facts are built by hand: the delegate's flavor says which HNS types it needs."""
+    """NodeFacts are built by hand: the delegate's flavor says which HNS types it needs."""
     from plugins.win_overlay.flavor import FLAVOR
 
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "L2Bridge", "Policies": []})
     check = hns_network(
-        Facts(
+        NodeFacts(
             name="vxlan0",
             delegate_type="win-overlay",
             flavor=FLAVOR,
@@ -491,7 +491,7 @@ def test_checks_are_pure_functions_of_facts() -> None:
     """No files or HNS: facts alone decide (here: an overlay node whose source VIP is not in the lease)."""
     from plugins.flannel.subnet_env import parse
 
-    facts = Facts(
+    facts = NodeFacts(
         lease=parse(LEASE, "subnet.env"),
         source_vip=("10.1.0.1",),
         source_vip_path="sv.json",
@@ -527,7 +527,7 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
     """Whatever shape the policies take, the checks answer ok/warn/fail instead of raising."""
     from plugins.flannel.subnet_env import parse
 
-    facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach)
+    facts = NodeFacts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach)
     assert checks.config.exceptions(facts).status in ("ok", "fail")
     assert checks.config.reach(facts).status in ("ok", "fail")
 

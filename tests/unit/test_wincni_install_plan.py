@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from basics.takeover import Takeover
 from test_wincni_install import WindowsDisk
 from tools.wincni.install import plan, report, steps
-from tools.wincni.install.executor import Executor
+from tools.wincni.install.executor import StepExecutor
 from tools.wincni.install.package import PackageFolder
 from tools.wincni.node import installed
 from tools.wincni.node.installed import Manifest
@@ -72,7 +72,7 @@ def test_what_a_claim_found_is_removed_by_its_kind_or_quarantined() -> None:
     done = [Takeover("/b", "is writable by others (mode 0777)"), Takeover("/b/x", "is owned by u", "/b/x.q")]
     foreign = [("/b/file", "owned by u"), ("/b/dir", "owned by u")]
     planned = plan.claim_steps(done, foreign, False, "", "/b/dir".__eq__)
-    assert [type(s) for s in planned] == [steps.Takeover, steps.Takeover, steps.RemoveFile, steps.PurgeFolder]
+    assert [type(s) for s in planned] == [steps.ClaimFolder, steps.ClaimFolder, steps.RemoveFile, steps.PurgeFolder]
     assert planned[1].moved and not planned[0].moved and planned[0].detail.endswith(": made admin-only")
     quarantined = plan.claim_steps([], foreign, True, "/c/q", "/b/dir".__eq__)
     assert quarantined == [
@@ -191,12 +191,12 @@ def test_a_running_launcher_to_remove_is_parked_under_its_build(claimed) -> None
     disk, bin_dir = claimed
     (bin_dir / "flannel").write_bytes(b"MZ\0pyi-contents-directory _wincni-0.1.0-aaa-1\0")
     disk.held = {str(bin_dir / "flannel")}
-    done = Executor(disk, str(bin_dir), "ignored").do(steps.RemoveFile(str(bin_dir / "flannel"), in_use="aside"))
+    done = StepExecutor(disk, str(bin_dir), "ignored").do(steps.RemoveFile(str(bin_dir / "flannel"), in_use="aside"))
     parked = bin_dir / installed.ASIDE_DIR / "0.1.0-aaa-1" / "flannel"
     assert done == steps.Aside(str(bin_dir / "flannel"), f"in use: moved to {parked}") and parked.is_file()
     with pytest.raises(PermissionError):  # the others fail, or are held
-        Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked)))
-    assert Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked), in_use="hold")) == steps.Held(
+        StepExecutor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked)))
+    assert StepExecutor(disk, str(bin_dir)).do(steps.RemoveFile(str(parked), in_use="hold")) == steps.Held(
         str(parked), "still running: removed by a later install"
     )
 
@@ -207,7 +207,7 @@ def test_a_folder_is_purged_through_a_trash_name_and_one_in_use_is_held(claimed)
         (bin_dir / name / "sub").mkdir(parents=True)
         (bin_dir / name / "sub" / "f.dll").write_text("x")
     disk.held = {str(bin_dir / "busy" / "sub" / "f.dll")}
-    run = Executor(disk, str(bin_dir))
+    run = StepExecutor(disk, str(bin_dir))
     assert run.do(steps.PurgeFolder(str(bin_dir / "old"))) == steps.PurgeFolder(str(bin_dir / "old"))
     assert run.do(steps.PurgeFolder(str(bin_dir / "busy"), in_use="hold")) == steps.Held(
         str(bin_dir / "busy"), "in use: removed by a later install"
@@ -219,7 +219,7 @@ def test_the_quarantine_folder_is_made_once_and_never_overwritten(claimed) -> No
     disk, bin_dir = claimed
     for name in ("a.conf", "b.conf"):
         (bin_dir / name).write_text(name)
-    run, folder = Executor(disk, str(bin_dir)), str(bin_dir / "q")
+    run, folder = StepExecutor(disk, str(bin_dir)), str(bin_dir / "q")
     for name in ("a.conf", "b.conf"):
         run.do(steps.Quarantine(str(bin_dir / name), folder))
     assert sorted(p.name for p in (bin_dir / "q").iterdir()) == ["a.conf", "b.conf"]
@@ -231,5 +231,5 @@ def test_a_link_to_remove_is_removed_itself(claimed, tmp_path: Path) -> None:
     (tmp_path / "target").mkdir()
     (bin_dir / "link").symlink_to(tmp_path / "target")
     assert not disk.is_folder(str(bin_dir / "link"))
-    Executor(disk, str(bin_dir)).do(steps.RemoveFile(str(bin_dir / "link")))
+    StepExecutor(disk, str(bin_dir)).do(steps.RemoveFile(str(bin_dir / "link")))
     assert not os.path.lexists(bin_dir / "link") and (tmp_path / "target").is_dir()

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import promtext
 from hnsnode import Node, pods_node, services_node
 from test_wincni_doctor import PROXY_CHECKS
-from tools.wincni.doctor import checks
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.checks import registry as checks
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.doctor.metrics import command as metrics
 from tools.wincni.doctor.metrics.gauges import _escape, exposition, gauges
 from tools.wincni.judge.verdict import Check
@@ -60,7 +60,7 @@ def test_gauges_count_the_node(node: Node, tmp_path: Path) -> None:
 
 
 def test_not_checked_is_kept_apart_from_the_statuses() -> None:
-    samples = gauges(Facts(), [Check("hns-network", "not-checked", "not checked: no HNS")])
+    samples = gauges(NodeFacts(), [Check("hns-network", "not-checked", "not checked: no HNS")])
     rows = {(name, labels): v for name, labels, v in samples}
     assert rows[("wincni_check_not_checked", (("check", "hns-network"),))] == 1
     assert all(rows[("wincni_check", (("check", "hns-network"), ("status", s)))] == 0 for s in ("ok", "warn", "fail"))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from libhns.objects import HNSEndpoint, HostComputeNetwork
 from tools.wincni.doctor.checks import pods as podchecks
 from tools.wincni.doctor.checks.store import ipam_store, orphan_reservations
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN
 from tools.wincni.node.hns import Inventory
 from tools.wincni.node.sandboxes import CONTAINER, NAMESPACE, PodSandbox, Sandbox, exists, sandbox_of
@@ -32,8 +32,8 @@ def v1_endpoint(name: str, ip: str, state: int, remote: bool = False) -> HNSEndp
     )
 
 
-def facts(reservations=(), endpoints=(), sandboxes=(), v1=(), young=frozenset(), stale=()) -> Facts:
-    return Facts(
+def facts(reservations=(), endpoints=(), sandboxes=(), v1=(), young=frozenset(), stale=()) -> NodeFacts:
+    return NodeFacts(
         name="cbr0",
         network=NET,
         reservations=tuple(reservations),
@@ -80,7 +80,9 @@ def test_unknown_sandboxes_are_said_and_unrecorded_ones_left_to_the_age_rule():
     f = facts([("10.0.0.2", "gopod")])
     check = podchecks.pod_endpoints(f)
     assert check.status == OK and "have no sandbox record" in check.message and "10.0.0.2 (gopod)" in check.message
-    assert podchecks.pod_endpoints(Facts(name="cbr0", network=NET, reservations=())).status == SKIP  # records unread
+    assert (
+        podchecks.pod_endpoints(NodeFacts(name="cbr0", network=NET, reservations=())).status == SKIP
+    )  # records unread
 
 
 @pytest.mark.parametrize("state", [0, 1, 4, 5, 6])

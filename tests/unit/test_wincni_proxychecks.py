@@ -34,9 +34,9 @@ from test_doctor_fixes import run_as_printed
 from test_wincni_bundle import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni.cli.main import main
-from tools.wincni.doctor import checks
 from tools.wincni.doctor.checks import proxy as proxychecks
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.checks import registry as checks
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.node.hns import Inventory
 
 pytestmark = pytest.mark.node(*PROXY_NODES, build=proxy_node)
@@ -301,7 +301,7 @@ def test_kube_proxys_checks_read_any_recorded_document_without_raising(
         {"ID": "R", "IPAddress": "10.244.4.7", "IsRemoteEndpoint": True, "VirtualNetwork": "N"}
     )
     inv = Inventory((network,), (remote,), (balancer,), tuple(policy_lists))
-    facts = Facts(inventory=inv, network=network, delegate_type="win-overlay", endpoints=(("", ("10.244.4.9",)),))
+    facts = NodeFacts(inventory=inv, network=network, delegate_type="win-overlay", endpoints=(("", ("10.244.4.9",)),))
     for check in [getattr(proxychecks, i.replace("-", "_")) for i in PROXY_CHECKS if i != "dns-load-balancer"]:
         assert check(facts).status in ("ok", "warn", "fail", "not-checked")
     proxychecks.source_vip_in_hns(facts, "10.244.4.9")
@@ -318,12 +318,12 @@ def test_what_hns_did_not_give_is_not_checked() -> None:
     """HNS not read: every check of kube-proxy's state says not checked; HNS without V1 policy
     lists (where kube-proxy cannot start): policy-lists alone says so."""
     for id_ in PROXY_CHECKS:
-        check = getattr(proxychecks, id_.replace("-", "_"))(Facts())
+        check = getattr(proxychecks, id_.replace("-", "_"))(NodeFacts())
         assert check.status == "not-checked" and check.message.startswith("not checked"), check
     balancer = lb("E", vip="10.96.0.10")
     endpoint = HNSEndpoint.from_json({"ID": "E", "IPAddress": "10.244.4.2", "VirtualNetwork": "N"})
     network = HostComputeNetwork.from_json({"ID": "N", "Name": "vxlan0"})
-    check = proxychecks.policy_lists(Facts(inventory=Inventory((network,), (endpoint,), (balancer,), None)))
+    check = proxychecks.policy_lists(NodeFacts(inventory=Inventory((network,), (endpoint,), (balancer,), None)))
     assert check.status == "not-checked" and "GET /policylists/" in check.message
     assert "Windows kernel is not compatible for Kernel mode" in check.fix
 
@@ -345,4 +345,4 @@ def test_a_service_vip_endpoint_before_its_load_balancer_is_kube_proxys(pa: str,
          "Policies": [{"Type": "PA", "PA": pa}]}
     )  # fmt: skip
     inv = Inventory((network,), (vip,), (lb("E", vip="10.96.0.10"),), ())
-    assert proxychecks.stale_remote_endpoints(Facts(inventory=inv, network=network)).status == status
+    assert proxychecks.stale_remote_endpoints(NodeFacts(inventory=inv, network=network)).status == status

@@ -17,11 +17,12 @@ def options(args: argparse.Namespace, ctx: Context) -> str:
     return args.output
 
 
-def run(output: str, ctx: Context) -> int:
+def run(options: str, ctx: Context) -> int:
+    """``options``: the output format."""
     from plugins.cni import buildinfo
     from tools.wincni.cli.output import json_doc
 
-    if output == "json":
+    if options == "json":
         json_doc(ctx.stdout, buildinfo.document())
     else:
         ctx.stdout.write(buildinfo.about("wincni"))

@@ -48,7 +48,7 @@ def options(args: argparse.Namespace, ctx: Context) -> DoctorOptions:
 
 
 def run(options: DoctorOptions, ctx: Context) -> int:
-    from tools.wincni.doctor import checks
+    from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.report import report
 
     if options.replay:
@@ -62,8 +62,8 @@ def run(options: DoctorOptions, ctx: Context) -> int:
 def replay(options: DoctorOptions, ctx: Context) -> int:
     """The report from a bundle's facts; 1, said on stderr, for a bundle that cannot be read (as
     for a file any flag names)."""
-    from tools.wincni.doctor import checks
     from tools.wincni.doctor.archive import replay as replaying
+    from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.report import report
 
     try:

@@ -1,4 +1,4 @@
-"""What the doctor's checks look at: ``Facts`` (built once by ``gather``) and the node's HNS ``Inventory``."""
+"""What the doctor's checks look at: ``NodeFacts`` (built once by ``gather``) and the node's HNS ``Inventory``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tools.wincni.node.source import Problem
 
 
 @dataclass(frozen=True)
-class Facts:
+class NodeFacts:
     """What the checks look at, built once by ``gather`` (or by hand in a test); ``None`` with a
     ``*_problem`` means "could not be read"."""
 

@@ -11,7 +11,7 @@ from typing import Mapping
 
 from basics.inputfile import Input
 from basics.jsonci import get_ci
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.doctor.live import read_live
 from tools.wincni.doctor.options import NodeFiles
 from tools.wincni.node.hns import read_hns
@@ -19,7 +19,7 @@ from tools.wincni.node.podnetwork import endpoint_policies, read_pods
 from tools.wincni.node.source import LIVE, LiveNode, Problem, _quoted
 
 
-def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, source: LiveNode = LIVE) -> Facts:
+def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, source: LiveNode = LIVE) -> NodeFacts:
     """Every read the doctor makes, in the order each needs the one before; each reader returns
     values or a ``Problem``, and the facts are built once at the end. ``source``: the node itself,
     or a bundle of it (then what only the node can say is left unread)."""
@@ -50,7 +50,7 @@ def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, sou
         if source.live
         else {}
     )
-    return Facts(
+    return NodeFacts(
         conf_path=conf_path,
         conf_problem=conf_problem,
         plugin=plugin,

@@ -25,7 +25,7 @@ def read_live(
     env: Mapping[str, str],
     platform: str,
 ) -> dict[str, Any]:
-    """The facts only the node itself can give, as Facts fields: who may write its folders, what
+    """The facts only the node itself can give, as NodeFacts fields: who may write its folders, what
     its bin dir holds and who laid it, the plugins' STATUS answer, the runtime's environment."""
     quick = opts.quick
     bin_files = _listdir(opts.cni_bin_dir)
@@ -87,7 +87,7 @@ def read_status(conf: dict, bin_dir: str, env: Mapping[str, str], platform: str)
 def read_bin_audit(
     bin_dir: str, files: frozenset[str] | None, conf_dir: str, *plugins: str, digests: bool = True
 ) -> tuple[str, ...]:
-    """``files``: the bin dir's listing, already read for ``Facts.bin_files``. ``digests`` off
+    """``files``: the bin dir's listing, already read for ``NodeFacts.bin_files``. ``digests`` off
     (--quick, the readiness probe every 30 s): who may write the folder and the launchers, without
     hashing every contents folder (16 MiB each) against the manifest."""
     from tools.wincni.node.installed import audit
@@ -98,7 +98,7 @@ def read_bin_audit(
 
 def read_install(bin_dir: str, conf_path: str) -> dict:
     """What ``wincni install``'s manifest in ``bin_dir`` (believed as install believes it) says of
-    this node, as Facts fields: the build it laid (else ``build_problem``, why none can be named)
+    this node, as NodeFacts fields: the build it laid (else ``build_problem``, why none can be named)
     and, when it names ``conf_path``, how install ran (``install``: its arguments, () when the
     manifest does not record them; left None when no install manages the config, which the
     operator then edits where it is)."""

@@ -2,7 +2,7 @@
 its conf dir, shadowing configs moved aside; ``--uninstall`` undoes exactly that.
 
 The imperative shell: it reads the node through a ``Disk``, asks ``plan`` (pure) for the steps,
-has ``executor.Executor`` carry them out (a dry run only collects them) and ``report`` print
+has ``executor.StepExecutor`` carry them out (a dry run only collects them) and ``report`` print
 them. The config comes from ``installconf``, the package from ``package``; the upgrade rules
 (why launchers are renamed aside, when an old build's contents folder goes) are in ``layout``'s
 docstring.
@@ -25,7 +25,7 @@ from basics.errors import UnsafePath
 from tools.wincni.cli.context import Context
 from tools.wincni.install import conf as installconf
 from tools.wincni.install import plan, report
-from tools.wincni.install.executor import Executor
+from tools.wincni.install.executor import StepExecutor
 from tools.wincni.install.options import InstallOptions
 from tools.wincni.install.options import add_arguments as add_arguments
 from tools.wincni.install.package import PackageFolder, open_package
@@ -111,7 +111,7 @@ def _install(
         if options.dry_run:
             out.steps += bin_steps + conf_steps
             return
-        run = Executor(disk, bin_dir)
+        run = StepExecutor(disk, bin_dir)
         done = _carry_out(run, conf_steps, out)
         files, dirs = disk.listdir(bin_dir)
         laid = plan.manifest(package, out.conf_path, out.install, conf, previous, done, contents, files + dirs)
@@ -146,7 +146,7 @@ def _bin(
     )
     if options.dry_run:
         return previous, steps, ""
-    run = Executor(disk, bin_dir, previous.build)
+    run = StepExecutor(disk, bin_dir, previous.build)
     _carry_out(run, steps, out)
     _cleanup(bin_dir, package.build, disk, run, out)
     return previous, steps, vouched if laid else disk.digest(contents)
@@ -203,7 +203,7 @@ def _remove_laid(steps: list[Step], manifest: Manifest, bin_dir: str, disk: Disk
     """Uninstall's ``steps`` carried out; with a manifest, then its build's contents folder and the
     manifest itself."""
     try:
-        run = Executor(disk, bin_dir, manifest.build)
+        run = StepExecutor(disk, bin_dir, manifest.build)
         _carry_out(run, steps, out)
         if manifest.build:
             _cleanup(bin_dir, "", disk, run, out, manifest.build)
@@ -265,11 +265,11 @@ def _claim(path: str, disk: Disk, out: Outcome, dry_run: bool, quarantine: bool)
     if dry_run:
         out.steps += steps
     else:
-        _carry_out(Executor(disk, path), steps, out)
+        _carry_out(StepExecutor(disk, path), steps, out)
     return bool(done)
 
 
-def _cleanup(bin_dir: str, current: str, disk: Disk, run: Executor, out: Outcome, uninstalled: str = "") -> None:
+def _cleanup(bin_dir: str, current: str, disk: Disk, run: StepExecutor, out: Outcome, uninstalled: str = "") -> None:
     """Delete parked launchers nothing runs any more, then the contents folders no launcher needs
     (``uninstalled``: the build uninstall removes, named as such)."""
     aside_root = os.path.join(bin_dir, installed.ASIDE_DIR)
@@ -281,7 +281,7 @@ def _cleanup(bin_dir: str, current: str, disk: Disk, run: Executor, out: Outcome
     _carry_out(run, plan.stale_steps(bin_dir, dirs, running, current, uninstalled), out)
 
 
-def _carry_out(run: Executor, steps: Iterable[Step], out: Outcome) -> list[Step]:
+def _carry_out(run: StepExecutor, steps: Iterable[Step], out: Outcome) -> list[Step]:
     """Each step done in turn and said as done (so a failure part way still shows what was)."""
     done = []
     for step in steps:

@@ -20,7 +20,7 @@ from tools.wincni.node.disk import Disk
 MAX_LAUNCHER = 64 << 20
 
 
-class Executor:
+class StepExecutor:
     """``do`` one step; ``build``: the build a running launcher is parked under when the file does
     not say (the previous manifest's)."""
 
@@ -50,7 +50,7 @@ class Executor:
                 return self._remove(step)
             case steps.PurgeFolder():
                 return self._purge(step)
-            case steps.Keep() | steps.Takeover() | steps.Aside() | steps.Held():
+            case steps.Keep() | steps.ClaimFolder() | steps.Aside() | steps.Held():
                 pass
         return step
 

@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from tools.wincni.install.package import PackageFolder
 from tools.wincni.install.steps import (
+    ClaimFolder,
     CopyExe,
     CopyFolder,
     Disable,
@@ -22,7 +23,6 @@ from tools.wincni.install.steps import (
     RemoveFile,
     Restore,
     Step,
-    Takeover,
     WriteFile,
 )
 from tools.wincni.node import installed
@@ -98,9 +98,9 @@ def claim_steps(
     config back), else deleted (the bin dir). ``is_folder(path)``: the entry is a folder itself."""
     would = "would be " if dry_run else ""
     steps: list[Step] = [
-        Takeover(t.path, f"{t.why}: {would}moved to {t.aside}, a new admin-only one made", moved=True)
+        ClaimFolder(t.path, f"{t.why}: {would}moved to {t.aside}, a new admin-only one made", moved=True)
         if t.aside
-        else Takeover(t.path, f"{t.why}: {would}made admin-only")
+        else ClaimFolder(t.path, f"{t.why}: {would}made admin-only")
         for t in done
     ]
     for entry, problem in foreign:

@@ -55,7 +55,7 @@ def action(step: Step) -> str:
     match step:
         case steps.CopyExe():
             return "install" if step.new else "replace"
-        case steps.Takeover():
+        case steps.ClaimFolder():
             return "quarantine" if step.moved else "takeover"
     return WORDS[type(step)]
 

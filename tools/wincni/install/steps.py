@@ -3,7 +3,7 @@ out by ``executor.Executor`` (the only code that changes a CNI folder), printed 
 
 A step names one entry and says why (``detail``, shown beside it). Planned steps are what is to
 be done; ``Aside`` and ``Held`` are what the executor reports instead when Windows refuses a step
-on a file in use; ``Keep`` and ``Takeover`` change nothing here (the claim has already done, or in
+on a file in use; ``Keep`` and ``ClaimFolder`` change nothing here (the claim has already done, or in
 a dry run would do, what a takeover says).
 
 Deleting has two forms only: ``RemoveFile`` (one entry that is not a folder: a file, or a link
@@ -97,7 +97,7 @@ class Keep:
 
 
 @dataclass(frozen=True)
-class Takeover:
+class ClaimFolder:
     """A folder on the way claimed (``Disk.claim``): made admin-only, or ``moved`` aside and made anew."""
 
     path: str
@@ -122,5 +122,16 @@ class Held:
 
 
 Step = Union[
-    CopyFolder, CopyExe, WriteFile, Disable, Restore, Quarantine, RemoveFile, PurgeFolder, Keep, Takeover, Aside, Held
+    CopyFolder,
+    CopyExe,
+    WriteFile,
+    Disable,
+    Restore,
+    Quarantine,
+    RemoveFile,
+    PurgeFolder,
+    Keep,
+    ClaimFolder,
+    Aside,
+    Held,
 ]

@@ -18,7 +18,7 @@ class Problem:
 class LiveNode:
     """Where ``gather`` reads on the node itself: the files the flags name (``flagfile.read``),
     HNS through the backend ``LIBHNS_BACKEND`` picks, host-local's store through its own reader.
-    ``replay.Bundle`` answers the same questions from a bundle, and says ``live`` False for the
+    ``replay.RecordedNode`` answers the same questions from a bundle, and says ``live`` False for the
     reads only the node can answer (who may write its folders, the plugins' STATUS, …)."""
 
     live = True

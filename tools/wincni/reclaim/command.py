@@ -23,7 +23,7 @@ from typing import Any, Callable, TextIO
 
 from plugins.cni import ownership
 from tools.wincni.cli.context import Context
-from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, MAX_PER_PASS, RESERVATION, WHO, Outcome, act
+from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, MAX_PER_PASS, RESERVATION, WHO, PassResult, act
 from tools.wincni.reclaim.runtime import Runtime
 
 
@@ -217,7 +217,7 @@ def sweep(pods: Any, problem: Any, node: Any, runtime: Runtime, opts: ReclaimOpt
 
 
 def report(
-    outcome: Outcome, node: Any, opts: ReclaimOptions, doc: dict[str, Any], runtime_news: str, out: TextIO
+    outcome: PassResult, node: Any, opts: ReclaimOptions, doc: dict[str, Any], runtime_news: str, out: TextIO
 ) -> None:
     """As one JSON document (``-o json``) or as table lines."""
     done = outcome.freed

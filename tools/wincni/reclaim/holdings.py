@@ -26,7 +26,7 @@ class Reservation:
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class HeldEndpoint:
     name: str
     id: str
     ips: tuple[str, ...]
@@ -68,16 +68,16 @@ class Holdings:
             )  # the V1 view says which sandbox holds each
         return self._api
 
-    def _endpoint(self, ep: Any) -> Endpoint:
+    def _endpoint(self, ep: Any) -> HeldEndpoint:
         self._found[ep.name or ""] = ep
-        return Endpoint(ep.name or "", ep.id, tuple(ep.ip_addresses), self._hns().in_use(ep))
+        return HeldEndpoint(ep.name or "", ep.id, tuple(ep.ip_addresses), self._hns().in_use(ep))
 
-    def endpoints(self) -> list[Endpoint]:
+    def endpoints(self) -> list[HeldEndpoint]:
         api = self._hns()
         network = api.network(self.network)
         return [self._endpoint(ep) for ep in api.endpoints_of(network)] if network is not None else []
 
-    def endpoint(self, name: str) -> Endpoint | None:
+    def endpoint(self, name: str) -> HeldEndpoint | None:
         """Read again now (the re-check just before removing it)."""
         ep = self._hns().endpoint(name)
         return self._endpoint(ep) if ep is not None else None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plugins.cni import ownership
-from tools.wincni.reclaim.holdings import Delegate, Endpoint, Reservation
+from tools.wincni.reclaim.holdings import Delegate, HeldEndpoint, Reservation
 
 WHO = "wincni reclaim"
 
@@ -24,7 +24,7 @@ class Seen:
 
     network: str
     reservations: tuple[Reservation, ...] = ()
-    endpoints: tuple[Endpoint, ...] = ()
+    endpoints: tuple[HeldEndpoint, ...] = ()
     delegates: tuple[Delegate, ...] = ()
     runtime: frozenset[str] | None = None
 
@@ -95,7 +95,7 @@ def plan(seen: Seen, min_age: float) -> tuple[list[Free], dict[tuple[str, str], 
 
 
 @dataclass
-class Outcome:
+class PassResult:
     """One pass: what was (or would be) freed, what the re-check kept and why, what the bound left."""
 
     freed: list[Free] = field(default_factory=list)
@@ -103,13 +103,13 @@ class Outcome:
     deferred: int = 0
 
 
-def act(holdings: Any, runtime: frozenset[str] | None, min_age: float, limit: int, dry_run: bool) -> Outcome:
+def act(holdings: Any, runtime: frozenset[str] | None, min_age: float, limit: int, dry_run: bool) -> PassResult:
     """Read, plan and free, all under host-local's store lock. ``holdings``: ``holdings.Holdings``
     or a test's fake of it. HNS and flannel's store are read before the lock is taken (an ADD
     waits on it meanwhile only for the store's part), then each candidate again under it."""
     network = holdings.network
     endpoints, delegates = tuple(holdings.endpoints()), tuple(holdings.delegates())
-    out = Outcome()
+    out = PassResult()
     with holdings.locked() as store:
         seen = Seen(network, tuple(store.reservations()), endpoints, delegates, runtime)
         frees, _ = plan(seen, min_age)

@@ -44,7 +44,7 @@ def collect(
 ) -> tuple[dict, Members]:
     """Everything the bundle holds: (its manifest, its members). The doctor runs on the live node
     through ``recorder``; its report goes in beside what it read."""
-    from tools.wincni.doctor import checks
+    from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.gather import gather
 
     found = gather(opts, env, platform, cwd, recorder)

@@ -1,7 +1,7 @@
 """``wincni doctor --replay BUNDLE``: the doctor's facts read from a ``wincni bundle`` instead of
 the node, on any OS.
 
-``Bundle`` answers every question ``facts.gather`` asks its source with what the node answered
+``RecordedNode`` answers every question ``facts.gather`` asks its source with what the node answered
 when the bundle was taken: the files by the paths the doctor read them at, HNS through the same
 clients over the recorded documents (``libhns.recorded``), host-local's reservations with their
 ages. What only the node can answer (a check whose entry in ``checks.CHECKS`` is ``live_only``) is not checked, and says so.
@@ -40,7 +40,7 @@ class ReplayError(Exception):
     """A bundle that cannot be replayed: the message names it and what is wrong."""
 
 
-class Bundle:
+class RecordedNode:
     """``LiveNode``'s questions, answered from a bundle's manifest and members."""
 
     live = False
@@ -130,7 +130,7 @@ class Bundle:
             raise ReplayError(f"{self.replayed}: {name} is not JSON: {exc}") from None
 
 
-def load(path: str) -> Bundle:
+def load(path: str) -> RecordedNode:
     """The bundle at ``path``, read whole under ``MAX_BUNDLE`` and its members under their caps."""
     import tarfile
 
@@ -164,10 +164,10 @@ def load(path: str) -> Bundle:
         raise ReplayError(
             f"{path}: format {manifest.get('format') if isinstance(manifest, dict) else '?'!r}, not {FORMAT}"
         )
-    return Bundle(path, manifest, members)
+    return RecordedNode(path, manifest, members)
 
 
-def gather(bundle: Bundle, reach: str = "") -> Any:
+def gather(bundle: RecordedNode, reach: str = "") -> Any:
     """The facts the doctor read on the node, read again from ``bundle`` with the node's flags,
     platform and working folder."""
     from tools.wincni.doctor.gather import gather as read

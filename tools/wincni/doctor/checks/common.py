@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import FAIL, SKIP, Check, command_line
 from tools.wincni.node.source import Problem
 
 
-def command(f: Facts, program: str, *args: str) -> str:
+def command(f: NodeFacts, program: str, *args: str) -> str:
     """One command line for ``run``: ``command_line`` on the node ``f`` describes."""
     return command_line(f.windows, f.tools, program, *args)
 
 
-def _no_config(f: Facts, id_: str) -> Check | None:
+def _no_config(f: NodeFacts, id_: str) -> Check | None:
     """The check needs to know which config the pods use: not checked when it could not be read."""
     return _skipped(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 

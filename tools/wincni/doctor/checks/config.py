@@ -6,12 +6,12 @@ import os
 from typing import Any
 
 from tools.wincni.doctor.checks.common import _failed, _no_config, _skipped
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 
 
-def config(f: Facts) -> Check:
+def config(f: NodeFacts) -> Check:
     if f.conf_problem:
         return _failed("config", f.conf_problem)
     if f.netconf is None:
@@ -24,7 +24,7 @@ def config(f: Facts) -> Check:
     return Check("config", OK, f"{f.conf_path}: {f.plugin} config {f.name!r} is valid (delegate {f.delegate_type})")
 
 
-def plugins(f: Facts) -> Check:
+def plugins(f: NodeFacts) -> Check:
     if f.bin_files is None:
         return Check(
             "plugins",
@@ -56,7 +56,7 @@ def plugins(f: Facts) -> Check:
     return Check("plugins", OK, f"{', '.join(dict.fromkeys(wanted))} present in {f.bin_dir}")
 
 
-def config_of(f: Facts) -> Any:
+def config_of(f: NodeFacts) -> Any:
     """The judge's view (``judge.Config``) of the config the facts hold, weighed against this
     node: flanneld's lease, the HNS network of its name, the install that manages it."""
     from plugins.registry import ENDPOINT_PLUGINS
@@ -80,7 +80,7 @@ def config_of(f: Facts) -> Any:
     )
 
 
-def exceptions(f: Facts) -> Check:
+def exceptions(f: NodeFacts) -> Check:
     from tools.wincni.judge import config as judge
 
     if f.netconf is None:
@@ -88,7 +88,7 @@ def exceptions(f: Facts) -> Check:
     return judge.exceptions(config_of(f))
 
 
-def reach(f: Facts) -> Check | None:
+def reach(f: NodeFacts) -> Check | None:
     from tools.wincni.judge import config as judge
 
     if not f.reach:
@@ -117,7 +117,7 @@ def reach(f: Facts) -> Check | None:
     return Check("reach", OK, f"traffic to {ip} is SNAT'ed to the node IP (right for destinations outside the cluster)")
 
 
-def net_conf(f: Facts) -> Check:
+def net_conf(f: NodeFacts) -> Check:
     from tools.wincni.judge import config as judge
 
     if f.backend_problem:
@@ -139,7 +139,7 @@ def net_conf(f: Facts) -> Check:
     return judge.net_conf(config_of(f))
 
 
-def runtime_status(f: Facts) -> Check:
+def runtime_status(f: NodeFacts) -> Check:
     """containerd 2.x (config.toml version 3) asks every config of cniVersion 1.1.0 or later for
     CNI STATUS and starts only host-network pods while it fails: whether it asks here, and what
     the plugins answer now (``facts.read_status``)."""

@@ -6,12 +6,12 @@ from typing import Any
 
 from tools.wincni.doctor.checks.common import _failed, _no_config, _skipped, command
 from tools.wincni.doctor.checks.config import config_of
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 
 
-def hns_network(f: Facts) -> Check:
+def hns_network(f: NodeFacts) -> Check:
     if f.hns_problem:
         return _failed("hns-network", f.hns_problem)
     if not f.name:
@@ -53,7 +53,7 @@ def hns_network(f: Facts) -> Check:
     )
 
 
-def _retype(f: Facts) -> str:
+def _retype(f: NodeFacts) -> str:
     """The side to change is the one the others disagree with: the config, unless net-conf.json's
     Backend.Type asks for its plugin too; then the network, made for another backend, is the odd one."""
     from plugins.flannel.netconf import DELEGATES
@@ -71,7 +71,7 @@ def _retype(f: Facts) -> str:
     )
 
 
-def _standalone(f: Facts, section: Any) -> Check | None:
+def _standalone(f: NodeFacts, section: Any) -> Check | None:
     """Standalone mode (a ``network`` section): a missing network is the first ADD's to create;
     an existing one must be what the section describes. None: judge it as usual."""
     from plugins.cni.errors import CniError
@@ -97,7 +97,7 @@ def _standalone(f: Facts, section: Any) -> Check | None:
     return None
 
 
-def subnet_env(f: Facts) -> Check:
+def subnet_env(f: NodeFacts) -> Check:
     if f.lease_problem:
         return _failed("subnet-env", f.lease_problem)
     if skipped := _no_config(f, "subnet-env"):
@@ -125,7 +125,7 @@ def subnet_env(f: Facts) -> Check:
     )
 
 
-def _earlier_lease(f: Facts, hns: addresses.AddressSet) -> Check | None:
+def _earlier_lease(f: NodeFacts, hns: addresses.AddressSet) -> Check | None:
     """Pods holding addresses of an earlier lease: flanneld deletes its network when it comes back
     with another subnet, and HNS deletes the pods' endpoints with it, so those pods have no network
     and their addresses stay reserved until their DEL. None when there are none (or the store was
@@ -151,7 +151,7 @@ def _earlier_lease(f: Facts, hns: addresses.AddressSet) -> Check | None:
     )
 
 
-def vxlan(f: Facts) -> Check:
+def vxlan(f: NodeFacts) -> Check:
     if skipped := _no_config(f, "vxlan"):
         return skipped
     if not f.delegate_type:
@@ -180,7 +180,7 @@ def vxlan(f: Facts) -> Check:
     return Check("vxlan", OK, f"VNI {f.network.vsid}, UDP port {f.network.vxlan_port or 4789}: {peers}")
 
 
-def hns_features(f: Facts) -> Check:
+def hns_features(f: NodeFacts) -> Check:
     if f.features is None:
         return _skipped("hns-features", "HNS not reachable")
     if skipped := _no_config(f, "hns-features"):
@@ -220,7 +220,7 @@ def hns_features(f: Facts) -> Check:
     )
 
 
-def stale_endpoints(f: Facts) -> Check:
+def stale_endpoints(f: NodeFacts) -> Check:
     """Endpoints of ours that no live sandbox holds: they keep an address (and a name) from new pods."""
     if f.hns_problem or f.network is None:
         return _skipped("stale-endpoints", "no HNS network")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tools.wincni.doctor.checks.common import _skipped
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check, command_line
 
 
-def build(f: Facts) -> Check:
+def build(f: NodeFacts) -> Check:
     """The installed plugins' build against this wincni's: the DaemonSet's image lays its own build,
     so they differ on a node the image has not reached, or when another build's wincni asks."""
     if not f.installed_build:
@@ -25,7 +25,7 @@ def build(f: Facts) -> Check:
     return Check("build", OK, f"the plugins in {f.bin_dir} are build {f.installed_build}, this wincni's")
 
 
-def backend(f: Facts) -> Check:
+def backend(f: NodeFacts) -> Check:
     """Fails when the plugins would run on the simulator on Windows (README "Security model")."""
     if not f.simulated:
         return Check("backend", OK, "the plugins would not run on the HNS simulator")
@@ -39,7 +39,7 @@ def backend(f: Facts) -> Check:
     )
 
 
-def permissions(f: Facts) -> Check:
+def permissions(f: NodeFacts) -> Check:
     """Warns when someone besides administrators may write a folder the plugins run from or trust."""
     if not f.open_dirs:
         return Check("permissions", OK, "only administrators may write the folders the plugins run from and trust")

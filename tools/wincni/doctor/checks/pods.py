@@ -1,13 +1,13 @@
-"""The doctor's checks of pods and their endpoints, pure functions of ``Facts`` like ``checks``:
+"""The doctor's checks of pods and their endpoints, pure functions of ``NodeFacts`` like ``checks``:
 a pod whose sandbox runs without its HNS endpoint, and a pod endpoint in a bad V1 State.
 
-Both read the sandbox host-local recorded at each ADD (``Facts.sandboxes``) and whether it still
+Both read the sandbox host-local recorded at each ADD (``NodeFacts.sandboxes``) and whether it still
 exists, and ask the one ownership rule (``plugins.cni.ownership``) what a reservation is kept for.
 """
 
 from __future__ import annotations
 
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN, Check
 from tools.wincni.node.sandboxes import NAMESPACE, Sandbox
 
@@ -44,7 +44,7 @@ def recreate(pod: str, sandbox: Sandbox | None) -> str:
     )
 
 
-def pod_endpoints(f: Facts) -> Check:
+def pod_endpoints(f: NodeFacts) -> Check:
     """A reservation whose recorded sandbox (namespace or pause container) still exists but whose
     HNS endpoint is gone: the pod runs without a network (its CHECK answers 101) until it is
     recreated. Reported at once: the ownership rule's in-flight age is about freeing an address,
@@ -98,7 +98,7 @@ def pod_endpoints(f: Facts) -> Check:
     return Check("pod-endpoints", OK, f"no pod on {f.name} runs without its HNS endpoint{recorded_note}")
 
 
-def endpoint_state(f: Facts) -> Check:
+def endpoint_state(f: NodeFacts) -> Check:
     """A pod endpoint of ours whose V1 State is not Attached or AttachedSharing once its ADD is
     over (its address older than an ADD in flight; networkhealth.ps1's test of a healthy endpoint).
     A failure when the sandbox recorded at its ADD still exists: that pod runs on an endpoint HNS

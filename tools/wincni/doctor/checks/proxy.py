@@ -1,8 +1,8 @@
 """``wincni doctor``'s checks of kube-proxy's side of HNS: its load balancers, the remote endpoints
 it makes for other nodes' pods, its V1 policy lists and its source VIP, weighed against the pods'
-network and config. Each is a pure function of ``Facts`` -> ``Check`` (``checks.CHECKS`` runs them).
+network and config. Each is a pure function of ``NodeFacts`` -> ``Check`` (``checks.CHECKS`` runs them).
 
-kube-proxy's state is read from ``Facts.inventory`` (every network, endpoint and load balancer of
+kube-proxy's state is read from ``NodeFacts.inventory`` (every network, endpoint and load balancer of
 the node). Before kube-proxy has programmed any load balancer there is nothing of its to judge:
 the load-balancer checks then pass and say so.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN, Check, command_line
 
@@ -32,7 +32,7 @@ def _not_read(id_: str) -> Check:
     return Check(id_, SKIP, "not checked: HNS's objects were not read", "fix the failure above first")
 
 
-def _inventory(f: Facts, id_: str) -> tuple[Any, Check | None]:
+def _inventory(f: NodeFacts, id_: str) -> tuple[Any, Check | None]:
     """(the inventory, None) when kube-proxy has programmed something to judge; else (None, the
     check's verdict): not checked when HNS was not read, passed when it holds no load balancer."""
     inv = f.inventory
@@ -47,7 +47,7 @@ def _id(text: Any) -> str:
     return str(text or "").strip("{}").upper()
 
 
-def _command(f: Facts, *args: Any) -> str:
+def _command(f: NodeFacts, *args: Any) -> str:
     return command_line(f.windows, f.tools, "hnsctl", *map(str, args))
 
 
@@ -76,7 +76,7 @@ def describe(lb: Any) -> str:
     return f"{lb.id} ({served or 'no port'})"
 
 
-def lb_backends(f: Facts) -> Check:
+def lb_backends(f: NodeFacts) -> Check:
     """A load balancer listing a backend endpoint HNS no longer has: the Service's traffic to it
     goes nowhere, and kube-proxy, which keeps its own list, does not notice (kubernetes #113524
     and #131466; networkhealth.ps1 "load balancer endpoints exist")."""
@@ -98,7 +98,7 @@ def lb_backends(f: Facts) -> Check:
     return Check("lb-backends", OK, f"every backend of the {len(inv.load_balancers)} load balancer(s) exists")
 
 
-def policy_lists(f: Facts) -> Check:
+def policy_lists(f: NodeFacts) -> Check:
     """A V1 policy list (the V1 view of a load balancer) in a State other than 2: networkhealth.ps1
     counts only State 2 as healthy; HNS did not finish programming it."""
     inv, early = _inventory(f, "policy-lists")
@@ -128,7 +128,7 @@ def policy_lists(f: Facts) -> Check:
     return Check("policy-lists", OK, f"{len(inv.policy_lists)} policy list(s), each in State {POLICY_LIST_HEALTHY}")
 
 
-def stale_remote_endpoints(f: Facts) -> Check:
+def stale_remote_endpoints(f: NodeFacts) -> Check:
     """Remote endpoints no load balancer lists (networkhealth.ps1 StaleRemoteEndpoints;
     Windows-Containers #631, kubernetes #135144): kube-proxy deletes one when the last load
     balancer using it goes, so these were left behind, and they keep another node's pod address."""
@@ -155,7 +155,7 @@ def _endpoint(e: Any) -> str:
     return f"{e.name or 'unnamed'} ({e.id}, {', '.join(e.ip_addresses) or 'no address'})"
 
 
-def pod_subnets(f: Facts) -> addresses.AddressSet:
+def pod_subnets(f: NodeFacts) -> addresses.AddressSet:
     """This node's pod subnets: flanneld's lease, else the pods' HNS network's subnets."""
     lease = f.lease
     if lease is not None and lease.subnet is not None:
@@ -165,7 +165,7 @@ def pod_subnets(f: Facts) -> addresses.AddressSet:
     )
 
 
-def remote_endpoint_addresses(f: Facts) -> Check:
+def remote_endpoint_addresses(f: NodeFacts) -> Check:
     """A remote endpoint (another node's pod) whose address is a local pod's or lies in this node's
     pod subnet: no other node's pod has one, and kube-proxy, keying endpoints by address, may delete
     the local pod's endpoint with it (kubernetes #130963, PR #131138). Remote endpoints for Service
@@ -192,7 +192,7 @@ def remote_endpoint_addresses(f: Facts) -> Check:
     )
 
 
-def duplicate_load_balancers(f: Facts) -> Check:
+def duplicate_load_balancers(f: NodeFacts) -> Check:
     """Two load balancers for the same frontend VIP, port and protocol. HNS refuses to create the
     second ("port already exists", PR #137530), so two in its documents mean its own state went
     wrong, as around a restart whose restore brought old load balancers back (kubernetes #139519,
@@ -216,7 +216,7 @@ def duplicate_load_balancers(f: Facts) -> Check:
     return Check("duplicate-load-balancers", OK, f"each of {len(seen)} frontend(s) has one load balancer")
 
 
-def dns_load_balancer(f: Facts) -> Check:
+def dns_load_balancer(f: NodeFacts) -> Check:
     """No load balancer with a backend for the cluster DNS address on port 53, UDP and TCP, once
     kube-proxy has programmed any: pods cannot resolve names (kubernetes #100126; networkhealth.ps1
     checks it, and Microsoft's hnsautomitigator restarts kube-proxy for it). The address is the one
@@ -249,7 +249,7 @@ def dns_load_balancer(f: Facts) -> Check:
     )
 
 
-def old_network(f: Facts) -> Check:
+def old_network(f: NodeFacts) -> Check:
     """kube-proxy's objects left from before the network was recreated, as far as HNS's documents
     say: a remote endpoint naming a network that no longer exists; a load balancer whose backends
     are on one, or whose V1 policy list names one (HNS shows a load balancer's network only
@@ -287,7 +287,7 @@ def old_network(f: Facts) -> Check:
     )
 
 
-def source_vip_in_hns(f: Facts, vip: str) -> Check | None:
+def source_vip_in_hns(f: NodeFacts, vip: str) -> Check | None:
     """What HNS says of kube-proxy's source VIP ``vip`` (the file's, already judged right), once
     it has programmed load balancers on an overlay network: its endpoint (kube-proxy makes it at
     start: local, unnamed) is on the network, and its load balancers use that address (or the node's,

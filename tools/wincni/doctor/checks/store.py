@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tools.wincni.doctor.checks.common import _failed, _minutes, _skipped, command
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import OK, WARN, Check
 
 
-def ipam_store(f: Facts) -> Check:
+def ipam_store(f: NodeFacts) -> Check:
     if f.store_problem:
         return _failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
@@ -72,7 +72,7 @@ def ipam_store(f: Facts) -> Check:
     )
 
 
-def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
+def orphan_reservations(f: NodeFacts) -> list[tuple[str, str]]:
     """host-local's reservations (IP, container) whose pod has no endpoint, by reclaim's rule
     (``ownership.reservation_kept``): a young one may be an ADD still creating its endpoint; pinned
     ones are the node's own; one whose recorded sandbox still exists is a pod without its network
@@ -89,6 +89,6 @@ def orphan_reservations(f: Facts) -> list[tuple[str, str]]:
     ]
 
 
-def running_sandboxes(f: Facts) -> set[str]:
+def running_sandboxes(f: NodeFacts) -> set[str]:
     """The containers whose sandbox, as host-local recorded it at their ADD, exists now."""
     return {p.container for p in f.sandboxes or () if p.exists}

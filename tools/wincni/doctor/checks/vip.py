@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from tools.wincni.doctor.checks import proxy as proxychecks
 from tools.wincni.doctor.checks.common import _no_config, _skipped, command
-from tools.wincni.doctor.facts import Facts
+from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 
 
-def _sourcevip(f: Facts, status: str, problem: str) -> Check:
+def _sourcevip(f: NodeFacts, status: str, problem: str) -> Check:
     """What ``wincni sourcevip`` mends: it reserves an address of the current subnet in host-local's
     store for the node and writes the file kube-proxy's start reads (kube-proxy only reads it at start)."""
     return Check(
@@ -21,7 +21,7 @@ def _sourcevip(f: Facts, status: str, problem: str) -> Check:
     )
 
 
-def source_vip(f: Facts) -> Check:
+def source_vip(f: NodeFacts) -> Check:
     if f.source_vip_problem:
         return _sourcevip(f, FAIL, f.source_vip_problem.message)
     if f.source_vip is None:
@@ -49,7 +49,7 @@ def source_vip(f: Facts) -> Check:
     return in_hns or found or Check("source-vip", OK, inside)
 
 
-def _source_vip_reserved(f: Facts, inside: str) -> Check | None:
+def _source_vip_reserved(f: NodeFacts, inside: str) -> Check | None:
     """What ``wincni sourcevip`` guarantees: host-local holds the address for the node, so no pod
     gets it and GC keeps it, and no HNS endpoint but kube-proxy's own (unnamed: it makes it at start)
     holds it. None when that holds or the store was not read."""

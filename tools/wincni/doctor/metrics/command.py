@@ -66,8 +66,8 @@ def run(options: MetricsOptions, ctx: Context, rounds: int | None = None) -> int
     the gauges say what that cost)."""
     import os
 
-    from tools.wincni.doctor import checks
     from tools.wincni.doctor.archive.recorder import Recorder
+    from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.gather import gather
 
     path = os.path.join(options.textfile, FILE)

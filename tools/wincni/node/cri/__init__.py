@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tools.wincni.node.cri.errors import CriError
-from tools.wincni.node.cri.proto import Sandbox
+from tools.wincni.node.cri.proto import ListedSandbox
 
 #: Where containerd listens (crictl's spelling): the named pipe on Windows, its socket elsewhere.
 DEFAULT_ENDPOINTS = {"win32": "npipe:////./pipe/containerd-containerd"}
@@ -20,7 +20,7 @@ DEFAULT_ENDPOINT = "unix:///run/containerd/containerd.sock"
 MAX_ANSWER = 16 << 20
 TIMEOUT = 5.0
 
-__all__ = ["CriError", "Sandbox", "default_endpoint", "list_sandboxes"]
+__all__ = ["CriError", "ListedSandbox", "default_endpoint", "list_sandboxes"]
 
 
 def default_endpoint(platform: str) -> str:
@@ -29,7 +29,7 @@ def default_endpoint(platform: str) -> str:
 
 def list_sandboxes(
     endpoint: str, timeout: float = TIMEOUT, cap: int = MAX_ANSWER, connect: Callable[[str, float], Any] | None = None
-) -> list[Sandbox]:
+) -> list[ListedSandbox]:
     """Every sandbox the runtime at ``endpoint`` lists, whatever its state. ``connect``
     (endpoint, timeout) -> transport: ``transport.connect`` unless a test gives its own."""
     from tools.wincni.node.cri import h2, proto, transport

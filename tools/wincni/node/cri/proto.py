@@ -21,7 +21,7 @@ _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 
 @dataclass(frozen=True)
-class Sandbox:
+class ListedSandbox:
     """A pod sandbox the runtime lists: ``id`` is the CNI_CONTAINERID it gave the plugins."""
 
     id: str
@@ -95,7 +95,7 @@ def _number(value: int | bytes, what: str) -> int:
     return value
 
 
-def _sandbox(data: bytes) -> Sandbox:
+def _sandbox(data: bytes) -> ListedSandbox:
     out: dict[str, object] = {"id": ""}
     for number, _, value in fields(data):
         if number == 1:
@@ -111,10 +111,10 @@ def _sandbox(data: bytes) -> Sandbox:
         elif number == 3:
             state = _number(value, "PodSandbox.state")
             out["state"] = STATES.get(state, f"state {state}")
-    return Sandbox(**out)  # type: ignore[arg-type]
+    return ListedSandbox(**out)  # type: ignore[arg-type]
 
 
-def decode_list_response(data: bytes) -> list[Sandbox]:
+def decode_list_response(data: bytes) -> list[ListedSandbox]:
     """The sandboxes of a ListPodSandboxResponse; ``Malformed`` for anything else."""
     items = []
     for number, wire, value in fields(data):
