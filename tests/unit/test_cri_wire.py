@@ -306,3 +306,23 @@ def test_named_pipes_are_windows_only_here() -> None:
 
     with pytest.raises(Unreachable, match="Windows only"):
         list_sandboxes("npipe:////./pipe/containerd-containerd", timeout=0.1)
+
+
+def test_a_continuations_undefined_flags_are_ignored_not_read_as_padding() -> None:
+    """RFC 7540 6.10: CONTINUATION defines END_HEADERS only; 0x8 (PADDED on HEADERS and DATA) on it
+    is an undefined flag, which 4.1 says to ignore: the fragment is whole, first byte included."""
+    block = hpack.encode(OK_HEAD + TRAILERS)
+    script = h2.frame(h2.HEADERS, h2.END_STREAM, 1, block[:5]) + h2.frame(
+        h2.CONTINUATION, h2.END_HEADERS | h2.PADDED | 0x20, 1, block[5:]
+    )
+    with pytest.raises(Malformed, match="gRPC: the answer holds 0 bytes"):
+        call(script)  # the whole block decoded: the status is read, and the (empty) body judged
+
+
+def test_a_continuation_on_another_stream_is_a_protocol_error() -> None:
+    """RFC 7540 6.10: a CONTINUATION must follow on the stream of the HEADERS it continues; any
+    other is a connection error of type PROTOCOL_ERROR, whatever the block would decode to."""
+    block = hpack.encode(OK_HEAD + TRAILERS)
+    script = h2.frame(h2.HEADERS, h2.END_STREAM, 3, block[:5]) + h2.frame(h2.CONTINUATION, h2.END_HEADERS, 1, block[5:])
+    with pytest.raises(Malformed, match="PROTOCOL_ERROR"):
+        call(script)

@@ -128,3 +128,17 @@ def test_wincni_commands_never_import_each_other():
             if _within(target, "tools.wincni") and not any(_within(target, r) for r in allowed):
                 wrong.append(f"{name} ({room}) imports {target}")
     assert not wrong, "\n".join(wrong)
+
+
+#: The nouns two layers may each define, kept apart by their layer: the rest is one word, one meaning.
+SHARED_NOUNS = {"Store", "Config", "Options", "Network", "Route", "PortMapping", "Interface", "Address"}
+
+
+def test_every_class_name_has_one_meaning():
+    where: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(name)
+    twice = {cls: found for cls, found in where.items() if len(found) > 1 and cls not in SHARED_NOUNS}
+    assert not twice, twice

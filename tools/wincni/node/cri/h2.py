@@ -118,7 +118,7 @@ def unary(transport: Transport, path: str, message: bytes, timeout: float, cap: 
     reader, decoder = _Reader(transport, deadline, cap), hpack.Decoder()
     headers: list[tuple[str, str]] = []
     body = bytearray()
-    block, in_block, ends_stream = bytearray(), False, False
+    block, in_block, ends_stream, block_stream = bytearray(), False, False, _STREAM
     while True:
         kind, flags, stream, payload = reader.frame()
         if in_block != (kind == CONTINUATION):
@@ -137,8 +137,14 @@ def unary(transport: Transport, path: str, message: bytes, timeout: float, cap: 
             raise CallFailed(f"the runtime reset the call (HTTP/2 RST_STREAM, error {code})")
         elif kind in (HEADERS, CONTINUATION):
             if kind == HEADERS:
-                ends_stream = bool(flags & END_STREAM) and stream == _STREAM
-            block += _unpad(flags, payload, kind == HEADERS)
+                ends_stream, block_stream = bool(flags & END_STREAM) and stream == _STREAM, stream
+                payload = _unpad(flags, payload, True)
+            elif stream != block_stream:  # RFC 7540 6.10: a connection error
+                raise Malformed(
+                    f"HTTP/2: a CONTINUATION on stream {stream} in the header block of stream {block_stream} "
+                    "(PROTOCOL_ERROR)"
+                )
+            block += payload  # a CONTINUATION defines END_HEADERS only: other flags are ignored (4.1)
             in_block = not flags & END_HEADERS
             if not in_block:
                 decoded = decoder.decode(bytes(block))  # every block, whatever its stream: the table
