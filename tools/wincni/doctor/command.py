@@ -12,9 +12,9 @@ from tools.wincni.doctor.options import DoctorOptions
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import FILE, add_output, ip_address
-    from tools.wincni.cli import flags
+    from tools.wincni.doctor.options import add_node_files
 
-    flags.node_files(p, platform)
+    add_node_files(p, platform)
     p.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
     p.add_argument(
         "--quick",

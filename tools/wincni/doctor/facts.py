@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from tools.wincni.node.source import Problem
+
+
+@dataclass(frozen=True)
+class CheckFile:
+    """A file of the node that a check reads beyond the pods' network, declared by the check's
+    entry (``checks.registry.DoctorCheck.reads``): its flag, what it is, its default path on
+    Windows and elsewhere, its size cap. The doctor, the bundle and the metrics take the flag; the
+    doctor reads it through its source, so the bundle records it and replay answers it."""
+
+    flag: str
+    what: str
+    windows: str
+    posix: str
+    cap: int = 1 << 20
+
+    def default(self, platform: str) -> str:
+        return self.windows if platform == "win32" else self.posix
 
 
 @dataclass(frozen=True)
@@ -13,6 +30,7 @@ class NodeFacts:
     """What the checks look at, built once by ``gather`` (or by hand in a test); ``None`` with a
     ``*_problem`` means "could not be read"."""
 
+    files: Mapping[str, Any] = field(default_factory=dict)  # flag -> each CheckFile as read: Input | Problem | None
     conf_path: str = ""
     conf_problem: Problem | None = None
     plugin: str = ""  # the config's "type" (flannel, win-bridge, win-overlay)

@@ -81,6 +81,7 @@ def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, sou
         containerd_version=opts.containerd_version,
         replayed=source.replayed,
         sandboxes=sandboxes,
+        files=read_files(opts.checked, source),
         **live,
     )
 
@@ -134,3 +135,11 @@ def young_of(ages: Mapping[str, float]) -> frozenset[str]:
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
 
     return frozenset(ip for ip, age in ages.items() if age < IN_FLIGHT_SECONDS)
+
+
+def read_files(checked: tuple[tuple[str, str], ...], source: LiveNode) -> dict:
+    """Each ``CheckFile`` the checks read, by flag, as the source answers (recorded and replayed
+    as any flag's file)."""
+    from tools.wincni.doctor.checks.registry import FILES
+
+    return {flag: source.read(flag, path, FILES[flag].cap) for flag, path in checked}

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from tools.wincni.doctor.options import NodeFiles
-
 import json
 import os
 from typing import Any, Mapping
@@ -16,7 +12,7 @@ from tools.wincni.node.podnetwork import first_plugin
 
 
 def read_live(
-    opts: NodeFiles,
+    opts: Any,  # doctor.options.NodeFiles
     conf: dict | None,
     conf_path: str,
     ipam_dir: str,

@@ -24,6 +24,7 @@ class NodeFiles:
     reach: str = ""
     quick: bool = False
     containerd_version: int | None = None
+    checked: tuple[tuple[str, str], ...] = ()  # (flag, path) of each ``CheckFile`` the checks read
 
     def recorded(self) -> dict[str, Any]:
         """As a bundle's manifest records them (``doctor``), and replay reads them back."""
@@ -32,7 +33,7 @@ class NodeFiles:
     @classmethod
     def of_record(cls, doc: Mapping[str, Any]) -> "NodeFiles":
         known = {k: v for k, v in doc.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        return cls(**{**known, "checked": tuple(tuple(pair) for pair in known.get("checked") or ())})
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,18 @@ class DoctorOptions:
     replay: str = ""  # a bundle to read the node from instead
     looked: Mapping[str, str] = field(default_factory=dict)  # the report's cniDirs: conf, binDir, from
     chose: bool = True  # the doctor picked a CNI folder itself, so the table says where it looked
+
+
+def add_node_files(p: argparse.ArgumentParser, platform: str) -> None:
+    """The node's files the doctor reads, as flags (``cli.flags.node_files``, and each check's
+    ``CheckFile``): the doctor's, the bundle's and the metrics' alike."""
+    from basics.cli import FILE
+    from tools.wincni.cli import flags
+    from tools.wincni.doctor.checks.registry import FILES
+
+    flags.node_files(p, platform)
+    for f in FILES.values():
+        p.add_argument(f.flag, type=FILE, metavar="FILE", help=f"{f.what} (default {f.default(platform)})")
 
 
 def node_files(args: argparse.Namespace, found: Any, platform: str) -> NodeFiles:
@@ -61,4 +74,11 @@ def node_files(args: argparse.Namespace, found: Any, platform: str) -> NodeFiles
         reach=getattr(args, "reach", None) or "",
         quick=getattr(args, "quick", False),
         containerd_version=found.version if found is not None else None,
+        checked=_checked(args, platform),
     )
+
+
+def _checked(args: argparse.Namespace, platform: str) -> tuple[tuple[str, str], ...]:
+    from tools.wincni.doctor.checks.registry import FILES
+
+    return tuple((f.flag, getattr(args, f.flag[2:].replace("-", "_")) or f.default(platform)) for f in FILES.values())

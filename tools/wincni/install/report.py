@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from tools.wincni.cli.output import json_doc
-from tools.wincni.install import steps
 from tools.wincni.install.options import InstallOptions
 from tools.wincni.install.steps import Step
 
@@ -34,30 +33,9 @@ class Outcome:
     install: tuple[str, ...] = ()  # this install's arguments, as the manifest records them (rerun_args)
 
 
-#: The word the table and the JSON give each kind of step; ``action`` picks between two for the
-#: kinds whose word a field decides.
-WORDS: dict[type, str] = {
-    steps.CopyFolder: "copy",
-    steps.WriteFile: "write",
-    steps.Disable: "disable",
-    steps.Restore: "restore",
-    steps.Quarantine: "quarantine",
-    steps.RemoveFile: "remove",
-    steps.PurgeFolder: "remove",
-    steps.Keep: "keep",
-    steps.Aside: "aside",
-    steps.Held: "held",
-}
-
-
 def action(step: Step) -> str:
-    """The word the table and the JSON give ``step``."""
-    match step:
-        case steps.CopyExe():
-            return "install" if step.new else "replace"
-        case steps.ClaimFolder():
-            return "quarantine" if step.moved else "takeover"
-    return WORDS[type(step)]
+    """The word the table and the JSON give ``step``: each kind of step names itself (``word``)."""
+    return step.word
 
 
 def write(options: InstallOptions, out: Outcome, stdout: TextIO, error: str = "") -> None:

@@ -1,5 +1,6 @@
 """What ``wincni install`` does, as a closed set of typed steps: planned by ``plan`` (pure), carried
-out by ``executor.Executor`` (the only code that changes a CNI folder), printed by ``report``.
+out by ``executor.StepExecutor`` (the only code that changes a CNI folder), printed by ``report``
+with the ``word`` each kind of step names itself by.
 
 A step names one entry and says why (``detail``, shown beside it). Planned steps are what is to
 be done; ``Aside`` and ``Held`` are what the executor reports instead when Windows refuses a step
@@ -13,7 +14,7 @@ itself) and ``PurgeFolder`` (a folder and all in it, renamed to a trash name fir
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import ClassVar, Literal, Union
 
 #: What a removal does when the entry is in use (Windows: a running launcher, a loaded DLL):
 #: fail (the run stops), move a running launcher aside, or hold it (left for a later install).
@@ -24,6 +25,7 @@ InUse = Literal["fail", "aside", "hold"]
 class CopyFolder:
     """A build's contents folder laid as a fresh copy of ``source``; one there is replaced."""
 
+    word: ClassVar[str] = "copy"  # what the table and the JSON call it
     path: str
     source: str
     detail: str = ""
@@ -38,11 +40,16 @@ class CopyExe:
     new: bool
     detail: str = ""
 
+    @property
+    def word(self) -> str:
+        return "install" if self.new else "replace"
+
 
 @dataclass(frozen=True)
 class WriteFile:
     """``data`` written over ``path`` atomically (the config, the manifest)."""
 
+    word: ClassVar[str] = "write"  # what the table and the JSON call it
     path: str
     data: bytes
     detail: str = ""
@@ -52,6 +59,7 @@ class WriteFile:
 class Disable:
     """A config containerd would load before ours, renamed to ``layout.DISABLED``'s name."""
 
+    word: ClassVar[str] = "disable"  # what the table and the JSON call it
     path: str
     detail: str = ""
 
@@ -60,6 +68,7 @@ class Disable:
 class Restore:
     """A config install disabled (``source``) put back under its name ``path``."""
 
+    word: ClassVar[str] = "restore"  # what the table and the JSON call it
     path: str
     source: str
     detail: str = ""
@@ -69,6 +78,7 @@ class Restore:
 class Quarantine:
     """An entry no administrator laid in the conf dir, moved into ``folder`` (made on first use)."""
 
+    word: ClassVar[str] = "quarantine"  # what the table and the JSON call it
     path: str
     folder: str
     detail: str = ""
@@ -76,6 +86,7 @@ class Quarantine:
 
 @dataclass(frozen=True)
 class RemoveFile:
+    word: ClassVar[str] = "remove"  # what the table and the JSON call it
     path: str
     detail: str = ""
     in_use: InUse = "fail"
@@ -83,6 +94,7 @@ class RemoveFile:
 
 @dataclass(frozen=True)
 class PurgeFolder:
+    word: ClassVar[str] = "remove"  # what the table and the JSON call it
     path: str
     detail: str = ""
     in_use: InUse = "fail"
@@ -92,6 +104,7 @@ class PurgeFolder:
 class Keep:
     """Left as it is: already what install would lay, or (uninstall) changed since install."""
 
+    word: ClassVar[str] = "keep"  # what the table and the JSON call it
     path: str
     detail: str = ""
 
@@ -104,11 +117,16 @@ class ClaimFolder:
     detail: str = ""
     moved: bool = False
 
+    @property
+    def word(self) -> str:
+        return "quarantine" if self.moved else "takeover"
+
 
 @dataclass(frozen=True)
 class Aside:
     """A launcher to remove was running: renamed aside instead (``detail`` says where)."""
 
+    word: ClassVar[str] = "aside"  # what the table and the JSON call it
     path: str
     detail: str = ""
 
@@ -117,6 +135,7 @@ class Aside:
 class Held:
     """Left in place because it is in use; a later install removes it."""
 
+    word: ClassVar[str] = "held"  # what the table and the JSON call it
     path: str
     detail: str = ""
 

@@ -111,9 +111,9 @@ class BundleOptions:
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import FILE
-    from tools.wincni.cli import flags
+    from tools.wincni.doctor.options import add_node_files
 
-    flags.node_files(p, platform)
+    add_node_files(p, platform)
     p.add_argument(
         "--out", type=FILE, metavar="FILE", help="the .tar.gz to write (default: ./wincni-bundle-<host>-<time>.tar.gz)"
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tools.wincni.doctor.checks import config, network, node, pods, proxy, store, vip
-from tools.wincni.doctor.facts import NodeFacts
+from tools.wincni.doctor.facts import CheckFile, NodeFacts
 from tools.wincni.judge.verdict import SKIP, Check
 
 
@@ -24,6 +24,7 @@ class DoctorCheck:
     judge: Callable[[NodeFacts], Check | None]
     quick: bool = False
     live_only: str = ""  # what it needs of the node itself; "" when a bundle answers it too
+    reads: tuple[CheckFile, ...] = ()  # files of the node it reads beyond the pods' network (``NodeFacts.files``)
 
     @property
     def id(self) -> str:
@@ -60,6 +61,8 @@ CHECKS: tuple[DoctorCheck, ...] = (
     DoctorCheck(node.permissions, quick=True, live_only="who may write the node's folders"),
 )
 BY_ID = {c.id: c for c in CHECKS}
+#: Every file the checks read beyond the pods' network, by flag.
+FILES = {f.flag: f for c in CHECKS for f in c.reads}
 
 
 def run(facts: NodeFacts, quick: bool = False) -> list[Check]:

@@ -32,9 +32,10 @@ class MetricsOptions:
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import DIR
-    from tools.wincni.cli import flags
+    from tools.wincni.cli.flags import seconds
+    from tools.wincni.doctor.options import add_node_files
 
-    flags.node_files(p, platform)
+    add_node_files(p, platform)
     p.add_argument(
         "--textfile",
         type=DIR,
@@ -44,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     )
     p.add_argument(
         "--every",
-        type=flags.seconds,
+        type=seconds,
         default=0,
         metavar="SECONDS",
         help="write it again every SECONDS until stopped (default 0: once)",
