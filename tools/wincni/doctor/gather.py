@@ -16,7 +16,7 @@ from tools.wincni.doctor.live import read_live
 from tools.wincni.doctor.options import NodeFiles
 from tools.wincni.node.hns import read_hns
 from tools.wincni.node.podnetwork import endpoint_policies, read_pods
-from tools.wincni.node.source import LIVE, LiveNode, Problem, _quoted
+from tools.wincni.node.source import LIVE, LiveNode, Problem, quoted
 
 
 def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, source: LiveNode = LIVE) -> NodeFacts:
@@ -102,7 +102,7 @@ def read_source_vip(path: str, source: LiveNode = LIVE) -> tuple[tuple[str, ...]
         ]
         return tuple(str(a).split("/")[0] for a in found), None
     except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
-        return None, _quoted(
+        return None, quoted(
             Problem(f"{path} is not a CNI result: {err}", "wincni sourcevip writes a fresh one"), "--source-vip", found
         )
 

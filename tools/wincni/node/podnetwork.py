@@ -10,7 +10,7 @@ from basics.inputfile import Input
 from basics.jsonci import get_ci
 from plugins.registry import ENDPOINT_PLUGINS, flavor_module
 from tools.wincni.node.paths import node_path
-from tools.wincni.node.source import LIVE, LiveNode, Problem, _quoted
+from tools.wincni.node.source import LIVE, LiveNode, Problem, quoted
 
 
 def find_conf(path: str, source: LiveNode = LIVE, platform: str = "") -> str:
@@ -66,7 +66,7 @@ def read_conf(path: str, given: str, source: LiveNode = LIVE, platform: str = ""
         conf = first_plugin(decode(found.data))
         check_name(conf)
     except CniError as err:
-        return None, _quoted(Problem(f"{path}: {err.msg}", err.details), "--cni-conf", found)
+        return None, quoted(Problem(f"{path}: {err.msg}", err.details), "--cni-conf", found)
     return conf, None
 
 
@@ -91,7 +91,7 @@ def read_backend(path: str, source: LiveNode = LIVE) -> tuple[Any, Problem | Non
     try:
         return netconf.parse(found.data, path), None
     except CniError as err:
-        return None, _quoted(Problem(err.msg, err.details), "--net-conf", found)
+        return None, quoted(Problem(err.msg, err.details), "--net-conf", found)
 
 
 def read_lease(path: str, plugin: str, source: LiveNode = LIVE) -> tuple[Any, Problem | None]:
@@ -115,7 +115,7 @@ def read_lease(path: str, plugin: str, source: LiveNode = LIVE) -> tuple[Any, Pr
         "flanneld writes it once it has a lease and the HNS network: check "
         'that flanneld runs and its log ("Waiting for the Network to be created")',
     )
-    return None, _quoted(problem, "--subnet-env", found)
+    return None, quoted(problem, "--subnet-env", found)
 
 
 def delegate_conf(

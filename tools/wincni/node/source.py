@@ -105,7 +105,7 @@ def _input(flag: str, path: str, cap: int) -> Input | Problem | None:
         return Problem(str(err), "")
 
 
-def _quoted(problem: Problem, flag: str, found: Input | None) -> Problem:
+def quoted(problem: Problem, flag: str, found: Input | None) -> Problem:
     """``problem`` about the file ``found``, quoting nothing of it unless an administrator owns it."""
     from tools.wincni.node.flagfile import quote
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, TextIO
 from tools.wincni.cli.context import Context
 from tools.wincni.cli.output import failed, json_doc
 from tools.wincni.node.flagfile import quote
-from tools.wincni.sourcevip.reserve import SourceVipError, _wait, reserve
+from tools.wincni.sourcevip.reserve import SourceVipError, reserve, wait_for_network
 
 RESULT_VERSION = "0.2.0"  # sourceVip.json as kube-proxy's start scripts read it: ip4.ip
 
@@ -92,7 +92,9 @@ def run(options: SourceVipOptions, ctx: Context) -> int:
     try:
         old = _old(options.out)
         name, ipam_of, lease = _pods_config(options.cni_conf, ctx.platform, ctx.cwd)
-        network, ipam, taken = _wait(name, ipam_of, ctx.env, options.timeout, ctx.clock, ctx.sleep, ctx.stderr, lease)
+        network, ipam, taken = wait_for_network(
+            name, ipam_of, ctx.env, options.timeout, ctx.clock, ctx.sleep, ctx.stderr, lease
+        )
         ip, released, directory = reserve(name, ipam, ctx.platform, taken)
         changed = _write(options.out, _result(ip), old)
     except SourceVipError as exc:

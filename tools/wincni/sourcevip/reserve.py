@@ -28,7 +28,7 @@ class NotNeeded(SourceVipError):
     status = 2
 
 
-def _wait(
+def wait_for_network(
     name: str,
     ipam_of: Callable[[], Mapping[str, Any] | None],
     env: Mapping[str, str],

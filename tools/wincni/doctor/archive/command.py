@@ -26,15 +26,15 @@ from tools.wincni.cli.context import Context
 from tools.wincni.doctor.archive.members import FLANNEL_MEMBER, FORMAT, SANDBOX_MEMBER, STORE_MEMBER, Members, archive
 from tools.wincni.doctor.archive.recorder import (
     Recorder,
-    _base,
-    _extra,
-    _file_entry,
-    _log_path,
-    _log_tail,
-    _manifest_path,
-    _template_path,
+    extra_file,
+    file_entry,
     flannel_store,
+    log_path,
+    log_tail,
+    manifest_path,
+    member_base,
     record_hns,
+    template_path,
 )
 from tools.wincni.doctor.options import NodeFiles
 
@@ -51,7 +51,7 @@ def collect(
     members = Members()
     files: dict[str, dict] = {}
     for n, (path, (flag, got)) in enumerate(recorder.files.items()):
-        files[path] = _file_entry(members, f"files/{n}-{_base(path, platform)}", flag, got)
+        files[path] = file_entry(members, f"files/{n}-{member_base(path, platform)}", flag, got)
     members.json(STORE_MEMBER, recorder.store_read)
     members.json(SANDBOX_MEMBER, recorder.sandboxes_read)
     pause = [p.sandbox.id for p in found.sandboxes or () if p.sandbox is not None and p.sandbox.kind == "container"]
@@ -59,9 +59,9 @@ def collect(
     from tools.wincni.node.installed import MAX_MANIFEST, MAX_TEMPLATE
 
     extras = {
-        "install manifest": _extra(members, "node/install-manifest.json", _manifest_path(found), MAX_MANIFEST),
-        "template": _extra(members, "node/template", _template_path(found), MAX_TEMPLATE),
-        "debug log": _log_tail(members, _log_path(found, recorder)),
+        "install manifest": extra_file(members, "node/install-manifest.json", manifest_path(found), MAX_MANIFEST),
+        "template": extra_file(members, "node/template", template_path(found), MAX_TEMPLATE),
+        "debug log": log_tail(members, log_path(found, recorder)),
     }
     members.json(FLANNEL_MEMBER, flannel_store(found.flannel_dir))
     members.json("node/doctor.json", [vars(c) for c in checks.run(found)])

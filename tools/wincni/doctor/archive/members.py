@@ -56,7 +56,7 @@ SANDBOX_MEMBER = "stores/host-local-sandboxes.json"
 FLANNEL_MEMBER = "stores/flannel.json"
 
 
-def _problem(problem: Problem | None) -> dict | None:
+def problem_doc(problem: Problem | None) -> dict | None:
     return None if problem is None else {"message": problem.message, "fix": problem.fix}
 
 

@@ -12,7 +12,7 @@ from tools.wincni.doctor.archive.members import (
     V2_MEMBERS,
     VERSION_MEMBER,
     Members,
-    _problem,
+    problem_doc,
 )
 from tools.wincni.node.source import LiveNode, Problem
 
@@ -54,7 +54,7 @@ class Recorder(LiveNode):
             "reservations": None
             if reservations is None
             else [{"ip": ip, "container": cid, "ageSeconds": round(ages.get(ip, 0.0), 1)} for ip, cid in reservations],
-            "problem": _problem(problem),
+            "problem": problem_doc(problem),
         }
         return found
 
@@ -69,45 +69,45 @@ class Recorder(LiveNode):
         return found
 
 
-def _base(path: str, platform: str) -> str:
+def member_base(path: str, platform: str) -> str:
     from tools.wincni.node.paths import node_path
 
     return node_path(platform).basename(path) or "file"
 
 
-def _file_entry(members: Members, name: str, flag: str, got: Any) -> dict:
+def file_entry(members: Members, name: str, flag: str, got: Any) -> dict:
     """How the doctor found one file: read (its member, and whose it was), absent, or refused."""
     if got is None:
         return {"flag": flag, "absent": True}
     if isinstance(got, Problem):
-        return {"flag": flag, "problem": _problem(got)}
+        return {"flag": flag, "problem": problem_doc(got)}
     if not members.add(name, got.data):
         return {"flag": flag, "problem": {"message": f"{got.path}: {members.omitted[name]}", "fix": ""}}
     return {"flag": flag, "member": name, "owner": got.owner}
 
 
-def _extra(members: Members, name: str, path: str, cap: int) -> dict:
+def extra_file(members: Members, name: str, path: str, cap: int) -> dict:
     """A file only the bundle reads (not the doctor), by the doctor's reader's rules."""
     from tools.wincni.node.source import LIVE
 
     if not path:
         return {"absent": True}
-    return {"path": path, **_file_entry(members, name, "", LIVE.read(name, path, cap))}
+    return {"path": path, **file_entry(members, name, "", LIVE.read(name, path, cap))}
 
 
-def _manifest_path(found: Any) -> str:
+def manifest_path(found: Any) -> str:
     from tools.wincni.node.installed import MANIFEST as INSTALLED
 
     return os.path.join(found.bin_dir, INSTALLED) if found.bin_dir else ""
 
 
-def _template_path(found: Any) -> str:
+def template_path(found: Any) -> str:
     """The template install rendered the config from, as its recorded arguments name it."""
     args = list(found.install or ())
     return args[args.index("--template") + 1] if "--template" in args[:-1] else ""
 
 
-def _log_path(found: Any, recorder: Recorder) -> str:
+def log_path(found: Any, recorder: Recorder) -> str:
     """The debug log the config turns on (``logFile``, on flannel's level or its delegate's)."""
     from plugins.cni.config import decode
     from tools.wincni.node.podnetwork import first_plugin
@@ -124,7 +124,7 @@ def _log_path(found: Any, recorder: Recorder) -> str:
     return path if isinstance(path, str) else ""
 
 
-def _log_tail(members: Members, path: str) -> dict:
+def log_tail(members: Members, path: str) -> dict:
     """The last ``LOG_TAIL`` bytes of the debug log, from its first whole line; read through the
     same checked descriptor as any flag's file (``inputfile.open_file``)."""
     from basics.errors import UnsafePath

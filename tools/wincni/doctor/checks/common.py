@@ -12,20 +12,20 @@ def command(f: NodeFacts, program: str, *args: str) -> str:
     return command_line(f.windows, f.tools, program, *args)
 
 
-def _no_config(f: NodeFacts, id_: str) -> Check | None:
+def no_config(f: NodeFacts, id_: str) -> Check | None:
     """The check needs to know which config the pods use: not checked when it could not be read."""
-    return _skipped(id_, "no CNI config") if f.conf_problem and not f.plugin else None
+    return not_checked(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 
 
-def _skipped(id_: str, needs: str, fix: str = "fix the failure above first") -> Check:
+def not_checked(id_: str, needs: str, fix: str = "fix the failure above first") -> Check:
     return Check(id_, SKIP, f"not checked: {needs}", fix)
 
 
-def _failed(id_: str, problem: Problem) -> Check:
+def failed(id_: str, problem: Problem) -> Check:
     return Check(id_, FAIL, problem.message, problem.fix)
 
 
-def _minutes() -> str:
+def minutes() -> str:
     from plugins.cni.ownership import IN_FLIGHT_SECONDS
 
     return f"{IN_FLIGHT_SECONDS / 60:g} minutes"

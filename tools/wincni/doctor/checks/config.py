@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tools.wincni.doctor.checks.common import _failed, _no_config, _skipped
+from tools.wincni.doctor.checks.common import failed, no_config, not_checked
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
@@ -13,7 +13,7 @@ from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 
 def config(f: NodeFacts) -> Check:
     if f.conf_problem:
-        return _failed("config", f.conf_problem)
+        return failed("config", f.conf_problem)
     if f.netconf is None:
         return Check(
             "config",
@@ -33,7 +33,7 @@ def plugins(f: NodeFacts) -> Check:
             "pass --cni-bin-dir with the folder the runtime runs the plugins from (containerd's "
             "config.toml bin_dir, or bin_dirs on containerd 2.1+)",
         )
-    if skipped := _no_config(f, "plugins"):
+    if skipped := no_config(f, "plugins"):
         return skipped
     wanted = [p for p in (f.plugin, f.delegate_type, "host-local") if p]
     missing = [p for p in dict.fromkeys(wanted) if p not in f.bin_files and f"{p}.exe" not in f.bin_files]
@@ -84,7 +84,7 @@ def exceptions(f: NodeFacts) -> Check:
     from tools.wincni.judge import config as judge
 
     if f.netconf is None:
-        return _skipped("exceptions", "no valid delegate config")
+        return not_checked("exceptions", "no valid delegate config")
     return judge.exceptions(config_of(f))
 
 
@@ -95,7 +95,7 @@ def reach(f: NodeFacts) -> Check | None:
         return None
     ip = addresses.address(f.reach)  # the parser took only an IP address
     if f.netconf is None:
-        return _skipped("reach", "no valid delegate config")
+        return not_checked("reach", "no valid delegate config")
     config = config_of(f)
     internal = addresses.AddressSet(c for _, c in judge.must_not_nat(config))
     if ip in judge.excepted_set(config.policies):
@@ -121,8 +121,8 @@ def net_conf(f: NodeFacts) -> Check:
     from tools.wincni.judge import config as judge
 
     if f.backend_problem:
-        return _failed("net-conf", f.backend_problem)
-    if skipped := _no_config(f, "net-conf"):
+        return failed("net-conf", f.backend_problem)
+    if skipped := no_config(f, "net-conf"):
         return skipped
     if f.backend is None:
         status = WARN if f.plugin == "flannel" else OK
@@ -143,10 +143,10 @@ def runtime_status(f: NodeFacts) -> Check:
     """containerd 2.x (config.toml version 3) asks every config of cniVersion 1.1.0 or later for
     CNI STATUS and starts only host-network pods while it fails: whether it asks here, and what
     the plugins answer now (``facts.read_status``)."""
-    if skipped := _no_config(f, "runtime-status"):
+    if skipped := no_config(f, "runtime-status"):
         return skipped
     if f.status is None:
-        return _skipped("runtime-status", f"STATUS of a {f.plugin or 'typeless'} config (not a wincni plugin)")
+        return not_checked("runtime-status", f"STATUS of a {f.plugin or 'typeless'} config (not a wincni plugin)")
     from plugins.cni.version import at_least
     from tools.wincni.doctor.live import STATUS_VERSION
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.wincni.doctor.checks.common import _failed, _no_config, _skipped, command
+from tools.wincni.doctor.checks.common import command, failed, no_config, not_checked
 from tools.wincni.doctor.checks.config import config_of
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
@@ -13,9 +13,9 @@ from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 
 def hns_network(f: NodeFacts) -> Check:
     if f.hns_problem:
-        return _failed("hns-network", f.hns_problem)
+        return failed("hns-network", f.hns_problem)
     if not f.name:
-        return _skipped("hns-network", "the config names no network")
+        return not_checked("hns-network", "the config names no network")
     section = getattr(f.netconf, "network", None)
     if section is not None:
         standalone = _standalone(f, section)
@@ -99,8 +99,8 @@ def _standalone(f: NodeFacts, section: Any) -> Check | None:
 
 def subnet_env(f: NodeFacts) -> Check:
     if f.lease_problem:
-        return _failed("subnet-env", f.lease_problem)
-    if skipped := _no_config(f, "subnet-env"):
+        return failed("subnet-env", f.lease_problem)
+    if skipped := no_config(f, "subnet-env"):
         return skipped
     if f.lease is None:
         return Check(
@@ -152,16 +152,16 @@ def _earlier_lease(f: NodeFacts, hns: addresses.AddressSet) -> Check | None:
 
 
 def vxlan(f: NodeFacts) -> Check:
-    if skipped := _no_config(f, "vxlan"):
+    if skipped := no_config(f, "vxlan"):
         return skipped
     if not f.delegate_type:
-        return _skipped("vxlan", "no delegate config")
+        return not_checked("vxlan", "no delegate config")
     if f.delegate_type != "win-overlay":
         return Check("vxlan", OK, f"no VXLAN to check: the delegate is {f.delegate_type}")
     if f.netconf is None or f.flavor is None:
-        return _skipped("vxlan", "no valid delegate config")
+        return not_checked("vxlan", "no valid delegate config")
     if f.network is None:
-        return _skipped("vxlan", "no HNS network")
+        return not_checked("vxlan", "no HNS network")
     problems = f.flavor.network_problems(f.network)
     if problems:
         return Check(
@@ -182,8 +182,8 @@ def vxlan(f: NodeFacts) -> Check:
 
 def hns_features(f: NodeFacts) -> Check:
     if f.features is None:
-        return _skipped("hns-features", "HNS not reachable")
-    if skipped := _no_config(f, "hns-features"):
+        return not_checked("hns-features", "HNS not reachable")
+    if skipped := no_config(f, "hns-features"):
         return skipped
     needs = []
     if f.netconf is not None and f.netconf.loopback_dsr:
@@ -223,7 +223,7 @@ def hns_features(f: NodeFacts) -> Check:
 def stale_endpoints(f: NodeFacts) -> Check:
     """Endpoints of ours that no live sandbox holds: they keep an address (and a name) from new pods."""
     if f.hns_problem or f.network is None:
-        return _skipped("stale-endpoints", "no HNS network")
+        return not_checked("stale-endpoints", "no HNS network")
     if not f.stale_endpoints:
         return Check("stale-endpoints", OK, f"every pod endpoint on {f.name} belongs to a live sandbox")
     listed = [f"{name} ({id_}, {', '.join(ips) or 'no address'})" for name, id_, ips in f.stale_endpoints]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.wincni.doctor.checks.common import _skipped
+from tools.wincni.doctor.checks.common import not_checked
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check, command_line
 
@@ -11,7 +11,7 @@ def build(f: NodeFacts) -> Check:
     """The installed plugins' build against this wincni's: the DaemonSet's image lays its own build,
     so they differ on a node the image has not reached, or when another build's wincni asks."""
     if not f.installed_build:
-        return _skipped("build", f.build_problem or "the install manifest was not read", "")
+        return not_checked("build", f.build_problem or "the install manifest was not read", "")
     same = f.installed_build == f.running_build or f.installed_build.startswith(f.running_build + "-")
     if not same:
         return Check(

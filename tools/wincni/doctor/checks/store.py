@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from tools.wincni.doctor.checks.common import _failed, _minutes, _skipped, command
+from tools.wincni.doctor.checks.common import command, failed, minutes, not_checked
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import OK, WARN, Check
 
 
 def ipam_store(f: NodeFacts) -> Check:
     if f.store_problem:
-        return _failed("ipam-store", f.store_problem)
+        return failed("ipam-store", f.store_problem)
     if f.reservations is None or f.network is None:
-        return _skipped("ipam-store", "no host-local store or HNS network")
+        return not_checked("ipam-store", "no host-local store or HNS network")
     from plugins.cni import ownership
 
     suffix = f"_{f.name}"
@@ -50,7 +50,7 @@ def ipam_store(f: NodeFacts) -> Check:
             "; ".join(orphans),
             "the node's sweep (the DaemonSet's sweep container: no Windows runtime sends CNI GC) releases them; "
             "this releases now every reservation older than "
-            f"{_minutes()} whose pod has no HNS endpoint",
+            f"{minutes()} whose pod has no HNS endpoint",
             command(f, "wincni", "reclaim", "--cni-conf", f.conf_path),
         )
     own = sum(ownership.pinned(cid) for _, cid in f.reservations)
@@ -65,7 +65,7 @@ def ipam_store(f: NodeFacts) -> Check:
         + (f", and {own} of the node's own (kube-proxy's source VIP)" if own else "")
         + (f"; {lost} kept for pods that run without their endpoint (see pod-endpoints)" if lost else "")
         + (
-            f"; {waiting} younger than {_minutes()} have no endpoint yet (an ADD in flight, or stale once older)"
+            f"; {waiting} younger than {minutes()} have no endpoint yet (an ADD in flight, or stale once older)"
             if waiting
             else ""
         ),

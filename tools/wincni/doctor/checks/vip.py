@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.wincni.doctor.checks import proxy as proxychecks
-from tools.wincni.doctor.checks.common import _no_config, _skipped, command
+from tools.wincni.doctor.checks.common import command, no_config, not_checked
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
@@ -25,13 +25,13 @@ def source_vip(f: NodeFacts) -> Check:
     if f.source_vip_problem:
         return _sourcevip(f, FAIL, f.source_vip_problem.message)
     if f.source_vip is None:
-        if skipped := _no_config(f, "source-vip"):
+        if skipped := no_config(f, "source-vip"):
             return skipped
         if f.delegate_type == "win-overlay":
             return _sourcevip(f, WARN, f"{f.source_vip_path} not found; kube-proxy (overlay) needs a source VIP")
         return Check("source-vip", OK, f"{f.source_vip_path} not present (only overlay kube-proxy uses it)")
     if f.lease is None or f.lease.subnet is None:
-        return _skipped("source-vip", "no FLANNEL_SUBNET")
+        return not_checked("source-vip", "no FLANNEL_SUBNET")
     subnet = addresses.AddressSet([str(f.lease.subnet)])
     outside = [a for a in f.source_vip if (ip := addresses.address(a)) is None or ip not in subnet]
     if outside or not f.source_vip:
