@@ -58,9 +58,11 @@ bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
+# The build's ID is worked out here, once (winbuild/buildid.py), and handed to the spec.
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	build=$$($(VPY) -m winbuild.buildid) && WINCNI_BUILD="$$build" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+		$(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
 	@touch $(DIST_EXE)
 
 # The bundle as `make test`, `make demo` and `make bench` need it: `make dist` always builds; this

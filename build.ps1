@@ -193,7 +193,12 @@ Push-Location $Root
 try {
     Initialize-Venv
 
-    Write-Host 'Building dist\wincni\ with PyInstaller (specs\wincni.spec)'
+    # The build's ID (version, commit, time) is worked out here, once, and handed to the spec.
+    $ErrorActionPreference = 'Continue'
+    $env:WINCNI_BUILD = & $VenvPython -m winbuild.buildid
+    $ErrorActionPreference = 'Stop'
+    if ($LASTEXITCODE -ne 0) { throw "winbuild.buildid failed with exit status ${LASTEXITCODE}: no build ID, nothing built" }
+    Write-Host "Building dist\wincni\ with PyInstaller (specs\wincni.spec), build $env:WINCNI_BUILD"
     Invoke-Native $VenvPython @('-m', 'PyInstaller', '--noconfirm', '--distpath', $Dist,
                                 '--workpath', (Join-Path $Root 'build\pyinstaller'),
                                 (Join-Path $Root 'specs\wincni.spec'))
@@ -215,5 +220,6 @@ try {
         Write-Host "Done. Point the container runtime's CNI bin_dir (or kubelet --cni-bin-dir) at $CniBinDir."
     }
 } finally {
+    Remove-Item Env:WINCNI_BUILD -ErrorAction SilentlyContinue  # this build's alone
     Pop-Location
 }

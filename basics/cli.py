@@ -26,8 +26,13 @@ class _Version(argparse.Action):
 def add_version(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction, help: str) -> argparse.ArgumentParser:
     """``--version`` on ``parser`` and the ``version`` command (returned, for its options) in ``sub``:
     the same answer both ways, as operators try either."""
-    parser.add_argument("--version", action=_Version, help=f"{help} (as the version command)")
+    version_flag(parser, help)
     return sub.add_parser("version", help=help)
+
+
+def version_flag(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--version`` on ``parser``, which ``parse`` reads as the ``version`` command."""
+    parser.add_argument("--version", action=_Version, help=f"{help} (as the version command)")
 
 
 def ip_address(text: str) -> str:

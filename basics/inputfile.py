@@ -12,7 +12,7 @@ a folder, or a link a user planted to a root-only file that an error would then 
   ..<timestamp>``), which is why an administrator's are followed. POSIX walks the path one
   component at a time from ``/`` (``O_NOFOLLOW`` relative to the folder before), so what is
   checked is what is opened; Windows examines each component with ``lstat`` (reparse points)
-  and asks ``_winsec`` who owns a link.
+  and asks ``winfolder`` who owns a link.
 
 ``Input.owner`` says whose file it was: an error may quote what is in it only when that is an
 administrator's. Refusals raise ``UnsafePath`` naming the path; absence is ``None``.
@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 
 from basics.errors import UnsafePath
-from basics.safefs import trusted_uid
+from basics.posixfs import trusted_uid
 
 MAX_LINKS = 40  # as the kernel's ELOOP limit
 LINK_FIX = "a link is followed only when an administrator owns it and the file it leads to: name such a file"
@@ -157,17 +157,18 @@ def _open_posix(path: str) -> tuple[int, str]:
 if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
     import ntpath
 
-    from basics import _winsec as _win
+    from basics.winfolder import entry_problem
+    from basics.winhandle import open_plain
 
     def _win_owner(path: str) -> str:
         """Who owns ``path`` itself (a link is not followed) when not an administrator, else ""."""
-        why, _ = _win.entry_problem(path, False, False)
+        why, _ = entry_problem(path, False, False)
         return why.removeprefix("owned by ") if why and why.startswith("owned by ") else ""
 
     def _open(path: str) -> tuple[int, str]:
         """Each component from the drive's root examined by ``lstat`` (a reparse point: a link or
         junction, followed only when an administrator owns it), then the file opened where that
-        led, never through a reparse point (``_winsec.open_plain``: a link swapped in since the
+        led, never through a reparse point (``winhandle.open_plain``: a link swapped in since the
         look is refused by the handle's own attributes and final path)."""
         full, followed, hops = ntpath.abspath(path), False, 0
         drive, rest = ntpath.splitdrive(full)
@@ -185,7 +186,7 @@ if sys.platform == "win32":  # pragma: no cover - exercised in the Windows lane
             target = ntpath.join(ntpath.dirname(here), os.readlink(here).removeprefix("\\\\?\\"))
             drive, rest = ntpath.splitdrive(ntpath.abspath(target))
             here, pending, followed = drive + "\\", [p for p in rest.split("\\") if p] + pending, True
-        return _win.open_plain(here), here if followed else ""
+        return open_plain(here), here if followed else ""
 
     def _owner(path: str, st: os.stat_result) -> str:
         owner = _win_owner(path)

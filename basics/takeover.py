@@ -1,5 +1,5 @@
 """What ``wincni install``'s claim does to a folder on the way it cannot trust, shared by the POSIX
-walk (``safefs``) and the Windows one (``_winsec``): the record of it, the name a folder moved
+walk (``posixfs``) and the Windows one (``winwalk``): the record of it, the name a folder moved
 aside gets, and the one folder never moved nor taken, one a user lives in. Pure."""
 
 from __future__ import annotations

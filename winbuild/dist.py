@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 from plugins import registry
-from winbuild import gobuild, toolchain
+from winbuild import buildid, gobuild, toolchain
 
 ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
@@ -46,9 +46,11 @@ def newest_zip(folder: Path = OUT) -> Path | None:
 
 
 def build(python: Path, prefix: Path) -> Path:
-    """Run PyInstaller (Windows CPython under Wine) on the project's spec; returns the bundle folder."""
+    """Run PyInstaller (Windows CPython under Wine) on the project's spec with the build's ID
+    worked out here (``buildid``: the Windows Python finds no git); returns the bundle folder."""
     dist, work = OUT / "build" / "dist", OUT / "build" / "work"
     shutil.rmtree(dist, ignore_errors=True)
+    build_env = toolchain.wine_env(prefix, **{buildid.ENV: buildid.encode(*buildid.identify())})
     toolchain.run_wine(
         prefix,
         [
@@ -69,6 +71,7 @@ def build(python: Path, prefix: Path) -> Path:
             toolchain.winpath(SPEC),
         ],
         cwd=ROOT,
+        env=build_env,
         check=True,
     )
     bundle = dist / BUNDLE
@@ -99,7 +102,7 @@ def main() -> int:
         go_plugins = [
             gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS
         ]  # what the lane's benchmark times ours against
-    except toolchain.ToolchainError as e:
+    except (toolchain.ToolchainError, buildid.BuildIdError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"{target.relative_to(ROOT)}: {target.stat().st_size / 2**20:.1f} MiB")

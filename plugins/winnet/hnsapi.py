@@ -370,6 +370,14 @@ class HnsV1Api(_Adapter):
         )
 
 
+def backend_name(env: Any, platform: str) -> str:
+    """The HNS backend this command's calls would use (``LIBHNS_BACKEND``, else the platform's),
+    for the debug log's start line of every plugin: a node on the simulator shows in any log."""
+    from libhns.backend import backend_name as name
+
+    return name(env, platform)
+
+
 def choose_api(api_version: int | None, netns: str) -> int:
     """2 = HCN, 1 = HNSCall. Unset: containerd hands us a namespace GUID (HCN); dockershim
     hands us 'none' or 'container:<id>' (HNSCall). This spares containerd users the

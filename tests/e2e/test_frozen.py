@@ -36,6 +36,15 @@ def run_exe(name, env, stdin=b"", args=()):
     return subprocess.run([str(exe), *args], input=stdin, env=full_env, capture_output=True, timeout=120)
 
 
+def test_every_executable_names_the_packages_one_build_and_its_commit(tmp_path):
+    from buildids import assert_one_build
+    from tools.wincni.node.installed import CONTENTS_PREFIX
+
+    [build] = [p.name[len(CONTENTS_PREFIX) :] for p in DIST.iterdir() if p.name.startswith(CONTENTS_PREFIX)]
+    env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
+    assert_one_build(lambda name: run_exe(name, env, args=("--version",)).stdout.decode(), build)
+
+
 @pytest.mark.parametrize("name", PLUGINS)
 def test_version(name):
     proc = run_exe(name, {"CNI_COMMAND": "VERSION"}, b'{"cniVersion": "0.4.0"}')
@@ -142,6 +151,9 @@ def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     from tools.wincni.node.installed import embedded_build
 
     assert {embedded_build((bin_dir / f"{c}{SUFFIX}").read_bytes()) for c in (*PLUGINS, "wincni")} == {build}
+    from tools.wincni.node.installed import MANIFEST
+
+    assert json.loads((bin_dir / MANIFEST).read_text())["build"] == build  # the ID every executable names
     about = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], capture_output=True, timeout=120, env={})
     assert f"built {build.rsplit('-', 1)[1]}" in about.stderr.decode(), about.stderr
 

@@ -58,7 +58,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 FOREIGN = {
     "RunPodSandbox": "the CRI (the kubelet's call to the runtime)",
     "StopPodSandbox": "the CRI",
-    "FILE_FLAG_OPEN_REPARSE_POINT": "Win32's CreateFileW (basics/_winsec.py holds its value)",
+    "FILE_FLAG_OPEN_REPARSE_POINT": "Win32's CreateFileW (basics/win32sec.py holds its value)",
     "start.ps1": "sig-windows-tools' flannel start script",
 }
 # CONTRIBUTING.md's format of a lint exemption: the rules, comma-separated, then " - " and why.

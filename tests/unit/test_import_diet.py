@@ -255,7 +255,17 @@ def test_a_pod_add_and_del_import_nothing_heavy(tmp_path):
 
 
 #: The modules only Windows runs on the pod path (no Linux run imports them).
-WINDOWS_POD_MODULES = ("libhns.ctypes_backend", "basics._winsec", "plugins.cni.lock", "basics.safefs")
+WINDOWS_POD_MODULES = (
+    "libhns.ctypes_backend",
+    "plugins.cni.lock",
+    "basics.safefs",
+    "basics.winfs",
+    "basics.winfolder",
+    "basics.winwalk",
+    "basics.winhandle",
+    "basics.win32sec",
+    "basics.sddl",
+)
 
 
 def test_the_windows_pod_path_imports_nothing_heavy_at_the_top():

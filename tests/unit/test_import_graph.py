@@ -20,6 +20,18 @@ LAYERS = {
 }
 #: The plugins proper: none imports another (flannel reaches a delegate only through exec_plugin).
 PLUGINS = tuple(registry.PLUGINS.values())
+#: libhns's vocabulary: what HNS's documents, policies, errors and IDs are, no call made.
+HNS_WORDS = ("libhns.objects", "libhns.policies", "libhns.networks", "libhns.errors", "libhns.guid")
+#: Which of libhns each part of plugins/ may import (the most specific entry holds): the plugins
+#: reach HNS only through winnet's adapters, so the clients and the stack below them (client,
+#: backend, deadline, raw, the backends, the journal) are hnsapi's alone; the rest of winnet speaks
+#: HNS's vocabulary; nothing else of plugins/ imports libhns at all.
+LIBHNS_FOR = {
+    "plugins": (),
+    "plugins.winnet": HNS_WORDS,
+    "plugins.winnet.hnsapi": ("libhns",),
+    "plugins.winnet.lifecycle": (*HNS_WORDS, "libhns.deadline"),  # STATUS's bound on its wait: a number
+}
 
 
 def modules() -> dict[str, Path]:
@@ -93,6 +105,19 @@ def test_layers_import_only_downwards():
                 wrong.append(f"{name} ({layer(name)}) imports {target} ({layer(target)})")
             elif own and any(_within(target, p) for p in PLUGINS if p != own):
                 wrong.append(f"{name} imports another plugin's {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_plugins_reach_hns_only_through_winnets_adapters():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        if not _within(name, "plugins") or _within(name, "plugins.cni"):
+            continue
+        allowed = LIBHNS_FOR[max((p for p in LIBHNS_FOR if _within(name, p)), key=len)]
+        for target in sorted(imports(name, path, known)):
+            if _within(target, "libhns") and not any(_within(target, a) for a in allowed):
+                wrong.append(f"{name} imports {target}")
     assert not wrong, "\n".join(wrong)
 
 

@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from basics import _winsec as ws
 from basics import safefs
+from basics import sddl as ws
 from basics.takeover import refuse_home
 
 NOBODY = 65534
@@ -300,3 +300,21 @@ def test_group_write_for_group_root_is_still_admin_only(tmp_path):
     assert safefs.writable_by_others(str(tmp_path / "d")) == "its group"
     with pytest.raises(safefs.UnsafePath, match="writable by others"):
         safefs.check_dir(str(tmp_path / "d"))
+
+
+def test_the_names_winsec_held_are_found_there_and_its_win32_ones_only_on_windows() -> None:
+    from basics import _winsec
+
+    assert _winsec.sddl_writers is ws.sddl_writers and _winsec.TRUSTED_SIDS is ws.TRUSTED_SIDS
+    with pytest.raises(AttributeError, match="on Windows only"):
+        _winsec.open_plain  # noqa: B018 - the lookup is the test
+    with pytest.raises(AttributeError, match="has no attribute"):
+        _winsec.no_such_name  # noqa: B018 - as above
+
+
+def test_safefs_hands_out_the_platforms_own_functions() -> None:
+    """A plugin's lock calls the platform's function itself: no step through safefs between."""
+    from basics import posixfolder, posixfs
+
+    assert safefs.secure_dir is posixfs.secure_dir and safefs.open_lock is posixfs.open_lock
+    assert safefs.Folder is posixfolder.PosixFolder and safefs.trusted_uid is posixfs.trusted_uid

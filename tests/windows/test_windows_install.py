@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hnsnode import Run, first_ip
 from testdata import FIXTURES
-from tools.wincni.node.installed import ASIDE_DIR, CONTENTS_PREFIX
+from tools.wincni.node.installed import ASIDE_DIR, CONTENTS_PREFIX, MANIFEST
 from winbuild.dist import COMMANDS
 from winenode import WineNode, toolchain
 
@@ -116,6 +116,7 @@ def upgrade_under_load(node: WineNode, package_zip: Path) -> None:
 
     first = install(node, r"C:\k\cni\wincni.exe", "--from", r"C:\wincni-release.zip")
     build = first["build"]
+    assert json.loads((node.path(OPT_BIN) / MANIFEST).read_text())["build"] == build  # what every .exe names
     assert first["dns"] == {"servers": ["10.100.0.10"], "domain": "corp.example", "from": KUBELET_CONFIG}
     bin_dir = node.path(OPT_BIN)
     assert first["binDir"] == OPT_BIN and first["config"] == NET_D + r"\10-flannel.conflist"

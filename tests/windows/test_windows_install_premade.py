@@ -65,7 +65,7 @@ def test_install_into_a_folder_prepared_beforehand(node: WineNode, package_zip: 
         "-o",
         "json",
     )
-    proc = node.wine(r"C:\k\cni\wincni.exe", *args, "--dry-run")  # _winsec.walk's survey: says, changes nothing
+    proc = node.wine(r"C:\k\cni\wincni.exe", *args, "--dry-run")  # winwalk.walk's survey: says, changes nothing
     assert proc.returncode == 0, (proc.stdout.decode(), proc.stderr.decode())
     plan = {(s["action"], s["path"]) for s in json.loads(proc.stdout)["steps"]}
     assert {("takeover", BIN), ("takeover", NET_D), ("remove", BIN + r"\hard.exe")} <= plan, plan

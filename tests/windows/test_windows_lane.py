@@ -14,12 +14,15 @@ import os
 import statistics
 import subprocess
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from hnsnode import first_ip
 from testdata import FIXTURES
+from tools.wincni.node.installed import CONTENTS_PREFIX
 from winbuild.dist import PLUGINS
 from winenode import WineNode, toolchain
 
@@ -41,6 +44,15 @@ def test_version_of_every_exe_and_its_cost_over_the_wine_floor(node: WineNode, t
     floor = [node.timed(r"C:\k\cni\trivial.exe") for _ in range(5)]
     timings.update(version_s=statistics.median(plugin), floor_s=statistics.median(floor))
     assert timings["version_s"] < timings["floor_s"] + 5, timings
+
+
+def test_every_exe_names_the_packages_one_build_and_its_commit(node: WineNode, package_zip: Path) -> None:
+    """Built under Wine, where the Windows Python finds no git: the commit came from the host."""
+    from buildids import assert_one_build
+
+    with zipfile.ZipFile(package_zip) as zf:
+        [build] = {n.split("/")[0][len(CONTENTS_PREFIX) :] for n in zf.namelist() if n.startswith(CONTENTS_PREFIX)}
+    assert_one_build(lambda name: node.wine(node.exe(name), "--version").stdout.decode(), build)
 
 
 LIFECYCLES = [  # (fixture, net-conf, network, sandbox API, extra env)

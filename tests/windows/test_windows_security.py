@@ -31,7 +31,8 @@ from winenode import ROOT, WineNode, toolchain
 PROBE = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from basics import safefs, _winsec as ws
+from basics import safefs, win32sec as w32, winfolder, winfs, winhandle as wh, winwalk
+from basics.sddl import TRUSTED_SIDS
 from plugins.cni.errors import CniError
 from plugins.cni.lock import FileLock
 out = {}
@@ -45,11 +46,11 @@ def refusal(fn, *args):
     return None
 
 def sddl(path, folder):
-    h = ws._open_handle(path, ws._READ_CONTROL, ws._OPEN_EXISTING, ws._FLAG_BACKUP_SEMANTICS if folder else 0, None)
+    h = wh.open_handle(path, w32.READ_CONTROL, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS if folder else 0, None)
     try:
-        return ws._handle_sddl(h)
+        return wh.handle_sddl(h)
     finally:
-        ws._CloseHandle(h)
+        w32.CloseHandle(h)
 
 step = sys.argv[3]
 if step == "create":
@@ -58,7 +59,10 @@ if step == "create":
     fd = safefs.open_append(base + "\\wincni.log")
     os.write(fd, b"line\n")
     os.close(fd)
-    out["own_sid"] = ws._own_sid()
+    out["own_sid"] = wh.own_sid()
+    from basics import _winsec  # the names it held, found where they were
+
+    out["kept"] = [_winsec.open_plain is wh.open_plain, _winsec.seize_tree is winfolder.seize_tree, _winsec.walk is winwalk.walk]
     out["folder"] = sddl(base + "\\locks", True)
     out["lock"] = sddl(base + "\\locks\\network-x.lock", False)
     out["log"] = sddl(base + "\\wincni.log", False)
@@ -76,10 +80,10 @@ elif step == "opened-up":  # the test gave "other" write access from the Linux s
     out["check_dir"] = refusal(safefs.check_dir, base + "\\locks")
     safefs.secure_dir(base + "\\locks")  # ours: SetSecurityInfo takes it back
     out["writers_after"] = safefs.writable_by_others(base + "\\locks")
-    ws._TRUSTED[:] = [ws.TRUSTED_SIDS]  # as if the prefix's user were another user
+    wh.TRUSTED[:] = [TRUSTED_SIDS]  # as if the prefix's user were another user
     out["foreign_folder"] = refusal(safefs.secure_dir, base + "\\locks")
     out["foreign_file"] = refusal(safefs.open_lock, base + "\\locks\\network-x.lock")
-    ws._TRUSTED[:] = []
+    wh.TRUSTED[:] = []
 elif step == "claim":  # the test gave the folder itself "other" write access and planted a link in it
     folder, done, foreign = safefs.claim_dir(base)  # the install ACL: owner Administrators, protected DACL
     out["claimed"] = [[(t.why, t.aside) for t in done], foreign]
@@ -93,10 +97,10 @@ elif step == "claim":  # the test gave the folder itself "other" write access an
     os.close(folder.open_new("fresh.tmp"))
     out["fresh"] = sddl(base + "\\fresh.tmp", False)
     folder.close()
-    out["pinned"] = refusal(ws.pin, base, (0, 0, 0))  # a pin proves the folder is the one judged
+    out["pinned"] = refusal(wh.pin, base, (0, 0, 0))  # a pin proves the folder is the one judged
 elif step == "purge":  # a user's tree (others may write every folder of it) deleted as a discarded entry is
     tree = base + "\\tree"
-    ws.seize_tree(tree, safefs.ADMIN_ONLY)  # each folder taken over before it is listed
+    winfolder.seize_tree(tree, safefs.ADMIN_ONLY)  # each folder taken over before it is listed
     out["writers"] = [safefs.writable_by_others(p) for p in (tree, tree + "\\a", tree + "\\a\\b")]
     os.chmod(tree + "\\a\\file", 0o444)  # read-only: even SYSTEM's DeleteFileW fails until it is cleared
     folder = safefs.secure_folder(base)
@@ -104,7 +108,7 @@ elif step == "purge":  # a user's tree (others may write every folder of it) del
     folder.close()
     out["gone"] = not os.path.lexists(tree)
 elif step == "theirs":  # another user's folders on the way: moved aside by their handle, made anew
-    ws._TRUSTED[:] = [ws.TRUSTED_SIDS]  # as if the prefix's user were another user
+    wh.TRUSTED[:] = [TRUSTED_SIDS]  # as if the prefix's user were another user
     folder, done, foreign = safefs.claim_dir(base + "\\bin")
     out["done"] = [(t.path, t.why, t.aside) for t in done]
     out["entries"] = [name for name, _ in folder.scan()]
@@ -112,11 +116,11 @@ elif step == "theirs":  # another user's folders on the way: moved aside by thei
     survey, planned, _ = safefs.survey_dir(base + "\\bin")  # made anew: theirs again as Wine sees it
     out["survey"] = [survey is None, [(t.path, t.aside) for t in planned]]
     try:
-        safefs.claim_dir(ws._homes()[-1][1] + "\\cni\\bin")
+        safefs.claim_dir(winwalk.homes()[-1][1] + "\\cni\\bin")
         out["home"] = None
     except safefs.UnsafePath as exc:
         out["home"] = exc.problem
-    ws._TRUSTED[:] = []
+    wh.TRUSTED[:] = []
 elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wine's stand-in for a junction
     import subprocess
 
@@ -141,7 +145,7 @@ elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wi
     out["flag_big"] = said(inputfile.read, base + "\\f.json", 1)
     out["store_dir_link"] = said(safefs.check_dir, base + "-link")  # a store's folder: judged, then pinned
     safefs.check_dir(base)
-    out["held"] = [f.path for f in safefs._HELD]
+    out["held"] = [f.path for f in winfs.HELD]
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     out["alive"] = [procs.alive(os.getpid()), procs.alive(child.pid)]
@@ -161,7 +165,7 @@ def _probe(node: WineNode, step: str, base: str = r"C:\wincni-sec") -> dict:
 def test_admin_only_folders_owner_only_files_and_the_owner_check_through_win32(node: WineNode) -> None:
     first = _probe(node, "create")
     me = first["own_sid"]
-    assert me.startswith("S-1-5-")
+    assert me.startswith("S-1-5-") and first["kept"] == [True, True, True]
     for key in ("folder", "lock", "log"):
         assert ws_writers(first[key], me) == [], (key, first[key])
         assert "BU" not in first[key] and "WD" not in first[key] and "AU" not in first[key], first[key]
@@ -219,10 +223,10 @@ def test_another_users_folder_is_moved_aside_by_its_handle_and_made_anew(node: W
     assert out["home"] is not None and "home folder" in out["home"], out
 
 
-def ws_writers(sddl: str, me: str) -> list[str]:
-    from basics import _winsec
+def ws_writers(text: str, me: str) -> list[str]:
+    from basics import sddl
 
-    return _winsec.sddl_writers(sddl, _winsec.TRUSTED_SIDS | {me})
+    return sddl.sddl_writers(text, sddl.TRUSTED_SIDS | {me})
 
 
 def test_the_simulator_needs_its_second_switch_on_windows(node: WineNode) -> None:

@@ -1,0 +1,5 @@
+"""``python -m tools.hnsctl``."""
+
+from tools.hnsctl.cli import entry
+
+entry()
