@@ -128,6 +128,7 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
     from plugins.cni.errors import CniError
     from plugins.flannel import subnet_env
     from plugins.flannel.config import FlannelConf
+    from plugins.flannel.delegate import pod_ipam
     from tools.wincni.node.podnetwork import first_plugin
 
     found = _input("--cni-conf", path, MAX_CONF)
@@ -157,7 +158,7 @@ def _pods_config(path: str, platform: str, cwd: str) -> tuple[str, Callable[[], 
             raise SourceVipError(quote(err.reason, ("the config's subnetFile", lease_file))) from None
         if lease.subnet is None or lease.subnet.version != 4:
             raise SourceVipError(f"{fconf.subnet_file} has no IPv4 FLANNEL_SUBNET")
-        return {**fconf.ipam, "type": "host-local", "subnet": str(lease.subnet)}  # what flannel gives the pods
+        return pod_ipam(fconf, lease)  # what flannel gives the pods
 
     return name, from_lease, fconf.subnet_file
 
