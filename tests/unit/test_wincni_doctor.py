@@ -60,7 +60,7 @@ def overlay(tmp_path: Path) -> Node:
     return sim_node(tmp_path, "overlay")
 
 
-#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_proxychecks.py).
+#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_doctor_checks_proxy.py).
 PROXY_CHECKS = (
     "lb-backends",
     "policy-lists",
@@ -70,7 +70,7 @@ PROXY_CHECKS = (
     "dns-load-balancer",
     "old-network",
 )
-# Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
+# Every check the doctor has (tests/unit/test_wincni_doctor_fixes.py breaks each and keeps its fix's promise).
 CHECK_IDS = {
     "backend",
     "config",

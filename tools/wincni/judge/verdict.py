@@ -13,7 +13,7 @@ STATUSES = (OK, WARN, FAIL, SKIP)
 class Check:
     """``fix`` is prose naming the file and what to set in it (or what else to do); ``run`` is a
     command, whole and alone with the node's paths filled in, that makes this check pass when run
-    as printed on this node (tests/unit/test_doctor_fixes.py runs every one)."""
+    as printed on this node (tests/unit/test_wincni_doctor_fixes.py runs every one)."""
 
     id: str
     status: str

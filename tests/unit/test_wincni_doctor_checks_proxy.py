@@ -30,8 +30,8 @@ from hnsnode import (
     two_pods_node,
 )
 from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetwork
-from test_doctor_fixes import run_as_printed
-from test_wincni_bundle import assert_replay_is_live
+from test_wincni_doctor_fixes import run_as_printed
+from test_wincni_doctor_archive import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
 from tools.wincni.cli.main import main
 from tools.wincni.doctor.checks import proxy as proxychecks

@@ -381,6 +381,6 @@ def test_the_simulator_on_windows_names_where_the_variable_is_set() -> None:
 def test_every_check_id_is_broken_at_least_once() -> None:
     """backend: below; policy-lists, old-network and duplicate-load-balancers break what the
     simulator keeps whole (a policy list's State, a network with endpoints, one load balancer a
-    frontend): test_wincni_proxychecks breaks them in a bundle."""
+    frontend): test_wincni_doctor_checks_proxy breaks them in a bundle."""
     replayed = {"backend", "policy-lists", "old-network", "duplicate-load-balancers"}
     assert {b.check for b in BREAKS.values()} | replayed == CHECK_IDS
