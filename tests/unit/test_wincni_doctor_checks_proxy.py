@@ -30,9 +30,9 @@ from hnsnode import (
     two_pods_node,
 )
 from libhns.objects import HNSEndpoint, HostComputeLoadBalancer, HostComputeNetwork
-from test_wincni_doctor_fixes import run_as_printed
-from test_wincni_doctor_archive import assert_replay_is_live
 from test_wincni_doctor import PROXY_CHECKS
+from test_wincni_doctor_archive import assert_replay_is_live
+from test_wincni_doctor_fixes import run_as_printed
 from tools.wincni.cli.main import main
 from tools.wincni.doctor.checks import proxy as proxychecks
 from tools.wincni.doctor.checks import registry as checks

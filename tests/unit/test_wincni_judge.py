@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hnsnode import MGMT_IP, SUBNET, Node, package_folder
-from test_wincni_doctor_fixes import run_as_printed
 from test_wincni_doctor import sim_node
+from test_wincni_doctor_fixes import run_as_printed
 
 EXCEPTIONS = ["__CLUSTER_CIDR__", "__SERVICE_CIDR__", "__NODE_SUBNET__"]  # as install's own config
 
