@@ -7,7 +7,7 @@ import os
 
 def running_build() -> str:
     """This wincni's build ID; from a source checkout its version and commit, the start of the ID
-    a bundle built from it carries (``specs/wincni.plugin``)."""
+    a package built from it carries (``specs/wincni.spec``)."""
     from plugins.cni.buildinfo import VERSION, build, commit
 
     return build() or "-".join(x for x in (VERSION, commit()[:12]) if x)

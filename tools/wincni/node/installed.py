@@ -212,7 +212,7 @@ def doomed(name: str) -> bool:
 
 
 def is_launcher(name: str) -> bool:
-    """Top-level files of a bundle that are commands: ``.exe`` on Windows, extension-less elsewhere."""
+    """Top-level files of a package folder that are commands: ``.exe`` on Windows, extension-less elsewhere."""
     return name.endswith(".exe") or ("." not in name and not name.startswith("_"))
 
 
