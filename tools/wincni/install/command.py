@@ -3,8 +3,8 @@ its conf dir, shadowing configs moved aside; ``--uninstall`` undoes exactly that
 
 The imperative shell: it reads the node through a ``Disk``, asks ``plan`` (pure) for the steps,
 has ``executor.StepExecutor`` carry them out (a dry run only collects them) and ``report`` print
-them. The config comes from ``installconf``, the package from ``package``; the upgrade rules
-(why launchers are renamed aside, when an old build's contents folder goes) are in ``layout``'s
+them. The config comes from ``conf``, the package from ``package``; the upgrade rules
+(why launchers are renamed aside, when an old build's contents folder goes) are in ``node.installed``'s
 docstring.
 
 A folder install finds may have been prepared by a user (on Windows anyone may create folders at

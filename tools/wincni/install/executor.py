@@ -1,7 +1,7 @@
 """Carries out ``wincni install``'s steps (``steps``) through a ``Disk``: the only code of install
 that changes a CNI folder, so every change goes through a folder install judged and holds.
 
-Windows' rules for files in use shape each step (``layout``'s docstring says why): a launcher is
+Windows' rules for files in use shape each step (``node.installed``'s docstring says why): a launcher is
 laid under a temporary name and renamed over the old one, a running one renamed aside first; a
 contents folder is copied under ``.partial`` and swapped in; a folder is renamed to a trash name
 before it is purged (proof that nothing holds a file in it; an interrupted purge leaves a name the

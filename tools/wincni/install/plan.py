@@ -1,7 +1,7 @@
 """What ``wincni install`` and ``--uninstall`` are to do, as ``steps``: pure functions of the
 options and of what was found on the node (listings, digests, the manifest), so every decision
 is tested without a disk. ``install`` gathers what they need and hands the steps to
-``executor.Executor``; the rules of the layout are in ``layout``'s docstring.
+``executor.StepExecutor``; the rules of the layout are in ``node.installed``'s docstring.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class WriteFile:
 
 @dataclass(frozen=True)
 class Disable:
-    """A config containerd would load before ours, renamed to ``layout.DISABLED``'s name."""
+    """A config containerd would load before ours, renamed to ``installed.DISABLED``'s name."""
 
     word: ClassVar[str] = "disable"  # what the table and the JSON call it
     path: str

@@ -2,8 +2,8 @@
 is what ``wincni doctor`` fails (or warns about) on the node, finding for finding, fix for fix.
 
 Pure: a ``Config`` (the config as its plugin would run it, and what it is weighed against) in,
-``Check``s out. The doctor builds the ``Config`` from its facts (``checks.config_of``), install
-from what it rendered, before anything changes (``installconf.rendered``). A fix names what the operator
+``Check``s out. The doctor builds the ``Config`` from its facts (``config.config_of``), install
+from what it rendered, before anything changes (``conf.rendered``). A fix names what the operator
 owns (``Origin``): the conflist only when nobody manages it; once ``wincni install`` laid it, the
 template (or the install flag) it renders from and install's command to run again, since the next
 install reverts a hand edit of the conflist.

@@ -67,7 +67,7 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
             every = hnscall.list_endpoints()  # once: the V1 view also says which sandbox holds each
             inventory = read_inventory(hcn, hnscall, every)
             if network is not None:
-                # the pods' side: remote endpoints are kube-proxy's (proxychecks judges them)
+                # the pods' side: remote endpoints are kube-proxy's (checks.proxy judges them)
                 eps = [ep for ep in every if same_id(ep.virtual_network, network.id) and not ep.is_remote]
                 found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
                 v1 = HnsV1Api(hcn=hcn, hnscall=hnscall, container_id="", netns="")

@@ -1,10 +1,10 @@
 """``wincni doctor --replay BUNDLE``: the doctor's facts read from a ``wincni bundle`` instead of
 the node, on any OS.
 
-``RecordedNode`` answers every question ``facts.gather`` asks its source with what the node answered
+``RecordedNode`` answers every question ``gather.gather`` asks its source with what the node answered
 when the bundle was taken: the files by the paths the doctor read them at, HNS through the same
 clients over the recorded documents (``libhns.recorded``), host-local's reservations with their
-ages. What only the node can answer (a check whose entry in ``checks.CHECKS`` is ``live_only``) is not checked, and says so.
+ages. What only the node can answer (a check whose entry in ``registry.CHECKS`` is ``live_only``) is not checked, and says so.
 
 A bundle comes from anywhere (an issue's attachment): it is read as any flag's file is (a size
 cap, no FIFO, no user's link), never unpacked to disk, every member capped; anything malformed

@@ -142,7 +142,7 @@ def net_conf(f: NodeFacts) -> Check:
 def runtime_status(f: NodeFacts) -> Check:
     """containerd 2.x (config.toml version 3) asks every config of cniVersion 1.1.0 or later for
     CNI STATUS and starts only host-network pods while it fails: whether it asks here, and what
-    the plugins answer now (``facts.read_status``)."""
+    the plugins answer now (``live.read_status``)."""
     if skipped := no_config(f, "runtime-status"):
         return skipped
     if f.status is None:

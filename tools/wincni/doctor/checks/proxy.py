@@ -1,6 +1,6 @@
 """``wincni doctor``'s checks of kube-proxy's side of HNS: its load balancers, the remote endpoints
 it makes for other nodes' pods, its V1 policy lists and its source VIP, weighed against the pods'
-network and config. Each is a pure function of ``NodeFacts`` -> ``Check`` (``checks.CHECKS`` runs them).
+network and config. Each is a pure function of ``NodeFacts`` -> ``Check`` (``registry.CHECKS`` runs them).
 
 kube-proxy's state is read from ``NodeFacts.inventory`` (every network, endpoint and load balancer of
 the node). Before kube-proxy has programmed any load balancer there is nothing of its to judge:
