@@ -154,7 +154,7 @@ def _toml(raw: bytes, path: str) -> dict:
         )
     try:
         import tomllib
-    except ImportError:  # Python 3.10: the Windows bundle ships 3.13
+    except ImportError:  # Python 3.10: the Windows package ships 3.13
         raise ConfigError(f"cannot read {path}: this Python has no TOML reader (3.11+)") from None
     try:
         doc = tomllib.loads(raw.decode("utf-8-sig"))
