@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from tools.wincni.cli.output import json_doc
+from tools.wincni.cli.output import failed, json_doc
 from tools.wincni.install.options import InstallOptions
 from tools.wincni.install.steps import Step
 
@@ -71,7 +71,7 @@ def _table(options: InstallOptions, out: Outcome, warnings: list[str], stdout: T
     if options.dry_run and out.diff:
         stdout.write("\n" + out.diff)
     if error:
-        stdout.write("".join(f"FAILED: {line}\n" for line in error.splitlines()))
+        failed(stdout, "table", error)
         return
     changed = sum(action(s) not in ("keep", "held") for s in out.steps)
     verb = "would change" if options.dry_run else ("uninstalled:" if options.uninstall else "changed")
