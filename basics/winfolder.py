@@ -11,7 +11,7 @@ from basics import win32sec as w32
 from basics.errors import UnsafePath
 from basics.sddl import ADMIN_ONLY, known, names, owner_of
 from basics.winhandle import (
-    Descriptor,
+    SecurityDescriptor,
     apply_sddl,
     create_new,
     enable_privileges,
@@ -83,7 +83,7 @@ def entry_problem(path: str, suspicious: bool, repair: bool) -> tuple[str | None
             return f"a file with {info.nNumberOfLinks} hard links", False
         if not repair:
             return None, folder
-        desc = Descriptor("D:")
+        desc = SecurityDescriptor("D:")
         try:
             rc = w32.SetSecurityInfo(
                 handle, w32.SE_FILE_OBJECT, w32.DACL_INFO | w32.UNPROTECTED_DACL, None, None, desc.dacl(), None

@@ -21,7 +21,7 @@ def check(ok, what: str) -> None:
         raise OSError(0, f"{what}: {ctypes.FormatError(err)}", None, err)
 
 
-class Descriptor:
+class SecurityDescriptor:
     """A self-relative security descriptor made from SDDL (LocalFree'd on close)."""
 
     def __init__(self, sddl: str) -> None:
@@ -100,7 +100,7 @@ def handle_sddl(handle) -> str:
 
 
 def open_handle(path: str, access: int, disposition: int, flags: int, sddl: str | None, share: int = w32.SHARE_ALL):
-    desc = Descriptor(sddl) if sddl else None
+    desc = SecurityDescriptor(sddl) if sddl else None
     try:
         sa = desc.attributes() if desc else None
         handle = w32.CreateFileW(
@@ -252,7 +252,7 @@ def apply_sddl(path: str, sddl: str, what: int, seen: tuple[int, int, int] | Non
     handle = open_handle(
         path, w32.READ_CONTROL | w32.WRITE_DAC | w32.WRITE_OWNER, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS, None
     )
-    desc = Descriptor(sddl)
+    desc = SecurityDescriptor(sddl)
     try:
         info = file_info(handle)
         if seen is not None and identity(info) != seen:

@@ -11,7 +11,7 @@ from basics import win32sec as w32
 from basics.errors import UnsafePath
 from basics.sddl import names, sddl_writers
 from basics.winhandle import (
-    Descriptor,
+    SecurityDescriptor,
     apply_sddl,
     check,
     file_info,
@@ -106,7 +106,7 @@ def _component_problem(path: str, final: bool) -> tuple[str | None, tuple[int, i
 
 def _make_dir(path: str, sddl: str) -> bool:
     """Create ``path`` with ``sddl``; False when it exists already."""
-    desc = Descriptor(sddl)
+    desc = SecurityDescriptor(sddl)
     try:
         sa = desc.attributes()
         created = w32.CreateDirectoryW(path, ctypes.byref(sa))

@@ -1,5 +1,5 @@
 """hnsctl's one list of commands, its parser and ``main``: parse, hand the command its arguments
-and a ``HnsSession``, turn every failure into one line on stderr and an exit status."""
+and a ``HnsctlContext``, turn every failure into one line on stderr and an exit status."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from basics.cli import Parser, UsageError, parse, version_flag
 from libhns import errors
-from tools.hnsctl.context import HnsSession
+from tools.hnsctl.context import HnsctlContext
 
 #: Every command, in ``hnsctl --help``'s order: its name and the module of ``tools.hnsctl`` that
 #: declares its parser (``add_parser(sub)``) and carries it out (``run(args, ctx)``).
@@ -57,7 +57,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        command(args.group).run(args, HnsSession(stdout, env))
+        command(args.group).run(args, HnsctlContext(stdout, env))
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2

@@ -12,7 +12,7 @@ from libhns import errors
 from libhns.client import HcnClient, HnsCallClient
 
 
-class HnsSession:
+class HnsctlContext:
     def __init__(self, out: TextIO, env: Mapping[str, str]) -> None:
         self.out, self.env = out, env
         self._clients: tuple[HcnClient, HnsCallClient] | None = None
@@ -34,9 +34,9 @@ class HnsSession:
 
     def view(self, args: argparse.Namespace) -> Any:
         """The API the command's ``--v1`` picks (HCN when it has none)."""
-        from tools.hnsctl.views import V1View, V2View
+        from tools.hnsctl.views import HcnView, HnsCallView
 
-        return V1View(self.hnscall) if getattr(args, "v1", False) else V2View(self.hcn)
+        return HnsCallView(self.hnscall) if getattr(args, "v1", False) else HcnView(self.hcn)
 
     @staticmethod
     def found(what: str, ref: str, obj: Any) -> Any:

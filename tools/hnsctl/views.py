@@ -1,4 +1,4 @@
-"""What the commands read and change through one HNS API: ``V2View`` (HCN) or ``V1View``
+"""What the commands read and change through one HNS API: ``HcnView`` (HCN) or ``HnsCallView``
 (HNSCall), the same shape, so a command is written once and ``--v1`` only picks the view."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from libhns.policies import PROVIDER_ADDRESS
 from tools.hnsctl import tables
 
 
-class View:
+class ApiView:
     def __init__(self, client: Any) -> None:
         self.c = client
 
@@ -38,7 +38,7 @@ class View:
         return self.c.list_namespaces()
 
 
-class V2View(View):
+class HcnView(ApiView):
     c: HcnClient
     #: what kube-proxy's load balancers are called in this API's dump, and their table
     BALANCERS = "loadbalancers"
@@ -69,7 +69,7 @@ class V2View(View):
         return self.c.get_namespace(ref) if guid.is_guid(ref) else None
 
 
-class V1View(View):
+class HnsCallView(ApiView):
     c: HnsCallClient
     BALANCERS = "policylists"
     BALANCER_HEADERS = tables.POLICY_LIST_HEADERS
