@@ -18,7 +18,7 @@ from libhns.raw import RawHns
 BACKENDS = ("hcn", "sim")
 
 
-#: On Windows the simulator also needs this set to 1: it ships in the bundle, and one variable
+#: On Windows the simulator also needs this set to 1: it ships in the package, and one variable
 #: alone must not turn a real node into a simulated one.
 ALLOW_SIMULATOR = "WINCNI_ALLOW_SIMULATOR"
 

@@ -32,13 +32,14 @@ from plugins.flannel.__main__ import main as flannel_main
 from plugins.registry import COMMANDS
 from testdata import FIXTURES, GOLDENS, KUBEPROXY, SERVICES
 from tools import hnsctl
-from tools.wincni.__main__ import build_parser
-from tools.wincni.__main__ import main as wincni_main
-from tools.wincni.disk import Disk
-from tools.wincni.facts import default_paths, running_build
-from tools.wincni.install import run as install_run
-from tools.wincni.layout import MANIFEST
-from tools.wincni.options import InstallOptions
+from tools.wincni.cli.context import Context
+from tools.wincni.cli.main import build_parser
+from tools.wincni.cli.main import main as wincni_main
+from tools.wincni.install.command import run as install_run
+from tools.wincni.install.options import InstallOptions
+from tools.wincni.node.build import running_build
+from tools.wincni.node.disk import Disk
+from tools.wincni.node.installed import MANIFEST
 
 VENV_BIN = Path(sys.executable).parent
 SUBNET = "10.244.4.0/24"
@@ -302,10 +303,10 @@ class Node:
     def install(self, *args: str, expect: int = 0, output: str = "json", dirs: bool = True) -> Any:
         """``wincni install`` in-process on ``disk`` (``main`` would take the real one); its JSON or table."""
         out = io.StringIO()
-        parsed = build_parser(default_paths("linux"), "linux").parse_args(
-            self.install_argv(*args, output=output, dirs=dirs)
+        parsed = build_parser("linux").parse_args(self.install_argv(*args, output=output, dirs=dirs))
+        rc = install_run(
+            InstallOptions.of(parsed), Context(out, io.StringIO(), {}, "linux", str(self.root)), disk=self.disk
         )
-        rc = install_run(InstallOptions.of(parsed), out, "linux", str(self.root), disk=self.disk)
         assert rc == expect, out.getvalue()
         return json.loads(out.getvalue()) if output == "json" else out.getvalue()
 

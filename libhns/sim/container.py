@@ -7,7 +7,7 @@ HNS has no such object; the simulator keeps one per ``register_container`` so th
 from __future__ import annotations
 
 from libhns.errors import HCS_E_SYSTEM_ALREADY_EXISTS, HCS_E_SYSTEM_NOT_FOUND
-from libhns.sim.record import Record
+from libhns.sim.record import StoredObject
 from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from libhns.sim.state import HnsState
 
 
-class ComputeSystem(Record):
+class ComputeSystem(StoredObject):
     """``doc``: ``{"ID", "State"}``; ``endpoints``: the IDs of the endpoints it shares. Keyed by
     its ID case-folded (a container ID, not a GUID)."""
 

@@ -20,7 +20,7 @@ from libhns.errors import (
 from libhns.objects import REMOTE_ENDPOINT_FLAG, default_gateway, default_prefix
 from libhns.sim import v1form
 from libhns.sim.network import DEFAULT_MAC_POOL, is_v1_document, mac_int, mac_str, modify_policies
-from libhns.sim.record import Record, norm_id, requested_id, without
+from libhns.sim.record import StoredObject, norm_id, requested_id, without
 from libhns.sim.validate import Reject, check_v1_policies, check_v2_policies
 
 TYPE_CHECKING = False
@@ -61,7 +61,7 @@ _V1_CREATE_KEYS = ("VirtualNetwork", "IPAddress", "VirtualNetworkName", "DNSServ
 _FLAG_FIELDS = (("IsRemoteEndpoint", 1), ("DisableICC", 2), ("EnableLowMetric", 8))
 
 
-class Endpoint(Record):
+class Endpoint(StoredObject):
     """``base_state``: the EndpointState when attached to nothing (Created, or Detached once it
     was); ``shared``: the containers it is hot-attached to (V1, HCS); ``host``: the host
     compartment it is attached to (V1), or None; ``port``: a ResourceType Port setting;

@@ -25,7 +25,7 @@ from libhns import guid
 from libhns.errors import E_NOTIMPL, ERROR_ALREADY_EXISTS, HCN_E_PORT_ALREADY_EXISTS
 from libhns.objects import LB_IPV6
 from libhns.sim import policylist
-from libhns.sim.record import Record, requested_id, without
+from libhns.sim.record import StoredObject, requested_id, without
 from libhns.sim.validate import Reject, check_address, check_load_balancer
 from libhns.sim.versions import MODIFY_LB_KEEPS_BACKENDS, MODIFY_LB_MIN_VERSION
 
@@ -55,7 +55,7 @@ def _settings(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-class LoadBalancer(Record):
+class LoadBalancer(StoredObject):
     __slots__ = ()
     KIND, TABLE = "LoadBalancer", "loadbalancers"
     V1_COLLECTION = "policylists"
@@ -69,7 +69,7 @@ class LoadBalancer(Record):
         return st.add(rec)
 
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Record:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> StoredObject:
         return cls.create(st, doc, id_)
 
     def modify(self, st: HnsState, request: Mapping[str, Any]) -> None:

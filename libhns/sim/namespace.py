@@ -13,7 +13,7 @@ from libhns.errors import (
     HCN_E_REQUEST_UNSUPPORTED,
 )
 from libhns.sim.endpoint import DETACHED
-from libhns.sim.record import Record, requested_id
+from libhns.sim.record import StoredObject, requested_id
 from libhns.sim.validate import Reject
 
 TYPE_CHECKING = False
@@ -33,7 +33,7 @@ def _is_endpoint(resource: Mapping[str, Any], ep_id: str) -> bool:
     ).upper() == ep_id.upper()
 
 
-class Namespace(Record):
+class Namespace(StoredObject):
     """``doc["Resources"]`` lists the attached endpoints and containers, as HNS shows them."""
 
     __slots__ = ()

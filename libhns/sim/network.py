@@ -19,7 +19,7 @@ from libhns.errors import (
 )
 from libhns.objects import default_gateway, default_prefix
 from libhns.sim import v1form
-from libhns.sim.record import Record, requested_id, without
+from libhns.sim.record import StoredObject, requested_id, without
 from libhns.sim.validate import Reject, check_prefix, check_v1_policies, check_v2_policies, network_type
 
 TYPE_CHECKING = False
@@ -96,7 +96,7 @@ def modify_policies(doc: dict[str, Any], request: Mapping[str, Any], known: froz
         raise Reject(E_INVALIDARG, f"Unsupported RequestType {P.get_ci(request, 'RequestType')!r}.")
 
 
-class Network(Record):
+class Network(StoredObject):
     """``mgmt_ip``: the management IP (ProviderAddress) a network on a host adapter gets;
     ``mgmt_at``: the wall-clock time it shows up (HNS sets it up late, ``LIBHNS_SIM_MGMT_DELAY``);
     ``v1extra``: keys of a V1 request HNS echoes back."""

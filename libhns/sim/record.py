@@ -2,7 +2,7 @@
 kinds answer with (missing, already there, attached or not) are libhns.errors' named codes.
 
 A kind (``network.py``, ``endpoint.py``, ``namespace.py``, ``loadbalancer.py``,
-``container.py``) is a ``Record`` subclass holding HNS's rules for that object: how it is
+``container.py``) is a ``StoredObject`` subclass holding HNS's rules for that object: how it is
 created, changed, deleted, matched by a query and seen through each API. The state on disk keeps
 one table per kind of ``{"doc": <V2 document>, <field>: …}``, ``FIELDS`` naming the rest.
 """
@@ -52,7 +52,7 @@ def without(doc: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k.casefold() not in keys}
 
 
-class Record:
+class StoredObject:
     """One stored HNS object: its V2 document (``doc``) and what HNS keeps beside it.
 
     Subclasses set ``KIND`` (the HCN name), ``TABLE`` (its table in the store), ``NOT_FOUND``
@@ -80,7 +80,7 @@ class Record:
     key = staticmethod(norm_id)
 
     @classmethod
-    def load(cls, stored: Mapping[str, Any]) -> Record:
+    def load(cls, stored: Mapping[str, Any]) -> StoredObject:
         return cls(stored["doc"], **{name: stored[name] for name in cls.FIELDS if name in stored})
 
     def dump(self) -> dict[str, Any]:
@@ -101,7 +101,7 @@ class Record:
 
     # --- HNS's rules; a kind overrides what differs ---------------------------------------------
     @classmethod
-    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> Record:
+    def hcn_create(cls, st: HnsState, doc: dict[str, Any], id_: str | None, parent: str | None) -> StoredObject:
         """``HcnCreate<Kind>``: the stored object, fields HNS assigns filled in."""
         rec = cls({**without(doc, "id"), "ID": cls.fresh_id(st, id_ or requested_id(doc))})
         return st.add(rec)
@@ -136,7 +136,7 @@ class Record:
     V1_ACTIONS: tuple[str, ...] = ()
 
     @classmethod
-    def v1_create(cls, st: HnsState, doc: dict[str, Any]) -> Record:
+    def v1_create(cls, st: HnsState, doc: dict[str, Any]) -> StoredObject:
         """``POST /<collection>/``."""
         raise Reject(HCN_E_REQUEST_UNSUPPORTED)
 

@@ -1,7 +1,7 @@
 """Running another CNI plugin (IPAM or delegate) the way libcni's pkg/invoke does.
 
 When the plugin CNI_PATH resolves to is one of ours from this very installation (a sibling
-executable of this frozen bundle, or this venv's console script), it runs in-process through its
+executable of this frozen build, or this venv's console script), it runs in-process through its
 ``main(env, stdin, stdout)`` with the same environment, stdout/stderr split, error mapping and log
 lines: a flannel ADD then costs one process start instead of three. Anything else is executed;
 ``WINCNI_NO_INPROCESS=1`` forces execution.
@@ -65,7 +65,7 @@ def inprocess_module(name, exe, env, siblings, platform=sys.platform):
     ``siblings`` (plugin type -> our entry module, or None) is handed in by the plugin: the CNI
     core does not know which plugins we ship.
 
-    Frozen: ``exe`` lies in our own bundle folder. Source: ``exe`` is this interpreter's console
+    Frozen: ``exe`` lies in our own package folder. Source: ``exe`` is this interpreter's console
     script (in ``sys.prefix``'s script folder, and, where it is a text script, launching our entry
     point with this very interpreter), so another installation of ours on CNI_PATH is executed.
     """

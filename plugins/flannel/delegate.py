@@ -40,15 +40,20 @@ def build(conf: FlannelConf, lease: Lease, backend: netconf.Backend | None) -> d
     out["ipMasq"] = lease.ipmasq
     out["ipMasqNetwork"] = str(network)
     out["cniVersion"] = conf.cni_version or DEFAULT_CNI_VERSION
-    # Beyond the reference (which ignores it on Windows): a top-level "ipam" adds host-local keys
-    # such as dataDir; type and subnet stay the lease's.
-    out["ipam"] = {**conf.ipam, "type": "host-local", "subnet": str(lease.subnet)}
+    out["ipam"] = pod_ipam(conf, lease)
     if conf.runtime_config is not None:
         # Only what the delegates read: the config is saved per pod and run again at DEL.
         from plugins.cni.runtimeconfig import KEYS
 
         out["runtimeConfig"] = {k: v for k, v in conf.runtime_config.items() if k in KEYS}
     return out
+
+
+def pod_ipam(conf: FlannelConf, lease: Lease) -> dict[str, Any]:
+    """The IPAM section the pods get: host-local over the lease's subnet. Beyond the reference
+    (which ignores it on Windows): a top-level "ipam" adds host-local keys such as dataDir; type
+    and subnet stay the lease's. ``wincni sourcevip`` reserves in the same store by this rule."""
+    return {**conf.ipam, "type": "host-local", "subnet": str(lease.subnet)}
 
 
 def encode(doc: dict[str, Any]) -> bytes:

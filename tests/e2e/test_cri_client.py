@@ -18,10 +18,10 @@ import pytest
 
 from gotool import go_tool
 from hnsnode import Node
-from tools.wincni.__main__ import main as wincni_main
-from tools.wincni.cri import list_sandboxes
-from tools.wincni.cri.errors import CallFailed, Malformed, Unreachable
-from tools.wincni.cri.proto import Sandbox
+from tools.wincni.cli.main import main as wincni_main
+from tools.wincni.node.cri import list_sandboxes
+from tools.wincni.node.cri.errors import CallFailed, Malformed, Unreachable
+from tools.wincni.node.cri.proto import ListedSandbox
 
 
 class Runtime:
@@ -77,8 +77,8 @@ def test_every_sandbox_with_its_metadata_and_state(runtime: Runtime) -> None:
         ]
     )
     assert list_sandboxes(runtime.endpoint) == [
-        Sandbox("a1", "web-0", "u1", "default", 2, "SANDBOX_READY"),
-        Sandbox("b2", "db", "u2", "kube-system", 0, "SANDBOX_NOTREADY"),
+        ListedSandbox("a1", "web-0", "u1", "default", 2, "SANDBOX_READY"),
+        ListedSandbox("b2", "db", "u2", "kube-system", 0, "SANDBOX_NOTREADY"),
     ]
     runtime.answer([])
     assert list_sandboxes(runtime.endpoint) == []

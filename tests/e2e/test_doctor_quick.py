@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from hnsnode import VENV_BIN, Node
-from tools.wincni import checks
+from tools.wincni.doctor.checks import registry as checks
 
 
 def sim_node(root: Path, kind: str) -> Node:
@@ -49,7 +49,7 @@ def test_a_healthy_node_is_ready_and_nothing_is_written(tmp_path: Path) -> None:
     proc = quick(node)
     assert proc.returncode == 0 and proc.stderr == "", proc
     ids = [line.split()[1] for line in proc.stdout.splitlines() if line[:4].strip() in ("OK", "WARN", "FAIL", "SKIP")]
-    assert ids == [i for i in (fn.__name__.replace("_", "-") for fn in checks.ALL) if i in checks.QUICK]
+    assert ids == [c.id for c in checks.CHECKS if c.quick]
     assert len(ids) == 10 and "ipam-store" not in ids and "build" not in ids  # every quick check, nothing read-write
     assert snapshot(tmp_path) == before
 

@@ -24,11 +24,10 @@ from basics.cli import PathArg
 from hnsnode import Node, package_folder
 from test_security import NOBODY, _symlink, as_nobody, root_only
 from tools.hnsctl import build_parser as hnsctl_parser
-from tools.wincni.__main__ import build_parser as wincni_parser
-from tools.wincni.facts import default_paths
+from tools.wincni.cli.main import build_parser as wincni_parser
 
 SECRET = "SECRET_TOKEN"
-TOOLS = {"wincni": wincni_parser(default_paths("linux"), "linux"), "hnsctl": hnsctl_parser()}
+TOOLS = {"wincni": wincni_parser("linux"), "hnsctl": hnsctl_parser()}
 
 
 def path_flags(

@@ -38,7 +38,7 @@ def run_exe(name, env, stdin=b"", args=()):
 
 def test_every_executable_names_the_packages_one_build_and_its_commit(tmp_path):
     from buildids import assert_one_build
-    from tools.wincni.layout import CONTENTS_PREFIX
+    from tools.wincni.node.installed import CONTENTS_PREFIX
 
     [build] = [p.name[len(CONTENTS_PREFIX) :] for p in DIST.iterdir() if p.name.startswith(CONTENTS_PREFIX)]
     env = {"LIBHNS_BACKEND": "sim", "LIBHNS_SIM_DIR": str(tmp_path / "hns")}
@@ -148,10 +148,10 @@ def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     build = json.loads(proc.stdout)["build"]
     assert (bin_dir / f"_wincni-{build}").is_dir() and (DIST / f"_wincni-{build}").is_dir()
-    from tools.wincni.layout import embedded_build
+    from tools.wincni.node.installed import embedded_build
 
     assert {embedded_build((bin_dir / f"{c}{SUFFIX}").read_bytes()) for c in (*PLUGINS, "wincni")} == {build}
-    from tools.wincni.layout import MANIFEST
+    from tools.wincni.node.installed import MANIFEST
 
     assert json.loads((bin_dir / MANIFEST).read_text())["build"] == build  # the ID every executable names
     about = subprocess.run([str(bin_dir / f"flannel{SUFFIX}")], capture_output=True, timeout=120, env={})

@@ -21,7 +21,7 @@ from pathlib import Path
 from hnsnode import VENV_BIN, Node, package_folder
 from plugins import registry
 from testdata import FIXTURES
-from tools.wincni import layout
+from tools.wincni.node import installed
 
 
 def bulky_package(root: Path, build: str) -> Path:
@@ -66,7 +66,7 @@ def test_install_killed_at_random_moments_converges(tmp_path: Path) -> None:
     done = node.install("--from", str(packages[1]))
     assert not done["warnings"], done["warnings"]
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
-        [*registry.COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST]
+        [*registry.COMMANDS, "_wincni-0.1.0-bbb-2", installed.MANIFEST]
     )
     assert sorted(p.name for p in node.conf_dir.iterdir()) == [
         "0-containerd-nat.json.disabled-by-wincni",
@@ -86,7 +86,7 @@ def assert_consistent(node: Node) -> None:
     for name in registry.COMMANDS:
         launcher = node.cni_bin / name
         if launcher.exists():  # its build's folder, or (killed between the two renames of a swap) its fresh copy
-            build = layout.embedded_build(launcher.read_bytes())
+            build = installed.embedded_build(launcher.read_bytes())
             assert any(
-                (node.cni_bin / f"_wincni-{build}{end}" / "python313.dll").is_file() for end in ("", layout.PARTIAL)
+                (node.cni_bin / f"_wincni-{build}{end}" / "python313.dll").is_file() for end in ("", installed.PARTIAL)
             ), (name, build)

@@ -30,10 +30,10 @@ import pytest
 from hnsnode import Node, package_folder
 from test_security import NOBODY, root_only
 from testdata import FIXTURES
-from tools.wincni.__main__ import build_parser
-from tools.wincni.facts import default_paths
-from tools.wincni.install import run as install_run
-from tools.wincni.options import InstallOptions
+from tools.wincni.cli.context import Context
+from tools.wincni.cli.main import build_parser
+from tools.wincni.install.command import run as install_run
+from tools.wincni.install.options import InstallOptions
 
 pytestmark = [root_only, pytest.mark.slow]
 
@@ -154,8 +154,8 @@ def _race(arena: Path, step: tuple, link: Path, node: Node) -> tuple[int, dict]:
         assert os.read(ready_r, 1) == b"x", "the attacker never got ready"
         out = io.StringIO()
         argv = node.install_argv("--from", str(package_folder(node.root, BUILD)))
-        options = InstallOptions.of(build_parser(default_paths("linux"), "linux").parse_args(argv))
-        rc = install_run(options, out, "linux", str(node.root))
+        options = InstallOptions.of(build_parser("linux").parse_args(argv))
+        rc = install_run(options, Context(out, io.StringIO(), {}, "linux", str(node.root)))
     finally:
         os.close(ready_r)
         os.kill(pid, 9)

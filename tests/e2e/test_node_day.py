@@ -43,7 +43,7 @@ from libhns.sim import Simulator
 from plugins.cni import log, ownership
 from plugins.flannel.__main__ import main as flannel_main
 from test_killed_add import kill_at, start_add
-from tools.wincni.__main__ import main as wincni_main
+from tools.wincni.cli.main import main as wincni_main
 from unit.test_wincni_install import package_folder
 
 STATS: Counter = Counter()

@@ -15,7 +15,7 @@ import pytest
 from hnsnode import SUBNET, Node
 from plugins.cni import ownership
 from plugins.ipam_host_local.__main__ import main as host_local_main
-from tools.wincni.__main__ import main as wincni_main
+from tools.wincni.cli.main import main as wincni_main
 
 
 def wincni(node: Node, *argv: str) -> tuple[int, str, str]:
@@ -71,10 +71,11 @@ def test_a_retried_add_renews_the_reservation_it_reuses_so_reclaim_keeps_it(over
 def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasing_it(overlay: Node) -> None:
     """HNS was read before the pod's ADD made its endpoint (and, say, its namespace): the re-check
     against HNS keeps it."""
-    from tools.wincni import holdings, reclaim
+    from tools.wincni.reclaim import holdings
+    from tools.wincni.reclaim.plan import MAX_PER_PASS, act
 
     class ReadTooEarly(holdings.Holdings):
-        def endpoints(self) -> list[holdings.Endpoint]:
+        def endpoints(self) -> list[holdings.HeldEndpoint]:
             return []
 
         def alive(self, sandboxes):
@@ -83,7 +84,7 @@ def test_reclaim_checks_each_candidate_again_under_the_lock_just_before_releasin
     ip = overlay.add(overlay.conf(), "pod1", overlay.sandbox("v2", "pod1"))["ips"][0]["address"].split("/")[0]
     age(overlay.ipam_dir / overlay.network / ip, 3600)
     node = ReadTooEarly(overlay.network, str(overlay.ipam_dir / overlay.network), "", "linux", overlay.env)
-    done = reclaim.act(node, None, 0, reclaim.MAX_PER_PASS, False)
+    done = act(node, None, 0, MAX_PER_PASS, False)
     assert done.freed == [] and [(f.name, why) for f, why in done.kept] == [(ip, ownership.LIVE_ENDPOINT)]
     assert overlay.ip_files() == {ip: "pod1"}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hnsnode import Node, pods_node
-from tools.wincni.__main__ import main
+from tools.wincni.cli.main import main
 
 pytestmark = pytest.mark.node("bridge", "overlay", build=pods_node)
 

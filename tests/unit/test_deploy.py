@@ -22,9 +22,8 @@ import yaml
 
 from basics.inputfile import Input
 from gotool import go_tool
-from tools.wincni.__main__ import build_parser
-from tools.wincni.facts import default_paths
-from tools.wincni.flagfile import Reader
+from tools.wincni.cli.main import build_parser
+from tools.wincni.node.flagfile import Reader
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
@@ -207,7 +206,7 @@ def test_every_wincni_command_line_parses(variant) -> None:
         "sweep": "reclaim",
     } | ({"source-vip": "sourcevip"} if mode == "vxlan" else {})
     assert {name: args[0] for name, args in found.items()} == want
-    parser = build_parser(default_paths("win32"), "win32")
+    parser = build_parser("win32")
     parsed = {name: parser.parse_args(args) for name, args in found.items()}  # UsageError on anything it does not take
     assert parsed["install-cni"].service_cidr == "10.96.0.0/12"
     assert parsed["kube-flannel readiness"].quick  # reads only, no host-local store
@@ -220,7 +219,7 @@ def test_every_wincni_command_line_parses(variant) -> None:
 def test_the_operator_turns_the_sweep_off_with_one_knob(tmp_path: Path) -> None:
     docs = render(tmp_path, sweep_seconds="0")
     sweep = wincni_command_lines(docs)["sweep"]
-    assert build_parser(default_paths("win32"), "win32").parse_args(sweep).every == 0  # says so, frees nothing
+    assert build_parser("win32").parse_args(sweep).every == 0  # says so, frees nothing
 
 
 # containerd's config.toml on the node: naming other folders (with a space, as containerd's own
@@ -259,13 +258,13 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
     readiness probe, the source-VIP init container and kube-proxy's script then look exactly there
     (they once hard-coded C:\\etc\\cni\\net.d, and on a node whose config.toml names
     other folders the probe never passed and kube-proxy never started)."""
-    from tools.wincni.__main__ import where
-    from tools.wincni.containerd import CONF_NAME
-    from tools.wincni.install import Outcome, _dirs
-    from tools.wincni.options import InstallOptions
+    from tools.wincni.install.command import Outcome, _dirs
+    from tools.wincni.install.options import InstallOptions
+    from tools.wincni.node.containerd import CONF_NAME
+    from tools.wincni.node.dirs import where
 
     mode, docs = variant
-    parser = build_parser(default_paths("win32"), "win32")
+    parser = build_parser("win32")
     parsed = {name: parser.parse_args(args) for name, args in wincni_command_lines(docs).items()}
     flannel = by_kind(docs, "DaemonSet")["wincni-flannel-windows"]
     install = next(c for c in containers(flannel) if c["name"] == "install-cni")
@@ -290,7 +289,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
         assert (bin_dir, conf_dir) == (r"C:\Program Files\containerd\cni\bin", r"C:\Program Files\containerd\cni\conf")
 
     def seen_by(command: str) -> Any:
-        return where(parsed[command], "win32", env, files.reader(), files.isdir)
+        return where(parsed[command].containerd_config, "win32", env, files.reader(), files.isdir)
 
     probe = parsed["kube-flannel readiness"]
     assert probe.cni_conf is None and probe.cni_bin_dir is None

@@ -133,3 +133,51 @@ def test_the_acl_walk_shares_no_code_with_what_writes_acls():
                 reached.add(target)
                 todo.append(target)
     assert {name for name in reached if not _within(name, "basics")} == {"libhns.errors"}
+
+
+#: Inside ``tools/wincni``, bottom to top: what any command reads of the node (``node``, the CRI
+#: client in ``node/cri``), what both the doctor and install judge (``judge``), the command line
+#: (``cli``: the registry names the commands by module, never imports them), then each command's
+#: package, which imports no other command's.
+WINCNI_SHARED = {
+    "tools.wincni.node": ("tools.wincni.node",),
+    "tools.wincni.judge": ("tools.wincni.node", "tools.wincni.judge"),
+    "tools.wincni.cli": ("tools.wincni.node", "tools.wincni.judge", "tools.wincni.cli"),
+}
+
+
+def wincni_room(name: str) -> str:
+    """The room of ``tools/wincni`` holding ``name``: a shared one, or a command's package."""
+    return ".".join(name.split(".")[:3])
+
+
+def test_wincni_commands_never_import_each_other():
+    from tools.wincni.cli.registry import COMMANDS
+
+    rooms = {wincni_room(c.module) for c in COMMANDS if not c.module.startswith("tools.wincni.cli")}
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        if not _within(name, "tools.wincni") or name in ("tools.wincni", "tools.wincni.__main__"):
+            continue
+        room = wincni_room(name)
+        allowed = WINCNI_SHARED.get(room) or ((room, *WINCNI_SHARED["tools.wincni.cli"]) if room in rooms else ())
+        assert allowed, f"{name} is in no room of tools/wincni"
+        for target in sorted(imports(name, path, known)):
+            if _within(target, "tools.wincni") and not any(_within(target, r) for r in allowed):
+                wrong.append(f"{name} ({room}) imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+#: The nouns two layers may each define, kept apart by their layer: the rest is one word, one meaning.
+SHARED_NOUNS = {"Store", "Config", "Options", "Network", "Route", "PortMapping", "Interface", "Address"}
+
+
+def test_every_class_name_has_one_meaning():
+    where: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(name)
+    twice = {cls: found for cls, found in where.items() if len(found) > 1 and cls not in SHARED_NOUNS}
+    assert not twice, twice

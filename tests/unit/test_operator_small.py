@@ -13,7 +13,7 @@ from plugins.cni import config
 from plugins.cni.errors import INVALID_CONFIG, CniError
 from test_wincni_install import install_node, package_folder
 from tools import hnsctl
-from tools.wincni.__main__ import main as wincni
+from tools.wincni.cli.main import main as wincni
 
 
 def run_hnsctl(node: Node, *argv: str) -> tuple[int, str, str]:
@@ -247,10 +247,9 @@ def _options(parser) -> dict:
 
 
 def _every_command():
-    from tools.wincni.__main__ import build_parser
-    from tools.wincni.facts import default_paths
+    from tools.wincni.cli.main import build_parser
 
-    return {**_subcommands(hnsctl.build_parser()), **_subcommands(build_parser(default_paths("linux"), "linux"))}
+    return {**_subcommands(hnsctl.build_parser()), **_subcommands(build_parser("linux"))}
 
 
 def test_every_option_says_what_it_is_beyond_its_default() -> None:

@@ -357,30 +357,31 @@ def test_the_simulator_on_windows_needs_a_second_switch_and_then_warns_every_run
 
 def test_the_doctor_fails_a_windows_node_whose_plugins_would_run_on_the_simulator(tmp_path):
     from libhns.backend import simulated_on_windows
-    from tools.wincni import checks
-    from tools.wincni.facts import Facts
+    from tools.wincni.doctor.checks import registry as checks
+    from tools.wincni.doctor.facts import NodeFacts
 
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim", "WINCNI_ALLOW_SIMULATOR": "1"}, "win32")
-    found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
-    assert found["backend"].status == checks.FAIL and "simulator" in found["backend"].message
+    found = {c.id: c for c in checks.run(NodeFacts(bin_dir=str(tmp_path), simulated=simulated))}
+    assert found["backend"].status == "fail" and "simulator" in found["backend"].message
     simulated = simulated_on_windows({"LIBHNS_BACKEND": "sim"}, "linux")
-    found = {c.id: c for c in checks.run(Facts(bin_dir=str(tmp_path), simulated=simulated))}
-    assert found["backend"].status == checks.OK
+    found = {c.id: c for c in checks.run(NodeFacts(bin_dir=str(tmp_path), simulated=simulated))}
+    assert found["backend"].status == "ok"
 
 
 def test_the_doctor_warns_about_folders_others_may_write(tmp_path):
-    from tools.wincni import checks
-    from tools.wincni.facts import Facts, read_open_dirs
+    from tools.wincni.doctor.checks import registry as checks
+    from tools.wincni.doctor.facts import NodeFacts
+    from tools.wincni.doctor.live import read_open_dirs
 
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin").chmod(0o757)
     folders = {"CNI bin dir": str(tmp_path / "bin"), "CNI conf dir": str(tmp_path / "conf")}
-    found = {c.id: c for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
-    assert found["permissions"].status == checks.WARN
+    found = {c.id: c for c in checks.run(NodeFacts(open_dirs=read_open_dirs(folders)))}
+    assert found["permissions"].status == "warn"
     assert f"CNI bin dir {tmp_path / 'bin'} is writable by every user" in found["permissions"].message
     (tmp_path / "bin").chmod(0o755)
-    found = {c.id: c for c in checks.run(Facts(open_dirs=read_open_dirs(folders)))}
-    assert found["permissions"].status == checks.OK
+    found = {c.id: c for c in checks.run(NodeFacts(open_dirs=read_open_dirs(folders)))}
+    assert found["permissions"].status == "ok"
 
 
 @root_only

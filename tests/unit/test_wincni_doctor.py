@@ -12,10 +12,15 @@ from hypothesis import strategies as st
 
 from hnsnode import EXCEPTIONS, Node, lease_text, package_folder
 from libhns.objects import HostComputeNetwork
-from tools.wincni import checks, judge
-from tools.wincni.__main__ import main
-from tools.wincni.facts import Facts, Problem, running_build
-from tools.wincni.layout import MANIFEST
+from tools.wincni.cli.main import main
+from tools.wincni.doctor.checks import registry as checks
+from tools.wincni.doctor.checks.network import hns_network
+from tools.wincni.doctor.checks.vip import source_vip
+from tools.wincni.doctor.facts import NodeFacts
+from tools.wincni.judge import config as judge
+from tools.wincni.node.build import running_build
+from tools.wincni.node.installed import MANIFEST
+from tools.wincni.node.source import Problem
 
 LEASE = lease_text("10.244.4.1/24")
 
@@ -55,7 +60,7 @@ def overlay(tmp_path: Path) -> Node:
     return sim_node(tmp_path, "overlay")
 
 
-#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_proxychecks.py).
+#: kube-proxy's side of HNS (tools/wincni/proxychecks.py; tests/unit/test_wincni_doctor_checks_proxy.py).
 PROXY_CHECKS = (
     "lb-backends",
     "policy-lists",
@@ -65,7 +70,7 @@ PROXY_CHECKS = (
     "dns-load-balancer",
     "old-network",
 )
-# Every check the doctor has (tests/unit/test_doctor_fixes.py breaks each and keeps its fix's promise).
+# Every check the doctor has (tests/unit/test_wincni_doctor_fixes.py breaks each and keeps its fix's promise).
 CHECK_IDS = {
     "backend",
     "config",
@@ -89,7 +94,7 @@ CHECK_IDS = {
 
 
 def test_every_check_id_is_pinned() -> None:
-    assert {fn.__name__.replace("_", "-") for fn in checks.ALL} == CHECK_IDS
+    assert {c.id for c in checks.CHECKS} == CHECK_IDS
 
 
 def test_healthy_node_passes_every_check(node: Node) -> None:
@@ -238,17 +243,17 @@ def test_hns_network_of_the_wrong_type(bridge: Node) -> None:
 def test_overlay_without_management_ip() -> None:
     """HNS fills ProviderAddress itself once the adapter has an IP; a network made too early lacks it."""
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "Overlay", "Policies": []})
-    check = checks.hns_network(Facts(name="vxlan0", delegate_type="win-overlay", network=network))
+    check = hns_network(NodeFacts(name="vxlan0", delegate_type="win-overlay", network=network))
     assert check.status == "fail" and "ProviderAddress" in check.message and check.fix
 
 
 def test_a_network_of_the_wrong_type_fails_even_when_the_config_does_not_load() -> None:
-    """Facts are built by hand: the delegate's flavor says which HNS types it needs."""
+    """NodeFacts are built by hand: the delegate's flavor says which HNS types it needs."""
     from plugins.win_overlay.flavor import FLAVOR
 
     network = HostComputeNetwork.from_json({"Name": "vxlan0", "Type": "L2Bridge", "Policies": []})
-    check = checks.hns_network(
-        Facts(
+    check = hns_network(
+        NodeFacts(
             name="vxlan0",
             delegate_type="win-overlay",
             flavor=FLAVOR,
@@ -372,17 +377,21 @@ def test_hns_too_old_for_loopback_dsr(tmp_path: Path) -> None:
 
 def test_the_doctor_reads_the_policies_the_lifecycle_builds(bridge: Node) -> None:
     """Not a re-derivation: the ACLs, the user's and the automatic policies, as a pod's endpoint gets them."""
-    from tools.wincni import facts
+    from tools.wincni.doctor.gather import gather
+    from tools.wincni.doctor.options import NodeFiles
+    from tools.wincni.node.paths import default_paths
 
     bridge.cni_conf["delegate"]["acls"] = [{"action": "block", "direction": "out", "remoteAddresses": "10.0.0.9"}]
     bridge.write_cni_conf(bridge.cni_conf)
-    opts = {
-        **facts.default_paths("linux"),
-        "cni_conf": str(bridge.conf_dir),
-        "cni_bin_dir": str(bridge.bin),
-        "source_vip": str(bridge.source_vip),
-    }
-    found = facts.gather(opts, bridge.env, "linux", str(bridge.root))
+    defaults = default_paths("linux")
+    opts = NodeFiles(
+        cni_conf=str(bridge.conf_dir),
+        subnet_env=defaults["subnet_env"],
+        net_conf=defaults["net_conf"],
+        cni_bin_dir=str(bridge.bin),
+        source_vip=str(bridge.source_vip),
+    )
+    found = gather(opts, bridge.env, "linux", str(bridge.root))
     types = [p["Type"] for p in found.policies]
     assert types == ["OutBoundNAT", "ROUTE", "ACL"], found.policies  # the ipMasqNetwork exception is already there
     assert found.policies[-1]["RemoteAddresses"] == "10.0.0.9"
@@ -482,13 +491,13 @@ def test_checks_are_pure_functions_of_facts() -> None:
     """No files or HNS: facts alone decide (here: an overlay node whose source VIP is not in the lease)."""
     from plugins.flannel.subnet_env import parse
 
-    facts = Facts(
+    facts = NodeFacts(
         lease=parse(LEASE, "subnet.env"),
         source_vip=("10.1.0.1",),
         source_vip_path="sv.json",
         delegate_type="win-overlay",
     )
-    assert checks.source_vip(facts).status == "fail"
+    assert source_vip(facts).status == "fail"
     assert judge.excepted_set([{"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/8"]}]).__contains__("10.1.2.3")
 
 
@@ -518,14 +527,14 @@ def test_address_checks_never_raise(policies: list, reach: str) -> None:
     """Whatever shape the policies take, the checks answer ok/warn/fail instead of raising."""
     from plugins.flannel.subnet_env import parse
 
-    facts = Facts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach)
-    assert checks.exceptions(facts).status in ("ok", "fail")
-    assert checks.reach(facts).status in ("ok", "fail")
+    facts = NodeFacts(lease=parse(LEASE, "subnet.env"), netconf=object(), policies=tuple(policies), reach=reach)
+    assert checks.config.exceptions(facts).status in ("ok", "fail")
+    assert checks.config.reach(facts).status in ("ok", "fail")
 
 
 def test_help_names_the_version_and_commit_like_every_executable(capsys):
     from plugins.cni.buildinfo import describe
-    from tools.wincni.__main__ import main
+    from tools.wincni.cli.main import main
 
     assert main(["--help"], io.StringIO(), io.StringIO(), {}) == 0
     assert f"wincni {describe()}" in capsys.readouterr().out

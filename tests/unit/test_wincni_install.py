@@ -15,9 +15,9 @@ from hnsnode import Node, package_folder
 from plugins import registry
 from plugins.winnet.policies import V2, UserPolicies
 from testdata import FIXTURES
-from tools.wincni import layout
-from tools.wincni.__main__ import main
-from tools.wincni.disk import Disk
+from tools.wincni.cli.main import main
+from tools.wincni.node import installed
+from tools.wincni.node.disk import Disk
 
 COMMANDS = registry.COMMANDS
 #: What a fresh install changes: each command's launcher, the contents folder, the conflist, a disabled config.
@@ -62,7 +62,7 @@ class WindowsDisk(Disk):
 
 
 def launcher_build(path: Path) -> str:
-    return layout.embedded_build(path.read_bytes())
+    return installed.embedded_build(path.read_bytes())
 
 
 def install_node(root: Path, netconf: str = "net-conf.vxlan.json") -> Node:
@@ -166,7 +166,9 @@ def test_upgrade_while_a_plugin_runs(node: Node, tmp_path: Path) -> None:
         ("remove", "flannel"),
         ("remove", "_wincni-0.1.0-aaa-1"),
     }
-    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted([*COMMANDS, "_wincni-0.1.0-bbb-2", layout.MANIFEST])
+    assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
+        [*COMMANDS, "_wincni-0.1.0-bbb-2", installed.MANIFEST]
+    )
 
 
 def test_an_old_contents_folder_in_use_stays(node: Node, tmp_path: Path) -> None:
@@ -420,7 +422,7 @@ def test_rendered_vxlan_config(tmp_path: Path) -> None:
 )
 def test_a_manifest_that_is_not_ours_is_ignored_with_a_warning(node: Node, tmp_path: Path, text: str) -> None:
     node.cni_bin.mkdir()
-    (node.cni_bin / layout.MANIFEST).write_text(text)
+    (node.cni_bin / installed.MANIFEST).write_text(text)
     done = node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     [warning] = done["warnings"]
     assert "ignored: not a wincni install manifest" in warning and (node.cni_bin / "flannel").is_file()
@@ -442,10 +444,10 @@ def test_a_manifest_naming_paths_outside_its_folders_is_ignored_and_uninstall_re
     """Even an administrator's manifest: every path must lie in the conf dir (or be a plain name)."""
     rel = package_folder(tmp_path, "0.1.0-aaa-1")
     node.install("--from", str(rel))
-    doc = json.loads((node.cni_bin / layout.MANIFEST).read_text())
+    doc = json.loads((node.cni_bin / installed.MANIFEST).read_text())
     for key, value in manifest.items():
         doc[key] = json.loads(json.dumps(value).replace("{conf}", str(node.conf_dir)))
-    (node.cni_bin / layout.MANIFEST).write_text(json.dumps(doc))
+    (node.cni_bin / installed.MANIFEST).write_text(json.dumps(doc))
     done = node.install("--uninstall", "--from", str(rel))
     assert any(why in w and "ignored" in w for w in done["warnings"]), done["warnings"]
     assert "restore" not in actions(done).values()
@@ -503,7 +505,7 @@ def test_no_running_process_loses_its_build_and_every_launcher_has_its_own(tmp_p
     node.disk.held = set()
     node.install("--from", str(packages[runs[-1][0]]))
     assert sorted(p.name for p in node.cni_bin.iterdir()) == sorted(
-        [*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1", layout.MANIFEST]
+        [*COMMANDS, f"_wincni-0.1.0-b{runs[-1][0]}-1", installed.MANIFEST]
     )
 
 
@@ -513,7 +515,7 @@ def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_ma
     """An install interrupted before its manifest was written leaves the manifest naming an older
     build; the launcher itself says which contents folder it loads."""
     node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
-    (node.cni_bin / layout.MANIFEST).unlink()
+    (node.cni_bin / installed.MANIFEST).unlink()
     node.disk.held = {str(node.cni_bin / "wincni")}
     node.install("--from", str(package_folder(tmp_path, "0.1.0-bbb-2")))
     assert launcher_build(node.cni_bin / ".wincni-old" / "0.1.0-aaa-1" / "wincni") == "0.1.0-aaa-1"
@@ -521,10 +523,10 @@ def test_a_running_launcher_is_parked_under_the_build_it_loads_even_without_a_ma
 
 
 def test_embedded_build_reads_only_a_plain_folder_name() -> None:
-    assert layout.embedded_build(b"MZ..pyi-contents-directory _wincni-0.1.0-abc-1\0rest") == "0.1.0-abc-1"
-    assert layout.embedded_build(b"MZ..pyi-contents-directory _internal\0") == ""
-    assert layout.embedded_build(b"pyi-contents-directory _wincni-..\\x\0") == ""
-    assert layout.embedded_build(b"Go build ID") == ""
+    assert installed.embedded_build(b"MZ..pyi-contents-directory _wincni-0.1.0-abc-1\0rest") == "0.1.0-abc-1"
+    assert installed.embedded_build(b"MZ..pyi-contents-directory _internal\0") == ""
+    assert installed.embedded_build(b"pyi-contents-directory _wincni-..\\x\0") == ""
+    assert installed.embedded_build(b"Go build ID") == ""
 
 
 def test_uninstall_dry_run_changes_nothing(node: Node, tmp_path: Path) -> None:
@@ -580,7 +582,7 @@ def test_a_contents_folder_is_kept_only_with_the_digest_the_manifest_names(node:
     step = next(s for s in done["steps"] if s["path"] == str(contents))
     assert step["action"] == "copy" and "not the one install laid: replaced" in step["detail"]
     assert not (contents / "plugins" / "extra.py").exists() and not list(node.cni_bin.glob("*trash*"))
-    (node.cni_bin / layout.MANIFEST).unlink()  # an install killed before its manifest: no folder is vouched for
+    (node.cni_bin / installed.MANIFEST).unlink()  # an install killed before its manifest: no folder is vouched for
     assert actions(node.install("--from", str(rel)))["_wincni-0.1.0-aaa-1"] == "copy"
 
 

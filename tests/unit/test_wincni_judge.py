@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hnsnode import MGMT_IP, SUBNET, Node, package_folder
-from test_doctor_fixes import run_as_printed
 from test_wincni_doctor import sim_node
+from test_wincni_doctor_fixes import run_as_printed
 
 EXCEPTIONS = ["__CLUSTER_CIDR__", "__SERVICE_CIDR__", "__NODE_SUBNET__"]  # as install's own config
 
@@ -265,7 +265,7 @@ def test_a_fix_on_install_s_own_config_names_the_input_it_came_from(tmp_path: Pa
 
 
 def test_a_fix_says_where_a_change_lasts() -> None:
-    from tools.wincni.judge import Origin
+    from tools.wincni.judge.config import Origin
 
     change = "add 10.96.0.0/12 to the ExceptionList"
     assert Origin("/net.d/10.conflist").edit(change) == f"{change} in /net.d/10.conflist"

@@ -14,9 +14,7 @@ from hnsnode import Node
 from plugins.cni import skel
 from plugins.flannel import subnet_env
 from plugins.ipam_host_local.__main__ import PLUGIN as HOST_LOCAL
-from tools.wincni.__main__ import build_parser, main
-from tools.wincni.facts import default_paths
-from tools.wincni.sourcevip import run
+from tools.wincni.cli.main import main
 
 OUT = Path("k") / "sourceVip.json"  # under the node's root; sourcevip makes k/
 CONFLIST = "10-flannel.conflist"
@@ -57,10 +55,9 @@ def sourcevip(node: Node, *args: str, expect: int = 0, clock=None, sleep=None, s
         "json",
         *args,
     ]
-    parsed = build_parser(default_paths("linux"), "linux").parse_args(argv)
     out = io.StringIO()
     extra = {"clock": clock, "sleep": sleep} if clock else {}
-    rc = run(parsed, out, node.env, "linux", str(node.root), stderr=stderr, **extra)
+    rc = main(argv, out, stderr or io.StringIO(), node.env, "linux", str(node.root), **extra)
     doc = json.loads(out.getvalue())
     assert rc == expect, doc
     return doc

@@ -6,7 +6,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tools.wincni.layout import CONTENTS_PREFIX
+from tools.wincni.node.installed import CONTENTS_PREFIX
 from winbuild.dist import COMMANDS
 
 

@@ -15,8 +15,8 @@ from winenode import ROOT, WineNode, toolchain
 PROBE = r"""
 import ctypes, json, sys, threading, time
 sys.path.insert(0, sys.argv[1])
-from tools.wincni.cri import h2, hpack, list_sandboxes
-from tools.wincni.cri.errors import CriError
+from tools.wincni.node.cri import h2, hpack, list_sandboxes
+from tools.wincni.node.cri.errors import CriError
 
 k32 = ctypes.WinDLL("kernel32", use_last_error=True)
 k32.CreateNamedPipeW.restype = ctypes.c_void_p

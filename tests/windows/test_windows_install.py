@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hnsnode import Run, first_ip
 from testdata import FIXTURES
-from tools.wincni.layout import ASIDE_DIR, CONTENTS_PREFIX, MANIFEST
+from tools.wincni.node.installed import ASIDE_DIR, CONTENTS_PREFIX, MANIFEST
 from winbuild.dist import COMMANDS
 from winenode import WineNode, toolchain
 

@@ -22,7 +22,7 @@ import pytest
 
 from hnsnode import first_ip
 from testdata import FIXTURES
-from tools.wincni.layout import CONTENTS_PREFIX
+from tools.wincni.node.installed import CONTENTS_PREFIX
 from winbuild.dist import PLUGINS
 from winenode import WineNode, toolchain
 

@@ -1,0 +1,1 @@
+"""The command line: the one registry of commands, parsing, the context and the one output writer."""

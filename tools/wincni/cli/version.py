@@ -1,0 +1,29 @@
+"""``wincni version`` (and ``--version``): this wincni's build, Python and platform."""
+
+from __future__ import annotations
+
+import argparse
+
+from tools.wincni.cli.context import Context
+
+
+def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import add_output
+
+    add_output(p, "version, commit, build, python, platform")
+
+
+def options(args: argparse.Namespace, ctx: Context) -> str:
+    return args.output
+
+
+def run(options: str, ctx: Context) -> int:
+    """``options``: the output format."""
+    from plugins.cni import buildinfo
+    from tools.wincni.cli.output import json_doc
+
+    if options == "json":
+        json_doc(ctx.stdout, buildinfo.document())
+    else:
+        ctx.stdout.write(buildinfo.about("wincni"))
+    return 0

@@ -1,0 +1,1 @@
+"""``wincni dirs``: where the runtime's CNI folders are on this node, and why."""

@@ -1,0 +1,1 @@
+"""``wincni doctor`` and the commands over its reads: ``bundle`` (archive/), ``metrics``."""

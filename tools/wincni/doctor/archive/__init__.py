@@ -1,0 +1,1 @@
+"""``wincni bundle`` (the diagnostics bundle) and ``wincni doctor --replay`` reading one."""

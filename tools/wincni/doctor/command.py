@@ -1,0 +1,76 @@
+"""``wincni doctor``: walks the Windows networking troubleshooting guide on this node (or, with
+``--replay``, on a bundle of one), a fix for each problem. 0: no check failed (warnings allowed);
+1: a check failed."""
+
+from __future__ import annotations
+
+import argparse
+
+from tools.wincni.cli.context import Context
+from tools.wincni.doctor.options import DoctorOptions
+
+
+def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
+    from basics.cli import FILE, add_output, ip_address
+    from tools.wincni.doctor.options import add_node_files
+
+    add_node_files(p, platform)
+    p.add_argument("--reach", type=ip_address, metavar="IP", help="tell whether pod traffic to IP is SNAT'ed")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="only what decides whether a pod can get a network now, "
+        "reading only (the DaemonSet's readiness probe): no host-local store, no endpoint scan, "
+        "no contents-folder digest",
+    )
+    p.add_argument(
+        "--replay",
+        type=FILE,
+        metavar="BUNDLE",
+        help="read the node from a wincni bundle instead (any OS): the checks only the node can answer "
+        "say not checked (replay)",
+    )
+    add_output(p, "the CNI dirs looked at and every check: id, status, message, fix, run")
+
+
+def options(args: argparse.Namespace, ctx: Context) -> DoctorOptions:
+    from tools.wincni.doctor.options import NodeFiles, node_files
+    from tools.wincni.node.containerd import said
+    from tools.wincni.node.dirs import where
+
+    if args.replay:
+        return DoctorOptions(NodeFiles(reach=args.reach or ""), args.output, args.replay)
+    found = where(args.containerd_config, ctx.platform, ctx.env)
+    files = node_files(args, found, ctx.platform)
+    given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
+    looked = {"conf": files.cni_conf, "binDir": files.cni_bin_dir, "from": said(given, found)}
+    return DoctorOptions(files, args.output, "", looked, len(given) < 2)
+
+
+def run(options: DoctorOptions, ctx: Context) -> int:
+    from tools.wincni.doctor.checks import registry as checks
+    from tools.wincni.doctor.report import report
+
+    if options.replay:
+        return replay(options, ctx)
+    from tools.wincni.doctor.gather import gather
+
+    found = gather(options.files, ctx.env, ctx.platform, ctx.cwd)
+    return report(checks.run(found, options.files.quick), options.looked, options.chose, options.output, ctx.stdout)
+
+
+def replay(options: DoctorOptions, ctx: Context) -> int:
+    """The report from a bundle's facts; 1, said on stderr, for a bundle that cannot be read (as
+    for a file any flag names)."""
+    from tools.wincni.doctor.archive import replay as replaying
+    from tools.wincni.doctor.checks import registry as checks
+    from tools.wincni.doctor.report import report
+
+    try:
+        bundle = replaying.load(options.replay)
+        found = replaying.gather(bundle, options.files.reach)
+    except replaying.ReplayError as exc:
+        ctx.stderr.write(f"wincni doctor: {exc}\n")
+        return 1
+    looked = {"conf": found.conf_path, "binDir": found.bin_dir, "from": f"replayed from {options.replay}"}
+    return report(checks.run(found), looked, True, options.output, ctx.stdout)

@@ -1,0 +1,1 @@
+"""What both the doctor and install judge: verdicts and the config checks."""

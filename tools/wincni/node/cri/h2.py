@@ -1,0 +1,181 @@
+"""One gRPC unary call over HTTP/2 with prior knowledge (no TLS, no upgrade: how kubelet and
+crictl talk to the runtime's socket), on one fresh connection that carries only stream 1.
+
+We announce a flow-control window as large as the answer we accept, so the peer never waits for
+a WINDOW_UPDATE, and stop reading once it sends more than that (``Malformed``). Frames we need
+not act on are read and dropped; SETTINGS and PING are acknowledged, as the peer waits for that.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from tools.wincni.node.cri import hpack
+from tools.wincni.node.cri.errors import CallFailed, Malformed, Unreachable
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY_FLAG = 0x1, 0x1, 0x4, 0x8, 0x20
+#: SETTINGS_MAX_FRAME_SIZE's default, which we never raise.
+MAX_FRAME = 16384
+_DEFAULT_WINDOW = 65535
+_STREAM = 1
+
+
+class Transport(Protocol):
+    """A connected byte stream to the runtime (``transport.py``: a unix socket, a named pipe)."""
+
+    def send(self, data: bytes) -> None: ...
+
+    def recv(self, size: int, deadline: float) -> bytes:
+        """Up to ``size`` bytes, b"" at the end of the stream; ``Unreachable`` past ``deadline``
+        (``time.monotonic``)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def request(path: str, message: bytes, timeout: float, window: int) -> bytes:
+    """Everything the client sends, in one write: preface, SETTINGS (no push, our window), the
+    connection's window raised to match, the request's headers and its one DATA frame."""
+    settings = (2).to_bytes(2, "big") + (0).to_bytes(4, "big") + (4).to_bytes(2, "big") + window.to_bytes(4, "big")
+    headers = hpack.encode(
+        [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", "localhost"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            ("grpc-timeout", f"{max(1, int(timeout * 1000))}m"),
+        ]
+    )
+    body = b"\x00" + len(message).to_bytes(4, "big") + message
+    return b"".join(
+        (
+            PREFACE,
+            frame(SETTINGS, 0, 0, settings),
+            frame(WINDOW_UPDATE, 0, 0, (window - _DEFAULT_WINDOW).to_bytes(4, "big"))
+            if window > _DEFAULT_WINDOW
+            else b"",
+            frame(HEADERS, END_HEADERS, _STREAM, headers),
+            frame(DATA, END_STREAM, _STREAM, body),
+        )
+    )
+
+
+class _Reader:
+    """Frames off the transport, counting every byte against the cap."""
+
+    def __init__(self, transport: Transport, deadline: float, cap: int) -> None:
+        self.transport, self.deadline, self.cap = transport, deadline, cap
+        self.buffer = bytearray()
+        self.seen = 0
+
+    def exactly(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            chunk = self.transport.recv(max(size - len(self.buffer), 4096), self.deadline)
+            if not chunk:
+                raise Unreachable("the runtime closed the connection before it answered")
+            self.seen += len(chunk)
+            if self.seen > self.cap:
+                raise Malformed(f"the runtime's answer is larger than the {self.cap} bytes we accept")
+            self.buffer += chunk
+        out = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return out
+
+    def frame(self) -> tuple[int, int, int, bytes]:
+        head = self.exactly(9)
+        size = int.from_bytes(head[:3], "big")
+        if size > MAX_FRAME:
+            raise Malformed(f"HTTP/2: a frame of {size} bytes, above SETTINGS_MAX_FRAME_SIZE {MAX_FRAME}")
+        stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+        return head[3], head[4], stream, self.exactly(size)
+
+
+def _unpad(flags: int, payload: bytes, priority: bool) -> bytes:
+    if flags & PADDED:
+        if not payload or payload[0] >= len(payload):
+            raise Malformed("HTTP/2: padding longer than its frame")
+        payload = payload[1 : len(payload) - payload[0]]
+    if priority and flags & PRIORITY_FLAG:
+        if len(payload) < 5:
+            raise Malformed("HTTP/2: a HEADERS frame too short for its priority fields")
+        payload = payload[5:]
+    return payload
+
+
+def unary(transport: Transport, path: str, message: bytes, timeout: float, cap: int) -> bytes:
+    """The answer's one protobuf message; ``CriError`` subclasses for everything that goes wrong."""
+    deadline = time.monotonic() + timeout
+    transport.send(request(path, message, timeout, min(cap, 0x7FFFFFFF)))
+    reader, decoder = _Reader(transport, deadline, cap), hpack.Decoder()
+    headers: list[tuple[str, str]] = []
+    body = bytearray()
+    block, in_block, ends_stream, block_stream = bytearray(), False, False, _STREAM
+    while True:
+        kind, flags, stream, payload = reader.frame()
+        if in_block != (kind == CONTINUATION):
+            raise Malformed("HTTP/2: a header block interrupted, or a CONTINUATION outside one")
+        if kind == SETTINGS and not flags & ACK:
+            if len(payload) % 6:
+                raise Malformed("HTTP/2: a SETTINGS frame whose length is not a multiple of 6")
+            transport.send(frame(SETTINGS, ACK, 0))
+        elif kind == PING and not flags & ACK:
+            transport.send(frame(PING, ACK, 0, payload))
+        elif kind == GOAWAY and len(payload) >= 8 and int.from_bytes(payload[4:8], "big"):
+            error = int.from_bytes(payload[4:8], "big")
+            raise CallFailed(f"the runtime closed the connection (HTTP/2 GOAWAY, error {error})")
+        elif kind == RST_STREAM and stream == _STREAM:
+            code = int.from_bytes(payload[:4], "big") if len(payload) >= 4 else -1
+            raise CallFailed(f"the runtime reset the call (HTTP/2 RST_STREAM, error {code})")
+        elif kind in (HEADERS, CONTINUATION):
+            if kind == HEADERS:
+                ends_stream, block_stream = bool(flags & END_STREAM) and stream == _STREAM, stream
+                payload = _unpad(flags, payload, True)
+            elif stream != block_stream:  # RFC 7540 6.10: a connection error
+                raise Malformed(
+                    f"HTTP/2: a CONTINUATION on stream {stream} in the header block of stream {block_stream} "
+                    "(PROTOCOL_ERROR)"
+                )
+            block += payload  # a CONTINUATION defines END_HEADERS only: other flags are ignored (4.1)
+            in_block = not flags & END_HEADERS
+            if not in_block:
+                decoded = decoder.decode(bytes(block))  # every block, whatever its stream: the table
+                block = bytearray()
+                if stream == _STREAM:
+                    headers += decoded
+                    if ends_stream:
+                        return _message(headers, bytes(body))
+        elif kind == DATA and stream == _STREAM:
+            body += _unpad(flags, payload, False)
+            if flags & END_STREAM:
+                return _message(headers, bytes(body))
+
+
+def _message(headers: list[tuple[str, str]], body: bytes) -> bytes:
+    """The gRPC message of a finished call: HTTP 200, grpc-status 0, one uncompressed message."""
+    seen = dict(headers)  # the trailers come last and win
+    if seen.get(":status") != "200":
+        raise CallFailed(f"the runtime answered HTTP status {seen.get(':status') or 'none'}, not 200")
+    status = seen.get("grpc-status")
+    if status is None:
+        raise Malformed("gRPC: the call ended without a grpc-status")
+    if status != "0":
+        from urllib.parse import unquote
+
+        raise CallFailed(f"gRPC status {status}: {unquote(seen.get('grpc-message', ''))}".rstrip(": "))
+    if len(body) < 5:
+        raise Malformed(f"gRPC: the answer holds {len(body)} bytes, not a length-prefixed message")
+    if body[0] != 0:
+        raise Malformed("gRPC: a compressed answer, which we did not ask for")
+    size = int.from_bytes(body[1:5], "big")
+    if size != len(body) - 5:
+        raise Malformed(f"gRPC: the message says {size} bytes, {len(body) - 5} came")
+    return body[5:]

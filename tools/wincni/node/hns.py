@@ -1,0 +1,102 @@
+"""HNS's side of the node as the commands read it: its version and features, the pods' network
+and its endpoints (the stale ones among them), and every object of the node (``Inventory``);
+a failure is a ``Problem``, never an exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+from tools.wincni.node.source import LIVE, LiveNode, Problem
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
+    of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
+    says which sandbox holds each; ``is_remote`` marks another node's pod). ``policy_lists``: the
+    V1 documents of ``GET /policylists/``, None where HNS does not serve them."""
+
+    networks: tuple = ()
+    endpoints: tuple = ()
+    load_balancers: tuple = ()
+    policy_lists: tuple | None = None
+
+    @property
+    def remote_endpoints(self) -> tuple:
+        return tuple(e for e in self.endpoints if e.is_remote)
+
+    @property
+    def unreferenced_remote_endpoints(self) -> tuple:
+        """Remote endpoints no load balancer lists (networkhealth.ps1's StaleRemoteEndpoints):
+        kube-proxy deletes one when its last load balancer goes, so these were left behind. On
+        overlay kube-proxy also makes one for each Service VIP, which that Service's load
+        balancer serves as a frontend: that one is in use, and so it is before the Service has a
+        load balancer (none while no endpoint of it is ready): it holds this node's provider
+        address, and kube-proxy deletes it with the Service."""
+        from libhns.objects import same_id
+
+        used = [e for lb in self.load_balancers for e in lb.backend_ids]
+        vips = {v for lb in self.load_balancers for v in lb.vips}
+        own = [(n.id, n.management_ip) for n in self.networks if n.management_ip]
+        return tuple(
+            r
+            for r in self.remote_endpoints
+            if not any(same_id(r.id, e) for e in used)
+            and not vips.intersection(r.ip_addresses)
+            and not any(same_id(r.network_id, id_) and r.provider_address == pa for id_, pa in own)
+        )
+
+
+def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: LiveNode = LIVE) -> dict[str, Any]:
+    """HNS's side of the facts, by field: version, features, the network named ``name``, its
+    endpoints and the stale ones among them, and the node's ``Inventory`` (unless not
+    ``endpoints``: the readiness probe's few calls); or only ``hns_problem``."""
+    from libhns.errors import EnvError, HnsError
+
+    try:
+        hcn, hnscall = source.clients(env)
+        version, features = hnscall.version(), hnscall.features()
+        network = hcn.get_network_by_name(name) if name else None
+        found, stale, inventory = (), (), None
+        if endpoints:
+            from libhns.objects import same_id
+            from plugins.winnet.hnsapi import HnsV1Api
+            from plugins.winnet.stale import left_behind
+
+            every = hnscall.list_endpoints()  # once: the V1 view also says which sandbox holds each
+            inventory = read_inventory(hcn, hnscall, every)
+            if network is not None:
+                # the pods' side: remote endpoints are kube-proxy's (checks.proxy judges them)
+                eps = [ep for ep in every if same_id(ep.virtual_network, network.id) and not ep.is_remote]
+                found = tuple((ep.name or "", tuple(ep.ip_addresses)) for ep in eps)
+                v1 = HnsV1Api(hcn=hcn, hnscall=hnscall, container_id="", netns="")
+                stale = tuple((ep.name, ep.id, tuple(ep.ip_addresses)) for ep in left_behind(v1, eps, name))
+    except EnvError as err:
+        return {"hns_problem": Problem(f"cannot query HNS: {err}", "fix or unset the variable")}
+    except (HnsError, OSError) as err:
+        fix = "replay a bundle that holds it" if source.replayed else "is the hns service running? (Get-Service hns)"
+        return {"hns_problem": Problem(f"cannot query HNS: {err}", fix)}
+    return {
+        "hns_version": version,
+        "features": features,
+        "network": network,
+        "endpoints": found,
+        "stale_endpoints": stale,
+        "inventory": inventory,
+    }
+
+
+def read_inventory(hcn: Any, hnscall: Any, endpoints: list) -> Inventory | None:
+    """The node's networks, load balancers and policy lists beside ``endpoints``; None when HNS
+    will not list the first two (the checks of the pods' network do not need them)."""
+    from libhns.errors import HnsError
+
+    try:
+        found = Inventory(tuple(hcn.list_networks()), tuple(endpoints), tuple(hcn.list_load_balancers()))
+    except HnsError:
+        return None
+    try:
+        return replace(found, policy_lists=tuple(hnscall.list_policy_lists()))
+    except HnsError:
+        return found  # HNS without V1 policy lists: kube-proxy's check of them says so

@@ -1,0 +1,1 @@
+"""``wincni reclaim``: the node's sweep, what CNI GC would do, by the ownership rule."""

@@ -1,0 +1,1 @@
+"""``wincni sourcevip``: reserves kube-proxy's source VIP in the pods' host-local store."""
