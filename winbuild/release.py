@@ -1,0 +1,87 @@
+"""``make release``: the files of a release in ``dist-release/``, each checkable on its own.
+
+The package zip (``make dist-windows``) and the HostProcess image archive (``make image``) are
+copied in beside three files made here: the zip's CycloneDX SBOM (read from the zip itself), the
+release notes (the version's section of CHANGELOG.md) and ``SHA256SUMS`` over all four, in
+``sha256sum``'s own format, so ``sha256sum -c SHA256SUMS`` (or ``Get-FileHash`` on Windows) checks
+them where they were downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+from winbuild import changelog, dist, sbom, toolchain
+
+OUT = toolchain.ROOT / "dist-release"
+NOTES = "RELEASE-NOTES.md"
+SUMS = "SHA256SUMS"
+
+
+def sha256sums(files: list[Path]) -> str:
+    """``sha256sum``'s output for ``files``, named as they lie beside the sums file."""
+    lines = []
+    for path in sorted(files):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        lines.append(f"{digest.hexdigest()}  {path.name}\n")
+    return "".join(lines)
+
+
+def write(out: Path, package_zip: Path, image: Path, site: Path, changes: str) -> list[Path]:
+    """The release in ``out`` (emptied first); returns its files, SHA256SUMS last."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    version = dist.version()
+    files = [Path(shutil.copyfile(p, out / p.name)) for p in (package_zip, image)]
+    bom = out / (package_zip.name.removesuffix(".zip") + ".cdx.json")
+    bom.write_text(sbom.cyclonedx_json(dist.zip_packages(package_zip, site), package_zip.name))
+    notes = out / NOTES
+    notes.write_text(changelog.notes(changes, version))
+    files += [bom, notes]
+    sums = out / SUMS
+    sums.write_text(sha256sums(files))
+    return files + [sums]
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="make release", description=__doc__.split("\n\n")[0])
+    p.add_argument("--zip", help="the Windows package zip (default: the newest in dist-windows/)")
+    p.add_argument("--image", help="the image archive (default: the newest in dist-image/)")
+    p.add_argument("--out", default=str(OUT))
+    args = p.parse_args(argv)
+    package_zip = Path(args.zip) if args.zip else dist.newest_zip()
+    images = sorted(Path(toolchain.ROOT / "dist-image").glob("*.oci.tar"), key=lambda f: f.stat().st_mtime)
+    image = Path(args.image) if args.image else (images[-1] if images else None)
+    if package_zip is None or image is None or not package_zip.is_file() or not image.is_file():
+        print(
+            "make release: no package zip or image archive: run `make dist-windows` and `make image` first",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        files = write(
+            Path(args.out),
+            package_zip,
+            image,
+            toolchain.cache_dir() / "site",
+            (toolchain.ROOT / "CHANGELOG.md").read_text(),
+        )
+    except (sbom.SbomError, changelog.ChangelogError, OSError) as e:
+        print(f"make release: {e}", file=sys.stderr)
+        return 1
+    for path in files:
+        print(
+            f"{path.relative_to(toolchain.ROOT) if path.is_relative_to(toolchain.ROOT) else path}: {path.stat().st_size / 2**20:.2f} MiB"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
