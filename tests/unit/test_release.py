@@ -77,13 +77,14 @@ def _bundle(tmp_path: Path, modules: list[str]) -> Path:
 
 
 def _release(tmp_path: Path, site: Path, modules: list[str]) -> tuple[Path, Path]:
+    runtime = dist.wine_runtime(site.parent)
     package_zip = dist.pack(
-        _bundle(tmp_path, modules), tmp_path / "dist-windows" / "wincni-0.1.0-windows-amd64.zip", site
+        _bundle(tmp_path, modules), tmp_path / "dist-windows" / "wincni-0.1.0-windows-amd64.zip", runtime
     )
     image = tmp_path / "wincni-flannel-0.1.0.oci.tar"
     image.write_bytes(b"an image archive")
     out = tmp_path / "dist-release"
-    release.write(out, package_zip, image, site, (ROOT / "CHANGELOG.md").read_text())
+    release.write(out, package_zip, image, runtime, (ROOT / "CHANGELOG.md").read_text())
     return out, package_zip
 
 
