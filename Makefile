@@ -54,6 +54,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Code repeated across the tree: pylint's duplicate-code check (settings and threshold in pyproject.toml).
+DUPLICATES_PATHS := basics libhns plugins tools winbuild specs tests bench demo
+duplicates: $(STAMP)
+	$(VENV)/bin/pylint --score=n $(DUPLICATES_PATHS)
+
 # The "day in the life of a node" state machine (tests/e2e/test_node_day.py) for SOAK_MINUTES
 # minutes; prints steps run, faults injected and invariant checks passed. Then install racing a
 # user who swaps its folders for links (tests/e2e/test_install_race.py), 1000 runs.
