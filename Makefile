@@ -71,11 +71,11 @@ bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
-# The build's ID is worked out here, once (winbuild/buildid.py), and handed to the spec.
+# The build's ID is worked out once (winbuild/buildid.py) and handed to the spec; one line a step,
+# PyInstaller's actionable warnings only, its full log in build/pyinstaller.log (winbuild/native.py).
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
-	build=$$($(VPY) -m winbuild.buildid) && WINCNI_BUILD="$$build" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
-		$(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m winbuild.native
 	@touch $(DIST_EXE)
 
 # The bundle as `make test`, `make demo` and `make bench` need it: `make dist` always builds; this

@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 from plugins import registry
-from winbuild import buildid, gobuild, sbom, toolchain
+from winbuild import buildid, gobuild, progress, sbom, toolchain
 
 ROOT = toolchain.ROOT
 OUT = ROOT / "dist-windows"
@@ -46,13 +46,14 @@ def newest_zip(folder: Path = OUT) -> Path | None:
     return max(zips, key=lambda z: z.stat().st_mtime) if zips else None
 
 
-def build(python: Path, prefix: Path) -> Path:
+def build(python: Path, prefix: Path) -> tuple[Path, str]:
     """Run PyInstaller (Windows CPython under Wine) on the project's spec with the build's ID
-    worked out here (``buildid``: the Windows Python finds no git); returns the bundle folder."""
+    worked out here (``buildid``: the Windows Python finds no git); returns the bundle folder
+    and PyInstaller's log."""
     dist, work = OUT / "build" / "dist", OUT / "build" / "work"
     shutil.rmtree(dist, ignore_errors=True)
     build_env = toolchain.wine_env(prefix, **{buildid.ENV: buildid.encode(*buildid.identify())})
-    toolchain.run_wine(
+    proc = toolchain.run_wine(
         prefix,
         [
             str(python),
@@ -63,8 +64,6 @@ def build(python: Path, prefix: Path) -> Path:
             "-m",
             "PyInstaller",
             "--noconfirm",
-            "--log-level",
-            "WARN",
             "--distpath",
             toolchain.winpath(dist),
             "--workpath",
@@ -79,7 +78,7 @@ def build(python: Path, prefix: Path) -> Path:
     missing = [c for c in COMMANDS if not (bundle / f"{c}.exe").is_file()]
     if missing:
         raise toolchain.ToolchainError(f"PyInstaller finished but {bundle} lacks: {', '.join(missing)}")
-    return bundle
+    return bundle, (proc.stdout + proc.stderr).decode(errors="replace")
 
 
 def wine_runtime(cache: Path) -> sbom.Runtime:
@@ -119,17 +118,25 @@ def pack(bundle: Path, target: Path, runtime: sbom.Runtime) -> Path:
 
 
 def main() -> int:
+    log = OUT / "build" / "pyinstaller.log"
     try:
-        python, prefix = toolchain.ensure_all()
-        target = pack(build(python, prefix), zip_name(), wine_runtime(toolchain.cache_dir()))
-        go_plugins = [
-            gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS
-        ]  # what the lane's benchmark times ours against
+        with progress.step("Windows toolchain (Wine, mingw, CPython 3.13 for Windows, wheels)"):
+            python, prefix = toolchain.ensure_all()
+        with progress.step("PyInstaller under Wine: specs/wincni.spec"):
+            bundle, pyinstaller_log = build(python, prefix)
+        log.write_text(pyinstaller_log)
+        with progress.step("package zip, with THIRD-PARTY.txt"):
+            target = pack(bundle, zip_name(), wine_runtime(toolchain.cache_dir()))
+        with progress.step("Go reference plugins for the lane's benchmark (winbuild/gobuild.py)"):
+            go_plugins = [gobuild.build(name) for name in gobuild.REFERENCE_PLUGINS]
     except (toolchain.ToolchainError, buildid.BuildIdError, sbom.SbomError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    for line in progress.actionable(pyinstaller_log):
+        print(f"  {line}")
     print(f"{target.relative_to(ROOT)}: {target.stat().st_size / 2**20:.1f} MiB")
-    print("Go reference plugins for the lane's benchmark:", *go_plugins, sep="\n  ")
+    print("Go reference plugins:", *go_plugins, sep="\n  ")
+    print(f"PyInstaller's full log: {log.relative_to(ROOT)}")
     return 0
 
 

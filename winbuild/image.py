@@ -34,7 +34,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from . import gobuild
+from . import gobuild, progress
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -179,9 +179,13 @@ def main(argv: list[str]) -> int:
         print("make image: no Windows package zip: run `make dist-windows` first (or pass --zip)", file=sys.stderr)
         return 1
     try:
-        flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
-        stage(DEPLOY, package_zip, flanneld)
-        out = build(DEPLOY, Path(args.out), args.tag, gobuild.build("crane"), args.base)
+        with progress.step("flanneld.exe and crane (winbuild/gobuild.py)"):
+            flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
+            crane = gobuild.build("crane")
+        with progress.step(f"deploy/image/ staged from {package_zip.name}"):
+            stage(DEPLOY, package_zip, flanneld)
+        with progress.step(f"image archive (crane{', base ' + args.base if args.base else ''})"):
+            out = build(DEPLOY, Path(args.out), args.tag, crane, args.base)
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
@@ -196,7 +200,7 @@ def main(argv: list[str]) -> int:
     if not args.base:
         print(f"  {NO_BASE}")
     print("  push it (then set deploy/kustomization.yaml's images: wincni-flannel to that reference):")
-    for line in push_commands(out, gobuild.build("crane"), f"<registry>/{NAME}:{args.tag}"):
+    for line in push_commands(out, crane, f"<registry>/{NAME}:{args.tag}"):
         print(f"    {line}")
     return 0
 
