@@ -24,11 +24,14 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-# One line a step (`make demo VERBOSE=1`: every result in full). The venv and the package folder are
-# built first, quietly (their log in build/demo-setup.log, shown only when that fails).
+# One line a step (`make demo VERBOSE=1`: every result in full), each section with its start time. The
+# venv and the package folder are built first, on one timed line (their log in build/demo-setup.log,
+# shown only when that fails).
 demo:
 	@mkdir -p build
-	@$(MAKE) --no-print-directory $(DIST_EXE) > build/demo-setup.log 2>&1 || { cat build/demo-setup.log >&2; exit 1; }
+	@printf 'venv and dist/ (make dist when stale; log: build/demo-setup.log) ...'; began=$$(date +%s); \
+		$(MAKE) --no-print-directory $(DIST_EXE) > build/demo-setup.log 2>&1 || { echo ' failed'; cat build/demo-setup.log >&2; exit 1; }; \
+		echo " $$(( $$(date +%s) - began )) s"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py $(if $(VERBOSE),--verbose)
 
 # Everything: tests/unit, tests/e2e, and the frozen tests (marked frozen), which run the bundle in
