@@ -126,5 +126,5 @@ node-stop:
 	$(VPY) tests/windows/devnode.py stop --root build/node
 
 clean:
-	rm -rf $(VENV) build dist dist-windows dist-image .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) build dist dist-windows dist-image dist-release .pytest_cache .hypothesis *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
