@@ -53,9 +53,9 @@ DSR = 1  # HostComputeLoadBalancer Flags: direct server return
 SERVICES = "/api/v1/namespaces/default/services"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 START_KUBE_PROXY = Path(__file__).resolve().parents[2] / "deploy" / "start-kube-proxy.ps1"
-#: What kube-proxy logs about a flag it would have set otherwise: a GA feature gate, an unset
-#: --nodeport-addresses, a deprecated flag or setting.
-FLAG_WARNINGS = re.compile(r"feature gate|nodePortAddresses is unset|deprecated|--nodeport-addresses", re.I)
+#: A warning or error kube-proxy logs (klog's W and E lines) about a flag it would have set
+#: otherwise: a GA feature gate, an unset --nodeport-addresses, a deprecated flag or setting.
+FLAG_WARNINGS = re.compile(r"^[WE]\d{4} .*(feature gate|nodePortAddresses|deprecated|--nodeport-addresses)", re.I)
 
 
 @dataclass
