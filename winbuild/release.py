@@ -77,7 +77,6 @@ def main(argv: list[str]) -> int:
             runtime = sbom.this_runtime()
             package_zip = dist.pack(Path(args.bundle), out / dist.zip_name().name, runtime)
         else:
-            runtime = dist.wine_runtime(toolchain.cache_dir())
             package_zip = Path(args.zip) if args.zip else dist.newest_zip()
         if not (package_zip and package_zip.is_file() and (args.no_image or (image and image.is_file()))):
             print(
@@ -85,6 +84,8 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 1
+        if not args.bundle:
+            runtime = dist.wine_runtime(toolchain.cache_dir())
         files = write(out, package_zip, image, runtime, (toolchain.ROOT / "CHANGELOG.md").read_text())
     except (sbom.SbomError, changelog.ChangelogError, OSError) as e:
         print(f"make release: {e}", file=sys.stderr)

@@ -105,7 +105,10 @@ def owners(site: Path) -> dict[str, metadata.Distribution]:
 def embedded_runtime(site: Path, python: Path, version: str) -> Runtime:
     """The embeddable CPython in folder ``python`` (make dist-windows's, under Wine): its
     standard library is its zip's modules and its extension modules."""
-    (stdlib_zip,) = python.glob("python3*.zip")
+    zips = list(python.glob("python3*.zip"))
+    if len(zips) != 1:
+        raise SbomError(f"{python} holds no embeddable CPython (one python3*.zip): run `make dist-windows` first")
+    (stdlib_zip,) = zips
     with zipfile.ZipFile(stdlib_zip) as zf:
         found = {PurePosixPath(n).parts[0].split(".")[0] for n in zf.namelist()}
     return Runtime(site, frozenset(found | {p.name.split(".")[0] for p in python.glob("*.pyd")}), version)

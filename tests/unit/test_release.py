@@ -159,3 +159,31 @@ def test_a_released_version_takes_its_own_section_else_unreleased() -> None:
     assert changelog.section(CHANGES, "0.3.0") == "### Fixed\n- a later fix\n"
     with pytest.raises(changelog.ChangelogError):
         changelog.section("# Changelog\n\n## [Unreleased]\n\n", "0.3.0")
+
+
+def test_build_ps1s_release_packs_the_bundle_and_writes_all_but_the_image(
+    tmp_path: Path, toolchain: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``build.ps1 -Release``: ``--bundle dist\\wincni --no-image``, with the running Python's
+    packages (here the stand-in site folder)."""
+    monkeypatch.setattr(sbom, "this_runtime", lambda: dist.wine_runtime(toolchain.parent))
+    out = tmp_path / "dist-release"
+    (out / "stale.txt").parent.mkdir()
+    (out / "stale.txt").write_text("from an earlier release")
+    bundle = _bundle(tmp_path, MODULES)
+    assert release.main(["--bundle", str(bundle), "--no-image", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [dist.zip_name().name, dist.zip_name().name.removesuffix(".zip") + ".cdx.json", release.NOTES, release.SUMS]
+    )
+    assert _sbom_names(out) == {"attrs", "rpds_py", "pyinstaller", "cpython", "libffi"}
+    assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_without_a_zip_or_image_release_says_what_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setattr(dist, "newest_zip", lambda: None)
+    assert release.main(["--out", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "make release: no package zip or image archive: run `make image` first (it builds both)"
+    )
