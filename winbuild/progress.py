@@ -2,8 +2,11 @@
 only the warnings a person can act on, the rest kept in a log file named at the end.
 
 PyInstaller warns about every optional import it cannot find (modules of other platforms, what
-the spec excludes on purpose); those say nothing about the bundle. What is kept: a hidden import
-or a data file it could not collect, a missing binary dependency, and every error.
+the spec excludes on purpose), runtime hooks defined twice and icons it ignores off Windows; those
+say nothing about the bundle. Under Wine it also cannot resolve the DLLs every Windows has (the
+``api-ms-win-*`` API sets, bcryptprimitives.dll), which Windows provides at run time. What is kept,
+once each: a hidden import or a data file it could not collect, any other missing binary
+dependency, and every error.
 """
 
 from __future__ import annotations
@@ -26,14 +29,22 @@ ACTIONABLE = re.compile(
 )
 
 
+# DLLs of Windows itself, which a bundle never carries.
+WINDOWS_DLLS = re.compile(r"could not resolve '(api-ms-win-[^']+|bcryptprimitives\.dll)'", re.I)
+
+
 def actionable(log: str) -> list[str]:
-    """The lines of a PyInstaller log a person must read: errors, and the warnings ACTIONABLE names."""
-    kept = []
+    """The messages of a PyInstaller log a person must read, once each: errors, and the warnings
+    ACTIONABLE names that are not about Windows' own DLLs."""
+    kept: dict[str, None] = {}
     for line in log.splitlines():
         m = _LEVEL.match(line.strip())
-        if m and (m.group(1) != "WARNING" or ACTIONABLE.search(m.group(2))):
-            kept.append(line.strip())
-    return kept
+        if not m:
+            continue
+        level, message = m.groups()
+        if level != "WARNING" or (ACTIONABLE.search(message) and not WINDOWS_DLLS.search(message)):
+            kept.setdefault(f"{level}: {message}")
+    return list(kept)
 
 
 @contextmanager
