@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
+.PHONY: release duplicates demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
 
 # One executable of the frozen bundle (`make dist`) and what goes into it.
 DIST_EXE    := dist/wincni/wincni
@@ -24,11 +24,14 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-# One line a step (`make demo VERBOSE=1`: every result in full). The venv and the package folder are
-# built first, quietly (their log in build/demo-setup.log, shown only when that fails).
+# One line a step (`make demo VERBOSE=1`: every result in full), each section with its start time. The
+# venv and the package folder are built first, on one timed line (their log in build/demo-setup.log,
+# shown only when that fails).
 demo:
 	@mkdir -p build
-	@$(MAKE) --no-print-directory $(DIST_EXE) > build/demo-setup.log 2>&1 || { cat build/demo-setup.log >&2; exit 1; }
+	@printf 'venv and dist/ (make dist when stale; log: build/demo-setup.log) ...'; began=$$(date +%s); \
+		$(MAKE) --no-print-directory $(DIST_EXE) > build/demo-setup.log 2>&1 || { echo ' failed'; cat build/demo-setup.log >&2; exit 1; }; \
+		echo " $$(( $$(date +%s) - began )) s"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) demo/walkthrough.py $(if $(VERBOSE),--verbose)
 
 # Everything: tests/unit, tests/e2e, and the frozen tests (marked frozen), which run the bundle in
@@ -54,6 +57,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Code repeated across the tree: pylint's duplicate-code check (settings and threshold in pyproject.toml).
+DUPLICATES_PATHS := basics libhns plugins tools winbuild specs tests bench demo
+duplicates: $(STAMP)
+	$(VENV)/bin/pylint --score=n $(DUPLICATES_PATHS)
+
 # The "day in the life of a node" state machine (tests/e2e/test_node_day.py) for SOAK_MINUTES
 # minutes; prints steps run, faults injected and invariant checks passed. Then install racing a
 # user who swaps its folders for links (tests/e2e/test_install_race.py), 1000 runs.
@@ -66,11 +74,11 @@ bench: $(DIST_EXE)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/budgets.py
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) bench/run.py --reps 9
 
-# The build's ID is worked out here, once (winbuild/buildid.py), and handed to the spec.
+# The build's ID is worked out once (winbuild/buildid.py) and handed to the spec; one line a step,
+# PyInstaller's actionable warnings only, its full log in build/pyinstaller.log (winbuild/native.py).
 dist: $(STAMP)
 	$(VPY) -m pip install -q -e '.[build]'
-	build=$$($(VPY) -m winbuild.buildid) && WINCNI_BUILD="$$build" PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
-		$(VPY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller specs/wincni.spec
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m winbuild.native
 	@touch $(DIST_EXE)
 
 # The bundle as `make test`, `make demo` and `make bench` need it: `make dist` always builds; this
@@ -88,6 +96,12 @@ dist-windows: $(STAMP)
 # appends to the HostProcess base image where its registry is reachable (winbuild/image.py).
 image: dist-windows
 	$(VPY) -m winbuild.image
+
+# A release in dist-release/: the package zip and the image archive (built as above), the zip's
+# CycloneDX SBOM, the release notes (CHANGELOG.md's section) and SHA256SUMS (winbuild/release.py).
+release: image
+	$(VPY) -m pip install -q -e '.[release]'
+	$(VPY) -m winbuild.release
 
 # The Windows lane's benchmark alone, with more rounds: that zip against the Go reference plugins
 # (built for Windows from their modules into the same cache) and the Windows CPython floor, under Wine.
@@ -112,5 +126,5 @@ node-stop:
 	$(VPY) tests/windows/devnode.py stop --root build/node
 
 clean:
-	rm -rf $(VENV) build dist dist-windows dist-image .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) build dist dist-windows dist-image dist-release .pytest_cache .hypothesis *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

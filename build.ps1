@@ -15,11 +15,18 @@
        Wine lane's fake DLLs) and leaves nothing behind. The report and every transcript go to
        build\parity\. Networks are bound only to -Adapter, never to the adapter carrying this
        machine's connection unless -AllowConnectedAdapter says so.
-    6. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
+    6. -Release writes dist-release\: the package zip (dist\wincni\ with INSTALL.txt, samples\ and
+       THIRD-PARTY.txt), its CycloneDX SBOM, the release notes (CHANGELOG.md's section) and
+       SHA256SUMS, as `make release` does on Linux (winbuild\release.py); the image archive is
+       made on Linux only (`make image`: crane is built with Go there).
+    7. -Install copies the whole of dist\wincni\ (the .exe files and _wincni-<build>\) into -CniBinDir
        (needs an elevated shell); it stops, naming the file, when a running call holds one open.
        The folder gets an admin-only ACL first: SYSTEM and Administrators full control, Users
        read and execute, nothing inherited from above, owner Administrators; everything in it is
        reset to inherit exactly that (the runtime runs these files, the _wincni-<build>\ contents folder included, as SYSTEM).
+
+.PARAMETER Release
+    Also write the release files into dist-release\ (see 6. above).
 
 .PARAMETER Install
     Copy dist\wincni\ (executables and _wincni-<build>\) into -CniBinDir. Requires "Run as administrator".
@@ -48,6 +55,8 @@
 .EXAMPLE
     .\build.ps1 -Install
 .EXAMPLE
+    .\build.ps1 -Release
+.EXAMPLE
     .\build.ps1 -Test -Install -CniBinDir 'C:\opt\cni\bin'
 .EXAMPLE
     .\build.ps1 -TestRealHns -Adapter 'Ethernet 2'
@@ -55,6 +64,7 @@
 [CmdletBinding()]
 param(
     [switch]$Install,
+    [switch]$Release,
     [string]$CniBinDir = 'C:\k\cni',
     [switch]$Test,
     [switch]$TestRealHns,
@@ -131,7 +141,7 @@ function Initialize-Venv {
         Write-Host "Creating .venv with $($found -join ' ')"
         Invoke-Native $found[0] ($launcherArgs + @('-m', 'venv', (Join-Path $Root '.venv')))
     }
-    $extras = if ($Test -or $TestRealHns) { 'build,test' } else { 'build' }
+    $extras = (@('build') + @(if ($Test -or $TestRealHns) { 'test' }) + @(if ($Release) { 'release' })) -join ','
     $stamp = Join-Path $Root ".venv\.installed-$($extras -replace ',', '-')"
     $inputs = @('setup.cfg', 'pyproject.toml') | ForEach-Object { Get-Item (Join-Path $Root $_) }
     $stale = -not (Test-Path $stamp)
@@ -248,6 +258,12 @@ try {
     }
     $bytes = (Get-ChildItem $Bundle -Recurse -File | Measure-Object -Property Length -Sum).Sum
     Write-Host ('  dist\wincni\ {0:N1} MB' -f ($bytes / 1048576))
+
+    if ($Release) {
+        Write-Host 'Writing the release into dist-release\ (zip, SBOM, release notes, SHA256SUMS)'
+        Invoke-Native $VenvPython @('-m', 'winbuild.release', '--bundle', $Bundle, '--no-image',
+                                    '--out', (Join-Path $Root 'dist-release'))
+    }
 
     if ($Test) {
         Write-Host 'Running the tests'

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -55,10 +56,14 @@ def summary(doc: dict) -> str:
     return f"cniVersion {doc.get('cniVersion', '?')}" + (f", ips {ips}" if ips else "")
 
 
+STARTED = time.monotonic()
+
+
 def heading(text: str) -> None:
+    """A section's title, with when it began since the demo's start."""
     say()
     say("=" * 78)
-    say(text)
+    say(f"{text}  [{time.monotonic() - STARTED:.0f} s]")
     say("=" * 78)
 
 

@@ -34,7 +34,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from . import gobuild
+from . import gobuild, progress
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -146,6 +146,24 @@ def build(context: Path, out: Path, tag: str, crane: Path, base: str = "") -> Pa
     return out
 
 
+BASE_IMAGE = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0"
+NO_BASE = (
+    "no base image: the layer sits on an empty base, which is for inspecting the files or for "
+    f"`crane append -b <base>`; for the image a node runs, run `make image BASE={BASE_IMAGE}` "
+    "where that registry is reachable (or BASE=<a tarball of it>)"
+)
+
+
+def push_commands(archive: Path, crane: Path, ref: str) -> list[str]:
+    """The shell lines that push ``archive`` to ``ref`` with ``crane`` named by its full path, so
+    they run as printed: crane reads an OCI layout from a folder, not from the archive file."""
+    layout = archive.with_suffix("").with_suffix(".layout")
+    return [
+        f"rm -rf {layout} && mkdir -p {layout} && tar -xf {archive} -C {layout}",
+        f"{crane} push {layout} {ref}",
+    ]
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="make image", description=__doc__.split("\n\n")[0])
     p.add_argument("--zip", help="the Windows package zip (default: the newest in dist-windows/)")
@@ -161,9 +179,13 @@ def main(argv: list[str]) -> int:
         print("make image: no Windows package zip: run `make dist-windows` first (or pass --zip)", file=sys.stderr)
         return 1
     try:
-        flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
-        stage(DEPLOY, package_zip, flanneld)
-        out = build(DEPLOY, Path(args.out), args.tag, gobuild.build("crane"), args.base)
+        with progress.step("flanneld.exe and crane (winbuild/gobuild.py)"):
+            flanneld = Path(args.flanneld) if args.flanneld else gobuild.build("flanneld.exe")
+            crane = gobuild.build("crane")
+        with progress.step(f"deploy/image/ staged from {package_zip.name}"):
+            stage(DEPLOY, package_zip, flanneld)
+        with progress.step(f"image archive (crane{', base ' + args.base if args.base else ''})"):
+            out = build(DEPLOY, Path(args.out), args.tag, crane, args.base)
     except (RuntimeError, FileNotFoundError) as exc:
         print(f"make image: {exc}", file=sys.stderr)
         return 1
@@ -174,10 +196,12 @@ def main(argv: list[str]) -> int:
         )
         return 1
     index = json.loads(tarfile.open(out).extractfile("index.json").read())
-    print(
-        f"{out}: OCI image archive, {index['manifests'][0]['digest']}"
-        + ("" if args.base else " (no base image: see winbuild/image.py)")
-    )
+    print(f"{out}: OCI image archive, {index['manifests'][0]['digest']}")
+    if not args.base:
+        print(f"  {NO_BASE}")
+    print("  push it (then set deploy/kustomization.yaml's images: wincni-flannel to that reference):")
+    for line in push_commands(out, crane, f"<registry>/{NAME}:{args.tag}"):
+        print(f"    {line}")
     return 0
 
 

@@ -62,9 +62,18 @@ def ensure_system() -> None:
             f"the Windows lane needs {WINE} and {MINGW_CC}: install the Debian packages "
             f"{' '.join(APT_PACKAGES)} (apt-get as root), then rerun"
         )
+    from winbuild import progress
+
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], env=env, check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES], env=env, check=True)
+    log = ROOT / "build" / "apt.log"  # apt's and dpkg's hundred-odd lines, shown only on failure
+    with progress.step(f"apt-get install {' '.join(APT_PACKAGES)} (log: {log.relative_to(ROOT)})"):
+        try:
+            progress.logged(["apt-get", "update", "-qq"], log, env=env)
+            progress.logged(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES], log, env=env)
+        except subprocess.CalledProcessError as e:
+            raise ToolchainError(
+                f"{' '.join(e.cmd[:2])} failed with exit status {e.returncode} (output above, and in {log})"
+            ) from None
     if not (WINE.exists() and shutil.which(MINGW_CC)):
         raise ToolchainError(f"apt installed {' '.join(APT_PACKAGES)} but {WINE} or {MINGW_CC} is still missing")
 

@@ -97,3 +97,26 @@ def test_a_missing_staged_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM x\nCOPY image/flanneld.exe /flannel/flanneld.exe\n")
     with pytest.raises(FileNotFoundError, match="image/flanneld.exe .*stage it first"):
         image.layer_files(tmp_path, image.copies(tmp_path / "Dockerfile"))
+
+
+def test_the_printed_push_commands_run_as_printed(tmp_path: Path) -> None:
+    """make image's push lines name crane by its full path: run through a shell, they push."""
+    import subprocess
+
+    context = tmp_path / "deploy"
+    (context / "image").mkdir(parents=True)
+    (context / "Dockerfile").write_text("FROM x\nCOPY image/flanneld.exe /flannel/flanneld.exe\n")
+    (context / "image" / "flanneld.exe").write_bytes(b"MZ flanneld")
+    out = image.build(context, tmp_path / "wincni-flannel.oci.tar", "test", crane())
+    with image._Registry(crane()) as registry:
+        lines = image.push_commands(out, crane(), f"{registry}/wincni-flannel:test")
+        assert lines[-1].startswith(f"{crane()} push ") and crane().is_absolute()
+        for line in lines:
+            ran = subprocess.run(
+                ["bash", "-c", line + " --insecure" * line.startswith(str(crane()))],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={"PATH": "/usr/bin:/bin"},
+            )
+            assert ran.returncode == 0, (line, ran.stderr)

@@ -49,3 +49,12 @@ def test_the_parity_workflow_runs_the_suite_on_both_windows_images_and_publishes
     assert ".\\build.ps1 @options" in runs and "TestRealHns = $true" in runs
     (upload,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
     assert upload["if"] == "always()" and upload["with"]["path"] == "build/parity/"
+
+
+def test_the_release_workflow_builds_on_both_hosts_attaches_the_files_and_pushes_the_image() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    runs = {name: "\n".join(s.get("run", "") for s in job["steps"]) for name, job in workflow["jobs"].items()}
+    assert ".\\build.ps1 -Release" in runs["windows"]
+    assert "make release" in runs["linux"] and "sha256sum -c SHA256SUMS" in runs["linux"]
+    assert "gh release create" in runs["linux"] and "dist-release/*" in runs["linux"]
+    assert '"$crane" push' in runs["linux"]

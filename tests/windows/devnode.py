@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the lane's shared modules
@@ -42,6 +43,20 @@ def processes_in(netns: int) -> list[int]:
                     found.append(int(entry.name))
             except OSError:
                 continue  # ended meanwhile
+    return found
+
+
+def session_of(sid: int) -> list[int]:
+    """The running processes of session ``sid`` (the daemon's: everything it started that did not
+    leave it, the Wine processes included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # not a process, or ended meanwhile
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(int(entry.name))
     return found
 
 
@@ -123,7 +138,13 @@ def start(root: Path, backend: str, package_zip: Path | None) -> int:
     argv = [sys.executable, __file__, "serve", "--root", str(root), "--backend", backend, "--zip", str(package_zip)]
     with (root / "daemon.log").open("wb") as log:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
+    build = next((n.split("/")[0] for n in zipfile.ZipFile(package_zip).namelist() if n.startswith("_wincni-")), "?")
+    print(f"make node: {package_zip} (build {build.removeprefix('_wincni-')}; `make dist-windows` makes a newer one)")
+    print(
+        f"make node: bringing the {backend} node up (etcd, flanneld.exe under Wine, wincni installed) ...", flush=True
+    )
+    began = time.monotonic()
+    deadline = began + START_TIMEOUT_S
     while not (root / "state.json").exists():
         if daemon.poll() is not None or time.monotonic() > deadline:
             if daemon.poll() is None:
@@ -132,11 +153,14 @@ def start(root: Path, backend: str, package_zip: Path | None) -> int:
             print(f"the node did not come up:\n{tail}", file=sys.stderr)
             return 1
         time.sleep(0.5)
+    print(f"make node: up in {time.monotonic() - began:.0f} s")
     print(commands(root, backend))
     return 0
 
 
 def stop(root: Path) -> int:
+    """SIGTERM to the daemon, then SIGKILL to whatever of the node still runs (its namespace, the
+    daemon's session, the state file's pids); returns once every one of them is gone."""
     try:
         state = json.loads((root / "state.json").read_text())
     except FileNotFoundError:
@@ -147,9 +171,23 @@ def stop(root: Path) -> int:
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while alive(state["pid"]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = sorted({*processes_in(state["netns"]), *(pid for pid in [state["pid"], *state["pids"]] if alive(pid))})
+
+    def running() -> list[int]:
+        listed = [pid for pid in [state["pid"], *state["pids"]] if alive(pid)]
+        return sorted({*processes_in(state["netns"]), *session_of(state["pid"]), *listed})
+
+    left = running()
     for pid in left:
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue  # ended meanwhile
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while (still := running()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if still:
+        print(f"the node is not stopped: processes {still} outlived SIGKILL for {STOP_TIMEOUT_S:g} s", file=sys.stderr)
+        return 1
     for name in ("state.json", "sh"):
         (root / name).unlink(missing_ok=True)
     print("the node is stopped" + (f" (killed what outlived it: {left})" if left else ""))

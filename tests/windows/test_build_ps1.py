@@ -98,13 +98,14 @@ def test_the_deploy_scripts_parse_without_errors(name: str) -> None:
     assert not bad and not root.has_error, f"{name} syntax errors:\n" + "\n".join(bad)
 
 
-def test_the_parity_workflow_s_powershell_parses_without_errors(tmp_path: Path) -> None:
-    """Each `run:` of .github/workflows/parity.yml (all pwsh) parsed as build.ps1 is."""
+@pytest.mark.parametrize("name", ["parity.yml", "release.yml"])
+def test_the_workflows_powershell_parses_without_errors(tmp_path: Path, name: str) -> None:
+    """Each pwsh `run:` of the workflows that run build.ps1, parsed as build.ps1 is."""
     import yaml
 
-    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "parity.yml").read_text())
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"] if "run" in s]
-    assert steps and all(s.get("shell") == "pwsh" for s in steps)
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"] if s.get("shell") == "pwsh"]
+    assert steps and any("build.ps1" in s["run"] for s in steps)
     for i, step in enumerate(steps):
         script = tmp_path / f"step{i}.ps1"
         script.write_text(step["run"])

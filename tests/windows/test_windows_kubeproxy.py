@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -51,6 +52,10 @@ TCP, UDP = 6, 17
 DSR = 1  # HostComputeLoadBalancer Flags: direct server return
 SERVICES = "/api/v1/namespaces/default/services"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+START_KUBE_PROXY = Path(__file__).resolve().parents[2] / "deploy" / "start-kube-proxy.ps1"
+#: A warning or error kube-proxy logs (klog's W and E lines) about a flag it would have set
+#: otherwise: a GA feature gate, an unset --nodeport-addresses, a deprecated flag or setting.
+FLAG_WARNINGS = re.compile(r"^[WE]\d{4} .*(feature gate|nodePortAddresses|deprecated|--nodeport-addresses)", re.I)
 
 
 @dataclass
@@ -145,18 +150,23 @@ def backends(balancers: list[dict], vip: str, port: int, protocol: int = TCP) ->
 
 
 def kube_proxy_argv(cluster: FlannelNode, kubeconfig: Path, source_vip: str, dsr: bool) -> list[str]:
-    """deploy/start-kube-proxy.ps1's flags (on overlay, with the source VIP); ``dsr``: with
-    ``--enable-dsr=true`` instead, as the issue's WinDSR run."""
-    argv = [
-        f"--hostname-override={NODE_NAME}",
-        f"--kubeconfig={toolchain.winpath(kubeconfig)}",
-        "--proxy-mode=kernelspace",
-        f"--network-name={cluster.network_name}",
-        f"--cluster-cidr={NETWORK}",
-        f"--enable-dsr={str(dsr).lower()}",
-        "--v=2",
-    ]
-    return argv + ([f"--source-vip={source_vip}", "--feature-gates=WinOverlay=true"] if source_vip else [])
+    """deploy/start-kube-proxy.ps1's flags, read from the script with its variables filled in (on
+    overlay, with the source VIP); ``dsr``: with ``--enable-dsr=true`` instead, as the issue's WinDSR run."""
+    values = {
+        "NODE_NAME": NODE_NAME,
+        "kubeconfig": toolchain.winpath(kubeconfig),
+        "network": cluster.network_name,
+        "cluster": NETWORK,
+        "vip": source_vip,
+    }
+    common, _, overlay = START_KUBE_PROXY.read_text().partition("if ($env:SOURCE_VIP_FILE)")
+
+    def flags(text: str) -> list[str]:
+        quoted = re.findall(r"""['"](--[^'"]+)['"]""", text)
+        return [re.sub(r"\$(?:env:)?(\w+)", lambda m: values[m.group(1)], flag) for flag in quoted]
+
+    argv = flags(common) + (flags(overlay) if source_vip else [])
+    return [f"--enable-dsr={str(dsr).lower()}" if a.startswith("--enable-dsr=") else a for a in argv]
 
 
 def reserve_source_vip(cluster: FlannelNode) -> str:
@@ -226,6 +236,23 @@ DNS = [
     {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
     {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
 ]
+
+
+def test_deploys_flags_are_the_ones_kube_proxy_takes_without_a_warning(proxied: ProxyNode) -> None:
+    """kube-proxy started as deploy/start-kube-proxy.ps1 starts it, once it has synced, has
+    logged no warning about its flags (its log is the Daemon's file)."""
+    assert "--nodeport-addresses=primary" in proxied.kube_proxy.argv
+    assert not any(a.startswith("--feature-gates") for a in proxied.kube_proxy.argv)
+    log = proxied.kube_proxy.log
+    wait_for(
+        "kube-proxy past its start-up checks",
+        lambda: "Starting service config controller" in log.read_text(errors="replace"),
+        SYNC_TIMEOUT_S,
+        log,
+    )
+    log = log.read_text(errors="replace")
+    warned = [line for line in log.splitlines() if FLAG_WARNINGS.search(line)]
+    assert not warned, "\n".join(warned)
 
 
 def test_services_are_balanced_over_exactly_our_pods_endpoints(proxied: ProxyNode) -> None:
