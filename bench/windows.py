@@ -47,6 +47,9 @@ STEPS = (VERSION, *(f"{label} {cmd}" for label, _, _ in PODS for cmd in ("ADD", 
 GO_BUDGETS = {step: 0.8 if step == f"{CHAIN} V2 ADD" else 1.0 for step in STEPS if step != VERSION}
 # Against the Windows CPython floor: (step, budget).
 FLOOR_BUDGETS = ((VERSION, 1.5), (f"{CHAIN} V2 ADD", 3.0), ("win-bridge V2 DEL", 2.5))
+# The package zip's size line: 5.0 MiB raised by what the NetworkPolicy model, its node agent and
+# the HNS self-test add to the contents folder (no new dependency: the agent's list+watch is ours).
+PACKAGE_MIB = 5.5
 REPS = 11  # the lane's medians: 11 rounds (plus one warm-up) of 24 Wine processes
 BENCH_DIR = "C:\\bench"
 GO_DIR = "C:\\goref"  # the Go plugins' CNI_PATH on the node; ours are in C:\k\cni
@@ -296,7 +299,7 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
         verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
         for step, limit in FLOOR_BUDGETS
     ]
-    lines.append(verdict("package zip size", zip_bytes / 2**20, 5.0, unit=" MiB"))
+    lines.append(verdict("package zip size", zip_bytes / 2**20, PACKAGE_MIB, unit=" MiB"))
     ours, go = med[(VERSION, "wincni")], med[(VERSION, "Go")]
     lines.append(
         f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "
