@@ -12,8 +12,7 @@ import tempfile
 
 import pytest
 
-from paritybackend import parity_options
-from tools.wincni.selftest import Context
+from paritybackend import context, parity_options
 from tools.wincni.selftest.backends import Refused, open_backend
 
 _SUMMARY: list[str] = []
@@ -26,7 +25,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     with tempfile.TemporaryDirectory() as scratch:
         try:
-            open_backend(options.backend, Context(env=dict(os.environ)), scratch)
+            open_backend(options.backend, context(dict(os.environ)), scratch)
         except Refused as r:
             pytest.exit(f"test-realhns: {r}", returncode=2)
 

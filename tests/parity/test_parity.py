@@ -5,7 +5,6 @@ report, and the transcripts of tests/data/parity replayed on the simulator."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import platform
@@ -16,9 +15,9 @@ import pytest
 
 from libhns.errors import HnsError
 from libhns.sim import Simulator
-from paritybackend import parity_options
+from paritybackend import context, parity_options
 from testdata import PARITY
-from tools.wincni.selftest import Context, SelftestOptions, replay, run
+from tools.wincni.selftest import SelftestOptions, SelftestOutcome, replay, run
 from tools.wincni.selftest.options import DIFFERENT, LEFTOVERS, OK, PREFIX, REFUSED
 from tools.wincni.selftest.scenarios import BY_NAME, SCENARIOS
 
@@ -39,13 +38,14 @@ class Node:
         return self._runtimes
 
 
-def _ctx(tmp_path: Path, raw=None, **kw) -> Context:
-    return Context(env={}, stderr=io.StringIO(), node=Node(**kw), raw=raw, scratch=str(tmp_path / "scratch"))
+def _run(options: SelftestOptions, tmp_path: Path, raw=None, **kw) -> SelftestOutcome:
+    """``run`` with a test's node facts, backend and scratch folder."""
+    return run(options, context(), node=Node(**kw), raw=raw, scratch=str(tmp_path / "scratch"))
 
 
 def test_the_suite_passes_on_the_backend(tmp_path: Path, summary: list[str]) -> None:
     options = parity_options()
-    outcome = run(options, Context(env={}, stderr=io.StringIO(), scratch=str(tmp_path)))
+    outcome = run(options, context(), scratch=str(tmp_path))
     report = outcome.report
     summary.append(
         f"parity ({options.backend}): {len(report.scenarios)} scenarios ({report.count('passed')} passed, "
@@ -66,7 +66,7 @@ def test_the_suite_passes_on_the_backend(tmp_path: Path, summary: list[str]) -> 
 
 def test_the_report_and_every_transcript_are_written(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    outcome = run(SelftestOptions(out=str(out)), _ctx(tmp_path))
+    outcome = _run(SelftestOptions(out=str(out)), tmp_path)
     assert outcome.status == OK
     assert (out / "report.txt").read_text() == outcome.text
     doc = json.loads((out / "report.json").read_text())
@@ -80,7 +80,7 @@ def test_the_report_and_every_transcript_are_written(tmp_path: Path) -> None:
 
 
 def test_what_hns_may_refuse_is_asked_and_recorded(tmp_path: Path) -> None:
-    outcome = run(SelftestOptions(scenarios=("refusals",)), _ctx(tmp_path))
+    outcome = _run(SelftestOptions(scenarios=("refusals",)), tmp_path)
     calls = outcome.report.scenarios[0].transcript["calls"]
     creates = [(c["op"], c["hresult"]) for c in calls if c["op"].startswith("HcnCreate")]
     assert creates == [
@@ -102,7 +102,7 @@ class _Stopping(Simulator):
 
 def test_a_scenario_that_stops_midway_removes_what_it_made(tmp_path: Path) -> None:
     sim = _Stopping(tmp_path / "hns")
-    outcome = run(SelftestOptions(scenarios=("loadbalancer",)), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(scenarios=("loadbalancer",)), tmp_path, raw=lambda: sim)
     result = outcome.report.scenarios[0]
     assert result.status == "failed" and outcome.status == DIFFERENT
     assert any("refused what the scenario needs" in c["check"] and not c["ok"] for c in result.checks)
@@ -122,7 +122,7 @@ class _Sticky(Simulator):
 
 def test_what_could_not_be_removed_is_reported_as_left_behind(tmp_path: Path) -> None:
     sim = _Sticky(tmp_path / "hns")
-    outcome = run(SelftestOptions(scenarios=("network-l2bridge",)), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(scenarios=("network-l2bridge",)), tmp_path, raw=lambda: sim)
     assert outcome.status == LEFTOVERS
     assert [line.split(" (")[0] for line in outcome.report.leftovers] == [f"network {PREFIX}l2bridge"]
     assert f"left in HNS after the run: network {PREFIX}l2bridge" in outcome.text
@@ -131,7 +131,7 @@ def test_what_could_not_be_removed_is_reported_as_left_behind(tmp_path: Path) ->
 def test_an_earlier_run_s_leftovers_stop_the_run_and_are_not_touched(tmp_path: Path) -> None:
     sim = Simulator(tmp_path / "hns")
     sim.hns_call("POST", "/networks/", json.dumps({"Name": f"{PREFIX}l2bridge", "Type": "L2Bridge"}))
-    outcome = run(SelftestOptions(), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(), tmp_path, raw=lambda: sim)
     assert outcome.status == LEFTOVERS and outcome.report is None
     assert outcome.text.startswith(f"wincni selftest: HNS already holds objects named {PREFIX}*")
     assert len(outcome.text.splitlines()) == 1
@@ -142,7 +142,7 @@ def test_an_earlier_run_s_leftovers_stop_the_run_and_are_not_touched(tmp_path: P
 def test_a_network_someone_else_made_is_never_touched(tmp_path: Path) -> None:
     sim = Simulator(tmp_path / "hns")
     theirs = json.loads(sim.hns_call("POST", "/networks/", json.dumps({"Name": "cbr0", "Type": "L2Bridge"})))["Output"]
-    outcome = run(SelftestOptions(), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(), tmp_path, raw=lambda: sim)
     assert outcome.status == OK
     assert [n["ID"] for n in json.loads(sim.hns_call("GET", "/networks/", ""))["Output"]] == [theirs["ID"]]
 
@@ -156,7 +156,7 @@ class _Lowercasing(Simulator):
 
 def test_an_answer_that_differs_is_reported_field_by_field(tmp_path: Path) -> None:
     sim = _Lowercasing(tmp_path / "hns")
-    outcome = run(SelftestOptions(scenarios=("network-l2bridge",)), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(scenarios=("network-l2bridge",)), tmp_path, raw=lambda: sim)
     assert outcome.status == DIFFERENT
     (diff, *_) = outcome.report.scenarios[0].differences
     assert (diff.op, diff.field, diff.simulator, diff.backend) == (
@@ -193,7 +193,7 @@ def test_the_connected_adapter_is_used_when_the_operator_says_so() -> None:
 
 @pytest.mark.parametrize("backend", ["hcn", "fake"])
 def test_off_windows_the_dll_backends_refuse_in_one_line(tmp_path: Path, backend: str) -> None:
-    outcome = run(SelftestOptions(backend=backend), Context(env={}, platform="linux", stderr=io.StringIO()))
+    outcome = run(SelftestOptions(backend=backend), context(platform="linux"))
     assert outcome.status == REFUSED and outcome.report is None
     assert outcome.text == (
         f"wincni selftest: the {backend} backend calls computenetwork.dll, which exists only on Windows "
@@ -202,11 +202,11 @@ def test_off_windows_the_dll_backends_refuse_in_one_line(tmp_path: Path, backend
 
 
 def test_an_unknown_scenario_or_backend_or_an_odd_adapter_name_is_refused(tmp_path: Path) -> None:
-    assert run(SelftestOptions(scenarios=("nope",)), _ctx(tmp_path)).status == REFUSED
+    assert _run(SelftestOptions(scenarios=("nope",)), tmp_path).status == REFUSED
     for adapter in ("", "x" * 257, "Ethernet\n2"):
-        outcome = run(SelftestOptions(adapter=adapter), _ctx(tmp_path))
+        outcome = _run(SelftestOptions(adapter=adapter), tmp_path)
         assert outcome.status == REFUSED and len(outcome.text.splitlines()) == 1, adapter
-    outcome = run(SelftestOptions(backend="real"), _ctx(tmp_path))
+    outcome = _run(SelftestOptions(backend="real"), tmp_path)
     assert (outcome.status, outcome.text) == (
         REFUSED,
         "wincni selftest: no backend 'real': choose from sim, fake, hcn\n",
@@ -253,9 +253,9 @@ def test_replay_finds_an_answer_the_simulator_gives_otherwise(tmp_path: Path) ->
 def test_refusals_are_hns_errors_not_tracebacks(tmp_path: Path) -> None:
     """A scenario's refusal reaches the transcript as HNS answered it (the suite's own Session)."""
     from tools.wincni.selftest.session import Session
-    from tools.wincni.selftest.transcript import Recorder
+    from tools.wincni.selftest.transcript import TranscriptRecorder
 
-    recorder = Recorder(Simulator(tmp_path / "hns"))
+    recorder = TranscriptRecorder(Simulator(tmp_path / "hns"))
     session = Session(recorder, PREFIX, "Ethernet")
     error = session.attempt(lambda: session.create("Network", {"Name": "", "Type": "L2Bridge"}))
     assert isinstance(error, HnsError) and recorder.calls[-1]["hresult"] == "0x803B000A"
@@ -334,7 +334,7 @@ def test_a_report_folder_it_may_not_write_stops_it_before_hns_is_touched(tmp_pat
     target.mkdir()
     (tmp_path / "link").symlink_to(target)
     sim = Simulator(tmp_path / "hns")
-    outcome = run(SelftestOptions(out=str(tmp_path / "link")), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(out=str(tmp_path / "link")), tmp_path, raw=lambda: sim)
     assert outcome.status == REFUSED and outcome.report is None
     assert outcome.text.startswith(f"wincni selftest: cannot write the report to {tmp_path / 'link'}: ")
     assert not (sim.directory / "state.json").exists() and not list(target.iterdir())
@@ -352,7 +352,7 @@ def test_an_overlay_whose_provider_address_comes_late_is_waited_for(tmp_path: Pa
     """HNS sets an Overlay's provider address after the create returns (flanneld polls): the
     scenarios wait past the transcript, so the calls stay aligned and only the early answer differs."""
     sim = Simulator(tmp_path / "hns", mgmt_delay=0.5)
-    outcome = run(SelftestOptions(scenarios=("network-overlay", "endpoint-overlay")), _ctx(tmp_path, raw=lambda: sim))
+    outcome = _run(SelftestOptions(scenarios=("network-overlay", "endpoint-overlay")), tmp_path, raw=lambda: sim)
     for result in outcome.report.scenarios:
         assert result.status == "passed", result.checks
         assert result.differences, result.name

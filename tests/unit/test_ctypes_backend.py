@@ -281,15 +281,16 @@ def test_the_selftest_refuses_to_call_a_stand_in_real_hns(backend: CtypesBackend
     ``fake`` (the dry run) opens them."""
     import io
 
-    from tools.wincni.selftest import Context, SelftestOptions, run
+    from tools.wincni.cli.context import Context
+    from tools.wincni.selftest import SelftestOptions, run
     from tools.wincni.selftest.backends import open_backend
     from tools.wincni.selftest.options import REFUSED
 
-    ctx = Context(env={}, platform="win32", stderr=io.StringIO(), raw=lambda: backend, scratch=str(tmp_path))
-    outcome = run(SelftestOptions(backend="hcn"), ctx)
+    ctx = Context(io.StringIO(), io.StringIO(), {}, "win32", str(tmp_path))
+    outcome = run(SelftestOptions(backend="hcn"), ctx, raw=lambda: backend, scratch=str(tmp_path))
     assert outcome.status == REFUSED
     assert outcome.text == (
         "wincni selftest: computenetwork.dll here is not HNS but a stand-in (wincni fake HNS "
         "(tests/fakedll/fakehns.c): scripted answers); refusing to call it real HNS (the fake backend is its dry run)\n"
     )
-    assert open_backend("fake", ctx, str(tmp_path)) is backend
+    assert open_backend("fake", ctx, str(tmp_path), lambda: backend) is backend

@@ -15,7 +15,7 @@ from tools.wincni.cli import registry
 REPO = Path(__file__).resolve().parents[2]
 WINCNI = REPO / "tools" / "wincni"
 #: Two more command packages land this wave (netpol/, selftest/) within the issue's 12.
-TOP_LEVEL_BUDGET = 10
+TOP_LEVEL_BUDGET = 12
 MAX_LINES = 400
 
 
@@ -60,7 +60,7 @@ def test_deploys_command_lines_run_the_registrys_commands() -> None:
                 if line and str(line[0]).endswith("wincni.exe"):
                     used.add(line[1])
                 used |= {m for s in line if isinstance(s, str) for m in re.findall(r"wincni\.exe ([a-z]+)", s)}
-    assert used == set(registry.BY_NAME) - {"version", "bundle"}
+    assert used == set(registry.BY_NAME) - {"version", "bundle", "selftest"}  # an operator runs these by hand
 
 
 def test_every_command_runs_its_typed_options_with_the_context() -> None:

@@ -1,5 +1,5 @@
-"""The parity suite under Wine: the operator's self-test (tools/wincni/selftest) run by the Windows
-CPython the package is built with, through ``ctypes.WinDLL`` and the fake DLLs to the simulator.
+"""The parity suite under Wine: the operator's self-test as shipped, the frozen ``wincni.exe
+selftest`` of the package, through ``ctypes.WinDLL`` and the fake DLLs to the simulator.
 
 That reaches the same simulator the reference run does, so this run proves the marshalling (GUIDs
 by pointer, handles, CoTaskMem strings, the ErrorRecord), not HNS, and its report says so. It is
@@ -19,25 +19,17 @@ import pytest
 
 from tools.wincni.selftest.options import OK, PREFIX, REFUSED
 from tools.wincni.selftest.scenarios import SCENARIOS
-from winenode import ROOT, WineNode, toolchain
+from winenode import WineNode
 
 OUT = r"C:\selftest"
-#: The self-test as the ``wincni selftest`` command will call it: options in, report and status out.
-DRIVER = """
-import os, sys
-sys.path.insert(0, {root!r})
-from tools.wincni.selftest import Context, SelftestOptions, run
-outcome = run(SelftestOptions(backend={backend!r}, out={out!r}), Context(env=dict(os.environ)))
-sys.stdout.write(outcome.text)
-sys.exit(outcome.status)
-"""
+#: The self-test as the operator runs it: the package's own ``wincni.exe``, as shipped (with
+#: ``--out OUT`` for the dry run: ``wincni.exe selftest --backend fake --out C:\selftest``).
+DRIVER = ("selftest", "--backend")
 
 
 def _selftest(node: WineNode, backend: str, out: str | None) -> tuple[int, str, str, float]:
-    python = toolchain.ensure_python(toolchain.cache_dir())
-    code = DRIVER.format(root=toolchain.winpath(ROOT), backend=backend, out=out)
     start = time.perf_counter()
-    proc = node.wine(toolchain.winpath(python), "-B", "-c", code)
+    proc = node.wine(node.exe("wincni"), *DRIVER, backend, *(("--out", out) if out else ()))
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode(), time.perf_counter() - start
 
 
@@ -100,5 +92,6 @@ def test_the_dry_run_leaves_nothing_behind(node: WineNode, dry_run: dict) -> Non
 def test_the_real_hns_backend_refuses_the_fake_dlls(node: WineNode) -> None:
     status, out, err, _ = _selftest(node, "hcn", None)
     assert status == REFUSED, out + err
-    assert out.startswith("wincni selftest: computenetwork.dll here is not HNS but a stand-in (wincni fake HNS ")
-    assert len(out.splitlines()) == 1
+    said = [line for line in err.splitlines() if line.startswith("wincni selftest: ")]  # a refusal is stderr's
+    assert out == "" and len(said) == 1, out + err
+    assert said[0].startswith("wincni selftest: computenetwork.dll here is not HNS but a stand-in (wincni fake HNS ")

@@ -55,6 +55,11 @@ COMMANDS = (
         "where the runtime's CNI bin and conf folders are on this node, and why (what the other commands default to)",
         "tools.wincni.dirs.command",
     ),
+    Command(
+        "selftest",
+        "run the HNS parity suite here: HNS's answers against the simulator's",
+        "tools.wincni.selftest.command",
+    ),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 

@@ -1,25 +1,29 @@
 """``wincni selftest``: the parity suite, run on a node by its operator (or by CI).
 
-Every scenario (``scenarios.py``) runs twice: on the backend asked for (``backends.py``: the
-simulator, the Wine lane's fake DLLs, or the node's real HNS) and on a fresh reference simulator
-at the HNS version the backend reports; each run's calls are its transcript (``transcript.py``)
-and the two are compared field by field (``compare.py``) into the parity report (``report.py``).
+Every scenario (``scenarios/``: networks, endpoints, policies, load balancers) runs twice: on
+the backend asked for (``backends.py``: the simulator, the Wine lane's fake DLLs, or the node's
+real HNS) and on a fresh reference simulator at the HNS version the backend reports; each run's
+calls are its transcript (``transcript.py``) and the two are compared field by field
+(``compare.py``) into the parity report (``report.py``).
 What the suite makes is named with ``options.PREFIX`` and removed again (``session.py``); HNS is
 read for that prefix before the run (an earlier run's leftovers stop it) and after.
 
-``run(options, ctx)`` is the whole of it for the command: typed options in, an ``Outcome`` (the
-report, its text, the exit status) out.
+``run(options, ctx)`` is the whole of it for the command (``command.py``): typed options and the
+command line's ``Context`` in, a ``SelftestOutcome`` (the report, its text, the exit status) out.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from typing import Any, Callable
 
-from .options import DIFFERENT, LEFTOVERS, OK, PREFIX, REFUSED, Context, Outcome, SelftestOptions
+from tools.wincni.cli.context import Context
+
+from .options import DIFFERENT, LEFTOVERS, OK, PREFIX, REFUSED, SelftestOptions, SelftestOutcome
 from .session import leftovers
 
-__all__ = ["Context", "Outcome", "SelftestOptions", "replay", "run"]
+__all__ = ["SelftestOptions", "SelftestOutcome", "replay", "run"]
 
 #: The adapter name the simulator and the fake DLLs bind networks to when none is named: nothing
 #: real is bound there.
@@ -28,7 +32,19 @@ SIMULATED_ADAPTER = "Ethernet"
 MAX_ADAPTER = 256
 
 
-def run(options: SelftestOptions, ctx: Context) -> Outcome:
+def run(
+    options: SelftestOptions,
+    ctx: Context,
+    *,
+    node: Any = None,
+    raw: Callable[[], Any] | None = None,
+    scratch: str | None = None,
+) -> SelftestOutcome:
+    """The run: ``ctx.stderr`` gets a progress line per scenario, ``ctx.env`` the simulator's
+    variables for ``sim``. ``node``: the node's own facts (default ``hostfacts.LiveHost``, or a
+    fake); ``raw``: a RawHns to use instead of opening the backend (tests: the fake DLLs' stand-in);
+    ``scratch``: a folder for the reference simulators (default: a temporary folder removed at the
+    end)."""
     from basics.errors import UnsafePath
     from libhns.errors import HnsError
 
@@ -45,12 +61,13 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
             report.prepare(options.out)  # before HNS is touched: a folder it may not write stops it
         except (OSError, UnsafePath) as e:
             return _refused(f"cannot write the report to {options.out}: {e}; name a new or an admin-only folder")
-    scratch = ctx.scratch or tempfile.mkdtemp(prefix="wincni-selftest-")
+    own_scratch = scratch is None
+    scratch = scratch or tempfile.mkdtemp(prefix="wincni-selftest-")
     started = False
     try:
-        raw = backends.open_backend(options.backend, ctx, scratch)
-        version = _version(raw)
-        before = leftovers(raw, PREFIX, [])
+        hns = backends.open_backend(options.backend, ctx, scratch, raw)
+        version = _version(hns)
+        before = leftovers(hns, PREFIX, [])
         if before:
             return _refused(
                 f"HNS already holds objects named {PREFIX}* (an earlier run's?): {'; '.join(before)}; "
@@ -58,7 +75,7 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
                 LEFTOVERS,
             )
         started = True
-        return _scenarios(options, ctx, raw, version, scratch)
+        return _scenarios(options, ctx, node, hns, version, scratch)
     except Refused as r:
         return _refused(str(r))
     except HnsError as e:  # outside a scenario: the version, the leftover checks
@@ -66,11 +83,13 @@ def run(options: SelftestOptions, ctx: Context) -> Outcome:
             return _refused(f"HNS failed after the scenarios ran, so what they left is unknown: {e}", LEFTOVERS)
         return _refused(f"HNS failed before any scenario ran: {e}")
     finally:
-        if ctx.scratch is None:
+        if own_scratch:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _scenarios(options: SelftestOptions, ctx: Context, raw, version: dict[str, int], scratch: str) -> Outcome:
+def _scenarios(
+    options: SelftestOptions, ctx: Context, node: Any, raw, version: dict[str, int], scratch: str
+) -> SelftestOutcome:
     """Each scenario on the backend and on its own reference simulator, then the report."""
     from basics.errors import UnsafePath
     from libhns.client import Features
@@ -78,7 +97,7 @@ def _scenarios(options: SelftestOptions, ctx: Context, raw, version: dict[str, i
     from . import backends, report, scenarios
     from .hostfacts import LiveHost
 
-    node = ctx.node or LiveHost(ctx.env, ctx.platform)
+    node = node or LiveHost(ctx.env, ctx.platform)
     adapter, adapter_why = _adapter(options, node)
     chosen = [scenarios.BY_NAME[n] for n in options.scenarios] or list(scenarios.SCENARIOS)
     results, made = [], []
@@ -113,7 +132,7 @@ def _scenarios(options: SelftestOptions, ctx: Context, raw, version: dict[str, i
         except (OSError, UnsafePath) as e:
             text += f"wincni selftest: cannot write the report to {options.out}: {e}\n"
             status = status or DIFFERENT
-    return Outcome(rep, text, status)
+    return SelftestOutcome(rep, text, status)
 
 
 def replay(transcript: dict, folder: str) -> list:
@@ -130,8 +149,8 @@ def replay(transcript: dict, folder: str) -> list:
     return differences(again["calls"], transcript["calls"])
 
 
-def _refused(why: str, status: int = REFUSED) -> Outcome:
-    return Outcome(None, f"wincni selftest: {why}\n", status)
+def _refused(why: str, status: int = REFUSED) -> SelftestOutcome:
+    return SelftestOutcome(None, f"wincni selftest: {why}\n", status)
 
 
 def _version(raw) -> dict[str, int]:
@@ -169,9 +188,9 @@ def _transcript(scenario, raw, adapter: str | None, backend: str, version: dict[
     from libhns.errors import HnsError
 
     from .session import Session
-    from .transcript import Recorder, document
+    from .transcript import TranscriptRecorder, document
 
-    recorder = Recorder(raw)
+    recorder = TranscriptRecorder(raw)
     session = Session(recorder, PREFIX, adapter)
     try:
         scenario.run(session)

@@ -13,10 +13,11 @@ Every refusal is one line saying why and what to do (``Refused``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Callable
 
 from libhns.errors import HnsError
 from libhns.raw import RawHns
+from tools.wincni.cli.context import Context
 
 #: What each backend's run proves, for the report's first lines.
 PROVES = {
@@ -46,14 +47,15 @@ def refusal(backend: str, platform: str, marker: str | None) -> str | None:
     return None
 
 
-def open_backend(backend: str, ctx: Any, scratch: str) -> RawHns:
-    """The RawHns of ``backend``, checked: ``Refused`` when it is not here or does not answer."""
+def open_backend(backend: str, ctx: Context, scratch: str, raw: Callable[[], RawHns] | None = None) -> RawHns:
+    """The RawHns of ``backend``, checked: ``Refused`` when it is not here or does not answer.
+    ``raw``: what to open instead of the simulator or the DLLs (tests: a stand-in)."""
     from .options import BACKENDS
 
     if backend not in BACKENDS:
         raise Refused(f"no backend {backend!r}: choose from {', '.join(BACKENDS)}")
-    if backend == "sim" and ctx.raw is not None:
-        return ctx.raw()
+    if backend == "sim" and raw is not None:
+        return raw()
     if backend == "sim":
         from libhns.sim import Simulator
 
@@ -62,9 +64,9 @@ def open_backend(backend: str, ctx: Any, scratch: str) -> RawHns:
     why = refusal(backend, ctx.platform, None) if ctx.platform != "win32" else None
     if why:
         raise Refused(why)
-    raw = ctx.raw() if ctx.raw is not None else _ctypes_backend()
+    opened = raw() if raw is not None else _ctypes_backend()
     try:
-        marker = raw.stand_in()
+        marker = opened.stand_in()
     except OSError as e:
         raise Refused(
             f"computenetwork.dll cannot be loaded ({e}): HNS is not on this node (the Containers feature?)"
@@ -73,10 +75,10 @@ def open_backend(backend: str, ctx: Any, scratch: str) -> RawHns:
     if why:
         raise Refused(why)
     try:
-        raw.hns_call("GET", "/globals/version", "")
+        opened.hns_call("GET", "/globals/version", "")
     except HnsError as e:
         raise Refused(f"HNS does not answer ({e}): run as administrator, with the HNS service running") from None
-    return raw
+    return opened
 
 
 def _ctypes_backend() -> RawHns:

@@ -1,16 +1,16 @@
-"""What a self-test run is asked to do (``SelftestOptions``), what it runs in (``Context``), and
-what it answers (``Outcome`` and its exit statuses).
+"""What a self-test run is asked to do (``SelftestOptions``) and what it answers
+(``SelftestOutcome`` and its exit statuses).
 
-The command that wires ``wincni selftest`` builds the options from its flags once; nothing below
-it reads argparse or ``os.environ``: the environment, the platform and the node's own facts come
-in through ``Context``, which tests build with fakes.
+``wincni selftest`` (``command.py``) builds the options from its flags once; nothing below it
+reads argparse or ``os.environ``: the environment, the platform and the streams come in through
+the command line's one ``Context`` (``tools.wincni.cli.context``), the node's own facts, a RawHns
+to use instead of opening the backend and a scratch folder as ``run``'s keywords (tests: fakes).
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TextIO
+from dataclasses import dataclass
+from typing import Any
 
 #: The backends a run may be asked for: the in-process simulator; ctypes over the Wine lane's
 #: fake DLLs (a dry run: proves the marshalling, not HNS); ctypes over the node's real HNS.
@@ -34,33 +34,19 @@ class SelftestOptions:
     written to (created admin-only; None: nothing written). ``adapter``: the host adapter the
     scenarios that bind a network to one (L2Bridge, Overlay) may use; without one they are not
     run on real HNS. ``allow_connected_adapter``: that adapter may be the one carrying the
-    machine's own connection (a vSwitch on it blips it). ``scenarios``: names to run (empty: all)."""
+    machine's own connection (a vSwitch on it blips it). ``scenarios``: names to run (empty: all).
+    ``output``: the command's ``-o`` (table: the report's text; json: ``report.document``)."""
 
     backend: str = "sim"
     out: str | None = None
     adapter: str | None = None
     allow_connected_adapter: bool = False
     scenarios: tuple[str, ...] = ()
-
-
-@dataclass
-class Context:
-    """The run's surroundings. ``env``: the environment (the simulator's variables for ``sim``);
-    ``platform``: ``sys.platform`` of the node; ``stderr``: progress lines; ``node``: the node's
-    own facts (``hostfacts.LiveHost``, or a fake); ``raw``: a RawHns to use instead of opening the
-    backend (tests: the fake DLLs' stand-in); ``scratch``: a folder for the reference simulators
-    (default: a temporary folder removed at the end)."""
-
-    env: Mapping[str, str]
-    platform: str = sys.platform
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    node: Any = None
-    raw: Callable[[], Any] | None = None
-    scratch: str | None = None
+    output: str = "table"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SelftestOutcome:
     """The report (``report.Report``, or None when the run was refused), its text, the status."""
 
     report: Any

@@ -131,7 +131,7 @@ def prepare(out: str) -> None:
     """Make ``out`` an admin-only folder (created when missing; an existing one must be one an
     administrator owns, reached without a link): before the run, so a folder the report may not
     go to stops it before HNS is touched."""
-    from ..disk import Disk
+    from tools.wincni.node.disk import Disk
 
     disk = Disk()
     try:
@@ -144,7 +144,7 @@ def write(report: Report, out: str) -> list[str]:
     """``out/report.txt``, ``out/report.json``, ``out/transcripts/<scenario>.json`` (the
     backend's) and ``out/simulator/<scenario>.json`` (the reference's): the folders made
     admin-only (``Disk.secure``), each file written beside and renamed over. The paths written."""
-    from ..disk import Disk
+    from tools.wincni.node.disk import Disk
 
     files = {"report.txt": text(report).encode(), "report.json": _json(document(report))}
     for r in report.scenarios:

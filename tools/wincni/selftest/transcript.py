@@ -24,7 +24,7 @@ from libhns.raw import RawHns
 _UNRECORDED = ("ts", "ms")
 
 
-class Recorder(JournalBackend):
+class TranscriptRecorder(JournalBackend):
     """The journal's wrapper, its lines kept in ``calls`` instead of a file."""
 
     def __init__(self, inner: RawHns) -> None:
