@@ -55,6 +55,11 @@ COMMANDS = (
         "where the runtime's CNI bin and conf folders are on this node, and why (what the other commands default to)",
         "tools.wincni.dirs.command",
     ),
+    Command(
+        "netpol",
+        "the NetworkPolicy node agent: keep this node's pod endpoint ACLs equal to the policies (runs until stopped)",
+        "tools.wincni.netpol.command",
+    ),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 
