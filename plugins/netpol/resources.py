@@ -17,7 +17,7 @@ PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 @dataclass(frozen=True)
-class Namespace:
+class ClusterNamespace:
     name: str
     labels: dict
 
@@ -178,9 +178,9 @@ def _labels(raw, where: str) -> dict:
     return dict(labels)
 
 
-def _namespace(raw, where: str) -> Namespace:
+def _namespace(raw, where: str) -> ClusterNamespace:
     name = _name(raw, where, "metadata", "name")
-    return Namespace(name, {NAME_LABEL: name, **_labels(raw, where)})
+    return ClusterNamespace(name, {NAME_LABEL: name, **_labels(raw, where)})
 
 
 def _pod(raw, where: str) -> Pod:

@@ -28,7 +28,13 @@ from tools.wincni.node.flagfile import Reader
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SANDBOX = "%CONTAINER_SANDBOX_MOUNT_POINT%"
 MODES = ("vxlan", "host-gw")
-RESOURCES = ("rbac.yaml", "wincni-flannel.yaml", "kube-proxy-windows.yaml", "modes/vxlan/kube-proxy-source-vip.yaml")
+RESOURCES = (
+    "rbac.yaml",
+    "wincni-flannel.yaml",
+    "kube-proxy-windows.yaml",
+    "modes/vxlan/kube-proxy-source-vip.yaml",
+    "netpol/netpol.yaml",
+)
 
 
 def kustomize() -> Path:
@@ -37,7 +43,7 @@ def kustomize() -> Path:
 
 def render(tmp_path: Path, **knobs: str) -> list[dict]:
     """``kustomize build`` of a copy of deploy/ with knobs turned: mode, namespace, image, serviceCIDR,
-    sweepSeconds."""
+    sweepSeconds, netpol (the NetworkPolicy agent's component: "" turns it on)."""
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY, copy, ignore=shutil.ignore_patterns("image"))
     text = (copy / "kustomization.yaml").read_text()
@@ -47,6 +53,7 @@ def render(tmp_path: Path, **knobs: str) -> list[dict]:
         "image": (r"newName: registry\.example/wincni-flannel\n", "newName: {}\n"),
         "service_cidr": (r"serviceCIDR=10\.96\.0\.0/12", "serviceCIDR={}"),
         "sweep_seconds": (r"sweepSeconds=60\n", "sweepSeconds={}\n"),
+        "netpol": (r"  # - netpol\n", "  {}- netpol\n"),  # on: "", the component listed
     }
     for knob, value in knobs.items():
         pattern, replacement = edits[knob]
@@ -214,6 +221,37 @@ def test_every_wincni_command_line_parses(variant) -> None:
     assert parsed["metrics"].textfile == "C:\\Program Files\\windows_exporter\\textfile_inputs"
     assert parsed["metrics"].every == 300
     assert parsed["sweep"].every == 60 and parsed["sweep"].runtime_endpoint == "npipe:////./pipe/containerd-containerd"
+
+
+def test_the_operator_turns_the_netpol_agent_on_with_one_knob(tmp_path: Path) -> None:
+    """Off by default (the variants above have none of it); on, its own DaemonSet and ServiceAccount,
+    bound to a role that lists and watches NetworkPolicies, Pods and Namespaces and nothing more;
+    every object valid, its command line one wincni parses."""
+    docs = render(tmp_path, netpol="")
+    names = {f"{d['kind']}/{d['metadata']['name']}" for d in docs}
+    assert {
+        "ServiceAccount/wincni-netpol",
+        "ClusterRole/wincni-netpol",
+        "ClusterRoleBinding/wincni-netpol",
+        "DaemonSet/wincni-netpol-windows",
+    } <= names
+    for doc in docs:
+        validate(doc)
+    rules = by_kind(docs, "ClusterRole")["wincni-netpol"]["rules"]
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    kinds = {("", "pods"), ("", "namespaces"), ("networking.k8s.io", "networkpolicies")}
+    assert granted == {(g, r, v) for g, r in kinds for v in ("list", "watch")}
+    [binding] = [b for b in by_kind(docs, "ClusterRoleBinding").values() if b["roleRef"]["name"] == "wincni-netpol"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "wincni-netpol", "namespace": "kube-flannel"}]
+    ds = by_kind(docs, "DaemonSet")["wincni-netpol-windows"]
+    assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "wincni-netpol"
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in containers(ds)[0]["env"]}
+    assert env == {"NODE_NAME": "spec.nodeName", "NODE_IP": "status.hostIP"}
+    args = wincni_command_lines(docs)["netpol"]
+    parsed = build_parser("win32").parse_args(
+        [a.replace("$(NODE_NAME)", "n1").replace("$(NODE_IP)", "10.0.0.4") for a in args]
+    )
+    assert args[0] == "netpol" and parsed.node_name == "n1" and parsed.node_address == ["10.0.0.4"]
 
 
 def test_the_operator_turns_the_sweep_off_with_one_knob(tmp_path: Path) -> None:

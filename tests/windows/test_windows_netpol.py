@@ -1,10 +1,14 @@
 """NetworkPolicy from the first packet as a Windows node runs it: win-bridge.exe finds the node
 agent's state at its Windows default (``%ProgramData%\\wincni\\netpol.json``), reads it through
-the Windows file checks, and creates the endpoint with the rules through the fake DLLs."""
+the Windows file checks, and creates the endpoint with the rules through the fake DLLs.
+
+The lane's node is shared by its modules (test_windows_lane's ``cluster`` made ``cbr0`` already):
+this module's L2Bridge network has a name of its own, made here and deleted after."""
 
 from __future__ import annotations
 
 import json
+from typing import Iterator
 
 import pytest
 
@@ -12,9 +16,10 @@ from plugins.netpol import resources
 from tools.wincni.netpol import state
 from winenode import WineNode
 
+NETWORK = "netpol0"
 CONF = {
     "cniVersion": "1.0.0",
-    "name": "cbr0",
+    "name": NETWORK,
     "type": "win-bridge",
     "ipam": {"type": "host-local", "subnet": "10.244.4.0/24"},
 }
@@ -22,14 +27,17 @@ POLICY = {"metadata": {"namespace": "app", "name": "deny-in"}, "spec": {"podSele
 
 
 @pytest.fixture(scope="module")
-def cluster(node: WineNode) -> WineNode:
-    node.bridge("cbr0")
-    return node.lease()
+def cluster(node: WineNode) -> Iterator[WineNode]:
+    node.bridge(NETWORK)
+    try:
+        yield node.lease()
+    finally:
+        node.hnsctl("network", "delete", NETWORK)
 
 
 def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> None:
     node = cluster
-    node.network = "cbr0"
+    node.network = NETWORK
     cluster_doc = resources.read([{"metadata": {"name": "app", "labels": {}}}], [], [POLICY])
     target = node.path(r"C:\ProgramData\wincni\netpol.json")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -37,7 +45,7 @@ def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> No
     pod = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=p1"
     run = node.run("ADD", CONF, "netpol1", node.sandbox("v2", "netpol1"), CNI_ARGS=pod)
     assert run.ok, run.stderr
-    [doc] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == "netpol1_cbr0"]
+    [doc] = [e for e in node.hnsctl("endpoint", "list", "-o", "json") if e["Name"] == f"netpol1_{NETWORK}"]
     blocks = [p for p in doc["Policies"] if p["Type"] == "ACL" and p["Settings"]["Action"] == "Block"]
     assert [b["Settings"]["Direction"] for b in blocks] == ["In"]
 
@@ -46,8 +54,8 @@ def test_an_add_takes_the_agents_rules_from_programdata(cluster: WineNode) -> No
 def test_hnsctl_exe_sets_an_endpoints_acls_through_the_dlls(cluster: WineNode, v1: tuple) -> None:
     """The ctypes path of an endpoint modify (and of V1's update), as the agent's will take it."""
     node = cluster
-    name = f"acls{len(v1)}_cbr0"
-    node.hnsctl("endpoint", "create", name, "--network", "cbr0", "--ip", f"10.244.4.{40 + len(v1)}")
+    name = f"acls{len(v1)}_{NETWORK}"
+    node.hnsctl("endpoint", "create", name, "--network", NETWORK, "--ip", f"10.244.4.{40 + len(v1)}")
     acls = state.document(resources.read([], [], []), "n1", ["10.127.0.4"])["closed"]
     node.path(r"C:\k\acls.json").write_text(json.dumps(acls))
     shown = node.hnsctl_exe("endpoint", "acls", name, r"C:\k\acls.json", *v1)

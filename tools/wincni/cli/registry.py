@@ -60,6 +60,11 @@ COMMANDS = (
         "run the HNS parity suite here: HNS's answers against the simulator's",
         "tools.wincni.selftest.command",
     ),
+    Command(
+        "netpol",
+        "the NetworkPolicy node agent: keep this node's pod endpoint ACLs equal to the policies (runs until stopped)",
+        "tools.wincni.netpol.command",
+    ),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 

@@ -41,7 +41,7 @@ class NodeEndpoints:
 
     def __init__(self, api: EndpointApi, network: str, node_addresses: Sequence[Any]) -> None:
         self.api, self.network, self.node_addresses = api, network, tuple(node_addresses)
-        self.held: dict[str, P.Held] = {}
+        self.held: dict[str, P.OwnedEndpoint] = {}
         self.read = False
         self._pods: frozenset = frozenset()  # (pod, address) of the last converge
 
@@ -50,13 +50,15 @@ class NodeEndpoints:
         net = self.api.network(self.network)
         found = self.api.endpoints_of(net) if net is not None else []
         self.held = {
-            ep.id: P.Held(ep.id, ep.name, tuple(_text(ip) for ip in ep.ip_addresses), tuple(ep.policies or ()), ep)
+            ep.id: P.OwnedEndpoint(
+                ep.id, ep.name, tuple(_text(ip) for ip in ep.ip_addresses), tuple(ep.policies or ()), ep
+            )
             for ep in sorted(found, key=lambda e: (e.name or "", e.id))
             if ownership.acl_target(ep.name or "", self.network, ep.is_remote)
         }
         self.read = True
 
-    def converge(self, accesses: Mapping[str, Access]) -> tuple[list[P.Step], list[Failure]]:
+    def converge(self, accesses: Mapping[str, Access]) -> tuple[list[P.EndpointStep], list[Failure]]:
         """Bring every endpoint to what ``accesses`` (this node's pods by address) want: one
         ``set_acls`` per endpoint that differs, none otherwise. The steps, and the applies that
         failed (their endpoints are read again next time)."""
@@ -77,11 +79,11 @@ class NodeEndpoints:
                 self._applied(step)
         return steps, failures
 
-    def _applied(self, step: P.Step) -> None:
+    def _applied(self, step: P.EndpointStep) -> None:
         h = step.held
         policies = tuple(p for p in h.policies if not W.is_acl(p)) + step.acls
         h.endpoint.policies = list(policies)  # what HNS now holds, for the next clear's Remove
-        self.held[h.id] = P.Held(h.id, h.name, h.ips, policies, h.endpoint)
+        self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
 
 
 def _text(ip: str) -> str:

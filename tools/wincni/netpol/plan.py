@@ -23,7 +23,7 @@ APPLY, IN_SYNC, NO_POD = "apply", "in-sync", "no-pod"
 
 
 @dataclass(frozen=True)
-class Held:
+class OwnedEndpoint:
     """One endpoint the ownership rule gives the agent, as HNS showed it: ``policies`` all of
     its policies in the adapter's form, ``endpoint`` the adapter's object (to set it)."""
 
@@ -39,24 +39,26 @@ class Held:
 
 
 @dataclass(frozen=True)
-class Step:
+class EndpointStep:
     action: str
-    held: Held
+    held: OwnedEndpoint
     pod: str = ""
     acls: tuple[dict, ...] = ()
 
 
-def plan(held: Iterable[Held], accesses: Mapping[str, Access], node_addresses: Sequence[Any], form: Any) -> list[Step]:
+def plan(
+    held: Iterable[OwnedEndpoint], accesses: Mapping[str, Access], node_addresses: Sequence[Any], form: Any
+) -> list[EndpointStep]:
     """One step per endpoint, in endpoint order; ``accesses`` by pod address (text)."""
     steps = []
     for h in held:
         access = next((accesses[ip] for ip in h.ips if ip in accesses), None)
         if access is None:
-            steps.append(Step(NO_POD, h))
+            steps.append(EndpointStep(NO_POD, h))
             continue
         want = W.wanted(h.policies, access, node_addresses, form)
         action = IN_SYNC if W.same(h.acls, want) else APPLY
-        steps.append(Step(action, h, access.pod.key, tuple(want)))
+        steps.append(EndpointStep(action, h, access.pod.key, tuple(want)))
     return steps
 
 
