@@ -121,6 +121,17 @@ def open_handle(path: str, access: int, disposition: int, flags: int, sddl: str 
     return handle
 
 
+def open_found(path: str, access: int, disposition: int, flags: int, sddl: str | None) -> int:
+    """``open_handle``, with nothing at ``path`` (or on the way to it) said as FileNotFoundError
+    naming it, as Python's own opens say it."""
+    try:
+        return open_handle(path, access, disposition, flags, sddl)
+    except OSError as exc:
+        if exc.winerror in (2, 3):  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
+            raise FileNotFoundError(2, f"{path} does not exist", path) from None
+        raise
+
+
 def file_info(handle) -> w32.FileInfo:
     info = w32.FileInfo()
     check(w32.GetFileInformationByHandle(handle, ctypes.byref(info)), "GetFileInformationByHandle")
@@ -183,12 +194,7 @@ def open_plain(path: str) -> int:
     """A read descriptor on what is at ``path``, a final reparse point never followed nor any
     on the way (``reached``); UnsafePath for a link, FileNotFoundError when nothing is there.
     The caller checks what it opened (``os.fstat``: a folder, a device)."""
-    try:
-        handle = open_handle(path, w32.GENERIC_READ, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS, None)
-    except OSError as exc:
-        if exc.winerror in (2, 3):
-            raise FileNotFoundError(2, f"{path} does not exist", path) from None
-        raise
+    handle = open_found(path, w32.GENERIC_READ, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS, None)
     try:
         if w32.GetFileType(handle) != w32.FILE_TYPE_DISK:  # NUL, CON, a pipe: nothing a file is
             raise UnsafePath(path, "is a device or pipe, not a regular file", "name the file itself")
@@ -209,12 +215,7 @@ def open_file(path: str, flags: int, sddl: str) -> int:
     else:
         access = w32.GENERIC_READ
     disposition = w32.OPEN_ALWAYS if flags & os.O_CREAT else w32.OPEN_EXISTING
-    try:
-        handle = open_handle(path, access | w32.READ_CONTROL, disposition, 0, sddl)
-    except OSError as exc:
-        if exc.winerror in (2, 3):  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
-            raise FileNotFoundError(2, f"{path} does not exist", path) from None
-        raise
+    handle = open_found(path, access | w32.READ_CONTROL, disposition, 0, sddl)
     try:
         info = file_info(handle)
         if info.dwFileAttributes & w32.ATTR_REPARSE_POINT:

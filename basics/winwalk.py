@@ -17,6 +17,7 @@ from basics.winhandle import (
     file_info,
     handle_sddl,
     identity,
+    open_found,
     open_handle,
     owner_problem,
     trusted,
@@ -82,12 +83,7 @@ def walk(path: str, sddl: str | None, create: bool, last: str) -> tuple[list, bo
 
 def _component_problem(path: str, final: bool) -> tuple[str | None, tuple[int, int, int]]:
     """Why the folder ``path`` cannot be trusted (or None), and which file it is (``identity``)."""
-    try:
-        handle = open_handle(path, w32.READ_CONTROL, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS, None)
-    except OSError as exc:
-        if exc.winerror in (2, 3):
-            raise FileNotFoundError(2, f"{path} does not exist", path) from None
-        raise
+    handle = open_found(path, w32.READ_CONTROL, w32.OPEN_EXISTING, w32.FLAG_BACKUP_SEMANTICS, None)
     try:
         info = file_info(handle)
         if info.dwFileAttributes & w32.ATTR_REPARSE_POINT:
