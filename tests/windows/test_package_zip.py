@@ -1,4 +1,5 @@
-"""The package zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt."""
+"""The package zip: the bundle (launchers + this build's contents folder), the sample configs, INSTALL.txt,
+THIRD-PARTY.txt (what it carries, under which licences)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ def test_zip_holds_the_bundle_the_samples_and_install_notes(package_zip: Path) -
         names = zf.namelist()
         top = {n.split("/")[0] for n in names}
         [contents] = [t for t in top if t.startswith(CONTENTS_PREFIX)]  # this build's own, for wincni install
-        assert top == {*(f"{c}.exe" for c in COMMANDS), contents, "samples", "INSTALL.txt"}, sorted(top)
+        assert top == {*(f"{c}.exe" for c in COMMANDS), contents, "samples", "INSTALL.txt", "THIRD-PARTY.txt"}, sorted(
+            top
+        )
         samples = [n for n in names if n.startswith("samples/")]
         assert sorted(samples) == ["samples/cni.conf.l2bridge.json", "samples/cni.conf.overlay.json"]
         assert {json.loads(zf.read(n))["delegate"]["type"] for n in samples} == {"win-bridge", "win-overlay"}

@@ -60,7 +60,7 @@ def test_node_stop_returns_once_what_outlived_the_daemon_is_gone(tmp_path: Path)
     daemon = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True)
     try:
         assert daemon.stdout.readline() == b"ready\n"
-        assert len(session_of(daemon.pid)) == 2
+        assert len(session_of(daemon.pid)) >= 2  # the daemon, its shell, and now and then the shell's sleep
         root = tmp_path / "node"
         root.mkdir()
         (root / "state.json").write_text(json.dumps({"pid": daemon.pid, "netns": 0, "pids": []}))
