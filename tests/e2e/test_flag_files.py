@@ -106,6 +106,8 @@ def base_args(node: Node, command: tuple[str, ...]) -> dict[str, str | None]:
         return {**toml, "--timeout": "0", "--out": str(node.root / "vip.json")}
     if command == ("bundle",):
         return {**toml, "--out": str(node.root / "bundle.tar.gz")}
+    if command == ("netpol",):
+        return {**toml, "--node-name": "node1"}
     if command == ("metrics",):
         return {**toml, "--textfile": str(node.root / "textfile")}
     return toml
