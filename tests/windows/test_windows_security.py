@@ -345,6 +345,13 @@ def test_an_output_file_leaves_a_shared_folder_as_it_is_and_is_admin_only(node: 
     assert (shared / "wincni.prom").read_bytes() == b"two" and (shared / "planted.prom").read_bytes() == b"ours"
     assert victim.read_text() == "secret" and not (shared / "planted.prom").is_symlink()
 
+    textfile = node.path(r"C:\wincni-out\textfile")  # the command itself, as the package runs it
+    textfile.mkdir()
+    os.chmod(textfile, 0o777)
+    proc = node.wine(node.exe("wincni"), "metrics", "--textfile", r"C:\wincni-out\textfile")
+    assert b"Traceback" not in proc.stderr and (textfile / "wincni.prom").is_file(), proc.stderr.decode()
+    assert os.stat(textfile).st_mode & 0o777 == 0o777
+
 
 def test_the_stores_files_go_through_the_held_folder_never_through_a_link(node: WineNode) -> None:
     """host-local's store under Windows' handle paths: a reservation of 16 NULs (an unclean
