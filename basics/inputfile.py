@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass
 
 from basics.errors import UnsafePath
 from basics.posixfs import trusted_uid
 
 MAX_LINKS = 40  # as the kernel's ELOOP limit
+#: ``open_file``'s cap for a caller that reads no more than its own cap and judges a longer file itself.
+ANY_SIZE = 1 << 62
 LINK_FIX = "a link is followed only when an administrator owns it and the file it leads to: name such a file"
 _KINDS = (
     (stat.S_ISDIR, "folder"),
@@ -39,11 +40,18 @@ _KINDS = (
 )
 
 
-@dataclass(frozen=True)
 class Input:
-    path: str
-    data: bytes
-    owner: str = ""  # who owns the file when it is not an administrator ("uid 1000"); "" when one is
+    """What ``read`` found. A plain slotted class, not a dataclass: flannel's pod path reads its
+    lease through this module, and dataclasses costs a pod command its import."""
+
+    __slots__ = ("path", "data", "owner")
+
+    def __init__(self, path: str, data: bytes, owner: str = "") -> None:
+        self.path, self.data = path, data
+        self.owner = owner  # who owns the file when it is not an administrator ("uid 1000"); "" when one is
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Input) and (self.path, self.data, self.owner) == (other.path, other.data, other.owner)
 
     @property
     def admins(self) -> bool:
@@ -84,6 +92,18 @@ def open_file(path: str, cap: int) -> tuple[int, str]:
         os.close(fd)
         raise
     return fd, owner
+
+
+def open_folder(path: str) -> int:
+    """A descriptor on the existing folder ``path``, reached as ``open_file`` reaches a file (no
+    link a user planted followed, nothing waited on), for a file of ours to be made in it
+    (``basics.outputfile``); the folder itself is only read. UnsafePath when it is no folder.
+    POSIX's: Windows pins the folder (``winhandle.pin``)."""
+    fd, _ = _open_posix(path)
+    if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(path, "is not a folder", "name the folder to write in")
+    return fd
 
 
 def size(n: int) -> str:

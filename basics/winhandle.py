@@ -234,16 +234,30 @@ def open_file(path: str, flags: int, sddl: str) -> int:
         raise
 
 
-def create_new(path: str) -> int:
+def create_new(path: str, sddl: str | None = None, access: int = 0) -> int:
     """A write descriptor on a file this call creates (``CREATE_NEW``; the reparse-point flag,
-    so a link at ``path`` is an error, never followed); it inherits its folder's DACL."""
+    so a link at ``path`` is an error, never followed); it inherits its folder's DACL, or has
+    ``sddl``'s (a protected one inherits nothing). ``access``: more rights on its handle
+    (``DELETE``, to rename it by the handle: ``rename_handle``)."""
     try:
-        handle = open_handle(path, w32.GENERIC_WRITE, w32.CREATE_NEW, 0, None)
+        handle = open_handle(path, w32.GENERIC_WRITE | access, w32.CREATE_NEW, 0, sddl)
     except OSError as exc:
         if exc.winerror in (80, w32.ERROR_ALREADY_EXISTS):  # ERROR_FILE_EXISTS
             raise FileExistsError(17, f"{path} exists", path) from None
         raise
     return msvcrt.open_osfhandle(handle, os.O_WRONLY | os.O_BINARY)
+
+
+def rename_handle(handle, target: str, replace: bool = False) -> None:
+    """Rename the file a handle (opened with DELETE) is on: that object, whatever its name now;
+    ``replace``: over whatever ``target`` names (a link there is replaced, never followed)."""
+    name = target.encode("utf-16-le")
+    size = 20 + len(name) + 2  # FILE_RENAME_INFO on x64: ReplaceIfExists, (pad), RootDirectory, length, name
+    buf = ctypes.create_string_buffer(size)
+    ctypes.c_uint8.from_buffer(buf, 0).value = int(replace)
+    ctypes.c_uint32.from_buffer(buf, 16).value = len(name)
+    ctypes.memmove(ctypes.addressof(buf) + 20, name, len(name))
+    check(w32.SetFileInformationByHandle(handle, w32.FILE_RENAME_INFO, buf, size), f"rename to {target}")
 
 
 def apply_sddl(path: str, sddl: str, what: int, seen: tuple[int, int, int] | None = None) -> bool:

@@ -13,13 +13,13 @@ from basics.sddl import names, sddl_writers
 from basics.winhandle import (
     SecurityDescriptor,
     apply_sddl,
-    check,
     file_info,
     handle_sddl,
     identity,
     open_found,
     open_handle,
     owner_problem,
+    rename_handle,
     trusted,
 )
 
@@ -145,23 +145,13 @@ def _make_anew(path: str, seen: tuple[int, int, int] | None, sddl: str, survey: 
                     "was replaced while it was being checked (a junction or another folder put in its place)",
                     "nothing was done through it: check who can write its parent",
                 )
-            _rename_handle(handle, aside)
+            rename_handle(handle, aside)
         finally:
             w32.CloseHandle(handle)
         if _make_dir(path, sddl):
             return aside
         seen = None
     raise remade(path)
-
-
-def _rename_handle(handle, target: str) -> None:
-    """Rename the file a handle (opened with DELETE) is on: that object, whatever its name now."""
-    name = target.encode("utf-16-le")
-    size = 20 + len(name) + 2  # FILE_RENAME_INFO on x64: flags, (pad), RootDirectory, length, name
-    buf = ctypes.create_string_buffer(size)
-    ctypes.c_uint32.from_buffer(buf, 16).value = len(name)
-    ctypes.memmove(ctypes.addressof(buf) + 20, name, len(name))
-    check(w32.SetFileInformationByHandle(handle, w32.FILE_RENAME_INFO, buf, size), f"rename to {target}")
 
 
 def homes() -> list[tuple[str, str]]:

@@ -64,9 +64,13 @@ MAX_NET_CONF = 1 << 20
 
 
 def load(path: str) -> Backend | None:
-    """None when the file is absent: a node may run without it (the reference never needs it)."""
+    """None when the file is absent: a node may run without it (the reference never needs it).
+    Opened as ``subnet_env.load`` opens the lease: never waited on, a regular file, no user's link
+    followed, read no further than the cap."""
+    from basics.inputfile import ANY_SIZE, open_file
+
     try:
-        with open(path, "rb") as f:
+        with open(open_file(path, ANY_SIZE)[0], "rb") as f:
             raw = f.read(MAX_NET_CONF + 1)
     except FileNotFoundError:
         return None

@@ -62,8 +62,12 @@ MAX_LEASE = 64 << 10
 
 
 def load(path: str) -> Lease:
+    """The lease at ``path``, opened as a file the config names (``basics.inputfile``: never
+    waited on, a regular file, no user's link followed) and read no further than the cap."""
+    from basics.inputfile import ANY_SIZE, open_file
+
     try:
-        with open(path, "rb") as f:
+        with open(open_file(path, ANY_SIZE)[0], "rb") as f:
             raw = f.read(MAX_LEASE + 1)
     except FileNotFoundError as exc:
         raise LeaseError(LeaseProblem.MISSING, path, f"{path} does not exist") from exc
@@ -74,7 +78,7 @@ def load(path: str) -> Lease:
 
 def decode(raw: bytes, path: str) -> Lease:
     """The lease in the bytes ``raw`` of ``path``, as ``load`` reads it (the operator tools read
-    the file themselves: ``basics.inputfile``)."""
+    the file themselves, through ``basics.inputfile`` too)."""
     if len(raw) > MAX_LEASE:
         raise LeaseError(
             LeaseProblem.MALFORMED, path, f"{path} is over {MAX_LEASE >> 10} KiB: not flanneld's subnet.env"

@@ -296,6 +296,15 @@ def test_the_doctor_names_a_nul_filled_reservation_readably(node: Node) -> None:
     assert leftover in found["ipam-store"]["message"], found["ipam-store"]
 
 
+def test_the_doctors_table_shows_no_raw_nul(node: Node) -> None:
+    """JSON escapes a NUL by itself; the table is text a terminal shows as it is."""
+    leftover = nul_reservation(node)
+    proc = run([str(VENV_BIN / "wincni"), "doctor", *node.node_flags()], node.env)
+    no_traceback(proc)
+    assert f"{leftover} reserved for ?".encode() in proc.stdout, proc.stdout
+    assert b"16 NUL bytes" in proc.stderr, proc.stderr
+
+
 def test_del_and_gc_go_on_over_garbage_reservations(node: Node) -> None:
     added(node, "pod1")
     (store(node) / "10.244.4.201").write_bytes(os.urandom(64) + b"\0")

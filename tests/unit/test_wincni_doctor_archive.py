@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import tarfile
 from pathlib import Path
 
@@ -178,7 +179,7 @@ def test_members_are_capped_and_what_is_left_out_is_named() -> None:
 def test_the_output_is_written_new_not_through_a_planted_link(node: Node, tmp_path: Path) -> None:
     out_dir = tmp_path / "reports"
     out_dir.mkdir()
-    out_dir.chmod(0o777)  # ours, but others may write: taken back before anything is written in it
+    out_dir.chmod(0o777)  # others may write it: used as it is, through a file of our own
     victim = tmp_path / "victim"
     victim.write_bytes(b"keep me")
     (out_dir / "b.tar.gz").symlink_to(victim)
@@ -186,8 +187,21 @@ def test_the_output_is_written_new_not_through_a_planted_link(node: Node, tmp_pa
     assert rc == 0, err
     assert victim.read_bytes() == b"keep me"
     assert not (out_dir / "b.tar.gz").is_symlink() and tarfile.is_tarfile(out_dir / "b.tar.gz")
-    assert out_dir.stat().st_mode & 0o022 == 0
+    assert stat.S_IMODE(out_dir.stat().st_mode) == 0o777  # the folder is never changed
+    assert stat.S_IMODE((out_dir / "b.tar.gz").stat().st_mode) == 0o600
     assert sorted(p.name for p in out_dir.iterdir()) == ["b.tar.gz"]  # no temp left
+
+
+@pytest.mark.parametrize("mode, group", [(0o1777, 0), (0o2775, 100)], ids=["tmp", "group"])
+def test_run_in_a_shared_folder_the_default_out_leaves_it_shared(node: Node, mode: int, group: int) -> None:
+    """``--out`` defaults to the working folder: run from /tmp, every other user keeps /tmp."""
+    os.chown(node.root, 0, group)
+    node.root.chmod(mode)
+    rc, out, err = node.wincni("bundle")
+    assert rc == 0, err
+    (written,) = node.root.glob("wincni-bundle-*.tar.gz")
+    assert (stat.S_IMODE(node.root.stat().st_mode), node.root.stat().st_gid) == (mode, group)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600 and tarfile.is_tarfile(written)
 
 
 @pytest.mark.parametrize(

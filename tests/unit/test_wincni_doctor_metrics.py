@@ -4,6 +4,8 @@ the simulated node holds, written atomically and never through a planted link.""
 from __future__ import annotations
 
 import io
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,18 @@ def test_the_file_is_replaced_not_written_through_a_link(node: Node, tmp_path: P
     (folder / metrics.FILE).symlink_to(victim)
     assert write_metrics(node, folder)[0] == 0
     assert victim.read_text() == "keep me" and not (folder / metrics.FILE).is_symlink()
+
+
+@pytest.mark.parametrize("mode, group", [(0o1777, 0), (0o2775, 100), (0o777, 0)], ids=["tmp", "group", "open"])
+def test_a_shared_textfile_folder_is_left_as_it_is(node: Node, tmp_path: Path, mode: int, group: int) -> None:
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+    os.chown(folder, 0, group)
+    folder.chmod(mode)
+    assert write_metrics(node, folder)[0] == 0
+    assert (stat.S_IMODE(folder.stat().st_mode), folder.stat().st_gid) == (mode, group)
+    assert stat.S_IMODE((folder / metrics.FILE).stat().st_mode) == 0o600
+    assert sorted(p.name for p in folder.iterdir()) == [metrics.FILE]
 
 
 def test_every_rewrites_it_on_the_interval(node: Node, tmp_path: Path) -> None:

@@ -149,6 +149,20 @@ elif step == "paths":  # the test made base + "-link" a Unix symlink to base: Wi
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     out["alive"] = [procs.alive(os.getpid()), procs.alive(child.pid)]
+elif step == "output":  # the test opened base\\shared to everyone and planted a Unix link in it
+    from basics import outputfile
+
+    shared = base + "\\shared"
+    out["before"] = sddl(shared, True)
+    outputfile.write(shared + "\\wincni.prom", b"one")
+    outputfile.write(shared + "\\wincni.prom", b"two")  # over our own: renamed by its handle, replacing
+    outputfile.write(shared + "\\planted.prom", b"ours")  # over the link: replaced, never written through
+    out["after"] = sddl(shared, True)
+    out["file"] = sddl(shared + "\\wincni.prom", False)
+    out["names"] = sorted(os.listdir(shared))
+    outputfile.write(base + "\\made\\wincni.prom", b"new")  # a folder not there: made admin-only
+    out["made"] = sddl(base + "\\made", True)
+    out["own_sid"] = wh.own_sid()
 elif step == "store":  # host-local's and flannel's stores through the handle paths; the test planted links
     from basics import ipaddr
     from plugins.flannel.store import Attachment, Store
@@ -308,6 +322,35 @@ def test_no_file_is_opened_through_a_junction_and_a_writer_is_alive_until_it_exi
     assert "reached through a junction or link (it is C:\\wincni-paths)" in out["store_dir_link"], out
     assert out["held"] == [r"C:\wincni-paths"], out
     assert out["alive"] == [True, False], out
+
+
+def test_an_output_file_leaves_a_shared_folder_as_it_is_and_is_admin_only(node: WineNode) -> None:
+    """``wincni bundle --out`` and ``metrics --textfile`` (``basics.outputfile``): a folder everyone
+    may write keeps its DACL (no SetSecurityInfo on it); the file is created with the protected
+    admin-only DACL (CreateFileW, CREATE_NEW, the reparse-point flag), filled, and renamed over the
+    name by its own handle (SetFileInformationByHandle FileRenameInfo, ReplaceIfExists): a link at
+    the name is replaced, never written through."""
+    shared = node.path(r"C:\wincni-out\shared")
+    shared.mkdir(parents=True)
+    os.chmod(shared, 0o777)  # what Wine shows as Everyone: write
+    victim = node.root / "victim-out"
+    victim.write_text("secret")
+    (shared / "planted.prom").symlink_to(victim)  # Wine makes no reparse points: a Unix link stands in
+    out = _probe(node, "output", r"C:\wincni-out")
+    assert out["before"] == out["after"] and "WD" in out["after"], out
+    assert os.stat(shared).st_mode & 0o777 == 0o777
+    for key in ("file", "made"):
+        assert ws_writers(out[key], out["own_sid"]) == [] and "WD" not in out[key] and "BU" not in out[key], out
+    assert out["names"] == ["planted.prom", "wincni.prom"], out
+    assert (shared / "wincni.prom").read_bytes() == b"two" and (shared / "planted.prom").read_bytes() == b"ours"
+    assert victim.read_text() == "secret" and not (shared / "planted.prom").is_symlink()
+
+    textfile = node.path(r"C:\wincni-out\textfile")  # the command itself, as the package runs it
+    textfile.mkdir()
+    os.chmod(textfile, 0o777)
+    proc = node.wine(node.exe("wincni"), "metrics", "--textfile", r"C:\wincni-out\textfile")
+    assert b"Traceback" not in proc.stderr and (textfile / "wincni.prom").is_file(), proc.stderr.decode()
+    assert os.stat(textfile).st_mode & 0o777 == 0o777
 
 
 def test_the_stores_files_go_through_the_held_folder_never_through_a_link(node: WineNode) -> None:

@@ -8,7 +8,8 @@ host-local's and flannel's stores as names and owners (IP -> container, containe
 host-local's sandbox records: IP -> container, interface, CNI_NETNS; never a file's content), every HNS document both APIs list, and the tools' build and the OS. So a
 kubeconfig, token or key beside any of those is never opened, whatever it is called. Every file is
 read by ``flagfile.read`` (no FIFO waited on, no link a user planted followed, a size cap), and the
-output is written through its folder made admin-only and held (``Disk.secure``), temp + rename.
+output is a new admin-only file of ours renamed into its folder, which is left as it is (a shared
+``/tmp`` stays shared: ``basics.outputfile``).
 
 The archive is a gzip'd tar: ``MANIFEST.json`` first (what was read from where, what was left
 out and why), each member at most ``MEMBER_CAP`` bytes and all of them ``TOTAL_CAP``.
@@ -143,10 +144,10 @@ def options(args: argparse.Namespace, ctx: Context) -> BundleOptions:
 
 
 def run(options: BundleOptions, ctx: Context) -> int:
-    """Collect, then write ``out`` through its folder made admin-only and held. Prints the path,
-    what was left out and what was refused; 0, or 1 when it cannot be written or a file a flag
-    names was refused (the bundle is then written without it)."""
-    from tools.wincni.node.disk import Disk
+    """Collect, then write ``out`` (``basics.outputfile``: its folder left as it is). Prints the
+    path, what was left out and what was refused; 0, or 1 when it cannot be written or a file a
+    flag names was refused (the bundle is then written without it)."""
+    from basics import outputfile
     from tools.wincni.node.flagfile import FlagFileError
 
     opts, stdout, stderr = options.files, ctx.stdout, ctx.stderr
@@ -159,15 +160,11 @@ def run(options: BundleOptions, ctx: Context) -> int:
     recorder = Recorder()
     manifest, members = collect(opts, ctx.env, ctx.platform, ctx.cwd, recorder)
     data = archive(manifest, members)
-    disk = Disk()
     try:
-        disk.secure(os.path.dirname(os.path.abspath(path)))
-        disk.write_atomic(path, data)
+        outputfile.write(path, data)
     except OSError as exc:
-        stderr.write(f"wincni bundle: cannot write {path}: {exc}; pass --out with a file in an admin-only folder\n")
+        stderr.write(f"wincni bundle: cannot write {path}: {exc}\n")
         return 1
-    finally:
-        disk.close()
     stdout.write(f"{path}: {len(data)} bytes, {len(members.data) + 1} files\n")
     for name, why in members.omitted.items():
         stdout.write(f"  left out {name}: {why}\n")

@@ -3,8 +3,8 @@ in the file windows_exporter's textfile collector reads (``DIR/wincni.prom``).
 
 ``gauges`` is pure (facts and checks in, samples out) and ``exposition`` writes the text format
 (version 0.0.4: HELP and TYPE before each family's samples, label values escaped); ``run`` gathers,
-writes the file through its folder made admin-only and held, temp + rename (the collector never
-reads half a file, and its temp name does not end in ``.prom``), and with ``--every`` does it
+writes the file new and renames it into the folder, which is left as it is (``basics.outputfile``:
+the collector never reads half a file, and its temp name does not end in ``.prom``), and with ``--every`` does it
 again on that interval. A count that could not be read is left out, never written as 0: a missing
 series is "unknown", a 0 is a fact. A not-checked check is kept apart from ok/warn/fail
 (``wincni_check_not_checked``), so it never reads as a pass.
@@ -105,18 +105,12 @@ def run(options: MetricsOptions, ctx: Context, rounds: int | None = None) -> int
 
 
 def write(path: str, text: str, stderr: TextIO) -> int:
-    """``text`` into ``path`` atomically, through its folder made admin-only and held."""
-    import os
+    """``text`` into ``path`` atomically, an admin-only file of ours; the folder is left as it is."""
+    from basics import outputfile
 
-    from tools.wincni.node.disk import Disk
-
-    disk = Disk()
     try:
-        disk.secure(os.path.dirname(os.path.abspath(path)))
-        disk.write_atomic(path, text.encode())
+        outputfile.write(path, text.encode())
     except OSError as exc:
         stderr.write(f"wincni metrics: cannot write {path}: {exc}\n")
         return 1
-    finally:
-        disk.close()
     return 0
