@@ -24,6 +24,7 @@ else:
 
 from libhns import errors as hns_errors
 from libhns.guid import is_guid
+from libhns.guid import normalize as guid_normalize
 from libhns.objects import same_id, v1_list
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
@@ -61,6 +62,7 @@ class EndpointApi(Protocol):
     def dns(self, ep: Any) -> DnsSettings: ...
     def remove_stale(self, ep: Any) -> None: ...
     def in_use(self, ep: Any) -> bool: ...
+    def in_use_each(self, eps: Sequence[Any]) -> list[bool]: ...
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
     def set_acls(self, ep: Any, acls: list[dict]) -> None: ...
@@ -99,8 +101,19 @@ class _Adapter:
     def undo_window(self) -> Any:
         return self.hnscall.undo_window()  # one deadline under both clients
 
-    def _namespace_exists(self, ep: Any) -> bool:
-        return bool(ep.namespace_id) and self.hcn.get_namespace(ep.namespace_id) is not None
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive (the adapter's ``_held``): its namespace queried alone."""
+        return self._held(ep, lambda id_: self.hcn.get_namespace(id_) is not None)
+
+    def in_use_each(self, eps: Sequence[Any]) -> list[bool]:
+        """``in_use`` of each of ``eps`` for a pass over many: the namespaces enumerated once,
+        not one open and query per endpoint."""
+        live = self.hcn.namespace_ids() if any(ep.namespace_id for ep in eps) else set()
+        return [self._held(ep, lambda id_: guid_normalize(id_) in live) for ep in eps]
+
+    def _held(self, ep: Any, namespace_exists: Any) -> bool:
+        """Its sandbox is alive: the namespace it is attached to still exists."""
+        return bool(ep.namespace_id) and namespace_exists(ep.namespace_id)
 
 
 def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
@@ -238,10 +251,6 @@ class HcnApi(_Adapter):
     def remove_stale(self, ep: Any) -> None:
         """GC has no CNI_NETNS: ``remove`` already detaches from the namespace the endpoint names."""
         self.remove(ep)
-
-    def in_use(self, ep: Any) -> bool:
-        """Its sandbox is alive: the namespace it is attached to still exists."""
-        return self._namespace_exists(ep)
 
 
 class _Attached:
@@ -385,10 +394,10 @@ class HnsV1Api(_Adapter):
                 log.event("gc-detach-failed", container=container, error=str(err))
         self.delete(ep)
 
-    def in_use(self, ep: Any) -> bool:
-        """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
-        return any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ()) or self._namespace_exists(
-            ep
+    def _held(self, ep: Any, namespace_exists: Any) -> bool:
+        """A container sharing it still runs (HCS asked for each), or its namespace exists."""
+        return any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ()) or super()._held(
+            ep, namespace_exists
         )
 
 
