@@ -1,7 +1,7 @@
 """`make bench`'s background work: the raw HNS calls (as ``LIBHNS_JOURNAL`` records them, Close
 included) of the DaemonSet's periodic commands on a simulated flannel -> win-bridge node with
 N pods, and what they cost HNS a minute at the DaemonSet's default periods. A benchmark, not a
-test: it prints figures and one budget line.
+test: it prints figures and two budget lines (`make bench` runs it through bench/budgets.py).
 
     python bench/background.py [--pods 0,60,250]
 """
@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -33,6 +34,7 @@ NET_CONF = {"Network": "10.244.0.0/16", "Backend": {"name": NETWORK, "type": "ho
 PERIODS = {"sweep": 60, "metrics": 300, "readiness": 30}
 #: The issue's budget: raw HNS calls a minute (Close included) at 250 pods on an idle node.
 PER_MINUTE = 60
+POPULATIONS = (0, 60, 250)
 
 
 class Node:
@@ -149,23 +151,37 @@ def measure(pods: list[int], work: Path) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pods", default="0,60,250", help="populations, comma-separated (default %(default)s)")
-    args = ap.parse_args(argv)
-    pods = [int(p) for p in args.pods.split(",")]
-    with tempfile.TemporaryDirectory(prefix="wincni-background-") as tmp:
-        found = measure(pods, Path(tmp))
+def report(found: dict, budget: Callable[..., None]) -> None:
+    """Each population's figures, then the issue's budget (at the largest population) and its
+    flatness (the largest against 60 pods, the first with pods of every kind) through
+    ``budget(label, value, limit, unit)``."""
     for count, row in found.items():
         calls, secs = row["calls"], row["seconds"]
         print(
             f"     (figure) background HNS calls at {count} pods, one pass each: "
             + ", ".join(f"{name} {n}" for name, n in calls.items())
-            + f"; {per_minute(calls):.1f} a minute; sweep {secs['sweep']:.2f} s, metrics {secs['metrics']:.2f} s",
+            + f"; {per_minute(calls):.1f} a minute; sweep pass {secs['sweep']:.2f} s, metrics run {secs['metrics']:.2f} s",
             flush=True,
         )
-    most = max(pods)
-    print(verdict(f"background HNS calls a minute at {most} pods", per_minute(found[most]["calls"]), PER_MINUTE, ""))
+    most = max(found)
+    budget(
+        f"background HNS calls a minute at {most} pods (Close included)",
+        per_minute(found[most]["calls"]),
+        PER_MINUTE,
+        "",
+    )
+    base = min((c for c in found if c), default=most)
+    growth = per_minute(found[most]["calls"]) - per_minute(found[base]["calls"])
+    budget(f"background HNS calls a minute, growth from {base} to {most} pods", growth, 0, "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pods", default=",".join(map(str, POPULATIONS)), help="populations (default %(default)s)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="wincni-background-") as tmp:
+        found = measure([int(p) for p in args.pods.split(",")], Path(tmp))
+    report(found, lambda *a: print(verdict(*a), flush=True))
     return 0
 
 
