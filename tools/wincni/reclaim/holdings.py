@@ -146,7 +146,8 @@ class _Locked:
 
             self._held = open_store(h.ipam_dir, h.platform)
             self._store = self._held.__enter__()
-            self._store.rescan()  # every file, whatever wrote it
+            self._store.index  # noqa: B018 - the index as written (rebuilt when stale), for rescan to compare
+            self._store.rescan()  # every file, whatever wrote it: written back only when it differs
         return self
 
     def __exit__(self, *exc: object) -> None:
