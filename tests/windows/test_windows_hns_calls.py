@@ -34,16 +34,15 @@ def pods(node: WineNode):
     folder = node.path(FOLDER)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "10-calls52.conf").write_text(json.dumps(conf))
-    made = []
+    made = [0]
 
     def add(count: int) -> None:
         for _ in range(count):
-            made.append(len(made))
-            doc = {
-                "Name": f"pod{len(made)}_{NETWORK}",
-                "IpConfigurations": [{"IpAddress": f"10.252.0.{10 + len(made)}"}],
-            }
-            ep = hcn.create_endpoint(net.id, doc)
+            made[0] += 1
+            ip = f"10.252.0.{10 + made[0]}"
+            ep = hcn.create_endpoint(
+                net.id, {"Name": f"pod{made[0]}_{NETWORK}", "IpConfigurations": [{"IpAddress": ip}]}
+            )
             hcn.namespace_add_endpoint(hcn.create_namespace().id, ep.id)
 
     return add
