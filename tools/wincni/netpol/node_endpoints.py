@@ -85,6 +85,7 @@ class NodeEndpoints:
         if ep is None:
             raise hns_errors.NotFound("HNS", None, None, f"endpoint {step.held.id} is gone")
         if ep is not step.held.endpoint:
+            del self.held[step.held.id]
             self.held[ep.id] = _owned(ep)
             (step,) = P.plan([self.held[ep.id]], accesses, self.node_addresses, self.api.policy_form)
             if step.action != P.APPLY:
