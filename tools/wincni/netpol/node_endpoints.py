@@ -85,9 +85,8 @@ class NodeEndpoints:
         if ep is None:
             raise hns_errors.NotFound("HNS", None, None, f"endpoint {step.held.id} is gone")
         if ep is not step.held.endpoint:
-            del self.held[step.held.id]
-            self.held[ep.id] = _owned(ep)
-            (step,) = P.plan([self.held[ep.id]], accesses, self.node_addresses, self.api.policy_form)
+            self.held[step.held.id] = _owned(ep, step.held.id)  # the survey's ID, whatever its case
+            (step,) = P.plan([self.held[step.held.id]], accesses, self.node_addresses, self.api.policy_form)
             if step.action != P.APPLY:
                 return step
         self.api.set_acls(ep, list(step.acls))
@@ -101,8 +100,9 @@ class NodeEndpoints:
         self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
 
 
-def _owned(ep: Any) -> P.OwnedEndpoint:
-    return P.OwnedEndpoint(ep.id, ep.name, tuple(_text(ip) for ip in ep.ip_addresses), tuple(ep.policies or ()), ep)
+def _owned(ep: Any, id_: str = "") -> P.OwnedEndpoint:
+    ips = tuple(_text(ip) for ip in ep.ip_addresses)
+    return P.OwnedEndpoint(id_ or ep.id, ep.name, ips, tuple(ep.policies or ()), ep)
 
 
 def _text(ip: str) -> str:
