@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 VENV_BIN = Path(sys.executable).parent
 sys.path.insert(0, str(HERE))
+import background
 import host_local
 import netpol_translate
 from verdict import verdict
@@ -310,6 +311,8 @@ def main(argv=None) -> int:
         calls = res["raw HNS calls"] = hns_calls(work / "calls")
         for key, limit in (("V2 ADD", 8), ("V2 DEL", 5), ("V1 ADD", 5), ("V1 DEL", 4)):
             budget(f"raw HNS calls, {key}", calls[key], limit, unit="")
+        quiet = res["background HNS calls"] = background.measure(list(background.POPULATIONS), work / "background")
+        background.report(quiet, budget)
         conc = res["50 flannel ADDs ms"] = concurrency(work / "conc", 50)
         budget("50 concurrent flannel ADDs / 50 serial", conc["parallel"] / conc["serial"], 0.7)
         budget("duplicate IPs among 50 concurrent ADDs", conc["parallel duplicate IPs"], 0, unit="")

@@ -368,6 +368,11 @@ class HcnClient(_Client):
     def list_namespaces(self) -> list[HostComputeNamespace]:
         return self._list("Namespace", HostComputeNamespace)
 
+    def namespace_ids(self) -> set[str]:
+        """HcnEnumerateNamespaces alone: every namespace's ID (normalized), all a question of
+        which sandboxes exist needs, in one call whatever their number."""
+        return {guid.normalize(i) for i in self._enumerate("Namespace")}
+
     def create_namespace(self, settings: Mapping[str, Any] | None = None) -> HostComputeNamespace:
         return self._create("Namespace", {"SchemaVersion": SCHEMA_V2, **(settings or {})}, HostComputeNamespace)
 

@@ -7,7 +7,8 @@ node whose load balancers kube-proxy made through HCN lists each of them with it
 ``IsDSR``, ``SourceVIP``, ``VIPs``), ``References`` ``/endpoints/<id>`` in lowercase and
 ``State`` 2 (projectcalico/calico#8465, HNS 15.0). The ELB keys are hnslib's ``ELBPolicy``
 (internal/hns/hnspolicylist.go), whose ``HNSListPolicyListRequest`` is kube-proxy's kernel-mode
-check. The store keeps the V2 document only; both directions are derived here.
+check. The store keeps the V2 document only: the V1 answer is derived here, and a V1 request
+read by ``libhns.policylist``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 from libhns import policies as P
 from libhns.errors import HCN_E_INVALID_JSON_REFERENCE, HCN_E_INVALID_POLICY, HCN_E_REQUEST_UNSUPPORTED
 from libhns.objects import LB_DSR, PORT_MAPPING_ILB
+from libhns.policylist import REFERENCE, document, endpoint_id
 from libhns.sim.validate import Reject, check_v1_policies
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-REFERENCE = "/endpoints/"
 #: A policy list's State once applied (networkhealth.ps1 fails any other; calico#8465 shows 2).
 APPLIED = 2
 
@@ -54,7 +55,7 @@ def policy_list(doc: Mapping[str, Any], network_id: str | None) -> dict[str, Any
 
 def load_balancer(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The V2 load balancer a ``POST /policylists/`` document asks for (hnslib's
-    ``AddLoadBalancer``: ``References`` and ``ELB`` policies).
+    ``AddLoadBalancer``: ``References`` and ``ELB`` policies), read by ``libhns.policylist``.
 
     One V2 load balancer has one frontend, so every ELB policy must name the same SourceVIP, VIPs
     and IsDSR; a policy list of anything but ELB policies (hnslib's ``AddRoute``) is not
@@ -66,26 +67,13 @@ def load_balancer(doc: Mapping[str, Any]) -> dict[str, Any]:
     frontends = {(g(p, "SourceVIP") or "", tuple(g(p, "VIPs") or ()), bool(g(p, "IsDSR"))) for p in elbs}
     if len(frontends) > 1:
         raise Reject(HCN_E_REQUEST_UNSUPPORTED, "ELB policies with different VIPs are more than one load balancer.")
-    ((source, vips, dsr),) = frontends
-    mappings = []
     for p in elbs:
         try:
-            protocol = P.protocol_number(g(p, "Protocol") or 0)
+            P.protocol_number(g(p, "Protocol") or 0)
         except ValueError:
             raise Reject(HCN_E_INVALID_POLICY, f"ELB policy protocol {g(p, 'Protocol')!r}.") from None
-        mapping = {"Protocol": protocol, "InternalPort": g(p, "InternalPort") or 0}
-        mapping.update({"ExternalPort": g(p, "ExternalPort") or 0, "Flags": PORT_MAPPING_ILB if g(p, "ILB") else 0})
-        mappings.append(mapping)
-    v2: dict[str, Any] = {"HostComputeEndpoints": [_endpoint_id(r) for r in P.get_ci(doc, "References") or ()]}
-    if source:
-        v2["SourceVIP"] = source
-    v2.update({"FrontendVIPs": list(vips), "PortMappings": mappings, "Flags": LB_DSR if dsr else 0})
-    v2["SchemaVersion"] = {"Major": 2, "Minor": 0}
-    return v2
-
-
-def _endpoint_id(reference: Any) -> str:
-    text = str(reference)
-    if not text.casefold().startswith(REFERENCE):
-        raise Reject(HCN_E_INVALID_JSON_REFERENCE, f"{text!r} is not an /endpoints/<id> reference.")
-    return text[len(REFERENCE) :]
+    references = list(P.get_ci(doc, "References") or ())
+    for r in references:
+        if endpoint_id(r) is None:
+            raise Reject(HCN_E_INVALID_JSON_REFERENCE, f"{str(r)!r} is not an /endpoints/<id> reference.")
+    return document({"Policies": elbs, "References": references})

@@ -184,14 +184,17 @@ class DiskStore:
         return found
 
     def rescan(self) -> None:
-        """Rebuild the index from the reservation files: O(files), the reference's DEL cost. Under
+        """Rebuild the index from the reservation files: O(files), the reference's DEL cost; it is
+        written back only when it differs from the one held (the sweep reads the index first, so
+        its pass writes nothing). Under
         the lock, sandbox records whose reservation is gone (the Go plugin released it) go too,
         and temporary files of writers killed before their rename (a reader without it, STATUS
         or the doctor, removes nothing)."""
         with os.scandir(self.folder.path) as entries:
             names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
         fresh = idx.Index.of((ip, self.owner_of(ip)) for ip in map(self._ip_of, names) if ip is not None)
-        self._index, self._dirty = fresh, True
+        held = self._index
+        self._index, self._dirty = fresh, self._dirty or held is None or fresh != held
         if self._locked:
             self._prune_records(set(names))
             for name in names:

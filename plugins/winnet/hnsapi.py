@@ -24,6 +24,7 @@ else:
 
 from libhns import errors as hns_errors
 from libhns.guid import is_guid
+from libhns.guid import normalize as guid_normalize
 from libhns.objects import same_id, v1_list
 from plugins.cni import log
 from plugins.cni.errors import INVALID_CONFIG, INVALID_ENV, CniError
@@ -58,9 +59,12 @@ class EndpointApi(Protocol):
     def remove(self, ep: Any) -> None: ...
     def delete(self, ep: Any) -> None: ...
     def endpoints_of(self, network: Any) -> list[Any]: ...
+    def survey(self, network: Any) -> list[Any]: ...
+    def own_view(self, ep: Any) -> Any | None: ...
     def dns(self, ep: Any) -> DnsSettings: ...
     def remove_stale(self, ep: Any) -> None: ...
     def in_use(self, ep: Any) -> bool: ...
+    def in_use_each(self, eps: Sequence[Any]) -> list[bool]: ...
     def features(self) -> Any: ...
     def create_host_endpoint(self, network: Any, name: str, ip: str) -> Any: ...
     def set_acls(self, ep: Any, acls: list[dict]) -> None: ...
@@ -99,8 +103,19 @@ class _Adapter:
     def undo_window(self) -> Any:
         return self.hnscall.undo_window()  # one deadline under both clients
 
-    def _namespace_exists(self, ep: Any) -> bool:
-        return bool(ep.namespace_id) and self.hcn.get_namespace(ep.namespace_id) is not None
+    def in_use(self, ep: Any) -> bool:
+        """Its sandbox is alive (the adapter's ``_held``): its namespace queried alone."""
+        return self._held(ep, lambda id_: self.hcn.get_namespace(id_) is not None)
+
+    def in_use_each(self, eps: Sequence[Any]) -> list[bool]:
+        """``in_use`` of each of ``eps`` for a pass over many: the namespaces enumerated once,
+        not one open and query per endpoint."""
+        live = self.hcn.namespace_ids() if any(ep.namespace_id for ep in eps) else set()
+        return [self._held(ep, lambda id_: guid_normalize(id_) in live) for ep in eps]
+
+    def _held(self, ep: Any, namespace_exists: Any) -> bool:
+        """Its sandbox is alive: the namespace it is attached to still exists."""
+        return bool(ep.namespace_id) and namespace_exists(ep.namespace_id)
 
 
 def addresses_of(ep: Any, network: Any) -> tuple[Address, ...]:
@@ -129,6 +144,7 @@ class HcnApi(_Adapter):
 
     policy_form = V2
     lacks = ()
+    _v1_missing = False  # HNSCall did not list endpoints once: ``survey`` asks HCN from then on
 
     @property
     def attach_target(self) -> str:
@@ -210,6 +226,24 @@ class HcnApi(_Adapter):
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hcn.list_endpoints(network.id)
 
+    def survey(self, network: Any) -> list[Any]:
+        """The network's endpoints as HNSCall lists them, in one call whatever their number (HCN
+        costs an open, a query and a close each): V1 documents, for a pass that reads many and
+        acts on few (``own_view`` before acting). Where HNS serves no HNSCall, HCN's, said once."""
+        if not self._v1_missing:
+            try:
+                return self.hnscall.list_endpoints(network.id)
+            except (hns_errors.Unsupported, OSError, AttributeError) as err:  # no vmcompute.dll, or no HNSCall in it
+                self._v1_missing = True
+                log.warning(f"HNSCall does not list endpoints ({err}): each is read through HCN")
+        return self.endpoints_of(network)
+
+    def own_view(self, ep: Any) -> Any | None:
+        """``ep`` as HCN shows it (read again by ID when ``survey`` gave its V1 view); None when gone."""
+        from libhns.objects import HostComputeEndpoint
+
+        return ep if isinstance(ep, HostComputeEndpoint) else self.hcn.get_endpoint(ep.id)
+
     def dns(self, ep: Any) -> DnsSettings:
         d = ep.dns or {}
         return DnsSettings(
@@ -238,10 +272,6 @@ class HcnApi(_Adapter):
     def remove_stale(self, ep: Any) -> None:
         """GC has no CNI_NETNS: ``remove`` already detaches from the namespace the endpoint names."""
         self.remove(ep)
-
-    def in_use(self, ep: Any) -> bool:
-        """Its sandbox is alive: the namespace it is attached to still exists."""
-        return self._namespace_exists(ep)
 
 
 class _Attached:
@@ -366,6 +396,14 @@ class HnsV1Api(_Adapter):
     def endpoints_of(self, network: Any) -> list[Any]:
         return self.hnscall.list_endpoints(network.id)
 
+    def survey(self, network: Any) -> list[Any]:
+        """``endpoints_of``: HNSCall lists them all in one call already."""
+        return self.endpoints_of(network)
+
+    def own_view(self, ep: Any) -> Any | None:
+        """``ep`` itself: ``survey`` gives HNSCall's own view."""
+        return ep
+
     def dns(self, ep: Any) -> DnsSettings:
         return DnsSettings(nameservers=tuple(v1_list(ep.dns_server_list)), search=tuple(v1_list(ep.dns_suffix)))
 
@@ -385,10 +423,10 @@ class HnsV1Api(_Adapter):
                 log.event("gc-detach-failed", container=container, error=str(err))
         self.delete(ep)
 
-    def in_use(self, ep: Any) -> bool:
-        """Its sandbox is alive: a container sharing it still runs, or its namespace exists."""
-        return any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ()) or self._namespace_exists(
-            ep
+    def _held(self, ep: Any, namespace_exists: Any) -> bool:
+        """A container sharing it still runs (HCS asked for each), or its namespace exists."""
+        return any(self.hnscall.compute_system_exists(c) for c in ep.shared_containers or ()) or super()._held(
+            ep, namespace_exists
         )
 
 

@@ -76,4 +76,5 @@ def clear_addresses(api: Any, network: Any, network_name: str, addresses: list[s
 def left_behind(api: Any, endpoints: list[Any], network_name: str) -> list[Any]:
     """Those of ``endpoints`` (V1 view: it shows both namespaces and V1 containers) that are ours
     and that no live sandbox holds (for ``wincni doctor``)."""
-    return [ep for ep in endpoints if not ownership.endpoint_kept(ep.name or "", network_name, api.in_use(ep))]
+    held = api.in_use_each(endpoints)
+    return [ep for ep, used in zip(endpoints, held) if not ownership.endpoint_kept(ep.name or "", network_name, used)]

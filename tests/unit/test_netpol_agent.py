@@ -290,3 +290,32 @@ def test_a_pod_no_policy_isolates_wants_only_its_own_acls():
     open_access = model.Access(pod, model.OPEN, model.OPEN, ())
     held = [NAT, PORT_ACL.render(V2), AclRule("Allow", "In", priority=65500).render(V2)]
     assert W.wanted(held, open_access, NODE_IPS, V2) == [PORT_ACL.render(V2)]
+
+
+def test_a_read_of_the_node_costs_as_many_calls_whatever_its_pods(node):
+    """One listing of the endpoints (HNSCall's, under either API), never an open, a query and a
+    close per endpoint: the resync's read at 2 pods and at 12 makes the same calls."""
+    agent = node.agent()
+    agent.refresh()  # HCN keeps the network's handle open to the next read, which closes it
+    node.calls()
+    agent.refresh()
+    few = [c["op"] for c in node.calls(changes_only=False)]
+    for i in range(10):
+        node.pod_endpoint(f"c-more{i}", f"10.244.1.{50 + i}", [NAT])
+    node.calls()
+    agent.refresh()
+    assert [c["op"] for c in node.calls(changes_only=False)] == few
+    assert len(agent.held) == 12
+
+
+def test_an_endpoint_the_survey_showed_in_v1_is_read_again_and_keeps_its_other_policies(node):
+    """Under HCN the survey is HNSCall's view: the endpoint to change is read through HCN first,
+    so the update carries its own policies as HCN holds them."""
+    agent = node.agent()
+    before = [p for p in node.policies("db") if not W.is_acl(p)]
+    node.calls()
+    agent.converge(accesses())
+    calls = node.calls(changes_only=False)
+    reads = [c["op"] for c in calls if c["op"].startswith("HcnQueryEndpoint")]
+    assert reads == (["HcnQueryEndpointProperties"] if node.version == 2 else [])
+    assert [p for p in node.policies("db") if not W.is_acl(p)] == before

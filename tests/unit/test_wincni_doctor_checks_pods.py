@@ -127,9 +127,9 @@ class FakeHns:
     def __init__(self, namespaces=(), containers=()) -> None:
         self.namespaces, self.containers, self.calls = namespaces, containers, []
 
-    def list_namespaces(self):
+    def namespace_ids(self):
         self.calls.append("namespaces")
-        return [HNSEndpoint.from_json({"ID": ns.lower()}) for ns in self.namespaces]
+        return {ns.upper() for ns in self.namespaces}
 
     def compute_system_exists(self, cid):
         self.calls.append(cid)

@@ -217,12 +217,12 @@ def test_two_load_balancers_for_one_frontend(node: Node, tmp_path: Path) -> None
     can only come from HNS's own state: a copy of the DNS's over UDP, under another ID."""
 
     def doubled(docs: dict) -> None:
-        lbs = docs["hns/v2/loadbalancers.json"]
+        lists = docs["hns/v1/policylists.json"]  # the doctor reads the load balancers there
         (dns_udp,) = [
-            lb for lb in lbs
-            if CLUSTER_DNS in (lb.get("FrontendVIPs") or ()) and lb["PortMappings"][0]["Protocol"] == 17
+            p for p in lists
+            if CLUSTER_DNS in (p["Policies"][0].get("VIPs") or ()) and p["Policies"][0]["Protocol"] == 17
         ]  # fmt: skip
-        lbs.append({**dns_udp, "ID": "0A0B0C0D-0E0F-4A1B-8C2D-3E4F5A6B7C8E"})
+        lists.append({**dns_udp, "ID": "0A0B0C0D-0E0F-4A1B-8C2D-3E4F5A6B7C8E"})
 
     check = replayed(rebundle(node, tmp_path, doubled))["duplicate-load-balancers"]
     assert check["status"] == "fail" and f"{CLUSTER_DNS} 53/UDP has 2 load balancers" in check["message"], check

@@ -93,3 +93,30 @@ def test_which_network_documents_show_the_management_ip(tmp_path, type_):
     """HCN: Overlay's ProviderAddress only (ADD then waits for it); HNSCall: every network's ManagementIP."""
     assert api(tmp_path, 2).shows_management_ip(HostComputeNetwork.from_json({"Type": type_})) == (type_ == "Overlay")
     assert api(tmp_path, 1, "none").shows_management_ip(HNSNetwork.from_json({"Type": type_.lower()}))
+
+
+class NoHnsCall:
+    """HNSCall as a node without it answers every list."""
+
+    def list_endpoints(self, network_id=None):
+        from libhns.errors import Unsupported
+
+        raise Unsupported("HNSCall GET /endpoints/", None, None, "not served")
+
+
+def test_the_survey_falls_back_to_hcn_where_hnscall_lists_nothing_and_says_so_once(tmp_path):
+    import io
+
+    from plugins.cni import log
+
+    said = io.StringIO()
+    log.configure("wincni", stderr=said)
+    real = api(tmp_path, 2)
+    net = real.hcn.create_network(
+        {"Name": "cbr0", "Type": "L2Bridge", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.244.4.0/24"}]}]}
+    )
+    real.hcn.create_endpoint(net.id, {"Name": "pod1_cbr0", "IpConfigurations": [{"IpAddress": "10.244.4.5"}]})
+    adapter = HcnApi(hcn=real.hcn, hnscall=NoHnsCall(), container_id="pod1", netns=NETNS)
+    first, again = adapter.survey(net), adapter.survey(net)
+    assert [e.name for e in first] == [e.name for e in again] == ["pod1_cbr0"]
+    assert said.getvalue().count("HNSCall does not list endpoints") == 1

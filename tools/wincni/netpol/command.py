@@ -180,7 +180,7 @@ def node_addresses(api: Any, network: str, given: Sequence[str]) -> list[str]:
     the node reaches its pods on the pod network."""
     found = list(given)
     net = api.network(network)
-    for ep in api.endpoints_of(net) if net is not None else []:
+    for ep in api.survey(net) if net is not None else []:
         if ep.name == f"{network}_ep" and not ep.is_remote:
             found += [str(ip) for ip in ep.ip_addresses if str(ip) not in found]
     return found

@@ -46,13 +46,12 @@ class NodeEndpoints:
         self._pods: frozenset = frozenset()  # (pod, address) of the last converge
 
     def refresh(self) -> None:
-        """Read the network's endpoints again (none while the network is missing)."""
+        """Read the network's endpoints again (none while the network is missing): one listing
+        (``EndpointApi.survey``) whatever their number."""
         net = self.api.network(self.network)
-        found = self.api.endpoints_of(net) if net is not None else []
+        found = self.api.survey(net) if net is not None else []
         self.held = {
-            ep.id: P.OwnedEndpoint(
-                ep.id, ep.name, tuple(_text(ip) for ip in ep.ip_addresses), tuple(ep.policies or ()), ep
-            )
+            ep.id: _owned(ep)
             for ep in sorted(found, key=lambda e: (e.name or "", e.id))
             if ownership.acl_target(ep.name or "", self.network, ep.is_remote)
         }
@@ -66,24 +65,44 @@ class NodeEndpoints:
         if not self.read or pods != self._pods:
             self.refresh()
         self._pods = pods
-        steps = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form)
-        failures = []
-        for step in steps:
+        planned = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form)
+        steps, failures = [], []
+        for step in planned:
             if step.action == P.APPLY:
                 try:
-                    self.api.set_acls(step.held.endpoint, list(step.acls))
+                    step = self._apply(step, accesses)
                 except hns_errors.HnsError as err:
                     failures.append(Failure(step.held.id, err))
                     self.read = False  # gone, or changed under us: read it again next time
-                    continue
-                self._applied(step)
+            steps.append(step)
         return steps, failures
+
+    def _apply(self, step: P.EndpointStep, accesses: Mapping[str, Access]) -> P.EndpointStep:
+        """Set ``step``'s ACLs on the endpoint as its own API shows it: an endpoint the survey
+        showed in the other API's form is read again and planned again alone first (the update
+        carries its other policies as they are). The step done."""
+        ep = self.api.own_view(step.held.endpoint)
+        if ep is None:
+            raise hns_errors.NotFound("HNS", None, None, f"endpoint {step.held.id} is gone")
+        if ep is not step.held.endpoint:
+            self.held[step.held.id] = _owned(ep, step.held.id)  # the survey's ID, whatever its case
+            (step,) = P.plan([self.held[step.held.id]], accesses, self.node_addresses, self.api.policy_form)
+            if step.action != P.APPLY:
+                return step
+        self.api.set_acls(ep, list(step.acls))
+        self._applied(step)
+        return step
 
     def _applied(self, step: P.EndpointStep) -> None:
         h = step.held
         policies = tuple(p for p in h.policies if not W.is_acl(p)) + step.acls
         h.endpoint.policies = list(policies)  # what HNS now holds, for the next clear's Remove
         self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
+
+
+def _owned(ep: Any, id_: str = "") -> P.OwnedEndpoint:
+    ips = tuple(_text(ip) for ip in ep.ip_addresses)
+    return P.OwnedEndpoint(id_ or ep.id, ep.name, ips, tuple(ep.policies or ()), ep)
 
 
 def _text(ip: str) -> str:

@@ -4,7 +4,7 @@ a failure is a ``Problem``, never an exception."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tools.wincni.node.source import LIVE, LiveNode, Problem
@@ -13,9 +13,10 @@ from tools.wincni.node.source import LIVE, LiveNode, Problem
 @dataclass(frozen=True)
 class Inventory:
     """Every HNS object of the node, not only the pods' network's, for the metrics and the checks
-    of kube-proxy's state: V2 networks and load balancers, and V1 endpoints (the view that also
-    says which sandbox holds each; ``is_remote`` marks another node's pod). ``policy_lists``: the
-    V1 documents of ``GET /policylists/``, None where HNS does not serve them."""
+    of kube-proxy's state: networks (V1: ``HNSNetwork`` answers as ``HostComputeNetwork`` does),
+    V2 load balancers, and V1 endpoints (the view that also says which sandbox holds each;
+    ``is_remote`` marks another node's pod). ``policy_lists``: the V1 documents of ``GET
+    /policylists/``, None where HNS does not serve them."""
 
     networks: tuple = ()
     endpoints: tuple = ()
@@ -88,15 +89,32 @@ def read_hns(env: Mapping[str, str], name: str, endpoints: bool = True, source: 
 
 
 def read_inventory(hcn: Any, hnscall: Any, endpoints: list) -> Inventory | None:
-    """The node's networks, load balancers and policy lists beside ``endpoints``; None when HNS
-    will not list the first two (the checks of the pods' network do not need them)."""
+    """The node's networks, load balancers and policy lists beside ``endpoints``, each kind in
+    one HNSCall listing whatever their number: V1 networks (they answer what the checks ask as
+    V2's do), and the load balancers read from the policy lists (``libhns.policylist``); where HNS
+    does not serve policy lists, HCN's load balancers one by one. None when HNS will not list the
+    networks (the checks of the pods' network do not need them)."""
     from libhns.errors import HnsError
 
     try:
-        found = Inventory(tuple(hcn.list_networks()), tuple(endpoints), tuple(hcn.list_load_balancers()))
+        networks = tuple(hnscall.list_networks())
     except HnsError:
         return None
     try:
-        return replace(found, policy_lists=tuple(hnscall.list_policy_lists()))
+        lists = tuple(hnscall.list_policy_lists())
+    except HnsError:  # HNS without V1 policy lists: kube-proxy's check of them says so
+        lists = None
+    try:
+        balancers = tuple(hcn.list_load_balancers()) if lists is None else load_balancers_of(lists)
     except HnsError:
-        return found  # HNS without V1 policy lists: kube-proxy's check of them says so
+        return None
+    return Inventory(networks, tuple(endpoints), balancers, lists)
+
+
+def load_balancers_of(lists: tuple) -> tuple:
+    """The V2 load balancers the policy lists ``lists`` are (a list of anything but ELB policies
+    is none)."""
+    from libhns.objects import HostComputeLoadBalancer
+    from libhns.policylist import document, elbs
+
+    return tuple(HostComputeLoadBalancer.from_json(document(p)) for p in lists if isinstance(p, dict) and elbs(p))

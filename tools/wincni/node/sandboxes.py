@@ -54,14 +54,12 @@ def sandbox_of(container_id: str, netns: str) -> Sandbox | None:
 
 
 def exists(sandboxes: Iterable[Sandbox], hcn: Any, hnscall: Any) -> dict[Sandbox, bool]:
-    """Whether each sandbox exists now: one listing of the namespaces, one HCS open per container.
+    """Whether each sandbox exists now: one enumeration of the namespaces' IDs, one HCS open per container.
     ``libhns.errors.HnsError`` when HNS does not answer."""
     wanted = set(sandboxes)
     found: dict[Sandbox, bool] = {}
     if any(s.kind == NAMESPACE for s in wanted):
-        from libhns.guid import normalize
-
-        live = {normalize(ns.id) for ns in hcn.list_namespaces()}
+        live = hcn.namespace_ids()
         found.update({s: s.id in live for s in wanted if s.kind == NAMESPACE})
     for s in sorted(s for s in wanted if s.kind == CONTAINER):
         found[s] = hnscall.compute_system_exists(s.id)

@@ -236,7 +236,8 @@ def report(
 ) -> None:
     """As one JSON document (``-o json``) or as table lines."""
     done = outcome.freed
-    if opts.quiet and not (done or outcome.kept or runtime_news):
+    if opts.quiet and not (done or outcome.kept):
+        out.write(f"{runtime_news}\n" if runtime_news else "")  # an idle pass: what changed, or nothing
         return
     by_kind = {k: [f for f in done if f.kind == k] for k in (ENDPOINT, RESERVATION, DELEGATE)}
     if opts.output == "json":

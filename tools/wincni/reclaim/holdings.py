@@ -68,19 +68,22 @@ class Holdings:
             )  # the V1 view says which sandbox holds each
         return self._api
 
-    def _endpoint(self, ep: Any) -> HeldEndpoint:
+    def _endpoint(self, ep: Any, in_use: bool) -> HeldEndpoint:
         self._found[ep.name or ""] = ep
-        return HeldEndpoint(ep.name or "", ep.id, tuple(ep.ip_addresses), self._hns().in_use(ep))
+        return HeldEndpoint(ep.name or "", ep.id, tuple(ep.ip_addresses), in_use)
 
     def endpoints(self) -> list[HeldEndpoint]:
+        """The network's endpoints in one listing, and which a live sandbox holds in one more:
+        a pass's reads are as many whatever the number of pods."""
         api = self._hns()
         network = api.network(self.network)
-        return [self._endpoint(ep) for ep in api.endpoints_of(network)] if network is not None else []
+        found = api.endpoints_of(network) if network is not None else []
+        return [self._endpoint(ep, used) for ep, used in zip(found, api.in_use_each(found))]
 
     def endpoint(self, name: str) -> HeldEndpoint | None:
         """Read again now (the re-check just before removing it)."""
         ep = self._hns().endpoint(name)
-        return self._endpoint(ep) if ep is not None else None
+        return self._endpoint(ep, self._hns().in_use(ep)) if ep is not None else None
 
     def alive(self, sandboxes: Iterable[Any]) -> dict[Any, bool]:
         """Which of ``sandboxes`` (``sandboxes.Sandbox``) exist now; HNS asked only when there is one."""
@@ -143,7 +146,8 @@ class _Locked:
 
             self._held = open_store(h.ipam_dir, h.platform)
             self._store = self._held.__enter__()
-            self._store.rescan()  # every file, whatever wrote it
+            self._store.index  # noqa: B018 - the index as written (rebuilt when stale), for rescan to compare
+            self._store.rescan()  # every file, whatever wrote it: written back only when it differs
         return self
 
     def __exit__(self, *exc: object) -> None:
