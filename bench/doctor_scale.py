@@ -9,7 +9,7 @@ Python's allocations (``tracemalloc``, a run of its own, since tracing slows the
 - **replay**: ``wincni doctor --replay BUNDLE`` end to end: the archive read, the facts gathered
   through the recorded HNS documents, the checks and the report.
 
-    python bench/doctor_scale.py [--pods N] [--orphans N] [--remote N] [--balancers N] [--wide VIPS PORTS] [--reps N]
+    python bench/doctor_scale.py [--pods N] [--adding N] [--remote N] [--balancers N] [--wide VIPS PORTS] [--reps N]
 """
 
 from __future__ import annotations
@@ -96,13 +96,13 @@ def measure(scale: Scale, reps: int = 3) -> dict[str, dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pods", type=int, default=Scale.pods)
-    ap.add_argument("--orphans", type=int, default=Scale.orphans)
+    ap.add_argument("--adding", type=int, default=Scale.adding)
     ap.add_argument("--remote", type=int, default=Scale.remote)
     ap.add_argument("--balancers", type=int, default=Scale.balancers)
     ap.add_argument("--wide", type=int, nargs=2, default=(0, 0), metavar=("VIPS", "PORTS"))
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args(argv)
-    scale = Scale(args.pods, args.orphans, args.remote, args.balancers, wide=tuple(args.wide))
+    scale = Scale(args.pods, args.adding, args.remote, args.balancers, wide=tuple(args.wide))
     print(f"node: {scale}")
     for line, got in measure(scale, args.reps).items():
         secs = got["seconds"]

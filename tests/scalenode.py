@@ -17,7 +17,7 @@ from pathlib import Path
 
 NETWORK = "cbr0"
 NETWORK_ID = "0000C0B0-0000-4000-8000-000000000001"
-SUBNET = "10.244.4.0/24"
+SUBNET = "10.244.4.0/22"  # room for the test's pods at twice its size
 CLUSTER_DNS = "10.96.0.10"
 ROOT = "/scale"  # where the recorded node kept its files (replay never touches them)
 IPAM_DIR = f"{ROOT}/ipam/{NETWORK}"
@@ -27,13 +27,13 @@ LOCAL, REMOTE, BALANCER, NAMESPACE = 1, 2, 3, 4  # the first group of each kind'
 
 @dataclass(frozen=True)
 class Scale:
-    """How big: ``pods`` on this node and ``orphans`` (reservations with no endpoint and no sandbox
-    record, as the Go plugin leaves them; together at most 250: one /24), ``remote`` endpoints (the
+    """How big: ``pods`` on this node and ``adding`` (reservations of ADDs still in flight: no
+    endpoint yet, no sandbox record, as the Go plugin makes them; together at most 1,000: one /22), ``remote`` endpoints (the
     cluster's other pods), ``balancers`` of ``backends`` each, and ``wide`` = (VIPs, port mappings)
     of one more load balancer serving every VIP on every port (none when either is 0)."""
 
     pods: int = 200
-    orphans: int = 50
+    adding: int = 50
     remote: int = 5000
     balancers: int = 2000
     backends: int = 10
@@ -42,7 +42,7 @@ class Scale:
     def __str__(self) -> str:
         wide = f" + 1 of {self.wide[0]} VIPs x {self.wide[1]} ports" if all(self.wide) else ""
         return (
-            f"{self.pods} pods (+{self.orphans} orphaned reservations), {self.remote} remote endpoints, {self.balancers} load balancers "
+            f"{self.pods} pods (+{self.adding} ADDs in flight), {self.remote} remote endpoints, {self.balancers} load balancers "
             f"x {self.backends} backends{wide}"
         )
 
@@ -56,11 +56,11 @@ def _v2(doc: dict) -> dict:
 
 
 def pod_ip(n: int) -> str:
-    return f"10.244.4.{n + 3}"  # .1 the gateway, .2 flanneld's cbr0_ep
+    return f"10.244.{4 + (n + 3) // 256}.{(n + 3) % 256}"  # .1 the gateway, .2 flanneld's cbr0_ep
 
 
 def remote_ip(n: int) -> str:
-    return f"10.244.{5 + n // 250}.{n % 250 + 2}"  # 250 pods on each other node
+    return f"10.244.{8 + n // 250}.{n % 250 + 2}"  # 250 pods on each other node
 
 
 def balancer(n: int, backends: list[str], vips: list[str], ports: list[tuple[int, int]]) -> dict:
@@ -90,8 +90,8 @@ def service(n: int) -> tuple[list[str], list[tuple[int, int]]]:
 
 def state(scale: Scale) -> dict:
     """The simulator's store (``libhns.sim.store``) of that node."""
-    if scale.pods + scale.orphans > 250:
-        raise ValueError(f"{scale.pods} pods and {scale.orphans} orphans do not fit the node's /24")
+    if scale.pods + scale.adding > 1000:
+        raise ValueError(f"{scale.pods} pods and {scale.adding} more reservations do not fit the node's /22")
     network = _v2(
         {
             "ID": NETWORK_ID,
@@ -202,7 +202,7 @@ def bundle(scale: Scale, path: Path) -> Path:
         ),
         f"{ROOT}/subnet.env": (
             "--subnet-env",
-            "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+            "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.4.1/22\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
         ),
     }
     members = Members()
@@ -218,7 +218,7 @@ def bundle(scale: Scale, path: Path) -> Path:
     pods = range(scale.pods)
     reservations = [{"ip": pod_ip(n), "container": f"pod{n}", "ageSeconds": 3600.0} for n in pods]
     reservations += [
-        {"ip": pod_ip(scale.pods + n), "container": f"gone{n}", "ageSeconds": 3600.0} for n in range(scale.orphans)
+        {"ip": pod_ip(scale.pods + n), "container": f"adding{n}", "ageSeconds": 1.0} for n in range(scale.adding)
     ]
     members.json(STORE_MEMBER, {"dir": IPAM_DIR, "reservations": reservations, "problem": None})
     records = [
