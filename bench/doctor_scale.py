@@ -31,6 +31,12 @@ from scalenode import Scale, bundle
 
 #: The issue's budget for each line at the big cluster's scale.
 SECONDS, MIB = 5.0, 200.0
+#: Each line's name in ``make bench``.
+LINES = {
+    "doctor": "wincni doctor's checks and report",
+    "metrics": "wincni metrics' checks and gauges",
+    "replay": "wincni doctor --replay of its bundle",
+}
 
 
 def replay(path: Path) -> None:
@@ -61,35 +67,32 @@ def facts_of(path: Path):
     return replaying.gather(replaying.load(str(path)))
 
 
-def timed(run: Callable[[], None], reps: int) -> tuple[list[float], float]:
-    """Wall seconds of each of ``reps`` runs, and the MiB peak of one more run under tracemalloc."""
-    seconds = []
-    for _ in range(reps):
-        started = time.perf_counter()
-        run()
-        seconds.append(time.perf_counter() - started)
+def peak(run: Callable[[], None]) -> float:
+    """The MiB peak of Python's allocations during one run (tracemalloc: a run of its own, since
+    tracing slows it)."""
     tracemalloc.start()
     try:
         run()
-        peak = tracemalloc.get_traced_memory()[1]
+        return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
-    return seconds, peak / 2**20
 
 
 def measure(scale: Scale, reps: int = 3) -> dict[str, dict]:
-    """{line: {"seconds": [...], "MiB": peak}} for doctor, metrics and replay at ``scale``."""
+    """{line: {"seconds": [one a round], "MiB": peak}} for doctor, metrics and replay at
+    ``scale``, the three taking turns in each round."""
     with tempfile.TemporaryDirectory(prefix="wincni-doctor-scale-") as tmp:
         path = bundle(scale, Path(tmp) / "node.tar.gz")
         facts = facts_of(path)
-        out = {}
-        for line, run in (
-            ("doctor", lambda: doctor(facts)),
-            ("metrics", lambda: metrics(facts)),
-            ("replay", lambda: replay(path)),
-        ):
-            seconds, mib = timed(run, reps)
-            out[line] = {"seconds": seconds, "MiB": mib}
+        runs = {"doctor": lambda: doctor(facts), "metrics": lambda: metrics(facts), "replay": lambda: replay(path)}
+        out = {line: {"seconds": []} for line in runs}
+        for _ in range(reps):
+            for line, run in runs.items():
+                started = time.perf_counter()
+                run()
+                out[line]["seconds"].append(time.perf_counter() - started)
+        for line, run in runs.items():
+            out[line]["MiB"] = peak(run)
     return out
 
 
