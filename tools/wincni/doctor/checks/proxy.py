@@ -228,8 +228,8 @@ def duplicate_load_balancers(f: NodeFacts) -> Check:
 def shared_frontends(lbs: Any) -> dict[tuple[str, int, str], list[str]]:
     """Each frontend (VIP, port, protocol) more than one of ``lbs`` serves, with their IDs. Two
     load balancers share one only if they share a VIP, so only the ports of those that do are
-    compared, once for each set of load balancers sharing VIPs: time linear in the VIPs and
-    ports the documents hold (and the frontends found twice), never in VIPs x ports."""
+    compared, once for each set of them: no load balancer's VIPs x ports are listed out, and
+    kube-proxy's (one VIP, or a Service's few, each) take time linear in what they hold."""
     served = [ports(lb) for lb in lbs]
     by_vip: dict[str, list[int]] = {}
     for n, lb in enumerate(lbs):
