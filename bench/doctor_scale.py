@@ -27,7 +27,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from scalenode import Scale, bundle
+from scalenode import Scale, bundle, replayed
 
 #: The issue's budget for each line at the big cluster's scale.
 SECONDS, MIB = 5.0, 200.0
@@ -61,12 +61,6 @@ def metrics(facts) -> None:
     exposition(gauges(facts, registry.run(facts)))
 
 
-def facts_of(path: Path):
-    from tools.wincni.doctor.archive import replay as replaying
-
-    return replaying.gather(replaying.load(str(path)))
-
-
 def peak(run: Callable[[], None]) -> float:
     """The MiB peak of Python's allocations during one run (tracemalloc: a run of its own, since
     tracing slows it)."""
@@ -83,7 +77,7 @@ def measure(scale: Scale, reps: int = 3) -> dict[str, dict]:
     ``scale``, the three taking turns in each round."""
     with tempfile.TemporaryDirectory(prefix="wincni-doctor-scale-") as tmp:
         path = bundle(scale, Path(tmp) / "node.tar.gz")
-        facts = facts_of(path)
+        facts = replayed(scale)
         runs = {"doctor": lambda: doctor(facts), "metrics": lambda: metrics(facts), "replay": lambda: replay(path)}
         out = {line: {"seconds": []} for line in runs}
         for _ in range(reps):

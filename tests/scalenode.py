@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 NETWORK = "cbr0"
 NETWORK_ID = "0000C0B0-0000-4000-8000-000000000001"
@@ -175,6 +176,23 @@ def documents(data: dict) -> dict[str, list]:
 
 def bundle(scale: Scale, path: Path) -> Path:
     """``wincni bundle``'s archive of the node at ``scale``, written to ``path``."""
+    from tools.wincni.doctor.archive.members import archive
+
+    path.write_bytes(archive(*recorded(scale)))
+    return path
+
+
+def replayed(scale: Scale) -> Any:
+    """The doctor's facts of the node at ``scale``, as ``wincni doctor --replay`` gathers them from
+    its bundle (without packing and unpacking the archive)."""
+    from tools.wincni.doctor.archive.replay import RecordedNode, gather
+
+    manifest, members = recorded(scale)
+    return gather(RecordedNode(str(scale), manifest, members.data))
+
+
+def recorded(scale: Scale) -> tuple[dict, Any]:
+    """The bundle's manifest and members (``archive.members.Members``) of the node at ``scale``."""
     from tools.wincni.doctor.archive.members import (
         FORMAT,
         HCS_MEMBER,
@@ -182,7 +200,6 @@ def bundle(scale: Scale, path: Path) -> Path:
         STORE_MEMBER,
         VERSION_MEMBER,
         Members,
-        archive,
     )
 
     conf = {
@@ -247,5 +264,4 @@ def bundle(scale: Scale, path: Path) -> Path:
         "files": entries,
         "omitted": members.omitted,
     }
-    path.write_bytes(archive(manifest, members))
-    return path
+    return manifest, members
