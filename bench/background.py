@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
-from verdict import verdict
+from verdict import judged
 
 VENV_BIN = Path(sys.executable).parent
 NETWORK = "cbr0"
@@ -154,7 +154,7 @@ def measure(pods: list[int], work: Path) -> dict:
 def report(found: dict, budget: Callable[..., None]) -> None:
     """Each population's figures, then the issue's budget (at the largest population) and its
     flatness (the largest against 60 pods, the first with pods of every kind) through
-    ``budget(label, value, limit, unit)``."""
+    ``budget(label, figures, limit, unit)`` (a count is one figure)."""
     for count, row in found.items():
         calls, secs = row["calls"], row["seconds"]
         print(
@@ -166,13 +166,13 @@ def report(found: dict, budget: Callable[..., None]) -> None:
     most = max(found)
     budget(
         f"background HNS calls a minute at {most} pods (Close included)",
-        per_minute(found[most]["calls"]),
+        [per_minute(found[most]["calls"])],
         PER_MINUTE,
         "",
     )
     base = min((c for c in found if c), default=most)
     growth = per_minute(found[most]["calls"]) - per_minute(found[base]["calls"])
-    budget(f"background HNS calls a minute, growth from {base} to {most} pods", growth, 0, "")
+    budget(f"background HNS calls a minute, growth from {base} to {most} pods", [growth], 0, "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="wincni-background-") as tmp:
         found = measure([int(p) for p in args.pods.split(",")], Path(tmp))
-    report(found, lambda *a: print(verdict(*a), flush=True))
+    report(found, lambda *a: print(judged(*a), flush=True))
     return 0
 
 

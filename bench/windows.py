@@ -4,7 +4,7 @@ reference plugins built for Windows (``winbuild/gobuild.py``) and against the Wi
 fake HNS DLLs. The rounds are interleaved (each step runs on both sides back to back, which side
 goes first alternating by round), and each step is judged by the median of its per-round ratios
 (``paired``), so drift and bursts of the other work on the machine weigh on both sides of a
-ratio alike; the median's 95% interval (``median_interval``) says when a verdict is inside the noise.
+ratio alike; ``verdict.judged`` judges that median by its 95% interval, as every ``make bench`` line.
 
 Each side has its own networks, flanneld lease and host-local stores (``Side``), so neither sees
 the other's addresses; both use the same configs apart from names. The chain runs at CNI 0.4.0
@@ -20,7 +20,6 @@ why the timed runs still use pipes. ``measure`` needs a ``tests/windows/winenode
 from __future__ import annotations
 
 import json
-import math
 import os
 import resource
 import shutil
@@ -29,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from verdict import verdict
+from verdict import judged
 from winbuild import gobuild, toolchain
 
 CHAIN = "flannel->win-bridge->host-local"
@@ -267,17 +266,6 @@ def paired(figures: dict, step: str, side: str, against: str = "Go") -> list[flo
     return [a / b for a, b in zip(ours, theirs)]
 
 
-def median_interval(values: list[float]) -> tuple[float, float]:
-    """A distribution-free interval of at least 95% confidence for the median of ``values``
-    (order statistics, binomial tails): with 15 rounds the 4th to the 12th smallest, with 6 to 8
-    the whole range (below 6 rounds the whole range too, though less sure than that)."""
-    n, ordered = len(values), sorted(values)
-    k = 0  # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
-    while k < n // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2**n <= 0.025:
-        k += 1
-    return ordered[max(k - 1, 0)], ordered[n - max(k, 1)]
-
-
 def report(figures: dict, zip_bytes: int) -> list[str]:
     """The budget lines (against Go, then against the floor), then the figures they came from."""
     med, cpu, calls = figures["medians"], figures["cpu"], figures["calls"]
@@ -285,21 +273,23 @@ def report(figures: dict, zip_bytes: int) -> list[str]:
     lines = []
     for step, limit in GO_BUDGETS.items():
         ours, go = med[(step, "wincni")], med[(step, "Go")]
-        ratios = paired(figures, step, "wincni")
-        low, high = median_interval(ratios)
-        sure = "" if high <= limit or low > limit else ", within noise of the budget"
         lines.append(
-            verdict(f"Wine {step} / Go", statistics.median(ratios), limit)
-            + f"  [per-round ratio 95% CI {low:.2f}-{high:.2f}{sure}; medians {ours * 1000:.0f} vs "
+            judged(f"Wine {step} / Go", paired(figures, step, "wincni"), limit)
+            + f"  [per-round ratios; medians {ours * 1000:.0f} vs "
             f"{go * 1000:.0f} ms = {ours / go:.2f}x; CPU {cpu[(step, 'wincni')] * 1000:.0f} vs "
             f"{cpu[(step, 'Go')] * 1000:.0f} ms = {cpu[(step, 'wincni')] / cpu[(step, 'Go')]:.2f}x; "
             f"HNS calls {calls[(step, 'wincni')]} vs {calls[(step, 'Go')]}]"
         )
+    floors = figures["samples"][("floor", "Windows CPython")]
     lines += [
-        verdict(f"Wine {step} / Windows CPython floor", med[(step, "wincni")] / floor, limit)
+        judged(
+            f"Wine {step} / Windows CPython floor",
+            [a / b for a, b in zip(figures["samples"][(step, "wincni")], floors)],
+            limit,
+        )
         for step, limit in FLOOR_BUDGETS
     ]
-    lines.append(verdict("package zip size", zip_bytes / 2**20, PACKAGE_MIB, unit=" MiB"))
+    lines.append(judged("package zip size", [zip_bytes / 2**20], PACKAGE_MIB, unit=" MiB"))
     ours, go = med[(VERSION, "wincni")], med[(VERSION, "Go")]
     lines.append(
         f"     {VERSION}: wincni {ours * 1000:.0f} ms ({ours / go:.2f}x Go's {go * 1000:.0f} ms), "

@@ -66,6 +66,20 @@ class RecordedHns:
 
     def __init__(self, recording: Recording) -> None:
         self.rec = recording
+        self._ids: dict[tuple[str, str], dict[str, dict]] = {}
+
+    def _by_id(self, api: str, name: str, docs: list, id_: str) -> dict | None:
+        """The first of ``docs`` whose ID is the GUID ``id_`` (``matches``' rule), from an index of
+        them built on first use: a bundle of a big node holds thousands of each kind."""
+        index = self._ids.get((api, name))
+        if index is None:
+            index = self._ids[(api, name)] = {}
+            for d in docs:
+                found = guid.parse(get_ci(d, "ID")) if isinstance(d, dict) else None
+                if found is not None:
+                    index.setdefault(found, d)
+        wanted = guid.parse(id_)
+        return index.get(wanted) if wanted is not None else None
 
     def _docs(self, kind: str) -> list:
         docs = self.rec.v2.get(kind)
@@ -85,10 +99,10 @@ class RecordedHns:
         return jsontext.dumps(ids, separators=_COMPACT)
 
     def hcn_open(self, kind: str, id: str) -> _Handle:
-        for d in self._docs(kind):
-            if isinstance(d, dict) and matches(kind, d, "ID", id):
-                return _Handle(kind, d)
-        raise errors.from_hresult(f"HcnOpen{kind}", errors.ERROR_NOT_FOUND)
+        found = self._by_id("v2", kind, self._docs(kind), str(id))
+        if found is None:
+            raise errors.from_hresult(f"HcnOpen{kind}", errors.ERROR_NOT_FOUND)
+        return _Handle(kind, found)
 
     def hcn_query(self, kind: str, handle: _Handle, query: str) -> str:
         return jsontext.dumps(handle.doc, separators=_COMPACT)
@@ -111,7 +125,7 @@ class RecordedHns:
             raise _missing(call, f"V1 {coll} documents")
         if len(parts) == 1:
             return _envelope(docs)
-        found = next((d for d in docs if isinstance(d, dict) and matches("", d, "ID", parts[1])), None)
+        found = self._by_id("v1", coll, docs, parts[1])
         if found is None:
             return jsontext.dumps({"Success": False, "Error": "Element not found."}, separators=_COMPACT)
         return _envelope(found)

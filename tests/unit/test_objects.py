@@ -216,3 +216,9 @@ def test_one_guid_parser(text, parsed):
 def test_every_uuid_parses_to_its_upper_form_with_or_without_braces(u):
     assert guid.parse(str(u)) == guid.parse("{" + str(u) + "}") == str(u).upper()
     assert guid.search(f"/endpoints/{u}/attach?x=1") == str(u).upper()
+
+
+@given(st.uuids().map(str) | st.text(alphabet="{} \n-0123456789abcdefABCDEFG", max_size=40), st.booleans())
+def test_normalize_is_the_parsed_guid_else_the_trimmed_text(text, braces):
+    text = "{" + text + "}" if braces else text
+    assert guid.normalize(text) == (guid.parse(text) or text.strip().strip("{}").upper())

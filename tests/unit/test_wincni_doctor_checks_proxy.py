@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hnsnode import (
@@ -271,8 +271,43 @@ def lb(*backends: str, vip: str = "", port: Any = 80, protocol: Any = 6, **doc: 
 
 
 def test_frontends_name_what_a_load_balancer_serves() -> None:
-    assert proxychecks.frontends(lb("E", vip="10.96.0.10", port=53, protocol=17)) == [("10.96.0.10", 53, "UDP")]
+    dns = lb("E", vip="10.96.0.10", port=53, protocol=17)
+    assert proxychecks.frontend_vips(dns) == ["10.96.0.10"] and proxychecks.ports(dns) == [(53, "UDP")]
     assert proxychecks.describe(lb("E", port=30080)) == "LB--30080-6 (node port 30080/TCP)"
+    wide = lb(
+        "E",
+        FrontendVIPs=["10.96.0.1", "10.96.0.2"],
+        PortMappings=[{"Protocol": 6, "ExternalPort": p} for p in (80, 443)],
+    )
+    assert proxychecks.describe(wide) == "LB--80-6 (10.96.0.1, 10.96.0.2 on 80/TCP, 443/TCP)"
+
+
+frontend = st.tuples(
+    st.sampled_from(["", "10.96.0.1", "10.96.0.2"]), st.sampled_from([53, 80]), st.sampled_from([6, 17])
+)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded machine's first draws
+@given(st.lists(st.lists(frontend, max_size=4), max_size=5))
+def test_shared_frontends_are_those_two_load_balancers_serve(served: list[list[tuple[str, int, int]]]) -> None:
+    """Against the definition, every VIP with every port of each load balancer compared: the
+    frontends served by more than one, and by which, in their order."""
+    balancers = [
+        HostComputeLoadBalancer.from_json(
+            {
+                "ID": f"LB{n}",
+                "FrontendVIPs": [vip for vip, _, _ in fronts if vip],
+                "PortMappings": [{"Protocol": proto, "ExternalPort": port} for _, port, proto in fronts],
+            }
+        )
+        for n, fronts in enumerate(served)
+    ]
+    every: dict[tuple[str, int, str], list[str]] = {}
+    for balancer in balancers:
+        for vip in dict.fromkeys(balancer.vips or [""]):
+            for port, proto in proxychecks.ports(balancer):
+                every.setdefault((vip, port, proto), []).append(balancer.id)
+    assert proxychecks.shared_frontends(balancers) == {k: ids for k, ids in every.items() if len(ids) > 1}
 
 
 documents = st.recursive(

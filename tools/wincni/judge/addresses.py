@@ -56,5 +56,5 @@ class AddressSet:
         if found is None:
             return False
         if isinstance(found, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
-            found = ipaddress.ip_network(found)
+            return any(found in block for block in self._blocks[found.version])
         return any(found.subnet_of(block) for block in self._blocks[found.version])

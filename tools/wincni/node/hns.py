@@ -34,18 +34,19 @@ class Inventory:
         overlay kube-proxy also makes one for each Service VIP, which that Service's load
         balancer serves as a frontend: that one is in use, and so it is before the Service has a
         load balancer (none while no endpoint of it is ready): it holds this node's provider
-        address, and kube-proxy deletes it with the Service."""
-        from libhns.objects import same_id
+        address, and kube-proxy deletes it with the Service. Each test is a set lookup (IDs as
+        HNS compares them, ``guid.normalize``): a node holds thousands of each."""
+        from libhns.guid import normalize
 
-        used = [e for lb in self.load_balancers for e in lb.backend_ids]
+        used = {normalize(e) for lb in self.load_balancers for e in lb.backend_ids}
         vips = {v for lb in self.load_balancers for v in lb.vips}
-        own = [(n.id, n.management_ip) for n in self.networks if n.management_ip]
+        own = {(normalize(n.id), n.management_ip) for n in self.networks if n.id and n.management_ip}
         return tuple(
             r
             for r in self.remote_endpoints
-            if not any(same_id(r.id, e) for e in used)
+            if not (r.id and normalize(r.id) in used)
             and not vips.intersection(r.ip_addresses)
-            and not any(same_id(r.network_id, id_) and r.provider_address == pa for id_, pa in own)
+            and not (r.network_id and (normalize(r.network_id), r.provider_address) in own)
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge.verdict import AFTER_FAILURE, FAIL, OK, SKIP, WARN, Check
-from tools.wincni.node.sandboxes import NAMESPACE, Sandbox
+from tools.wincni.node.sandboxes import NAMESPACE, PodSandbox, Sandbox
 
 #: V1 EndpointState (hcsshim): 0 Uninitialized, 1 Created, 2 Attached, 3 AttachedSharing (a running
 #: pod's pause and app containers), 4 Detached, 5 Degraded, 6 Destroyed. networkhealth.ps1 counts
@@ -57,11 +57,14 @@ def pod_endpoints(f: NodeFacts) -> Check:
         return Check("pod-endpoints", SKIP, "not checked: host-local's sandbox records were not read", "")
     pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {""}
     recorded = {p.ip: p for p in f.sandboxes}
+    by_container: dict[str, PodSandbox] = {}
+    for p in f.sandboxes:
+        by_container.setdefault(p.container, p)  # the first record of each container, as found
     lost, unknown, unrecorded = [], [], []
     for ip, cid in f.reservations:
         if not cid or cid in pods or ownership.pinned(cid):
             continue
-        p = recorded.get(ip) or next((q for q in f.sandboxes if q.container == cid), None)
+        p = recorded.get(ip) or by_container.get(cid)
         if p is None or p.sandbox is None:
             unrecorded.append(f"{ip} ({cid})")
         elif p.exists is None:

@@ -51,15 +51,21 @@ def _command(f: NodeFacts, *args: Any) -> str:
     return command_line(f.windows, f.tools, "hnsctl", *map(str, args))
 
 
-def frontends(lb: Any) -> list[tuple[str, int, str]]:
-    """(VIP, port, protocol) of each frontend a load balancer serves; "" for the node's own
-    addresses (a NodePort's, with no VIP). A recorded document is read as found: a field that is
-    not what HNS writes is shown as it is, never raised on."""
+def ports(lb: Any) -> list[tuple[int, str]]:
+    """(port, protocol) of each port mapping of a load balancer, once each. A recorded document is
+    read as found: a field that is not what HNS writes is shown as it is, never raised on."""
     from basics.jsonci import get_ci
 
-    vips = lb.vips or [""]
-    ports = [(_number(get_ci(m, "ExternalPort")), _protocol(get_ci(m, "Protocol"))) for m in lb.mappings]
-    return [(vip, port, proto) for vip in vips for port, proto in ports]
+    return list(
+        dict.fromkeys((_number(get_ci(m, "ExternalPort")), _protocol(get_ci(m, "Protocol"))) for m in lb.mappings)
+    )
+
+
+def frontend_vips(lb: Any) -> list[str]:
+    """The VIPs a load balancer serves, once each; "" for the node's own addresses (a NodePort's,
+    with no VIP). It serves each of its ``ports`` on each: VIPs x ports frontends, which the
+    checks never list out (one load balancer may hold thousands of both)."""
+    return list(dict.fromkeys(lb.vips or [""]))
 
 
 def _number(value: Any) -> int:
@@ -71,9 +77,15 @@ def _protocol(value: Any) -> str:
 
 
 def describe(lb: Any) -> str:
-    """A load balancer as an operator finds it again: its ID and what it serves."""
-    served = ", ".join(f"{vip or 'node port'} {port}/{proto}" for vip, port, proto in frontends(lb))
-    return f"{lb.id} ({served or 'no port'})"
+    """A load balancer as an operator finds it again: its ID and what it serves (its VIPs, then
+    its ports, when it has several VIPs)."""
+    vips, served = frontend_vips(lb), [f"{port}/{proto}" for port, proto in ports(lb)]
+    if not served:
+        return f"{lb.id} (no port)"
+    if len(vips) == 1:
+        where = vips[0] or "node port"
+        return f"{lb.id} ({', '.join(f'{where} {p}' for p in served)})"
+    return f"{lb.id} ({', '.join(vips)} on {', '.join(served)})"
 
 
 def lb_backends(f: NodeFacts) -> Check:
@@ -200,11 +212,7 @@ def duplicate_load_balancers(f: NodeFacts) -> Check:
     inv, early = _inventory(f, "duplicate-load-balancers")
     if early is not None:
         return early
-    seen: dict[tuple[str, int, str], list[str]] = {}
-    for lb in inv.load_balancers:
-        for frontend in dict.fromkeys(frontends(lb)):
-            seen.setdefault(frontend, []).append(str(lb.id))
-    twice = {k: ids for k, ids in seen.items() if len(ids) > 1}
+    twice = shared_frontends(inv.load_balancers)
     if twice:
         return Check(
             "duplicate-load-balancers",
@@ -213,7 +221,34 @@ def duplicate_load_balancers(f: NodeFacts) -> Check:
                       for (vip, port, proto), ids in twice.items()),
             RESTART,
         )  # fmt: skip
-    return Check("duplicate-load-balancers", OK, f"each of {len(seen)} frontend(s) has one load balancer")
+    count = sum(len(frontend_vips(lb)) * len(ports(lb)) for lb in inv.load_balancers)
+    return Check("duplicate-load-balancers", OK, f"each of {count} frontend(s) has one load balancer")
+
+
+def shared_frontends(lbs: Any) -> dict[tuple[str, int, str], list[str]]:
+    """Each frontend (VIP, port, protocol) more than one of ``lbs`` serves, with their IDs. Two
+    load balancers share one only if they share a VIP, so only the ports of those that do are
+    compared, once for each set of them: no load balancer's VIPs x ports are listed out, and
+    kube-proxy's (one VIP, or a Service's few, each) take time linear in what they hold."""
+    served = [ports(lb) for lb in lbs]
+    by_vip: dict[str, list[int]] = {}
+    for n, lb in enumerate(lbs):
+        for vip in frontend_vips(lb) if served[n] else ():
+            by_vip.setdefault(vip, []).append(n)
+    common: dict[tuple[int, ...], list[tuple[tuple[int, str], list[int]]]] = {}
+    found: dict[tuple[str, int, str], list[str]] = {}
+    for vip, group in by_vip.items():
+        if len(group) < 2:
+            continue
+        if tuple(group) not in common:
+            holders: dict[tuple[int, str], list[int]] = {}
+            for n in group:
+                for port in served[n]:
+                    holders.setdefault(port, []).append(n)
+            common[tuple(group)] = [(port, ns) for port, ns in holders.items() if len(ns) > 1]
+        for (port, proto), ns in common[tuple(group)]:
+            found[(vip, port, proto)] = [str(lbs[n].id) for n in ns]
+    return found
 
 
 def dns_load_balancer(f: NodeFacts) -> Check:
@@ -234,7 +269,14 @@ def dns_load_balancer(f: NodeFacts) -> Check:
             f"not checked: {f.conf_path} names no DNS server",
             "wincni install writes the kubelet's clusterDNS into the config's \"dns\"",
         )
-    served = {fe for lb in inv.load_balancers if lb.backend_ids for fe in frontends(lb)}
+    wanted = set(servers)
+    served = {
+        (vip, port, proto)
+        for lb in inv.load_balancers
+        if lb.backend_ids
+        for vip in wanted.intersection(lb.vips)
+        for port, proto in ports(lb)
+    }
     missing = [f"{ip} {DNS_PORT}/{p}" for ip in servers for p in ("UDP", "TCP") if (ip, DNS_PORT, p) not in served]
     if missing:
         return Check(

@@ -32,7 +32,8 @@ def ipam_store(f: NodeFacts) -> Check:
         for ip in ips
         if owner.get(ip) != cid
     ]
-    stale += [c for c in ownership.conflicts(list(f.reservations), list(f.endpoints), f.name) if c not in stale]
+    said = set(stale)
+    stale += [c for c in ownership.conflicts(list(f.reservations), list(f.endpoints), f.name) if c not in said]
     if stale:
         return Check(
             "ipam-store",
@@ -55,7 +56,8 @@ def ipam_store(f: NodeFacts) -> Check:
         )
     own = sum(ownership.pinned(cid) for _, cid in f.reservations)
     unheld = [cid for _, cid in f.reservations if cid not in pods and not ownership.pinned(cid)]
-    lost = sum(cid in running_sandboxes(f) for cid in unheld)
+    running = running_sandboxes(f)
+    lost = sum(cid in running for cid in unheld)
     waiting = len(unheld) - lost
     return Check(
         "ipam-store",
