@@ -8,7 +8,9 @@ import json
 import threading
 
 from plugins.winnet import netpolstate
-from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, PODS, Node
+from plugins.winnet.aclcompare import digest
+from plugins.winnet.acls import netpol_owned
+from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, POD_IPS, PODS, Node
 from test_netpol_watch import FakeApiServer, _account
 from tools.wincni.netpol import agent as A
 from tools.wincni.netpol import kubeapi, state, watch
@@ -48,6 +50,10 @@ def test_a_pass_writes_the_state_and_sets_what_differs_and_a_second_pass_nothing
     second = agent.sync()
     assert second.counts == {P.APPLY: 0, P.IN_SYNC: 2, P.NO_POD: 0} and not second.state_written
     assert node.calls(changes_only=False) == []
+    status = json.loads(path.read_text())["status"]
+    held = [a for a in node.acls("db") if netpol_owned(a)]
+    assert status["endpoints"][POD_IPS["db"]] == {"pod": "app/db", "rules": len(held), "acls": digest(held)}
+    assert status["endpoints"][POD_IPS["web"]]["rules"] == 0 and status["failed"] == 0 and status["synced"]
     server.shutdown()
 
 

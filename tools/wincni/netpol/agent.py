@@ -82,18 +82,27 @@ class Agent:
         written = self.state.write(S.document(cluster, self.node, self.endpoints.node_addresses, known))
         steps, failures = self.endpoints.converge(P.by_address(node_access))
         counts = {action: sum(s.action == action for s in steps) for action in (P.APPLY, P.IN_SYNC, P.NO_POD)}
-        return Sync(counts, tuple(failures), tuple(refused), written, self.clock() - start)
+        seconds = self.clock() - start
+        failed = [f"{f.endpoint}: {f.error}" for f in failures]
+        errors = sum(r.errors for r in self.watch.reflectors.values())
+        status = S.report(steps, failed, len(refused), errors, seconds, self.state.clock(), self.state.status)
+        written = self.state.write(status=status) or written
+        return Sync(counts, tuple(failures), tuple(refused), written, seconds)
 
     def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
-        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set."""
+        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set; between,
+        the state's heartbeat (``state.HEARTBEAT``)."""
         changed = self.watch.changed
         last_read = self.clock()
         while not stop.is_set():
-            changed.wait(max(0.0, last_read + RESYNC - self.clock()))
+            changed.wait(min(S.HEARTBEAT, max(0.0, last_read + RESYNC - self.clock())))
             if stop.is_set():
                 return
             if not self.watch.synced:
                 changed.clear()
+                continue
+            if not changed.is_set() and self.clock() - last_read < RESYNC:
+                self.state.write()  # nothing new: the heartbeat, when one is due
                 continue
             stop.wait(SETTLE)
             changed.clear()

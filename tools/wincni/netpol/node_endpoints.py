@@ -15,8 +15,8 @@ import ipaddress
 
 from libhns import errors as hns_errors
 from plugins.cni import ownership
+from plugins.winnet.aclcompare import is_acl
 from tools.wincni.netpol import plan as P
-from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class NodeEndpoints:
 
     def _applied(self, step: P.EndpointStep) -> None:
         h = step.held
-        policies = tuple(p for p in h.policies if not W.is_acl(p)) + step.acls
+        policies = tuple(p for p in h.policies if not is_acl(p)) + step.acls
         h.endpoint.policies = list(policies)  # what HNS now holds, for the next clear's Remove
         self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
 

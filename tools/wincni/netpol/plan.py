@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plugins.winnet import aclcompare as AC
 from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
@@ -35,7 +36,7 @@ class OwnedEndpoint:
 
     @property
     def acls(self) -> list[dict]:
-        return [p for p in self.policies if W.is_acl(p)]
+        return [p for p in self.policies if AC.is_acl(p)]
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def plan(
             steps.append(EndpointStep(NO_POD, h))
             continue
         want = W.wanted(h.policies, access, node_addresses, form)
-        action = IN_SYNC if W.same(h.acls, want) else APPLY
+        action = IN_SYNC if AC.same(h.acls, want) else APPLY
         steps.append(EndpointStep(action, h, access.pod.key, tuple(want)))
     return steps
 

@@ -1,21 +1,32 @@
 """The state the agent leaves for ADD (``plugins.winnet.netpolstate`` reads it, and says what
-it holds): this node's pods' rules and each policy namespace's safe default, written only when
-it changed, atomically, in an admin-only folder."""
+it holds): this node's pods' rules and each policy namespace's safe default; and for the doctor,
+``status``: how the agent does (``report``). Written atomically in an admin-only folder, only
+when the rules or the status' steady part changed, else at most once a ``HEARTBEAT`` (the
+doctor's proof that the agent runs), so an event that changes nothing writes nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import time
 
 from basics import jsontext
 from plugins.netpol import model, resources, translate
-from plugins.winnet import netpolstate
+from plugins.winnet import aclcompare, netpolstate
+from plugins.winnet.acls import netpol_owned
 from plugins.winnet.policies import V2
 from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
+    from typing import Any, Callable, Iterable, Mapping, Sequence
+
+    from tools.wincni.netpol.plan import EndpointStep
+
+#: The longest the agent leaves the state unwritten while it runs.
+HEARTBEAT = 60.0
+#: What moves each sync without saying anything new: not a reason to write.
+MOVING = ("alive", "synced", "seconds", "counts")
 
 
 def document(
@@ -52,20 +63,67 @@ def _closed_if(isolated: bool) -> model.Direction:
     return model.Direction(True, ()) if isolated else model.OPEN
 
 
+def report(
+    steps: Iterable[EndpointStep],
+    failed: Sequence[str],
+    refused: int,
+    watch_errors: int,
+    seconds: float,
+    now: float,
+    last: Mapping[str, Any],
+) -> dict:
+    """Pure: the state's ``status`` after a sync at wall time ``now`` (``last``: the one before).
+
+    ``endpoints``: by address, each endpoint the agent keeps, its pod, how many rules of the
+    agent's it wants there and their ``aclcompare.digest`` (the doctor compares HNS with it);
+    ``synced``: when a sync last applied all it had to; ``lastError`` and ``failed``: what the
+    last failure said and how many applies failed in this sync."""
+    endpoints = {}
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step.action] = counts.get(step.action, 0) + 1
+        if step.pod and step.held.ips:
+            rules = [a for a in step.acls if netpol_owned(a)]
+            endpoints[step.held.ips[0]] = {"pod": step.pod, "rules": len(rules), "acls": aclcompare.digest(rules)}
+    error = last.get("lastError")
+    if failed:
+        error = {"time": round(now, 3), "text": failed[0]}
+    return {
+        "endpoints": endpoints,
+        "counts": counts,
+        "failed": len(failed),
+        "refused": refused,
+        "watchErrors": watch_errors,
+        "lastError": error,
+        "synced": last.get("synced") if failed else round(now, 3),
+        "seconds": round(seconds, 4),
+    }
+
+
 class StateFile:
-    """Writes the state when it differs from what this process wrote last."""
+    """Writes the state when its rules or its status' steady part differ from what this process
+    wrote last, or when the last write is a ``HEARTBEAT`` old; ``clock``: wall time."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, clock: Callable[[], float] = time.time) -> None:
+        self.path, self.clock = path, clock
+        self.doc: dict = {}
+        self.status: dict = {}
         self.last: bytes | None = None
+        self.written = float("-inf")
 
-    def write(self, doc: dict) -> bool:
-        """Whether it wrote (``False``: unchanged)."""
+    def write(self, doc: dict | None = None, status: dict | None = None) -> bool:
+        """Whether it wrote. ``None``: the rules, or the status, as last given."""
         from basics.safefs import secure_folder
 
-        data = jsontext.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-        if data == self.last:
+        self.doc = self.doc if doc is None else doc
+        self.status = self.status if status is None else status
+        steady = {k: v for k, v in self.status.items() if k not in MOVING}
+        now = self.clock()
+        key = jsontext.dumps({**self.doc, "status": steady}, separators=(",", ":"), sort_keys=True).encode()
+        if key == self.last and now - self.written < HEARTBEAT:
             return False
+        whole = {**self.doc, "status": {**self.status, "alive": round(now, 3)}}
+        data = jsontext.dumps(whole, separators=(",", ":"), sort_keys=True).encode()
         folder = secure_folder(os.path.dirname(self.path))
         name = os.path.basename(self.path)
         temp = f".{name}.{os.getpid()}.tmp"
@@ -79,5 +137,5 @@ class StateFile:
             folder.rename(temp, name, replace=True)
         finally:
             folder.close()
-        self.last = data
+        self.last, self.written = key, now
         return True
