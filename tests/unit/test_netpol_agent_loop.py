@@ -78,3 +78,21 @@ def test_the_loop_syncs_after_a_change_and_stops(tmp_path):
     agent.run(report, stop)
     assert len(reports) == 1 and reports[0].counts[P.APPLY] == 1
     server.shutdown()
+
+
+def test_a_policy_change_keeps_the_pods_model_and_a_pod_change_makes_it_again(tmp_path):
+    server, node, agent, path = _agent(tmp_path, _stream())
+    agent.sync()
+    node.calls()
+    members, r = agent.members, agent.watch.reflectors
+    wider = {**DB_ONLY_FROM_WEB, "spec": {**DB_ONLY_FROM_WEB["spec"], "ingress": [{}]}}  # from anywhere
+    watch.apply_event(r["networkpolicies"].items, {"type": "MODIFIED", "object": wider}, watch.slim_policy)
+    changed = agent.sync()
+    assert agent.members is members and changed.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert changed.state_written and json.loads(path.read_text())["pods"]["app/db"] != []
+    web = {**PODS[1], "metadata": {**PODS[1]["metadata"], "labels": {"role": "db"}}}  # now isolated too
+    watch.apply_event(r["pods"].items, {"type": "MODIFIED", "object": web}, watch.slim_pod)
+    again = agent.sync()
+    assert agent.members is not members and again.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert set(json.loads(path.read_text())["pods"]) == {"app/db", "app/web"}
+    server.shutdown()

@@ -12,6 +12,7 @@ pods' endpoints, an ACL someone else changed); ``plan`` then repairs it.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import replace
 
 from libhns import errors as hns_errors
 from plugins.cni import ownership
@@ -44,6 +45,7 @@ class NodeEndpoints:
         self.held: dict[str, P.OwnedEndpoint] = {}
         self.read = False
         self._pods: frozenset = frozenset()  # (pod, address) of the last converge
+        self._in_sync: dict[str, P.EndpointStep] = {}  # by endpoint ID: the step that left it in sync
 
     def refresh(self) -> None:
         """Read the network's endpoints again (none while the network is missing)."""
@@ -66,8 +68,9 @@ class NodeEndpoints:
         if not self.read or pods != self._pods:
             self.refresh()
         self._pods = pods
-        steps = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form)
+        steps = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form, self._in_sync)
         failures = []
+        self._in_sync = {}
         for step in steps:
             if step.action == P.APPLY:
                 try:
@@ -77,6 +80,8 @@ class NodeEndpoints:
                     self.read = False  # gone, or changed under us: read it again next time
                     continue
                 self._applied(step)
+            elif step.action == P.IN_SYNC:
+                self._in_sync[step.held.id] = step
         return steps, failures
 
     def _applied(self, step: P.EndpointStep) -> None:
@@ -84,6 +89,7 @@ class NodeEndpoints:
         policies = tuple(p for p in h.policies if not is_acl(p)) + step.acls
         h.endpoint.policies = list(policies)  # what HNS now holds, for the next clear's Remove
         self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
+        self._in_sync[h.id] = replace(step, action=P.IN_SYNC, held=self.held[h.id])
 
 
 def _text(ip: str) -> str:

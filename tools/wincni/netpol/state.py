@@ -12,8 +12,7 @@ import time
 
 from basics import jsontext
 from plugins.netpol import model, resources, translate
-from plugins.winnet import aclcompare, netpolstate
-from plugins.winnet.acls import netpol_owned
+from plugins.winnet import netpolstate
 from plugins.winnet.policies import V2
 from tools.wincni.netpol import wanted as W
 
@@ -30,25 +29,37 @@ MOVING = ("alive", "synced", "seconds", "counts")
 
 
 def document(
-    cluster: resources.Cluster, node: str, node_addresses: Sequence[Any], known: Mapping[str, Any] | None = None
+    cluster: resources.Cluster,
+    node: str,
+    node_addresses: Sequence[Any],
+    known: Mapping[str, Any] | None = None,
+    made: dict | None = None,
 ) -> dict:
     """Pure: the state for ``node``. Each pod's rules are made without its address (ADD knows
     a pod before the API server shows its address), so they lack only its own-address allow.
     ``known``: accesses already worked out, by pod (a pod's access does not depend on its own
-    address, only its rules do)."""
+    address, only its rules do). ``made``: by pod, the access and rules of the last call with
+    the same ``node_addresses``, used again where the access is the same, and left holding this
+    call's."""
     memo: dict = {}
-    pods = {}
+    pods, now = {}, {}
     for pod in sorted((p for p in cluster.pods if p.node == node), key=lambda p: p.key):
         access = (known or {}).get(pod.key) or model.access(cluster, pod, memo)
         if W.isolates(access):
             anonymous = dataclasses.replace(access, pod=dataclasses.replace(pod, ip=None))
-            pods[pod.key] = translate.endpoint_acls(anonymous, node_addresses, V2)
+            before = (made or {}).get(pod.key)
+            rules = before[1] if before is not None and before[0] == anonymous else None
+            pods[pod.key] = rules or translate.endpoint_acls(anonymous, node_addresses, V2)
+            now[pod.key] = (anonymous, pods[pod.key])
     namespaces = {}
     for ns in sorted({p.namespace for p in cluster.policies}):
         held = cluster.policies_in(ns)
         ingress, egress = any(p.ingress is not None for p in held), any(p.egress is not None for p in held)
         namespaces[ns] = _closed(ns, node, ingress, egress, node_addresses)
     closed = _closed("", node, True, True, node_addresses)
+    if made is not None:
+        made.clear()
+        made.update(now)
     return {"version": netpolstate.VERSION, "node": node, "pods": pods, "namespaces": namespaces, "closed": closed}
 
 
@@ -83,8 +94,8 @@ def report(
     for step in steps:
         counts[step.action] = counts.get(step.action, 0) + 1
         if step.pod and step.held.ips:
-            rules = [a for a in step.acls if netpol_owned(a)]
-            endpoints[step.held.ips[0]] = {"pod": step.pod, "rules": len(rules), "acls": aclcompare.digest(rules)}
+            count, digest = step.owned
+            endpoints[step.held.ips[0]] = {"pod": step.pod, "rules": count, "acls": digest}
     error = last.get("lastError")
     if failed:
         error = {"time": round(now, 3), "text": failed[0]}
