@@ -232,7 +232,7 @@ def child(stream: Path, root: Path) -> dict:
         "first sync s": first_s,
         "first sync HNS ACL calls": first_calls,
         "change to programmed s": change_s,
-        "change's sync s": change_sync_s,
+        "change sync s": change_sync_s,
         "first sync's own s": syncs_first,
         "change HNS ACL calls": len(calls),
         "no-op event HNS ACL calls": noop,

@@ -29,7 +29,7 @@ KINDS = {
 }
 CREATED = "2026-12-07T10:00:00Z"
 #: The steps of the stream after the lists: a policy change (``change``), an event that changes
-#: nothing the model reads (``noop``: another node's pod's status, then a bookmark).
+#: nothing the model reads (``noop``: another node's pod written again, then a bookmark).
 STEPS = ("change", "noop")
 
 
@@ -63,7 +63,7 @@ def dressed(kind: str, obj: dict, n: int, rv: int) -> dict:
     for c in spec["containers"]:
         c |= {"image": "registry.k8s.io/pause:3.10", "imagePullPolicy": "IfNotPresent", "resources": {}}
     ip = obj["status"]["podIP"]
-    status = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "10.127.0.4", "startTime": CREATED}
+    status = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}  # what the recording holds (no kubelet)
     return {"metadata": {**_meta(obj, n, rv), "generation": 1}, "spec": spec, "status": status}
 
 
@@ -100,7 +100,7 @@ def lines(changed: int = 0) -> list[dict]:
     rv += 1
     far = next(i for i, p in enumerate(pods) if p["spec"]["nodeName"] != scale.NODE)
     pod = dressed("pods", pods[far], far, rv)
-    pod["status"]["conditions"] = [{"type": "Ready", "status": "False", "lastTransitionTime": CREATED}]
+    pod["metadata"]["managedFields"][0]["time"] = "2026-12-07T10:05:00Z"  # a status write that moves nothing read
     out.append(
         {
             "kind": "pods",
