@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,8 @@ def test_the_agent_reads_the_recording_as_the_api_server_sent_it(tmp_path):
         for kind in netpol_stream.KINDS:
             r = watch.Reflector(api, kind)
             r.relist()
-            changes = []
-            assert r.watch(lambda: changes.append(1)) == len(RECORDED["watches"][kind][0])
+            changes: list[int] = []
+            assert r.watch(partial(changes.append, 1)) == len(RECORDED["watches"][kind][0])
             last = RECORDED["watches"][kind][0][-1]["object"]["metadata"]["resourceVersion"]
             assert r.version == last and changes, kind  # the bookmark moved it on
             assert "app/db" in r.items or "/app" in r.items, (kind, sorted(r.items))
