@@ -84,15 +84,15 @@ def test_a_policy_change_keeps_the_pods_model_and_a_pod_change_makes_it_again(tm
     server, node, agent, path = _agent(tmp_path, _stream())
     agent.sync()
     node.calls()
-    members, r = agent.members, agent.watch.reflectors
+    model, r = agent.pods_model, agent.watch.reflectors
     wider = {**DB_ONLY_FROM_WEB, "spec": {**DB_ONLY_FROM_WEB["spec"], "ingress": [{}]}}  # from anywhere
     watch.apply_event(r["networkpolicies"].items, {"type": "MODIFIED", "object": wider}, watch.slim_policy)
     changed = agent.sync()
-    assert agent.members is members and changed.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert agent.pods_model is model and changed.counts[P.APPLY] == 1 and len(node.calls()) == 1
     assert changed.state_written and json.loads(path.read_text())["pods"]["app/db"] != []
     web = {**PODS[1], "metadata": {**PODS[1]["metadata"], "labels": {"role": "db"}}}  # now isolated too
     watch.apply_event(r["pods"].items, {"type": "MODIFIED", "object": web}, watch.slim_pod)
     again = agent.sync()
-    assert agent.members is not members and again.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert agent.pods_model is not model and again.counts[P.APPLY] == 1 and len(node.calls()) == 1
     assert set(json.loads(path.read_text())["pods"]) == {"app/db", "app/web"}
     server.shutdown()

@@ -136,7 +136,7 @@ def test_the_status_is_written_when_it_says_something_new_else_once_a_heartbeat(
     clock.now += 10
     assert not writer.write(status={**quiet, "counts": {"in-sync": 1}, "synced": 1010.0})  # only moving parts
     assert writer.write(status={**quiet, "failed": 1, "lastError": {"time": 1010.0, "text": "gone"}})
-    clock.now += state.HEARTBEAT - 1
+    clock.now += netpolstate.HEARTBEAT - 1
     assert not writer.write()
     clock.now += 1
     assert writer.write() and json.loads(path.read_text())["status"]["alive"] == clock.now

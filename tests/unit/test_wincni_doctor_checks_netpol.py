@@ -168,6 +168,8 @@ def test_a_failed_apply_and_an_unreadable_state_are_said() -> None:
 
     check = netpol_agent(facts(Input("/s", json.dumps(failing).encode(), "")))
     assert check.status == WARN and "ep1: gone" in check.message
+    check = netpol_agent(facts(Input("/s", json.dumps({"version": 1}).encode(), "")))
+    assert check.status == WARN and "no status" in check.message  # an agent from before the status
     check = netpol_agent(facts(Input("/s", b"{not json", "")))
     assert check.status == FAIL and "every ADD fails" in check.message
     check = netpol_agent(facts(Problem("--netpol-state /s is a FIFO", "remove it")))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from plugins.netpol import model, resources
 from plugins.netpol.errors import PolicyError
+from plugins.winnet.netpolstate import HEARTBEAT
 from tools.wincni.netpol import plan as P
 from tools.wincni.netpol import state as S
 
@@ -43,7 +44,7 @@ class Sync:
 
 
 @dataclass(frozen=True)
-class Members:
+class PodsModel:
     """The namespaces and pods one sync read (the watch's own objects), their model, what of
     them the model refused, and the peers resolved over them (``model.node_access``'s memo)."""
 
@@ -93,20 +94,20 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.watch, self.endpoints, self.state, self.node, self.clock = watch, endpoints, state, node, clock
-        self.members: Members | None = None
+        self.pods_model: PodsModel | None = None
         self.made: dict = {}  # the state's rules by pod (``state.document``'s ``made``)
 
     def sync(self) -> Sync:
         start = self.clock()
         r = self.watch.reflectors
         namespaces, pods = r["namespaces"].snapshot(), r["pods"].snapshot()
-        if self.members is None or not self.members.holds(namespaces, pods):
-            self.members = Members(namespaces, pods, *readable(namespaces, pods, []))
+        if self.pods_model is None or not self.pods_model.holds(namespaces, pods):
+            self.pods_model = PodsModel(namespaces, pods, *readable(namespaces, pods, []))
         held, refused = readable([], [], r["networkpolicies"].snapshot())
-        base = self.members.cluster
+        base = self.pods_model.cluster
         cluster = resources.Cluster(base.namespaces, base.pods, held.policies)
-        refused = self.members.refused + refused
-        node_access = model.node_access(cluster, self.node, self.members.memo)
+        refused = self.pods_model.refused + refused
+        node_access = model.node_access(cluster, self.node, self.pods_model.memo)
         known = {a.pod.key: a for a in node_access}
         doc = S.document(cluster, self.node, self.endpoints.node_addresses, known, self.made)
         written = self.state.write(doc)
@@ -121,11 +122,11 @@ class Agent:
 
     def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
         """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set; between,
-        the state's heartbeat (``state.HEARTBEAT``)."""
+        the state's heartbeat (``netpolstate.HEARTBEAT``)."""
         changed = self.watch.changed
         last_read = self.clock()
         while not stop.is_set():
-            changed.wait(min(S.HEARTBEAT, max(0.0, last_read + RESYNC - self.clock())))
+            changed.wait(min(HEARTBEAT, max(0.0, last_read + RESYNC - self.clock())))
             if stop.is_set():
                 return
             if not self.watch.synced:

@@ -1,7 +1,7 @@
 """The state the agent leaves for ADD (``plugins.winnet.netpolstate`` reads it, and says what
 it holds): this node's pods' rules and each policy namespace's safe default; and for the doctor,
 ``status``: how the agent does (``report``). Written atomically in an admin-only folder, only
-when the rules or the status' steady part changed, else at most once a ``HEARTBEAT`` (the
+when the rules or the status' steady part changed, else once a ``netpolstate.HEARTBEAT`` (the
 doctor's proof that the agent runs), so an event that changes nothing writes nothing."""
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
     from tools.wincni.netpol.plan import EndpointStep
 
-#: The longest the agent leaves the state unwritten while it runs.
-HEARTBEAT = 60.0
 #: What moves each sync without saying anything new: not a reason to write.
 MOVING = ("alive", "synced", "seconds", "counts")
 
@@ -131,7 +129,7 @@ class StateFile:
         steady = {k: v for k, v in self.status.items() if k not in MOVING}
         now = self.clock()
         key = jsontext.dumps({**self.doc, "status": steady}, separators=(",", ":"), sort_keys=True).encode()
-        if key == self.last and now - self.written < HEARTBEAT:
+        if key == self.last and now - self.written < netpolstate.HEARTBEAT:
             return False
         whole = {**self.doc, "status": {**self.status, "alive": round(now, 3)}}
         data = jsontext.dumps(whole, separators=(",", ":"), sort_keys=True).encode()

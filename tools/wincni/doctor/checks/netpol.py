@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from basics.inputfile import Input
+from plugins.winnet.netpolstate import HEARTBEAT
 from tools.wincni.doctor.checks.common import command, not_checked
 from tools.wincni.doctor.facts import CheckFile, NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
@@ -27,11 +28,8 @@ STATE = CheckFile(
     "/run/wincni/netpol.json",
     cap=32 << 20,
 )
-#: The agent rewrites its state at least once a minute while it runs (``state.HEARTBEAT``).
-HEARTBEAT = 60.0
-#: Older than this, the agent is taken for stopped.
+#: A heartbeat older than three, and the agent is taken for stopped.
 STALE = 3 * HEARTBEAT
-RESYNC_MINUTES = 5
 OFF = "pods get no NetworkPolicy; ADD applies none (deploy/'s netpol component turns the agent on)"
 DOWN = (
     "meanwhile the endpoints keep the rules last applied and no policy change reaches them; a new pod gets "
@@ -107,7 +105,8 @@ def netpol_agent(f: NodeFacts) -> Check:
             "without rules) and then the endpoints' ACLs in NetworkPolicy's band",
         )
     error = s.get("lastError") if isinstance(s.get("lastError"), dict) else None
-    if s.get("failed") or (error and (synced is None or _number(error.get("time")) or 0) > (synced or 0)):
+    failed_at = _number(error.get("time")) if error else None
+    if s.get("failed") or (failed_at is not None and failed_at > (synced or 0)):
         return Check(
             "netpol-agent",
             WARN,
@@ -137,7 +136,7 @@ def netpol_drift(f: NodeFacts) -> Check:
         WARN,
         f"{len(differ)} endpoints hold ACLs other than the NetworkPolicy agent wants: "
         + ", ".join(f"{name} ({pod})" for name, pod in differ),
-        f"the running agent sets them again at its next resync (within {RESYNC_MINUTES} minutes); now: this, where "
+        "the running agent sets them again at its next periodic resync; now: this, where "
         "the agent's service account is (kubectl exec into this node's wincni-netpol-windows pod)",
         _repair(f, st),
     )
