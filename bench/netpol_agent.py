@@ -7,9 +7,10 @@ so the stream comes in through the agent's injected API object instead (``Stream
 answers read a line at a time from the file, as from a socket). Figures:
 
 - first sync: from the watch's start to the end of the first sync (lists, model, every apply);
-- change to programmed: from the policy change event being read to the last HNS call it caused;
+- change to programmed: from a policy change event being read to the last HNS call it caused,
+  the median of ``netpol_stream.CHANGES`` (one policy's port moved, and back, in turn);
 - HNS calls per event: ``HcnModifyEndpoint`` in the journal, against the endpoints whose rules
-  the change alters (worked out apart, with the pure model), and for an event that changes
+  each change alters (worked out apart, with the pure model), and for an event that changes
   nothing here;
 - a restart on the unchanged node: its HNS ACL calls (none).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,24 +162,33 @@ def _ts(call: dict) -> float:
     return datetime.fromisoformat(call["ts"]).timestamp()
 
 
-def run_agent(stream: Path, root: Path, env: dict, started: list) -> tuple:
-    """An agent over the stream and the simulator, running in a thread; (agent, api, thread, stop)."""
-    from plugins.winnet.hnsapi import open_api
-    from tools.wincni.netpol.agent import Agent
-    from tools.wincni.netpol.node_endpoints import NodeEndpoints
-    from tools.wincni.netpol.state import StateFile
-    from tools.wincni.netpol.watch import ClusterWatch
+class Running:
+    """An agent over a stream file and the simulator, its loop in a thread; ``syncs``: (wall
+    time, ``Sync``) of each pass, ``started``: when its watch started."""
 
-    api = StreamApi(stream)
-    endpoints = NodeEndpoints(open_api(2, env, None, "wincni-netpol", ""), NETWORK, scale.NODE_ADDRESSES)
-    agent = Agent(ClusterWatch(api), endpoints, StateFile(str(root / "netpol.json")), scale.NODE)
-    stop = threading.Event()
-    syncs: list = []
-    started.append(time.time())
-    agent.watch.start()
-    thread = threading.Thread(target=agent.run, args=(lambda s: syncs.append((time.time(), s)), stop), daemon=True)
-    thread.start()
-    return agent, api, thread, stop, syncs
+    def __init__(self, stream: Path, root: Path, env: dict) -> None:
+        from plugins.winnet.hnsapi import open_api
+        from tools.wincni.netpol.agent import Agent
+        from tools.wincni.netpol.node_endpoints import NodeEndpoints
+        from tools.wincni.netpol.state import StateFile
+        from tools.wincni.netpol.watch import ClusterWatch
+
+        self.api = StreamApi(stream)
+        endpoints = NodeEndpoints(open_api(2, env, None, "wincni-netpol", ""), NETWORK, scale.NODE_ADDRESSES)
+        self.agent = Agent(ClusterWatch(self.api), endpoints, StateFile(str(root / "netpol.json")), scale.NODE)
+        self.loop_stop = threading.Event()
+        self.syncs: list = []
+        self.started = time.time()
+        self.agent.watch.start()
+        report = lambda sync: self.syncs.append((time.time(), sync))  # noqa: E731 - the loop's one callback
+        self.thread = threading.Thread(target=self.agent.run, args=(report, self.loop_stop), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        for event in (self.loop_stop, self.agent.watch.stop, self.agent.watch.changed):
+            event.set()
+        self.api.end()
+        self.thread.join(30)
 
 
 def wait_for(what: str, ok, limit: float = 120.0) -> None:
@@ -188,72 +199,64 @@ def wait_for(what: str, ok, limit: float = 120.0) -> None:
         time.sleep(0.01)
 
 
-def child(stream: Path, root: Path) -> dict:
+def child(stream: Path, after: Path, root: Path) -> dict:
+    """The figures of one agent over ``stream`` (its lists, then its change and no-op steps) and
+    of a second over ``after`` (the lists with the change in), on the node the first left."""
     env, ips = simulated_node(root)
     journal = root / "journal.jsonl"
     env["LIBHNS_JOURNAL"] = str(journal)
-    started: list = []
-    agent, api, thread, stop, syncs = run_agent(stream, root, env, started)
-    wait_for("first sync", lambda: syncs)
-    first_s = syncs[0][0] - started[0]
-    syncs_first = syncs[0][1].seconds
+    run = Running(stream, root, env)
+    wait_for("first sync", lambda: run.syncs)
+    first_s, first = run.syncs[0][0] - run.started, run.syncs[0][1]
     first_calls = len(acl_calls(journal, 0))
     settled(journal)
+    changes = []  # (seconds from the event read to its last HNS call, its HNS calls, its sync's seconds)
+    for n in range(netpol_stream.CHANGES):
+        at = len(journal.read_text().splitlines())
+        run.api.send(f"change{n}")
+        wait_for("sync after the change", lambda n=n: len(run.syncs) > n + 1)
+        settled(journal)
+        calls = acl_calls(journal, at)
+        last = max(map(_ts, calls)) - run.api.read_at["networkpolicies"] if calls else float("nan")
+        changes.append((last, len(calls), run.syncs[n + 1][1].seconds))
     at = len(journal.read_text().splitlines())
-    api.send("change")
-    wait_for("sync after the change", lambda: len(syncs) > 1)
-    settled(journal)
-    calls = acl_calls(journal, at)
-    change_s = max(map(_ts, calls)) - api.read_at["networkpolicies"] if calls else float("nan")
-    change_sync_s = syncs[1][1].seconds
-    at = len(journal.read_text().splitlines())
-    api.send("noop")
-    wait_for("the no-op events read", lambda: "pods" in api.read_at and not api.queues["pods"])
+    run.api.send("noop")
+    wait_for("the no-op events read", lambda: "pods" in run.api.read_at and not run.api.queues["pods"])
     settled(journal)
     noop = len(acl_calls(journal, at))
-    stop.set()
-    agent.watch.stop.set()
-    agent.watch.changed.set()
-    api.end()
-    thread.join(30)
-    # a restart on the unchanged node: the stream's lists now end with the change applied
+    run.stop()
     at = len(journal.read_text().splitlines())
-    agent, api, thread, stop, syncs = run_agent(_after_change(stream, root), root, env, [])
-    wait_for("first sync after the restart", lambda: syncs)
+    restarted = Running(after, root, env)
+    wait_for("first sync after the restart", lambda: restarted.syncs)
     settled(journal)
     restart = len(acl_calls(journal, at))
-    stop.set()
-    agent.watch.stop.set()
-    agent.watch.changed.set()
-    api.end()
-    thread.join(30)
+    restarted.stop()
     return {
         "endpoints": len(ips),
         "first sync s": first_s,
+        "first sync's own s": first.seconds,
         "first sync HNS ACL calls": first_calls,
-        "change to programmed s": change_s,
-        "change sync s": change_sync_s,
-        "first sync's own s": syncs_first,
-        "change HNS ACL calls": len(calls),
+        "change to programmed s": statistics.median(c[0] for c in changes),
+        "change to programmed s, each": [c[0] for c in changes],
+        "change sync s": statistics.median(c[2] for c in changes),
+        "change HNS ACL calls": [c[1] for c in changes],
         "no-op event HNS ACL calls": noop,
         "restart HNS ACL calls": restart,
     }
 
 
-def _after_change(stream: Path, root: Path) -> Path:
+def after_change(stream: Path, out: Path) -> Path:
     """The stream as a restarted agent lists it: the changed policy in its list."""
-    out = root / "after.jsonl"
     docs = [json.loads(line) for line in stream.read_text().splitlines()]
-    change = next(d["event"]["object"] for d in docs if d.get("step") == "change")
+    change = [d["event"]["object"] for d in docs if str(d.get("step")).startswith("change")][-1]
     key = (change["metadata"]["namespace"], change["metadata"]["name"])
+    listed = {k: v for k, v in change.items() if k not in ("kind", "apiVersion")}
     with out.open("w") as f:
         for d in docs:
             if "page" in d and d["kind"] == "networkpolicies":
+                items = d["page"]["items"]
                 d["page"]["items"] = [
-                    {k: v for k, v in change.items() if k not in ("kind", "apiVersion")}
-                    if (i["metadata"]["namespace"], i["metadata"]["name"]) == key
-                    else i
-                    for i in d["page"]["items"]
+                    listed if (i["metadata"]["namespace"], i["metadata"]["name"]) == key else i for i in items
                 ]
             f.write(json.dumps(d) + "\n")
     return out
@@ -295,8 +298,9 @@ def measure() -> dict:
     with tempfile.TemporaryDirectory(prefix="wincni-netpol-bench-") as tmp:
         root = Path(tmp)
         stream = netpol_stream.write(root / "stream.jsonl", changed)
+        after = after_change(stream, root / "after.jsonl")
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", str(stream), str(root)],
+            [sys.executable, __file__, "--child", str(stream), str(after), str(root)],
             capture_output=True,
             text=True,
             timeout=600,
@@ -313,7 +317,7 @@ def measure() -> dict:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        print(json.dumps(child(Path(argv[1]), Path(argv[2]))))
+        print(json.dumps(child(Path(argv[1]), Path(argv[2]), Path(argv[3]))))
         return 0
     print(json.dumps(measure(), indent=1))
     return 0

@@ -28,9 +28,11 @@ KINDS = {
     "networkpolicies": ("NetworkPolicyList", "networking.k8s.io/v1", "NetworkPolicy"),
 }
 CREATED = "2026-12-07T10:00:00Z"
-#: The steps of the stream after the lists: a policy change (``change``), an event that changes
-#: nothing the model reads (``noop``: another node's pod written again, then a bookmark).
-STEPS = ("change", "noop")
+#: The steps of the stream after the lists: ``CHANGES`` policy changes (``change0``…: one policy's
+#: port moved and back, in turn), then an event that changes nothing the model reads (``noop``:
+#: another node's pod written again, then a bookmark).
+CHANGES = 5
+STEPS = (*(f"change{n}" for n in range(CHANGES)), "noop")
 
 
 def _meta(obj: dict, n: int, rv: int) -> dict:
@@ -93,10 +95,14 @@ def lines(changed: int = 0) -> list[dict]:
             page = {"kind": list_kind, "apiVersion": api, "metadata": meta, "items": items[at : at + PAGE]}
             out.append({"kind": kind, "page": page})
     _, api, obj_kind = KINDS["networkpolicies"]
-    rv += 1
-    policy = dressed("networkpolicies", changed_policy(policies[changed]), changed, rv)
-    event = {"type": "MODIFIED", "object": {"kind": obj_kind, "apiVersion": api, **policy}}
-    out.append({"kind": "networkpolicies", "step": "change", "event": event})
+    for n in range(CHANGES):
+        rv += 1
+        policy = changed_policy(policies[changed]) if n % 2 == 0 else policies[changed]
+        event = {
+            "type": "MODIFIED",
+            "object": {"kind": obj_kind, "apiVersion": api, **dressed("networkpolicies", policy, changed, rv)},
+        }
+        out.append({"kind": "networkpolicies", "step": f"change{n}", "event": event})
     rv += 1
     far = next(i for i, p in enumerate(pods) if p["spec"]["nodeName"] != scale.NODE)
     pod = dressed("pods", pods[far], far, rv)
