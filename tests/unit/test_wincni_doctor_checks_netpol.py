@@ -123,6 +123,7 @@ def test_the_agent_off_is_said_once_and_passes(tmp_path: Path) -> None:
     found = node.doctor(*agent_args(node))
     assert {found[c]["status"] for c in NETPOL} == {OK}
     assert "off" in found["netpol-agent"]["message"] and "ADD applies none" in found["netpol-agent"]["message"]
+    assert all(found[c]["message"].endswith("the agent is off (netpol-agent)") for c in NETPOL[1:])  # said once
 
 
 def test_a_programmed_node_passes_and_says_what_the_agent_keeps(tmp_path: Path) -> None:

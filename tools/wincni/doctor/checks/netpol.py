@@ -180,9 +180,9 @@ def _judged(f: NodeFacts, id_: str) -> tuple[AgentState, list | Check]:
 
     st = agent_state(f)
     if st.doc is None:
-        return st, Check(id_, OK, f"off: no agent state; {OFF}") if st.problem is None else not_checked(
-            id_, "the agent's state"
-        )
+        if st.problem is not None:
+            return st, not_checked(id_, "the agent's state")
+        return st, Check(id_, OK, "nothing to compare: the agent is off (netpol-agent)")
     if f.inventory is None or f.network is None:
         return st, not_checked(id_, "the pods' HNS network and its endpoints")
     wants = st.endpoints
