@@ -34,7 +34,8 @@ OFF = "pods get no NetworkPolicy; ADD applies none (deploy/'s netpol component t
 DOWN = (
     "meanwhile the endpoints keep the rules last applied and no policy change reaches them; a new pod gets "
     "the rules the state holds for it, one the agent had not seen fails closed in each direction its "
-    "namespace's policies isolate (the node's addresses allowed in), one of a namespace without policy none"
+    "namespace's policies isolate as the state last recorded them (the node's addresses allowed in), one of a "
+    "namespace the state knows no policy of none"
 )
 
 
