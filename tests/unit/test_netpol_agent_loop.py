@@ -96,3 +96,50 @@ def test_a_policy_change_keeps_the_pods_model_and_a_pod_change_makes_it_again(tm
     assert agent.pods_model is not model and again.counts[P.APPLY] == 1 and len(node.calls()) == 1
     assert set(json.loads(path.read_text())["pods"]) == {"app/db", "app/web"}
     server.shutdown()
+
+
+class Ticking:
+    """The watch's ``changed``, never set: each wait moves ``clock`` on by its timeout."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock, self.waits = clock, []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        self.clock[0] += timeout
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+    def clear(self) -> None:
+        pass
+
+
+def test_a_quiet_watch_still_beats_once_a_heartbeat_and_syncs_nothing(tmp_path):
+    server, node, agent, path = _agent(tmp_path, _stream())
+    clock = [1000.0]
+    agent.clock = agent.state.clock = lambda: clock[0]
+    agent.sync()
+    node.calls()
+    agent.watch.changed = ticking = Ticking(clock)
+    stop = StopAfter(ticking, 3)
+    reports: list = []
+    agent.run(reports.append, stop)
+    assert ticking.waits == [netpolstate.HEARTBEAT] * 3 and not reports and node.calls(changes_only=False) == []
+    # a beat after each of the first two waits; the third ends the loop
+    assert json.loads(path.read_text())["status"]["alive"] == 1000.0 + 2 * netpolstate.HEARTBEAT
+    server.shutdown()
+
+
+class StopAfter:
+    """The loop's stop: set once ``ticking`` has waited ``n`` times."""
+
+    def __init__(self, ticking: Ticking, n: int) -> None:
+        self.ticking, self.n = ticking, n
+
+    def is_set(self) -> bool:
+        return len(self.ticking.waits) >= self.n
+
+    def wait(self, timeout: float) -> None:
+        pass
