@@ -123,7 +123,7 @@ def test_a_quiet_watch_still_beats_once_a_heartbeat_and_syncs_nothing(tmp_path):
     agent.sync()
     node.calls()
     agent.watch.changed = ticking = Ticking(clock)
-    stop = StopAfter(ticking, 3)
+    stop = StopAfterTicks(ticking, 3)
     reports: list = []
     agent.run(reports.append, stop)
     assert ticking.waits == [netpolstate.HEARTBEAT] * 3 and not reports and node.calls(changes_only=False) == []
@@ -132,7 +132,7 @@ def test_a_quiet_watch_still_beats_once_a_heartbeat_and_syncs_nothing(tmp_path):
     server.shutdown()
 
 
-class StopAfter:
+class StopAfterTicks:
     """The loop's stop: set once ``ticking`` has waited ``n`` times."""
 
     def __init__(self, ticking: Ticking, n: int) -> None:
