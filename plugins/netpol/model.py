@@ -97,11 +97,21 @@ def access(cluster: Cluster, pod: Pod, memo: dict | None = None) -> Access:
     return Access(pod, ingress, egress, tuple(refusals))
 
 
-def node_access(cluster: Cluster, node: str) -> tuple[Access, ...]:
-    """The access of every pod with an address on ``node``, in pod order (namespace, name)."""
+def node_access(cluster: Cluster, node: str, memo: dict | None = None) -> tuple[Access, ...]:
+    """The access of every pod with an address on ``node``, in pod order (namespace, name).
+    ``memo``: the peers already resolved and each pod's access, valid while the cluster's pods
+    and namespaces are the same (a peer's pods do not depend on the policies; a pod's access
+    depends on the policies of its own namespace alone)."""
     pods = sorted((p for p in cluster.pods if p.node == node and p.ip is not None), key=lambda p: p.key)
-    memo: dict = {}
-    return tuple(access(cluster, p, memo) for p in pods)
+    memo = {} if memo is None else memo
+    out = []
+    for pod in pods:
+        policies = cluster.policies_in(pod.namespace)
+        kept = memo.get(("access", pod.key))
+        if kept is None or kept[0] != policies:
+            kept = memo[("access", pod.key)] = (policies, access(cluster, pod, memo))
+        out.append(kept[1])
+    return tuple(out)
 
 
 def allows(cluster: Cluster, src_ip: str, dst_ip: str, port: int, protocol: str) -> tuple[bool, bool]:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 ENV = "WINCNI_NETPOL_STATE"
 MAX_STATE = 32 << 20
 VERSION = 1
+#: The longest the running agent leaves the state unwritten (its ``status.alive``): the doctor's
+#: proof that it runs.
+HEARTBEAT = 60.0
 
 
 def acls(path: str, cni_args: Mapping[str, str], form: Any) -> list[dict]:

@@ -9,11 +9,11 @@ import pytest
 
 from hnsnode import creates
 from plugins.netpol import model, resources
+from plugins.winnet import aclcompare as AC
 from plugins.winnet import netpolstate
 from plugins.winnet.hnsapi import open_api
 from tools.wincni.netpol import plan as P
 from tools.wincni.netpol import state
-from tools.wincni.netpol import wanted as W
 from tools.wincni.netpol.node_endpoints import NodeEndpoints
 
 NODE = "n1"
@@ -49,7 +49,7 @@ def test_an_add_puts_the_rules_on_in_the_same_calls_and_the_agent_completes_them
     assert _ops(calls) == _ops(plain)  # no HNS call more than an ADD without the agent
     [doc] = creates(calls)
     acls = [p for p in doc["Policies"] if p["Type"] == "ACL"]
-    assert acls and {W.canonical(a)[1:3] for a in acls if W.priority(a) == 4000} == {("block", "in")}
+    assert acls and {AC.canonical(a)[1:3] for a in acls if AC.priority(a) == 4000} == {("block", "in")}
 
     ip = result["ips"][0]["address"].split("/")[0]
     pod = {"metadata": {"namespace": "app", "name": "pod1"}, "spec": {"nodeName": NODE}, "status": {"podIP": ip}}

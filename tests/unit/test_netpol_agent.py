@@ -11,6 +11,7 @@ import json
 import pytest
 
 from plugins.netpol import model, resources
+from plugins.winnet import aclcompare as AC
 from plugins.winnet.acls import AclRule
 from plugins.winnet.hnsapi import open_api
 from plugins.winnet.policies import V1, V2
@@ -123,7 +124,7 @@ class Node:
         return self.hcn.get_endpoint(self.eps[which]).policies or []
 
     def acls(self, which: str) -> list[dict]:
-        return [p for p in self.policies(which) if W.is_acl(p)]
+        return [p for p in self.policies(which) if AC.is_acl(p)]
 
 
 @pytest.fixture(params=[2, 1], ids=["hcn", "hnscall"])
@@ -138,8 +139,8 @@ def test_the_first_sync_sets_the_isolated_pod_only_and_keeps_its_own_policies(no
     assert {s.held.name: s.action for s in steps} == {"c-db_cbr0": P.APPLY, "c-web_cbr0": P.IN_SYNC}
     assert len(node.calls()) == 1
     held = node.policies("db")
-    assert held[0] == NAT and W.same(held[1:3], [CONFIG_ACL.render(V2), PORT_ACL.render(V2)])
-    assert any(W.priority(a) == 4000 for a in node.acls("db"))  # isolated: ends in Block
+    assert held[0] == NAT and AC.same(held[1:3], [CONFIG_ACL.render(V2), PORT_ACL.render(V2)])
+    assert any(AC.priority(a) == 4000 for a in node.acls("db"))  # isolated: ends in Block
     assert {k: node.policies(k) for k in others} == others  # web, flanneld's, kube-proxy's: untouched
 
 
@@ -190,7 +191,7 @@ def test_a_change_costs_one_call_per_endpoint_whose_rules_changed(node):
     assert [s.action for s in steps] == [P.APPLY, P.IN_SYNC]
     assert len(node.calls(changes_only=False)) == (3 if node.version == 2 else 1)  # open, modify, close
     agent.converge(accesses(policies=[]))  # the policy goes: db keeps only its own ACLs
-    assert W.same(node.acls("db"), [CONFIG_ACL.render(V2), PORT_ACL.render(V2)]) and node.policies("db")[0] == NAT
+    assert AC.same(node.acls("db"), [CONFIG_ACL.render(V2), PORT_ACL.render(V2)]) and node.policies("db")[0] == NAT
 
 
 def test_a_pod_without_own_acls_is_cleared_when_its_last_policy_goes(node):
@@ -281,8 +282,8 @@ def test_the_same_rules_in_another_spelling_are_the_same():
     respelt = {"type": "ACL", "settings": {k.lower(): v for k, v in v2["Settings"].items()}}
     respelt["settings"]["localports"] = "443, 80"
     respelt["settings"]["protocols"] = 6
-    assert W.same([v2], [respelt]) and W.same([v2], [rule.render(V1)])
-    assert not W.same([v2], [v2, v2])
+    assert AC.same([v2], [respelt]) and AC.same([v2], [rule.render(V1)])
+    assert not AC.same([v2], [v2, v2])
 
 
 def test_a_pod_no_policy_isolates_wants_only_its_own_acls():

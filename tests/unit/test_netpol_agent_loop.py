@@ -8,7 +8,9 @@ import json
 import threading
 
 from plugins.winnet import netpolstate
-from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, PODS, Node
+from plugins.winnet.aclcompare import digest
+from plugins.winnet.acls import netpol_owned
+from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, POD_IPS, PODS, Node
 from test_netpol_watch import FakeApiServer, _account
 from tools.wincni.netpol import agent as A
 from tools.wincni.netpol import kubeapi, state, watch
@@ -48,6 +50,10 @@ def test_a_pass_writes_the_state_and_sets_what_differs_and_a_second_pass_nothing
     second = agent.sync()
     assert second.counts == {P.APPLY: 0, P.IN_SYNC: 2, P.NO_POD: 0} and not second.state_written
     assert node.calls(changes_only=False) == []
+    status = json.loads(path.read_text())["status"]
+    held = [a for a in node.acls("db") if netpol_owned(a)]
+    assert status["endpoints"][POD_IPS["db"]] == {"pod": "app/db", "rules": len(held), "acls": digest(held)}
+    assert status["endpoints"][POD_IPS["web"]]["rules"] == 0 and status["failed"] == 0 and status["synced"]
     server.shutdown()
 
 
@@ -72,3 +78,68 @@ def test_the_loop_syncs_after_a_change_and_stops(tmp_path):
     agent.run(report, stop)
     assert len(reports) == 1 and reports[0].counts[P.APPLY] == 1
     server.shutdown()
+
+
+def test_a_policy_change_keeps_the_pods_model_and_a_pod_change_makes_it_again(tmp_path):
+    server, node, agent, path = _agent(tmp_path, _stream())
+    agent.sync()
+    node.calls()
+    model, r = agent.pods_model, agent.watch.reflectors
+    wider = {**DB_ONLY_FROM_WEB, "spec": {**DB_ONLY_FROM_WEB["spec"], "ingress": [{}]}}  # from anywhere
+    watch.apply_event(r["networkpolicies"].items, {"type": "MODIFIED", "object": wider}, watch.slim_policy)
+    changed = agent.sync()
+    assert agent.pods_model is model and changed.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert changed.state_written and json.loads(path.read_text())["pods"]["app/db"] != []
+    web = {**PODS[1], "metadata": {**PODS[1]["metadata"], "labels": {"role": "db"}}}  # now isolated too
+    watch.apply_event(r["pods"].items, {"type": "MODIFIED", "object": web}, watch.slim_pod)
+    again = agent.sync()
+    assert agent.pods_model is not model and again.counts[P.APPLY] == 1 and len(node.calls()) == 1
+    assert set(json.loads(path.read_text())["pods"]) == {"app/db", "app/web"}
+    server.shutdown()
+
+
+class Ticking:
+    """The watch's ``changed``, never set: each wait moves ``clock`` on by its timeout."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock, self.waits = clock, []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        self.clock[0] += timeout
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+    def clear(self) -> None:
+        pass
+
+
+def test_a_quiet_watch_still_beats_once_a_heartbeat_and_syncs_nothing(tmp_path):
+    server, node, agent, path = _agent(tmp_path, _stream())
+    clock = [1000.0]
+    agent.clock = agent.state.clock = lambda: clock[0]
+    agent.sync()
+    node.calls()
+    agent.watch.changed = ticking = Ticking(clock)
+    stop = StopAfterTicks(ticking, 3)
+    reports: list = []
+    agent.run(reports.append, stop)
+    assert ticking.waits == [netpolstate.HEARTBEAT] * 3 and not reports and node.calls(changes_only=False) == []
+    # a beat after each of the first two waits; the third ends the loop
+    assert json.loads(path.read_text())["status"]["alive"] == 1000.0 + 2 * netpolstate.HEARTBEAT
+    server.shutdown()
+
+
+class StopAfterTicks:
+    """The loop's stop: set once ``ticking`` has waited ``n`` times."""
+
+    def __init__(self, ticking: Ticking, n: int) -> None:
+        self.ticking, self.n = ticking, n
+
+    def is_set(self) -> bool:
+        return len(self.ticking.waits) >= self.n
+
+    def wait(self, timeout: float) -> None:
+        pass

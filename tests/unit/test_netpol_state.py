@@ -12,11 +12,11 @@ import pytest
 
 from plugins.cni.errors import CniError
 from plugins.netpol import resources
+from plugins.winnet import aclcompare as AC
 from plugins.winnet import netpolstate
 from plugins.winnet.policies import V1, V2
 from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, NODE_IPS, PODS
 from tools.wincni.netpol import state
-from tools.wincni.netpol import wanted as W
 
 NAMESPACES = [{"metadata": {"name": n, "labels": {}}} for n in ("app", "other")]
 
@@ -39,7 +39,7 @@ def _acls(env, namespace="app", name="db", form=V2):
 
 def _directions(acls) -> dict:
     """{(direction, action) at the band's end} of a rule list: what isolates."""
-    return {(W.canonical(a)[2], W.canonical(a)[1]) for a in acls if W.priority(a) == 4000}
+    return {(AC.canonical(a)[2], AC.canonical(a)[1]) for a in acls if AC.priority(a) == 4000}
 
 
 def test_a_node_without_the_agent_gets_nothing(tmp_path):
@@ -55,7 +55,7 @@ def test_a_known_pod_gets_its_rules_without_its_own_address(env):
 def test_an_unknown_pod_of_an_isolating_namespace_is_closed_with_the_node_allowed_in(env):
     got = _acls(env, name="not-yet-seen")
     assert _directions(got) == {("in", "block")}
-    node_rule = next(a for a in got if W.priority(a) == 2000)
+    node_rule = next(a for a in got if AC.priority(a) == 2000)
     assert node_rule["Settings"]["RemoteAddresses"] == ",".join(NODE_IPS)
 
 
@@ -118,3 +118,35 @@ def test_a_state_larger_than_the_cap_is_refused(tmp_path, monkeypatch):
     path.write_text(json.dumps({"version": 1, "pods": {}, "pad": "x" * 100}))
     with pytest.raises(CniError, match="not a state"):
         _acls({netpolstate.ENV: str(path)})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_status_is_written_when_it_says_something_new_else_once_a_heartbeat(tmp_path):
+    path, clock = tmp_path / "state.json", Clock()
+    writer = state.StateFile(str(path), clock)
+    quiet = {"endpoints": {}, "failed": 0, "lastError": None, "counts": {"apply": 1}, "synced": 1000.0}
+    assert writer.write(_doc(), quiet)
+    clock.now += 10
+    assert not writer.write(status={**quiet, "counts": {"in-sync": 1}, "synced": 1010.0})  # only moving parts
+    assert writer.write(status={**quiet, "failed": 1, "lastError": {"time": 1010.0, "text": "gone"}})
+    clock.now += netpolstate.HEARTBEAT - 1
+    assert not writer.write()
+    clock.now += 1
+    assert writer.write() and json.loads(path.read_text())["status"]["alive"] == clock.now
+    assert json.loads(path.read_text())["pods"] == _doc()["pods"]  # ADD's part as it was
+
+
+def test_the_status_keeps_when_the_last_full_sync_was_and_the_last_error():
+    ok = state.report([], [], 0, 0, 0.01, 100.0, {})
+    assert ok["synced"] == 100.0 and ok["lastError"] is None
+    bad = state.report([], ["ep1: gone"], 0, 0, 0.01, 200.0, ok)
+    assert bad["synced"] == 100.0 and bad["lastError"] == {"time": 200.0, "text": "ep1: gone"} and bad["failed"] == 1
+    again = state.report([], [], 0, 0, 0.01, 300.0, bad)
+    assert again["synced"] == 300.0 and again["lastError"] == bad["lastError"] and again["failed"] == 0

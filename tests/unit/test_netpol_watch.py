@@ -59,8 +59,11 @@ class _Handler(BaseHTTPRequestHandler):
         if token not in server.tokens:
             return self._answer(401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
         if "watch" not in query:
-            pages = server.lists[kind]
-            return self._answer(200, pages[1] if query.get("continue") else pages[0])
+            pages, token = server.lists[kind], query.get("continue")
+            after = {
+                p["metadata"].get("continue"): n for n, p in zip(pages[1:], pages)
+            }  # each page by the token before it
+            return self._answer(200, after[token] if token else pages[0])
         if not server.watches[kind]:
             return self._answer(500, {"kind": "Status", "code": 500, "message": "etcd is away"})
         self.send_response(200)

@@ -90,6 +90,9 @@ CHECK_IDS = {
     "runtime-status",
     "build",
     "permissions",
+    "netpol-agent",
+    "netpol-drift",
+    "netpol-unprotected",
 } | set(PROXY_CHECKS)
 
 
@@ -482,7 +485,7 @@ def test_table_output_puts_a_fix_under_each_failure(bridge: Node) -> None:
     at = next(i for i, line in enumerate(lines) if line.startswith("FAIL  plugins"))
     assert lines[at + 1].strip().startswith("fix: copy host-local")
     # runtime-status warns too: STATUS cannot find host-local either
-    assert lines[0].startswith("OK    backend") and lines[-1] == "24 checks: 22 ok, 1 failed, 1 warnings, 0 not checked"
+    assert lines[0].startswith("OK    backend") and lines[-1] == "27 checks: 25 ok, 1 failed, 1 warnings, 0 not checked"
 
 
 @pytest.mark.parametrize("argv", [["doctor", "--bogus"], ["doctor", "-o", "yaml"], ["cure"]])

@@ -149,6 +149,7 @@ def test_the_bundle_takes_nothing_but_its_allow_list(node: Node, tmp_path: Path)
         "subnet.env",
         "net-conf.json",
         "SourceVip.json",
+        "netpol.json",  # the NetworkPolicy agent's state (absent here)
     }
     tail = found["logs/debug.log"]
     assert len(tail) <= LOG_TAIL and tail.startswith(b'{"msg"') and tail.endswith(b'"line 119999"}\n')

@@ -17,6 +17,7 @@ import pytest
 
 from hnsnode import CLUSTER_DNS, SOURCE_VIP, VENV_BIN, Node, add_two_pods, endpoint_of, with_services
 from test_wincni_doctor import CHECK_IDS, age, sim_node
+from test_wincni_doctor_checks_netpol import agent_args, drift, silence, strip
 from tools.wincni.doctor.checks.common import command
 from tools.wincni.doctor.checks.node import backend, permissions
 from tools.wincni.doctor.facts import NodeFacts
@@ -30,6 +31,7 @@ class Break:
     args: tuple[str, ...] = ()  # extra doctor flags (a wrong --cni-conf …)
     fixed_by: str = ""  # the check whose run mends it, when it is another's (a stale endpoint's reservation)
     prose_names: Callable[[Node], list[Path]] = field(default=lambda node: [])  # a file the prose must name
+    node_args: Callable[[Node], tuple[str, ...]] = field(default=lambda node: ())  # doctor flags naming its files
 
 
 def _edit_delegate(**changes) -> Callable[[Node], None]:
@@ -243,6 +245,13 @@ BREAKS = {
     ),
     "permissions: a bin dir anyone may write": Break("permissions", "bridge", lambda node: node.bin.chmod(0o777)),
     "build: plugins of another build": Break("build", "overlay", lambda node: node.write_manifest("0.0.9-abc-1")),
+    "netpol-agent: the agent gone quiet": Break("netpol-agent", "bridge", silence, node_args=agent_args),
+    "netpol-drift: an endpoint's ACLs set by someone else": Break(
+        "netpol-drift", "bridge", drift, node_args=agent_args
+    ),
+    "netpol-unprotected: an isolated pod's ACLs removed": Break(
+        "netpol-unprotected", "bridge", strip, node_args=agent_args
+    ),
     "runtime-status: containerd 2.x with a config it never asks": Break(
         "runtime-status",
         "overlay",
@@ -267,11 +276,13 @@ NO_FILE = {
     "source-vip: kube-proxy's endpoint gone": "restart kube-proxy",
     "lb-backends: a backend HNS lost": "restart kube-proxy",
     "dns-load-balancer: none for the cluster DNS": "restart kube-proxy",
+    # the agent's DaemonSet, which only the cluster restarts
+    "netpol-agent: the agent gone quiet": "rollout restart daemonset wincni-netpol-windows",
 }
 
 
 def doctor(node: Node, brk: Break) -> dict[str, dict]:
-    return node.doctor(*brk.args)
+    return node.doctor(*brk.args, *brk.node_args(node))
 
 
 def run_as_printed(node: Node, command: str) -> None:

@@ -79,5 +79,6 @@ class NodeFacts:
         None  # the plugin's STATUS answer (code, msg, details), 0 ready; None: not asked
     )
     replayed: str = ""  # the bundle these facts were read from ("" on the live node)
+    now: float = 0.0  # wall time the node was read (a bundle's: when it was taken)
     inventory: Any = None  # Inventory: every HNS object of the node, by kind; None: not read
     sandboxes: tuple | None = None  # sandboxes.PodSandbox of each recorded reservation; None: not read

@@ -80,6 +80,7 @@ def gather(opts: NodeFiles, env: Mapping[str, str], platform: str, cwd: str, sou
         cni_version=str(conf.get("cniVersion") or "") if conf is not None else "",
         containerd_version=opts.containerd_version,
         replayed=source.replayed,
+        now=source.now(),
         sandboxes=sandboxes,
         files=read_files(opts.checked, source),
         **live,

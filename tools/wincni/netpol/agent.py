@@ -4,16 +4,19 @@ endpoints converged. ``wincni netpol`` runs ``Agent.run``; each ``sync`` is one 
 A sync waits for every kind to have been listed once (a partial cluster would isolate or open
 pods wrongly), then runs after each change (``SETTLE`` later, so a burst of events is one sync)
 and every ``RESYNC`` seconds, which reads HNS again. An object the model refuses is left out and
-counted, never the reason the other pods' rules stop following their policies.
+counted, never the reason the other pods' rules stop following their policies. While the pods
+and namespaces are the objects of the last sync (a policy changed), their model and the peers
+resolved over them are kept: a policy change costs the policies' part alone.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from plugins.netpol import model, resources
 from plugins.netpol.errors import PolicyError
+from plugins.winnet.netpolstate import HEARTBEAT
 from tools.wincni.netpol import plan as P
 from tools.wincni.netpol import state as S
 
@@ -38,6 +41,25 @@ class Sync:
     refused: tuple[str, ...]
     state_written: bool
     seconds: float
+
+
+@dataclass(frozen=True)
+class PodsModel:
+    """The namespaces and pods one sync read (the watch's own objects), their model, what of
+    them the model refused, and the peers resolved over them (``model.node_access``'s memo)."""
+
+    namespaces: list
+    pods: list
+    cluster: resources.Cluster
+    refused: list
+    memo: dict = field(default_factory=dict)
+
+    def holds(self, namespaces: list, pods: list) -> bool:
+        """Whether these are the very objects read last (the watch replaces an object it changes)."""
+        return all(
+            len(new) == len(old) and all(a is b for a, b in zip(new, old))
+            for new, old in ((namespaces, self.namespaces), (pods, self.pods))
+        )
 
 
 def readable(namespaces: list, pods: list, policies: list) -> tuple[resources.Cluster, list[str]]:
@@ -72,28 +94,46 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.watch, self.endpoints, self.state, self.node, self.clock = watch, endpoints, state, node, clock
+        self.pods_model: PodsModel | None = None
+        self.made: dict = {}  # the state's rules by pod (``state.document``'s ``made``)
 
     def sync(self) -> Sync:
         start = self.clock()
         r = self.watch.reflectors
-        cluster, refused = readable(r["namespaces"].snapshot(), r["pods"].snapshot(), r["networkpolicies"].snapshot())
-        node_access = model.node_access(cluster, self.node)
+        namespaces, pods = r["namespaces"].snapshot(), r["pods"].snapshot()
+        if self.pods_model is None or not self.pods_model.holds(namespaces, pods):
+            self.pods_model = PodsModel(namespaces, pods, *readable(namespaces, pods, []))
+        held, refused = readable([], [], r["networkpolicies"].snapshot())
+        base = self.pods_model.cluster
+        cluster = resources.Cluster(base.namespaces, base.pods, held.policies)
+        refused = self.pods_model.refused + refused
+        node_access = model.node_access(cluster, self.node, self.pods_model.memo)
         known = {a.pod.key: a for a in node_access}
-        written = self.state.write(S.document(cluster, self.node, self.endpoints.node_addresses, known))
+        doc = S.document(cluster, self.node, self.endpoints.node_addresses, known, self.made)
+        written = self.state.write(doc)
         steps, failures = self.endpoints.converge(P.by_address(node_access))
         counts = {action: sum(s.action == action for s in steps) for action in (P.APPLY, P.IN_SYNC, P.NO_POD)}
-        return Sync(counts, tuple(failures), tuple(refused), written, self.clock() - start)
+        seconds = self.clock() - start
+        failed = [f"{f.endpoint}: {f.error}" for f in failures]
+        errors = sum(r.errors for r in self.watch.reflectors.values())
+        status = S.report(steps, failed, len(refused), errors, seconds, self.state.clock(), self.state.status)
+        written = self.state.write(status=status) or written
+        return Sync(counts, tuple(failures), tuple(refused), written, seconds)
 
     def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
-        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set."""
+        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set; between,
+        the state's heartbeat (``netpolstate.HEARTBEAT``)."""
         changed = self.watch.changed
         last_read = self.clock()
         while not stop.is_set():
-            changed.wait(max(0.0, last_read + RESYNC - self.clock()))
+            changed.wait(min(HEARTBEAT, max(0.0, last_read + RESYNC - self.clock())))
             if stop.is_set():
                 return
             if not self.watch.synced:
                 changed.clear()
+                continue
+            if not changed.is_set() and self.clock() - last_read < RESYNC:
+                self.state.write()  # nothing new: the heartbeat, when one is due
                 continue
             stop.wait(SETTLE)
             changed.clear()

@@ -6,10 +6,13 @@ the network's name, the config's ``apiVersion`` and ``hnsTimeout``), opens that 
 runs ``Agent.run`` over ``ClusterWatch`` (the service account of the pod,
 ``kubeapi.InCluster.from_env``) and ``NodeEndpoints``, writing the state ADD reads
 (``lifecycle.netpol_state``). Each sync that set, failed or left out anything is one line on
-stderr. SIGTERM or SIGINT (and CTRL_BREAK on Windows) stop it between syncs.
+stderr. SIGTERM or SIGINT (and CTRL_BREAK on Windows) stop it between syncs. ``--once`` lists
+once, makes one sync and exits: what the doctor's fix for drift runs where the agent's service
+account is.
 
-Exit statuses: 0 stopped by a signal; 1 it could not start (no node name, the config or HNS
-unreadable, no service account); 2 a usage error.
+Exit statuses: 0 stopped by a signal (``--once``: every apply done); 1 it could not start (no
+node name, the config or HNS unreadable, no service account; ``--once``: the lists or an apply
+failed); 2 a usage error.
 """
 
 from __future__ import annotations
@@ -30,11 +33,18 @@ MANUAL = Manual(
     "CONTAINER_SANDBOX_MOUNT_POINT there).",
     elevated=True,
     exits=(
-        (0, "stopped by SIGTERM/SIGINT (or CTRL_BREAK)"),
-        (1, "could not start (no node name, the CNI config or HNS unreadable, no service account): one line on stderr"),
+        (0, "stopped by SIGTERM/SIGINT (or CTRL_BREAK), or --once done"),
+        (
+            1,
+            "could not start (no node name, the CNI config or HNS unreadable, no service account), or --once "
+            "failed: one line on stderr",
+        ),
         (2, "a usage error"),
     ),
-    examples=("wincni netpol --node-name $env:NODE_NAME --node-address 10.0.0.4",),
+    examples=(
+        "wincni netpol --node-name $env:NODE_NAME --node-address 10.0.0.4",
+        "wincni netpol --once --node-name $env:NODE_NAME",
+    ),
 )
 
 
@@ -45,6 +55,7 @@ class NetpolOptions:
     cni_conf: str = ""
     refused: str = ""  # why --containerd-config could not be read
     state: str = ""  # the state file ADD reads
+    once: bool = False  # one list, one sync, exit
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -64,6 +75,12 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         metavar="IP",
         help="an address of this node that may always reach its pods (kubelet's probes); repeat for more "
         "(default: NODE_IP, the downward API's status.hostIP); flanneld's host endpoint is always added",
+    )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="list once, set what differs, write the state and exit (0 when every apply was done): a repair now "
+        "rather than at the running agent's next resync",
     )
     flags.cni_conf(p)
     flags.containerd_config(p, platform)
@@ -98,6 +115,7 @@ def options(args: argparse.Namespace, ctx: Context) -> NetpolOptions:
         cni_conf=conf,
         refused=refused,
         state=netpol_state(ctx.env, ctx.platform),
+        once=args.once,
     )
 
 
@@ -116,6 +134,8 @@ def run(options: NetpolOptions, ctx: Context) -> int:
     except CannotStart as exc:
         ctx.stderr.write(f"wincni netpol: {exc}\n")
         return 1
+    if options.once:
+        return once(agent, ctx.stderr)
     stop = threading.Event()
     restore = _on_signals(stop, agent.watch.stop, agent.watch.changed)
     try:
@@ -131,6 +151,21 @@ def run(options: NetpolOptions, ctx: Context) -> int:
         restore()
     ctx.stderr.write("wincni netpol: stopped\n")
     return 0
+
+
+def once(agent: Any, err: Any) -> int:
+    """One list of each kind, one sync: 0 when every apply was done."""
+    from tools.wincni.netpol.kubeapi import ApiError
+
+    try:
+        for reflector in agent.watch.reflectors.values():
+            reflector.relist()
+    except ApiError as exc:
+        err.write(f"wincni netpol: the API server: {exc}\n")
+        return 1
+    sync = agent.sync()
+    _report(sync, err)
+    return 1 if sync.failures else 0
 
 
 def build(options: NetpolOptions, ctx: Context) -> Any:

@@ -12,11 +12,12 @@ pods' endpoints, an ACL someone else changed); ``plan`` then repairs it.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import replace
 
 from libhns import errors as hns_errors
 from plugins.cni import ownership
+from plugins.winnet.aclcompare import is_acl
 from tools.wincni.netpol import plan as P
-from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class NodeEndpoints:
         self.held: dict[str, P.OwnedEndpoint] = {}
         self.read = False
         self._pods: frozenset = frozenset()  # (pod, address) of the last converge
+        self._in_sync: dict[str, P.EndpointStep] = {}  # by endpoint ID: the step that left it in sync
 
     def refresh(self) -> None:
         """Read the network's endpoints again (none while the network is missing): one listing
@@ -65,8 +67,9 @@ class NodeEndpoints:
         if not self.read or pods != self._pods:
             self.refresh()
         self._pods = pods
-        planned = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form)
+        planned = P.plan(list(self.held.values()), accesses, self.node_addresses, self.api.policy_form, self._in_sync)
         steps, failures = [], []
+        self._in_sync = {}
         for step in planned:
             if step.action == P.APPLY:
                 try:
@@ -74,6 +77,8 @@ class NodeEndpoints:
                 except hns_errors.HnsError as err:
                     failures.append(Failure(step.held.id, err))
                     self.read = False  # gone, or changed under us: read it again next time
+            if step.action == P.IN_SYNC:
+                self._in_sync.setdefault(step.held.id, step)
             steps.append(step)
         return steps, failures
 
@@ -95,9 +100,10 @@ class NodeEndpoints:
 
     def _applied(self, step: P.EndpointStep) -> None:
         h = step.held
-        policies = tuple(p for p in h.policies if not W.is_acl(p)) + step.acls
+        policies = tuple(p for p in h.policies if not is_acl(p)) + step.acls
         h.endpoint.policies = list(policies)  # what HNS now holds, for the next clear's Remove
         self.held[h.id] = P.OwnedEndpoint(h.id, h.name, h.ips, policies, h.endpoint)
+        self._in_sync[h.id] = replace(step, action=P.IN_SYNC, held=self.held[h.id])
 
 
 def _owned(ep: Any, id_: str = "") -> P.OwnedEndpoint:

@@ -10,7 +10,9 @@ endpoint. Pure: the shell (``node_endpoints``) reads the endpoints and runs the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+from plugins.winnet import aclcompare as AC
 from tools.wincni.netpol import wanted as W
 
 TYPE_CHECKING = False
@@ -35,7 +37,7 @@ class OwnedEndpoint:
 
     @property
     def acls(self) -> list[dict]:
-        return [p for p in self.policies if W.is_acl(p)]
+        return [p for p in self.policies if AC.is_acl(p)]
 
 
 @dataclass(frozen=True)
@@ -44,21 +46,40 @@ class EndpointStep:
     held: OwnedEndpoint
     pod: str = ""
     acls: tuple[dict, ...] = ()
+    access: Any = None  # what the wanted list was made for
+
+    @cached_property
+    def owned(self) -> tuple[int, str]:
+        """How many of the wanted rules are the agent's, and their ``aclcompare.digest``."""
+        from plugins.winnet.acls import netpol_owned
+
+        rules = [a for a in self.acls if netpol_owned(a)]
+        return len(rules), AC.digest(rules)
 
 
 def plan(
-    held: Iterable[OwnedEndpoint], accesses: Mapping[str, Access], node_addresses: Sequence[Any], form: Any
+    held: Iterable[OwnedEndpoint],
+    accesses: Mapping[str, Access],
+    node_addresses: Sequence[Any],
+    form: Any,
+    last: Mapping[str, EndpointStep] | None = None,
 ) -> list[EndpointStep]:
-    """One step per endpoint, in endpoint order; ``accesses`` by pod address (text)."""
+    """One step per endpoint, in endpoint order; ``accesses`` by pod address (text). ``last``:
+    by endpoint ID, the step that left an endpoint in sync: while it holds what it held then
+    (the same object) and its pod's access is the same, it is in sync still, nothing compared."""
     steps = []
     for h in held:
         access = next((accesses[ip] for ip in h.ips if ip in accesses), None)
         if access is None:
             steps.append(EndpointStep(NO_POD, h))
             continue
+        before = (last or {}).get(h.id)
+        if before is not None and before.held is h and before.access == access:
+            steps.append(before)
+            continue
         want = W.wanted(h.policies, access, node_addresses, form)
-        action = IN_SYNC if W.same(h.acls, want) else APPLY
-        steps.append(EndpointStep(action, h, access.pod.key, tuple(want)))
+        action = IN_SYNC if AC.same(h.acls, want) else APPLY
+        steps.append(EndpointStep(action, h, access.pod.key, tuple(want), access))
     return steps
 
 

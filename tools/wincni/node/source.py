@@ -36,6 +36,12 @@ class LiveNode:
     def read(self, flag: str, path: str, cap: int) -> Input | Problem | None:
         return _input(flag, path, cap)
 
+    def now(self) -> float:
+        """The wall time the node is read at."""
+        import time
+
+        return time.time()
+
     def clients(self, env: Mapping[str, str]) -> tuple[Any, Any]:
         from libhns.client import open_clients
 

@@ -73,6 +73,16 @@ class RecordedNode:
             return Problem(f"{flag} {path}: {len(data)} bytes in the bundle, over its cap of {cap}", "")
         return Input(path, data, str(entry.get("owner") or ""))
 
+    def now(self) -> float:
+        """When the bundle was taken (its manifest's ``created``; 0 when it says none)."""
+        import calendar
+        import time
+
+        try:
+            return float(calendar.timegm(time.strptime(str(self.manifest.get("created")), "%Y-%m-%dT%H:%M:%SZ")))
+        except ValueError:
+            return 0.0
+
     def clients(self, env: Mapping[str, str]) -> tuple[Any, Any]:
         from libhns.client import HcnClient, HnsCallClient
         from libhns.recorded import RecordedHns, Recording

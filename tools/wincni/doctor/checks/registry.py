@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from tools.wincni.doctor.checks import config, network, node, pods, proxy, store, vip
+from tools.wincni.doctor.checks import config, netpol, network, node, pods, proxy, store, vip
 from tools.wincni.doctor.facts import CheckFile, NodeFacts
 from tools.wincni.judge.verdict import SKIP, Check
 
@@ -56,6 +56,10 @@ CHECKS: tuple[DoctorCheck, ...] = (
     DoctorCheck(proxy.duplicate_load_balancers),
     DoctorCheck(proxy.dns_load_balancer),
     DoctorCheck(proxy.old_network),
+    # the NetworkPolicy agent's side of HNS
+    DoctorCheck(netpol.netpol_agent, reads=(netpol.STATE,)),
+    DoctorCheck(netpol.netpol_drift, reads=(netpol.STATE,)),
+    DoctorCheck(netpol.netpol_unprotected, reads=(netpol.STATE,)),
     DoctorCheck(config.runtime_status, live_only="the plugins' STATUS answer"),
     DoctorCheck(node.build, live_only="the install manifest as the node's wincni judges it"),
     DoctorCheck(node.permissions, quick=True, live_only="who may write the node's folders"),

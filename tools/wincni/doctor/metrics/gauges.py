@@ -18,6 +18,14 @@ FAMILIES = {
     "wincni_orphans": "Objects nothing uses any more, by kind (what the doctor's fixes remove).",
     "wincni_pod_addresses": "Addresses host-local can hand out in the pods' range, by IP family.",
     "wincni_pod_addresses_free": "Addresses in the pods' range no pod holds, by IP family.",
+    "wincni_netpol_up": "1 when the NetworkPolicy agent wrote its state within the last three minutes.",
+    "wincni_netpol_heartbeat_age_seconds": "Seconds since the NetworkPolicy agent last wrote its state.",
+    "wincni_netpol_sync_seconds": "How long the NetworkPolicy agent's last sync took.",
+    "wincni_netpol_endpoint_rules": "NetworkPolicy ACL rules the agent wants on each endpoint it keeps, by pod.",
+    "wincni_netpol_failed_applies": "Endpoint ACL applies that failed in the agent's last sync.",
+    "wincni_netpol_refused_objects": "API objects the agent's policy model refused in its last sync.",
+    "wincni_netpol_watch_errors": "API server errors the agent's list+watch met since it started.",
+    "wincni_netpol_drifted_endpoints": "Endpoints whose ACLs differ from what the NetworkPolicy agent wants.",
 }
 
 
@@ -49,6 +57,32 @@ def gauges(f: Any, results: list) -> list[Sample]:
     for family, size, free in pod_addresses(f):
         out.append(("wincni_pod_addresses", (("family", family),), size))
         out.append(("wincni_pod_addresses_free", (("family", family),), free))
+    return out + netpol(f)
+
+
+def netpol(f: Any) -> list[Sample]:
+    """The NetworkPolicy agent's gauges from its state's status; none while it is off."""
+    from tools.wincni.doctor.checks.netpol import STALE, agent_state, drifted
+
+    st = agent_state(f)
+    alive = st.status.get("alive")
+    if not isinstance(alive, (int, float)):
+        return []
+    out: list[Sample] = [
+        ("wincni_netpol_up", (), int(f.now - alive <= STALE)),
+        ("wincni_netpol_heartbeat_age_seconds", (), round(max(0.0, f.now - alive), 3)),
+        ("wincni_netpol_sync_seconds", (), float(st.status.get("seconds") or 0)),
+        ("wincni_netpol_failed_applies", (), int(st.status.get("failed") or 0)),
+        ("wincni_netpol_refused_objects", (), int(st.status.get("refused") or 0)),
+        ("wincni_netpol_watch_errors", (), int(st.status.get("watchErrors") or 0)),
+    ]
+    for ip, want in sorted(st.endpoints.items()):
+        if isinstance(want, dict):
+            labels = (("pod", str(want.get("pod", ""))), ("address", ip))
+            out.append(("wincni_netpol_endpoint_rules", labels, int(want.get("rules") or 0)))
+    found = drifted(f)
+    if found is not None:
+        out.append(("wincni_netpol_drifted_endpoints", (), len(found)))
     return out
 
 
