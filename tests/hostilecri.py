@@ -124,6 +124,7 @@ class HostileServer:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         self.sock.listen(4)
+        self.sock.settimeout(0.1)  # accept wakes to see ``closed``: closing does not wake it
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
@@ -136,6 +137,8 @@ class HostileServer:
         while not self.closed.is_set():
             try:
                 conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             with conn:
@@ -161,8 +164,8 @@ class HostileServer:
 
     def close(self) -> None:
         self.closed.set()
-        self.sock.close()
         self.thread.join(self.hold + 5)
+        self.sock.close()
 
 
 def _read_request(conn: socket.socket) -> bytes:

@@ -19,20 +19,25 @@ from hnsnode import Node
 from hostilecri import ACK_SIZES, ATTACKS, HostileServer
 from tools.wincni.cli.main import main as wincni_main
 from tools.wincni.node.cri import TIMEOUT, list_sandboxes
-from tools.wincni.node.cri.errors import Malformed
+from tools.wincni.node.cri.errors import CriError
 
 pytestmark = pytest.mark.slow
 
 DEADLINE = 2.0
 MARGIN = 3.0  # the machine is shared and loaded: the bound is the deadline plus this, not the deadline
 SAYS = {
-    "settings": "HTTP/2: more than 32 SETTINGS and PING frames in one call",
-    "ping": "HTTP/2: more than 32 SETTINGS and PING frames in one call",
+    "settings": "HTTP/2: more than 32 SETTINGS and PING frames in one call (a flood)",
+    "ping": "HTTP/2: more than 32 SETTINGS and PING frames in one call (a flood)",
     "items": "protobuf: more than 100000 sandboxes listed",
     "huffman": "HTTP/2: more than 65536 bytes of header blocks in one answer",
     "protobuf": "protobuf: more than 1024 fields beside the sandboxes",
     "hpack": "HTTP/2: more than 65536 bytes of header blocks in one answer",
 }
+
+
+def said_in_time(message: str, attack: str, deadline: float) -> bool:
+    """The cap the attack meets, or on a machine too busy to get there in time, the deadline."""
+    return message == SAYS[attack] or message.startswith(f"the call's {deadline:g} s deadline passed while ")
 
 
 @pytest.fixture
@@ -55,12 +60,12 @@ def test_each_attack_is_one_cri_error_line_within_the_deadline(socket_dir: Path,
     server = serve(socket_dir, attack)
     try:
         started = time.monotonic()
-        with pytest.raises(Malformed) as caught:
+        with pytest.raises(CriError) as caught:
             list_sandboxes(server.endpoint, timeout=DEADLINE)
         took = time.monotonic() - started
     finally:
         server.close()
-    assert str(caught.value) == SAYS[attack]
+    assert said_in_time(str(caught.value), attack, DEADLINE), caught.value
     assert took < DEADLINE + MARGIN, f"{attack}: {took:.1f} s"
     [served] = server.served
     assert served.ended - served.started < DEADLINE + MARGIN, "the client hung up once it gave up"
@@ -104,6 +109,11 @@ def reclaim(node: Node, endpoint: str, conf: Path) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+def would_free(said: str) -> list[str]:
+    """What a dry run would free, without why (an age in it moves on between two runs)."""
+    return sorted(line.split(" (")[0] for line in said.splitlines() if line.startswith("would "))
+
+
 def test_the_sweep_decides_without_a_hostile_runtime_and_frees_no_more(tmp_path: Path, socket_dir: Path) -> None:
     node = Node(tmp_path, "flannel").bridge().lease().venv_plugins()
     conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
@@ -115,8 +125,8 @@ def test_the_sweep_decides_without_a_hostile_runtime_and_frees_no_more(tmp_path:
     age(node.flannel_dir / "gone")
 
     alone, _ = reclaim(node, "none", conf_path)
-    frees = sorted(line for line in alone.splitlines() if line.startswith("would "))
-    assert f"would release {ip}" in "\n".join(frees), alone
+    frees = would_free(alone)
+    assert f"would release {ip}" in frees, alone
     for attack in sorted(ATTACKS):
         server = serve(socket_dir, attack)
         try:
@@ -127,6 +137,8 @@ def test_the_sweep_decides_without_a_hostile_runtime_and_frees_no_more(tmp_path:
             server.close()
         assert took < TIMEOUT + MARGIN, f"{attack}: {took:.1f} s"
         assert "Traceback" not in said + err, said + err
-        note = f"runtime's pod list not available at {server.endpoint} ({SAYS[attack]}): the ownership rule alone"
-        assert note in said.splitlines(), said
-        assert sorted(line for line in said.splitlines() if line.startswith("would ")) == frees, said
+        [note] = [line for line in said.splitlines() if line.startswith("runtime's")]
+        head, tail = f"runtime's pod list not available at {server.endpoint} (", "): the ownership rule alone"
+        assert note.startswith(head) and note.endswith(tail), note
+        assert said_in_time(note[len(head) : -len(tail)], attack, TIMEOUT), note
+        assert would_free(said) == frees, said
