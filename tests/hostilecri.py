@@ -3,8 +3,8 @@ and a unix-socket server that writes it (``HostileServer``). The container runti
 side we do not trust: each attack makes the client work or wait, and the client must hold its
 deadline and caps against every one (tests/e2e/test_cri_hostile.py).
 
-The byte builders import only the client's framing (``h2.frame``), so the Windows lane's probe
-(tests/windows/test_windows_cri.py) can write the same attacks into a named pipe.
+The byte builders use the client's own framing and HPACK encoder, which are plain enough to be
+trusted as a writer (each is tested against what a real gRPC server sends).
 """
 
 from __future__ import annotations
@@ -14,25 +14,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from tools.wincni.node.cri import h2
+from tools.wincni.node.cri import h2, hpack
 
 _CHUNK = 16384
 
 
-def _integer(value: int, prefix: int, flags: int) -> bytes:
-    """An HPACK integer (RFC 7541 5.1)."""
-    limit = (1 << prefix) - 1
-    if value < limit:
-        return bytes([flags | value])
-    out, value = bytearray([flags | limit]), value - limit
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    return bytes(out + bytes([value]))
-
-
 def _raw(text: bytes) -> bytes:
-    return _integer(len(text), 7, 0) + text
+    return hpack.integer(len(text), 7, 0) + text
 
 
 def header_block(block: bytes, end_stream: bool = False) -> bytes:
@@ -46,13 +34,8 @@ def header_block(block: bytes, end_stream: bool = False) -> bytes:
     return b"".join(out)
 
 
-def fields_block(fields: list[tuple[bytes, bytes]]) -> bytes:
-    """Literal fields without indexing, new names, raw strings."""
-    return b"".join(b"\x00" + _raw(name) + _raw(value) for name, value in fields)
-
-
-HEAD = header_block(fields_block([(b":status", b"200"), (b"content-type", b"application/grpc")]))
-TRAILERS = header_block(fields_block([(b"grpc-status", b"0")]), end_stream=True)
+HEAD = header_block(hpack.encode([(":status", "200"), ("content-type", "application/grpc")]))
+TRAILERS = header_block(hpack.encode([("grpc-status", "0")]), end_stream=True)
 
 
 def grpc_answer(message: bytes) -> bytes:
@@ -83,7 +66,7 @@ def unknown_fields(count: int = 8_000_000) -> bytes:
 def huffman_header(size: int = 16_000_000) -> bytes:
     """One header whose value is ``size`` bytes of Huffman code ('0' is 00000: all zero bits,
     ``size`` a multiple of 5 so the string ends on a whole symbol): 8/5 characters a byte."""
-    value = _integer(size, 7, 0x80) + bytes(size)
+    value = hpack.integer(size, 7, 0x80) + bytes(size)
     return header_block(b"\x00" + _raw(b"x") + value)
 
 

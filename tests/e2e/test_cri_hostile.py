@@ -17,6 +17,7 @@ import pytest
 
 from hnsnode import Node
 from hostilecri import ACK_SIZES, ATTACKS, HostileServer
+from test_cri_client import a_gone_pod, age
 from tools.wincni.cli.main import main as wincni_main
 from tools.wincni.node.cri import TIMEOUT, list_sandboxes
 from tools.wincni.node.cri.errors import CriError
@@ -97,11 +98,6 @@ def test_a_runtime_that_reads_nothing_holds_a_send_no_longer_than_the_deadline(s
 # ---------------------------------------------------------------------------- the sweep
 
 
-def age(path: Path, seconds: float = 3600) -> None:
-    then = time.time() - seconds
-    os.utime(path, (then, then))
-
-
 def reclaim(node: Node, endpoint: str, conf: Path) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     argv = ["reclaim", "--dry-run", "--cni-conf", str(conf), "--runtime-endpoint", endpoint]
@@ -115,13 +111,7 @@ def would_free(said: str) -> list[str]:
 
 
 def test_the_sweep_decides_without_a_hostile_runtime_and_frees_no_more(tmp_path: Path, socket_dir: Path) -> None:
-    node = Node(tmp_path, "flannel").bridge().lease().venv_plugins()
-    conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
-    conf_path = node.write_cni_conf(conf)
-    netns = node.sandbox("v2", "gone")
-    ip = node.add(conf, "gone", netns)["ips"][0]["address"].split("/")[0]
-    node.hnsctl("namespace", "delete", netns)  # the sandbox is gone without a DEL
-    age(node.ipam_dir / node.network / ip)
+    node, conf_path, ip = a_gone_pod(tmp_path)
     age(node.flannel_dir / "gone")
 
     alone, _ = reclaim(node, "none", conf_path)

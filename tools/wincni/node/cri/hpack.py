@@ -46,12 +46,13 @@ def encode(headers: list[tuple[str, str]]) -> bytes:
         out.append(0x00)
         for text in (name, value):
             raw = text.encode("ascii")
-            out += _integer(len(raw), 7, 0x00)
+            out += integer(len(raw), 7, 0x00)
             out += raw
     return bytes(out)
 
 
-def _integer(value: int, prefix: int, flags: int) -> bytes:
+def integer(value: int, prefix: int, flags: int) -> bytes:
+    """``value`` as an HPACK integer (RFC 7541 5.1) of a ``prefix``-bit prefix after ``flags``."""
     limit = (1 << prefix) - 1
     if value < limit:
         return bytes([flags | value])
