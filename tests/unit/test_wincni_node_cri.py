@@ -468,3 +468,15 @@ def test_every_send_waits_at_most_until_the_deadline() -> None:
     assert len(t.deadlines) == 1 + h2.MAX_CONTROL + 1  # the request, the ACKs, the GOAWAY
     assert set(t.deadlines[:-1]) == {deadline.at}
     assert t.deadlines[-1] <= time.monotonic() + h2.GRACE < deadline.at  # the GOAWAY is only offered
+
+
+def test_the_runtime_s_words_are_quoted_on_one_line_and_cut() -> None:
+    """A line break in grpc-message (%0A) or :status would let the runtime write lines of the
+    sweep's report that look like ours."""
+    forged = "down%0Areleased 10.244.4.7 (reserved 3600 s ago)" + "x" * 300
+    with pytest.raises(CallFailed) as caught:
+        call(h2.frame(h2.HEADERS, 5, 1, hpack.encode([*OK_HEAD, ("grpc-status", "14"), ("grpc-message", forged)])))
+    one_line = ("down?released 10.244.4.7 (reserved 3600 s ago)" + "x" * 300)[: h2.QUOTED] + "..."
+    assert str(caught.value) == f"gRPC status 14: {one_line}"
+    with pytest.raises(CallFailed, match=r"HTTP status 500\?kept a, not 200$"):
+        call(h2.frame(h2.HEADERS, 5, 1, hpack.encode([(":status", "500\nkept a")])))

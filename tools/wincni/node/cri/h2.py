@@ -196,14 +196,14 @@ def _message(headers: list[tuple[str, str]], body: bytes) -> bytes:
     """The gRPC message of a finished call: HTTP 200, grpc-status 0, one uncompressed message."""
     seen = dict(headers)  # the trailers come last and win
     if seen.get(":status") != "200":
-        raise CallFailed(f"the runtime answered HTTP status {seen.get(':status') or 'none'}, not 200")
+        raise CallFailed(f"the runtime answered HTTP status {_said(seen.get(':status') or 'none')}, not 200")
     status = seen.get("grpc-status")
     if status is None:
         raise Malformed("gRPC: the call ended without a grpc-status")
     if status != "0":
         from urllib.parse import unquote
 
-        raise CallFailed(f"gRPC status {status}: {unquote(seen.get('grpc-message', ''))}".rstrip(": "))
+        raise CallFailed(f"gRPC status {_said(status)}: {_said(unquote(seen.get('grpc-message', '')))}".rstrip(": "))
     if len(body) < 5:
         raise Malformed(f"gRPC: the answer holds {len(body)} bytes, not a length-prefixed message")
     if body[0] != 0:
@@ -212,3 +212,13 @@ def _message(headers: list[tuple[str, str]], body: bytes) -> bytes:
     if size != len(body) - 5:
         raise Malformed(f"gRPC: the message says {size} bytes, {len(body) - 5} came")
     return body[5:]
+
+
+#: The most of the runtime's own words an error quotes.
+QUOTED = 200
+
+
+def _said(text: str) -> str:
+    """The runtime's words as one line of ours: what is not printable is '?', and the rest cut."""
+    line = "".join(c if c.isprintable() else "?" for c in text[: QUOTED + 1])
+    return line if len(line) <= QUOTED else line[:QUOTED] + "..."
