@@ -4,7 +4,8 @@ raised, not ``sys.exit``-ed, so ``main(argv, ...)`` stays callable from tests an
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import Iterator, NoReturn
 
 
 class UsageError(Exception):
@@ -62,6 +63,8 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        if self._subparsers is not None and message.startswith("the following arguments are required"):
+            message = f"name a command: {', '.join(name for name, _, _ in subcommands(self))}"
         raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
 
     def parse_known_args(self, args=None, namespace=None):
@@ -90,3 +93,59 @@ class PathArg:
 
 
 FILE, DIR, FILE_OR_DIR = PathArg("file"), PathArg("folder"), PathArg("file or folder")
+
+
+ELEVATED = "Run it from an elevated shell (as Administrator; deploy/'s HostProcess containers run as SYSTEM)."
+ANY_SHELL = "Any shell will do: it needs no elevation."
+
+
+@dataclass(frozen=True)
+class Manual:
+    """What a command's ``--help`` tells an operator before its options: what it does, whether it
+    needs an elevated shell, what each exit status means, and examples (each one a command line
+    the command's own parser takes: a test parses them, so they cannot rot)."""
+
+    does: str
+    elevated: bool
+    exits: tuple[tuple[int, str], ...]
+    examples: tuple[str, ...]
+
+    def apply(self, parser: argparse.ArgumentParser, does: str = "", prog: str = "") -> None:
+        """``parser``'s description and epilog from this manual. ``does``: a subcommand's own
+        sentence instead of the manual's; ``prog``: only the examples that start with it."""
+        shown = [e for e in self.examples if not prog or e == prog or e.startswith(prog + " ")] or list(self.examples)
+        import textwrap
+
+        said = (does or self.does, ELEVATED if self.elevated else ANY_SHELL)
+        parser.description = "\n\n".join(textwrap.fill(text, 79) for text in said)
+        parser.epilog = (
+            "exit status:\n"
+            + "".join(f"  {code}  {meaning}\n" for code, meaning in self.exits)
+            + "\nexample:\n"
+            + "".join(f"  {line}\n" for line in shown)
+        )
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """``parser``'s subcommands: name, help line and parser (argparse keeps them unexposed)."""
+    if parser._subparsers is None:
+        return
+    for action in parser._subparsers._group_actions:
+        helps = {a.dest: a.help or "" for a in getattr(action, "_choices_actions", ())}
+        for name, sub in getattr(action, "choices", {}).items():
+            yield name, helps.get(name, ""), sub
+
+
+def overview(parser: argparse.ArgumentParser, version: str) -> str:
+    """What a program run with no arguments prints: its version and its commands, each with its
+    help line, and where to read more (not a usage error: an operator trying it learns the tool)."""
+    listed = [(name, line) for name, line, _ in subcommands(parser)]
+    width = max((len(name) for name, _ in listed), default=0)
+    lines = [version.rstrip("\n"), "", "commands:"]
+    lines += [f"  {name:<{width}}  {line}" for name, line in listed]
+    lines += [
+        "",
+        f"{parser.prog} COMMAND --help: what it does, whether it needs an elevated shell, its exit statuses, an example",
+    ]
+    return "\n".join(lines) + "\n"

@@ -224,15 +224,21 @@ def test_restart_drops_non_persistent_networks_and_their_endpoints(hnsctl):
 
 
 def test_management_ip_appears_after_the_configured_delay(hnsctl):
-    slow = {"LIBHNS_SIM_MGMT_DELAY": "0.6"}
+    """The delay is long beside a process start on a loaded machine: the first reads come well
+    before it ends, the last after it."""
+    import time
+
+    delay = 4.0
+    slow = {"LIBHNS_SIM_MGMT_DELAY": str(delay)}
+    began = time.monotonic()
     hnsctl("network", "create", "vxlan0", "--type", "Overlay", "--subnet", "10.244.2.0/24", extra_env=slow)
     hnsctl("network", "create", "cbr0", "--subnet", "10.244.1.0/24", extra_env=slow)
+    created = time.monotonic()
     show = lambda *a: json.loads(hnsctl("network", "show", *a, "-o", "json").stdout)  # noqa: E731 - shorthand for the asserts that follow
     assert not [p for p in show("vxlan0")["Policies"] if p["Type"] == "ProviderAddress"]
     assert "ManagementIP" not in show("cbr0", "--v1")
-    import time
-
-    time.sleep(0.7)
+    assert time.monotonic() - began < delay, "the reads above came too late to see the delay"
+    time.sleep(max(0.0, created + delay + 0.2 - time.monotonic()))
     assert {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.36"}} in show("vxlan0")["Policies"]
     assert show("cbr0", "--v1")["ManagementIP"] == "10.127.130.36"
     proc = hnsctl("network", "list", ok=False, extra_env={"LIBHNS_SIM_MGMT_DELAY": "soon"})

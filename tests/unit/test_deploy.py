@@ -353,7 +353,7 @@ def test_install_reads_what_is_mounted_and_the_others_read_what_install_wrote(va
         assert "SOURCE_VIP_FILE" not in env_vars
 
 
-#: Where the DaemonSet's template puts the plugins' debug log (README, "Logs").
+#: Where the DaemonSet's template puts the plugins' debug log (docs/TROUBLESHOOTING.md, "Logs").
 LOG_FILE = "C:\\var\\log\\wincni\\cni.log"
 
 

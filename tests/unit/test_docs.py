@@ -38,13 +38,17 @@ import fnmatch
 import functools
 import re
 import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("docs/ARCHITECTURE.md", "docs/DEVELOPING.md", "CONTRIBUTING.md", "README.md")
+PAGES = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
+DOCS = (*PAGES, "CONTRIBUTING.md")
+#: The operator's README: what it is, get it, install, check, upgrade and remove; the rest is in docs/.
+README_LINES = 300
 SOURCE_SUFFIXES = (".py", ".c", ".h", ".ps1", ".spec")
 # A span ending in one of these is a file name (of the repository when a source suffix, else of a node).
 FILE_SUFFIXES = SOURCE_SUFFIXES + tuple(
@@ -329,3 +333,71 @@ def test_every_noqa_names_its_rules_and_says_why():
 )
 def test_the_noqa_format(comment, ok):
     assert bool(NOQA_WITH_REASON.match(NOQA.search(comment)["rest"])) == ok
+
+
+# ---------------------------------------------------------------- links, the README's length, the doctor's checks
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors a forge makes of a page's headings: lower case, punctuation but ``-`` and ``_``
+    dropped, each space a ``-``."""
+    found, fenced = set(), False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def broken_links(doc: str) -> list[str]:
+    found, fenced = [], False
+    for number, line in enumerate((ROOT / doc).read_text().splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        for target in [] if fenced else LINK.findall(line):
+            if re.match(r"[a-z]+:", target):
+                continue  # another site's
+            path, _, anchor = target.partition("#")
+            page = (ROOT / doc).parent / path if path else ROOT / doc
+            if not page.exists():
+                found.append(f"{doc}:{number}: {target}: no {path}")
+            elif anchor and (page.suffix != ".md" or anchor not in anchors(page)):
+                found.append(f"{doc}:{number}: {target}: no heading #{anchor} in {path or doc}")
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_relative_link_resolves(doc):
+    assert not broken_links(doc), "\n".join(broken_links(doc))
+
+
+def test_a_link_to_a_missing_page_or_heading_is_found(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "A.md").write_text("# A page\n## `wincni doctor`: the guide\n")
+    (tmp_path / "B.md").write_text(
+        "[ok](docs/A.md#wincni-doctor-the-guide) [gone](docs/C.md) [bad](docs/A.md#nothere) [web](https://x.y/#z)\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert [p.split(": ", 1)[1] for p in broken_links("B.md")] == [
+        "docs/C.md: no docs/C.md",
+        "docs/A.md#nothere: no heading #nothere in docs/A.md",
+    ]
+
+
+def test_the_readme_is_read_in_five_minutes():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= README_LINES
+
+
+def test_troubleshooting_names_every_doctor_check_in_its_order():
+    """A new check without its row in the table (what it verifies, the symptom) fails here."""
+    from tools.wincni.doctor.checks.registry import CHECKS
+
+    text = (ROOT / "docs" / "TROUBLESHOOTING.md").read_text()
+    table = text[text.index("| check | what it verifies |") :]
+    table = table[: table.index("\n\n")]
+    assert re.findall(r"^\| `([a-z-]+)`", table, re.M) == [c.id for c in CHECKS]

@@ -63,7 +63,7 @@ def test_the_archive_holds_the_dockerfile_s_files_for_windows(tmp_path: Path) ->
 
 
 def test_the_archive_pushes_as_the_readme_says(tmp_path: Path) -> None:
-    """README "The image": unpacked, then ``crane push <folder>`` (the archive file itself is read
+    """docs/INSTALL.md, "The image": unpacked, then ``crane push <folder>`` (the archive file itself is read
     as a docker tarball and refused)."""
     import subprocess
 

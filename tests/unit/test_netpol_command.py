@@ -103,5 +103,5 @@ def test_help_says_what_it_does_that_it_needs_an_elevated_shell_its_statuses_and
     text = " ".join(proc.stdout.split())
     assert "Keep the ACLs of this node's pod endpoints" in text.split("options:")[0]
     assert "elevated shell" in text and "HostProcess" in text
-    assert "exit status: 0 stopped by SIGTERM" in text and "2 usage error" in text
+    assert "exit status: 0 stopped by SIGTERM" in text and "2 a usage error" in text
     assert "example" in text and "wincni netpol --node-name" in text

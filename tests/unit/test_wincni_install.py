@@ -383,7 +383,7 @@ def test_rendered_config_matches_the_samples_field_by_field(tmp_path: Path, netc
 
 
 def test_rendered_vxlan_config(tmp_path: Path) -> None:
-    """The whole document, as the README shows it."""
+    """The whole document, as docs/INSTALL.md shows it."""
     node = install_node(tmp_path)
     node.install("--from", str(package_folder(tmp_path, "0.1.0-aaa-1")))
     assert node.read_cni_conf() == {

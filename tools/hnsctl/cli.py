@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any, Mapping, Sequence, TextIO
 
-from basics.cli import Parser, UsageError, parse, version_flag
+from basics.cli import Parser, UsageError, overview, parse, subcommands, version_flag
 from libhns import errors
 from tools.hnsctl.context import HnsctlContext
 
@@ -41,15 +41,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect and manage HNS networks, endpoints, "
         "namespaces and load balancers (real HNS or the simulator, per LIBHNS_BACKEND).",
     )
-    sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, _ in COMMANDS:
         command(name).add_parser(sub)
+    for name, _, group in subcommands(parser):
+        manual = command(name).MANUAL
+        manual.apply(group, prog=f"hnsctl {name}")
+        for action, line, leaf in subcommands(group):
+            manual.apply(
+                leaf, does=leaf.description or line[:1].upper() + line[1:] + ".", prog=f"hnsctl {name} {action}"
+            )
     version_flag(parser, command("version").HELP)
     return parser
 
 
 def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, str]) -> int:
-    """Run one command; 0 on success, 1 for an HNS failure, 2 for bad arguments."""
+    """Run one command; 0 on success, 1 for an HNS failure, 2 for bad arguments. No arguments:
+    the version and the commands."""
+    if not argv:
+        from plugins.cni.buildinfo import about
+
+        stdout.write(overview(build_parser(), about("hnsctl").splitlines()[0]))
+        return 0
     try:
         args = parse(build_parser(), list(argv))
     except UsageError as exc:
@@ -58,7 +71,7 @@ def main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, env: Mapping[str, 
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     try:
-        command(args.group).run(args, HnsctlContext(stdout, env))
+        command(args.command).run(args, HnsctlContext(stdout, env))
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return 2

@@ -5,16 +5,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from basics.cli import Parser
+from basics.cli import Manual, Parser
 from tools.hnsctl import output
-from tools.hnsctl.options import add_output
+from tools.hnsctl.options import EXITS, add_output
+
+MANUAL = Manual(
+    does="List, start and stop the simulator's containers, which V1 hot attach needs (simulator only).",
+    elevated=False,
+    exits=EXITS,
+    examples=(
+        "hnsctl container list",
+        "hnsctl container create pause-1",
+        "hnsctl container delete pause-1",
+    ),
+)
 
 
 def add_parser(sub: Any) -> None:
     ct = sub.add_parser(
         "container", help="running containers for V1 hot attach (only on the simulator)"
     ).add_subparsers(dest="action", required=True, parser_class=Parser)
-    add_output(ct.add_parser("list", help="every simulated container"))
+    add_output(ct.add_parser("list", help="list every simulated container"))
     for action, what in (
         ("create", "start a simulated container (a pause container)"),
         ("delete", "stop a simulated container"),

@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from basics.cli import Manual
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output
+from tools.hnsctl.options import EXITS, add_output
+
+MANUAL = Manual(
+    does="Print every network, endpoint, namespace and load balancer HNS holds (--v1: as HNSCall shows "
+    "them, load balancers as policy lists), as tables or JSON documents.",
+    elevated=True,
+    exits=EXITS,
+    examples=("hnsctl dump -o json",),
+)
 
 
 def add_parser(sub: Any) -> None:

@@ -6,15 +6,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from basics.cli import FILE, Parser, UsageError, ip_address
+from basics.cli import FILE, Manual, Parser, UsageError, ip_address
 from libhns import errors
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output, show_and_delete
+from tools.hnsctl.options import EXITS, add_output, show_and_delete
+
+MANUAL = Manual(
+    does="List, show, create and delete HNS endpoints, and set an endpoint's ACLs from a file.",
+    elevated=True,
+    exits=EXITS,
+    examples=(
+        "hnsctl endpoint list --network cbr0",
+        "hnsctl endpoint show cbr0_ep",
+        "hnsctl endpoint create test-ep --network cbr0 --ip 10.244.1.50",
+        "hnsctl endpoint acls test-ep acls.json",
+        "hnsctl endpoint delete test-ep",
+    ),
+)
 
 
 def add_parser(sub: Any) -> None:
     ep = sub.add_parser("endpoint", help="endpoints").add_subparsers(dest="action", required=True, parser_class=Parser)
-    p = ep.add_parser("list", help="every endpoint, or one network's")
+    p = ep.add_parser("list", help="list every endpoint, or one network's")
     p.add_argument("--network", help="only this network's (name or ID)")
     add_output(p)
     show_and_delete(ep, "endpoint", "name or ID", " (several: the doctor's stale-endpoints fix)")

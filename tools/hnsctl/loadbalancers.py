@@ -5,17 +5,30 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from basics.cli import Parser, ip_address
+from basics.cli import Manual, Parser, ip_address
 from libhns.objects import LB_DSR, PORT_MAPPING_LOCAL_ROUTED_VIP
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output, port, show_and_delete
+from tools.hnsctl.options import EXITS, add_output, port, show_and_delete
+
+MANUAL = Manual(
+    does="List, show and delete HNS load balancers (kube-proxy's Services); create one as kube-proxy "
+    "would, on the simulator only.",
+    elevated=True,
+    exits=EXITS,
+    examples=(
+        "hnsctl loadbalancer list -o json",
+        "hnsctl loadbalancer show 3f2a0e1c-0000-4000-8000-000000000001",
+        "hnsctl loadbalancer create --endpoint test-ep --vip 10.96.0.10 --port 53 --protocol udp",
+        "hnsctl loadbalancer delete 3f2a0e1c-0000-4000-8000-000000000001",
+    ),
+)
 
 
 def add_parser(sub: Any) -> None:
     lb = sub.add_parser("loadbalancer", help="load balancers (kube-proxy's Services)").add_subparsers(
         dest="action", required=True, parser_class=Parser
     )
-    add_output(lb.add_parser("list", help="every load balancer"))
+    add_output(lb.add_parser("list", help="list every load balancer"))
     show_and_delete(lb, "loadbalancer", "ID")
     p = lb.add_parser("create", help="create a load balancer as kube-proxy would (only on the simulator)")
     p.add_argument("--endpoint", action="append", default=[], required=True, help="a backend's name or ID (repeat)")

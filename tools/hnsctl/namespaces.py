@@ -5,16 +5,33 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from basics.cli import Parser
+from basics.cli import Manual, Parser
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output, show_and_delete_one
+from tools.hnsctl.options import EXITS, add_output, show_and_delete_one
+
+MANUAL = Manual(
+    does="List, show, create and delete HNS namespaces (a pod's network compartment) and attach or detach endpoints.",
+    elevated=True,
+    exits=EXITS,
+    examples=(
+        "hnsctl namespace list",
+        "hnsctl namespace create",
+        "hnsctl namespace show 3f2a0e1c-0000-4000-8000-000000000002",
+        "hnsctl namespace attach 3f2a0e1c-0000-4000-8000-000000000002 test-ep",
+        "hnsctl namespace detach 3f2a0e1c-0000-4000-8000-000000000002 test-ep",
+        "hnsctl namespace delete 3f2a0e1c-0000-4000-8000-000000000002",
+    ),
+)
 
 
 def add_parser(sub: Any) -> None:
     ns = sub.add_parser("namespace", help="namespaces").add_subparsers(
         dest="action", required=True, parser_class=Parser
     )
-    for action, what in (("list", "every namespace"), ("create", "create a namespace (as containerd does for a pod)")):
+    for action, what in (
+        ("list", "list every namespace"),
+        ("create", "create a namespace (as containerd does for a pod)"),
+    ):
         add_output(ns.add_parser(action, help=what))
     show_and_delete_one(ns, "namespace", "ID")
     for action in ("attach", "detach"):

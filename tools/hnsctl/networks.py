@@ -6,16 +6,29 @@ import argparse
 import ipaddress
 from typing import Any
 
-from basics.cli import Parser, UsageError, ip_address
+from basics.cli import Manual, Parser, UsageError, ip_address
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output, show_and_delete_one
+from tools.hnsctl.options import EXITS, add_output, show_and_delete_one
 
 NETWORK_TYPES = ("L2Bridge", "Overlay", "NAT", "L2Tunnel", "Transparent", "ICS", "Private", "Internal")
 
 
+MANUAL = Manual(
+    does="List, show, create and delete HNS networks (create sends the documents flanneld and start.ps1 send).",
+    elevated=True,
+    exits=EXITS,
+    examples=(
+        "hnsctl network list",
+        "hnsctl network show cbr0",
+        "hnsctl network create vxlan0 --type Overlay --subnet 10.244.1.0/24 --vsid 4096",
+        "hnsctl network delete vxlan0",
+    ),
+)
+
+
 def add_parser(sub: Any) -> None:
     net = sub.add_parser("network", help="networks").add_subparsers(dest="action", required=True, parser_class=Parser)
-    add_output(net.add_parser("list", help="every network"))
+    add_output(net.add_parser("list", help="list every network"))
     show_and_delete_one(net, "network", "name or ID")
     p = net.add_parser("create", help="create a network as flanneld/start.ps1 would")
     p.add_argument("name")

@@ -5,16 +5,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from basics.cli import Parser
+from basics.cli import Manual, Parser
 from tools.hnsctl import output, tables
-from tools.hnsctl.options import add_output, show_and_delete
+from tools.hnsctl.options import EXITS, add_output, show_and_delete
+
+MANUAL = Manual(
+    does="List, show and delete V1 policy lists (HNSCall's /policylists/: the load balancers as HNSCall shows them).",
+    elevated=True,
+    exits=EXITS,
+    examples=(
+        "hnsctl policylist list",
+        "hnsctl policylist show 3f2a0e1c-0000-4000-8000-000000000001",
+        "hnsctl policylist delete 3f2a0e1c-0000-4000-8000-000000000001",
+    ),
+)
 
 
 def add_parser(sub: Any) -> None:
     pl = sub.add_parser(
         "policylist", help="V1 policy lists (HNSCall /policylists/: the load balancers as HNSCall shows them)"
     ).add_subparsers(dest="action", required=True, parser_class=Parser)
-    add_output(pl.add_parser("list", help="every policy list"))
+    add_output(pl.add_parser("list", help="list every policy list"))
     show_and_delete(pl, "policylist", "ID")
 
 

@@ -11,9 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from basics.cli import UsageError
+from basics.cli import Manual, UsageError
 from tools.hnsctl import output
-from tools.hnsctl.options import add_output
+from tools.hnsctl.options import EXITS, add_output
 
 _PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv4": 1, "icmpv6": 58}
 #: The source port of a probe whose FROM names none: the first of Windows' dynamic range.
@@ -25,12 +25,20 @@ CANNOT = (
 )
 
 
+MANUAL = Manual(
+    does="Walk a packet through the source endpoint's Out rules and the destination's In rules (those of "
+    "this node) and print whether it passes and the rule that decided; what passes is remembered as a "
+    "flow for 240 s, so its reply passes (simulator only: on a node VFP decides).",
+    elevated=False,
+    exits=EXITS,
+    examples=("hnsctl probe 10.244.1.5 10.244.1.6:80/tcp",),
+)
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "probe",
         help="whether a packet passes the node's endpoint ACLs, and the rule that decided (only on the simulator)",
-        description="Walk a packet through the source endpoint's Out rules and the destination's In rules "
-        "(those of this node); what passes is remembered as a flow for 240 s, so its reply passes.",
     )
     p.add_argument("source", metavar="FROM", type=_source, help="ADDRESS or ADDRESS:PORT ([v6]:PORT)")
     p.add_argument("destination", metavar="TO:PORT/PROTO", type=_destination, help="e.g. 10.244.1.5:80/tcp")

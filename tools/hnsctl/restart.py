@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from basics.cli import Manual
 from tools.hnsctl import output
-from tools.hnsctl.options import add_output
+from tools.hnsctl.options import EXITS, add_output
+
+MANUAL = Manual(
+    does="Restart HNS as Restart-Service hns would: non-persistent networks and their endpoints are lost "
+    "(simulator only; on a node run Restart-Service hns).",
+    elevated=False,
+    exits=EXITS,
+    examples=("hnsctl restart",),
+)
 
 
 def add_parser(sub: Any) -> None:

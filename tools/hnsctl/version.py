@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from basics.cli import Manual
 from libhns import errors
 from tools.hnsctl import output
-from tools.hnsctl.options import add_output
+from tools.hnsctl.options import EXITS, add_output
 
 HELP = "hnsctl's build, Python and platform, and HNS's version and features"
+
+
+MANUAL = Manual(
+    does=HELP[0].upper() + HELP[1:] + ". HNS not answering is said, not failed on.",
+    elevated=False,
+    exits=EXITS,
+    examples=("hnsctl version",),
+)
 
 
 def add_parser(sub: Any) -> None:

@@ -26,7 +26,9 @@ def build_parser(platform: str = sys.platform, chosen: str | None = None) -> arg
         else:
             parser = sub.add_parser(command.name, help=command.help)
         if chosen in (None, command.name):
-            registry.load(command.name).add_arguments(parser, platform)
+            module = registry.load(command.name)
+            module.MANUAL.apply(parser, prog=f"wincni {command.name}")
+            module.add_arguments(parser, platform)
     return p
 
 
@@ -45,12 +47,17 @@ def main(
     **world: object,
 ) -> int:
     """The command's exit status; 2: bad usage. ``world``: the rest of the ``Context`` (a test's
-    clock and sleep)."""
-    from basics.cli import UsageError, parse
+    clock and sleep). No arguments: the version and the commands."""
+    from basics.cli import UsageError, overview, parse
     from tools.wincni.cli.context import Context
     from tools.wincni.cli.output import refused
     from tools.wincni.node.flagfile import FlagFileError
 
+    if not argv:
+        from plugins.cni.buildinfo import about
+
+        stdout.write(overview(build_parser(platform, ""), about("wincni").splitlines()[0]))
+        return 0
     ctx = Context(stdout, stderr, env, platform, cwd or os.getcwd(), **world)  # type: ignore[arg-type]
     name = chosen(argv)
     args = argparse.Namespace(command=name)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
+
+MANUAL = Manual(
+    does="Print this wincni's version, the commit and build it was made from, its Python and the platform.",
+    elevated=False,
+    exits=((0, "always"), (2, "a usage error")),
+    examples=("wincni version -o json",),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:

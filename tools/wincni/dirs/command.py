@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
+
+MANUAL = Manual(
+    does="Say where the runtime's CNI bin and conf folders are on this node, and why (containerd's "
+    "config.toml or its defaults): what every other command defaults to.",
+    elevated=False,
+    exits=((0, "found"), (1, "--containerd-config was refused"), (2, "a usage error")),
+    examples=("wincni dirs -o json",),
+)
 
 
 @dataclass(frozen=True)

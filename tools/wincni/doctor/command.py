@@ -6,8 +6,24 @@ from __future__ import annotations
 
 import argparse
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 from tools.wincni.doctor.options import DoctorOptions
+
+MANUAL = Manual(
+    does="Check this node's pod networking as the Windows troubleshooting guide would: the CNI config "
+    "the runtime picks, the plugins, flanneld's lease, HNS's networks, endpoints and kube-proxy's load "
+    "balancers, the pods' stores; for each problem a fix (and the command to run). --quick: what decides "
+    "whether a pod can get a network now (the readiness probe). --replay: the same checks on a bundle "
+    "from `wincni bundle`, on any OS.",
+    elevated=True,
+    exits=(
+        (0, "no check failed (warnings allowed)"),
+        (1, "a check failed, or a flag's file was refused"),
+        (2, "a usage error"),
+    ),
+    examples=("wincni doctor", "wincni doctor --replay wincni-bundle-node1.tar.gz"),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:

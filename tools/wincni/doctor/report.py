@@ -17,13 +17,22 @@ def summary(checks: list) -> dict[str, int]:
 
 
 def render_table(checks: list, out: TextIO) -> None:
+    """A check that waits on an earlier failure (``AFTER_FAILURE``) has no fix line of its own:
+    the table says once, before the count, that those wait (off a node, most checks do)."""
+    from tools.wincni.judge.verdict import AFTER_FAILURE
+
     width = max((len(c.id) for c in checks), default=0)
+    waiting = 0
     for c in checks:
         out.write(f"{LABELS[c.status]:<4}  {c.id:<{width}}  {c.message}\n")
         if c.status != "ok" and c.run:
             out.write(f"{'':<4}  {'':<{width}}  run: {c.run}\n")
-        if c.status != "ok" and c.fix:
+        if c.status == "not-checked" and c.fix == AFTER_FAILURE:
+            waiting += 1
+        elif c.status != "ok" and c.fix:
             out.write(f"{'':<4}  {'':<{width}}  fix: {c.fix}\n")
+    if waiting:
+        out.write(f"\n{waiting} checks were not checked because of the failures above: fix those, then run it again.\n")
     n = summary(checks)
     out.write(
         f"\n{len(checks)} checks: {n['ok']} ok, {n['fail']} failed, {n['warn']} warnings, {n['not-checked']} not checked\n"

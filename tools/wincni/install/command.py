@@ -21,6 +21,7 @@ import argparse
 import os
 from typing import Callable, Iterable, Mapping
 
+from basics.cli import Manual
 from basics.errors import UnsafePath
 from tools.wincni.cli.context import Context
 from tools.wincni.install import conf as installconf
@@ -35,6 +36,20 @@ from tools.wincni.node import installed
 from tools.wincni.node.disk import Disk
 from tools.wincni.node.flagfile import FlagFileError, Reader
 from tools.wincni.node.installed import Manifest, read_manifest
+
+MANUAL = Manual(
+    does="Lay the plugins into the runtime's CNI bin folder and the rendered flannel config into its conf "
+    "folder (`wincni dirs` says which), moving configs that would shadow ours aside; safe to run again "
+    "to upgrade while pods start. --dry-run: the plan and the config diff; --uninstall: undo exactly that.",
+    elevated=True,
+    exits=(
+        (0, "installed (or the plan printed, or removed)"),
+        (1, "nothing or only part done: the report says what and why"),
+        (2, "a usage error"),
+    ),
+    examples=("wincni install --from C:\\wincni --service-cidr 10.96.0.0/12 --dry-run",),
+)
+
 
 MAX_CONF = 1 << 20
 

@@ -9,6 +9,10 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "not-checked"
 STATUSES = (OK, WARN, FAIL, SKIP)
 
 
+#: The fix of a check that could not run because an earlier one failed: the table says it once.
+AFTER_FAILURE = "fix the failure above first"
+
+
 @dataclass(frozen=True)
 class Check:
     """``fix`` is prose naming the file and what to set in it (or what else to do); ``run`` is a

@@ -18,26 +18,24 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 
-DESCRIPTION = """\
-Keep the ACLs of this node's pod endpoints equal to what the cluster's NetworkPolicies want:
-list+watch NetworkPolicies, Pods and Namespaces through the pod's service account, set each
-endpoint whose ACLs differ (one HNS call; none when they are equal) and write the state ADD
-reads so a new pod is protected from its first packet. Runs until stopped.
-
-Needs an elevated shell: run it in a HostProcess container (deploy/'s netpol component) or as
-Administrator, with KUBERNETES_SERVICE_HOST/PORT and a service-account token (found under
-CONTAINER_SANDBOX_MOUNT_POINT in a HostProcess container).
-"""
-
-EPILOG = """\
-exit status: 0 stopped by SIGTERM/SIGINT (or CTRL_BREAK); 1 could not start (no node name,
-  the CNI config or HNS unreadable, no service account), said in one line on stderr; 2 usage error.
-
-example (what the DaemonSet runs; NODE_NAME from the downward API):
-  wincni netpol --node-name %(node)s --node-address 10.0.0.4
-"""
+MANUAL = Manual(
+    does="Keep the ACLs of this node's pod endpoints equal to what the cluster's NetworkPolicies want: "
+    "list+watch NetworkPolicies, Pods and Namespaces through the pod's service account, set each endpoint "
+    "whose ACLs differ (one HNS call; none when they are equal) and write the state ADD reads so a new pod "
+    "is protected from its first packet. Runs until stopped. Run it in a HostProcess container (deploy/'s "
+    "netpol component), with KUBERNETES_SERVICE_HOST/PORT and a service-account token (found under "
+    "CONTAINER_SANDBOX_MOUNT_POINT there).",
+    elevated=True,
+    exits=(
+        (0, "stopped by SIGTERM/SIGINT (or CTRL_BREAK)"),
+        (1, "could not start (no node name, the CNI config or HNS unreadable, no service account): one line on stderr"),
+        (2, "a usage error"),
+    ),
+    examples=("wincni netpol --node-name $env:NODE_NAME --node-address 10.0.0.4",),
+)
 
 
 @dataclass(frozen=True)
@@ -52,9 +50,6 @@ class NetpolOptions:
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from tools.wincni.cli import flags
 
-    p.description = DESCRIPTION
-    p.epilog = EPILOG % {"node": "$env:NODE_NAME" if platform == "win32" else '"$NODE_NAME"'}
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument(
         "--node-name",
         metavar="NAME",

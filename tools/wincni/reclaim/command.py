@@ -21,10 +21,25 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
+from basics.cli import Manual
 from plugins.cni import ownership
 from tools.wincni.cli.context import Context
 from tools.wincni.reclaim.plan import DELEGATE, ENDPOINT, MAX_PER_PASS, RESERVATION, WHO, PassResult, act
 from tools.wincni.reclaim.runtime import Runtime
+
+MANUAL = Manual(
+    does="Free what no pod holds, by the node's one ownership rule: HNS endpoints of ours whose sandbox is "
+    "gone, host-local reservations with no endpoint, flannel's saved configs of pods that hold neither; "
+    "never anything younger than --min-age or of a sandbox the runtime lists. --every: the node's sweep "
+    "(the DaemonSet's sweep container).",
+    elevated=True,
+    exits=(
+        (0, "done, or nothing to free (--every: stopped)"),
+        (1, "HNS or a store could not be read: nothing more freed"),
+        (2, "a usage error"),
+    ),
+    examples=("wincni reclaim --dry-run",),
+)
 
 
 @dataclass(frozen=True)

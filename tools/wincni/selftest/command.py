@@ -6,26 +6,26 @@ from __future__ import annotations
 
 import argparse
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 
 from .options import SelftestOptions
 
-DESCRIPTION = """\
-Run the HNS parity self-test: each scenario (what wincni, flanneld and kube-proxy ask of HNS)
-runs on the backend asked for and on the simulator, and the report shows every answer that
-differs, field by field. Everything it makes is named wincni-parity-* and removed again.
-
-On a real node (--backend hcn) run it from an elevated shell (as administrator), on a node
-that can spare it: the scenarios that bind a network to an adapter run only on the one
---adapter names."""
-EPILOG = r"""exit status:
-  0  HNS answered as the simulator does
-  1  differences, or a failed check
-  2  refused: the run did not start (one line on stderr says why)
-  3  leftovers: wincni-parity-* objects are still in HNS
-
-example:
-  wincni selftest --backend hcn --adapter "Ethernet 2" --out C:\selftest"""
+MANUAL = Manual(
+    does="Run the HNS parity self-test: each scenario (what wincni, flanneld and kube-proxy ask of HNS) "
+    "runs on the backend asked for and on the simulator, and the report shows every answer that differs, "
+    "field by field. Everything it makes is named wincni-parity-* and removed again. On a real node "
+    "(--backend hcn) choose a node that can spare it: the scenarios that bind a network to an adapter run "
+    "only on the one --adapter names.",
+    elevated=True,
+    exits=(
+        (0, "HNS answered as the simulator does"),
+        (1, "differences, or a failed check"),
+        (2, "refused or a usage error: the run did not start (one line on stderr says why)"),
+        (3, "leftovers: wincni-parity-* objects are still in HNS"),
+    ),
+    examples=('wincni selftest --backend hcn --adapter "Ethernet 2" --out C:\\selftest',),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -33,7 +33,6 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
 
     from .options import BACKENDS
 
-    p.description, p.epilog, p.formatter_class = DESCRIPTION, EPILOG, argparse.RawDescriptionHelpFormatter
     p.add_argument(
         "--backend",
         choices=BACKENDS,

@@ -24,10 +24,25 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TextIO
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 from tools.wincni.cli.output import failed, json_doc
 from tools.wincni.node.flagfile import quote
 from tools.wincni.sourcevip.reserve import SourceVipError, reserve, wait_for_network
+
+MANUAL = Manual(
+    does="Reserve kube-proxy's source VIP on an overlay node: an address of the pods' subnet no pod can "
+    "get, kept by the sweep; print the kube-proxy flags that use it. Running it again returns the same "
+    "address (a new one after the node's subnet changed).",
+    elevated=True,
+    exits=(
+        (0, "reserved (or already reserved)"),
+        (1, "not reserved: the network or the store is not there yet (one line says what)"),
+        (2, "a usage error, or an L2Bridge network, which takes no source VIP"),
+    ),
+    examples=("wincni sourcevip --out C:\\k\\sourceVip.json --timeout 120",),
+)
+
 
 RESULT_VERSION = "0.2.0"  # sourceVip.json as kube-proxy's start scripts read it: ip4.ip
 

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 from tools.wincni.doctor.archive.members import FLANNEL_MEMBER, FORMAT, SANDBOX_MEMBER, STORE_MEMBER, Members, archive
 from tools.wincni.doctor.archive.recorder import (
@@ -37,6 +38,19 @@ from tools.wincni.doctor.archive.recorder import (
     template_path,
 )
 from tools.wincni.doctor.options import NodeFiles
+
+MANUAL = Manual(
+    does="Write one bounded .tar.gz of what the doctor reads on this node (configs, flanneld's lease, the "
+    "stores' names and owners, every HNS document, the build), to attach to an issue and read anywhere "
+    "with `wincni doctor --replay`. Only an allow-list of files is read: no token or key beside them.",
+    elevated=True,
+    exits=(
+        (0, "written"),
+        (1, "written with a file refused (listed), or not written (one line says why)"),
+        (2, "a usage error"),
+    ),
+    examples=("wincni bundle --out C:\\wincni-bundle.tar.gz",),
+)
 
 
 def collect(

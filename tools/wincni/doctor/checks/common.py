@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.wincni.doctor.facts import NodeFacts
-from tools.wincni.judge.verdict import FAIL, SKIP, Check, command_line
+from tools.wincni.judge.verdict import AFTER_FAILURE, FAIL, SKIP, Check, command_line
 from tools.wincni.node.source import Problem
 
 
@@ -17,7 +17,7 @@ def no_config(f: NodeFacts, id_: str) -> Check | None:
     return not_checked(id_, "no CNI config") if f.conf_problem and not f.plugin else None
 
 
-def not_checked(id_: str, needs: str, fix: str = "fix the failure above first") -> Check:
+def not_checked(id_: str, needs: str, fix: str = AFTER_FAILURE) -> Check:
     return Check(id_, SKIP, f"not checked: {needs}", fix)
 
 

@@ -8,7 +8,7 @@ exists, and ask the one ownership rule (``plugins.cni.ownership``) what a reserv
 from __future__ import annotations
 
 from tools.wincni.doctor.facts import NodeFacts
-from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN, Check
+from tools.wincni.judge.verdict import AFTER_FAILURE, FAIL, OK, SKIP, WARN, Check
 from tools.wincni.node.sandboxes import NAMESPACE, Sandbox
 
 #: V1 EndpointState (hcsshim): 0 Uninitialized, 1 Created, 2 Attached, 3 AttachedSharing (a running
@@ -52,9 +52,7 @@ def pod_endpoints(f: NodeFacts) -> Check:
     from plugins.cni import ownership
 
     if f.hns_problem or f.network is None or f.reservations is None:
-        return Check(
-            "pod-endpoints", SKIP, "not checked: no host-local store or HNS network", "fix the failure above first"
-        )
+        return Check("pod-endpoints", SKIP, "not checked: no host-local store or HNS network", AFTER_FAILURE)
     if f.sandboxes is None:
         return Check("pod-endpoints", SKIP, "not checked: host-local's sandbox records were not read", "")
     pods = {ownership.pod_of(name, f.name) for name, _ in f.endpoints} - {""}
@@ -107,9 +105,7 @@ def endpoint_state(f: NodeFacts) -> Check:
     from plugins.cni import ownership
 
     if f.inventory is None or f.network is None:
-        return Check(
-            "endpoint-state", SKIP, "not checked: no HNS network or endpoint list", "fix the failure above first"
-        )
+        return Check("endpoint-state", SKIP, "not checked: no HNS network or endpoint list", AFTER_FAILURE)
     from libhns.objects import same_id
 
     stale = {name for name, _, _ in f.stale_endpoints}

@@ -13,7 +13,7 @@ from typing import Any
 
 from tools.wincni.doctor.facts import NodeFacts
 from tools.wincni.judge import addresses
-from tools.wincni.judge.verdict import FAIL, OK, SKIP, WARN, Check, command_line
+from tools.wincni.judge.verdict import AFTER_FAILURE, FAIL, OK, SKIP, WARN, Check, command_line
 
 #: What mends kube-proxy's own state: at start it deletes every load balancer and programs them
 #: again from the Services it reads (kubernetes pkg/proxy/winkernel).
@@ -29,7 +29,7 @@ POLICY_LIST_HEALTHY = 2
 
 
 def _not_read(id_: str) -> Check:
-    return Check(id_, SKIP, "not checked: HNS's objects were not read", "fix the failure above first")
+    return Check(id_, SKIP, "not checked: HNS's objects were not read", AFTER_FAILURE)
 
 
 def _inventory(f: NodeFacts, id_: str) -> tuple[Any, Check | None]:
@@ -222,7 +222,7 @@ def dns_load_balancer(f: NodeFacts) -> Check:
     checks it, and Microsoft's hnsautomitigator restarts kube-proxy for it). The address is the one
     the pods get: the config's DNS nameservers, which wincni install takes from the kubelet's clusterDNS."""
     if f.netconf is None:
-        return Check("dns-load-balancer", SKIP, "not checked: no valid delegate config", "fix the failure above first")
+        return Check("dns-load-balancer", SKIP, "not checked: no valid delegate config", AFTER_FAILURE)
     servers = [s for s in f.netconf.dns.nameservers if (ip := addresses.address(s)) is not None and ip.version == 4]
     inv, early = _inventory(f, "dns-load-balancer")
     if early is not None:

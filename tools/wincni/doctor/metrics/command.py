@@ -16,9 +16,24 @@ import argparse
 from dataclasses import dataclass
 from typing import TextIO
 
+from basics.cli import Manual
 from tools.wincni.cli.context import Context
 from tools.wincni.doctor.metrics.gauges import exposition, gauges
 from tools.wincni.doctor.options import NodeFiles
+
+MANUAL = Manual(
+    does="Write the doctor's findings and HNS's counts as Prometheus gauges into wincni.prom in "
+    "windows_exporter's textfile folder; --every: again on that interval (the DaemonSet's metrics "
+    "container). A count that could not be read is left out, never written as 0.",
+    elevated=True,
+    exits=(
+        (0, "written (--every: stopped)"),
+        (1, "the file could not be written, or a flag's file was refused"),
+        (2, "a usage error"),
+    ),
+    examples=('wincni metrics --textfile "C:\\Program Files\\windows_exporter\\textfile_inputs" --every 300',),
+)
+
 
 FILE = "wincni.prom"
 

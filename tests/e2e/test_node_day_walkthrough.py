@@ -1,4 +1,4 @@
-"""The README's "A node's day" walk-through, run as written (bash, from the clone, with the package
+"""docs/DEVELOPING.md's "A node's day" walk-through, run as written (bash, from the clone, with the package
 folder ``make dist`` builds): install → doctor → the doctor's own ``run:`` command → doctor → a pod
 through the installed config → uninstall, on the simulator."""
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.frozen  # the walk-through starts from the package fold
 
 
 def block() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "DEVELOPING.md").read_text()
     after = text[text.index(MARK) :]
     start = after.index("```sh\n") + len("```sh\n")
     return after[start : after.index("```\n", start)]
@@ -46,7 +46,7 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert doctors == [("0", "1"), ("0", "0")], out
     [run] = re.findall(r"^ +run: (.*)$", out, re.M)
     printed = next(line for line in block().splitlines() if " sourcevip " in line)
-    assert run == printed.replace("$N", node), (run, printed)  # the README pastes the doctor's own line
+    assert run == printed.replace("$N", node), (run, printed)  # the walk-through pastes the doctor's own line
     assert '"address": "10.244.4.3/24"' in out and '"10.96.0.10"' in out and "pod1_vxlan0" in out
     laid = len(registry.COMMANDS) + 2  # each command's launcher, the contents folder, the conflist
     assert out.rstrip().endswith(f"uninstalled: {laid} item(s), 0 warning(s)")
