@@ -146,7 +146,9 @@ def test_a_sandbox_the_runtime_lists_keeps_all_it_holds_until_the_runtime_forget
     assert not (node.flannel_dir / "stopped").exists()
 
 
-def test_a_runtime_that_fails_leaves_the_rule_alone_to_decide(tmp_path: Path, runtime: Runtime) -> None:
+def a_gone_pod(tmp_path: Path) -> tuple[Node, Path, str]:
+    """A node, its CNI config and the address of its pod "gone", whose sandbox went without a DEL
+    an hour ago (its saved config is young: an ADD in flight saves it first)."""
     node = Node(tmp_path, "flannel").bridge().lease().venv_plugins()
     conf = node.flannel_conf("cni.conf.l2bridge-v2.json", cniVersion="1.1.0")
     conf_path = node.write_cni_conf(conf)
@@ -154,6 +156,11 @@ def test_a_runtime_that_fails_leaves_the_rule_alone_to_decide(tmp_path: Path, ru
     ip = node.add(conf, "gone", netns)["ips"][0]["address"].split("/")[0]
     node.hnsctl("namespace", "delete", netns)
     age(node.ipam_dir / node.network / ip)
+    return node, conf_path, ip
+
+
+def test_a_runtime_that_fails_leaves_the_rule_alone_to_decide(tmp_path: Path, runtime: Runtime) -> None:
+    node, conf_path, ip = a_gone_pod(tmp_path)
     runtime.answer(error="not ready")
     said = reclaim(node, runtime, conf_path)
     assert f"runtime's pod list not available at {runtime.endpoint} (gRPC status 14: not ready)" in said

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tools.wincni.node.cri import h2, hpack, proto, transport
+from tools.wincni.node.cri.deadline import Deadline
 from tools.wincni.node.cri.errors import CallFailed, CriError, Malformed, Unreachable
 from tools.wincni.node.cri.huffman import CODES
 
@@ -62,12 +63,15 @@ def test_the_decoder_reads_what_a_protobuf_encoder_writes(items: list[proto.List
     assert proto.decode_list_response(data) == items
 
 
+@settings(max_examples=300)
 @given(st.binary(max_size=200))
-def test_any_bytes_decode_or_are_malformed(data: bytes) -> None:
+def test_any_bytes_decode_or_are_malformed_within_a_step_a_byte(data: bytes) -> None:
+    deadline = Deadline(1e9)
     try:
-        proto.decode_list_response(data)
+        proto.decode_list_response(data, deadline)
     except Malformed:
         pass
+    assert deadline.steps <= 2 * len(data) + 3  # a field is two bytes at least, nested twice
 
 
 @pytest.mark.parametrize(
@@ -129,12 +133,15 @@ def test_the_dynamic_table_carries_over_blocks_and_evicts_as_the_peer_does() -> 
     assert d.decode(b"\x1f\x10" + literal("", "x", 0, False)[2:]) == [("content-type", "x")]
 
 
+@settings(max_examples=300)
 @given(st.binary(max_size=120))
-def test_any_header_block_decodes_or_is_malformed(block: bytes) -> None:
+def test_any_header_block_decodes_or_is_malformed_within_a_step_a_byte(block: bytes) -> None:
+    deadline = Deadline(1e9)
     try:
-        hpack.Decoder().decode(block)
+        hpack.Decoder(deadline).decode(block)
     except Malformed:
         pass
+    assert deadline.steps <= 2 * len(block)  # a representation is a byte at least, a Huffman byte one step
 
 
 def test_what_we_send_decodes_back() -> None:
@@ -152,7 +159,7 @@ class Scripted:
         self.script, self.chunk = script, chunk
         self.sent = bytearray()
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, deadline: float) -> None:
         self.sent += data
 
     def recv(self, size: int, deadline: float) -> bytes:
@@ -186,7 +193,7 @@ ANSWER = field(1, sandbox_bytes(proto.ListedSandbox("abc", "web", "u1", "default
 
 
 def call(script: bytes, cap: int = 1 << 20) -> bytes:
-    return h2.unary(Scripted(script), proto.LIST_POD_SANDBOX, b"", 1.0, cap)
+    return h2.unary(Scripted(script), proto.LIST_POD_SANDBOX, b"", Deadline(1.0), cap)
 
 
 def test_a_whole_answer_with_settings_ping_padding_and_continuation() -> None:
@@ -200,7 +207,7 @@ def test_a_whole_answer_with_settings_ping_padding_and_continuation() -> None:
         + h2.frame(h2.HEADERS, h2.END_STREAM, 1, block[:5])
         + h2.frame(h2.CONTINUATION, h2.END_HEADERS, 1, block[5:])
     )
-    assert proto.decode_list_response(h2.unary(t, proto.LIST_POD_SANDBOX, b"", 1.0, 1 << 20)) == [
+    assert proto.decode_list_response(h2.unary(t, proto.LIST_POD_SANDBOX, b"", Deadline(1.0), 1 << 20)) == [
         proto.ListedSandbox("abc", "web", "u1", "default")
     ]
     assert t.sent.startswith(h2.PREFACE)
@@ -247,7 +254,7 @@ def test_what_goes_wrong_is_a_cri_error_saying_what(script: bytes, error: type, 
 
 
 def test_an_answer_larger_than_the_cap_is_refused_as_it_arrives() -> None:
-    flood = b"".join(h2.frame(h2.PING, 0, 0, bytes(8)) for _ in range(1000))  # acknowledged, never ending
+    flood = h2.frame(h2.WINDOW_UPDATE, 0, 0, bytes(4)) * 1000  # read and dropped, never ending
     with pytest.raises(Malformed, match="larger than the 4096 bytes"):
         call(flood, cap=4096)
 
@@ -326,3 +333,150 @@ def test_a_continuation_on_another_stream_is_a_protocol_error() -> None:
     script = h2.frame(h2.HEADERS, h2.END_STREAM, 3, block[:5]) + h2.frame(h2.CONTINUATION, h2.END_HEADERS, 1, block[5:])
     with pytest.raises(Malformed, match="PROTOCOL_ERROR"):
         call(script)
+
+
+# ---------------------------------------------------------------------------- the deadline and the caps
+
+
+class Ticking:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = -1.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_decoding_steps_look_at_the_clock_every_so_many() -> None:
+    from tools.wincni.node.cri.deadline import STEPS_PER_LOOK
+
+    clock = Ticking()
+    deadline = Deadline(1.5, clock)  # set at 0, over from the second look on
+    for _ in range(STEPS_PER_LOOK * 2 - 1):
+        deadline.step("working")
+    assert clock.now == 1.0  # set, then one look
+    with pytest.raises(Unreachable, match="the call's 1.5 s deadline passed while working"):
+        deadline.step("working")
+
+
+HUFFMAN_ZEROS = b"\x00\x01x" + bytes([0xFF, 0xA1, 0x1E]) + bytes(4000)  # x: 6400 '0's, Huffman-coded
+
+
+@pytest.mark.parametrize(
+    ("decode", "doing"),
+    [
+        (lambda d: proto.decode_list_response(field(1, b"") * 5000, d), "decoding the pod list"),
+        (lambda d: hpack.Decoder(d).decode(HUFFMAN_ZEROS), "decoding a Huffman-coded header"),
+        (lambda d: hpack.huffman_decode(bytes(4000), d), "decoding a Huffman-coded header"),
+        (
+            lambda d: h2.unary(Scripted(h2.frame(h2.WINDOW_UPDATE, 0, 0, bytes(4)) * 4000), "/", b"", d, 1 << 20),
+            "reading the answer's frames",
+        ),
+    ],
+)
+def test_every_decoder_stops_at_the_deadline(decode, doing: str) -> None:
+    with pytest.raises(Unreachable, match=f"deadline passed while {doing}"):
+        decode(Deadline(2.5, Ticking()))
+
+
+def test_the_huffman_case_above_decodes_whole_without_a_deadline() -> None:
+    assert hpack.Decoder().decode(HUFFMAN_ZEROS) == [("x", "0" * 6400)]
+
+
+def empty_items(count: int) -> bytes:
+    return field(1, b"") * count
+
+
+def test_at_most_100000_sandboxes_are_listed() -> None:
+    assert len(proto.decode_list_response(empty_items(proto.MAX_SANDBOXES))) == proto.MAX_SANDBOXES
+    with pytest.raises(Malformed, match="more than 100000 sandboxes listed"):
+        proto.decode_list_response(empty_items(proto.MAX_SANDBOXES + 1))
+
+
+def test_fields_a_sandbox_and_a_response_may_hold() -> None:
+    labels = field(5, field(1, "k") + field(2, "v"))
+    assert proto.decode_list_response(field(1, field(1, "a") + labels * (proto.MAX_FIELDS - 1))) == [
+        proto.ListedSandbox("a")
+    ]
+    with pytest.raises(Malformed, match="a PodSandbox of more than 4096 fields"):
+        proto.decode_list_response(field(1, field(1, "a") + labels * proto.MAX_FIELDS))
+    unknown = field(15, 0) * proto.MAX_UNKNOWN
+    assert proto.decode_list_response(unknown + field(1, field(1, "a"))) == [proto.ListedSandbox("a")]
+    with pytest.raises(Malformed, match="more than 1024 fields beside the sandboxes"):
+        proto.decode_list_response(unknown + field(15, 0))
+
+
+def test_header_fields_are_counted_over_every_block_of_a_call() -> None:
+    d = hpack.Decoder()
+    assert len(d.decode(b"\x88" * 200)) == 200
+    assert len(d.decode(b"\x88" * (hpack.MAX_FIELDS - 200))) == hpack.MAX_FIELDS - 200
+    with pytest.raises(Malformed, match="more than 256 header fields in one answer"):
+        d.decode(b"\x88")
+
+
+def answer_after(prelude: bytes) -> bytes:
+    return prelude + headers(OK_HEAD) + h2.frame(h2.DATA, 0, 1, grpc(ANSWER)) + headers(TRAILERS, flags=5)
+
+
+@pytest.mark.parametrize("kind", [h2.SETTINGS, h2.PING])
+def test_a_call_acknowledges_32_settings_and_pings_then_calls_a_flood_a_flood(kind: int) -> None:
+    control = h2.frame(kind, 0, 0, bytes(8) if kind == h2.PING else b"")
+    ack = h2.frame(kind, h2.ACK, 0, bytes(8) if kind == h2.PING else b"")
+    assert call(answer_after(control * h2.MAX_CONTROL)) == ANSWER
+    t = Scripted(answer_after(control * (h2.MAX_CONTROL + 1)))
+    with pytest.raises(Malformed, match="more than 32 SETTINGS and PING frames in one call"):
+        h2.unary(t, "/", b"", Deadline(1.0), 1 << 20)
+    sent = frames(bytes(t.sent[len(h2.PREFACE) :]))
+    assert sent.count(frames(ack)[0]) == h2.MAX_CONTROL
+    assert sent[-1] == (h2.GOAWAY, 0, 0, bytes(4) + (h2.ENHANCE_YOUR_CALM).to_bytes(4, "big"))
+
+
+def test_a_ping_of_another_size_than_8_is_malformed() -> None:
+    with pytest.raises(Malformed, match="a PING frame of 7 bytes, not 8"):
+        call(h2.frame(h2.PING, 0, 0, bytes(7)))
+
+
+def test_header_blocks_are_capped_before_they_are_decoded() -> None:
+    from hostilecri import header_block
+
+    literals = b"\x00\x01x\x00" * (h2.MAX_HEADER_BYTES // 4)  # 64 KiB of them: within the cap
+    with pytest.raises(Malformed, match="more than 65536 bytes of header blocks in one answer"):
+        call(header_block(literals + b"\x88"))
+    with pytest.raises(Malformed, match="more than 256 header fields"):  # whole, it is decoded and refused
+        call(header_block(literals))
+
+
+class Timed(Scripted):
+    """A scripted transport that records the deadline of every send."""
+
+    def __init__(self, script: bytes) -> None:
+        super().__init__(script)
+        self.deadlines: list[float] = []
+
+    def send(self, data: bytes, deadline: float) -> None:
+        self.deadlines.append(deadline)
+        super().send(data, deadline)
+
+
+def test_every_send_waits_at_most_until_the_deadline() -> None:
+    t = Timed(answer_after(h2.frame(h2.SETTINGS, 0, 0) * (h2.MAX_CONTROL + 1)))
+    deadline = Deadline(30.0)
+    with pytest.raises(Malformed):
+        h2.unary(t, "/", b"", deadline, 1 << 20)
+    assert len(t.deadlines) == 1 + h2.MAX_CONTROL + 1  # the request, the ACKs, the GOAWAY
+    assert set(t.deadlines[:-1]) == {deadline.at}
+    assert t.deadlines[-1] <= time.monotonic() + h2.GRACE < deadline.at  # the GOAWAY is only offered
+
+
+def test_the_runtime_s_words_are_quoted_on_one_line_and_cut() -> None:
+    """A line break in grpc-message (%0A) or :status would let the runtime write lines of the
+    sweep's report that look like ours."""
+    forged = "down%0Areleased 10.244.4.7 (reserved 3600 s ago)" + "x" * 300
+    with pytest.raises(CallFailed) as caught:
+        call(h2.frame(h2.HEADERS, 5, 1, hpack.encode([*OK_HEAD, ("grpc-status", "14"), ("grpc-message", forged)])))
+    one_line = ("down?released 10.244.4.7 (reserved 3600 s ago)" + "x" * 300)[: h2.QUOTED] + "..."
+    assert str(caught.value) == f"gRPC status 14: {one_line}"
+    with pytest.raises(CallFailed, match=r"HTTP status 500\?kept a, not 200$"):
+        call(h2.frame(h2.HEADERS, 5, 1, hpack.encode([(":status", "500\nkept a")])))

@@ -4,7 +4,10 @@ lane's Windows CPython; a pipe server in the same process (CreateNamedPipeW, as 
 go-winio listener is) answers one ListPodSandbox as a gRPC server does, byte for byte what the
 unit tests and crifake (tests/e2e/test_cri_client.py) prove the HTTP/2 side against. The client
 reads the answer, gives up on a server that never answers at its deadline (``PeekNamedPipe``
-polls, no blocking read), and says so for a pipe nobody listens on."""
+polls, no blocking read), and says so for a pipe nobody listens on. Two hostile runtimes (as
+tests/hostilecri.py's on a unix socket): one floods SETTINGS frames (the client answers 32, then
+hangs up saying so), one has no buffer and reads nothing (the client's write, in the pipe's
+non-blocking mode, gives up at the deadline instead of blocking)."""
 
 from __future__ import annotations
 
@@ -38,13 +41,13 @@ ANSWER = (
     + h2.frame(h2.HEADERS, h2.END_HEADERS | h2.END_STREAM, 1, hpack.encode([("grpc-status", "0")]))
 )
 
-def serve(name, answer, ready):
-    pipe = k32.CreateNamedPipeW(name, 3, 0, 1, 65536, 65536, 0, None)  # duplex, byte mode
+def serve(name, answer, ready, size, reads):
+    pipe = k32.CreateNamedPipeW(name, 3, 0, 1, size, size, 0, None)  # duplex, byte mode
     ready.set()
     k32.ConnectNamedPipe(pipe, None)
     buf, n = ctypes.create_string_buffer(65536), ctypes.c_ulong(0)
     got = b""
-    while len(got) < len(h2.PREFACE) + 9:
+    while reads and len(got) < len(h2.PREFACE) + 9:
         if not k32.ReadFile(pipe, buf, 65536, ctypes.byref(n), None):
             break
         got += buf.raw[: n.value]
@@ -58,10 +61,16 @@ def serve(name, answer, ready):
     out["server_read_preface"] = got.startswith(h2.PREFACE) or out.get("server_read_preface", False)
 
 out = {}
-for case, answer in (("answer", ANSWER), ("silent", b"")):
+CASES = (
+    ("answer", ANSWER, 65536, True),
+    ("silent", b"", 65536, True),
+    ("flood", h2.frame(h2.SETTINGS, 0, 0) * 455, 65536, True),
+    ("deaf", b"", 0, False),
+)
+for case, answer, size, reads in CASES:
     name = "\\\\.\\pipe\\wincni-cri-" + case
     ready = threading.Event()
-    server = threading.Thread(target=serve, args=(name, answer, ready), daemon=True)
+    server = threading.Thread(target=serve, args=(name, answer, ready, size, reads), daemon=True)
     server.start()
     ready.wait(5)
     started = time.monotonic()
@@ -94,4 +103,8 @@ def test_list_pod_sandbox_over_a_named_pipe(node: WineNode) -> None:
     assert said["server_read_preface"], said
     assert said["silent"].startswith("Unreachable: no answer on \\\\.\\pipe\\wincni-cri-silent"), said
     assert 0.9 < said["silent_s"] < 2.5, said
+    assert said["flood"] == "Malformed: HTTP/2: more than 32 SETTINGS and PING frames in one call (a flood)", said
+    assert said["flood_s"] < 2.5, said
+    assert said["deaf"].startswith("Unreachable: "), said  # it took nothing, or answered nothing, in time
+    assert 0.9 < said["deaf_s"] < 2.5, said
     assert said["absent"].startswith("Unreachable: cannot open \\\\.\\pipe\\nobody-listens: Windows error 2"), said

@@ -2,7 +2,8 @@
 sandboxes are alive" (no runtime on Windows calls CNI GC, so the node asks the runtime itself).
 
 gRPC over HTTP/2 written here (``h2``, ``hpack``, ``proto``) rather than a dependency: one
-unary call, a hard deadline and a cap on the answer's size. Every failure is a ``CriError``.
+unary call, a cap on the answer's size and one ``Deadline`` held end to end: connecting, every
+write and read, and every decoding step count against it. Every failure is a ``CriError``.
 """
 
 from __future__ import annotations
@@ -28,12 +29,17 @@ def default_endpoint(platform: str) -> str:
 
 
 def list_sandboxes(
-    endpoint: str, timeout: float = TIMEOUT, cap: int = MAX_ANSWER, connect: Callable[[str, float], Any] | None = None
+    endpoint: str,
+    timeout: float = TIMEOUT,
+    cap: int = MAX_ANSWER,
+    connect: Callable[[str, float], Any] | None = None,
 ) -> list[ListedSandbox]:
     """Every sandbox the runtime at ``endpoint`` lists, whatever its state. ``connect``
     (endpoint, timeout) -> transport: ``transport.connect`` unless a test gives its own."""
     from tools.wincni.node.cri import h2, proto, transport
+    from tools.wincni.node.cri.deadline import Deadline
 
+    deadline = Deadline(timeout)  # from before the connection: connecting counts against it
     try:
         stream = (connect or transport.connect)(endpoint, timeout)
     except ValueError as exc:
@@ -41,7 +47,7 @@ def list_sandboxes(
 
         raise Unreachable(str(exc)) from exc
     try:
-        answer = h2.unary(stream, proto.LIST_POD_SANDBOX, proto.list_request(), timeout, cap)
+        answer = h2.unary(stream, proto.LIST_POD_SANDBOX, proto.list_request(), deadline, cap)
     finally:
         stream.close()
-    return proto.decode_list_response(answer)
+    return proto.decode_list_response(answer, deadline)

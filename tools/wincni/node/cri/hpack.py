@@ -4,11 +4,14 @@ What we send is literal, never indexed, never Huffman-coded (``encode``): simple
 more per call do not matter. What we read must be decoded whole, because every header block
 changes the dynamic table the next one refers to (``Decoder``); Huffman-coded strings are the
 norm from gRPC servers. Every length and index is checked against what is there: bad input is
-``Malformed``, never an exception of another kind or a long loop.
+``Malformed``, never an exception of another kind. The peer decides how much work a block is, so
+a decoder serves one call: ``MAX_FIELDS`` representations in all its blocks, and the call's
+``Deadline`` asked as it goes (every byte a Huffman string holds, every representation).
 """
 
 from __future__ import annotations
 
+from tools.wincni.node.cri.deadline import Deadline, unbounded
 from tools.wincni.node.cri.errors import Malformed
 
 #: The static table (RFC 7541, Appendix A): names, and the values of the entries that have one.
@@ -31,6 +34,9 @@ STATIC = (
 TABLE_SIZE = 4096
 _ENTRY_OVERHEAD = 32
 _MAX_INT = 1 << 24  # no length or index we accept comes near it
+#: Header representations in one call, every block's: a gRPC answer has about six, and an
+#: indexed one is a byte that can stand for a 4 KiB table entry.
+MAX_FIELDS = 256
 
 
 def encode(headers: list[tuple[str, str]]) -> bytes:
@@ -40,12 +46,13 @@ def encode(headers: list[tuple[str, str]]) -> bytes:
         out.append(0x00)
         for text in (name, value):
             raw = text.encode("ascii")
-            out += _integer(len(raw), 7, 0x00)
+            out += integer(len(raw), 7, 0x00)
             out += raw
     return bytes(out)
 
 
-def _integer(value: int, prefix: int, flags: int) -> bytes:
+def integer(value: int, prefix: int, flags: int) -> bytes:
+    """``value`` as an HPACK integer (RFC 7541 5.1) of a ``prefix``-bit prefix after ``flags``."""
     limit = (1 << prefix) - 1
     if value < limit:
         return bytes([flags | value])
@@ -69,11 +76,13 @@ def _huffman_table() -> dict[tuple[int, int], int]:
     return _HUFFMAN
 
 
-def huffman_decode(data: bytes) -> bytes:
+def huffman_decode(data: bytes, deadline: Deadline | None = None) -> bytes:
     table = _huffman_table()
+    deadline = deadline or unbounded()
     out = bytearray()
     code = bits = 0
     for byte in data:
+        deadline.step("decoding a Huffman-coded header")
         for shift in range(7, -1, -1):
             code = code << 1 | (byte >> shift) & 1
             bits += 1
@@ -91,15 +100,21 @@ def huffman_decode(data: bytes) -> bytes:
 class Decoder:
     """One connection's decoding state: the dynamic table the peer's header blocks build."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: Deadline | None = None) -> None:
         self.table: list[tuple[str, str]] = []  # newest first
         self.size = 0
         self.limit = TABLE_SIZE
+        self.deadline = deadline or unbounded()
+        self.fields = 0
 
     def decode(self, block: bytes) -> list[tuple[str, str]]:
         out = []
         pos = 0
         while pos < len(block):
+            self.fields += 1
+            if self.fields > MAX_FIELDS:
+                raise Malformed(f"HPACK: more than {MAX_FIELDS} header fields in one answer")
+            self.deadline.step("decoding the answer's headers")
             first = block[pos]
             if first & 0x80:  # indexed field
                 index, pos = self._int(block, pos, 7)
@@ -146,7 +161,7 @@ class Decoder:
         if pos + size > len(data):
             raise Malformed(f"HPACK: a string of {size} bytes, {len(data) - pos} are left")
         raw = data[pos : pos + size]
-        return (huffman_decode(raw) if huffman else raw).decode("latin-1"), pos + size
+        return (huffman_decode(raw, self.deadline) if huffman else raw).decode("latin-1"), pos + size
 
     def _literal(self, data: bytes, pos: int, prefix: int) -> tuple[str, str, int]:
         index, pos = self._int(data, pos, prefix)

@@ -4,7 +4,8 @@
 The pipe is opened with the identification impersonation level only: whoever listens on that
 name (a user may have created it before containerd started) cannot act as SYSTEM with our handle.
 What it could do is lie about the pods; the sweep uses the list only to keep more, never to free.
-A read waits with ``PeekNamedPipe`` polls, so the deadline holds without overlapped I/O.
+A read waits with ``PeekNamedPipe`` polls and a write in the pipe's non-blocking mode, so the
+deadline holds both ways without overlapped I/O.
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ class UnixSocket:
             self.sock.close()
             raise Unreachable(f"cannot connect to {path}: {exc.strerror or exc}") from exc
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable(f"the runtime at {self.path} did not take what we sent in time")
+        self.sock.settimeout(left)  # since Python 3.5 the whole sendall's bound, not each write's
         try:
             self.sock.sendall(data)
+        except TimeoutError as exc:
+            raise Unreachable(f"the runtime at {self.path} did not take what we sent in time") from exc
         except OSError as exc:
             raise Unreachable(f"cannot write to {self.path}: {exc.strerror or exc}") from exc
 
@@ -86,6 +93,10 @@ class NamedPipe:
             handle = self.api.open(path)
             if handle is not None:
                 self.handle = handle
+                if not self.api.no_wait(handle):
+                    error = self.api.last_error()
+                    self.api.close(handle)
+                    raise Unreachable(f"cannot make {path} non-blocking: Windows error {error}")
                 return
             error = self.api.last_error()
             left = deadline - time.monotonic()
@@ -93,13 +104,19 @@ class NamedPipe:
                 raise Unreachable(f"cannot open {path}: Windows error {error}")
             self.api.wait(path, max(1, int(left * 1000)))
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, deadline: float) -> None:
+        """Written in the pipe's non-blocking mode: a write takes what fits in the pipe's buffer
+        and returns, so a runtime that reads nothing holds us until ``deadline``, not for ever."""
         view = memoryview(data)
         while view:
             written = self.api.write(self.handle, bytes(view))
             if written is None:
                 raise Unreachable(f"cannot write to {self.path}: Windows error {self.api.last_error()}")
             view = view[written:]
+            if view:
+                if time.monotonic() >= deadline:
+                    raise Unreachable(f"the runtime at {self.path} did not take what we sent in time")
+                time.sleep(_POLL)
 
     def recv(self, size: int, deadline: float) -> bytes:
         while True:
@@ -133,11 +150,12 @@ def _win32() -> "_Kernel32":
 
 
 class _Kernel32:  # pragma: no cover - exercised in the Windows lane
-    """The six kernel32 calls a pipe client needs; each returns None on failure (``last_error``)."""
+    """The seven kernel32 calls a pipe client needs; each returns None on failure (``last_error``)."""
 
     _GENERIC_READ_WRITE = 0x80000000 | 0x40000000
     _OPEN_EXISTING = 3
     _SQOS_IDENTIFICATION = 0x00100000 | 0x00010000  # SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION
+    _PIPE_NOWAIT = 0x00000001
 
     def __init__(self) -> None:
         import ctypes
@@ -172,6 +190,14 @@ class _Kernel32:  # pragma: no cover - exercised in the Windows lane
             ctypes.c_void_p,
         )
         self._close = sig(k32.CloseHandle, w.BOOL, w.HANDLE)
+        self._state = sig(
+            k32.SetNamedPipeHandleState,
+            w.BOOL,
+            w.HANDLE,
+            ctypes.POINTER(w.DWORD),
+            ctypes.POINTER(w.DWORD),
+            ctypes.POINTER(w.DWORD),
+        )
         self.dword = w.DWORD
 
     def last_error(self) -> int:
@@ -182,6 +208,10 @@ class _Kernel32:  # pragma: no cover - exercised in the Windows lane
             path, self._GENERIC_READ_WRITE, 0, None, self._OPEN_EXISTING, self._SQOS_IDENTIFICATION, None
         )
         return None if handle in (None, self.ctypes.c_void_p(-1).value) else handle
+
+    def no_wait(self, handle: int) -> bool:
+        """Byte reads, and writes that return at once (PIPE_READMODE_BYTE | PIPE_NOWAIT)."""
+        return bool(self._state(handle, self.ctypes.byref(self.dword(self._PIPE_NOWAIT)), None, None))
 
     def wait(self, path: str, ms: int) -> None:
         self._wait(path, ms)
