@@ -60,8 +60,9 @@ def run(options: DoctorOptions, ctx: Context) -> int:
 
 
 def replay(options: DoctorOptions, ctx: Context) -> int:
-    """The report from a bundle's facts; 1, said on stderr, for a bundle that cannot be read (as
-    for a file any flag names)."""
+    """The report from a bundle's facts. A bundle that cannot be replayed is refused as any flag's
+    file is: the error envelope, one line, exit status 1 (``output.refused``)."""
+    from tools.wincni.cli.output import refused
     from tools.wincni.doctor.archive import replay as replaying
     from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.report import report
@@ -70,7 +71,6 @@ def replay(options: DoctorOptions, ctx: Context) -> int:
         bundle = replaying.load(options.replay)
         found = replaying.gather(bundle, options.files.reach)
     except replaying.ReplayError as exc:
-        ctx.stderr.write(f"wincni doctor: {exc}\n")
-        return 1
+        return refused(ctx, "doctor", options.output, str(exc))
     looked = {"conf": found.conf_path, "binDir": found.bin_dir, "from": f"replayed from {options.replay}"}
     return report(checks.run(found), looked, True, options.output, ctx.stdout)

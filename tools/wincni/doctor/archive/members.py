@@ -22,6 +22,20 @@ MEMBER_CAP = 8 << 20
 TOTAL_CAP = 48 << 20
 
 
+#: What replay reads beside the members' caps: how many members, a PAX header's records, how deep
+#: and how many values a JSON member may hold (parsed, a value costs tens of bytes).
+MAX_MEMBERS = 256
+
+
+PAX_CAP = 8 << 10
+
+
+JSON_DEPTH = 64
+
+
+JSON_VALUES = 1 << 20
+
+
 #: How much of the debug log's end is kept, and the largest log read at all (it rotates at 10 MiB).
 LOG_TAIL = 1 << 20
 
@@ -54,6 +68,10 @@ SANDBOX_MEMBER = "stores/host-local-sandboxes.json"
 
 
 FLANNEL_MEMBER = "stores/flannel.json"
+
+
+class ReplayError(Exception):
+    """A bundle that cannot be replayed: one line naming the bundle, the member and the field."""
 
 
 def problem_doc(problem: Problem | None) -> dict | None:

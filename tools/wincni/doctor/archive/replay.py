@@ -7,37 +7,36 @@ clients over the recorded documents (``libhns.recorded``), host-local's reservat
 ages. What only the node can answer (a check whose entry in ``registry.CHECKS`` is ``live_only``) is not checked, and says so.
 
 A bundle comes from anywhere (an issue's attachment): it is read as any flag's file is (a size
-cap, no FIFO, no user's link), never unpacked to disk, every member capped; anything malformed
-is a ``ReplayError`` naming the bundle.
+cap, no FIFO, no user's link), never unpacked to disk, every header and member capped before it
+is read (``unpack``), every JSON member parsed under a depth and value cap and checked against
+its shape (``records``) before a check sees it; anything malformed is one ``ReplayError`` naming
+the bundle, the member and the field.
 """
 
 from __future__ import annotations
 
-import io
-import json
 from typing import Any, Mapping
 
 from basics.inputfile import Input
 from tools.wincni.doctor.archive.members import (
     FORMAT,
     HCS_MEMBER,
+    JSON_DEPTH,
+    JSON_VALUES,
     MANIFEST,
-    MEMBER_CAP,
     SANDBOX_MEMBER,
     STORE_MEMBER,
     TOTAL_CAP,
     V1_MEMBERS,
     V2_MEMBERS,
     VERSION_MEMBER,
+    ReplayError,
 )
+from tools.wincni.doctor.archive.records import SHAPES, check
 from tools.wincni.node.source import Problem
 
 #: The largest bundle read: its members' cap, compressed no worse than stored.
 MAX_BUNDLE = TOTAL_CAP + (1 << 20)
-
-
-class ReplayError(Exception):
-    """A bundle that cannot be replayed: the message names it and what is wrong."""
 
 
 class RecordedNode:
@@ -45,8 +44,10 @@ class RecordedNode:
 
     live = False
 
-    def __init__(self, path: str, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> None:
-        self.replayed, self.manifest, self.members = path, manifest, members
+    def __init__(
+        self, path: str, manifest: Mapping[str, Any], members: Mapping[str, bytes], docs: Mapping[str, Any]
+    ) -> None:
+        self.replayed, self.manifest, self.members, self.docs = path, manifest, members, docs
 
     def _missing(self, what: str) -> Problem:
         return Problem(f"{what} is not in the bundle {self.replayed}", "take the bundle again with wincni bundle")
@@ -121,19 +122,14 @@ class RecordedNode:
         ]
 
     def _json(self, name: str) -> Any:
-        data = self.members.get(name)
-        if data is None:
-            return None
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ReplayError(f"{self.replayed}: {name} is not JSON: {exc}") from None
+        return self.docs.get(name)
 
 
 def load(path: str) -> RecordedNode:
-    """The bundle at ``path``, read whole under ``MAX_BUNDLE`` and its members under their caps."""
-    import tarfile
-
+    """The bundle at ``path``: read whole under ``MAX_BUNDLE``, unpacked with every size checked
+    before it is read (``unpack``), and each JSON member parsed under the depth and value caps
+    and checked against its shape (``records.SHAPES``) before any check sees it."""
+    from tools.wincni.doctor.archive import unpack
     from tools.wincni.node.flagfile import FlagFileError, read
 
     try:
@@ -142,29 +138,30 @@ def load(path: str) -> RecordedNode:
         raise ReplayError(str(exc)) from None
     if found is None:
         raise ReplayError(f"--replay {path} does not exist")
-    members: dict[str, bytes] = {}
-    total = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(found.data), mode="r:gz") as tar:
-            for info in tar:
-                if not info.isfile():
-                    continue
-                if info.size > MEMBER_CAP or total + info.size > TOTAL_CAP:
-                    raise ReplayError(f"{path}: {info.name} is {info.size} bytes, over a bundle's caps")
-                member = tar.extractfile(info)
-                members[info.name] = member.read(MEMBER_CAP + 1) if member is not None else b""
-                total += info.size
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ReplayError(f"{path} is not a wincni bundle (a .tar.gz from wincni bundle): {exc}") from None
+        members = unpack.members(unpack.inflate(found.data))
+        if MANIFEST not in members:
+            raise ReplayError(f"has no readable {MANIFEST}: not a wincni bundle")
+        docs = {name: parsed(members[name], name) for name in SHAPES if name in members}
+        manifest = docs[MANIFEST]
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            shown = manifest.get("format") if isinstance(manifest, dict) else None
+            raise ReplayError(f"{MANIFEST}: format {shown!r}, not {FORMAT}")
+        for name, doc in docs.items():
+            check(name, doc, SHAPES[name])
+    except ReplayError as exc:
+        raise ReplayError(f"--replay {path}: {exc}") from None
+    return RecordedNode(path, manifest, members, docs)
+
+
+def parsed(data: bytes, name: str) -> Any:
+    """Member ``name`` as JSON under the caps, or ``ReplayError`` naming it and what is wrong."""
+    from basics.jsontext import loads_bounded
+
     try:
-        manifest = json.loads(members[MANIFEST])
-    except (KeyError, ValueError):
-        raise ReplayError(f"{path} has no readable {MANIFEST}: not a wincni bundle") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ReplayError(
-            f"{path}: format {manifest.get('format') if isinstance(manifest, dict) else '?'!r}, not {FORMAT}"
-        )
-    return RecordedNode(path, manifest, members)
+        return loads_bounded(data, JSON_DEPTH, JSON_VALUES)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ReplayError(f"{name} is not JSON replay reads: {exc}") from None
 
 
 def gather(bundle: RecordedNode, reach: str = "") -> Any:
@@ -177,6 +174,6 @@ def gather(bundle: RecordedNode, reach: str = "") -> Any:
     opts = dict(m.get("doctor") or {})
     for key in ("cni_conf", "subnet_env", "net_conf", "source_vip", "cni_bin_dir"):
         if not isinstance(opts.get(key), str):
-            raise ReplayError(f"{bundle.replayed}: {MANIFEST} names no {key}")
+            raise ReplayError(f"--replay {bundle.replayed}: {MANIFEST} names no {key}")
     opts["quick"], opts["reach"] = False, reach
     return read(NodeFiles.of_record(opts), {}, str(m.get("platform") or ""), str(m.get("cwd") or ""), bundle)
