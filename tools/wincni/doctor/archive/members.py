@@ -23,7 +23,8 @@ TOTAL_CAP = 48 << 20
 
 
 #: What replay reads beside the members' caps: how many members, a PAX header's records, how deep
-#: and how many values a JSON member may hold (parsed, a value costs tens of bytes).
+#: a JSON member may nest and how many values all of them may hold (parsed, a value costs up to
+#: 72 bytes: an empty object in a list), so a replay stays within 64 MiB of its own.
 MAX_MEMBERS = 256
 
 
@@ -33,7 +34,11 @@ PAX_CAP = 8 << 10
 JSON_DEPTH = 64
 
 
-JSON_VALUES = 1 << 20
+JSON_VALUES = 1 << 19
+
+
+#: The folder of the node's files the doctor read (``files/<n>-<name>``).
+FILES = "files/"
 
 
 #: How much of the debug log's end is kept, and the largest log read at all (it rotates at 10 MiB).

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from basics.inputfile import Input
 from tools.wincni.doctor.archive.members import (
+    FILES,
     FORMAT,
     HCS_MEMBER,
     JSON_DEPTH,
@@ -127,8 +128,9 @@ class RecordedNode:
 
 def load(path: str) -> RecordedNode:
     """The bundle at ``path``: read whole under ``MAX_BUNDLE``, unpacked with every size checked
-    before it is read (``unpack``), and each JSON member parsed under the depth and value caps
-    and checked against its shape (``records.SHAPES``) before any check sees it."""
+    before it is read (``unpack``; only the members replay reads are kept), and each JSON member
+    parsed under the depth and values caps and checked against its shape (``records.SHAPES``)
+    before any check sees it."""
     from tools.wincni.doctor.archive import unpack
     from tools.wincni.node.flagfile import FlagFileError, read
 
@@ -139,10 +141,11 @@ def load(path: str) -> RecordedNode:
     if found is None:
         raise ReplayError(f"--replay {path} does not exist")
     try:
-        members = unpack.members(unpack.inflate(found.data))
+        members = unpack.members(unpack.Inflating(found.data).read, lambda n: n in SHAPES or n.startswith(FILES))
+        del found
         if MANIFEST not in members:
             raise ReplayError(f"has no readable {MANIFEST}: not a wincni bundle")
-        docs = {name: parsed(members[name], name) for name in SHAPES if name in members}
+        docs = parsed(members)
         manifest = docs[MANIFEST]
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             shown = manifest.get("format") if isinstance(manifest, dict) else None
@@ -154,14 +157,23 @@ def load(path: str) -> RecordedNode:
     return RecordedNode(path, manifest, members, docs)
 
 
-def parsed(data: bytes, name: str) -> Any:
-    """Member ``name`` as JSON under the caps, or ``ReplayError`` naming it and what is wrong."""
-    from basics.jsontext import loads_bounded
+def parsed(members: dict[str, bytes]) -> dict[str, Any]:
+    """The JSON members, taken out of ``members`` as parsed (their text let go), all of them
+    within ``JSON_VALUES``; ``ReplayError`` names the member and what is wrong."""
+    from basics.jsontext import loads_bounded, most_values
 
-    try:
-        return loads_bounded(data, JSON_DEPTH, JSON_VALUES)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ReplayError(f"{name} is not JSON replay reads: {exc}") from None
+    docs, left = {}, JSON_VALUES
+    for name in [n for n in SHAPES if n in members]:
+        data = members.pop(name)
+        most = most_values(data)
+        if most > left:
+            raise ReplayError(f"{name} may hold {most} values, past the {JSON_VALUES} a bundle's JSON may hold")
+        try:
+            docs[name] = loads_bounded(data, JSON_DEPTH, most)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ReplayError(f"{name} is not JSON replay reads: {exc}") from None
+        left -= most
+    return docs
 
 
 def gather(bundle: RecordedNode, reach: str = "") -> Any:

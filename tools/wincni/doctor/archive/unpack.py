@@ -5,19 +5,18 @@ read here, not by ``tarfile``, which reads a PAX or GNU long-name header's whole
 before any cap applies. Only what ``archive`` writes is taken: regular files, folders (skipped),
 and PAX headers of at most ``PAX_CAP`` bytes of which only ``path`` is read; every other kind
 (a link, a device, a GNU long name, a PAX global header) is refused by name, as is a member name
-that is absolute, climbs (``..``) or comes twice. Pure: bytes in, members or ``ReplayError`` out.
+that is absolute, climbs (``..``) or comes twice. Pure: a reader of the inflated tar in (``Inflating``
+over the bundle's bytes, or a test's), members or ``ReplayError`` out; the tar is never held whole.
 """
 
 from __future__ import annotations
 
 import zlib
+from typing import Callable
 
 from tools.wincni.doctor.archive.members import MAX_MEMBERS, MEMBER_CAP, PAX_CAP, TOTAL_CAP, ReplayError
 
 BLOCK = 512
-#: The inflated tar's largest size: the members, each with its header and a PAX header, the end
-#: blocks and tarfile's padding to a whole record.
-TAR_CAP = TOTAL_CAP + MAX_MEMBERS * (3 * BLOCK + PAX_CAP) + 2 * 10240
 FILE, FOLDER, PAX = b"0", b"5", b"x"
 NOT_A_BUNDLE = "not a wincni bundle (a .tar.gz from wincni bundle)"
 #: The kinds a bundle never holds, by what they are.
@@ -33,49 +32,73 @@ REFUSED = {
 }
 
 
-def inflate(data: bytes, cap: int = TAR_CAP) -> bytes:
-    """The gzip stream ``data`` inflated, refused as soon as it passes ``cap`` bytes."""
-    z = zlib.decompressobj(wbits=31)
-    try:
-        out = z.decompress(data, cap + 1)
-    except zlib.error as exc:
-        raise ReplayError(f"{NOT_A_BUNDLE}: {exc}") from None
-    if len(out) > cap:
-        raise ReplayError(f"unpacks to more than {cap} bytes, over a bundle's caps")
-    if not z.eof:
-        raise ReplayError(f"{NOT_A_BUNDLE}: the gzip stream ends early")
-    return out
+class Inflating:
+    """The gzip stream ``data`` inflated as it is read: ``read(n)`` inflates at most ``n`` more
+    bytes (fewer only at its end), from at most ``CHUNK`` bytes of input at a time."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at, self.tail = memoryview(data), 0, b""
+        self.z = zlib.decompressobj(wbits=31)
+
+    def read(self, n: int) -> bytes:
+        parts: list[bytes] = []
+        while n > 0 and not self.z.eof:
+            if not self.tail:
+                if self.at >= len(self.data):
+                    raise ReplayError(f"{NOT_A_BUNDLE}: the gzip stream ends early")
+                self.tail, self.at = self.data[self.at : self.at + self.CHUNK], self.at + self.CHUNK
+            try:
+                got = self.z.decompress(self.tail, n)
+            except zlib.error as exc:
+                raise ReplayError(f"{NOT_A_BUNDLE}: {exc}") from None
+            self.tail = self.z.unconsumed_tail
+            parts.append(got)
+            n -= len(got)
+        return b"".join(parts)
 
 
-def members(tar: bytes, member_cap: int = MEMBER_CAP, total_cap: int = TOTAL_CAP) -> dict[str, bytes]:
-    """Each regular file of the tar ``tar`` by name, in order."""
+def members(
+    read: Callable[[int], bytes],
+    wanted: Callable[[str], bool] = lambda name: True,
+    member_cap: int = MEMBER_CAP,
+    total_cap: int = TOTAL_CAP,
+) -> dict[str, bytes]:
+    """Each regular file of the tar that ``read(n)`` (at most n bytes, fewer only at its end)
+    gives, by name and in order; those not ``wanted`` are read past, never kept."""
     found: dict[str, bytes] = {}
-    total, at, path = 0, 0, ""
+    seen: set[str] = set()
+    total, path = 0, ""
     while True:
-        head = tar[at : at + BLOCK]
-        if len(head) < BLOCK:
-            raise ReplayError("the tar ends early (no end-of-archive blocks)")
+        head = _exactly(read, BLOCK, "the tar ends early (no end-of-archive blocks)")
         if not any(head):
             return found
         name, kind, size = header(head)
-        at += BLOCK
         cap = PAX_CAP if kind == PAX else member_cap
         if size > cap or (kind == FILE and total + size > total_cap):
             raise ReplayError(f"{path or name}: {size} bytes, over a bundle's caps")
-        body = tar[at : at + size]
-        if len(body) < size:
-            raise ReplayError(f"{path or name}: the tar ends inside it")
-        at += -(-size // BLOCK) * BLOCK
+        body = _exactly(read, size, f"{path or name}: the tar ends inside it")
+        _exactly(read, -size % BLOCK, f"{path or name}: the tar ends inside it")
         if kind == PAX:
             path = pax_path(body, name) or path
             continue
         name, path = path or name, ""
         if kind == FOLDER:
             continue
-        if len(found) >= MAX_MEMBERS or not safe_name(name) or name in found:
-            raise ReplayError(f"{name!r}: a member name a bundle never holds (absolute, '..', twice, or too many)")
-        found[name] = body
         total += size
+        if len(seen) >= MAX_MEMBERS or not safe_name(name) or name in seen:
+            raise ReplayError(f"{name!r}: a member name a bundle never holds (absolute, '..', twice, or too many)")
+        seen.add(name)
+        if wanted(name):
+            found[name] = body
+
+
+def _exactly(read: Callable[[int], bytes], n: int, short: str) -> bytes:
+    got = read(n)
+    if len(got) < n:
+        raise ReplayError(short)
+    return got
 
 
 def header(head: bytes) -> tuple[str, bytes, int]:
@@ -120,11 +143,11 @@ def safe_name(name: str) -> bool:
 
 def _octal(field: bytes) -> int:
     """A header's number: octal digits only (no sign, no base-256, nothing ``int`` would also take)."""
-    digits = _text(field)
+    digits = _text(field).strip(" ")
     if not digits or digits.strip("01234567"):
         raise ValueError(digits)
     return int(digits, 8)
 
 
 def _text(field: bytes) -> str:
-    return field.split(b"\0", 1)[0].strip(b" ").decode()
+    return field.split(b"\0", 1)[0].decode()
