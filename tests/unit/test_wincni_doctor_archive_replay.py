@@ -255,12 +255,15 @@ def mutated(found: dict[str, bytes], draw: Callable) -> bytes:
 
 
 def _somewhere(doc: object, draw: Callable) -> tuple[object, object]:
-    """A (container, key) inside ``doc`` reached by a random walk; (None, None): the whole document."""
-    holder, key, value = None, None, doc
-    while isinstance(value, (dict, list)) and value and draw(st.booleans()):
-        holder, key = value, draw(st.sampled_from(list(value) if isinstance(value, dict) else range(len(value))))
-        value = holder[key]
-    return holder, key
+    """Any (container, key) inside ``doc``, each as likely; (None, None): the whole document."""
+    places: list[tuple[object, object]] = [(None, None)]
+    level = [doc]
+    while level:
+        holder = level.pop()
+        keys = list(holder) if isinstance(holder, dict) else range(len(holder)) if isinstance(holder, list) else ()
+        places += [(holder, k) for k in keys]
+        level += [holder[k] for k in keys]  # type: ignore[index]
+    return draw(st.sampled_from(places))
 
 
 @pytest.mark.slow
@@ -317,3 +320,15 @@ def test_what_the_bundle_writer_packs_unpacks_whole(files: dict[str, bytes]) -> 
         taken.add(name, data)
     found = unpack.members(unpack.Inflating(archive({"format": "x"}, taken)).read)
     assert {k: v for k, v in found.items() if k != MANIFEST} == files
+
+
+def test_what_a_bundle_names_cannot_break_the_line() -> None:
+    """A member name or JSON key holding a line break is escaped: the error stays one line."""
+    from tools.wincni.doctor.archive.records import STR, Fields, check
+
+    with pytest.raises(ReplayError) as exc:
+        check("m.json", {"a\nFAILED: b": 5}, Fields({"a\nFAILED: b": STR}))
+    assert "\n" not in str(exc.value) and "a\\nFAILED: b: expected a string, got 5" in str(exc.value)
+    with pytest.raises(ReplayError) as exc:
+        unpack.members(io.BytesIO(header("x\ny", 0, b"2") + bytes(1024)).read)
+    assert str(exc.value) == "x\\ny: a symbolic link, which a bundle never holds"

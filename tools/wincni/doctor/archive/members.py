@@ -76,7 +76,11 @@ FLANNEL_MEMBER = "stores/flannel.json"
 
 
 class ReplayError(Exception):
-    """A bundle that cannot be replayed: one line naming the bundle, the member and the field."""
+    """A bundle that cannot be replayed: one line naming the bundle, the member and the field
+    (what the bundle itself names is quoted, a line break in it escaped)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in message))
 
 
 def problem_doc(problem: Problem | None) -> dict | None:

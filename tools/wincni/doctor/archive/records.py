@@ -220,7 +220,7 @@ SHAPES: dict[str, Any] = {
     SANDBOX_MEMBER: Fields(
         {"dir": STR, "records": Null(ListOf(Fields(dict.fromkeys(("ip", "container", "ifname", "netns"), STR))))}
     ),
-    VERSION_MEMBER: Fields({"Major": INT, "Minor": INT}, hns=True),
+    VERSION_MEMBER: Fields({"Major": INT, "Minor": INT}),  # read by exact key, null not as absent
     HCS_MEMBER: ListOf(STR),
     **{f"hns/v2/{member}.json": ListOf(V2_SHAPES[kind]) for kind, member in V2_MEMBERS.items()},
     **{f"hns/v1/{member}.json": ListOf(V1_SHAPES[member]) for member in V1_MEMBERS},
