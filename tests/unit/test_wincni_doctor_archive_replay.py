@@ -146,6 +146,14 @@ HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
         edited("hns/v2/loadbalancers.json", lambda d: first(d, PortMappings="80")),
         "[0].PortMappings: expected a list",
     ),
+    "16,385 endpoints": (
+        lambda b: rewritten(b, {"hns/v1/endpoints.json": b"[" + b",".join([b"{}"] * 16385) + b"]"}),
+        "hns/v1/endpoints.json: the document: 16385 items, over the cap of 16384",
+    ),
+    "600,000 values in a member": (
+        lambda b: rewritten(b, {"hns/compute-systems.json": b"[" + b",".join([b"0"] * 600_000) + b"]"}),
+        "hns/compute-systems.json may hold 600001 values, past the 524288",
+    ),
     "a member named ../escape": (lambda b: rewritten(b, {"../escape": b"{}"}), "'../escape': a member name"),
     "a member named /etc/passwd": (lambda b: rewritten(b, {"/etc/passwd": b"{}"}), "'/etc/passwd': a member name"),
     "a symbolic link": (linked, "a symbolic link, which a bundle never holds"),

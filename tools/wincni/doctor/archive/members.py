@@ -37,6 +37,11 @@ JSON_DEPTH = 64
 JSON_VALUES = 1 << 19
 
 
+#: The most HNS documents of one kind replay reads (each becomes a libhns object and passes the
+#: recorded backend: about 340 bytes even when empty); far more than one node's HNS holds.
+MAX_DOCUMENTS = 1 << 14
+
+
 #: The folder of the node's files the doctor read (``files/<n>-<name>``).
 FILES = "files/"
 

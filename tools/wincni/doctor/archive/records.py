@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from tools.wincni.doctor.archive.members import (
     HCS_MEMBER,
     MANIFEST,
+    MAX_DOCUMENTS,
     SANDBOX_MEMBER,
     STORE_MEMBER,
     V1_MEMBERS,
@@ -36,8 +37,10 @@ _TYPES = {
 
 
 class ListOf:
-    def __init__(self, item: Any) -> None:
-        self.item = item
+    """A list of ``item``; at most ``most`` of them."""
+
+    def __init__(self, item: Any, most: int | None = None) -> None:
+        self.item, self.most = item, most
 
 
 class MapOf:
@@ -80,6 +83,8 @@ def _check(value: Any, shape: Any, name: str, at: str) -> None:
     elif isinstance(shape, ListOf):
         if not isinstance(value, list):
             _wrong(name, at, "a list", value)
+        if shape.most is not None and len(value) > shape.most:
+            raise ReplayError(f"{name}: {at or 'the document'}: {len(value)} items, over the cap of {shape.most}")
         for n, item in enumerate(value):
             _check(item, shape.item, name, f"{at}[{n}]")
     elif isinstance(shape, Pair):
@@ -222,6 +227,6 @@ SHAPES: dict[str, Any] = {
     ),
     VERSION_MEMBER: Fields({"Major": INT, "Minor": INT}),  # read by exact key, null not as absent
     HCS_MEMBER: ListOf(STR),
-    **{f"hns/v2/{member}.json": ListOf(V2_SHAPES[kind]) for kind, member in V2_MEMBERS.items()},
-    **{f"hns/v1/{member}.json": ListOf(V1_SHAPES[member]) for member in V1_MEMBERS},
+    **{f"hns/v2/{member}.json": ListOf(V2_SHAPES[kind], MAX_DOCUMENTS) for kind, member in V2_MEMBERS.items()},
+    **{f"hns/v1/{member}.json": ListOf(V1_SHAPES[member], MAX_DOCUMENTS) for member in V1_MEMBERS},
 }
