@@ -340,3 +340,10 @@ def test_what_a_bundle_names_cannot_break_the_line() -> None:
     with pytest.raises(ReplayError) as exc:
         unpack.members(io.BytesIO(header("x\ny", 0, b"2") + bytes(1024)).read)
     assert str(exc.value) == "x\\ny: a symbolic link, which a bundle never holds"
+
+
+def test_the_doctors_help_says_what_a_refused_bundle_exits_with() -> None:
+    from tools.wincni.cli.main import build_parser
+
+    text = build_parser("linux", "doctor")._subparsers._group_actions[0].choices["doctor"].format_help()
+    assert "exit status:" in text and "the --replay bundle too" in text and "2  bad usage" in text

@@ -1,6 +1,6 @@
 """``wincni doctor``: walks the Windows networking troubleshooting guide on this node (or, with
-``--replay``, on a bundle of one), a fix for each problem. 0: no check failed (warnings allowed);
-1: a check failed."""
+``--replay``, on a bundle of one), a fix for each problem. Exit status (``EPILOG``): 0 no check
+failed (warnings allowed); 1 a check failed, or a flag's file (a bundle too) refused; 2 bad usage."""
 
 from __future__ import annotations
 
@@ -10,8 +10,18 @@ from tools.wincni.cli.context import Context
 from tools.wincni.doctor.options import DoctorOptions
 
 
+EPILOG = """exit status:
+  0  no check failed (warnings and checks not run allowed)
+  1  a check failed; or a file a flag names was refused, the --replay bundle too (not a bundle,
+     a header or member over its caps, JSON nested too deep or too large, a field of the wrong
+     type): then one line, FAILED: ... (-o json: {"error": ...}), is all that is printed
+  2  bad usage"""
+
+
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     from basics.cli import FILE, add_output, ip_address
+
+    p.epilog, p.formatter_class = EPILOG, argparse.RawDescriptionHelpFormatter
     from tools.wincni.doctor.options import add_node_files
 
     add_node_files(p, platform)
@@ -28,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         type=FILE,
         metavar="BUNDLE",
         help="read the node from a wincni bundle instead (any OS): the checks only the node can answer "
-        "say not checked (replay)",
+        "say not checked (replay); a bundle it cannot replay is refused in one line, exit status 1",
     )
     add_output(p, "the CNI dirs looked at and every check: id, status, message, fix, run")
 
