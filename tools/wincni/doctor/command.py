@@ -9,7 +9,6 @@ import argparse
 from tools.wincni.cli.context import Context
 from tools.wincni.doctor.options import DoctorOptions
 
-
 EPILOG = """exit status:
   0  no check failed (warnings and checks not run allowed)
   1  a check failed; or a file a flag names was refused, the --replay bundle too (not a bundle,
