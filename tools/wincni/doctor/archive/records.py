@@ -44,6 +44,8 @@ class ListOf:
 
 
 class MapOf:
+    """An object of any keys (paths, names), each value ``value``."""
+
     def __init__(self, value: Any) -> None:
         self.value = value
 
@@ -56,6 +58,8 @@ class Null:
 
 
 class Pair:
+    """A list of exactly two: ``first``, then ``second``."""
+
     def __init__(self, first: Any, second: Any) -> None:
         self.items = (first, second)
 
@@ -103,7 +107,7 @@ def _field(shape: Any, key: str, item: Any, name: str, at: str) -> None:
     if isinstance(shape, MapOf):
         _check(item, shape.value, name, at)
         return
-    want = shape.fields.get(key.casefold() if shape.hns and isinstance(key, str) else key)
+    want = shape.fields.get(key.casefold() if shape.hns else key)
     if want is not None and not (shape.hns and item is None):
         _check(item, want, name, at)
 
