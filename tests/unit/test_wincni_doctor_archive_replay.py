@@ -326,7 +326,8 @@ def test_what_the_bundle_writer_packs_unpacks_whole(files: dict[str, bytes]) -> 
     taken = Members()
     for name, data in files.items():
         taken.add(name, data)
-    found = unpack.members(unpack.Inflating(archive({"format": "x"}, taken)).read)
+    packed = archive({"format": "x"}, taken)
+    found = unpack.members(unpack.Inflating(io.BytesIO(packed).read, len(packed)).read)
     assert {k: v for k, v in found.items() if k != MANIFEST} == files
 
 
@@ -347,3 +348,13 @@ def test_the_doctors_help_says_what_a_refused_bundle_exits_with() -> None:
 
     text = build_parser("linux", "doctor")._subparsers._group_actions[0].choices["doctor"].format_help()
     assert "exit status:" in text and "the --replay bundle too" in text and "2  bad usage" in text
+
+
+def test_no_more_of_the_bundle_is_read_than_its_cap() -> None:
+    """A file that grew past its cap after it was judged is refused at the cap, not read to its end."""
+    packed = gz(header("a", 3) + b"abc".ljust(512, b"\0") + bytes(1024), zeros=1 << 20)
+    reading = unpack.Inflating(io.BytesIO(packed).read, len(packed) - 1)
+    with pytest.raises(ReplayError, match="larger than a bundle's cap"):
+        while reading.read(1 << 16):
+            pass
+    assert unpack.members(unpack.Inflating(io.BytesIO(packed).read, len(packed)).read) == {"a": b"abc"}

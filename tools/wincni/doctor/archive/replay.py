@@ -15,7 +15,7 @@ the bundle, the member and the field.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Mapping
 
 from basics.inputfile import Input
 from tools.wincni.doctor.archive.members import (
@@ -127,22 +127,17 @@ class RecordedNode:
 
 
 def load(path: str) -> RecordedNode:
-    """The bundle at ``path``: read whole under ``MAX_BUNDLE``, unpacked with every size checked
-    before it is read (``unpack``; only the members replay reads are kept), and each JSON member
-    parsed under the depth and values caps and checked against its shape (``records.SHAPES``)
-    before any check sees it."""
+    """The bundle at ``path``: read as any flag's file is (no FIFO waited on, no user's link, a
+    regular file under ``MAX_BUNDLE``) but never whole, unpacked with every size checked before
+    it is read (``unpack``; only the members replay reads are kept), and each JSON member parsed
+    under the depth and values caps and checked against its shape (``records.SHAPES``) before any
+    check sees it."""
     from tools.wincni.doctor.archive import unpack
-    from tools.wincni.node.flagfile import FlagFileError, read
 
+    bundle = opened(path)
     try:
-        found = read("--replay", path, MAX_BUNDLE)
-    except FlagFileError as exc:
-        raise ReplayError(str(exc)) from None
-    if found is None:
-        raise ReplayError(f"--replay {path} does not exist")
-    try:
-        members = unpack.members(unpack.Inflating(found.data).read, lambda n: n in SHAPES or n.startswith(FILES))
-        del found
+        with bundle:
+            members = unpack.members(unpack.Inflating(bundle.read, MAX_BUNDLE).read, replayed)
         if MANIFEST not in members:
             raise ReplayError(f"has no readable {MANIFEST}: not a wincni bundle")
         docs = parsed(members)
@@ -154,7 +149,31 @@ def load(path: str) -> RecordedNode:
             check(name, doc, SHAPES[name])
     except ReplayError as exc:
         raise ReplayError(f"--replay {path}: {exc}") from None
+    except OSError as exc:
+        raise ReplayError(f"--replay {path}: cannot read it: {exc.strerror or exc}") from None
     return RecordedNode(path, manifest, members, docs)
+
+
+def opened(path: str) -> BinaryIO:
+    """The bundle's file, judged as any flag's file (``inputfile.open_file``, its refusals named
+    as ``flagfile`` names them), open to read."""
+    from basics.inputfile import open_file
+    from tools.wincni.node.flagfile import FlagFileError, named
+
+    try:
+        with named("--replay", path):
+            try:
+                fd, _ = open_file(path, MAX_BUNDLE)
+            except FileNotFoundError:
+                raise ReplayError(f"--replay {path} does not exist") from None
+    except FlagFileError as exc:
+        raise ReplayError(str(exc)) from None
+    return open(fd, "rb")
+
+
+def replayed(name: str) -> bool:
+    """A member replay reads: the JSON ones of the table, and the node's files the doctor read."""
+    return name in SHAPES or name.startswith(FILES)
 
 
 def parsed(members: dict[str, bytes]) -> dict[str, Any]:

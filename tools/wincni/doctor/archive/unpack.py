@@ -6,7 +6,8 @@ before any cap applies. Only what ``archive`` writes is taken: regular files, fo
 and PAX headers of at most ``PAX_CAP`` bytes of which only ``path`` is read; every other kind
 (a link, a device, a GNU long name, a PAX global header) is refused by name, as is a member name
 that is absolute, climbs (``..``) or comes twice. Pure: a reader of the inflated tar in (``Inflating``
-over the bundle's bytes, or a test's), members or ``ReplayError`` out; the tar is never held whole.
+over a reader of the bundle's file, or a test's), members or ``ReplayError`` out; neither the bundle
+nor its tar is ever held whole.
 """
 
 from __future__ import annotations
@@ -33,22 +34,26 @@ REFUSED = {
 
 
 class Inflating:
-    """The gzip stream ``data`` inflated as it is read: ``read(n)`` inflates at most ``n`` more
-    bytes (fewer only at its end), from at most ``CHUNK`` bytes of input at a time."""
+    """The gzip stream that ``source(n)`` (at most n bytes, none at its end) gives, inflated as
+    it is read: ``read(n)`` inflates at most ``n`` more bytes, from at most ``CHUNK`` bytes of
+    input at a time, and no more than ``cap`` bytes of input in all."""
 
     CHUNK = 1 << 16
 
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at, self.tail = memoryview(data), 0, b""
+    def __init__(self, source: Callable[[int], bytes], cap: int) -> None:
+        self.source, self.left, self.tail = source, cap, b""
         self.z = zlib.decompressobj(wbits=31)
 
     def read(self, n: int) -> bytes:
         parts: list[bytes] = []
         while n > 0 and not self.z.eof:
             if not self.tail:
-                if self.at >= len(self.data):
+                self.tail = self.source(min(self.CHUNK, self.left + 1))
+                self.left -= len(self.tail)
+                if not self.tail:
                     raise ReplayError(f"{NOT_A_BUNDLE}: the gzip stream ends early")
-                self.tail, self.at = self.data[self.at : self.at + self.CHUNK], self.at + self.CHUNK
+                if self.left < 0:
+                    raise ReplayError("larger than a bundle's cap")
             try:
                 got = self.z.decompress(self.tail, n)
             except zlib.error as exc:
