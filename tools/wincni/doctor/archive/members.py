@@ -34,7 +34,12 @@ PAX_CAP = 8 << 10
 JSON_DEPTH = 64
 
 
-JSON_VALUES = 1 << 19
+JSON_VALUES = 1 << 18
+
+
+#: The most the node's files in a bundle may hold in all (the doctor reads each under its flag's
+#: cap, at most 4 MiB), so they and the parsed JSON stay within 64 MiB together.
+FILES_CAP = 8 << 20
 
 
 #: The most HNS documents of one kind replay reads (each becomes a libhns object and passes the

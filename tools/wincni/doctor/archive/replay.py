@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Mapping
 from basics.inputfile import Input
 from tools.wincni.doctor.archive.members import (
     FILES,
+    FILES_CAP,
     FORMAT,
     HCS_MEMBER,
     JSON_DEPTH,
@@ -140,6 +141,9 @@ def load(path: str) -> RecordedNode:
             members = unpack.members(unpack.Inflating(bundle.read, MAX_BUNDLE).read, replayed)
         if MANIFEST not in members:
             raise ReplayError(f"has no readable {MANIFEST}: not a wincni bundle")
+        held = sum(len(data) for name, data in members.items() if name.startswith(FILES))
+        if held > FILES_CAP:
+            raise ReplayError(f"the node's files ({FILES}*) hold {held} bytes, over replay's cap of {FILES_CAP}")
         docs = parsed(members)
         manifest = docs[MANIFEST]
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
