@@ -157,6 +157,7 @@ HOSTILE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
         lambda b: rewritten(b, {"files/8-a": bytes(5 << 20), "files/9-b": bytes(4 << 20)}),
         "the node's files (files/*) hold",
     ),
+    "10,000 folders": (lambda _: gz(header("d/", 0, b"5") * 10_000), "more than 768 tar headers"),
     "a member named ../escape": (lambda b: rewritten(b, {"../escape": b"{}"}), "'../escape': a member name"),
     "a member named /etc/passwd": (lambda b: rewritten(b, {"/etc/passwd": b"{}"}), "'/etc/passwd': a member name"),
     "a symbolic link": (linked, "a symbolic link, which a bundle never holds"),

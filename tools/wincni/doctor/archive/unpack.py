@@ -20,6 +20,8 @@ from tools.wincni.doctor.archive.members import MAX_MEMBERS, MEMBER_CAP, PAX_CAP
 BLOCK = 512
 FILE, FOLDER, PAX = b"0", b"5", b"x"
 NOT_A_BUNDLE = "not a wincni bundle (a .tar.gz from wincni bundle)"
+#: Every member, a PAX header for each and as many folders: the most headers a bundle holds.
+HEADERS = 3 * MAX_MEMBERS
 #: The kinds a bundle never holds, by what they are.
 REFUSED = {
     b"1": "a hard link",
@@ -75,7 +77,7 @@ def members(
     found: dict[str, bytes] = {}
     seen: set[str] = set()
     total, path = 0, ""
-    while True:
+    for _ in range(HEADERS):
         head = _exactly(read, BLOCK, "the tar ends early (no end-of-archive blocks)")
         if not any(head):
             return found
@@ -97,6 +99,7 @@ def members(
         seen.add(name)
         if wanted(name):
             found[name] = body
+    raise ReplayError(f"more than {HEADERS} tar headers, more than a bundle holds")
 
 
 def _exactly(read: Callable[[int], bytes], n: int, short: str) -> bytes:
