@@ -120,7 +120,10 @@ class Manual:
         parser.description = "\n\n".join(textwrap.fill(text, 79) for text in said)
         parser.epilog = (
             "exit status:\n"
-            + "".join(f"  {code}  {meaning}\n" for code, meaning in self.exits)
+            + "".join(
+                textwrap.fill(why, 79, initial_indent=f"  {code}  ", subsequent_indent="     ") + "\n"
+                for code, why in self.exits
+            )
             + "\nexample:\n"
             + "".join(f"  {line}\n" for line in shown)
         )

@@ -122,3 +122,42 @@ def test_importing_it_and_reading_valid_json_imports_no_json_package():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def _depth(value) -> int:
+    """How many containers deep ``value`` nests (a scalar: 0)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.integers(1, 6), st.integers(1, 60))
+def test_loads_bounded_reads_what_loads_reads_within_its_caps_and_refuses_the_rest(value, depth, values):
+    """Within both caps it is ``loads``; past the depth after parsing, past the count before."""
+    text = jsontext.dumps(value).encode()
+    if jsontext.most_values(text) > values:
+        with pytest.raises(ValueError, match=f"over the cap of {values}"):
+            jsontext.loads_bounded(text, depth, values)
+    elif _depth(value) > depth:
+        with pytest.raises(ValueError, match=f"nested deeper than {depth}"):
+            jsontext.loads_bounded(text, depth, values)
+    else:
+        assert jsontext.loads_bounded(text, depth, values) == jsontext.loads(text)
+
+
+def _count(value) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(map(_count, value.values()))
+    if isinstance(value, list):
+        return 1 + sum(map(_count, value))
+    return 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, OPTIONS)
+def test_most_values_is_never_fewer_than_the_values_parsed(value, options):
+    """The count taken before parsing bounds what parsing makes, however the text is laid out."""
+    assert jsontext.most_values(jsontext.dumps(value, **options).encode()) >= _count(value)

@@ -1,6 +1,6 @@
 """``wincni doctor``: walks the Windows networking troubleshooting guide on this node (or, with
-``--replay``, on a bundle of one), a fix for each problem. 0: no check failed (warnings allowed);
-1: a check failed."""
+``--replay``, on a bundle of one), a fix for each problem. Exit status (``MANUAL``): 0 no check
+failed (warnings allowed); 1 a check failed, or a flag's file (a bundle too) refused; 2 bad usage."""
 
 from __future__ import annotations
 
@@ -18,8 +18,13 @@ MANUAL = Manual(
     "from `wincni bundle`, on any OS.",
     elevated=True,
     exits=(
-        (0, "no check failed (warnings allowed)"),
-        (1, "a check failed, or a flag's file was refused"),
+        (0, "no check failed (warnings and checks not run allowed)"),
+        (
+            1,
+            "a check failed; or a file a flag names was refused, the --replay bundle too (not a bundle, a "
+            "header or member over its caps, JSON nested too deep or too large, a field of the wrong type): "
+            'then one line, FAILED: ... (-o json: {"error": ...}), is all that is printed',
+        ),
         (2, "a usage error"),
     ),
     examples=("wincni doctor", "wincni doctor --replay wincni-bundle-node1.tar.gz"),
@@ -44,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         type=FILE,
         metavar="BUNDLE",
         help="read the node from a wincni bundle instead (any OS): the checks only the node can answer "
-        "say not checked (replay)",
+        "say not checked (replay); a bundle it cannot replay is refused in one line, exit status 1",
     )
     add_output(p, "the CNI dirs looked at and every check: id, status, message, fix, run")
 
@@ -76,8 +81,9 @@ def run(options: DoctorOptions, ctx: Context) -> int:
 
 
 def replay(options: DoctorOptions, ctx: Context) -> int:
-    """The report from a bundle's facts; 1, said on stderr, for a bundle that cannot be read (as
-    for a file any flag names)."""
+    """The report from a bundle's facts. A bundle that cannot be replayed is refused as any flag's
+    file is: the error envelope, one line, exit status 1 (``output.refused``)."""
+    from tools.wincni.cli.output import refused
     from tools.wincni.doctor.archive import replay as replaying
     from tools.wincni.doctor.checks import registry as checks
     from tools.wincni.doctor.report import report
@@ -86,7 +92,6 @@ def replay(options: DoctorOptions, ctx: Context) -> int:
         bundle = replaying.load(options.replay)
         found = replaying.gather(bundle, options.files.reach)
     except replaying.ReplayError as exc:
-        ctx.stderr.write(f"wincni doctor: {exc}\n")
-        return 1
+        return refused(ctx, "doctor", options.output, str(exc))
     looked = {"conf": found.conf_path, "binDir": found.bin_dir, "from": f"replayed from {options.replay}"}
     return report(checks.run(found), looked, True, options.output, ctx.stdout)

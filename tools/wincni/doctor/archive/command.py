@@ -25,7 +25,15 @@ from typing import Mapping
 
 from basics.cli import Manual
 from tools.wincni.cli.context import Context
-from tools.wincni.doctor.archive.members import FLANNEL_MEMBER, FORMAT, SANDBOX_MEMBER, STORE_MEMBER, Members, archive
+from tools.wincni.doctor.archive.members import (
+    FILES,
+    FLANNEL_MEMBER,
+    FORMAT,
+    SANDBOX_MEMBER,
+    STORE_MEMBER,
+    Members,
+    archive,
+)
 from tools.wincni.doctor.archive.recorder import (
     Recorder,
     extra_file,
@@ -66,7 +74,7 @@ def collect(
     members = Members()
     files: dict[str, dict] = {}
     for n, (path, (flag, got)) in enumerate(recorder.files.items()):
-        files[path] = file_entry(members, f"files/{n}-{member_base(path, platform)}", flag, got)
+        files[path] = file_entry(members, f"{FILES}{n}-{member_base(path, platform)}", flag, got)
     members.json(STORE_MEMBER, recorder.store_read)
     members.json(SANDBOX_MEMBER, recorder.sandboxes_read)
     pause = [p.sandbox.id for p in found.sandboxes or () if p.sandbox is not None and p.sandbox.kind == "container"]

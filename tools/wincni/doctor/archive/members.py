@@ -22,6 +22,35 @@ MEMBER_CAP = 8 << 20
 TOTAL_CAP = 48 << 20
 
 
+#: What replay reads beside the members' caps: how many members, a PAX header's records, how deep
+#: a JSON member may nest and how many values all of them may hold (parsed, a value costs up to
+#: 72 bytes: an empty object in a list), so a replay stays within 64 MiB of its own.
+MAX_MEMBERS = 256
+
+
+PAX_CAP = 8 << 10
+
+
+JSON_DEPTH = 64
+
+
+JSON_VALUES = 1 << 18
+
+
+#: The most the node's files in a bundle may hold in all (the doctor reads each under its flag's
+#: cap, at most 4 MiB), so they and the parsed JSON stay within 64 MiB together.
+FILES_CAP = 8 << 20
+
+
+#: The most HNS documents of one kind replay reads (each becomes a libhns object and passes the
+#: recorded backend: about 340 bytes even when empty); far more than one node's HNS holds.
+MAX_DOCUMENTS = 1 << 14
+
+
+#: The folder of the node's files the doctor read (``files/<n>-<name>``).
+FILES = "files/"
+
+
 #: How much of the debug log's end is kept, and the largest log read at all (it rotates at 10 MiB).
 LOG_TAIL = 1 << 20
 
@@ -54,6 +83,14 @@ SANDBOX_MEMBER = "stores/host-local-sandboxes.json"
 
 
 FLANNEL_MEMBER = "stores/flannel.json"
+
+
+class ReplayError(Exception):
+    """A bundle that cannot be replayed: one line naming the bundle, the member and the field
+    (what the bundle itself names is quoted, a line break in it escaped)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in message))
 
 
 def problem_doc(problem: Problem | None) -> dict | None:

@@ -7,37 +7,38 @@ clients over the recorded documents (``libhns.recorded``), host-local's reservat
 ages. What only the node can answer (a check whose entry in ``registry.CHECKS`` is ``live_only``) is not checked, and says so.
 
 A bundle comes from anywhere (an issue's attachment): it is read as any flag's file is (a size
-cap, no FIFO, no user's link), never unpacked to disk, every member capped; anything malformed
-is a ``ReplayError`` naming the bundle.
+cap, no FIFO, no user's link), never unpacked to disk, every header and member capped before it
+is read (``unpack``), every JSON member parsed under a depth and value cap and checked against
+its shape (``records``) before a check sees it; anything malformed is one ``ReplayError`` naming
+the bundle, the member and the field.
 """
 
 from __future__ import annotations
 
-import io
-import json
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Mapping
 
 from basics.inputfile import Input
 from tools.wincni.doctor.archive.members import (
+    FILES,
+    FILES_CAP,
     FORMAT,
     HCS_MEMBER,
+    JSON_DEPTH,
+    JSON_VALUES,
     MANIFEST,
-    MEMBER_CAP,
     SANDBOX_MEMBER,
     STORE_MEMBER,
     TOTAL_CAP,
     V1_MEMBERS,
     V2_MEMBERS,
     VERSION_MEMBER,
+    ReplayError,
 )
+from tools.wincni.doctor.archive.records import SHAPES, check
 from tools.wincni.node.source import Problem
 
 #: The largest bundle read: its members' cap, compressed no worse than stored.
 MAX_BUNDLE = TOTAL_CAP + (1 << 20)
-
-
-class ReplayError(Exception):
-    """A bundle that cannot be replayed: the message names it and what is wrong."""
 
 
 class RecordedNode:
@@ -45,8 +46,10 @@ class RecordedNode:
 
     live = False
 
-    def __init__(self, path: str, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> None:
-        self.replayed, self.manifest, self.members = path, manifest, members
+    def __init__(
+        self, path: str, manifest: Mapping[str, Any], members: Mapping[str, bytes], docs: Mapping[str, Any]
+    ) -> None:
+        self.replayed, self.manifest, self.members, self.docs = path, manifest, members, docs
 
     def _missing(self, what: str) -> Problem:
         return Problem(f"{what} is not in the bundle {self.replayed}", "take the bundle again with wincni bundle")
@@ -131,50 +134,79 @@ class RecordedNode:
         ]
 
     def _json(self, name: str) -> Any:
-        data = self.members.get(name)
-        if data is None:
-            return None
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ReplayError(f"{self.replayed}: {name} is not JSON: {exc}") from None
+        return self.docs.get(name)
 
 
 def load(path: str) -> RecordedNode:
-    """The bundle at ``path``, read whole under ``MAX_BUNDLE`` and its members under their caps."""
-    import tarfile
+    """The bundle at ``path``: read as any flag's file is (no FIFO waited on, no user's link, a
+    regular file under ``MAX_BUNDLE``) but never whole, unpacked with every size checked before
+    it is read (``unpack``; only the members replay reads are kept), and each JSON member parsed
+    under the depth and values caps and checked against its shape (``records.SHAPES``) before any
+    check sees it."""
+    from tools.wincni.doctor.archive import unpack
 
-    from tools.wincni.node.flagfile import FlagFileError, read
+    bundle = opened(path)
+    try:
+        with bundle:
+            members = unpack.members(unpack.Inflating(bundle.read, MAX_BUNDLE).read, replayed)
+        if MANIFEST not in members:
+            raise ReplayError(f"has no readable {MANIFEST}: not a wincni bundle")
+        held = sum(len(data) for name, data in members.items() if name.startswith(FILES))
+        if held > FILES_CAP:
+            raise ReplayError(f"the node's files ({FILES}*) hold {held} bytes, over replay's cap of {FILES_CAP}")
+        docs = parsed(members)
+        manifest = docs[MANIFEST]
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            shown = manifest.get("format") if isinstance(manifest, dict) else None
+            raise ReplayError(f"{MANIFEST}: format {shown!r}, not {FORMAT}")
+        for name, doc in docs.items():
+            check(name, doc, SHAPES[name])
+    except ReplayError as exc:
+        raise ReplayError(f"--replay {path}: {exc}") from None
+    except OSError as exc:
+        raise ReplayError(f"--replay {path}: cannot read it: {exc.strerror or exc}") from None
+    return RecordedNode(path, manifest, members, docs)
+
+
+def opened(path: str) -> BinaryIO:
+    """The bundle's file, judged as any flag's file (``inputfile.open_file``, its refusals named
+    as ``flagfile`` names them), open to read."""
+    from basics.inputfile import open_file
+    from tools.wincni.node.flagfile import FlagFileError, named
 
     try:
-        found = read("--replay", path, MAX_BUNDLE)
+        with named("--replay", path):
+            try:
+                fd, _ = open_file(path, MAX_BUNDLE)
+            except FileNotFoundError:
+                raise ReplayError(f"--replay {path} does not exist") from None
     except FlagFileError as exc:
         raise ReplayError(str(exc)) from None
-    if found is None:
-        raise ReplayError(f"--replay {path} does not exist")
-    members: dict[str, bytes] = {}
-    total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(found.data), mode="r:gz") as tar:
-            for info in tar:
-                if not info.isfile():
-                    continue
-                if info.size > MEMBER_CAP or total + info.size > TOTAL_CAP:
-                    raise ReplayError(f"{path}: {info.name} is {info.size} bytes, over a bundle's caps")
-                member = tar.extractfile(info)
-                members[info.name] = member.read(MEMBER_CAP + 1) if member is not None else b""
-                total += info.size
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ReplayError(f"{path} is not a wincni bundle (a .tar.gz from wincni bundle): {exc}") from None
-    try:
-        manifest = json.loads(members[MANIFEST])
-    except (KeyError, ValueError):
-        raise ReplayError(f"{path} has no readable {MANIFEST}: not a wincni bundle") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ReplayError(
-            f"{path}: format {manifest.get('format') if isinstance(manifest, dict) else '?'!r}, not {FORMAT}"
-        )
-    return RecordedNode(path, manifest, members)
+    return open(fd, "rb")
+
+
+def replayed(name: str) -> bool:
+    """A member replay reads: the JSON ones of the table, and the node's files the doctor read."""
+    return name in SHAPES or name.startswith(FILES)
+
+
+def parsed(members: dict[str, bytes]) -> dict[str, Any]:
+    """The JSON members, taken out of ``members`` as parsed (their text let go), all of them
+    within ``JSON_VALUES``; ``ReplayError`` names the member and what is wrong."""
+    from basics.jsontext import loads_bounded, most_values
+
+    docs, left = {}, JSON_VALUES
+    for name in [n for n in SHAPES if n in members]:
+        data = members.pop(name)
+        most = most_values(data)
+        if most > left:
+            raise ReplayError(f"{name} may hold {most} values, past the {JSON_VALUES} a bundle's JSON may hold")
+        try:
+            docs[name] = loads_bounded(data, JSON_DEPTH, most)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ReplayError(f"{name} is not JSON replay reads: {exc}") from None
+        left -= most
+    return docs
 
 
 def gather(bundle: RecordedNode, reach: str = "") -> Any:
@@ -187,6 +219,6 @@ def gather(bundle: RecordedNode, reach: str = "") -> Any:
     opts = dict(m.get("doctor") or {})
     for key in ("cni_conf", "subnet_env", "net_conf", "source_vip", "cni_bin_dir"):
         if not isinstance(opts.get(key), str):
-            raise ReplayError(f"{bundle.replayed}: {MANIFEST} names no {key}")
+            raise ReplayError(f"--replay {bundle.replayed}: {MANIFEST} names no {key}")
     opts["quick"], opts["reach"] = False, reach
     return read(NodeFiles.of_record(opts), {}, str(m.get("platform") or ""), str(m.get("cwd") or ""), bundle)
