@@ -185,10 +185,15 @@ def bundle(scale: Scale, path: Path) -> Path:
 def replayed(scale: Scale) -> Any:
     """The doctor's facts of the node at ``scale``, as ``wincni doctor --replay`` gathers them from
     its bundle (without packing and unpacking the archive)."""
-    from tools.wincni.doctor.archive.replay import RecordedNode, gather
+    from tools.wincni.doctor.archive.records import SHAPES, check
+    from tools.wincni.doctor.archive.replay import RecordedNode, gather, parsed
 
     manifest, members = recorded(scale)
-    return gather(RecordedNode(str(scale), manifest, members.data))
+    data = dict(members.data)
+    docs = parsed(data)
+    for name, doc in docs.items():
+        check(name, doc, SHAPES[name])
+    return gather(RecordedNode(str(scale), manifest, data, docs))
 
 
 def recorded(scale: Scale) -> tuple[dict, Any]:
