@@ -3,8 +3,9 @@ endpoints converged. ``wincni netpol`` runs ``Agent.run``; each ``sync`` is one 
 
 A sync waits for every kind to have been listed once (a partial cluster would isolate or open
 pods wrongly), then runs after each change (``SETTLE`` later, so a burst of events is one sync)
-and every ``RESYNC`` seconds, which reads HNS again. An object the model refuses is left out and
-counted, never the reason the other pods' rules stop following their policies.
+and every ``resync`` seconds (``RESYNC`` unless ``--resync`` says), which reads HNS again. An
+object the model refuses is left out and counted, never the reason the other pods' rules stop
+following their policies.
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ class Agent:
         state: StateFile,
         node: str,
         clock: Callable[[], float] = time.monotonic,
+        resync: float = RESYNC,
     ) -> None:
         self.watch, self.endpoints, self.state, self.node, self.clock = watch, endpoints, state, node, clock
+        self.resync = resync
 
     def sync(self) -> Sync:
         start = self.clock()
@@ -85,11 +88,11 @@ class Agent:
         return Sync(counts, tuple(failures), tuple(refused), written, self.clock() - start)
 
     def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
-        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set."""
+        """Sync after each change and every ``resync`` seconds until ``stop`` is set."""
         changed = self.watch.changed
         last_read = self.clock()
         while not stop.is_set():
-            changed.wait(max(0.0, last_read + RESYNC - self.clock()))
+            changed.wait(max(0.0, last_read + self.resync - self.clock()))
             if stop.is_set():
                 return
             if not self.watch.synced:
@@ -97,7 +100,7 @@ class Agent:
                 continue
             stop.wait(SETTLE)
             changed.clear()
-            if self.clock() - last_read >= RESYNC:
+            if self.clock() - last_read >= self.resync:
                 self.endpoints.refresh()
                 last_read = self.clock()
             report(self.sync())

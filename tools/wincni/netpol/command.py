@@ -47,6 +47,7 @@ class NetpolOptions:
     cni_conf: str = ""
     refused: str = ""  # why --containerd-config could not be read
     state: str = ""  # the state file ADD reads
+    resync: float = 300.0  # seconds between reads of HNS that no event asked for
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -70,8 +71,26 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help="an address of this node that may always reach its pods (kubelet's probes); repeat for more "
         "(default: NODE_IP, the downward API's status.hostIP); flanneld's host endpoint is always added",
     )
+    p.add_argument(
+        "--resync",
+        type=_seconds,
+        default=NetpolOptions.resync,
+        metavar="SECONDS",
+        help="read HNS again this often even without an event, which repairs an HNS restart or ACLs changed by "
+        "someone else (default: %(default)g)",
+    )
     flags.cni_conf(p)
     flags.containerd_config(p, platform)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return seconds
 
 
 def _address(text: str) -> str:
@@ -103,6 +122,7 @@ def options(args: argparse.Namespace, ctx: Context) -> NetpolOptions:
         cni_conf=conf,
         refused=refused,
         state=netpol_state(ctx.env, ctx.platform),
+        resync=args.resync,
     )
 
 
@@ -177,7 +197,7 @@ def build(options: NetpolOptions, ctx: Context) -> Any:
     except (HnsError, EnvError) as exc:
         raise CannotStart(f"HNS: {exc}") from None
     endpoints = NodeEndpoints(hns, pods.name, addresses)
-    return Agent(ClusterWatch(api), endpoints, StateFile(options.state), options.node_name, ctx.clock)
+    return Agent(ClusterWatch(api), endpoints, StateFile(options.state), options.node_name, ctx.clock, options.resync)
 
 
 def node_addresses(api: Any, network: str, given: Sequence[str]) -> list[str]:
