@@ -45,6 +45,7 @@ from neighbours import Daemon, stop, wait_for
 from netpol import enforced
 from netpol.oracles import Step, cyclonus_cases, knp_verdicts, steps
 from test_windows_kubeproxy import backends, kube_proxy_argv
+from tools.wincni.netpol.kubeapi import SA_DIR
 from winenode import ROOT, toolchain
 
 #: cyclonus's cases by index, one or more of each kind: target namespace and pod selector, deny
@@ -60,7 +61,6 @@ ORACLE_NET = ipaddress.ip_network("192.168.1.0/24")  # cyclonus's mock cluster h
 ORACLE_NODE = "node-0"  # cyclonus's node that is this one
 OFFSET = 16  # its pods' last octet here: clear of the gateway (.1) and flanneld's host endpoint (.2)
 SA_MOUNT = r"C:\hostprocess\netpol"  # CONTAINER_SANDBOX_MOUNT_POINT: the container's volumes are under it
-ACCOUNT = SA_MOUNT + r"\var\run\secrets\kubernetes.io\serviceaccount"
 STATE = r"C:\ProgramData\wincni\netpol.json"  # where ADD reads the agent's state by default
 NETPOL_RBAC = ROOT / "deploy" / "netpol" / "netpol.yaml"
 OTHER_CA = ROOT / "tests" / "data" / "netpol" / "other-ca.crt"
@@ -214,8 +214,8 @@ class Cluster:
         self.namespaces[name] = labels
 
     def delete_namespace(self, name: str) -> None:
-        """Emptied, finalized and deleted (no namespace controller runs here to do it): a namespace
-        with no finalizer left goes at its next delete."""
+        """Emptied, deleted and finalized (no namespace controller runs here to do it): a deleted
+        namespace goes once its last finalizer does."""
         for key in [k for k in self.pods if k.startswith(f"{name}/")]:
             self.delete_pod(key)
         for key in [k for k in self.policies if k.startswith(f"{name}/")]:
@@ -224,7 +224,6 @@ class Cluster:
         self.kube.delete(f"/api/v1/namespaces/{name}")
         doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {"finalizers": []}}
         self.kube.call("PUT", f"/api/v1/namespaces/{name}/finalize", doc)
-        self.kube.delete(f"/api/v1/namespaces/{name}")
         del self.namespaces[name]
 
     def pod(self, key: str, pod: dict) -> None:
@@ -350,7 +349,11 @@ class Agent:
 
 def service_account(cluster: FlannelNode, plane: ControlPlane, ca: Path) -> None:
     """The token and CA where kubelet mounts them for a HostProcess container."""
-    folder = cluster.node.path(ACCOUNT)
+    mount_account(cluster.node.path(SA_MOUNT), plane, ca)
+
+
+def mount_account(mount: Path, plane: ControlPlane, ca: Path) -> None:
+    folder = mount.joinpath(*SA_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "token").write_text(plane.tokens["netpol"])
     (folder / "ca.crt").write_bytes(ca.read_bytes())
@@ -454,10 +457,7 @@ def test_frozen_wincni_exe_lists_through_tls_with_the_cluster_ca_and_refuses_ano
     assert json.loads(state.read_text())["node"] == NODE_NAME
     other = Agent(netpol.cluster, netpol.plane, tmp_path / "wrong-ca.log")
     wrong = tmp_path / "mount"
-    folder = wrong.joinpath(*ACCOUNT.split("\\")[1:])
-    folder.mkdir(parents=True)
-    (folder / "token").write_text(netpol.plane.tokens["netpol"])
-    (folder / "ca.crt").write_bytes(OTHER_CA.read_bytes())
+    mount_account(wrong, netpol.plane, OTHER_CA)
     other.env["CONTAINER_SANDBOX_MOUNT_POINT"] = toolchain.winpath(wrong)
     other.env["WINCNI_NETPOL_STATE"] = toolchain.winpath(tmp_path / "state" / "netpol.json")
     before = handshake_errors(netpol.plane)
