@@ -61,6 +61,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"Wine: wincni netpol held {len(cases)} cyclonus cases on the node, {sum(c[1] for c in cases)} probes "
             f"walked, in {sum(c[2] for c in cases):.0f} s"
         )
+    if "netpol_first_packet" in _TIMINGS:
+        terminalreporter.write_line(
+            f"Wine: a pod started under a policy: {_TIMINGS['netpol_first_packet']} probes found its endpoint "
+            "while its ADD ran, every one blocked"
+        )
     for line in toolchain.RETRIED:
         terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
     for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py

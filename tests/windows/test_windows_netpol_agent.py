@@ -487,7 +487,9 @@ def test_cyclonus_case_holds_on_the_node(netpol: NetpolNode, cases: list[dict], 
 
 
 # ------------------------------------------------------------------ from the first packet
-def test_a_pod_started_under_a_policy_is_closed_from_its_first_probe(netpol: NetpolNode, cases: list[dict]) -> None:
+def test_a_pod_started_under_a_policy_is_closed_from_its_first_probe(
+    netpol: NetpolNode, cases: list[dict], timings: dict
+) -> None:
     """A deny-all-ingress policy exists before the pod's ADD: while libcni's ADD runs, every
     probe that finds the endpoint is blocked; after the agent's apply it still is, and the pod
     reaches itself."""
@@ -525,6 +527,7 @@ def test_a_pod_started_under_a_policy_is_closed_from_its_first_probe(netpol: Net
         netpol.agent.log,
     )
     assert seen and not any(seen), seen
+    timings["netpol_first_packet"] = len(seen)
     assert not enforced.walked(enforced.held(netpol.endpoints()), client, ip, 80, "TCP")
     netpol.pods.delete_pod(key)
 
@@ -627,7 +630,9 @@ def test_after_an_hns_restart_and_the_pods_made_again_every_rule_is_there_once(
     resync finds the new endpoints and sets the rest. No rule is lost or doubled."""
     step = _baseline(netpol, cases)
     before = netpol.acls()
+    ids = {ep["ID"] for ep in netpol.endpoints()}
     netpol.cluster.node.hnsctl("restart")
+    assert not {ep["ID"] for ep in netpol.endpoints()} & ids, "the restart left endpoints"
     netpol.cluster.restart_flanneld()
     netpol.pods.remake_sandboxes()
     netpol.converge(step, "after the HNS restart")
