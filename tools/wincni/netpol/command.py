@@ -163,11 +163,7 @@ def build(options: NetpolOptions, ctx: Context) -> Any:
     from libhns.errors import EnvError, HnsError
     from plugins.winnet.hnsapi import open_api
     from tools.wincni.netpol.agent import Agent
-
-    try:
-        from tools.wincni.netpol.kubeapi import ApiError, InCluster
-    except ImportError as exc:  # specs/wincni.spec leaves ssl out of the frozen build (the plugins' start time)
-        raise CannotStart(f"this build cannot talk TLS to the API server ({exc}): use a build with ssl") from None
+    from tools.wincni.netpol.kubeapi import ApiError, InCluster  # ssl: wincni.exe has it (specs/wincni.spec)
     from tools.wincni.netpol.node_endpoints import NodeEndpoints
     from tools.wincni.netpol.state import StateFile
     from tools.wincni.netpol.watch import ClusterWatch
