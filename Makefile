@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3.10 python3 p
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null \
 	&& { echo $$p; break; }; done)
 
-.PHONY: release duplicates demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows node node-stop image clean venv
+.PHONY: release duplicates demo test test-quick test-realhns lint soak bench bench-windows dist dist-windows test-windows test-windows-netpol node node-stop image clean venv
 
 # One executable of the frozen bundle (`make dist`) and what goes into it.
 DIST_EXE    := dist/wincni/wincni
@@ -112,6 +112,12 @@ bench-windows: dist-windows
 test-windows: $(STAMP)
 	$(VPY) -m pip install -q -e '.[windows]'
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/windows
+
+# The NetworkPolicy agent's lane file alone, with all 112 of cyclonus's cases (`make test-windows`
+# runs 26 of them; tests/windows/test_windows_netpol_agent.py says which and why).
+test-windows-netpol: $(STAMP)
+	$(VPY) -m pip install -q -e '.[windows]'
+	WINCNI_NETPOL_CASES=all PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VPY) -m pytest tests/windows/test_windows_netpol_agent.py
 
 # The flanneld lane's node left running for a person (tests/windows/devnode.py): etcd, flanneld.exe
 # under Wine in the node's network namespace, the fake HNS, wincni installed; it prints commands to

@@ -36,19 +36,22 @@ class Driver:
     cache_dir: str
 
     def __call__(
-        self, command: str, cid: str = "", netns: str = "", valid: Sequence[str] = (), **env: str
+        self, command: str, cid: str = "", netns: str = "", valid: Sequence[str] = (), args: str = "", **env: str
     ) -> tuple[Run, float]:
-        """The command's outcome (stdout parsed: the result, or the CNI error) and its seconds."""
+        """The command's outcome (stdout parsed: the result, or the CNI error) and its seconds;
+        ``args``: the runtime's CNI_ARGS (``K=V;K=V``, e.g. the pod's name as kubelet passes it)."""
         argv = ["-confdir", self.conf_dir, "-path", self.path, "-cachedir", self.cache_dir]
-        argv += ["-id", cid, "-netns", netns, "-valid", ",".join(valid), command.lower()]
+        argv += ["-id", cid, "-netns", netns, "-args", args, "-valid", ",".join(valid), command.lower()]
         start = time.monotonic()
         proc = self.launch(argv, env)
         took = time.monotonic() - start
         text = proc.stdout.decode()
         return Run(proc.returncode, json.loads(text) if text.strip() else None, proc.stderr.decode()), took
 
-    def ok(self, command: str, cid: str = "", netns: str = "", valid: Sequence[str] = (), **env: str) -> Run:
-        run, _ = self(command, cid, netns, valid, **env)
+    def ok(
+        self, command: str, cid: str = "", netns: str = "", valid: Sequence[str] = (), args: str = "", **env: str
+    ) -> Run:
+        run, _ = self(command, cid, netns, valid, args, **env)
         assert run.ok, (command, run.out, run.stderr)
         return run
 

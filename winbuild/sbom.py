@@ -25,9 +25,12 @@ from pathlib import Path, PurePosixPath
 PACK = "wincni.pack"
 OURS = frozenset({"basics", "libhns", "plugins", "tools", "wincni_build"})
 # The files of the embeddable CPython that sit in the contents folder beside its standard library.
-# libffi's version is the one CPython's Windows build of that release pins (its externals).
+# libffi's and OpenSSL's versions are the ones CPython's Windows build of that release pins (its
+# externals; OpenSSL's two DLLs come with _ssl, which wincni.exe takes for the API server).
 RUNTIME_LIBRARIES = {
     "libffi-8.dll": ("libffi", "3.4.4", "MIT"),
+    "libcrypto-3.dll": ("OpenSSL", "3.0.15", "Apache-2.0"),
+    "libssl-3.dll": ("OpenSSL", "3.0.15", "Apache-2.0"),
     "vcruntime140.dll": ("Microsoft Visual C++ Redistributable", "", "LicenseRef-Microsoft-Visual-CPP-Redistributable"),
 }
 # Every .exe starts in PyInstaller's bootloader, which its licence's exception lets us ship;

@@ -28,11 +28,12 @@ RUNTIME_HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyi_rth
 BOOT = ("encodings", "struct")
 # The codecs a command can meet: Unicode, ASCII and Latin-1, the Windows code pages through the
 # system (mbcs, oem), cp437 (zipfile's names without the UTF-8 flag) and cp1252 (the default ANSI
-# page). Stdio and open() are UTF-8 (the executables run in UTF-8 mode); nothing resolves host names
-# (idna) or decodes an East Asian page.
+# page), and idna: the socket module and ssl encode every host name with it (`wincni netpol` and its
+# API server). Stdio and open() are UTF-8 (the executables run in UTF-8 mode); nothing decodes an
+# East Asian page.
 CODECS = frozenset(
     "aliases ascii latin_1 utf_8 utf_8_sig utf_16 utf_16_le utf_16_be utf_32 utf_32_le utf_32_be"
-    " unicode_escape raw_unicode_escape mbcs oem cp437 cp1252".split()
+    " unicode_escape raw_unicode_escape mbcs oem cp437 cp1252 idna".split()
 )
 # importlib's own halves: importlib/__init__ takes them from the interpreter (_frozen_importlib).
 _INTERPRETERS = {"importlib._bootstrap", "importlib._bootstrap_external"}

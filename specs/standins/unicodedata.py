@@ -6,7 +6,12 @@ escapes in a pattern, a non-ASCII URL host, caret widths in a traceback with col
 its own normal form in all four forms; anything else is refused by name rather than answered wrong.
 """
 
+import sys
+
 FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+# The idna codec and stringprep take the Unicode 3.2 database when they load (every host name passes
+# through the codec; only a non-ASCII one asks the database): the same refusals.
+ucd_3_2_0 = sys.modules[__name__]
 
 
 def normalize(form, text):

@@ -143,3 +143,23 @@ class StopAfterTicks:
 
     def wait(self, timeout: float) -> None:
         pass
+
+
+def test_without_an_event_the_loop_reads_hns_again_each_resync_and_repairs_what_changed(tmp_path):
+    """HNS restarted and the same pods' endpoints made again (new IDs, their first rules): no event
+    comes, the resync finds them."""
+    server, node, agent, _ = _agent(tmp_path, _stream())
+    agent.resync = 0.05
+    assert agent.sync().counts[P.APPLY] == 1
+    node.hcn.delete_network(node.net)
+    node.make()
+    stop = threading.Event()
+    reports = []
+
+    def report(sync):
+        reports.append(sync)
+        stop.set()
+
+    agent.run(report, stop)
+    assert reports[0].counts[P.APPLY] == 1 and len(node.calls()) == 1
+    server.shutdown()

@@ -105,3 +105,11 @@ def test_help_says_what_it_does_that_it_needs_an_elevated_shell_its_statuses_and
     assert "elevated shell" in text and "HostProcess" in text
     assert "exit status: 0 stopped by SIGTERM" in text and "2 a usage error" in text
     assert "example" in text and "wincni netpol --node-name" in text
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "soon", "nan"])
+def test_a_resync_that_is_not_a_positive_number_of_seconds_is_a_usage_error(given):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.wincni", "netpol", "--resync", given], cwd=REPO, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "is not a number of seconds above 0" in proc.stderr, proc.stderr

@@ -70,7 +70,14 @@ def _bundle(tmp_path: Path, modules: list[str]) -> Path:
     compiled = py_compile.compile(str(source), cfile=str(tmp_path / "m.pyc"))
     packed = {m.rstrip("/"): (m.endswith("/"), compiled) for m in modules}
     pack.write(packed, {"rpds.rpds": "rpds/rpds.cp313-win_amd64.pyd"}, str(contents))
-    for name in ("rpds/rpds.cp313-win_amd64.pyd", "_socket.pyd", "libffi-8.dll", "python313.dll"):
+    for name in (
+        "rpds/rpds.cp313-win_amd64.pyd",
+        "_socket.pyd",
+        "libffi-8.dll",
+        "libssl-3.dll",
+        "libcrypto-3.dll",
+        "python313.dll",
+    ):
         (contents / name).write_bytes(b"MZ")
     (bundle / "win-bridge.exe").write_bytes(b"MZ")
     return bundle
@@ -99,7 +106,7 @@ MODULES = ["attr/", "attr.validators", "attrs/", "rpds/", "os", "encodings/", "p
 def test_the_sbom_lists_every_package_the_zip_holds_and_nothing_else(tmp_path: Path, toolchain: Path) -> None:
     out, package_zip = _release(tmp_path, toolchain, MODULES)
     # every third-party module of the zip's pack, and the runtime's DLLs, found by their owners
-    assert _sbom_names(out) == {"attrs", "rpds_py", "pyinstaller", "cpython", "libffi"}
+    assert _sbom_names(out) == {"attrs", "rpds_py", "pyinstaller", "cpython", "libffi", "OpenSSL"}
     bom = json.loads(next(out.glob("*.cdx.json")).read_text())
     assert bom["bomFormat"] == "CycloneDX" and bom["metadata"]["component"]["name"] == "wincni"
     licences = {c["name"]: c["licenses"][0] for c in bom["components"]}
@@ -107,7 +114,7 @@ def test_the_sbom_lists_every_package_the_zip_holds_and_nothing_else(tmp_path: P
     assert licences["pyinstaller"] == {"expression": "GPL-2.0-or-later WITH Bootloader-exception"}
     with zipfile.ZipFile(package_zip) as zf:
         third_party = zf.read(dist.THIRD_PARTY).decode()
-    assert all(name in third_party for name in ("attrs", "rpds_py", "pyinstaller", "cpython", "libffi"))
+    assert all(name in third_party for name in ("attrs", "rpds_py", "pyinstaller", "cpython", "libffi", "OpenSSL"))
     assert "unbundled" not in third_party
 
 
@@ -175,7 +182,7 @@ def test_build_ps1s_release_packs_the_bundle_and_writes_all_but_the_image(
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [dist.zip_name().name, dist.zip_name().name.removesuffix(".zip") + ".cdx.json", release.NOTES, release.SUMS]
     )
-    assert _sbom_names(out) == {"attrs", "rpds_py", "pyinstaller", "cpython", "libffi"}
+    assert _sbom_names(out) == {"attrs", "rpds_py", "pyinstaller", "cpython", "libffi", "OpenSSL"}
     assert len(capsys.readouterr().out.splitlines()) == 4
 
 

@@ -55,6 +55,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"Wine: median win-bridge.exe VERSION {_TIMINGS['version_s']:.2f} s, "
             f"trivial Windows program {_TIMINGS['floor_s']:.2f} s (the Wine floor)"
         )
+    if "netpol_cases" in _TIMINGS:  # test_windows_netpol_agent
+        cases = _TIMINGS["netpol_cases"]
+        terminalreporter.write_line(
+            f"Wine: wincni netpol held {len(cases)} cyclonus cases on the node, {sum(c[1] for c in cases)} probes "
+            f"walked, in {sum(c[2] for c in cases):.0f} s"
+        )
+    if "netpol_first_packet" in _TIMINGS:
+        terminalreporter.write_line(
+            f"Wine: a pod started under a policy: {_TIMINGS['netpol_first_packet']} probes found its endpoint "
+            "while its ADD ran, every one blocked"
+        )
     for line in toolchain.RETRIED:
         terminalreporter.write_line(f"Wine: ran again after a failed process start: {line}")
     for line in _TIMINGS.get("budget_lines", ()):  # bench/windows.py

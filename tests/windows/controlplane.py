@@ -30,7 +30,7 @@ START_TIMEOUT_S = 120.0  # a cold API server on a busy 2-core machine
 NAMESPACE = "default"  # where deploy/rbac.yaml's ServiceAccounts are
 SERVICE_CIDR = "10.96.0.0/12"  # kubeadm's default: the DNS Service is 10.96.0.10
 #: deploy/'s ServiceAccounts (deploy/rbac.yaml), by the program that runs as each.
-ACCOUNTS = {"kube-proxy": "wincni-kube-proxy", "flanneld": "wincni-flannel"}
+ACCOUNTS = {"kube-proxy": "wincni-kube-proxy", "flanneld": "wincni-flannel", "netpol": "wincni-netpol"}
 ADMIN = "lane"
 
 
@@ -150,7 +150,7 @@ class ControlPlane:
         self.url = f"https://127.0.0.1:{self.port}"
         self.ca = certs / "apiserver.crt"  # self-signed, with its own CA beside it in the file
         self.log = self.root / "kube-apiserver.log"
-        argv = [
+        self.argv = [
             str(exe),
             f"--etcd-servers={self.etcd.endpoint}",
             "--bind-address=127.0.0.1",
@@ -168,11 +168,20 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--enable-priority-and-fairness=false",
         ]
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self.start_apiserver()
+
+    def start_apiserver(self) -> None:
+        """kube-apiserver started (again: the same port, certificate and tokens), once it is ready."""
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         wait_for("kube-apiserver's certificate", self._certified, START_TIMEOUT_S, self.log)
         self.kube = Kube(self.url, self.tokens[ADMIN], self.ca)
         wait_for("kube-apiserver ready", self._ready, START_TIMEOUT_S, self.log)
+
+    def stop_apiserver(self) -> None:
+        """kube-apiserver gone (etcd stays), as while the control plane is upgraded or unreachable."""
+        if self.proc is not None:
+            stop(self.proc)
 
     def _certified(self) -> bool:
         assert self.proc.poll() is None, (
@@ -220,7 +229,8 @@ class ControlPlane:
         self.kube.patch(f"/api/v1/nodes/{name}/status", {"status": {"addresses": addresses}})
 
     def apply_rbac(self, manifest: Path) -> None:
-        """deploy/rbac.yaml's objects, created as ``kubectl apply`` would on a new cluster."""
+        """The ServiceAccounts and RBAC objects of a deploy/ manifest (rbac.yaml, netpol/netpol.yaml),
+        created as ``kubectl apply`` would on a new cluster; its workloads are the lane's to run."""
         import yaml
 
         paths = {
@@ -229,10 +239,9 @@ class ControlPlane:
             "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         }
         for doc in yaml.safe_load_all(manifest.read_text()):
-            if doc:
+            if doc and doc["kind"] in paths:
                 self.kube.create(paths[doc["kind"]], doc)
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop(self.proc)
+        self.stop_apiserver()
         self.etcd.stop()

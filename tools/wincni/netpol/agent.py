@@ -3,7 +3,7 @@ endpoints converged. ``wincni netpol`` runs ``Agent.run``; each ``sync`` is one 
 
 A sync waits for every kind to have been listed once (a partial cluster would isolate or open
 pods wrongly), then runs after each change (``SETTLE`` later, so a burst of events is one sync)
-and every ``RESYNC`` seconds, which reads HNS again. An object the model refuses is left out and
+and every ``resync`` seconds (``RESYNC`` unless ``--resync`` says), which reads HNS again. An object the model refuses is left out and
 counted, never the reason the other pods' rules stop following their policies. While the pods
 and namespaces are the objects of the last sync (a policy changed), their model and the peers
 resolved over them are kept: a policy change costs the policies' part alone.
@@ -92,10 +92,12 @@ class Agent:
         state: StateFile,
         node: str,
         clock: Callable[[], float] = time.monotonic,
+        resync: float = RESYNC,
     ) -> None:
         self.watch, self.endpoints, self.state, self.node, self.clock = watch, endpoints, state, node, clock
         self.pods_model: PodsModel | None = None
         self.made: dict = {}  # the state's rules by pod (``state.document``'s ``made``)
+        self.resync = resync
 
     def sync(self) -> Sync:
         start = self.clock()
@@ -121,23 +123,23 @@ class Agent:
         return Sync(counts, tuple(failures), tuple(refused), written, seconds)
 
     def run(self, report: Callable[[Sync], Any], stop: Any) -> None:
-        """Sync after each change and every ``RESYNC`` seconds until ``stop`` is set; between,
+        """Sync after each change and every ``resync`` seconds until ``stop`` is set; between,
         the state's heartbeat (``netpolstate.HEARTBEAT``)."""
         changed = self.watch.changed
         last_read = self.clock()
         while not stop.is_set():
-            changed.wait(min(HEARTBEAT, max(0.0, last_read + RESYNC - self.clock())))
+            changed.wait(min(HEARTBEAT, max(0.0, last_read + self.resync - self.clock())))
             if stop.is_set():
                 return
             if not self.watch.synced:
                 changed.clear()
                 continue
-            if not changed.is_set() and self.clock() - last_read < RESYNC:
+            if not changed.is_set() and self.clock() - last_read < self.resync:
                 self.state.write()  # nothing new: the heartbeat, when one is due
                 continue
             stop.wait(SETTLE)
             changed.clear()
-            if self.clock() - last_read >= RESYNC:
+            if self.clock() - last_read >= self.resync:
                 self.endpoints.refresh()
                 last_read = self.clock()
             report(self.sync())

@@ -56,6 +56,7 @@ class NetpolOptions:
     refused: str = ""  # why --containerd-config could not be read
     state: str = ""  # the state file ADD reads
     once: bool = False  # one list, one sync, exit
+    resync: float = 300.0  # seconds between reads of HNS that no event asked for
 
 
 def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
@@ -82,8 +83,26 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
         help="list once, set what differs, write the state and exit (0 when every apply was done): a repair now "
         "rather than at the running agent's next resync",
     )
+    p.add_argument(
+        "--resync",
+        type=_seconds,
+        default=NetpolOptions.resync,
+        metavar="SECONDS",
+        help="read HNS again this often even without an event, which repairs an HNS restart or ACLs changed by "
+        "someone else (default: %(default)g)",
+    )
     flags.cni_conf(p)
     flags.containerd_config(p, platform)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return seconds
 
 
 def _address(text: str) -> str:
@@ -116,6 +135,7 @@ def options(args: argparse.Namespace, ctx: Context) -> NetpolOptions:
         refused=refused,
         state=netpol_state(ctx.env, ctx.platform),
         once=args.once,
+        resync=args.resync,
     )
 
 
@@ -173,11 +193,7 @@ def build(options: NetpolOptions, ctx: Context) -> Any:
     from libhns.errors import EnvError, HnsError
     from plugins.winnet.hnsapi import open_api
     from tools.wincni.netpol.agent import Agent
-
-    try:
-        from tools.wincni.netpol.kubeapi import ApiError, InCluster
-    except ImportError as exc:  # specs/wincni.spec leaves ssl out of the frozen build (the plugins' start time)
-        raise CannotStart(f"this build cannot talk TLS to the API server ({exc}): use a build with ssl") from None
+    from tools.wincni.netpol.kubeapi import ApiError, InCluster  # ssl: wincni.exe has it (specs/wincni.spec)
     from tools.wincni.netpol.node_endpoints import NodeEndpoints
     from tools.wincni.netpol.state import StateFile
     from tools.wincni.netpol.watch import ClusterWatch
@@ -207,7 +223,7 @@ def build(options: NetpolOptions, ctx: Context) -> Any:
     except (HnsError, EnvError) as exc:
         raise CannotStart(f"HNS: {exc}") from None
     endpoints = NodeEndpoints(hns, pods.name, addresses)
-    return Agent(ClusterWatch(api), endpoints, StateFile(options.state), options.node_name, ctx.clock)
+    return Agent(ClusterWatch(api), endpoints, StateFile(options.state), options.node_name, ctx.clock, options.resync)
 
 
 def node_addresses(api: Any, network: str, given: Sequence[str]) -> list[str]:
