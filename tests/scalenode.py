@@ -185,15 +185,23 @@ def bundle(scale: Scale, path: Path) -> Path:
 def replayed(scale: Scale) -> Any:
     """The doctor's facts of the node at ``scale``, as ``wincni doctor --replay`` gathers them from
     its bundle (without packing and unpacking the archive)."""
+    from tools.wincni.doctor.archive.replay import gather
+
+    return gather(recorded_node(scale))
+
+
+def recorded_node(scale: Scale) -> Any:
+    """The bundle of the node at ``scale`` as replay holds it (``RecordedNode``): its JSON members
+    parsed under replay's caps and checked against their shapes, as ``replay.load`` does."""
     from tools.wincni.doctor.archive.records import SHAPES, check
-    from tools.wincni.doctor.archive.replay import RecordedNode, gather, parsed
+    from tools.wincni.doctor.archive.replay import RecordedNode, parsed
 
     manifest, members = recorded(scale)
     data = dict(members.data)
     docs = parsed(data)
     for name, doc in docs.items():
         check(name, doc, SHAPES[name])
-    return gather(RecordedNode(str(scale), manifest, data, docs))
+    return RecordedNode(str(scale), manifest, data, docs)
 
 
 def recorded(scale: Scale) -> tuple[dict, Any]:

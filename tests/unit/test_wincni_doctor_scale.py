@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from scalenode import Scale, bundle, recorded, replayed
+from scalenode import Scale, bundle, recorded_node, replayed
 from tools.wincni.doctor.archive import replay
 from tools.wincni.doctor.archive.members import MANIFEST
 from tools.wincni.doctor.checks import registry
@@ -79,12 +79,7 @@ def test_no_check_takes_more_than_linear_time(nodes: tuple[Any, Any], check: str
 def test_replay_reads_a_bundle_in_linear_time() -> None:
     """``--replay`` gathers the facts through the recorded HNS documents, opening each object by
     its ID as the clients do on a node: each open looks the ID up, never scans every document."""
-    from tools.wincni.doctor.archive.replay import RecordedNode
-
-    def gather(recorded: tuple[dict, Any]) -> Any:
-        return replay.gather(RecordedNode("scale", recorded[0], recorded[1].data))
-
-    small, large = (steps(gather, recorded(scale)) for scale in (SMALL, LARGE))
+    small, large = (steps(replay.gather, recorded_node(scale)) for scale in (SMALL, LARGE))
     assert large <= RATIO * small, f"replay: {small} steps at n, {large} at 4n ({large / small:.1f}x)"
 
 
