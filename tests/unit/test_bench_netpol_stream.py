@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_netpol_watch import FakeApiServer, _account
+from fakeapiserver import FakeApiServer, service_account
 from tools.wincni.netpol import kubeapi, watch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_resource_versions_are_numbers_in_text_that_grow(source, generated):
 
 def test_the_agent_reads_the_recording_as_the_api_server_sent_it(tmp_path):
     server = FakeApiServer(RECORDED)
-    _account(tmp_path)
+    service_account(tmp_path)
     api = kubeapi.InCluster("127.0.0.1", server.server_address[1], str(tmp_path.joinpath(*kubeapi.SA_DIR)))
     try:
         for kind in netpol_stream.KINDS:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import threading
 
+from fakeapiserver import FakeApiServer, service_account
 from plugins.winnet import netpolstate
 from plugins.winnet.aclcompare import digest
 from plugins.winnet.acls import netpol_owned
 from test_netpol_agent import DB_ONLY_FROM_WEB, NODE, POD_IPS, PODS, Node
-from test_netpol_watch import FakeApiServer, _account
 from tools.wincni.netpol import agent as A
 from tools.wincni.netpol import kubeapi, state, watch
 from tools.wincni.netpol import plan as P
@@ -28,7 +28,7 @@ def _stream(pods=PODS, policies=(DB_ONLY_FROM_WEB,)) -> dict:
 
 def _agent(tmp_path, stream, version=2):
     server = FakeApiServer(stream)
-    _account(tmp_path / "sandbox")
+    service_account(tmp_path / "sandbox")
     api = kubeapi.InCluster(
         "127.0.0.1", server.server_address[1], str((tmp_path / "sandbox").joinpath(*kubeapi.SA_DIR))
     )

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from fakeapiserver import FakeApiServer, service_account
 from test_netpol_agent import NODE, NODE_IPS, Node
 from test_netpol_agent_loop import _stream
-from test_netpol_watch import FakeApiServer, _account
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = {"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": 2, "ipam": {"type": "host-local"}}
@@ -54,7 +54,7 @@ def _wincni(*args: str, env: dict, **kw) -> subprocess.Popen:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX's; the Windows lane stops it its own way")
 def test_the_agent_runs_until_it_programmed_the_endpoint_and_stops_on_sigterm(tmp_path):
     server = FakeApiServer(_stream())
-    _account(tmp_path / "sandbox")
+    service_account(tmp_path / "sandbox")
     node = Node(tmp_path, 2)
     env = _env(tmp_path, node, server.server_address[1])
     before = {pod: node.acls(pod) for pod in ("db", "web")}
@@ -86,7 +86,7 @@ def test_the_agent_runs_until_it_programmed_the_endpoint_and_stops_on_sigterm(tm
 )
 def test_what_it_cannot_start_without_is_one_line_and_status_1(tmp_path, drop, says):
     node = Node(tmp_path, 2)
-    _account(tmp_path / "sandbox")
+    service_account(tmp_path / "sandbox")
     env = _env(tmp_path, node, 1)
     del env[drop]
     proc = _wincni("--cni-conf", str(tmp_path / "10-cbr0.conf"), env=env)

@@ -7,105 +7,31 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import threading
+import time
 import tracemalloc
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from fakeapiserver import DATA, FakeApiServer, service_account
 from tools.wincni.netpol import kubeapi, watch
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "netpol"
 STREAM = json.loads((DATA / "stream.json").read_text())
-
-
-class FakeApiServer(ThreadingHTTPServer):
-    """Serves ``lists`` page by page and ``watches`` one scripted event list per watch request
-    (chunked, as the API server streams), then 500s; accepts only ``tokens``; records requests."""
-
-    daemon_threads = True
-
-    def __init__(self, stream: dict) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(DATA / "apiserver.crt", DATA / "apiserver.key")
-        self.socket = ctx.wrap_socket(self.socket, server_side=True)
-        self.lists = stream["lists"]
-        self.watches = {k: list(v) for k, v in stream["watches"].items()}
-        self.tokens = {"token-1"}
-        self.requests: list[tuple[str, dict, str]] = []
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def requested(self, kind: str, watching: bool) -> list[dict]:
-        return [q for k, q, _ in self.requests if k == kind and ("watch" in q) == watching]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        server: FakeApiServer = self.server  # type: ignore[assignment]
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        kind = url.path.rsplit("/", 1)[-1]
-        token = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        server.requests.append((kind, query, token))
-        if token not in server.tokens:
-            return self._answer(401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
-        if "watch" not in query:
-            pages, token = server.lists[kind], query.get("continue")
-            after = {
-                p["metadata"].get("continue"): n for n, p in zip(pages[1:], pages)
-            }  # each page by the token before it
-            return self._answer(200, after[token] if token else pages[0])
-        if not server.watches[kind]:
-            return self._answer(500, {"kind": "Status", "code": 500, "message": "etcd is away"})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in server.watches[kind].pop(0):
-            line = json.dumps(event).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-        self.wfile.write(b"0\r\n\r\n")
-        self.close_connection = True
-
-    def _answer(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 @pytest.fixture
 def server():
     s = FakeApiServer(STREAM)
     yield s
-    s.shutdown()
-    s.server_close()
-
-
-def _account(root: Path, token: str = "token-1", ca: str = "ca.crt") -> Path:
-    account = root.joinpath(*kubeapi.SA_DIR)
-    account.mkdir(parents=True, exist_ok=True)
-    (account / "token").write_text(token + "\n")
-    (account / "ca.crt").write_bytes((DATA / ca).read_bytes())
-    return account
+    s.close()
 
 
 @pytest.fixture
 def api(server, tmp_path):
     env = {"CONTAINER_SANDBOX_MOUNT_POINT": str(tmp_path), "KUBERNETES_SERVICE_HOST": "127.0.0.1"}
     env["KUBERNETES_SERVICE_PORT"] = str(server.server_address[1])
-    _account(tmp_path)
+    service_account(tmp_path)
     return kubeapi.InCluster.from_env(env)
 
 
@@ -163,6 +89,37 @@ def test_the_watch_follows_events_and_bookmarks_and_calls_back_only_on_a_change(
     assert sorted(r.items) == ["app/db", "app/hostnet", "app/new"] and r.items["app/new"]["status"] == {}
 
 
+def test_an_open_watch_streams_what_is_pushed_past_its_version_as_it_comes_until_the_server_closes(tmp_path):
+    server = FakeApiServer({"lists": STREAM["lists"], "watches": {k: [] for k in STREAM["lists"]}}, open_watches=True)
+    service_account(tmp_path)
+    api = kubeapi.InCluster("127.0.0.1", server.server_address[1], str(tmp_path.joinpath(*kubeapi.SA_DIR)))
+    r = watch.Reflector(api, "pods")
+    r.relist()
+    events = STREAM["watches"]["pods"][0]
+    stale = json.loads(json.dumps(events[0]))
+    stale["object"]["metadata"]["resourceVersion"] = "99"  # before the list's "100": not sent
+    server.push("pods", [stale, *events[:2]])
+    seen: list[int] = []
+    t = threading.Thread(target=lambda: seen.append(r.watch(lambda: None)))
+    t.start()
+    try:
+        _until(lambda: server.sent["pods"] == 2)
+        server.push("pods", events[2:])
+        _until(lambda: server.sent["pods"] == len(events))
+    finally:
+        server.close()
+    t.join(10)
+    assert seen == [len(events)] and r.version == "121"
+    assert sorted(r.items) == ["app/db", "app/hostnet", "app/new"]
+
+
+def _until(ok, limit: float = 10.0) -> None:
+    deadline = time.monotonic() + limit
+    while not ok():
+        assert time.monotonic() < deadline, "not within the limit"
+        time.sleep(0.01)
+
+
 def test_410_gone_lists_again_and_the_watch_resumes_from_the_new_list(api, server):
     r = watch.Reflector(api, "pods")
     changes = []
@@ -184,7 +141,7 @@ def test_a_failing_server_is_retried_with_a_doubling_backoff_and_the_last_object
 
 def test_a_rotated_token_is_read_again_after_a_401(api, server, tmp_path):
     api.token()
-    _account(tmp_path, token="token-2")
+    service_account(tmp_path, token="token-2")
     server.tokens = {"token-2"}
     kubeapi.read_json(api.get("/api/v1/namespaces", {}))
     assert [t for _, _, t in server.requests] == ["token-1", "token-2"]
@@ -192,10 +149,10 @@ def test_a_rotated_token_is_read_again_after_a_401(api, server, tmp_path):
 
 def test_the_token_is_read_again_after_its_ttl(tmp_path):
     now = [0.0]
-    _account(tmp_path)
+    service_account(tmp_path)
     api = kubeapi.InCluster("127.0.0.1", 1, str(tmp_path.joinpath(*kubeapi.SA_DIR)), clock=lambda: now[0])
     assert api.token() == "token-1"
-    _account(tmp_path, token="token-2")
+    service_account(tmp_path, token="token-2")
     now[0] = kubeapi.TOKEN_TTL - 1
     assert api.token() == "token-1"
     now[0] = kubeapi.TOKEN_TTL
@@ -203,7 +160,7 @@ def test_the_token_is_read_again_after_its_ttl(tmp_path):
 
 
 def test_a_server_the_cluster_ca_did_not_sign_is_refused(api, server, tmp_path):
-    _account(tmp_path, ca="other-ca.crt")
+    service_account(tmp_path, ca="other-ca.crt")
     fresh = kubeapi.InCluster(api.host, api.port, api.account)
     with pytest.raises(kubeapi.ApiError, match="CERTIFICATE_VERIFY_FAILED"):
         fresh.get("/api/v1/namespaces", {})

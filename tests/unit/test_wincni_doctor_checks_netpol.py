@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import promtext
+from fakeapiserver import FakeApiServer, service_account
 from hnsnode import Node, add_two_pods
-from test_netpol_watch import FakeApiServer, _account
 from test_wincni_doctor import sim_node
 from tools.wincni.cli.main import main
 from tools.wincni.doctor.checks.netpol import STALE, netpol_agent
@@ -71,7 +71,7 @@ def with_agent(node: Node) -> Node:
     add_two_pods(node)
     server = FakeApiServer(_stream(pod_ips(node)))
     node.netpol_server = server  # type: ignore[attr-defined]  # served until the test's process ends
-    _account(node.root / "sandbox")
+    service_account(node.root / "sandbox")
     node.env.update(
         KUBERNETES_SERVICE_HOST="127.0.0.1",
         KUBERNETES_SERVICE_PORT=str(server.server_address[1]),
