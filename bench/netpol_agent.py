@@ -1,27 +1,35 @@
-"""Benchmark the NetworkPolicy agent (``wincni netpol``'s ``Agent``) on the HNS simulator, fed a
-list+watch stream of 5,000 pods (100 on this node) and 200 policies (bench/netpol_stream.py).
+"""Benchmark the NetworkPolicy agent as a node runs it: the frozen ``wincni netpol`` (``make
+dist``'s ``dist/wincni/wincni``) as a child process on the HNS simulator, with a HostProcess
+container's in-cluster environment (``KUBERNETES_SERVICE_HOST``/``PORT``, the service account's
+token and CA under ``CONTAINER_SANDBOX_MOUNT_POINT``), against a fake API server on loopback
+(tests/fakeapiserver.py: TLS under the test cluster CA) serving bench/netpol_stream.py's stream of
+5,000 pods (100 on this node) and 200 policies: the lists page by page, then open watches whose
+events the bench sends on cue. Figures:
 
-It runs in a child process (its peak RSS is the child's ``ru_maxrss``) from the source tree:
-the frozen ``wincni netpol`` reaches the API server only over TLS through the service account,
-so the stream comes in through the agent's injected API object instead (``StreamApi``: the
-answers read a line at a time from the file, as from a socket). Figures:
-
-- first sync: from the watch's start to the end of the first sync (lists, model, every apply);
-- change to programmed: from a policy change event being read to the last HNS call it caused,
-  the median of ``netpol_stream.CHANGES`` (one policy's port moved, and back, in turn);
+- first sync: to the last HNS call of the first sync (the journal's last line once the state
+  says synced and the journal is quiet), from the process' start and from the first list
+  request the server had (the watch's start: what is left is lists, model and applies);
+- change to programmed: from the bench sending a policy change to the last HNS call it caused
+  (journal timestamps), each of ``netpol_stream.CHANGES`` (one policy's port moved, and back);
 - HNS calls per event: ``HcnModifyEndpoint`` in the journal, against the endpoints whose rules
   each change alters (worked out apart, with the pure model), and for an event that changes
   nothing here;
-- a restart on the unchanged node: its HNS ACL calls (none).
+- a restart (SIGTERM, then started again over the lists with the change in): its HNS ACL calls
+  (none);
+- peak RSS: the process' ``VmHWM`` read just before each stop, the larger of the two runs.
 
-    python bench/netpol_agent.py
+``--source`` runs ``python -m tools.wincni`` from this tree instead: an agent change measured
+without ``make dist``.
+
+    python bench/netpol_agent.py [--source]
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -32,92 +40,21 @@ from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO), str(REPO / "tests")]
 import netpol_stream
 import netpol_translate as scale
+from fakeapiserver import FakeApiServer, service_account
 
 NETWORK = "cbr0"
+CONF = {"cniVersion": "1.0.0", "name": NETWORK, "type": "win-bridge", "apiVersion": 2, "ipam": {"type": "host-local"}}
 QUIET = 1.0  # no new HNS call for this long: the agent is done with an event
+SOURCE = [sys.executable, "-m", "tools.wincni"]
+SYNC = re.compile(r"wincni netpol: sync in ([0-9.]+)s")
 
 
-class Answer:
-    """A list's body, read whole (``kubeapi.read_json``)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, n: int = -1) -> bytes:
-        return self.data
-
-    def close(self) -> None:
-        pass
-
-
-class Feed:
-    """A watch: the lines put on it, one ``readline`` at a time; ``None`` ends it."""
-
-    def __init__(self, api: StreamApi, kind: str) -> None:
-        self.api, self.kind = api, kind
-
-    def readline(self, n: int = -1) -> bytes:
-        with self.api.cond:
-            while not self.api.queues[self.kind]:
-                self.api.cond.wait()
-            line = self.api.queues[self.kind].pop(0)
-        if line is None:
-            return b""
-        self.api.read_at[self.kind] = time.time()
-        return line
-
-    def close(self) -> None:
-        pass
-
-
-class StreamApi:
-    """``kubeapi.InCluster``'s ``get`` over the stream file: lists page by page, watches fed
-    by ``send`` (the file's step lines) until ``end``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.pages: dict[str, list[int]] = {}
-        self.steps: dict[str, list[tuple[str, bytes]]] = {}
-        with path.open("rb") as f:
-            while True:
-                at, line = f.tell(), f.readline()
-                if not line:
-                    break
-                doc = json.loads(line)  # one page at a time, as the agent holds one answer
-                if "page" in doc:
-                    self.pages.setdefault(doc["kind"], []).append(at)
-                else:
-                    event = json.dumps(doc["event"]).encode() + b"\n"
-                    self.steps.setdefault(doc["step"], []).append((doc["kind"], event))
-        self.cond = threading.Condition()
-        self.queues: dict[str, list] = {k: [] for k in netpol_stream.KINDS}
-        self.read_at: dict[str, float] = {}
-
-    def get(self, path: str, query: dict, timeout: float | None = None) -> object:
-        kind = path.rsplit("/", 1)[-1]
-        if "watch" in query:
-            return Feed(self, kind)
-        token = str(query.get("continue") or "")
-        index = int(token.rsplit("-", 1)[-1]) // netpol_stream.PAGE if token else 0
-        with self.path.open("rb") as f:
-            f.seek(self.pages[kind][index])
-            page = json.loads(f.readline())["page"]
-        return Answer(json.dumps(page).encode())
-
-    def send(self, step: str) -> None:
-        with self.cond:
-            for kind, line in self.steps[step]:
-                self.queues[kind].append(line)
-            self.cond.notify_all()
-
-    def end(self) -> None:
-        with self.cond:
-            for q in self.queues.values():
-                q.append(None)
-            self.cond.notify_all()
+def frozen(dist: Path = REPO / "dist" / "wincni") -> list[str]:
+    return [str(dist / "wincni")]
 
 
 def simulated_node(root: Path) -> tuple[dict, list[str]]:
@@ -163,78 +100,168 @@ def _ts(call: dict) -> float:
 
 
 class Running:
-    """An agent over a stream file and the simulator, its loop in a thread; ``syncs``: (wall
-    time, ``Sync``) of each pass, ``started``: when its watch started."""
+    """``wincni netpol`` started as the DaemonSet's container starts it (``started``: the wall
+    time), its stderr kept a line at a time."""
 
-    def __init__(self, stream: Path, root: Path, env: dict) -> None:
-        from plugins.winnet.hnsapi import open_api
-        from tools.wincni.netpol.agent import Agent
-        from tools.wincni.netpol.node_endpoints import NodeEndpoints
-        from tools.wincni.netpol.state import StateFile
-        from tools.wincni.netpol.watch import ClusterWatch
-
-        self.api = StreamApi(stream)
-        endpoints = NodeEndpoints(open_api(2, env, None, "wincni-netpol", ""), NETWORK, scale.NODE_ADDRESSES)
-        self.agent = Agent(ClusterWatch(self.api), endpoints, StateFile(str(root / "netpol.json")), scale.NODE)
-        self.loop_stop = threading.Event()
-        self.syncs: list = []
+    def __init__(self, command: list[str], root: Path, env: dict) -> None:
+        args = ["netpol", "--node-name", scale.NODE, "--cni-conf", str(root / "10-cbr0.conf")]
+        args += [a for ip in scale.NODE_ADDRESSES for a in ("--node-address", ip)]
+        self.lines: list[str] = []
         self.started = time.time()
-        self.agent.watch.start()
-        report = lambda sync: self.syncs.append((time.time(), sync))  # noqa: E731 - the loop's one callback
-        self.thread = threading.Thread(target=self.agent.run, args=(report, self.loop_stop), daemon=True)
-        self.thread.start()
+        self.proc = subprocess.Popen(
+            [*command, *args],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
 
-    def stop(self) -> None:
-        for event in (self.loop_stop, self.agent.watch.stop, self.agent.watch.changed):
-            event.set()
-        self.api.end()
-        self.thread.join(30)
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def syncs(self) -> list[float]:
+        """The seconds of each sync that set anything (the one stderr line it writes)."""
+        return [float(m[1]) for m in map(SYNC.match, self.lines) if m]
+
+    def stop(self) -> float:
+        """SIGTERM, as the kubelet stops the container; its peak RSS in MB, read just before."""
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        peak = int(re.search(r"VmHWM:\s+(\d+) kB", status)[1]) / 1024
+        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.wait(30) != 0:
+            raise SystemExit(f"netpol bench: wincni netpol exited {self.proc.returncode}: {self.said()}")
+        return peak
+
+    def said(self) -> str:
+        return "".join(self.lines)[-3000:]
 
 
-def wait_for(what: str, ok, limit: float = 120.0) -> None:
+def wait_for(what: str, ok, agent: Running, limit: float = 120.0) -> None:
     deadline = time.monotonic() + limit
     while not ok():
+        if agent.proc.poll() is not None:
+            raise SystemExit(f"netpol bench: wincni netpol exited {agent.proc.returncode}: {agent.said()}")
         if time.monotonic() > deadline:
             raise SystemExit(f"netpol bench: no {what} within {limit:.0f} s")
-        time.sleep(0.01)
+        time.sleep(0.05)
 
 
-def child(stream: Path, after: Path, root: Path) -> dict:
-    """The figures of one agent over ``stream`` (its lists, then its change and no-op steps) and
-    of a second over ``after`` (the lists with the change in), on the node the first left."""
-    env, ips = simulated_node(root)
-    journal = root / "journal.jsonl"
-    env["LIBHNS_JOURNAL"] = str(journal)
-    run = Running(stream, root, env)
-    wait_for("first sync", lambda: run.syncs)
-    first_s, first = run.syncs[0][0] - run.started, run.syncs[0][1]
-    first_calls = len(acl_calls(journal, 0))
-    settled(journal)
-    changes = []  # (seconds from the event read to its last HNS call, its HNS calls, its sync's seconds)
-    for n in range(netpol_stream.CHANGES):
-        at = len(journal.read_text().splitlines())
-        run.api.send(f"change{n}")
-        wait_for("sync after the change", lambda n=n: len(run.syncs) > n + 1)
+def synced_since(state: Path, since: float) -> bool:
+    """Whether the state says a sync applied all it had to at or after wall time ``since``."""
+    try:
+        doc = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return False
+    return (doc.get("status") or {}).get("synced", 0) >= since
+
+
+def node_env(root: Path, hns: dict, port: int) -> dict:
+    """A HostProcess container's environment on the simulated node: the API server's service
+    address, the service account under the mount point, the state's folder."""
+    sandbox = root / "sandbox"
+    service_account(sandbox)
+    own = ("LIBHNS_", "KUBERNETES_", "NODE_", "WINCNI_", "CONTAINER_", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(own)}
+    return {
+        **env,
+        **hns,
+        "CONTAINER_SANDBOX_MOUNT_POINT": str(sandbox),
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(port),
+        "WINCNI_LOCK_DIR": str(root / "lock"),
+    }
+
+
+def served(docs: list[dict]) -> dict:
+    """The stream's lists as the fake API server serves them; its watches stay open."""
+    lists = {k: [d["page"] for d in docs if d["kind"] == k and "page" in d] for k in netpol_stream.KINDS}
+    return {"lists": lists, "watches": {k: [] for k in lists}}
+
+
+def send(server: FakeApiServer, docs: list[dict], step: str) -> float:
+    """The events of ``step`` to the open watches; when they were sent."""
+    sent = time.time()
+    for kind in netpol_stream.KINDS:
+        server.push(kind, [d["event"] for d in docs if d.get("step") == step and d["kind"] == kind])
+    return sent
+
+
+def restarted(docs: list[dict], lists: dict) -> dict:
+    """The lists as a restarted agent gets them: the last change's policy in its list, each at
+    the stream's last resourceVersion (so the watches send nothing again)."""
+    events = [d for d in docs if "step" in d]
+    change = [d["event"]["object"] for d in events if d["step"].startswith("change")][-1]
+    version = events[-1]["event"]["object"]["metadata"]["resourceVersion"]
+    key = (change["metadata"]["namespace"], change["metadata"]["name"])
+    listed = {k: v for k, v in change.items() if k not in ("kind", "apiVersion")}
+
+    def item(i: dict) -> dict:
+        return listed if (i["metadata"].get("namespace"), i["metadata"]["name"]) == key else i
+
+    return {
+        kind: [
+            {**p, "metadata": {**p["metadata"], "resourceVersion": version}, "items": [item(i) for i in p["items"]]}
+            for p in pages
+        ]
+        for kind, pages in lists.items()
+    }
+
+
+def run(command: list[str], root: Path, docs: list[dict]) -> dict:
+    """The figures of an agent over the stream ``docs`` (its lists, then its change and no-op
+    steps) and of a restart over the lists with the change in, on the node the first left."""
+    hns, ips = simulated_node(root)
+    journal, state = root / "journal.jsonl", root / "lock" / "netpol.json"
+    hns["LIBHNS_JOURNAL"] = str(journal)
+    (root / "10-cbr0.conf").write_text(json.dumps(CONF))
+    stream = served(docs)
+    server = FakeApiServer(stream, open_watches=True)
+    started: list[Running] = []
+    try:
+        env = node_env(root, hns, server.server_address[1])
+        agent = Running(command, root, env)
+        started.append(agent)
+        wait_for("first sync", lambda: synced_since(state, agent.started), agent)
         settled(journal)
-        calls = acl_calls(journal, at)
-        last = max(map(_ts, calls)) - run.api.read_at["networkpolicies"] if calls else float("nan")
-        changes.append((last, len(calls), run.syncs[n + 1][1].seconds))
-    at = len(journal.read_text().splitlines())
-    run.api.send("noop")
-    wait_for("the no-op events read", lambda: "pods" in run.api.read_at and not run.api.queues["pods"])
-    settled(journal)
-    noop = len(acl_calls(journal, at))
-    run.stop()
-    at = len(journal.read_text().splitlines())
-    restarted = Running(after, root, env)
-    wait_for("first sync after the restart", lambda: restarted.syncs)
-    settled(journal)
-    restart = len(acl_calls(journal, at))
-    restarted.stop()
+        first_end = _ts(json.loads(journal.read_text().splitlines()[-1]))
+        first_calls = len(acl_calls(journal, 0))
+        changes = []  # (seconds from the event sent to its last HNS call, its HNS calls, its sync's seconds)
+        for n in range(netpol_stream.CHANGES):
+            at = len(journal.read_text().splitlines())
+            sent = send(server, docs, f"change{n}")
+            wait_for("sync after the change", lambda n=n: len(agent.syncs()) > n + 1, agent)
+            settled(journal)
+            calls = acl_calls(journal, at)
+            last = max(map(_ts, calls)) - sent if calls else float("nan")
+            changes.append((last, len(calls), agent.syncs()[n + 1]))
+        at, before = len(journal.read_text().splitlines()), server.sent["pods"]
+        send(server, docs, "noop")
+        wait_for("the no-op events sent", lambda: server.sent["pods"] == before + 2, agent)
+        settled(journal)
+        noop = len(acl_calls(journal, at))
+        peak = agent.stop()
+        server.lists = restarted(docs, stream["lists"])
+        at = len(journal.read_text().splitlines())
+        again = Running(command, root, env)
+        started.append(again)
+        wait_for("first sync after the restart", lambda: synced_since(state, again.started), again)
+        settled(journal)
+        restart = len(acl_calls(journal, at))
+        peak = max(peak, again.stop())
+    finally:
+        for r in started:
+            if r.proc.poll() is None:
+                r.proc.kill()
+                r.proc.wait()
+        server.close()
     return {
         "endpoints": len(ips),
-        "first sync s": first_s,
-        "first sync's own s": first.seconds,
+        "first sync s": first_end - agent.started,
+        "first sync from the watch's start s": first_end - server.requested_at[0],
         "first sync HNS ACL calls": first_calls,
         "change to programmed s": statistics.median(c[0] for c in changes),
         "change to programmed s, each": [c[0] for c in changes],
@@ -242,24 +269,8 @@ def child(stream: Path, after: Path, root: Path) -> dict:
         "change HNS ACL calls": [c[1] for c in changes],
         "no-op event HNS ACL calls": noop,
         "restart HNS ACL calls": restart,
+        "peak RSS MB": peak,
     }
-
-
-def after_change(stream: Path, out: Path) -> Path:
-    """The stream as a restarted agent lists it: the changed policy in its list."""
-    docs = [json.loads(line) for line in stream.read_text().splitlines()]
-    change = [d["event"]["object"] for d in docs if str(d.get("step")).startswith("change")][-1]
-    key = (change["metadata"]["namespace"], change["metadata"]["name"])
-    listed = {k: v for k, v in change.items() if k not in ("kind", "apiVersion")}
-    with out.open("w") as f:
-        for d in docs:
-            if "page" in d and d["kind"] == "networkpolicies":
-                items = d["page"]["items"]
-                d["page"]["items"] = [
-                    listed if (i["metadata"]["namespace"], i["metadata"]["name"]) == key else i for i in items
-                ]
-            f.write(json.dumps(d) + "\n")
-    return out
 
 
 def rules_changed(changed: int) -> int:
@@ -293,33 +304,25 @@ def pick_change() -> tuple[int, int]:
     raise SystemExit("netpol bench: no policy change reaches this node")
 
 
-def measure() -> dict:
+def measure(command: list[str] | None = None) -> dict:
+    """The figures of ``command`` (default: the frozen bundle's ``wincni``) over the stream."""
+    command = command or frozen()
+    if not Path(command[0]).is_file():
+        raise SystemExit(f"netpol bench: no {command[0]}: run `make dist`")
     changed, expected = pick_change()
     with tempfile.TemporaryDirectory(prefix="wincni-netpol-bench-") as tmp:
         root = Path(tmp)
         stream = netpol_stream.write(root / "stream.jsonl", changed)
-        after = after_change(stream, root / "after.jsonl")
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", str(stream), str(after), str(root)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**os.environ, "PYTHONPATH": str(HERE.parent)},
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"netpol bench child failed:\n{proc.stderr[-3000:]}")
-        found = json.loads(proc.stdout)
+        with stream.open() as f:
+            docs = [json.loads(line) for line in f]
+        found = run(command, root, docs)
         found["stream MB"] = stream.stat().st_size / 1e6
     found["endpoints whose rules the change alters"] = expected
-    found["peak RSS MB"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return found
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--child"]:
-        print(json.dumps(child(Path(argv[1]), Path(argv[2]), Path(argv[3]))))
-        return 0
-    print(json.dumps(measure(), indent=1))
+    print(json.dumps(measure(SOURCE if argv[:1] == ["--source"] else None), indent=1))
     return 0
 
 
