@@ -119,6 +119,36 @@ def test_wincni_doctor_runs_every_check(tmp_path):
         assert checks[id_]["status"] == "not-checked" and checks[id_]["message"].startswith("not checked"), checks[id_]
 
 
+def test_wincni_netpol_lists_over_tls_under_the_service_accounts_ca_and_syncs_once(tmp_path):
+    """The agent's HTTPS client is in the operator executable (ssl, http.client and what they
+    import on this Python: specs/wincni.spec's AGENT_NEEDS): ``--once`` lists each kind from the
+    fake API server and writes the state."""
+    from fakeapiserver import FakeApiServer, service_account
+
+    lists = {
+        k: [{"metadata": {"resourceVersion": "7"}, "items": []}] for k in ("pods", "namespaces", "networkpolicies")
+    }
+    server = FakeApiServer({"lists": lists, "watches": {k: [] for k in lists}})
+    service_account(tmp_path / "sandbox")
+    conf = tmp_path / "10-cbr0.conf"
+    conf.write_text(json.dumps({"cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge", "apiVersion": 2}))
+    env = {
+        "LIBHNS_BACKEND": "sim",
+        "LIBHNS_SIM_DIR": str(tmp_path / "hns"),
+        "CONTAINER_SANDBOX_MOUNT_POINT": str(tmp_path / "sandbox"),
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(server.server_address[1]),
+        "WINCNI_NETPOL_STATE": str(tmp_path / "netpol" / "netpol.json"),
+    }
+    try:
+        proc = run_exe("wincni", env, args=("netpol", "--once", "--node-name", "n1", "--cni-conf", str(conf)))
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(k for k, q, _ in server.requests if "watch" not in q) == sorted(lists)
+    assert (tmp_path / "netpol" / "netpol.json").is_file()
+
+
 def test_wincni_install_lays_its_own_build_and_a_pod_runs_from_it(tmp_path):
     """The frozen wincni installs the folder it runs from; the installed flannel is that build
     (its about text) and runs a pod through the installed config on the simulator."""
