@@ -261,7 +261,7 @@ def run(command: list[str], root: Path, docs: list[dict]) -> dict:
     return {
         "endpoints": len(ips),
         "first sync s": first_end - agent.started,
-        "first sync from the watch's start s": first_end - server.requested_at[0],
+        "first sync from the watch s": first_end - server.requested_at[0],
         "first sync HNS ACL calls": first_calls,
         "change to programmed s": statistics.median(c[0] for c in changes),
         "change to programmed s, each": [c[0] for c in changes],
