@@ -8,7 +8,8 @@ events the bench sends on cue. Figures:
 
 - first sync: to the last HNS call of the first sync (the journal's last line once the state
   says synced and the journal is quiet), from the process' start and from the first list
-  request the server had (the watch's start: what is left is lists, model and applies);
+  request the server had (the watch's start: what is left is lists, model and applies), and the
+  time its HNS calls took (the journal's ``ms``: the simulator's share);
 - change to programmed: from the bench sending a policy change to the last HNS call it caused
   (journal timestamps), each of ``netpol_stream.CHANGES`` (one policy's port moved, and back);
 - HNS calls per event: ``HcnModifyEndpoint`` in the journal, against the endpoints whose rules
@@ -227,7 +228,8 @@ def run(command: list[str], root: Path, docs: list[dict]) -> dict:
         started.append(agent)
         wait_for("first sync", lambda: synced_since(state, agent.started), agent)
         settled(journal)
-        first_end = _ts(json.loads(journal.read_text().splitlines()[-1]))
+        first = [json.loads(line) for line in journal.read_text().splitlines()]
+        first_end, first_hns = _ts(first[-1]), sum(c["ms"] or 0 for c in first) / 1000
         first_calls = len(acl_calls(journal, 0))
         changes = []  # (seconds from the event sent to its last HNS call, its HNS calls, its sync's seconds)
         for n in range(netpol_stream.CHANGES):
@@ -263,6 +265,7 @@ def run(command: list[str], root: Path, docs: list[dict]) -> dict:
         "first sync s": first_end - agent.started,
         "first sync from the watch s": first_end - server.requested_at[0],
         "first sync HNS ACL calls": first_calls,
+        "first sync HNS calls s": first_hns,
         "change to programmed s": statistics.median(c[0] for c in changes),
         "change to programmed s, each": [c[0] for c in changes],
         "change sync s": statistics.median(c[2] for c in changes),
