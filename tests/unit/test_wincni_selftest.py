@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
+
+import pytest
 
 from tools.wincni.cli.main import main
 from tools.wincni.selftest.options import OK, REFUSED, SelftestOptions
@@ -80,3 +84,24 @@ def test_the_default_backend_is_real_hns_and_off_windows_it_refuses_on_stderr() 
 def test_an_unknown_scenario_is_refused_on_stderr() -> None:
     status, out, err = _wincni("selftest", "--backend", "sim", "--scenario", "nope")
     assert (status, out) == (REFUSED, "") and err.startswith("wincni selftest: no scenario 'nope'")
+
+
+@pytest.mark.parametrize("mode", [0o1777, 0o2775, 0o777])
+def test_a_shared_out_folder_is_refused_and_left_as_it_is(tmp_path, mode: int) -> None:
+    """``--out /tmp`` must not make /tmp admin-only: the run stops before HNS, the folder's mode
+    untouched, and the refusal says to name a new or an admin-only folder."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, mode)
+    os.chown(shared, 0, 100)
+    status, out, err = _wincni("selftest", "--backend", "sim", "--scenario", "namespace", "--out", str(shared))
+    assert (status, out) == (REFUSED, ""), err
+    assert "may be written by" in err and "name a new or an admin-only folder" in err, err
+    assert stat.S_IMODE(os.stat(shared).st_mode) == mode and os.listdir(shared) == []
+
+
+def test_a_new_out_folder_is_made_admin_only_and_holds_the_report(tmp_path) -> None:
+    made = tmp_path / "report"
+    status, out, err = _wincni("selftest", "--backend", "sim", "--scenario", "namespace", "--out", str(made))
+    assert status == OK, out + err
+    assert stat.S_IMODE(os.stat(made).st_mode) & 0o022 == 0 and (made / "report.json").is_file()

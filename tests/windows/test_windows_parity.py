@@ -95,3 +95,16 @@ def test_the_real_hns_backend_refuses_the_fake_dlls(node: WineNode) -> None:
     said = [line for line in err.splitlines() if line.startswith("wincni selftest: ")]  # a refusal is stderr's
     assert out == "" and len(said) == 1, out + err
     assert said[0].startswith("wincni selftest: computenetwork.dll here is not HNS but a stand-in (wincni fake HNS ")
+
+
+def test_a_shared_out_folder_is_refused_before_hns_and_keeps_its_access(node: WineNode) -> None:
+    """``--out`` naming a folder everyone may write (a DACL granting Everyone write, as Wine shows
+    0777) is refused in one line, exit status 2, before HNS is touched; the folder is not made
+    admin-only (``safefs.writable_by_others`` through ``winhandle.writers`` under Windows)."""
+    shared = node.path(r"C:\selftest-shared")
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    status, out, err, _ = _selftest(node, "fake", r"C:\selftest-shared")
+    assert (status, out) == (REFUSED, ""), out + err
+    assert "may be written by Everyone" in err and "Traceback" not in err, err
+    assert os.stat(shared).st_mode & 0o777 == 0o777 and os.listdir(shared) == []

@@ -130,9 +130,20 @@ def document(report: Report) -> dict[str, Any]:
 def prepare(out: str) -> None:
     """Make ``out`` an admin-only folder (created when missing; an existing one must be one an
     administrator owns, reached without a link): before the run, so a folder the report may not
-    go to stops it before HNS is touched."""
+    go to stops it before HNS is touched. A folder others may write (a shared ``/tmp``, a group's
+    folder, one whose ACL lets users add files) is refused, never taken: its mode and ACL stay."""
+    from basics.errors import UnsafePath
+    from basics.safefs import writable_by_others
     from tools.wincni.node.disk import Disk
 
+    try:
+        os.lstat(out)
+    except FileNotFoundError:
+        who = None  # made admin-only below
+    else:
+        who = writable_by_others(out)
+    if who:
+        raise UnsafePath(out, f"may be written by {who}", "a shared folder is never made admin-only")
     disk = Disk()
     try:
         disk.secure(out)
