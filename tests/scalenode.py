@@ -193,15 +193,11 @@ def replayed(scale: Scale) -> Any:
 def recorded_node(scale: Scale) -> Any:
     """The bundle of the node at ``scale`` as replay holds it (``RecordedNode``): its JSON members
     parsed under replay's caps and checked against their shapes, as ``replay.load`` does."""
-    from tools.wincni.doctor.archive.records import SHAPES, check
-    from tools.wincni.doctor.archive.replay import RecordedNode, parsed
+    from tools.wincni.doctor.archive.replay import RecordedNode, checked
 
     manifest, members = recorded(scale)
     data = dict(members.data)
-    docs = parsed(data)
-    for name, doc in docs.items():
-        check(name, doc, SHAPES[name])
-    return RecordedNode(str(scale), manifest, data, docs)
+    return RecordedNode(str(scale), manifest, data, checked(data))
 
 
 def recorded(scale: Scale) -> tuple[dict, Any]:

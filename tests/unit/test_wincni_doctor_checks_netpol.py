@@ -134,6 +134,14 @@ def test_a_programmed_node_passes_and_says_what_the_agent_keeps(tmp_path: Path) 
     assert found["netpol-drift"]["message"].startswith("2 endpoints hold the rules the agent wants")
 
 
+def test_without_the_flag_the_doctor_reads_the_state_where_the_agent_wrote_it(tmp_path: Path) -> None:
+    """The agent and ADD place the state by the environment (``WINCNI_NETPOL_STATE`` here, else
+    ``WINCNI_LOCK_DIR``): the doctor's default follows it, so it finds the running agent."""
+    node = with_agent(sim_node(tmp_path, "bridge"))
+    found = node.doctor()
+    assert "running" in found["netpol-agent"]["message"], found["netpol-agent"]
+
+
 def test_drift_names_the_endpoint_and_the_pod(tmp_path: Path) -> None:
     node = sim_node(tmp_path, "bridge")
     drift(node)

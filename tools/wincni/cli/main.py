@@ -14,7 +14,7 @@ from tools.wincni.cli import registry
 
 def build_parser(platform: str = sys.platform, chosen: str | None = None) -> argparse.ArgumentParser:
     """Every command by name and help line; the arguments of ``chosen`` only (every command's
-    when None), so a run imports one command's module."""
+    when None, none when ""), so a run imports one command's module."""
     from basics.cli import Parser, add_version
     from plugins.cni.buildinfo import describe
 

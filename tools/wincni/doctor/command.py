@@ -62,7 +62,7 @@ def options(args: argparse.Namespace, ctx: Context) -> DoctorOptions:
     if args.replay:
         return DoctorOptions(NodeFiles(reach=args.reach or ""), args.output, args.replay)
     found = where(args.containerd_config, ctx.platform, ctx.env)
-    files = node_files(args, found, ctx.platform)
+    files = node_files(args, found, ctx.platform, ctx.env)
     given = [flag for flag, value in (("--cni-conf", args.cni_conf), ("--cni-bin-dir", args.cni_bin_dir)) if value]
     looked = {"conf": files.cni_conf, "binDir": files.cni_bin_dir, "from": said(given, found)}
     return DoctorOptions(files, args.output, "", looked, len(given) < 2)

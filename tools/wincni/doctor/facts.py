@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tools.wincni.node.source import Problem
 
@@ -20,8 +20,15 @@ class CheckFile:
     windows: str
     posix: str
     cap: int = 1 << 20
+    #: Where the file's writer puts it, when that follows the environment (its override, its
+    #: folder's): the doctor then reads the file the writer wrote, not the usual place.
+    placed: Callable[[Mapping[str, str], str], str] | None = None
 
-    def default(self, platform: str) -> str:
+    def default(self, platform: str, env: Mapping[str, str] | None = None) -> str:
+        """Its place on ``platform``: as ``placed`` finds it in ``env`` when both are given (help
+        text, which has no environment, shows the usual place)."""
+        if self.placed is not None and env is not None:
+            return self.placed(env, platform)
         return self.windows if platform == "win32" else self.posix
 
 

@@ -57,9 +57,9 @@ def add_node_files(p: argparse.ArgumentParser, platform: str) -> None:
         p.add_argument(f.flag, type=FILE, metavar="FILE", help=f"{f.what} (default {f.default(platform)})")
 
 
-def node_files(args: argparse.Namespace, found: Any, platform: str) -> NodeFiles:
+def node_files(args: argparse.Namespace, found: Any, platform: str, env: Mapping[str, str]) -> NodeFiles:
     """``NodeFiles`` from the shared node flags (``cli.flags.node_files``) and the CNI folders
-    ``found`` (a ``containerd.CniDirs``)."""
+    ``found`` (a ``containerd.CniDirs``); ``env`` places a check's file its writer places by it."""
     from tools.wincni.node.paths import default_paths
 
     defaults = default_paths(platform)
@@ -74,11 +74,13 @@ def node_files(args: argparse.Namespace, found: Any, platform: str) -> NodeFiles
         reach=getattr(args, "reach", None) or "",
         quick=getattr(args, "quick", False),
         containerd_version=found.version if found is not None else None,
-        checked=_checked(args, platform),
+        checked=_checked(args, platform, env),
     )
 
 
-def _checked(args: argparse.Namespace, platform: str) -> tuple[tuple[str, str], ...]:
+def _checked(args: argparse.Namespace, platform: str, env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     from tools.wincni.doctor.checks.registry import FILES
 
-    return tuple((f.flag, getattr(args, f.flag[2:].replace("-", "_")) or f.default(platform)) for f in FILES.values())
+    return tuple(
+        (f.flag, getattr(args, f.flag[2:].replace("-", "_")) or f.default(platform, env)) for f in FILES.values()
+    )

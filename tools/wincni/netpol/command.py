@@ -85,7 +85,7 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     )
     p.add_argument(
         "--resync",
-        type=_seconds,
+        type=_resync,
         default=NetpolOptions.resync,
         metavar="SECONDS",
         help="read HNS again this often even without an event, which repairs an HNS restart or ACLs changed by "
@@ -95,14 +95,17 @@ def add_arguments(p: argparse.ArgumentParser, platform: str) -> None:
     flags.containerd_config(p, platform)
 
 
-def _seconds(text: str) -> float:
+def _resync(text: str) -> float:
+    """``--resync``'s type: ``flags.seconds``, above 0 (0 would read HNS without pause)."""
+    from tools.wincni.cli import flags
+
     try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < 1e6:
+        value = flags.seconds(text)
+    except argparse.ArgumentTypeError:
+        value = 0.0
+    if value == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return seconds
+    return value
 
 
 def _address(text: str) -> str:

@@ -148,7 +148,7 @@ def options(args: argparse.Namespace, ctx: Context) -> BundleOptions:
     from tools.wincni.node.dirs import where
 
     found = where(args.containerd_config, ctx.platform, ctx.env, strict=True)
-    return BundleOptions(node_files(args, found, ctx.platform), args.out or default_out())
+    return BundleOptions(node_files(args, found, ctx.platform, ctx.env), args.out or default_out())
 
 
 def run(options: BundleOptions, ctx: Context) -> int:

@@ -154,13 +154,11 @@ def load(path: str) -> RecordedNode:
         held = sum(len(data) for name, data in members.items() if name.startswith(FILES))
         if held > FILES_CAP:
             raise ReplayError(f"the node's files ({FILES}*) hold {held} bytes, over replay's cap of {FILES_CAP}")
-        docs = parsed(members)
+        docs = checked(members)
         manifest = docs[MANIFEST]
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             shown = manifest.get("format") if isinstance(manifest, dict) else None
             raise ReplayError(f"{MANIFEST}: format {shown!r}, not {FORMAT}")
-        for name, doc in docs.items():
-            check(name, doc, SHAPES[name])
     except ReplayError as exc:
         raise ReplayError(f"--replay {path}: {exc}") from None
     except OSError as exc:
@@ -188,6 +186,14 @@ def opened(path: str) -> BinaryIO:
 def replayed(name: str) -> bool:
     """A member replay reads: the JSON ones of the table, and the node's files the doctor read."""
     return name in SHAPES or name.startswith(FILES)
+
+
+def checked(members: dict[str, bytes]) -> dict[str, Any]:
+    """``parsed``, each document then checked against its shape (``records.SHAPES``)."""
+    docs = parsed(members)
+    for name, doc in docs.items():
+        check(name, doc, SHAPES[name])
+    return docs
 
 
 def parsed(members: dict[str, bytes]) -> dict[str, Any]:

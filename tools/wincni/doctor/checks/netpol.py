@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Mapping
 
 from basics.inputfile import Input
 from plugins.winnet.netpolstate import HEARTBEAT
@@ -21,12 +22,21 @@ from tools.wincni.doctor.facts import CheckFile, NodeFacts
 from tools.wincni.judge.verdict import FAIL, OK, WARN, Check
 from tools.wincni.node.source import Problem
 
+
+def _placed(env: Mapping[str, str], platform: str) -> str:
+    """Where the agent writes it and ADD reads it (``WINCNI_NETPOL_STATE``, ``WINCNI_LOCK_DIR``)."""
+    from plugins.winnet.lifecycle import netpol_state
+
+    return netpol_state(env, platform)
+
+
 STATE = CheckFile(
     "--netpol-state",
     "the NetworkPolicy agent's state (wincni netpol writes it, ADD reads it)",
     r"C:\ProgramData\wincni\netpol.json",
     "/run/wincni/netpol.json",
     cap=32 << 20,
+    placed=_placed,
 )
 #: A heartbeat older than three, and the agent is taken for stopped.
 STALE = 3 * HEARTBEAT

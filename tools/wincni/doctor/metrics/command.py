@@ -73,7 +73,7 @@ def options(args: argparse.Namespace, ctx: Context) -> MetricsOptions:
     from tools.wincni.node.dirs import where
 
     found = where(args.containerd_config, ctx.platform, ctx.env, strict=True)
-    return MetricsOptions(node_files(args, found, ctx.platform), args.textfile, args.every)
+    return MetricsOptions(node_files(args, found, ctx.platform, ctx.env), args.textfile, args.every)
 
 
 def run(options: MetricsOptions, ctx: Context, rounds: int | None = None) -> int:
